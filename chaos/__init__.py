@@ -1,0 +1,1 @@
+"""eos-chaos faults: the Toxiproxy client, the fault catalogue, schedules, heal-all."""

@@ -1,0 +1,1 @@
+"""eos-chaos clusters: fetching Kafka and Toxiproxy, rendering configs, the cluster backends."""

@@ -1,0 +1,239 @@
+"""Fetch and cache what a cluster runs: Kafka jars from Maven Central, Toxiproxy built with Go.
+
+Only package registries are used: Maven resolves Kafka and its runtime dependencies, the Go module
+proxy serves Toxiproxy's source. Everything lands in the cache (see ``harness.paths.cache_dir``)
+behind a marker file written last, so a half-finished fetch is never mistaken for a good one and a
+warm set-up only stats a few files.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import fcntl
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator
+
+from clusters import pins
+from harness.errors import ConfigError, EnvironmentProblem
+from harness.paths import cache_dir
+
+_VERSION_RE = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
+#: Cold fetches on a slow link: Maven pulls ~45 MB, Go ~30 MB of modules and compiles.
+FETCH_TIMEOUT_S = 900
+
+Log = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Artifacts:
+    """Paths of a ready set of artifacts."""
+
+    kafka_version: str
+    kafka_libs: Path
+    toxiproxy_bin: Path
+    java: Path
+
+
+def parse_kafka_version(version: str) -> tuple[int, int, int]:
+    """Validate a ``--kafka-version`` value; raise ``ConfigError`` naming what is allowed."""
+    m = _VERSION_RE.match(version.strip())
+    if not m:
+        raise ConfigError(
+            f"--kafka-version {version!r} is not a release version; expected MAJOR.MINOR.PATCH, "
+            f"for example {pins.KAFKA_VERSION}"
+        )
+    parsed = (int(m[1]), int(m[2]), int(m[3]))
+    if parsed < pins.MIN_KAFKA_VERSION:
+        low = ".".join(map(str, pins.MIN_KAFKA_VERSION))
+        raise ConfigError(
+            f"--kafka-version {version} is older than {low}: the harness needs KRaft with advertised "
+            f"controller listeners (KIP-853). Use {low} or newer (default {pins.KAFKA_VERSION})."
+        )
+    return parsed
+
+
+def find_java() -> tuple[Path, int]:
+    """The Java the brokers run with and its major version; ``EnvironmentProblem`` if unusable."""
+    home = os.environ.get("JAVA_HOME")
+    candidate = Path(home) / "bin" / "java" if home else None
+    java = str(candidate) if candidate and candidate.exists() else shutil.which("java")
+    if not java:
+        raise EnvironmentProblem(
+            f"Java not found (no `java` on PATH, JAVA_HOME={home!r}). Install a JDK {pins.MIN_JAVA_MAJOR}+ "
+            "(Debian: apt-get install openjdk-17-jdk-headless) or set JAVA_HOME."
+        )
+    try:
+        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise EnvironmentProblem(f"could not run {java} -version: {exc}") from exc
+    m = re.search(r'version "(\d+)(?:\.(\d+))?', out.stderr + out.stdout)
+    if not m:
+        raise EnvironmentProblem(f"could not read the Java version from `{java} -version`: {out.stderr.strip()!r}")
+    major = int(m[1]) if m[1] != "1" else int(m[2] or 0)
+    if major < pins.MIN_JAVA_MAJOR:
+        raise EnvironmentProblem(
+            f"{java} is Java {major}; Kafka 4.x brokers need Java {pins.MIN_JAVA_MAJOR}+. "
+            "Install a newer JDK or point JAVA_HOME at one."
+        )
+    return Path(java), major
+
+
+def _require_tool(name: str, why: str, install: str) -> str:
+    path = shutil.which(name)
+    if not path:
+        raise EnvironmentProblem(f"`{name}` not found on PATH; it is needed to {why}. Install it: {install}")
+    return path
+
+
+def kafka_dir(version: str) -> Path:
+    return cache_dir() / "kafka" / version
+
+
+def toxiproxy_bin() -> Path:
+    return cache_dir() / "toxiproxy" / pins.TOXIPROXY_VERSION / "toxiproxy-server"
+
+
+def _kafka_pom(version: str) -> str:
+    excl = "".join(
+        f"<exclusion><groupId>{g}</groupId><artifactId>{a}</artifactId></exclusion>"
+        for g, a in (e.split(":") for e in pins.KAFKA_EXCLUDES)
+    )
+    deps = [
+        f"<dependency><groupId>org.apache.kafka</groupId><artifactId>kafka_{pins.SCALA_BINARY}</artifactId>"
+        f"<version>{version}</version><exclusions>{excl}</exclusions></dependency>",
+        f"<dependency><groupId>org.apache.logging.log4j</groupId><artifactId>log4j-slf4j2-impl</artifactId>"
+        f"<version>{pins.LOG4J_VERSION}</version></dependency>",
+        f"<dependency><groupId>org.apache.logging.log4j</groupId><artifactId>log4j-core</artifactId>"
+        f"<version>{pins.LOG4J_VERSION}</version></dependency>",
+        # Kafka's POMs still say slf4j-api 1.7; the log4j2 binding and Kafka itself need 2.x.
+        f"<dependency><groupId>org.slf4j</groupId><artifactId>slf4j-api</artifactId>"
+        f"<version>{pins.SLF4J_VERSION}</version></dependency>",
+    ]
+    return (
+        '<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
+        "<groupId>eos-chaos</groupId><artifactId>kafka-runtime</artifactId><version>1</version>"
+        f"<packaging>pom</packaging><dependencies>{''.join(deps)}</dependencies></project>\n"
+    )
+
+
+def _fingerprint(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def kafka_ready(version: str) -> Path | None:
+    """The cached jar folder of ``version`` if a complete fetch of the current pins is there."""
+    d = kafka_dir(version)
+    marker = d / ".complete"
+    if marker.is_file() and marker.read_text().strip() == _fingerprint(_kafka_pom(version)):
+        return d / "libs"
+    return None
+
+
+def fetch_kafka(version: str, log: Log) -> Path:
+    """Collect ``kafka_2.13:version`` and its runtime dependencies into the cache; return the libs folder."""
+    parse_kafka_version(version)
+    ready = kafka_ready(version)
+    if ready:
+        log(f"kafka {version}: cached at {ready}")
+        return ready
+    mvn = _require_tool("mvn", "fetch Kafka from Maven Central", "apt-get install maven")
+    pom = _kafka_pom(version)
+    d = kafka_dir(version)
+    d.mkdir(parents=True, exist_ok=True)
+    log(f"kafka {version}: resolving kafka_{pins.SCALA_BINARY} and its runtime dependencies with Maven")
+    with tempfile.TemporaryDirectory(dir=d) as tmp:
+        (Path(tmp) / "pom.xml").write_text(pom)
+        libs_tmp = Path(tmp) / "libs"
+        cmd = [
+            mvn, "-B", "-q", "-f", str(Path(tmp) / "pom.xml"),
+            f"-Dmaven.repo.local={cache_dir() / 'm2'}",
+            "dependency:copy-dependencies", f"-DoutputDirectory={libs_tmp}", "-DincludeScope=runtime",
+        ]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=FETCH_TIMEOUT_S)
+        except subprocess.TimeoutExpired as exc:
+            raise EnvironmentProblem(f"Maven did not finish fetching Kafka {version} within {FETCH_TIMEOUT_S}s") from exc
+        if proc.returncode != 0:
+            out = proc.stdout + proc.stderr
+            missing = re.search(r"Could not find artifact ([^ ]+)", out)
+            if missing and f"kafka_{pins.SCALA_BINARY}:jar:{version}" in missing[1]:
+                raise ConfigError(
+                    f"--kafka-version {version}: org.apache.kafka:kafka_{pins.SCALA_BINARY}:{version} is not on "
+                    f"Maven Central. Use a released version (default {pins.KAFKA_VERSION})."
+                )
+            tail = "\n".join(out.strip().splitlines()[-15:])
+            raise EnvironmentProblem(f"Maven could not fetch Kafka {version} (exit {proc.returncode}):\n{tail}")
+        libs = d / "libs"
+        if libs.exists():
+            shutil.rmtree(libs)
+        libs_tmp.rename(libs)
+    (d / "pom.xml").write_text(pom)
+    (d / ".complete").write_text(_fingerprint(pom) + "\n")
+    log(f"kafka {version}: {len(list(libs.glob('*.jar')))} jars in {libs}")
+    return libs
+
+
+def build_toxiproxy(log: Log) -> Path:
+    """Build the pinned Toxiproxy server from the Go module proxy into the cache; return the binary."""
+    target = toxiproxy_bin()
+    if target.is_file() and os.access(target, os.X_OK):
+        log(f"toxiproxy {pins.TOXIPROXY_VERSION}: cached at {target}")
+        return target
+    go = _require_tool("go", "build Toxiproxy from the Go module proxy", "apt-get install golang-go (1.22+)")
+    log(f"toxiproxy {pins.TOXIPROXY_VERSION}: building {pins.TOXIPROXY_MODULE}/cmd/server with Go")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+        env = dict(os.environ, GOBIN=tmp, CGO_ENABLED="0", GOFLAGS="-mod=mod -buildvcs=false")
+        cmd = [go, "install", f"{pins.TOXIPROXY_MODULE}/cmd/server@{pins.TOXIPROXY_VERSION}"]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=FETCH_TIMEOUT_S, env=env)
+        except subprocess.TimeoutExpired as exc:
+            raise EnvironmentProblem(f"`go install` of Toxiproxy did not finish within {FETCH_TIMEOUT_S}s") from exc
+        if proc.returncode != 0:
+            tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
+            raise EnvironmentProblem(f"building Toxiproxy {pins.TOXIPROXY_VERSION} failed (exit {proc.returncode}):\n{tail}")
+        (Path(tmp) / "server").rename(target)
+    log(f"toxiproxy {pins.TOXIPROXY_VERSION}: built {target}")
+    return target
+
+
+@contextlib.contextmanager
+def _cache_lock() -> Iterator[None]:
+    """Serialise set-ups: two at once would race on the same cache folders."""
+    cache_dir().mkdir(parents=True, exist_ok=True)
+    with open(cache_dir() / ".lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def ensure(kafka_version: str = pins.KAFKA_VERSION, log: Log = print) -> Artifacts:
+    """Everything a local cluster needs, fetched if missing (Kafka and Toxiproxy in parallel)."""
+    parse_kafka_version(kafka_version)
+    java, major = find_java()
+    with _cache_lock():
+        with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+            kafka_f = pool.submit(fetch_kafka, kafka_version, log)
+            tox_f = pool.submit(build_toxiproxy, log)
+            libs, tox = kafka_f.result(), tox_f.result()
+    return Artifacts(kafka_version=kafka_version, kafka_libs=libs, toxiproxy_bin=tox, java=java)
+
+
+def ready(kafka_version: str) -> Artifacts | None:
+    """The artifacts if all are already cached, without fetching or locking (for ``cluster up``)."""
+    libs = kafka_ready(kafka_version)
+    tox = toxiproxy_bin()
+    if libs is None or not tox.is_file():
+        return None
+    java, _ = find_java()
+    return Artifacts(kafka_version=kafka_version, kafka_libs=libs, toxiproxy_bin=tox, java=java)

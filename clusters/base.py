@@ -1,0 +1,98 @@
+"""The ``Cluster`` protocol every backend implements, and the data it reports."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from chaos.toxiproxy import Toxiproxy
+from clusters.topology import Topology
+
+#: A 3-node KRaft cluster on two cores comes up in ~10-20 s; allow for a machine under load.
+HEALTHY_TIMEOUT_S = 120.0
+#: One JVM from exec to "Kafka Server started" on a busy 2-core machine.
+NODE_START_TIMEOUT_S = 90.0
+
+
+class NodeState(str, enum.Enum):
+    UP = "up"
+    DOWN = "down"
+    PAUSED = "paused"
+
+
+@dataclass
+class NodeStatus:
+    id: int
+    state: NodeState
+    pid: int | None = None
+
+
+@dataclass
+class ClusterStatus:
+    """What ``eos-chaos cluster status --json`` prints."""
+
+    backend: str
+    kafka_version: str
+    bootstrap: str
+    direct_bootstrap: str
+    toxiproxy: str
+    nodes: list[NodeStatus]
+    run_dir: str
+    cluster_id: str
+    active_controller: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["nodes"] = [{"id": n.id, "state": n.state.value, "pid": n.pid} for n in self.nodes]
+        return d
+
+
+@runtime_checkable
+class Cluster(Protocol):
+    """A running 3-node KRaft cluster whose every link goes through Toxiproxy."""
+
+    backend: str
+    topology: Topology
+    run_dir: Path
+
+    def start(self) -> None:
+        """Bring everything up (reclaiming leftovers of a crashed run first) and wait until healthy."""
+
+    def stop(self) -> None:
+        """Take everything down; nothing is left running. Safe to call twice or after a failed start."""
+
+    def wait_healthy(self, timeout: float = HEALTHY_TIMEOUT_S) -> None:
+        """3 brokers registered, a raft leader, no under-replicated or leaderless partitions."""
+
+    def kill(self, node: int) -> None:
+        """SIGKILL the node."""
+
+    def stop_node(self, node: int) -> None:
+        """SIGTERM the node and wait for it to exit."""
+
+    def pause(self, node: int) -> None:
+        """SIGSTOP the node."""
+
+    def resume(self, node: int) -> None:
+        """SIGCONT the node."""
+
+    def restart(self, node: int) -> None:
+        """Start a node that is down (or stop it first), waiting until it reports started."""
+
+    def node_state(self, node: int) -> NodeState: ...
+
+    def status(self) -> ClusterStatus: ...
+
+    @property
+    def toxiproxy(self) -> Toxiproxy:
+        """The API of the Toxiproxy that carries every link."""
+        ...
+
+    @property
+    def bootstrap(self) -> str: ...
+
+    @property
+    def direct_bootstrap(self) -> str: ...

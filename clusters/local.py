@@ -1,0 +1,442 @@
+"""The ``local`` backend: three Kafka JVMs and one Toxiproxy as processes of this machine.
+
+Layout of a run folder::
+
+    cluster.json            what was started (versions, addresses, pids)
+    toxiproxy.log
+    nodes/n<id>/            server.properties, hosts, log4j2.properties, server.log, stdout.log, data/
+
+``data/`` is removed at stop; configs and logs stay for the person reading the run.
+"""
+
+from __future__ import annotations
+
+import atexit
+import base64
+import json
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import uuid
+from pathlib import Path
+from typing import Callable, Mapping
+
+from chaos.toxiproxy import ProxySpec, Toxiproxy
+from clusters import health, procs, render, state
+from clusters.artifacts import Artifacts
+from clusters.base import HEALTHY_TIMEOUT_S, NODE_START_TIMEOUT_S, ClusterStatus, NodeState, NodeStatus
+from clusters.topology import Topology
+from harness.errors import ClusterError, EnvironmentProblem, HarnessError, WaitTimeout
+from harness.wait import wait_until
+
+BACKEND = "local"
+#: Printed by KafkaRaftServer once broker and controller are up (KafkaBroker.STARTED_MESSAGE).
+STARTED_MESSAGE = "Kafka Server started"
+#: StorageTool is one short JVM per node.
+FORMAT_TIMEOUT_S = 120.0
+#: Toxiproxy answers its API within a second of exec.
+TOXIPROXY_START_TIMEOUT_S = 20.0
+
+Log = Callable[[str], None]
+
+# Clusters this process owns; stopped at interpreter exit if a caller forgot (or was interrupted).
+_OWNED: set["LocalCluster"] = set()
+atexit.register(lambda: [c.stop() for c in list(_OWNED)])
+
+
+def new_cluster_id() -> str:
+    """A Kafka cluster id: a random UUID, base64url without padding, not starting with '-'."""
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not cid.startswith("-"):
+            return cid
+
+
+class LocalCluster:
+    """A 3-node KRaft cluster of local processes; a context manager that always cleans up."""
+
+    backend = BACKEND
+
+    def __init__(
+        self,
+        artifacts: Artifacts,
+        run_dir: Path,
+        topology: Topology | None = None,
+        overrides: Mapping[str, str] | None = None,
+        detached: bool = False,
+        log: Log = lambda msg: None,
+    ) -> None:
+        self.artifacts = artifacts
+        self.run_dir = run_dir
+        self.topology = topology or Topology()
+        self.overrides = dict(overrides or {})
+        self.detached = detached
+        self.log = log
+        self.cluster_id = new_cluster_id()
+        self._pids: dict[int, int] = {}
+        self._tox_pid: int | None = None
+        self._tox: Toxiproxy | None = None
+        self._admin = None
+        self._lock = threading.RLock()
+        self._started = False
+
+    # ---------------------------------------------------------------- attach / context manager
+    @classmethod
+    def attach(cls, rec: state.ClusterRecord, log: Log = lambda msg: None) -> "LocalCluster":
+        """A handle on a cluster another process started (for ``cluster down`` / ``status``)."""
+        arts = Artifacts(rec.kafka_version, Path(rec.kafka_libs), Path(rec.toxiproxy_bin), Path(rec.java))
+        topo = Topology(net=rec.net, port_base=rec.port_base, api_port=rec.api_port)
+        c = cls(arts, Path(rec.run_dir), topo, rec.overrides, detached=rec.owner_pid is None, log=log)
+        c.cluster_id = rec.cluster_id
+        c._pids = {int(k): v for k, v in rec.node_pids.items()}
+        c._tox_pid = rec.toxiproxy_pid
+        c._started = True
+        return c
+
+    def __enter__(self) -> "LocalCluster":
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ---------------------------------------------------------------- paths
+    def node_dir(self, node: int) -> Path:
+        return self.run_dir / "nodes" / f"n{node}"
+
+    def _data_dir(self, node: int) -> Path:
+        return self.node_dir(node) / "data"
+
+    def server_log(self, node: int) -> Path:
+        return self.node_dir(node) / "server.log"
+
+    @property
+    def _marker(self) -> str:
+        return f"{procs.MARKER_PROP}{self.cluster_id}"
+
+    def _leftover_markers(self) -> list[str]:
+        return [procs.MARKER_PROP, f"toxiproxy-server -host {self.topology.api_host}"]
+
+    # ---------------------------------------------------------------- start / stop
+    def start(self) -> None:
+        """Reclaim leftovers, check ports, render, format, start Toxiproxy and nodes, wait healthy.
+        Any failure (or Ctrl-C) tears down what was started before re-raising."""
+        with self._lock:
+            if self._started:
+                return
+            self._reclaim_leftovers()
+            procs.check_free(self.topology.all_binds())
+            self._started = True
+            _OWNED.add(self)
+        try:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+            for n in self.topology.node_ids:
+                self._render_node(n)
+            self._format_storage()
+            self._start_toxiproxy()
+            self._save_record()
+            for n in self.topology.node_ids:
+                self._spawn_node(n)
+            for n in self.topology.node_ids:
+                self._wait_started(n, offset=0)
+            self.wait_healthy()
+            self._write_cluster_json()
+        except BaseException:
+            self.stop()
+            raise
+        if self.detached:
+            _OWNED.discard(self)  # ``cluster up``: the cluster outlives this process on purpose
+
+    def stop(self) -> None:
+        """Kill every process of this cluster, drop the data, keep the logs. Idempotent."""
+        with self._lock:
+            _OWNED.discard(self)
+            if not self._started:
+                return
+            errors: list[str] = []
+            for n, pid in sorted(self._pids.items()):
+                if self._is_ours(pid):
+                    try:
+                        procs.kill_hard(pid, f"node {n}")
+                    except HarnessError as exc:
+                        errors.append(str(exc))
+            if self._tox_pid and self._is_toxiproxy(self._tox_pid):
+                procs.terminate(self._tox_pid, "toxiproxy", timeout=10)
+            if self._tox is not None:
+                self._tox.close()
+            self._admin = None
+            for n in self.topology.node_ids:
+                shutil.rmtree(self._data_dir(n), ignore_errors=True)
+            left = [p.pid for p in procs.marked_processes([self._marker]) if p.is_running()]
+            state.clear(BACKEND, self.cluster_id)
+            self._started = False
+            if errors or left:
+                raise ClusterError(f"cluster {self.cluster_id} did not stop cleanly: {errors} still running: {left}")
+
+    def _reclaim_leftovers(self) -> None:
+        rec = state.load(BACKEND)
+        if rec is not None:
+            other = LocalCluster.attach(rec, self.log)
+            running = [pid for pid in [rec.toxiproxy_pid, *rec.node_pids.values()] if pid and procs.alive(pid)]
+            if running and rec.owner_pid is None:
+                raise EnvironmentProblem(
+                    f"a local cluster is already up (run folder {rec.run_dir}, started by `eos-chaos cluster up`). "
+                    "Take it down first: eos-chaos cluster down"
+                )
+            if running and rec.owner_pid and rec.owner_pid != os.getpid() and procs.alive(rec.owner_pid):
+                raise EnvironmentProblem(
+                    f"a local cluster owned by running process {rec.owner_pid} is up (run folder {rec.run_dir}); "
+                    "one cluster at a time on this machine. Wait for it, or stop that process."
+                )
+            self.log(f"reclaiming leftovers of a crashed run ({rec.run_dir}): pids {running}")
+            other.stop()
+        orphans = procs.marked_processes(self._leftover_markers())
+        for proc in orphans:
+            self.log(f"reclaiming orphaned process {proc.pid}: {' '.join(procs.cmdline(proc.pid))[:100]}")
+            procs.kill_hard(proc.pid, "orphaned eos-chaos process")
+
+    def _is_ours(self, pid: int) -> bool:
+        return self._marker in " ".join(procs.cmdline(pid))
+
+    def _is_toxiproxy(self, pid: int) -> bool:
+        line = " ".join(procs.cmdline(pid))
+        return "toxiproxy-server" in line and self.topology.api_host in line
+
+    # ---------------------------------------------------------------- rendering and formatting
+    def _render_node(self, n: int) -> None:
+        d = self.node_dir(n)
+        d.mkdir(parents=True, exist_ok=True)
+        props = render.server_properties(self.topology, n, self._data_dir(n), self.overrides)
+        (d / "server.properties").write_text(render.format_properties(props))
+        (d / "hosts").write_text(render.hosts_file(self.topology, n))
+        (d / "log4j2.properties").write_text(render.log4j2_properties(self.server_log(n)))
+
+    def _java(self, *args: str, heap: str | None = None) -> list[str]:
+        libs = str(self.artifacts.kafka_libs / "*")
+        opts = list(render.JVM_OPTS) if heap is None else [f"-Xmx{heap}", "-XX:TieredStopAtLevel=1"]
+        return [str(self.artifacts.java), *opts, self._marker, "-cp", libs, *args]
+
+    def _format_storage(self) -> None:
+        """Format every node's log dir with the cluster id (three short JVMs in parallel)."""
+        running: dict[int, subprocess.Popen[bytes]] = {}
+        for n in self.topology.node_ids:
+            d = self.node_dir(n)
+            cmd = self._java(
+                f"-Dlog4j2.configurationFile={d / 'log4j2.properties'}",
+                "kafka.tools.StorageTool", "format", "-t", self.cluster_id, "-c", str(d / "server.properties"),
+                heap="256m",
+            )
+            running[n] = procs.spawn(cmd, d / "format.log", cwd=d)
+        for n, p in running.items():
+            try:
+                rc = p.wait(timeout=FORMAT_TIMEOUT_S)
+            except subprocess.TimeoutExpired as exc:
+                raise WaitTimeout(f"formatting node {n}'s storage did not finish in {FORMAT_TIMEOUT_S:.0f}s") from exc
+            if rc != 0:
+                raise ClusterError(
+                    f"formatting node {n}'s storage failed (exit {rc}); last lines of "
+                    f"{self.node_dir(n) / 'format.log'}:\n{procs.tail(self.node_dir(n) / 'format.log')}"
+                )
+
+    # ---------------------------------------------------------------- toxiproxy
+    def _start_toxiproxy(self) -> None:
+        topo = self.topology
+        cmd = [str(self.artifacts.toxiproxy_bin), "-host", topo.api_host, "-port", str(topo.api_port)]
+        log_file = self.run_dir / "toxiproxy.log"
+        p = procs.spawn(cmd, log_file, cwd=self.run_dir)
+        self._tox_pid = p.pid
+        tox = Toxiproxy(topo.toxiproxy_url)
+
+        def exited() -> str | None:
+            rc = p.poll()
+            return None if rc is None else f"toxiproxy exited with code {rc}; log:\n{procs.tail(log_file)}"
+
+        wait_until(tox.ping, timeout=TOXIPROXY_START_TIMEOUT_S, what=f"the Toxiproxy API at {topo.toxiproxy_url}", fatal=exited)
+        tox.populate(ProxySpec(p.link.name, p.listen, p.upstream) for p in topo.proxies())
+        self._tox = tox
+
+    @property
+    def toxiproxy(self) -> Toxiproxy:
+        if self._tox is None:
+            self._tox = Toxiproxy(self.topology.toxiproxy_url)
+        return self._tox
+
+    # ---------------------------------------------------------------- nodes
+    def _spawn_node(self, n: int) -> int:
+        d = self.node_dir(n)
+        cmd = self._java(
+            f"-Djdk.net.hosts.file={d / 'hosts'}",
+            f"-Dlog4j2.configurationFile={d / 'log4j2.properties'}",
+            f"-Dkafka.logs.dir={d}",
+            "kafka.Kafka", str(d / "server.properties"),
+        )
+        p = procs.spawn(cmd, d / "stdout.log", cwd=d)
+        with self._lock:
+            self._pids[n] = p.pid
+            self._save_record()
+        return p.pid
+
+    def _log_size(self, n: int) -> int:
+        try:
+            return self.server_log(n).stat().st_size
+        except FileNotFoundError:
+            return 0
+
+    def _wait_started(self, n: int, offset: int, timeout: float = NODE_START_TIMEOUT_S) -> None:
+        """Until the node's log, past ``offset``, says started; fail at once if the process exits."""
+        pid = self._pids[n]
+        log_file = self.server_log(n)
+
+        def started() -> bool:
+            try:
+                with open(log_file, "rb") as fh:
+                    fh.seek(offset)
+                    return STARTED_MESSAGE.encode() in fh.read()
+            except FileNotFoundError:
+                return False
+
+        def exited() -> str | None:
+            procs.reap(pid)
+            if procs.alive(pid):
+                return None
+            return (
+                f"node {n} (pid {pid}) exited during start-up. Last lines of {log_file}:\n{procs.tail(log_file)}\n"
+                f"--- {self.node_dir(n) / 'stdout.log'}:\n{procs.tail(self.node_dir(n) / 'stdout.log', 15)}"
+            )
+
+        try:
+            wait_until(started, timeout=timeout, what=f"node {n} to log '{STARTED_MESSAGE}'", fatal=exited,
+                       state=lambda: f"last log lines:\n{procs.tail(log_file, 10)}")
+        except WaitTimeout as exc:
+            raise ClusterError(str(exc)) from exc
+
+    def node_state(self, node: int) -> NodeState:
+        pid = self._pids.get(node)
+        if pid is not None:
+            procs.reap(pid)
+        if not procs.alive(pid) or not self._is_ours(pid or 0):
+            return NodeState.DOWN
+        return NodeState.PAUSED if procs.stopped(pid) else NodeState.UP
+
+    def _pid(self, node: int) -> int:
+        if node not in self.topology.node_ids:
+            raise ClusterError(f"no node {node}; nodes are {list(self.topology.node_ids)}")
+        return self._pids.get(node, 0)
+
+    def kill(self, node: int) -> None:
+        pid = self._pid(node)
+        if self.node_state(node) is not NodeState.DOWN:
+            procs.kill_hard(pid, f"node {node}")
+
+    def stop_node(self, node: int) -> None:
+        pid = self._pid(node)
+        if self.node_state(node) is not NodeState.DOWN:
+            if not procs.terminate(pid, f"node {node}"):
+                self.log(f"node {node} ignored SIGTERM for {procs.TERM_WAIT_S:.0f}s and was killed")
+
+    def pause(self, node: int) -> None:
+        pid = self._pid(node)
+        if self.node_state(node) is NodeState.DOWN:
+            raise ClusterError(f"cannot pause node {node}: it is down")
+        procs.signal_pid(pid, signal.SIGSTOP)
+        wait_until(lambda: self.node_state(node) is NodeState.PAUSED, timeout=10, what=f"node {node} to be stopped by SIGSTOP")
+
+    def resume(self, node: int) -> None:
+        pid = self._pid(node)
+        procs.signal_pid(pid, signal.SIGCONT)
+        wait_until(lambda: self.node_state(node) is not NodeState.PAUSED, timeout=10, what=f"node {node} to continue after SIGCONT")
+
+    def restart(self, node: int) -> None:
+        """Start ``node`` again (stopping it first if it runs) and wait until it reports started."""
+        self._pid(node)
+        if self.node_state(node) is not NodeState.DOWN:
+            self.stop_node(node)
+        offset = self._log_size(node)
+        self._spawn_node(node)
+        self._wait_started(node, offset)
+
+    # ---------------------------------------------------------------- health
+    def _admin_client(self):  # type: ignore[no-untyped-def]
+        if self._admin is None:
+            self._admin = health.admin_client(self.direct_bootstrap)
+        return self._admin
+
+    def quorum_views(self) -> list[health.QuorumView]:
+        views = []
+        for n in self.topology.node_ids:
+            if self.node_state(n) is NodeState.UP:
+                v = health.read_quorum_state(n, self._data_dir(n))
+                if v is not None:
+                    views.append(v)
+        return views
+
+    def active_controller(self) -> int | None:
+        """The raft leader a majority of running voters agree on."""
+        return health.raft_leader(self.quorum_views(), len(self.topology.node_ids))
+
+    def health(self) -> health.Health:
+        return health.probe(self._admin_client(), list(self.topology.node_ids), self.quorum_views())
+
+    def wait_healthy(self, timeout: float = HEALTHY_TIMEOUT_S) -> None:
+        last: list[health.Health] = []
+
+        def healthy() -> bool:
+            h = self.health()
+            last[:] = [h]
+            return h.ok
+
+        def node_down() -> str | None:
+            down = [n for n in self.topology.node_ids if self.node_state(n) is not NodeState.UP]
+            if not down:
+                return None
+            states = {n: self.node_state(n).value for n in down}
+            return f"nodes {states} are not up, so the cluster cannot become healthy"
+
+        wait_until(healthy, timeout=timeout, what="the cluster to be healthy (3 brokers registered, a raft leader, "
+                   "no under-replicated partitions)", fatal=node_down,
+                   state=lambda: last[0].describe() if last else "no answer yet")
+
+    # ---------------------------------------------------------------- status and records
+    @property
+    def bootstrap(self) -> str:
+        return self.topology.bootstrap
+
+    @property
+    def direct_bootstrap(self) -> str:
+        return self.topology.direct_bootstrap
+
+    def status(self) -> ClusterStatus:
+        nodes = [NodeStatus(n, self.node_state(n), self._pids.get(n)) for n in self.topology.node_ids]
+        return ClusterStatus(
+            backend=BACKEND,
+            kafka_version=self.artifacts.kafka_version,
+            bootstrap=self.bootstrap,
+            direct_bootstrap=self.direct_bootstrap,
+            toxiproxy=self.topology.toxiproxy_url,
+            nodes=nodes,
+            run_dir=str(self.run_dir),
+            cluster_id=self.cluster_id,
+            active_controller=self.active_controller(),
+            extra={"toxiproxy_pid": self._tox_pid, "toxiproxy_up": procs.alive(self._tox_pid)},
+        )
+
+    def _record(self) -> state.ClusterRecord:
+        t = self.topology
+        return state.ClusterRecord(
+            backend=BACKEND, cluster_id=self.cluster_id, run_dir=str(self.run_dir),
+            kafka_version=self.artifacts.kafka_version, net=t.net, port_base=t.port_base, api_port=t.api_port,
+            owner_pid=None if self.detached else os.getpid(), toxiproxy_pid=self._tox_pid,
+            node_pids={str(k): v for k, v in self._pids.items()}, kafka_libs=str(self.artifacts.kafka_libs),
+            toxiproxy_bin=str(self.artifacts.toxiproxy_bin), java=str(self.artifacts.java), overrides=self.overrides,
+        )
+
+    def _save_record(self) -> None:
+        state.save(self._record())
+
+    def _write_cluster_json(self) -> None:
+        path = self.run_dir / "cluster.json"
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.status().to_json(), indent=2))
+        os.replace(tmp, path)

@@ -1,0 +1,26 @@
+"""Every external artifact version the harness fetches, pinned in this one place."""
+
+from __future__ import annotations
+
+#: Newest Apache Kafka 4.x release on Maven Central (org.apache.kafka:kafka_2.13).
+KAFKA_VERSION = "4.4.0"
+#: Versions a person may ask for with --kafka-version. Older than 3.9 lacks advertised
+#: controller listeners (KIP-853), which the per-source proxy routing of the raft quorum needs.
+MIN_KAFKA_VERSION = (3, 9, 0)
+SCALA_BINARY = "2.13"
+
+#: The published Kafka POMs carry no logging backend; the distribution ships log4j2 via slf4j 2.
+LOG4J_VERSION = "2.24.3"
+SLF4J_VERSION = "2.0.17"
+
+#: Artifacts excluded from the broker classpath. kafka-tools-api holds interfaces for the console
+#: tools only; the broker never loads it, and 4.4.0's jar is absent from Maven Central, so leaving it
+#: in would make 4.4.0 unresolvable.
+KAFKA_EXCLUDES = ("org.apache.kafka:kafka-tools-api",)
+
+#: Toxiproxy server, built from the Go module proxy.
+TOXIPROXY_MODULE = "github.com/Shopify/toxiproxy/v2"
+TOXIPROXY_VERSION = "v2.12.0"
+
+#: Minimum tool versions the set-up accepts.
+MIN_JAVA_MAJOR = 17

@@ -1,0 +1,169 @@
+"""Process control for locally run parts: spawn, signal, wait for exit, find our leftovers."""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import socket
+import subprocess
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import psutil
+
+from harness.errors import ClusterError, EnvironmentProblem
+from harness.wait import wait_until
+
+#: Every JVM we start carries this system property, so leftovers of a crashed run can be found.
+MARKER_PROP = "-Deos.chaos.cluster="
+#: A killed process is gone within milliseconds; a SIGTERMed broker does a controlled shutdown.
+KILL_WAIT_S = 30.0
+TERM_WAIT_S = 60.0
+
+
+def spawn(cmd: Sequence[str], log_file: Path, cwd: Path, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """Start ``cmd`` in its own session (a Ctrl-C at the terminal reaches only the harness, which
+    then tears down in order), output appended to ``log_file``."""
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_file, "ab") as out:
+        return subprocess.Popen(
+            list(cmd), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            cwd=cwd, env=env, start_new_session=True, close_fds=True,
+        )
+
+
+def alive(pid: int | None) -> bool:
+    """True if ``pid`` runs (a zombie is not running)."""
+    if not pid:
+        return False
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def stopped(pid: int | None) -> bool:
+    """True if ``pid`` is SIGSTOPped."""
+    try:
+        return bool(pid) and psutil.Process(pid).status() in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP)
+    except psutil.NoSuchProcess:
+        return False
+
+
+def cmdline(pid: int) -> list[str]:
+    try:
+        return psutil.Process(pid).cmdline()
+    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        return []
+
+
+def signal_pid(pid: int, sig: signal.Signals) -> bool:
+    """Send ``sig``; False if the process is already gone."""
+    try:
+        os.kill(pid, sig)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+def reap(pid: int) -> None:
+    """Collect the exit status of a child of ours so it does not linger as a zombie."""
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+
+
+def wait_gone(pid: int, timeout: float, what: str) -> None:
+    def gone() -> bool:
+        reap(pid)
+        return not alive(pid)
+
+    wait_until(gone, timeout=timeout, what=f"{what} (pid {pid}) to exit", interval=0.05,
+               state=lambda: f"pid {pid} status {_status(pid)}")
+
+
+def _status(pid: int) -> str:
+    try:
+        return str(psutil.Process(pid).status())
+    except psutil.NoSuchProcess:
+        return "gone"
+
+
+def kill_hard(pid: int, what: str) -> None:
+    """SIGKILL (works on a SIGSTOPped process too) and wait until it is gone."""
+    if signal_pid(pid, signal.SIGKILL):
+        wait_gone(pid, KILL_WAIT_S, what)
+
+
+def terminate(pid: int, what: str, timeout: float = TERM_WAIT_S) -> bool:
+    """SIGTERM (with SIGCONT, so a paused process can act on it); SIGKILL after ``timeout``.
+    Returns True if it exited on SIGTERM alone."""
+    if not signal_pid(pid, signal.SIGTERM):
+        return True
+    signal_pid(pid, signal.SIGCONT)
+    try:
+        wait_gone(pid, timeout, what)
+        return True
+    except Exception:  # noqa: BLE001 - escalate whatever the wait said
+        kill_hard(pid, what)
+        return False
+
+
+def marked_processes(markers: Iterable[str]) -> list[psutil.Process]:
+    """Processes whose command line contains any of ``markers`` (our leftovers)."""
+    markers = list(markers)
+    found = []
+    me = os.getpid()
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        if proc.info["pid"] == me:
+            continue
+        line = " ".join(proc.info.get("cmdline") or [])
+        if any(m in line for m in markers):
+            found.append(proc)
+    return found
+
+
+def tail(path: Path, lines: int = 30) -> str:
+    """The last ``lines`` lines of a log, for error messages."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            fh.seek(max(0, size - 64 * 1024))
+            data = fh.read().decode("utf-8", "replace")
+    except FileNotFoundError:
+        return f"({path} does not exist)"
+    return "\n".join(data.splitlines()[-lines:])
+
+
+def check_free(binds: Iterable[tuple[str, str]]) -> None:
+    """Raise ``EnvironmentProblem`` naming the first address we would listen on that is taken."""
+    for addr, what in binds:
+        host, port = addr.rsplit(":", 1)
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # As the JVM and Toxiproxy do: only a listening socket conflicts, not TIME_WAIT leftovers.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, int(port)))
+        except OSError as exc:
+            if exc.errno != errno.EADDRINUSE:
+                raise ClusterError(f"cannot bind {addr} ({what}): {exc}") from exc
+            raise EnvironmentProblem(
+                f"port {addr} ({what}) is already in use{_owner(int(port))}. Stop that process, "
+                "run `eos-chaos cluster down` if it is a cluster of ours, or choose other ports with --port-base."
+            ) from exc
+        finally:
+            sock.close()
+
+
+def _owner(port: int) -> str:
+    try:
+        for conn in psutil.net_connections(kind="tcp"):
+            if conn.laddr and conn.laddr.port == port and conn.status == psutil.CONN_LISTEN and conn.pid:
+                name = " ".join(cmdline(conn.pid))[:120]
+                return f" by pid {conn.pid} ({name})"
+    except (psutil.AccessDenied, OSError):
+        pass
+    return ""

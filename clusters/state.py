@@ -1,0 +1,61 @@
+"""The record a running local cluster leaves on disk, so another process can find and stop it."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from harness.paths import state_dir
+
+
+@dataclass
+class ClusterRecord:
+    backend: str
+    cluster_id: str
+    run_dir: str
+    kafka_version: str
+    net: int
+    port_base: int
+    api_port: int
+    #: The process that owns the cluster and will stop it; None = detached (``eos-chaos cluster up``).
+    owner_pid: int | None
+    toxiproxy_pid: int | None = None
+    node_pids: dict[str, int] = field(default_factory=dict)
+    kafka_libs: str = ""
+    toxiproxy_bin: str = ""
+    java: str = ""
+    overrides: dict[str, str] = field(default_factory=dict)
+
+
+def record_path(backend: str) -> Path:
+    return state_dir() / f"{backend}.json"
+
+
+def save(record: ClusterRecord) -> None:
+    """Atomically (temp file + rename): a crash never leaves half a record."""
+    path = record_path(record.backend)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    tmp.write_text(json.dumps(asdict(record), indent=2))
+    os.replace(tmp, path)
+
+
+def load(backend: str) -> ClusterRecord | None:
+    path = record_path(backend)
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+    except ValueError:
+        path.unlink(missing_ok=True)
+        return None
+    return ClusterRecord(**data)
+
+
+def clear(backend: str, cluster_id: str | None = None) -> None:
+    """Remove the record (only if it is still ours when ``cluster_id`` is given)."""
+    current = load(backend)
+    if current is not None and (cluster_id is None or current.cluster_id == cluster_id):
+        record_path(backend).unlink(missing_ok=True)

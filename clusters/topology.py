@@ -1,0 +1,145 @@
+"""The address plan of a local cluster: who listens where, and which proxy carries which link.
+
+Every directed link has its own Toxiproxy proxy, so a fault can cut or slow exactly one direction
+of one pair. Kafka advertises one address per listener to everybody, so the route must differ by
+*source*. We give every (source, destination) pair its own loopback address::
+
+    127.<net>.<src>.<dst>    src 0 = the clients, 1..3 = broker src; dst = node id
+
+``127.<net>.<n>.<n>`` (source n talking to itself) is node n's real socket. Everything else is a
+proxy listening on behalf of source ``src`` in front of node ``dst``. Brokers resolve the peer
+names ``kafka-<dst>`` through their own hosts file (``-Djdk.net.hosts.file``) to
+``127.<net>.<self>.<dst>``; clients get IP addresses advertised on the CLIENT listener
+(``127.<net>.0.<dst>``), which are the client proxies. DIRECT is advertised as the real socket and
+never faulted. All of 127.0.0.0/8 routes to the loopback interface on Linux, so no set-up is needed.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+CLIENT_SOURCE = 0
+#: The second octet of every address we use; away from 127.0.0.1 so a user's own services do not collide.
+DEFAULT_NET = 10
+#: Ports of node listeners (same on every node, since each node has its own address).
+DEFAULT_PORT_BASE = 19092
+TOXIPROXY_API_HOST_OCTET = 254
+TOXIPROXY_API_PORT = 18474
+
+
+class Listener(str, enum.Enum):
+    CLIENT = "CLIENT"
+    INTERNAL = "INTERNAL"
+    CONTROLLER = "CONTROLLER"
+    DIRECT = "DIRECT"
+
+    @property
+    def offset(self) -> int:
+        return _PORT_OFFSETS[self]
+
+
+_PORT_OFFSETS = {Listener.CLIENT: 0, Listener.INTERNAL: 1, Listener.CONTROLLER: 2, Listener.DIRECT: 3}
+#: Listeners whose links go through proxies; DIRECT never does.
+PROXIED = (Listener.CLIENT, Listener.INTERNAL, Listener.CONTROLLER)
+
+
+@dataclass(frozen=True)
+class Link:
+    """One directed link: connections that ``src`` opens to ``dst`` on ``listener``."""
+
+    src: int  # 0 = clients
+    dst: int
+    listener: Listener
+
+    @property
+    def name(self) -> str:
+        """The Toxiproxy proxy name, e.g. ``client-to-n1`` or ``n2-to-n3-internal``."""
+        if self.src == CLIENT_SOURCE:
+            return f"client-to-n{self.dst}"
+        return f"n{self.src}-to-n{self.dst}-{self.listener.value.lower()}"
+
+
+@dataclass(frozen=True)
+class Proxy:
+    link: Link
+    listen: str  # host:port
+    upstream: str  # host:port
+
+
+@dataclass(frozen=True)
+class Topology:
+    """Addresses and links of an N-node cluster; pure data, unit-tested."""
+
+    node_ids: tuple[int, ...] = (1, 2, 3)
+    net: int = DEFAULT_NET
+    port_base: int = DEFAULT_PORT_BASE
+    api_port: int = TOXIPROXY_API_PORT
+    links: tuple[Link, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        links: list[Link] = [Link(CLIENT_SOURCE, n, Listener.CLIENT) for n in self.node_ids]
+        for listener in (Listener.INTERNAL, Listener.CONTROLLER):
+            links += [Link(s, d, listener) for s in self.node_ids for d in self.node_ids if s != d]
+        object.__setattr__(self, "links", tuple(links))
+
+    def ip(self, src: int, dst: int) -> str:
+        return f"127.{self.net}.{src}.{dst}"
+
+    def port(self, listener: Listener) -> int:
+        return self.port_base + listener.offset
+
+    @staticmethod
+    def host_name(node: int) -> str:
+        """The name a broker advertises on INTERNAL and CONTROLLER; resolved per source."""
+        return f"kafka-{node}"
+
+    def bind(self, node: int, listener: Listener) -> str:
+        """Node ``node``'s real socket for ``listener``."""
+        return f"{self.ip(node, node)}:{self.port(listener)}"
+
+    def proxy(self, link: Link) -> Proxy:
+        port = self.port(link.listener)
+        return Proxy(link, f"{self.ip(link.src, link.dst)}:{port}", self.bind(link.dst, link.listener))
+
+    def proxies(self) -> list[Proxy]:
+        return [self.proxy(link) for link in self.links]
+
+    def link(self, src: int | str, dst: int, listener: Listener | str = Listener.INTERNAL) -> Link:
+        """The link from ``src`` (a node id, or ``"client"``) to node ``dst``."""
+        if src in ("client", CLIENT_SOURCE):
+            found = Link(CLIENT_SOURCE, dst, Listener.CLIENT)
+        else:
+            found = Link(int(src), dst, Listener(str(listener).upper() if isinstance(listener, str) else listener))
+        if found not in self.links:
+            raise KeyError(f"no link {found.name}; links: {', '.join(lk.name for lk in self.links)}")
+        return found
+
+    @property
+    def api_host(self) -> str:
+        return self.ip(CLIENT_SOURCE, TOXIPROXY_API_HOST_OCTET)
+
+    @property
+    def toxiproxy_url(self) -> str:
+        return f"http://{self.api_host}:{self.api_port}"
+
+    @property
+    def bootstrap(self) -> str:
+        """Client bootstrap through the client proxies (what workloads use)."""
+        return ",".join(f"{self.ip(CLIENT_SOURCE, n)}:{self.port(Listener.CLIENT)}" for n in self.node_ids)
+
+    @property
+    def direct_bootstrap(self) -> str:
+        """Bootstrap on the never-faulted DIRECT listener (admin, final reads)."""
+        return ",".join(self.bind(n, Listener.DIRECT) for n in self.node_ids)
+
+    def resolved(self, src: int, dst: int) -> str:
+        """The address ``src``'s hosts file gives ``kafka-<dst>``: itself directly, peers via proxy."""
+        return self.ip(src, dst)
+
+    def all_binds(self) -> list[tuple[str, str]]:
+        """Every (host:port, what) the cluster will listen on, for the busy-port check."""
+        out = [(self.bind(n, lst), f"node {n} {lst.value} listener") for n in self.node_ids for lst in Listener]
+        out += [(p.listen, f"proxy {p.link.name}") for p in self.proxies()]
+        out.append((f"{self.api_host}:{self.api_port}", "Toxiproxy API"))
+        return out

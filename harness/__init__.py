@@ -1,0 +1,1 @@
+"""eos-chaos harness: workloads, history, checker, runner, CLI."""

@@ -1,0 +1,199 @@
+"""The ``eos-chaos`` command line. Exit codes: 0 ok, 1 the thing tested failed, 2 usage/environment."""
+
+from __future__ import annotations
+
+import enum
+import json
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Callable, NoReturn, Optional, TypeVar
+
+import typer
+from rich.console import Console
+
+from clusters import artifacts, pins, state
+from clusters.local import LocalCluster
+from clusters.topology import DEFAULT_PORT_BASE, Topology
+from harness.errors import HarnessError
+from harness.runs import new_run_dir
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Chaos-testing harness for Kafka exactly-once semantics.")
+cluster_app = typer.Typer(no_args_is_help=True, help="Bring a cluster up, down, or ask how it is.")
+app.add_typer(cluster_app, name="cluster")
+
+out = Console(soft_wrap=True)
+err = Console(stderr=True)
+T = TypeVar("T")
+
+
+class Backend(str, enum.Enum):
+    local = "local"
+
+
+def _fail(exc: HarnessError) -> NoReturn:
+    err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+    raise typer.Exit(exc.exit_code)
+
+
+def _guard(fn: Callable[[], T]) -> T:
+    """Run a command body: harness errors become their exit code, Ctrl-C exits 130 after cleanup."""
+    try:
+        return fn()
+    except HarnessError as exc:
+        _fail(exc)
+    except KeyboardInterrupt:
+        err.print("[yellow]interrupted; everything started was taken down[/]")
+        raise typer.Exit(130)
+
+
+def _log(msg: str) -> None:
+    err.print(f"[dim]{time.strftime('%H:%M:%S')}[/] {msg}", highlight=False, soft_wrap=True)
+
+
+def _artifacts(kafka_version: str) -> artifacts.Artifacts:
+    artifacts.parse_kafka_version(kafka_version)
+    have = artifacts.ready(kafka_version)
+    if have is not None:
+        return have
+    _log(f"Kafka {kafka_version} or Toxiproxy not cached yet; fetching (once)")
+    return artifacts.ensure(kafka_version, log=_log)
+
+
+KafkaVersion = typer.Option(pins.KAFKA_VERSION, "--kafka-version", help="Apache Kafka release (Maven Central).")
+PortBase = typer.Option(DEFAULT_PORT_BASE, "--port-base", min=1024, max=65000, help="First of the 4 listener ports.")
+
+
+@app.command()
+def setup(kafka_version: str = KafkaVersion) -> None:
+    """Fetch Kafka (Maven Central) and build Toxiproxy (Go module proxy) into the cache."""
+
+    def body() -> None:
+        t0 = time.monotonic()
+        arts = artifacts.ensure(kafka_version, log=_log)
+        out.print(f"ready in {time.monotonic() - t0:.1f}s: kafka {arts.kafka_version} ({arts.kafka_libs}), "
+                  f"toxiproxy ({arts.toxiproxy_bin}), java {arts.java}", highlight=False)
+
+    _guard(body)
+
+
+@cluster_app.command("up")
+def cluster_up(
+    backend: Backend = typer.Option(Backend.local, "--backend", help="Where the cluster runs."),
+    kafka_version: str = KafkaVersion,
+    port_base: int = PortBase,
+) -> None:
+    """Start a 3-node cluster that stays up until `eos-chaos cluster down`."""
+
+    def body() -> None:
+        arts = _artifacts(kafka_version)
+        run_dir = new_run_dir("cluster")
+        cluster = LocalCluster(arts, run_dir, Topology(port_base=port_base), detached=True, log=_log)
+        t0 = time.monotonic()
+        _log(f"starting local cluster, Kafka {kafka_version}, run folder {run_dir}")
+        cluster.start()
+        s = cluster.status()
+        out.print(f"cluster up and healthy in {time.monotonic() - t0:.1f}s", highlight=False)
+        out.print(f"  bootstrap (through proxies): {s.bootstrap}\n  direct bootstrap: {s.direct_bootstrap}\n"
+                  f"  toxiproxy: {s.toxiproxy}\n  logs: {run_dir}/nodes/", highlight=False)
+
+    _guard(body)
+
+
+@cluster_app.command("down")
+def cluster_down(backend: Backend = typer.Option(Backend.local, "--backend")) -> None:
+    """Stop the cluster and everything of ours left running (no error when nothing is up)."""
+
+    def body() -> None:
+        rec = state.load(backend.value)
+        if rec is None:
+            from clusters import procs
+
+            orphans = procs.marked_processes([procs.MARKER_PROP, "toxiproxy-server -host 127."])
+            for p in orphans:
+                procs.kill_hard(p.pid, "orphaned eos-chaos process")
+            out.print(f"no cluster was up{f'; reclaimed {len(orphans)} orphaned processes' if orphans else ''}")
+            return
+        LocalCluster.attach(rec, log=_log).stop()
+        out.print(f"cluster down; logs kept in {rec.run_dir}", highlight=False)
+
+    _guard(body)
+
+
+@cluster_app.command("status")
+def cluster_status(
+    backend: Backend = typer.Option(Backend.local, "--backend"),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+) -> None:
+    """Show the cluster's addresses and node states (exit 1 when no cluster is up)."""
+
+    def body() -> None:
+        rec = state.load(backend.value)
+        if rec is None:
+            if as_json:
+                out.print_json(json.dumps({"backend": backend.value, "up": False, "nodes": []}))
+            else:
+                out.print("no cluster is up")
+            raise typer.Exit(1)
+        s = LocalCluster.attach(rec).status().to_json()
+        s["up"] = True
+        if as_json:
+            print(json.dumps(s, indent=2))
+            return
+        out.print(f"{s['backend']} cluster, Kafka {s['kafka_version']}, run folder {s['run_dir']}", highlight=False)
+        out.print(f"  bootstrap {s['bootstrap']}\n  direct    {s['direct_bootstrap']}\n  toxiproxy {s['toxiproxy']}", highlight=False)
+        out.print(f"  active controller {s['active_controller']}", highlight=False)
+        for n in s["nodes"]:
+            out.print(f"  node {n['id']}: {n['state']} (pid {n['pid']})", highlight=False)
+
+    _guard(body)
+
+
+@app.command()
+def smoke(
+    duration: float = typer.Option(30.0, "--duration", min=10, max=3600, help="Seconds of transactional writes."),
+    kafka_version: str = KafkaVersion,
+    port_base: int = PortBase,
+) -> None:
+    """Local cluster + a transactional producer while a broker is killed -9; PASS when every
+    committed value is read back exactly once."""
+
+    def body() -> None:
+        from harness.smoke import run_smoke
+
+        arts = _artifacts(kafka_version)
+        run_dir = new_run_dir("smoke")
+        _log(f"run folder {run_dir}")
+        with LocalCluster(arts, run_dir, Topology(port_base=port_base), log=_log) as cluster:
+            _log("cluster healthy; producing")
+            result = run_smoke(cluster, duration, log=_log)
+        verdict = "[bold green]PASS[/]" if result.passed else "[bold red]FAIL[/]"
+        out.print(f"{verdict} {result.summary()}", highlight=False)
+        for label, items in (("missing", result.missing), ("duplicated", result.duplicated),
+                             ("aborted but read", result.aborted_read), ("never written", result.unknown_values)):
+            if items:
+                out.print(f"  {label}: {items[:10]}", highlight=False)
+        if result.nemesis_error:
+            out.print(f"  nemesis failed: {result.nemesis_error}", highlight=False)
+        out.print(f"logs: {run_dir}/nodes/*/server.log, {run_dir}/toxiproxy.log", highlight=False)
+        (run_dir / "smoke.txt").write_text(("PASS " if result.passed else "FAIL ") + result.summary() + "\n")
+        if not result.passed:
+            raise typer.Exit(1)
+
+    _guard(body)
+
+
+def _sigterm(signum: int, frame: object) -> None:
+    # SIGTERM (CI cancelling, `kill`) takes the same cleanup path as Ctrl-C.
+    raise KeyboardInterrupt
+
+
+def main() -> None:
+    signal.signal(signal.SIGTERM, _sigterm)
+    app()
+
+
+if __name__ == "__main__":
+    main()
