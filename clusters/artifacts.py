@@ -191,7 +191,10 @@ def build_toxiproxy(log: Log) -> Path:
     log(f"toxiproxy {pins.TOXIPROXY_VERSION}: building {pins.TOXIPROXY_MODULE}/cmd/server with Go")
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
-        env = dict(os.environ, GOBIN=tmp, CGO_ENABLED="0", GOFLAGS="-mod=mod -buildvcs=false")
+        # Module and build caches live in our cache too (so "empty cache" means empty), writable so
+        # that a plain `rm -rf` of the cache works.
+        env = dict(os.environ, GOBIN=tmp, CGO_ENABLED="0", GOFLAGS="-mod=mod -buildvcs=false -modcacherw",
+                   GOMODCACHE=str(cache_dir() / "go" / "mod"), GOCACHE=str(cache_dir() / "go" / "build"))
         cmd = [go, "install", f"{pins.TOXIPROXY_MODULE}/cmd/server@{pins.TOXIPROXY_VERSION}"]
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=FETCH_TIMEOUT_S, env=env)

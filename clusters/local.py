@@ -21,6 +21,8 @@ import subprocess
 import threading
 import uuid
 from pathlib import Path
+
+import psutil
 from typing import Callable, Mapping
 
 from chaos.toxiproxy import ProxySpec, Toxiproxy
@@ -52,6 +54,21 @@ def new_cluster_id() -> str:
         cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
         if not cid.startswith("-"):
             return cid
+
+
+def reclaim_orphans(log: Log = lambda msg: None) -> int:
+    """Kill processes of ours whose owner died, or detached ones no cluster record claims.
+    A run that is still going (its owner alive) is left alone. Returns how many were killed."""
+    rec = state.load(BACKEND)
+    claimed = rec.cluster_id if rec is not None else None
+    killed = 0
+    for t in procs.tagged_processes():
+        if t.cluster_id == claimed or not (t.orphaned or t.owner == 0):
+            continue
+        log(f"reclaiming orphaned process {t.pid} of cluster {t.cluster_id}: {' '.join(procs.cmdline(t.pid))[:100]}")
+        procs.kill_hard(t.pid, "orphaned eos-chaos process")
+        killed += 1
+    return killed
 
 
 class LocalCluster:
@@ -113,11 +130,11 @@ class LocalCluster:
         return self.node_dir(node) / "server.log"
 
     @property
-    def _marker(self) -> str:
-        return f"{procs.MARKER_PROP}{self.cluster_id}"
+    def _owner(self) -> int:
+        return 0 if self.detached else os.getpid()
 
-    def _leftover_markers(self) -> list[str]:
-        return [procs.MARKER_PROP, f"toxiproxy-server -host {self.topology.api_host}"]
+    def _env(self) -> dict[str, str]:
+        return procs.tags(self.cluster_id, self._owner)
 
     # ---------------------------------------------------------------- start / stop
     def start(self) -> None:
@@ -162,47 +179,43 @@ class LocalCluster:
                         procs.kill_hard(pid, f"node {n}")
                     except HarnessError as exc:
                         errors.append(str(exc))
-            if self._tox_pid and self._is_toxiproxy(self._tox_pid):
+            if self._tox_pid and self._is_ours(self._tox_pid):
                 procs.terminate(self._tox_pid, "toxiproxy", timeout=10)
             if self._tox is not None:
                 self._tox.close()
             self._admin = None
             for n in self.topology.node_ids:
                 shutil.rmtree(self._data_dir(n), ignore_errors=True)
-            left = [p.pid for p in procs.marked_processes([self._marker]) if p.is_running()]
+            left = [t.pid for t in procs.tagged_processes() if t.cluster_id == self.cluster_id]
             state.clear(BACKEND, self.cluster_id)
             self._started = False
             if errors or left:
                 raise ClusterError(f"cluster {self.cluster_id} did not stop cleanly: {errors} still running: {left}")
 
     def _reclaim_leftovers(self) -> None:
+        """Stop what a crashed run left behind; refuse to touch a cluster that is legitimately up."""
         rec = state.load(BACKEND)
         if rec is not None:
-            other = LocalCluster.attach(rec, self.log)
-            running = [pid for pid in [rec.toxiproxy_pid, *rec.node_pids.values()] if pid and procs.alive(pid)]
+            running = [t.pid for t in procs.tagged_processes() if t.cluster_id == rec.cluster_id]
             if running and rec.owner_pid is None:
                 raise EnvironmentProblem(
                     f"a local cluster is already up (run folder {rec.run_dir}, started by `eos-chaos cluster up`). "
                     "Take it down first: eos-chaos cluster down"
                 )
-            if running and rec.owner_pid and rec.owner_pid != os.getpid() and procs.alive(rec.owner_pid):
+            if running and rec.owner_pid and procs.alive(rec.owner_pid):
                 raise EnvironmentProblem(
                     f"a local cluster owned by running process {rec.owner_pid} is up (run folder {rec.run_dir}); "
                     "one cluster at a time on this machine. Wait for it, or stop that process."
                 )
             self.log(f"reclaiming leftovers of a crashed run ({rec.run_dir}): pids {running}")
-            other.stop()
-        orphans = procs.marked_processes(self._leftover_markers())
-        for proc in orphans:
-            self.log(f"reclaiming orphaned process {proc.pid}: {' '.join(procs.cmdline(proc.pid))[:100]}")
-            procs.kill_hard(proc.pid, "orphaned eos-chaos process")
+            LocalCluster.attach(rec, self.log).stop()
+        reclaim_orphans(self.log)
 
     def _is_ours(self, pid: int) -> bool:
-        return self._marker in " ".join(procs.cmdline(pid))
-
-    def _is_toxiproxy(self, pid: int) -> bool:
-        line = " ".join(procs.cmdline(pid))
-        return "toxiproxy-server" in line and self.topology.api_host in line
+        try:
+            return psutil.Process(pid).environ().get(procs.ENV_CLUSTER) == self.cluster_id
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            return False
 
     # ---------------------------------------------------------------- rendering and formatting
     def _render_node(self, n: int) -> None:
@@ -216,7 +229,7 @@ class LocalCluster:
     def _java(self, *args: str, heap: str | None = None) -> list[str]:
         libs = str(self.artifacts.kafka_libs / "*")
         opts = list(render.JVM_OPTS) if heap is None else [f"-Xmx{heap}", "-XX:TieredStopAtLevel=1"]
-        return [str(self.artifacts.java), *opts, self._marker, "-cp", libs, *args]
+        return [str(self.artifacts.java), *opts, "-cp", libs, *args]
 
     def _format_storage(self) -> None:
         """Format every node's log dir with the cluster id (three short JVMs in parallel)."""
@@ -228,7 +241,7 @@ class LocalCluster:
                 "kafka.tools.StorageTool", "format", "-t", self.cluster_id, "-c", str(d / "server.properties"),
                 heap="256m",
             )
-            running[n] = procs.spawn(cmd, d / "format.log", cwd=d)
+            running[n] = procs.spawn(cmd, d / "format.log", cwd=d, env=self._env())
         for n, p in running.items():
             try:
                 rc = p.wait(timeout=FORMAT_TIMEOUT_S)
@@ -245,7 +258,7 @@ class LocalCluster:
         topo = self.topology
         cmd = [str(self.artifacts.toxiproxy_bin), "-host", topo.api_host, "-port", str(topo.api_port)]
         log_file = self.run_dir / "toxiproxy.log"
-        p = procs.spawn(cmd, log_file, cwd=self.run_dir)
+        p = procs.spawn(cmd, log_file, cwd=self.run_dir, env=self._env())
         self._tox_pid = p.pid
         tox = Toxiproxy(topo.toxiproxy_url)
 
@@ -272,7 +285,7 @@ class LocalCluster:
             f"-Dkafka.logs.dir={d}",
             "kafka.Kafka", str(d / "server.properties"),
         )
-        p = procs.spawn(cmd, d / "stdout.log", cwd=d)
+        p = procs.spawn(cmd, d / "stdout.log", cwd=d, env=self._env())
         with self._lock:
             self._pids[n] = p.pid
             self._save_record()

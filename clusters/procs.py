@@ -7,6 +7,7 @@ import os
 import signal
 import socket
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -15,8 +16,10 @@ import psutil
 from harness.errors import ClusterError, EnvironmentProblem
 from harness.wait import wait_until
 
-#: Every JVM we start carries this system property, so leftovers of a crashed run can be found.
-MARKER_PROP = "-Deos.chaos.cluster="
+#: Every process we start carries these environment variables (inherited by anything it forks),
+#: so leftovers of a crashed run can be told from a run that is still going.
+ENV_CLUSTER = "EOS_CHAOS_CLUSTER"
+ENV_OWNER = "EOS_CHAOS_OWNER"  # pid of the process that will stop it; "0" = detached (`cluster up`)
 #: A killed process is gone within milliseconds; a SIGTERMed broker does a controlled shutdown.
 KILL_WAIT_S = 30.0
 TERM_WAIT_S = 60.0
@@ -111,18 +114,39 @@ def terminate(pid: int, what: str, timeout: float = TERM_WAIT_S) -> bool:
         return False
 
 
-def marked_processes(markers: Iterable[str]) -> list[psutil.Process]:
-    """Processes whose command line contains any of ``markers`` (our leftovers)."""
-    markers = list(markers)
+@dataclass(frozen=True)
+class Tagged:
+    """A running process we started: its cluster and the pid that owns it (0 = detached)."""
+
+    pid: int
+    cluster_id: str
+    owner: int
+
+    @property
+    def orphaned(self) -> bool:
+        """Its owner died without stopping it (a crashed run)."""
+        return self.owner != 0 and not alive(self.owner)
+
+
+def tagged_processes() -> list[Tagged]:
+    """Every live process carrying our environment tags."""
     found = []
     me = os.getpid()
-    for proc in psutil.process_iter(["pid", "cmdline"]):
+    for proc in psutil.process_iter(["pid"]):
         if proc.info["pid"] == me:
             continue
-        line = " ".join(proc.info.get("cmdline") or [])
-        if any(m in line for m in markers):
-            found.append(proc)
+        try:
+            env = proc.environ()
+            if ENV_CLUSTER in env and proc.status() != psutil.STATUS_ZOMBIE:
+                found.append(Tagged(proc.pid, env[ENV_CLUSTER], int(env.get(ENV_OWNER, "0") or 0)))
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, ValueError):
+            continue
     return found
+
+
+def tags(cluster_id: str, owner: int) -> dict[str, str]:
+    """The environment of a process we start for ``cluster_id``."""
+    return dict(os.environ, **{ENV_CLUSTER: cluster_id, ENV_OWNER: str(owner)})
 
 
 def tail(path: Path, lines: int = 30) -> str:

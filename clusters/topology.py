@@ -110,7 +110,8 @@ class Topology:
         if src in ("client", CLIENT_SOURCE):
             found = Link(CLIENT_SOURCE, dst, Listener.CLIENT)
         else:
-            found = Link(int(src), dst, Listener(str(listener).upper() if isinstance(listener, str) else listener))
+            lst = listener if isinstance(listener, Listener) else Listener(listener.upper())
+            found = Link(int(src), dst, lst)
         if found not in self.links:
             raise KeyError(f"no link {found.name}; links: {', '.join(lk.name for lk in self.links)}")
         return found

@@ -14,7 +14,7 @@ import typer
 from rich.console import Console
 
 from clusters import artifacts, pins, state
-from clusters.local import LocalCluster
+from clusters.local import LocalCluster, reclaim_orphans
 from clusters.topology import DEFAULT_PORT_BASE, Topology
 from harness.errors import HarnessError
 from harness.runs import new_run_dir
@@ -109,12 +109,8 @@ def cluster_down(backend: Backend = typer.Option(Backend.local, "--backend")) ->
     def body() -> None:
         rec = state.load(backend.value)
         if rec is None:
-            from clusters import procs
-
-            orphans = procs.marked_processes([procs.MARKER_PROP, "toxiproxy-server -host 127."])
-            for p in orphans:
-                procs.kill_hard(p.pid, "orphaned eos-chaos process")
-            out.print(f"no cluster was up{f'; reclaimed {len(orphans)} orphaned processes' if orphans else ''}")
+            orphans = reclaim_orphans(_log)
+            out.print(f"no cluster was up{f'; reclaimed {orphans} orphaned processes' if orphans else ''}")
             return
         LocalCluster.attach(rec, log=_log).stop()
         out.print(f"cluster down; logs kept in {rec.run_dir}", highlight=False)

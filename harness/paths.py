@@ -22,5 +22,6 @@ def results_dir() -> Path:
 
 
 def state_dir() -> Path:
-    """Where a cluster started by ``eos-chaos cluster up`` records itself for ``down``/``status``."""
-    return cache_dir() / "state"
+    """Where a running cluster records itself for ``down``/``status``; ``EOS_CHAOS_STATE`` overrides."""
+    env = os.environ.get("EOS_CHAOS_STATE")
+    return Path(env) if env else cache_dir() / "state"

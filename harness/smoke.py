@@ -56,9 +56,9 @@ class SmokeResult:
         )
 
 
-def run_smoke(cluster: Cluster, duration: float = 30.0, log: Log = print) -> SmokeResult:
+def run_smoke(cluster: Cluster, duration: float = 30.0, log: Log = print, topic: str = TOPIC) -> SmokeResult:
     admin = admin_client(cluster.direct_bootstrap)
-    create_topic(admin, TOPIC, PARTITIONS)
+    create_topic(admin, topic, PARTITIONS)
     writer = TxnWriter(cluster.bootstrap)
     result = SmokeResult(ledger=writer.ledger)
     stop = threading.Event()
@@ -68,8 +68,8 @@ def run_smoke(cluster: Cluster, duration: float = 30.0, log: Log = print) -> Smo
         if stop.wait(KILL_AT_S):
             return
         try:
-            node = partition_leader(admin, TOPIC, 0)
-            log(f"nemesis: kill -9 node {node} (leader of {TOPIC}-0)")
+            node = partition_leader(admin, topic, 0)
+            log(f"nemesis: kill -9 node {node} (leader of {topic}-0)")
             cluster.kill(node)
             result.killed_node = node
             stop.wait(DOWN_FOR_S)
@@ -86,8 +86,8 @@ def run_smoke(cluster: Cluster, duration: float = 30.0, log: Log = print) -> Smo
     try:
         txn = 0
         while time.monotonic() < end:
-            values = [f"smoke-{txn}-{i}" for i in range(VALUES_PER_TXN)]
-            writer.write(TOPIC, values, range(PARTITIONS), deadline=end)
+            values = [f"{topic}-{txn}-{i}" for i in range(VALUES_PER_TXN)]
+            writer.write(topic, values, range(PARTITIONS), deadline=end)
             txn += 1
     finally:
         stop.set()
@@ -95,7 +95,7 @@ def run_smoke(cluster: Cluster, duration: float = 30.0, log: Log = print) -> Smo
         thread.join(timeout=120)
     log(f"producer done after {time.monotonic() - start:.0f}s: {len(writer.ledger.ok)} transactions committed")
     cluster.wait_healthy()
-    back = read_all(cluster.direct_bootstrap, TOPIC, PARTITIONS, "read_committed")
+    back = read_all(cluster.direct_bootstrap, topic, PARTITIONS, "read_committed")
     return check(result, back.values())
 
 
