@@ -153,7 +153,7 @@ def fetch_kafka(version: str, log: Log) -> Path:
         (Path(tmp) / "pom.xml").write_text(pom)
         libs_tmp = Path(tmp) / "libs"
         cmd = [
-            mvn, "-B", "-q", "-f", str(Path(tmp) / "pom.xml"),
+            mvn, "-B", "-q", "-U", "-f", str(Path(tmp) / "pom.xml"),
             f"-Dmaven.repo.local={cache_dir() / 'm2'}",
             "dependency:copy-dependencies", f"-DoutputDirectory={libs_tmp}", "-DincludeScope=runtime",
         ]
@@ -163,8 +163,10 @@ def fetch_kafka(version: str, log: Log) -> Path:
             raise EnvironmentProblem(f"Maven did not finish fetching Kafka {version} within {FETCH_TIMEOUT_S}s") from exc
         if proc.returncode != 0:
             out = proc.stdout + proc.stderr
-            missing = re.search(r"Could not find artifact ([^ ]+)", out)
-            if missing and f"kafka_{pins.SCALA_BINARY}:jar:{version}" in missing[1]:
+            artifact = f"org.apache.kafka:kafka_{pins.SCALA_BINARY}:jar:{version}"
+            # Maven says "Could not find artifact X" or, once the miss is cached, "X was not found".
+            if f"Could not find artifact {artifact}" in out or f"{artifact} was not found" in out:
+                shutil.rmtree(d, ignore_errors=True)
                 raise ConfigError(
                     f"--kafka-version {version}: org.apache.kafka:kafka_{pins.SCALA_BINARY}:{version} is not on "
                     f"Maven Central. Use a released version (default {pins.KAFKA_VERSION})."

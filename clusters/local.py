@@ -186,6 +186,10 @@ class LocalCluster:
             self._admin = None
             for n in self.topology.node_ids:
                 shutil.rmtree(self._data_dir(n), ignore_errors=True)
+            # Anything else carrying our tag (storage formatters, a node mid-restart) goes too.
+            for t in procs.tagged_processes():
+                if t.cluster_id == self.cluster_id:
+                    procs.kill_hard(t.pid, f"process {t.pid} of cluster {self.cluster_id}")
             left = [t.pid for t in procs.tagged_processes() if t.cluster_id == self.cluster_id]
             state.clear(BACKEND, self.cluster_id)
             self._started = False

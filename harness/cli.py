@@ -23,6 +23,8 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
                   help="Chaos-testing harness for Kafka exactly-once semantics.")
 cluster_app = typer.Typer(no_args_is_help=True, help="Bring a cluster up, down, or ask how it is.")
 app.add_typer(cluster_app, name="cluster")
+bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks: repeated runs, medians, the machine.")
+app.add_typer(bench_app, name="bench")
 
 out = Console(soft_wrap=True)
 err = Console(stderr=True)
@@ -177,6 +179,44 @@ def smoke(
         (run_dir / "smoke.txt").write_text(("PASS " if result.passed else "FAIL ") + result.summary() + "\n")
         if not result.passed:
             raise typer.Exit(1)
+
+    _guard(body)
+
+
+@bench_app.command("cluster")
+def bench_cluster(
+    runs: int = typer.Option(3, "--runs", min=1, max=50),
+    load: float = typer.Option(30.0, "--load", min=0, help="Seconds of smoke load before the second RSS sample (0: none)."),
+    kafka_version: str = KafkaVersion,
+    port_base: int = PortBase,
+) -> None:
+    """Time from `cluster up` to healthy and the brokers' resident memory (median of --runs)."""
+
+    def body() -> None:
+        from harness.bench import bench_cluster_up, machine
+
+        arts = _artifacts(kafka_version)
+        series = bench_cluster_up(arts, runs, load, port_base, _log)
+        out.print(f"machine: {machine()}; Kafka {kafka_version}", highlight=False)
+        for s in series:
+            out.print(s.line(), highlight=False)
+
+    _guard(body)
+
+
+@bench_app.command("setup")
+def bench_setup_cmd(
+    runs: int = typer.Option(3, "--runs", min=1, max=20),
+    cold: bool = typer.Option(False, "--cold", help="Each run in a fresh, empty cache (downloads everything)."),
+) -> None:
+    """Time `eos-chaos setup` with a warm or an empty cache (median of --runs)."""
+
+    def body() -> None:
+        from harness.bench import bench_setup, machine
+
+        series = bench_setup(runs, cold, _log)
+        out.print(f"machine: {machine()}", highlight=False)
+        out.print(series.line(), highlight=False)
 
     _guard(body)
 

@@ -1,0 +1,93 @@
+"""Benchmarks behind ``eos-chaos bench``: repeated measurements, medians, and the machine they ran on."""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import psutil
+
+from clusters import artifacts
+from clusters.local import LocalCluster
+from clusters.topology import Topology
+from harness.runs import new_run_dir
+
+Log = Callable[[str], None]
+
+
+def machine() -> str:
+    mem = psutil.virtual_memory().total / 2**30
+    return f"{platform.node()}: {os.cpu_count()} cores, {mem:.0f} GiB, {platform.platform()}, Python {platform.python_version()}"
+
+
+@dataclass
+class Series:
+    name: str
+    unit: str
+    values: list[float] = field(default_factory=list)
+
+    def line(self) -> str:
+        if not self.values:
+            return f"{self.name}: no samples"
+        vals = ", ".join(f"{v:.1f}" for v in self.values)
+        spread = max(self.values) - min(self.values)
+        med = statistics.median(self.values)
+        noisy = " (noisy: spread > 20% of median)" if med and spread > 0.2 * med else ""
+        return f"{self.name}: median {med:.1f} {self.unit} over {len(self.values)} runs [{vals}]{noisy}"
+
+
+def cluster_rss_mb(cluster: LocalCluster) -> float:
+    total = 0
+    for n in cluster.topology.node_ids:
+        pid = cluster.status().nodes[n - 1].pid
+        if pid:
+            total += psutil.Process(pid).memory_info().rss
+    return total / 2**20
+
+
+def bench_cluster_up(arts: artifacts.Artifacts, runs: int, load_s: float, port_base: int, log: Log) -> list[Series]:
+    """Time from start to healthy, and resident memory of the three brokers (idle, and after load)."""
+    up = Series("cluster up -> healthy", "s")
+    rss_idle = Series("broker RSS, 3 together, just healthy", "MiB")
+    rss_load = Series(f"broker RSS, 3 together, after {load_s:.0f}s smoke load", "MiB")
+    for i in range(runs):
+        cluster = LocalCluster(arts, new_run_dir("bench"), Topology(port_base=port_base), log=log)
+        t0 = time.monotonic()
+        with cluster:
+            up.values.append(time.monotonic() - t0)
+            rss_idle.values.append(cluster_rss_mb(cluster))
+            if load_s > 0:
+                from harness.smoke import run_smoke
+
+                res = run_smoke(cluster, duration=load_s, log=log, topic=f"bench-{i}")
+                log(f"run {i + 1}: smoke {'PASS' if res.passed else 'FAIL'}: {res.summary()}")
+                rss_load.values.append(cluster_rss_mb(cluster))
+        log(f"run {i + 1}/{runs}: up {up.values[-1]:.1f}s, rss {rss_idle.values[-1]:.0f} MiB")
+    return [up, rss_idle] + ([rss_load] if load_s > 0 else [])
+
+
+def bench_setup(runs: int, cold: bool, log: Log) -> Series:
+    """``eos-chaos setup`` in a subprocess; cold = a fresh, empty cache folder each run."""
+    series = Series(f"eos-chaos setup ({'empty cache' if cold else 'warm cache'})", "s")
+    exe = str(Path(sys.executable).parent / "eos-chaos")
+    for i in range(runs):
+        with tempfile.TemporaryDirectory(prefix="eos-chaos-bench-") as tmp:
+            env = dict(os.environ)
+            if cold:
+                env["EOS_CHAOS_CACHE"] = tmp
+            t0 = time.monotonic()
+            proc = subprocess.run([exe, "setup"], env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+            took = time.monotonic() - t0
+            if proc.returncode != 0:
+                raise RuntimeError(f"setup failed (exit {proc.returncode}):\n{proc.stderr[-2000:]}")
+            series.values.append(took)
+            log(f"run {i + 1}/{runs}: {took:.1f}s")
+    return series
