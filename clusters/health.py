@@ -12,21 +12,22 @@ from confluent_kafka.admin import AdminClient
 #: One metadata request; the surrounding wait has the real deadline.
 METADATA_TIMEOUT_S = 5.0
 
-_quiet = logging.getLogger("eos_chaos.librdkafka")
-_quiet.addHandler(logging.NullHandler())
-_quiet.propagate = False
+#: librdkafka logs every refused connection; during faults that is noise, so it goes nowhere.
+QUIET = logging.getLogger("eos_chaos.librdkafka")
+QUIET.addHandler(logging.NullHandler())
+QUIET.propagate = False
 
 
 def admin_client(direct_bootstrap: str) -> AdminClient:
     """An Admin client on the DIRECT listener; librdkafka's connection chatter goes to a quiet logger."""
-    return AdminClient(
-        {
-            "bootstrap.servers": direct_bootstrap,
-            "socket.connection.setup.timeout.ms": 5000,
-            "reconnect.backoff.max.ms": 1000,
-            "logger": _quiet,
-        }
-    )
+    # Typed as a plain dict: confluent-kafka's stubs omit the documented `logger` entry.
+    conf: dict[str, object] = {
+        "bootstrap.servers": direct_bootstrap,
+        "socket.connection.setup.timeout.ms": 5000,
+        "reconnect.backoff.max.ms": 1000,
+        "logger": QUIET,
+    }
+    return AdminClient(conf)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,9 @@ import subprocess
 import threading
 import uuid
 from pathlib import Path
+from typing import Callable, Mapping
 
 import psutil
-from typing import Callable, Mapping
 
 from chaos.toxiproxy import ProxySpec, Toxiproxy
 from clusters import health, procs, render, state
@@ -45,7 +45,12 @@ Log = Callable[[str], None]
 
 # Clusters this process owns; stopped at interpreter exit if a caller forgot (or was interrupted).
 _OWNED: set["LocalCluster"] = set()
-atexit.register(lambda: [c.stop() for c in list(_OWNED)])
+
+
+@atexit.register
+def _stop_owned() -> None:
+    for cluster in list(_OWNED):
+        cluster.stop()
 
 
 def new_cluster_id() -> str:

@@ -5,10 +5,8 @@ from __future__ import annotations
 import enum
 import json
 import signal
-import sys
 import time
-from pathlib import Path
-from typing import Callable, NoReturn, Optional, TypeVar
+from typing import Callable, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
@@ -48,7 +46,7 @@ def _guard(fn: Callable[[], T]) -> T:
         _fail(exc)
     except KeyboardInterrupt:
         err.print("[yellow]interrupted; everything started was taken down[/]")
-        raise typer.Exit(130)
+        raise typer.Exit(130) from None
 
 
 def _log(msg: str) -> None:

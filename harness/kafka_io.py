@@ -3,22 +3,23 @@ writer that classifies every outcome, and a whole-topic read-back."""
 
 from __future__ import annotations
 
-import logging
 import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import (
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from clusters.health import QUIET
 from harness.errors import HarnessError, WaitTimeout
 from harness.wait import wait_until
-
-#: librdkafka logs every refused connection; during faults that is noise, so it goes nowhere.
-QUIET = logging.getLogger("eos_chaos.librdkafka")
-QUIET.addHandler(logging.NullHandler())
-QUIET.propagate = False
 
 #: Creating a topic with RF 3 takes well under a second on a healthy cluster.
 TOPIC_TIMEOUT_S = 60.0
@@ -237,13 +238,14 @@ def read_all(bootstrap: str, topic: str, partitions: int, isolation: str = "read
             if msg is None:
                 continue
             err = msg.error()
+            part, offset = int(msg.partition() or 0), int(msg.offset() or 0)
             if err is not None:
                 if err.code() == KafkaError._PARTITION_EOF:
-                    if msg.offset() >= end[msg.partition()]:
-                        done.add(msg.partition())
+                    if offset >= end[part]:
+                        done.add(part)
                     continue
                 raise HarnessError(f"read-back of {topic} failed: {err}")
-            records[msg.partition()].append((msg.offset(), msg.value().decode()))
+            records[part].append((offset, (msg.value() or b"").decode()))
         return ReadBack(records=records, end_offsets=end)
     finally:
         consumer.close()

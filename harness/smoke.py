@@ -12,7 +12,13 @@ from typing import Callable
 
 from clusters.base import Cluster
 from clusters.health import admin_client
-from harness.kafka_io import TxnLedger, TxnWriter, create_topic, partition_leader, read_all
+from harness.kafka_io import (
+    TxnLedger,
+    TxnWriter,
+    create_topic,
+    partition_leader,
+    read_all,
+)
 
 TOPIC = "eos-smoke"
 PARTITIONS = 3
