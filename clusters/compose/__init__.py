@@ -1,0 +1,1 @@
+"""The ``compose`` backend: the same cluster as containers under Docker Compose."""

@@ -1,0 +1,55 @@
+from pathlib import Path
+
+import yaml
+
+from clusters.compose.plan import ComposePlan, _env_name, compose_yaml, toxiproxy_json
+from clusters.topology import Listener
+
+HERE = Path(__file__).resolve().parents[2] / "clusters" / "compose"
+
+
+def test_committed_compose_file_is_the_rendered_plan():
+    assert (HERE / "docker-compose.yml").read_text() == compose_yaml(), "re-render clusters/compose/docker-compose.yml"
+    assert (HERE / "toxiproxy.json").read_text() == toxiproxy_json()
+
+
+def test_env_names_follow_the_apache_kafka_image_convention():
+    assert _env_name("node.id") == "KAFKA_NODE_ID"
+    assert _env_name("transaction.state.log.min.isr") == "KAFKA_TRANSACTION_STATE_LOG_MIN_ISR"
+    assert _env_name("a_b.c-d") == "KAFKA_A__B_C___D"
+
+
+def test_each_broker_resolves_peers_to_toxiproxy_on_its_own_network():
+    plan = ComposePlan()
+    data = plan.compose()
+    b2 = data["services"]["broker-2"]
+    assert sorted(b2["extra_hosts"]) == ["kafka-1:10.213.2.254", "kafka-2:127.0.0.1", "kafka-3:10.213.2.254"]
+    assert set(b2["networks"]) == {"core", "src2"}
+    tox = data["services"]["toxiproxy"]
+    assert tox["networks"]["src2"] == {"ipv4_address": "10.213.2.254"}
+
+
+def test_proxies_listen_per_source_network_and_name_the_destination_by_port():
+    plan = ComposePlan()
+    cfg = {p["name"]: p for p in plan.toxiproxy_config()}
+    assert len(cfg) == 15
+    assert cfg["n1-to-n2-internal"]["listen"] == f"10.213.1.254:{plan.port(2, Listener.INTERNAL)}"
+    assert cfg["n3-to-n2-internal"]["listen"] == f"10.213.3.254:{plan.port(2, Listener.INTERNAL)}"
+    assert cfg["n3-to-n2-internal"]["upstream"] == f"broker-2:{plan.port(2, Listener.INTERNAL)}"
+    assert cfg["client-to-n3"]["listen"] == f"0.0.0.0:{plan.port(3, Listener.CLIENT)}"
+
+
+def test_everything_is_published_on_loopback_only_and_labelled():
+    data = yaml.safe_load(compose_yaml())
+    for name, svc in data["services"].items():
+        assert all(p.startswith("127.0.0.1:") for p in svc.get("ports", [])), name
+        assert svc["labels"] == {"eos-chaos": "true"}
+    assert all(net["labels"] == {"eos-chaos": "true"} for net in data["networks"].values())
+
+
+def test_advertised_listeners_route_clients_through_proxies_and_peers_by_name():
+    env = ComposePlan().broker_env(3)
+    assert env["KAFKA_ADVERTISED_LISTENERS"] == (
+        "CLIENT://127.0.0.1:29112,INTERNAL://kafka-3:29113,CONTROLLER://kafka-3:29114,DIRECT://127.0.0.1:29115"
+    )
+    assert env["KAFKA_CONTROLLER_QUORUM_VOTERS"] == "1@kafka-1:29094,2@kafka-2:29104,3@kafka-3:29114"
