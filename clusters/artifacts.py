@@ -101,6 +101,11 @@ def toxiproxy_bin() -> Path:
     return cache_dir() / "toxiproxy" / pins.TOXIPROXY_VERSION / "toxiproxy-server"
 
 
+def toxiproxy_cli() -> Path:
+    """The CLI, which the Toxiproxy container image carries for its healthcheck."""
+    return toxiproxy_bin().with_name("toxiproxy-cli")
+
+
 def _kafka_pom(version: str) -> str:
     excl = "".join(
         f"<exclusion><groupId>{g}</groupId><artifactId>{a}</artifactId></exclusion>"
@@ -185,19 +190,19 @@ def fetch_kafka(version: str, log: Log) -> Path:
 
 def build_toxiproxy(log: Log) -> Path:
     """Build the pinned Toxiproxy server from the Go module proxy into the cache; return the binary."""
-    target = toxiproxy_bin()
-    if target.is_file() and os.access(target, os.X_OK):
+    target, cli = toxiproxy_bin(), toxiproxy_cli()
+    if all(p.is_file() and os.access(p, os.X_OK) for p in (target, cli)):
         log(f"toxiproxy {pins.TOXIPROXY_VERSION}: cached at {target}")
         return target
     go = _require_tool("go", "build Toxiproxy from the Go module proxy", "apt-get install golang-go (1.22+)")
-    log(f"toxiproxy {pins.TOXIPROXY_VERSION}: building {pins.TOXIPROXY_MODULE}/cmd/server with Go")
+    log(f"toxiproxy {pins.TOXIPROXY_VERSION}: building {pins.TOXIPROXY_MODULE}/cmd/server and cmd/cli with Go")
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
         # Module and build caches live in our cache too (so "empty cache" means empty), writable so
         # that a plain `rm -rf` of the cache works.
         env = dict(os.environ, GOBIN=tmp, CGO_ENABLED="0", GOFLAGS="-mod=mod -buildvcs=false -modcacherw",
                    GOMODCACHE=str(cache_dir() / "go" / "mod"), GOCACHE=str(cache_dir() / "go" / "build"))
-        cmd = [go, "install", f"{pins.TOXIPROXY_MODULE}/cmd/server@{pins.TOXIPROXY_VERSION}"]
+        cmd = [go, "install", *(f"{pins.TOXIPROXY_MODULE}/cmd/{c}@{pins.TOXIPROXY_VERSION}" for c in ("server", "cli"))]
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=FETCH_TIMEOUT_S, env=env)
         except subprocess.TimeoutExpired as exc:
@@ -205,6 +210,7 @@ def build_toxiproxy(log: Log) -> Path:
         if proc.returncode != 0:
             tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
             raise EnvironmentProblem(f"building Toxiproxy {pins.TOXIPROXY_VERSION} failed (exit {proc.returncode}):\n{tail}")
+        (Path(tmp) / "cli").rename(cli)
         (Path(tmp) / "server").rename(target)
     log(f"toxiproxy {pins.TOXIPROXY_VERSION}: built {target}")
     return target
