@@ -10,7 +10,7 @@ KAFKA_VERSION ?=
 KAFKA_FLAG := $(if $(KAFKA_VERSION),--kafka-version $(KAFKA_VERSION))
 PYTEST_ARGS ?=
 
-.PHONY: setup run test test-unit chaos clean-cache down
+.PHONY: setup run test test-unit chaos clean-cache down images
 
 setup: $(STAMP)
 	@$(BIN)/eos-chaos setup $(KAFKA_FLAG)
@@ -34,6 +34,10 @@ test-unit: setup
 
 chaos: setup
 	@$(BIN)/pytest -m chaos $(PYTEST_ARGS)
+
+# Compose backend (in progress): Docker engine, Compose v2 and the images, built without a registry.
+images: setup
+	@$(BIN)/eos-chaos images $(KAFKA_FLAG)
 
 down: setup
 	@$(BIN)/eos-chaos cluster down

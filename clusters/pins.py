@@ -24,3 +24,14 @@ TOXIPROXY_VERSION = "v2.12.0"
 
 #: Minimum tool versions the set-up accepts.
 MIN_JAVA_MAJOR = 17
+
+#: Docker Compose v2, built from the Go module proxy when `docker compose` is absent. Built in its
+#: own module (not `go install pkg@v`), because its go.mod has exclude directives.
+COMPOSE_MODULE = "github.com/docker/compose/v2"
+COMPOSE_VERSION = "v2.40.3"
+
+#: Official images, used when present or pullable; otherwise local stand-ins are built.
+OFFICIAL_KAFKA_IMAGE = "apache/kafka"
+OFFICIAL_TOXIPROXY_IMAGE = "ghcr.io/shopify/toxiproxy"
+#: Debian packages of the local base image (debootstrap --variant=minbase).
+BASE_PACKAGES = ("openjdk-17-jre-headless",)

@@ -181,6 +181,31 @@ def smoke(
     _guard(body)
 
 
+@app.command()
+def images(
+    kafka_version: str = KafkaVersion,
+    local: bool = typer.Option(False, "--local", help="Build the local stand-ins even if official images could be pulled."),
+) -> None:
+    """Make the compose backend's images ready: official if present or pullable, else built locally
+    (Docker engine started first if none answers)."""
+
+    def body() -> None:
+        from clusters.compose.cli import find_compose
+        from clusters.compose.engine import ensure_engine
+        from clusters.compose.images import ensure_images
+
+        t0 = time.monotonic()
+        engine = ensure_engine(_log)
+        compose = find_compose(_log)
+        arts = artifacts.ensure(kafka_version, log=_log)
+        imgs = ensure_images(arts, _log, prefer_local=local)
+        out.print(f"engine: {engine}; compose: {' '.join(compose)}", highlight=False)
+        out.print(f"{imgs.source} images ready in {time.monotonic() - t0:.1f}s:\n  EOS_KAFKA_IMAGE={imgs.kafka}\n"
+                  f"  EOS_TOXIPROXY_IMAGE={imgs.toxiproxy}", highlight=False)
+
+    _guard(body)
+
+
 @bench_app.command("cluster")
 def bench_cluster(
     runs: int = typer.Option(3, "--runs", min=1, max=50),

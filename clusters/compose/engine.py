@@ -1,0 +1,76 @@
+"""A Docker engine to talk to: the one that answers, or Debian's dockerd started by us."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Callable
+
+from clusters import procs
+from harness.errors import EnvironmentProblem
+from harness.paths import cache_dir
+from harness.wait import wait_until
+
+#: dockerd on this kind of machine answers within a second; allow for a cold disk.
+ENGINE_START_TIMEOUT_S = 60.0
+#: apt-get install of docker.io (and debootstrap) from Debian's mirror.
+APT_TIMEOUT_S = 900
+Log = Callable[[str], None]
+
+
+def docker_answers(timeout: float = 10.0) -> bool:
+    if not shutil.which("docker"):
+        return False
+    try:
+        return subprocess.run(["docker", "info"], capture_output=True, timeout=timeout).returncode == 0
+    except subprocess.TimeoutExpired:
+        return False
+
+
+def _debian_root() -> bool:
+    return os.geteuid() == 0 and Path("/etc/debian_version").exists() and shutil.which("apt-get") is not None
+
+
+def apt_install(packages: list[str], why: str, log: Log) -> None:
+    """Install Debian packages (root on Debian only); ``EnvironmentProblem`` elsewhere."""
+    if not _debian_root():
+        raise EnvironmentProblem(f"{why} needs the Debian packages {packages}; install them (this is not a Debian machine where we are root)")
+    log(f"installing Debian packages {packages} ({why})")
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    for cmd in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *packages]):
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=APT_TIMEOUT_S, env=env, stdin=subprocess.DEVNULL)
+        if proc.returncode != 0:
+            tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-10:])
+            raise EnvironmentProblem(f"`{' '.join(cmd)}` failed (exit {proc.returncode}):\n{tail}")
+
+
+def ensure_engine(log: Log) -> str:
+    """Return how we got an engine: ``existing`` or ``started dockerd in N s``."""
+    if docker_answers():
+        return "existing"
+    if not _debian_root():
+        raise EnvironmentProblem(
+            "no Docker engine answers (`docker info` failed) and this is not a Debian machine where we are root, "
+            "so eos-chaos cannot start one. Start Docker (or point DOCKER_HOST at one) and retry."
+        )
+    if not shutil.which("dockerd"):
+        apt_install(["docker.io"], "the compose backend's engine", log)
+    home = cache_dir() / "docker"
+    home.mkdir(parents=True, exist_ok=True)
+    log_file = home / "dockerd.log"
+    cmd = ["dockerd", "--data-root", str(home / "data"), "--pidfile", str(home / "dockerd.pid")]
+    log(f"no Docker engine answers: starting Debian's dockerd in the background (data {home / 'data'}, log {log_file})")
+    t0 = time.monotonic()
+    p = procs.spawn(cmd, log_file, cwd=home)
+
+    def exited() -> str | None:
+        rc = p.poll()
+        return None if rc is None else f"dockerd exited with code {rc}; last lines of {log_file}:\n{procs.tail(log_file)}"
+
+    wait_until(lambda: docker_answers(5), timeout=ENGINE_START_TIMEOUT_S, what="the Docker engine to answer `docker info`", fatal=exited)
+    took = time.monotonic() - t0
+    log(f"dockerd (pid {p.pid}) answers after {took:.1f}s; it keeps running for later runs")
+    return f"started dockerd in {took:.1f}s"

@@ -1,0 +1,186 @@
+"""Container images for the compose backend, without a registry.
+
+Users with a registry get the official images (``apache/kafka``, the official Toxiproxy image) at
+the pinned versions. Where none can be pulled, ``make images`` builds stand-ins from what the
+set-up already caches: a Debian base made by debootstrap (mirror read from this machine's apt
+sources) and imported with ``docker import``, the Kafka jars on top, and the static Toxiproxy
+binaries in an empty image. Tags carry a hash of their inputs, so a build runs only when an input
+changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import docker
+from docker.errors import APIError, BuildError, ImageNotFound
+
+from clusters import artifacts, pins
+from clusters.compose.engine import apt_install
+from harness.errors import EnvironmentProblem
+from harness.paths import cache_dir
+
+HERE = Path(__file__).resolve().parent / "images"
+#: A pull from a registry this machine cannot reach fails fast (name resolution); a slow one is cut.
+PULL_TIMEOUT_S = 60
+#: debootstrap of a minimal Debian with a JRE: ~1 min on a good mirror.
+DEBOOTSTRAP_TIMEOUT_S = 1200
+Log = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Images:
+    kafka: str
+    toxiproxy: str
+    source: str  # "official" or "local"
+
+
+def _client() -> docker.DockerClient:
+    return docker.from_env(timeout=600)
+
+
+def _exists(client: docker.DockerClient, ref: str) -> bool:
+    try:
+        client.images.get(ref)
+        return True
+    except ImageNotFound:
+        return False
+
+
+def _digest(*parts: str | bytes) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p if isinstance(p, bytes) else p.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:12]
+
+
+def apt_source() -> tuple[str, str]:
+    """(mirror URL, suite) of this machine's Debian, read from its apt sources (never hard-coded)."""
+    suite = ""
+    for line in Path("/etc/os-release").read_text().splitlines():
+        if line.startswith("VERSION_CODENAME="):
+            suite = line.split("=", 1)[1].strip('"')
+    mirror = ""
+    for f in sorted(Path("/etc/apt/sources.list.d").glob("*.sources")):
+        m = re.search(r"^URIs:\s*(\S+)", f.read_text(), re.M)
+        if m:
+            mirror = m[1]
+            break
+    if not mirror and Path("/etc/apt/sources.list").exists():
+        m = re.search(r"^deb\s+(?:\[[^]]*\]\s+)?(\S+)\s+(\S+)", Path("/etc/apt/sources.list").read_text(), re.M)
+        if m:
+            mirror, suite = m[1], suite or m[2]
+    if not (mirror and suite):
+        raise EnvironmentProblem("cannot read a Debian mirror and suite from /etc/apt/sources.list{,.d}: building the base image needs one")
+    return mirror, suite
+
+
+def base_image(client: docker.DockerClient, log: Log) -> str:
+    """A minimal Debian with a JRE, from debootstrap + ``docker import``."""
+    _, suite = apt_source()
+    tag = f"eos-chaos/base:{suite}-{_digest(suite, *pins.BASE_PACKAGES)}"
+    if _exists(client, tag):
+        return tag
+    if not shutil.which("debootstrap"):
+        apt_install(["debootstrap"], "building the base image", log)
+    mirror, suite = apt_source()
+    work = cache_dir() / "images"
+    work.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=work) as tmp:
+        rootfs = Path(tmp) / "rootfs"
+        log(f"base image: debootstrap {suite} (minbase + {', '.join(pins.BASE_PACKAGES)}) from this machine's apt mirror")
+        cmd = ["debootstrap", "--variant=minbase", f"--include={','.join(pins.BASE_PACKAGES)}", suite, str(rootfs), mirror]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=DEBOOTSTRAP_TIMEOUT_S)
+        if proc.returncode != 0:
+            raise EnvironmentProblem(f"image build step 'debootstrap' failed (exit {proc.returncode}):\n{(proc.stdout + proc.stderr)[-1500:]}")
+        for junk in ("var/cache/apt/archives", "var/lib/apt/lists"):
+            for f in (rootfs / junk).glob("*"):
+                if f.is_file():
+                    f.unlink()
+        log(f"base image: docker import as {tag}")
+        tar = subprocess.Popen(["tar", "-C", str(rootfs), "-c", "."], stdout=subprocess.PIPE)
+        imp = subprocess.run(["docker", "import", "-c", "ENV LANG=C.UTF-8", "-", tag], stdin=tar.stdout,
+                             capture_output=True, text=True, timeout=DEBOOTSTRAP_TIMEOUT_S)
+        tar.wait()
+        if imp.returncode != 0 or tar.returncode != 0:
+            raise EnvironmentProblem(f"image build step 'docker import' failed: {imp.stderr.strip()[-800:]}")
+    return tag
+
+
+def _build(client: docker.DockerClient, context: Path, tag: str, step: str, buildargs: dict[str, str] | None = None) -> None:
+    try:
+        client.images.build(path=str(context), tag=tag, buildargs=buildargs or {}, rm=True, pull=False)
+    except (BuildError, APIError) as exc:
+        log_lines = "".join(str(c.get("stream", c.get("error", ""))) for c in getattr(exc, "build_log", []) or [])
+        raise EnvironmentProblem(f"image build step '{step}' failed: {exc}\n{log_lines[-1500:]}") from exc
+
+
+def kafka_image(client: docker.DockerClient, arts: artifacts.Artifacts, log: Log) -> str:
+    base = base_image(client, log)
+    jars = sorted(p.name for p in arts.kafka_libs.glob("*.jar"))
+    files = [(HERE / "kafka" / n).read_bytes() for n in ("Dockerfile", "run")]
+    tag = f"eos-chaos/kafka:{arts.kafka_version}-{_digest(base, *jars, *files)}"
+    if _exists(client, tag):
+        return tag
+    log(f"kafka image: building {tag}")
+    with tempfile.TemporaryDirectory(dir=cache_dir()) as tmp:
+        ctx = Path(tmp)
+        for n in ("Dockerfile", "run"):
+            shutil.copy(HERE / "kafka" / n, ctx / n)
+        shutil.copytree(arts.kafka_libs, ctx / "libs")
+        _build(client, ctx, tag, "kafka image", {"BASE": base})
+    return tag
+
+
+def toxiproxy_image(client: docker.DockerClient, log: Log) -> str:
+    server, cli = artifacts.toxiproxy_bin(), artifacts.toxiproxy_cli()
+    dockerfile = (HERE / "toxiproxy" / "Dockerfile").read_bytes()
+    tag = f"eos-chaos/toxiproxy:{pins.TOXIPROXY_VERSION.lstrip('v')}-{_digest(dockerfile, server.read_bytes(), cli.read_bytes())}"
+    if _exists(client, tag):
+        return tag
+    log(f"toxiproxy image: building {tag}")
+    with tempfile.TemporaryDirectory(dir=cache_dir()) as tmp:
+        ctx = Path(tmp)
+        shutil.copy(HERE / "toxiproxy" / "Dockerfile", ctx / "Dockerfile")
+        shutil.copy(server, ctx / "toxiproxy-server")
+        shutil.copy(cli, ctx / "toxiproxy-cli")
+        _build(client, ctx, tag, "toxiproxy image")
+    return tag
+
+
+def _official(client: docker.DockerClient, ref: str, log: Log) -> bool:
+    """Present locally, or pullable now."""
+    if _exists(client, ref):
+        return True
+    try:
+        proc = subprocess.run(["docker", "pull", "-q", ref], capture_output=True, text=True, timeout=PULL_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        log(f"pulling {ref} did not finish in {PULL_TIMEOUT_S}s")
+        return False
+    if proc.returncode != 0:
+        log(f"cannot pull {ref}: {proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else 'failed'}")
+    return proc.returncode == 0
+
+
+def ensure_images(arts: artifacts.Artifacts, log: Log, prefer_local: bool = False) -> Images:
+    """The official images when present or pullable, else local stand-ins (built if needed)."""
+    client = _client()
+    try:
+        kafka_ref = f"{pins.OFFICIAL_KAFKA_IMAGE}:{arts.kafka_version}"
+        tox_ref = f"{pins.OFFICIAL_TOXIPROXY_IMAGE}:{pins.TOXIPROXY_VERSION.lstrip('v')}"
+        if not prefer_local and _official(client, kafka_ref, log) and _official(client, tox_ref, log):
+            log(f"using the official images {kafka_ref} and {tox_ref}")
+            return Images(kafka_ref, tox_ref, "official")
+        images = Images(kafka_image(client, arts, log), toxiproxy_image(client, log), "local")
+        log(f"using local images {images.kafka} and {images.toxiproxy} (official ones absent and not pullable)")
+        return images
+    finally:
+        client.close()
