@@ -6,8 +6,11 @@ import json
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Protocol
 
 from confluent_kafka.admin import AdminClient
+
+from harness.wait import wait_until
 
 #: One metadata request; the surrounding wait has the real deadline.
 METADATA_TIMEOUT_S = 5.0
@@ -41,10 +44,16 @@ class QuorumView:
 
 def read_quorum_state(node: int, metadata_dir: Path) -> QuorumView | None:
     """Each KRaft node persists its current leader and epoch at every election."""
-    path = metadata_dir / "__cluster_metadata-0" / "quorum-state"
     try:
-        data = json.loads(path.read_text())
-    except (FileNotFoundError, ValueError):
+        return parse_quorum_state(node, (metadata_dir / "__cluster_metadata-0" / "quorum-state").read_text())
+    except FileNotFoundError:
+        return None
+
+
+def parse_quorum_state(node: int, text: str) -> QuorumView | None:
+    try:
+        data = json.loads(text)
+    except ValueError:
         return None
     leader = data.get("leaderId", -1)
     return QuorumView(node=node, leader=leader if leader is not None and leader >= 0 else None, epoch=int(data.get("leaderEpoch", -1)))
@@ -114,3 +123,30 @@ def probe(admin: AdminClient, expected: list[int], views: list[QuorumView]) -> H
             elif len(p.isrs) < len(p.replicas):
                 health.under_replicated.append(f"{name} isr {sorted(p.isrs)} of {sorted(p.replicas)}")
     return health
+
+
+class _Observable(Protocol):
+    topology: Any
+
+    def health(self) -> Health: ...
+
+    def node_state(self, node: int) -> Any: ...
+
+
+def wait_healthy(cluster: _Observable, timeout: float) -> None:
+    """Poll ``cluster.health()`` until ok; fail at once when a node is not up (it cannot get healthy)."""
+    last: list[Health] = []
+
+    def healthy() -> bool:
+        h = cluster.health()
+        last[:] = [h]
+        return h.ok
+
+    def node_down() -> str | None:
+        states = {n: cluster.node_state(n).value for n in cluster.topology.node_ids}
+        down = {n: s for n, s in states.items() if s != "up"}
+        return f"nodes {down} are not up, so the cluster cannot become healthy" if down else None
+
+    wait_until(healthy, timeout=timeout, what="the cluster to be healthy (3 brokers registered, a raft leader, "
+               "no under-replicated partitions)", fatal=node_down,
+               state=lambda: last[0].describe() if last else "no answer yet")

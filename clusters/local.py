@@ -402,23 +402,7 @@ class LocalCluster:
         return health.probe(self._admin_client(), list(self.topology.node_ids), self.quorum_views())
 
     def wait_healthy(self, timeout: float = HEALTHY_TIMEOUT_S) -> None:
-        last: list[health.Health] = []
-
-        def healthy() -> bool:
-            h = self.health()
-            last[:] = [h]
-            return h.ok
-
-        def node_down() -> str | None:
-            down = [n for n in self.topology.node_ids if self.node_state(n) is not NodeState.UP]
-            if not down:
-                return None
-            states = {n: self.node_state(n).value for n in down}
-            return f"nodes {states} are not up, so the cluster cannot become healthy"
-
-        wait_until(healthy, timeout=timeout, what="the cluster to be healthy (3 brokers registered, a raft leader, "
-                   "no under-replicated partitions)", fatal=node_down,
-                   state=lambda: last[0].describe() if last else "no answer yet")
+        health.wait_healthy(self, timeout)
 
     # ---------------------------------------------------------------- status and records
     @property
