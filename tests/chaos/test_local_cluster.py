@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import uuid
 
 import pytest
@@ -79,18 +80,42 @@ def test_cutting_one_directed_internal_link_drops_exactly_that_follower(cluster:
     # a partition led by the follower: the reverse direction (leader -> follower) must stay untouched
     reverse = next((p.id for p in md.values() if p.leader == follower), None)
     link = cluster.topology.link(follower, leader, Listener.INTERNAL)
+    # Keep the leaders' logs growing: Kafka counts a follower whose log end equals the leader's as
+    # caught up even when it stopped fetching, so without writes the ISR would never shrink.
+    stop = threading.Event()
+    writer = threading.Thread(target=_keep_writing, args=(cluster.bootstrap, topic, stop), daemon=True)
+    writer.start()
+    try:
+        _cut_and_heal(cluster, admin, topic, leader, follower, reverse, link.name)
+    finally:
+        stop.set()
+        writer.join(timeout=30)
 
-    cluster.toxiproxy.set_enabled(link.name, False)
+
+def _keep_writing(bootstrap: str, topic: str, stop: threading.Event) -> None:
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "1", "logger": QUIET})
+    i = 0
+    while not stop.wait(0.05):
+        for part in range(3):
+            p.produce(topic, f"w{i}".encode(), partition=part)
+        p.poll(0)
+        i += 1
+    p.flush(10)
+
+
+def _cut_and_heal(cluster: LocalCluster, admin, topic: str, leader: int, follower: int,  # type: ignore[no-untyped-def]
+                  reverse: int | None, link: str) -> None:
+    cluster.toxiproxy.set_enabled(link, False)
     wait_until(lambda: follower not in partition_isr(admin, topic, 0), timeout=ISR_CHANGE_TIMEOUT_S,
-               what=f"node {follower} to leave the ISR of {topic}-0 after cutting {link.name}",
+               what=f"node {follower} to leave the ISR of {topic}-0 after cutting {link}",
                state=lambda: f"isr {partition_isr(admin, topic, 0)}")
     assert sorted(admin.list_topics(timeout=10).brokers) == [1, 2, 3], "the cut follower must stay registered"
     if reverse is not None:
         assert leader in partition_isr(admin, topic, reverse), "the reverse direction was cut too"
 
-    cluster.toxiproxy.set_enabled(link.name, True)
+    cluster.toxiproxy.set_enabled(link, True)
     wait_until(lambda: follower in partition_isr(admin, topic, 0), timeout=ISR_CHANGE_TIMEOUT_S,
-               what=f"node {follower} to rejoin the ISR of {topic}-0 after healing {link.name}",
+               what=f"node {follower} to rejoin the ISR of {topic}-0 after healing {link}",
                state=lambda: f"isr {partition_isr(admin, topic, 0)}")
     assert cluster.toxiproxy.unhealed() == []
 
