@@ -188,6 +188,13 @@ def fetch_kafka(version: str, log: Log) -> Path:
     return libs
 
 
+def go_env() -> dict[str, str]:
+    """Environment for Go builds: module and build caches inside our cache (so "empty cache" means
+    empty), writable so that a plain `rm -rf` of the cache works; static binaries."""
+    return dict(os.environ, CGO_ENABLED="0", GOFLAGS="-mod=mod -buildvcs=false -modcacherw",
+                GOMODCACHE=str(cache_dir() / "go" / "mod"), GOCACHE=str(cache_dir() / "go" / "build"))
+
+
 def build_toxiproxy(log: Log) -> Path:
     """Build the pinned Toxiproxy server from the Go module proxy into the cache; return the binary."""
     target, cli = toxiproxy_bin(), toxiproxy_cli()
@@ -198,10 +205,7 @@ def build_toxiproxy(log: Log) -> Path:
     log(f"toxiproxy {pins.TOXIPROXY_VERSION}: building {pins.TOXIPROXY_MODULE}/cmd/server and cmd/cli with Go")
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
-        # Module and build caches live in our cache too (so "empty cache" means empty), writable so
-        # that a plain `rm -rf` of the cache works.
-        env = dict(os.environ, GOBIN=tmp, CGO_ENABLED="0", GOFLAGS="-mod=mod -buildvcs=false -modcacherw",
-                   GOMODCACHE=str(cache_dir() / "go" / "mod"), GOCACHE=str(cache_dir() / "go" / "build"))
+        env = dict(go_env(), GOBIN=tmp)
         cmd = [go, "install", *(f"{pins.TOXIPROXY_MODULE}/cmd/{c}@{pins.TOXIPROXY_VERSION}" for c in ("server", "cli"))]
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=FETCH_TIMEOUT_S, env=env)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import tempfile
@@ -11,6 +10,7 @@ from pathlib import Path
 from typing import Callable
 
 from clusters import pins
+from clusters.artifacts import go_env
 from harness.errors import EnvironmentProblem
 from harness.paths import cache_dir
 
@@ -50,8 +50,7 @@ def build_compose(log: Log) -> Path:
         )
     target = built_compose()
     target.parent.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, CGO_ENABLED="0", GOFLAGS="-mod=mod -modcacherw",
-               GOMODCACHE=str(cache_dir() / "go" / "mod"), GOCACHE=str(cache_dir() / "go" / "build"))
+    env = go_env()
     log(f"building Docker Compose {pins.COMPOSE_VERSION} from the Go module proxy (once; a few minutes)")
     mod = f"{pins.COMPOSE_MODULE}@{pins.COMPOSE_VERSION}"
     dl = subprocess.run(["go", "mod", "download", "-json", mod], capture_output=True, text=True, env=env, timeout=BUILD_TIMEOUT_S)
