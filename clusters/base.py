@@ -58,6 +58,10 @@ class Cluster(Protocol):
     topology: Topology
     run_dir: Path
 
+    def __enter__(self) -> "Cluster": ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
     def start(self) -> None:
         """Bring everything up (reclaiming leftovers of a crashed run first) and wait until healthy."""
 

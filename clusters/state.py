@@ -1,4 +1,4 @@
-"""The record a running local cluster leaves on disk, so another process can find and stop it."""
+"""The record a running cluster leaves on disk (one per backend), so another process can find and stop it."""
 
 from __future__ import annotations
 
@@ -27,6 +27,9 @@ class ClusterRecord:
     toxiproxy_bin: str = ""
     java: str = ""
     overrides: dict[str, str] = field(default_factory=dict)
+    #: compose backend: the Compose project and the images it runs.
+    project: str = ""
+    images: dict[str, str] = field(default_factory=dict)
 
 
 def record_path(backend: str) -> Path:

@@ -15,9 +15,10 @@ from typing import Callable
 
 import psutil
 
-from clusters import artifacts
-from clusters.local import LocalCluster
-from clusters.topology import Topology
+from clusters import artifacts, backends
+from clusters.backends import Backend
+from clusters.base import Cluster
+from harness.errors import EnvironmentProblem
 from harness.runs import new_run_dir
 
 Log = Callable[[str], None]
@@ -44,22 +45,23 @@ class Series:
         return f"{self.name}: median {med:.1f} {self.unit} over {len(self.values)} runs [{vals}]{noisy}"
 
 
-def cluster_rss_mb(cluster: LocalCluster) -> float:
+def cluster_rss_mb(cluster: Cluster) -> float:
+    """The brokers' JVMs together (for compose: the containers' main processes, seen from the host)."""
     total = 0
-    for n in cluster.topology.node_ids:
-        pid = cluster.status().nodes[n - 1].pid
-        if pid:
-            total += psutil.Process(pid).memory_info().rss
+    for node in cluster.status().nodes:
+        if node.pid:
+            total += psutil.Process(node.pid).memory_info().rss
     return total / 2**20
 
 
-def bench_cluster_up(arts: artifacts.Artifacts, runs: int, load_s: float, port_base: int, log: Log) -> list[Series]:
+def bench_cluster_up(backend: Backend, arts: artifacts.Artifacts, runs: int, load_s: float, port_base: int | None,
+                     log: Log) -> list[Series]:
     """Time from start to healthy, and resident memory of the three brokers (idle, and after load)."""
     up = Series("cluster up -> healthy", "s")
     rss_idle = Series("broker RSS, 3 together, just healthy", "MiB")
     rss_load = Series(f"broker RSS, 3 together, after {load_s:.0f}s smoke load", "MiB")
     for i in range(runs):
-        cluster = LocalCluster(arts, new_run_dir("bench"), Topology(port_base=port_base), log=log)
+        cluster = backends.new_cluster(backend, arts, new_run_dir("bench"), port_base, log=log)
         t0 = time.monotonic()
         with cluster:
             up.values.append(time.monotonic() - t0)
@@ -90,4 +92,62 @@ def bench_setup(runs: int, cold: bool, log: Log) -> Series:
                 raise RuntimeError(f"setup failed (exit {proc.returncode}):\n{proc.stderr[-2000:]}")
             series.values.append(took)
             log(f"run {i + 1}/{runs}: {took:.1f}s")
+    return series
+
+
+def _no_compose_cluster_running() -> None:
+    import docker
+
+    from clusters.compose.plan import LABEL
+
+    client = docker.from_env(timeout=60)
+    try:
+        running = client.containers.list(all=True, filters={"label": LABEL})
+    finally:
+        client.close()
+    if running:
+        raise EnvironmentProblem(f"a compose cluster is running ({running[0].name}); this benchmark removes images "
+                                 "and restarts the engine. Take it down first: eos-chaos cluster down --backend compose")
+
+
+def bench_images(arts: artifacts.Artifacts, runs: int, log: Log) -> Series:
+    """Build the local images (Debian base, Kafka, Toxiproxy) with none of them present."""
+    import docker
+
+    from clusters.compose.engine import ensure_engine
+    from clusters.compose.images import ensure_images
+
+    ensure_engine(log)
+    _no_compose_cluster_running()
+    series = Series("local images from an empty image cache (debootstrap base + kafka + toxiproxy)", "s")
+    client = docker.from_env(timeout=300)
+    try:
+        for i in range(runs):
+            for img in client.images.list(name="eos-chaos/*"):
+                for tag in img.tags:
+                    client.images.remove(tag, noprune=False)
+            client.images.prune(filters={"dangling": True})
+            t0 = time.monotonic()
+            ensure_images(arts, log, prefer_local=True)
+            series.values.append(time.monotonic() - t0)
+            log(f"run {i + 1}/{runs}: {series.values[-1]:.1f}s")
+    finally:
+        client.close()
+    return series
+
+
+def bench_engine_start(runs: int, log: Log) -> Series:
+    """Stop the dockerd we started and start it again; only an engine eos-chaos owns is touched."""
+    from clusters.compose.engine import docker_answers, ensure_engine, stop_engine
+
+    series = Series("engine start (Debian dockerd, started by eos-chaos)", "s")
+    _no_compose_cluster_running()
+    for i in range(runs):
+        if not stop_engine(log) and docker_answers():
+            log("the engine that answers was not started by eos-chaos: engine start time not measured")
+            return series
+        t0 = time.monotonic()
+        ensure_engine(log)
+        series.values.append(time.monotonic() - t0)
+        log(f"run {i + 1}/{runs}: {series.values[-1]:.1f}s")
     return series

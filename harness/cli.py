@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import enum
 import json
 import signal
 import time
@@ -11,9 +10,8 @@ from typing import Callable, NoReturn, TypeVar
 import typer
 from rich.console import Console
 
-from clusters import artifacts, pins, state
-from clusters.local import LocalCluster, reclaim_orphans
-from clusters.topology import DEFAULT_PORT_BASE, Topology
+from clusters import artifacts, backends, pins, state
+from clusters.backends import Backend
 from harness.errors import HarnessError
 from harness.runs import new_run_dir
 
@@ -23,14 +21,12 @@ cluster_app = typer.Typer(no_args_is_help=True, help="Bring a cluster up, down, 
 app.add_typer(cluster_app, name="cluster")
 bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks: repeated runs, medians, the machine.")
 app.add_typer(bench_app, name="bench")
+engine_app = typer.Typer(no_args_is_help=True, help="The Docker engine of the compose backend.")
+app.add_typer(engine_app, name="engine")
 
 out = Console(soft_wrap=True)
 err = Console(stderr=True)
 T = TypeVar("T")
-
-
-class Backend(str, enum.Enum):
-    local = "local"
 
 
 def _fail(exc: HarnessError) -> NoReturn:
@@ -63,7 +59,9 @@ def _artifacts(kafka_version: str) -> artifacts.Artifacts:
 
 
 KafkaVersion = typer.Option(pins.KAFKA_VERSION, "--kafka-version", help="Apache Kafka release (Maven Central).")
-PortBase = typer.Option(DEFAULT_PORT_BASE, "--port-base", min=1024, max=65000, help="First of the 4 listener ports.")
+PortBase = typer.Option(None, "--port-base", min=1024, max=65000,
+                        help="First of node 1's 4 listener ports [default: 19092 local, 29092 compose].")
+BackendOpt = typer.Option(Backend.local, "--backend", help="Where the cluster runs: local processes or Docker Compose.")
 
 
 @app.command()
@@ -80,22 +78,18 @@ def setup(kafka_version: str = KafkaVersion) -> None:
 
 
 @cluster_app.command("up")
-def cluster_up(
-    backend: Backend = typer.Option(Backend.local, "--backend", help="Where the cluster runs."),
-    kafka_version: str = KafkaVersion,
-    port_base: int = PortBase,
-) -> None:
+def cluster_up(backend: Backend = BackendOpt, kafka_version: str = KafkaVersion, port_base: int | None = PortBase) -> None:
     """Start a 3-node cluster that stays up until `eos-chaos cluster down`."""
 
     def body() -> None:
         arts = _artifacts(kafka_version)
         run_dir = new_run_dir("cluster")
-        cluster = LocalCluster(arts, run_dir, Topology(port_base=port_base), detached=True, log=_log)
+        cluster = backends.new_cluster(backend, arts, run_dir, port_base, detached=True, log=_log)
         t0 = time.monotonic()
-        _log(f"starting local cluster, Kafka {kafka_version}, run folder {run_dir}")
+        _log(f"starting {backend.value} cluster, Kafka {kafka_version}, run folder {run_dir}")
         cluster.start()
         s = cluster.status()
-        out.print(f"cluster up and healthy in {time.monotonic() - t0:.1f}s", highlight=False)
+        out.print(f"{backend.value} cluster up and healthy in {time.monotonic() - t0:.1f}s", highlight=False)
         out.print(f"  bootstrap (through proxies): {s.bootstrap}\n  direct bootstrap: {s.direct_bootstrap}\n"
                   f"  toxiproxy: {s.toxiproxy}\n  logs: {run_dir}/nodes/", highlight=False)
 
@@ -103,24 +97,24 @@ def cluster_up(
 
 
 @cluster_app.command("down")
-def cluster_down(backend: Backend = typer.Option(Backend.local, "--backend")) -> None:
+def cluster_down(backend: Backend = BackendOpt) -> None:
     """Stop the cluster and everything of ours left running (no error when nothing is up)."""
 
     def body() -> None:
         rec = state.load(backend.value)
         if rec is None:
-            orphans = reclaim_orphans(_log)
-            out.print(f"no cluster was up{f'; reclaimed {orphans} orphaned processes' if orphans else ''}")
+            left = backends.reclaim(backend, _log)
+            out.print(f"no {backend.value} cluster was up{f'; reclaimed {left} leftovers of crashed runs' if left else ''}")
             return
-        LocalCluster.attach(rec, log=_log).stop()
-        out.print(f"cluster down; logs kept in {rec.run_dir}", highlight=False)
+        backends.attach(rec, log=_log).stop()
+        out.print(f"{backend.value} cluster down; logs kept in {rec.run_dir}", highlight=False)
 
     _guard(body)
 
 
 @cluster_app.command("status")
 def cluster_status(
-    backend: Backend = typer.Option(Backend.local, "--backend"),
+    backend: Backend = BackendOpt,
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     """Show the cluster's addresses and node states (exit 1 when no cluster is up)."""
@@ -131,9 +125,9 @@ def cluster_status(
             if as_json:
                 out.print_json(json.dumps({"backend": backend.value, "up": False, "nodes": []}))
             else:
-                out.print("no cluster is up")
+                out.print(f"no {backend.value} cluster is up")
             raise typer.Exit(1)
-        s = LocalCluster.attach(rec).status().to_json()
+        s = backends.attach(rec).status().to_json()
         s["up"] = True
         if as_json:
             print(json.dumps(s, indent=2))
@@ -150,10 +144,11 @@ def cluster_status(
 @app.command()
 def smoke(
     duration: float = typer.Option(30.0, "--duration", min=10, max=3600, help="Seconds of transactional writes."),
+    backend: Backend = BackendOpt,
     kafka_version: str = KafkaVersion,
-    port_base: int = PortBase,
+    port_base: int | None = PortBase,
 ) -> None:
-    """Local cluster + a transactional producer while a broker is killed -9; PASS when every
+    """A cluster + a transactional producer while a broker is killed -9; PASS when every
     committed value is read back exactly once."""
 
     def body() -> None:
@@ -162,7 +157,7 @@ def smoke(
         arts = _artifacts(kafka_version)
         run_dir = new_run_dir("smoke")
         _log(f"run folder {run_dir}")
-        with LocalCluster(arts, run_dir, Topology(port_base=port_base), log=_log) as cluster:
+        with backends.new_cluster(backend, arts, run_dir, port_base, log=_log) as cluster:
             _log("cluster healthy; producing")
             result = run_smoke(cluster, duration, log=_log)
         verdict = "[bold green]PASS[/]" if result.passed else "[bold red]FAIL[/]"
@@ -173,7 +168,7 @@ def smoke(
                 out.print(f"  {label}: {items[:10]}", highlight=False)
         if result.nemesis_error:
             out.print(f"  nemesis failed: {result.nemesis_error}", highlight=False)
-        out.print(f"logs: {run_dir}/nodes/*/server.log, {run_dir}/toxiproxy.log", highlight=False)
+        out.print(f"logs: {run_dir}/nodes/*/server.log, {run_dir}/toxiproxy.log ({backend.value} backend)", highlight=False)
         (run_dir / "smoke.txt").write_text(("PASS " if result.passed else "FAIL ") + result.summary() + "\n")
         if not result.passed:
             raise typer.Exit(1)
@@ -185,6 +180,7 @@ def smoke(
 def images(
     kafka_version: str = KafkaVersion,
     local: bool = typer.Option(False, "--local", help="Build the local stand-ins even if official images could be pulled."),
+    pull: bool = typer.Option(False, "--pull", help="Try pulling the official images even if a pull failed within a day."),
 ) -> None:
     """Make the compose backend's images ready: official if present or pullable, else built locally
     (Docker engine started first if none answers)."""
@@ -198,7 +194,7 @@ def images(
         engine = ensure_engine(_log)
         compose = find_compose(_log)
         arts = artifacts.ensure(kafka_version, log=_log)
-        imgs = ensure_images(arts, _log, prefer_local=local)
+        imgs = ensure_images(arts, _log, prefer_local=local, pull=pull)
         out.print(f"engine: {engine}; compose: {' '.join(compose)}", highlight=False)
         out.print(f"{imgs.source} images ready in {time.monotonic() - t0:.1f}s:\n  EOS_KAFKA_IMAGE={imgs.kafka}\n"
                   f"  EOS_TOXIPROXY_IMAGE={imgs.toxiproxy}", highlight=False)
@@ -210,8 +206,9 @@ def images(
 def bench_cluster(
     runs: int = typer.Option(3, "--runs", min=1, max=50),
     load: float = typer.Option(30.0, "--load", min=0, help="Seconds of smoke load before the second RSS sample (0: none)."),
+    backend: Backend = BackendOpt,
     kafka_version: str = KafkaVersion,
-    port_base: int = PortBase,
+    port_base: int | None = PortBase,
 ) -> None:
     """Time from `cluster up` to healthy and the brokers' resident memory (median of --runs)."""
 
@@ -219,8 +216,8 @@ def bench_cluster(
         from harness.bench import bench_cluster_up, machine
 
         arts = _artifacts(kafka_version)
-        series = bench_cluster_up(arts, runs, load, port_base, _log)
-        out.print(f"machine: {machine()}; Kafka {kafka_version}", highlight=False)
+        series = bench_cluster_up(backend, arts, runs, load, port_base, _log)
+        out.print(f"machine: {machine()}; Kafka {kafka_version}; {backend.value} backend", highlight=False)
         for s in series:
             out.print(s.line(), highlight=False)
 
@@ -240,6 +237,47 @@ def bench_setup_cmd(
         series = bench_setup(runs, cold, _log)
         out.print(f"machine: {machine()}", highlight=False)
         out.print(series.line(), highlight=False)
+
+    _guard(body)
+
+
+@engine_app.command("up")
+def engine_up() -> None:
+    """Make sure a Docker engine answers: the one DOCKER_HOST or the default socket names, or
+    Debian's dockerd started by us (installed first if needed; root on Debian only)."""
+
+    def body() -> None:
+        from clusters.compose.engine import ensure_engine
+
+        out.print(f"engine: {ensure_engine(_log)}", highlight=False)
+
+    _guard(body)
+
+
+@engine_app.command("down")
+def engine_down() -> None:
+    """Stop the dockerd eos-chaos started (an engine it did not start is left alone)."""
+
+    def body() -> None:
+        from clusters.compose.engine import stop_engine
+
+        out.print("stopped the dockerd eos-chaos started" if stop_engine(_log) else "no dockerd of ours was running")
+
+    _guard(body)
+
+
+@bench_app.command("images")
+def bench_images_cmd(runs: int = typer.Option(3, "--runs", min=1, max=10), kafka_version: str = KafkaVersion) -> None:
+    """Time building the local images from an empty image cache, and starting the engine (median of --runs)."""
+
+    def body() -> None:
+        from harness.bench import bench_engine_start, bench_images, machine
+
+        arts = artifacts.ensure(kafka_version, log=_log)
+        series = [bench_images(arts, runs, _log), bench_engine_start(runs, _log)]
+        out.print(f"machine: {machine()}", highlight=False)
+        for s in series:
+            out.print(s.line(), highlight=False)
 
     _guard(body)
 

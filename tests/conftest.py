@@ -1,15 +1,30 @@
-"""Shared fixtures: the artifacts, one local cluster per test session, and a per-test heal."""
+"""Shared fixtures: the artifacts, one cluster per backend per test session, and a per-test heal.
+
+Real-cluster tests take the ``cluster`` fixture and run once per backend in ``EOS_CHAOS_BACKENDS``
+(default ``local,compose``). pytest finishes every test of one backend before it starts the next
+backend's cluster, and tears the first down first: one cluster at a time on the machine.
+"""
 
 from __future__ import annotations
 
+import os
 from typing import Iterator
 
 import pytest
 
-from clusters import artifacts
-from clusters.base import NodeState
-from clusters.local import LocalCluster
+from clusters import artifacts, backends
+from clusters.backends import Backend
+from clusters.base import Cluster, NodeState
 from harness.runs import new_run_dir
+
+
+def selected_backends() -> list[str]:
+    names = [b.strip() for b in os.environ.get("EOS_CHAOS_BACKENDS", "local,compose").split(",") if b.strip()]
+    allowed = [b.value for b in Backend]
+    bad = [b for b in names if b not in allowed]
+    if bad:
+        raise pytest.UsageError(f"EOS_CHAOS_BACKENDS: unknown backend(s) {bad}; allowed: {allowed}")
+    return names
 
 
 @pytest.fixture(scope="session")
@@ -17,14 +32,15 @@ def arts() -> artifacts.Artifacts:
     return artifacts.ensure(log=lambda m: print(m))
 
 
-@pytest.fixture(scope="session")
-def session_cluster(arts: artifacts.Artifacts) -> Iterator[LocalCluster]:
-    with LocalCluster(arts, new_run_dir("pytest"), log=print) as cluster:
+@pytest.fixture(scope="session", params=selected_backends())
+def session_cluster(request: pytest.FixtureRequest, arts: artifacts.Artifacts) -> Iterator[Cluster]:
+    backend = Backend(request.param)
+    with backends.new_cluster(backend, arts, new_run_dir(f"pytest-{backend.value}"), log=print) as cluster:
         yield cluster
 
 
 @pytest.fixture
-def cluster(session_cluster: LocalCluster) -> Iterator[LocalCluster]:
+def cluster(session_cluster: Cluster) -> Iterator[Cluster]:
     """The session cluster, healed and healthy again after each test, whatever the test did."""
     yield session_cluster
     c = session_cluster

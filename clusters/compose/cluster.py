@@ -3,11 +3,14 @@ and the Docker SDK (kill, stop, pause, restart, logs)."""
 
 from __future__ import annotations
 
+import atexit
+import json
 import os
 import subprocess
+import threading
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Mapping
 
 import docker
 from confluent_kafka.admin import AdminClient
@@ -15,15 +18,15 @@ from docker.errors import APIError, NotFound
 from docker.models.containers import Container
 
 from chaos.toxiproxy import ProxySpec, Toxiproxy
-from clusters import health, procs
+from clusters import health, procs, state
 from clusters.artifacts import Artifacts
 from clusters.base import HEALTHY_TIMEOUT_S, NODE_START_TIMEOUT_S, ClusterStatus, NodeState, NodeStatus
 from clusters.compose.cli import find_compose
 from clusters.compose.engine import ensure_engine
 from clusters.compose.images import Images, ensure_images
-from clusters.compose.plan import LABEL, ComposePlan, compose_yaml, toxiproxy_json
+from clusters.compose.plan import LABEL, LABEL_CLUSTER, LABEL_OWNER, ComposePlan, compose_yaml, toxiproxy_json
 from clusters.local import STARTED_MESSAGE, new_cluster_id
-from harness.errors import ClusterError
+from harness.errors import ClusterError, EnvironmentProblem
 from harness.wait import wait_until
 
 BACKEND = "compose"
@@ -31,17 +34,38 @@ BACKEND = "compose"
 UP_TIMEOUT_S = 240
 Log = Callable[[str], None]
 
+# Clusters this process owns; stopped at interpreter exit if a caller forgot (or was interrupted).
+_OWNED: set["ComposeCluster"] = set()
+
+
+@atexit.register
+def _stop_owned() -> None:
+    for cluster in list(_OWNED):
+        cluster.stop()
+
 
 class ComposeCluster:
     """A 3-node KRaft cluster as containers; a context manager that always cleans up."""
 
     backend = BACKEND
 
-    def __init__(self, artifacts: Artifacts, run_dir: Path, plan: ComposePlan | None = None, log: Log = lambda m: None) -> None:
+    def __init__(
+        self,
+        artifacts: Artifacts,
+        run_dir: Path,
+        plan: ComposePlan | None = None,
+        overrides: Mapping[str, str] | None = None,
+        detached: bool = False,
+        log: Log = lambda m: None,
+    ) -> None:
         self.artifacts = artifacts
         self.run_dir = run_dir
         self.plan = plan or ComposePlan()
+        if overrides:
+            self.plan = ComposePlan(self.plan.topology, self.plan.port_base, self.plan.api_port,
+                                    self.plan.subnet_prefix, tuple(sorted(overrides.items())))
         self.topology = self.plan.topology
+        self.detached = detached
         self.log = log
         self.cluster_id = new_cluster_id()
         # The run id makes the project name unique, so two runs never share containers or networks.
@@ -51,7 +75,30 @@ class ComposeCluster:
         self._docker: docker.DockerClient | None = None
         self._tox = Toxiproxy(self.plan.toxiproxy_url)
         self._admin: AdminClient | None = None
+        self._lock = threading.RLock()
         self._started = False
+
+    @classmethod
+    def attach(cls, rec: state.ClusterRecord, log: Log = lambda m: None) -> "ComposeCluster":
+        """A handle on a cluster another process started (for ``cluster down`` / ``status``)."""
+        arts = Artifacts(rec.kafka_version, Path(rec.kafka_libs), Path(rec.toxiproxy_bin), Path(rec.java))
+        plan = ComposePlan(port_base=rec.port_base, api_port=rec.api_port)
+        c = cls(arts, Path(rec.run_dir), plan, rec.overrides, detached=rec.owner_pid is None, log=log)
+        c.cluster_id, c.project = rec.cluster_id, rec.project
+        c.images = Images(rec.images["kafka"], rec.images["toxiproxy"], rec.images["source"]) if rec.images else None
+        c._compose_cmd = find_compose(log)
+        c._started = True
+        return c
+
+    def _record(self) -> state.ClusterRecord:
+        return state.ClusterRecord(
+            backend=BACKEND, cluster_id=self.cluster_id, run_dir=str(self.run_dir), kafka_version=self.artifacts.kafka_version,
+            net=self.topology.net, port_base=self.plan.port_base, api_port=self.plan.api_port,
+            owner_pid=None if self.detached else os.getpid(), kafka_libs=str(self.artifacts.kafka_libs),
+            toxiproxy_bin=str(self.artifacts.toxiproxy_bin), java=str(self.artifacts.java),
+            overrides=dict(self.plan.overrides), project=self.project,
+            images=dict(self.images.__dict__) if self.images else {},
+        )
 
     def __enter__(self) -> "ComposeCluster":
         self.start()
@@ -70,7 +117,8 @@ class ComposeCluster:
     def _env(self) -> dict[str, str]:
         assert self.images is not None
         return dict(os.environ, EOS_CLUSTER_ID=self.cluster_id, EOS_KAFKA_IMAGE=self.images.kafka,
-                    EOS_TOXIPROXY_IMAGE=self.images.toxiproxy, EOS_PROJECT=self.project)
+                    EOS_TOXIPROXY_IMAGE=self.images.toxiproxy, EOS_PROJECT=self.project,
+                    EOS_CHAOS_OWNER=str(0 if self.detached else os.getpid()))
 
     def _compose(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         cmd = [*self._compose_cmd, "-p", self.project, "-f", str(self.run_dir / "docker-compose.yml"), *args]
@@ -86,31 +134,67 @@ class ComposeCluster:
 
     # ------------------------------------------------------------------ start / stop
     def start(self) -> None:
-        ensure_engine(self.log)
-        self._compose_cmd = find_compose(self.log)
-        self.images = ensure_images(self.artifacts, self.log)
-        reclaim_leftovers(self.docker, self.log)
-        procs.check_free(self.plan.host_binds())
-        self._started = True
+        """Engine, Compose, images; reclaim a crashed run's leftovers; check ports; ``compose up
+        --wait``; populate the proxies; wait healthy. Any failure (or Ctrl-C) takes it all down."""
+        with self._lock:
+            if self._started:
+                return
+            ensure_engine(self.log)
+            self._compose_cmd = find_compose(self.log)
+            self.images = ensure_images(self.artifacts, self.log)
+            self._reclaim_leftovers()
+            procs.check_free(self.plan.host_binds())
+            refuse_if_another_is_up(self.docker)
+            self._started = True
+            _OWNED.add(self)
         try:
             self.run_dir.mkdir(parents=True, exist_ok=True)
             (self.run_dir / "docker-compose.yml").write_text(compose_yaml(self.plan))
             (self.run_dir / "toxiproxy.json").write_text(toxiproxy_json(self.plan))
+            state.save(self._record())
+            self.log(f"compose project {self.project}: up (images {self.images.source})")
             up = self._compose("up", "-d", "--wait", "--wait-timeout", str(UP_TIMEOUT_S), timeout=UP_TIMEOUT_S + 60)
             if up.returncode != 0:
-                ps = self._compose("ps", "-a").stdout
-                tails = "\n".join(f"--- {c.name} ({c.status}):\n{self._tail(c)}" for c in self._containers()
-                                  if c.status != "running" or "unhealthy" in str(c.attrs.get("State", {}).get("Health", {})))
-                raise ClusterError(f"`docker compose up` failed (exit {up.returncode}): {up.stderr.strip()[-600:]}\n"
-                                   f"docker compose ps:\n{ps}\n{tails}")
+                raise ClusterError(f"`docker compose up` of project {self.project} failed (exit {up.returncode}): "
+                                   f"{up.stderr.strip()[-600:]}\n{self._diagnosis()}")
             self._tox.populate(ProxySpec(link.name, *self.plan.proxy(link)) for link in self.topology.links)
             self.wait_healthy()
+            (self.run_dir / "cluster.json").write_text(json.dumps(self.status().to_json(), indent=2))
         except BaseException:
             self.stop()
             raise
+        if self.detached:
+            _OWNED.discard(self)  # ``cluster up``: the cluster outlives this process on purpose
+
+    def _diagnosis(self) -> str:
+        """`docker compose ps -a` and the last log lines of every container that is not running healthy."""
+        ps = self._compose("ps", "-a").stdout
+        tails = []
+        for c in self._containers():
+            health_state = c.attrs.get("State", {}).get("Health", {}).get("Status", "")
+            if c.status != "running" or health_state == "unhealthy":
+                tails.append(f"--- last log lines of {c.name} ({c.status}{', ' + health_state if health_state else ''}):\n{self._tail(c)}")
+        return f"docker compose ps:\n{ps}" + "\n".join(tails)
+
+    def _reclaim_leftovers(self) -> None:
+        """Take down what a crashed run left behind; refuse to touch a cluster that is legitimately up."""
+        rec = state.load(BACKEND)
+        if rec is not None:
+            running = self.docker.containers.list(filters={"label": f"{LABEL_CLUSTER}={rec.cluster_id}"})
+            if running and rec.owner_pid is None:
+                raise EnvironmentProblem(
+                    f"a compose cluster is already up (project {rec.project}, run folder {rec.run_dir}, started by "
+                    "`eos-chaos cluster up`). Take it down first: eos-chaos cluster down --backend compose")
+            if running and procs.alive(rec.owner_pid):
+                raise EnvironmentProblem(
+                    f"a compose cluster owned by running process {rec.owner_pid} is up (project {rec.project}); "
+                    "one cluster at a time on this machine. Wait for it, or stop that process.")
+            self.log(f"reclaiming leftovers of a crashed run (project {rec.project}, run folder {rec.run_dir})")
+            ComposeCluster.attach(rec, self.log).stop()
+        reclaim_leftovers(self.docker, self.log)
 
     def _containers(self) -> list[Container]:
-        return self.docker.containers.list(all=True, filters={"label": f"com.docker.compose.project={self.project}"})
+        return self.docker.containers.list(all=True, filters={"label": f"{LABEL_CLUSTER}={self.cluster_id}"})
 
     @staticmethod
     def _tail(c: Container, lines: int = 30) -> str:
@@ -120,25 +204,41 @@ class ComposeCluster:
             return f"(no logs: {exc})"
 
     def stop(self) -> None:
-        """Keep each container's log in the run folder, then remove containers, networks, volumes."""
-        if not self._started:
-            return
-        self._started = False
-        for c in self._containers():
-            service = c.labels.get("com.docker.compose.service", c.name)
-            dest = self.run_dir / "nodes" / service.replace("broker-", "n") / "server.log" if service.startswith("broker-") \
-                else self.run_dir / f"{service}.log"
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                dest.write_bytes(c.logs())
-            except APIError:
-                pass
-        down = self._compose("down", "-v", "--remove-orphans", "-t", "5", timeout=180)
-        left = self._containers()
-        nets = self.docker.networks.list(filters={"label": f"com.docker.compose.project={self.project}"})
-        if down.returncode != 0 or left or nets:
-            raise ClusterError(f"project {self.project} did not come down cleanly: {down.stderr.strip()[-400:]}; "
-                               f"containers {[c.name for c in left]}, networks {[n.name for n in nets]}")
+        """Keep each container's log in the run folder, then remove containers, networks, volumes.
+        Idempotent; safe after a failed start."""
+        with self._lock:
+            _OWNED.discard(self)
+            if not self._started:
+                return
+            self._started = False
+            self._tox.close()
+            self._admin = None
+            for c in self._containers():
+                self._keep_log(c)
+            down = self._compose("down", "-v", "--remove-orphans", "-t", "5", timeout=180)
+            # Whatever compose did not remove (a half-created project) goes by label.
+            for c in self._containers():
+                c.remove(force=True, v=True)
+            for n in self._networks():
+                n.remove()
+            left, nets = self._containers(), self._networks()
+            state.clear(BACKEND, self.cluster_id)
+            if down.returncode != 0 and (left or nets):
+                raise ClusterError(f"project {self.project} did not come down cleanly: {down.stderr.strip()[-400:]}; "
+                                   f"containers {[c.name for c in left]}, networks {[n.name for n in nets]}")
+
+    def _networks(self) -> list:  # type: ignore[type-arg]
+        return self.docker.networks.list(filters={"label": f"{LABEL_CLUSTER}={self.cluster_id}"})
+
+    def _keep_log(self, c: Container) -> None:
+        service = c.labels.get("com.docker.compose.service", c.name)
+        dest = (self.run_dir / "nodes" / service.replace("broker-", "n") / "server.log" if service.startswith("broker-")
+                else self.run_dir / f"{service}.log")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            dest.write_bytes(c.logs())
+        except APIError:
+            pass
 
     # ------------------------------------------------------------------ process faults
     def node_state(self, node: int) -> NodeState:
@@ -183,6 +283,15 @@ class ComposeCluster:
 
         wait_until(started, timeout=NODE_START_TIMEOUT_S, what=f"node {node} to log '{STARTED_MESSAGE}'", fatal=exited)
 
+    def node_pid(self, node: int) -> int | None:
+        """The host pid of the node's JVM (the container's main process), None when it is down."""
+        try:
+            c = self.container(node)
+            c.reload()
+        except (NotFound, ClusterError):
+            return None
+        return c.attrs.get("State", {}).get("Pid") or None
+
     # ------------------------------------------------------------------ health and status
     def quorum_views(self) -> list[health.QuorumView]:
         views = []
@@ -219,7 +328,7 @@ class ComposeCluster:
         return self.plan.direct_bootstrap
 
     def status(self) -> ClusterStatus:
-        nodes = [NodeStatus(n, self.node_state(n), None) for n in self.topology.node_ids]
+        nodes = [NodeStatus(n, self.node_state(n), self.node_pid(n)) for n in self.topology.node_ids]
         return ClusterStatus(
             backend=BACKEND, kafka_version=self.artifacts.kafka_version, bootstrap=self.bootstrap,
             direct_bootstrap=self.direct_bootstrap, toxiproxy=self.plan.toxiproxy_url, nodes=nodes,
@@ -228,13 +337,41 @@ class ComposeCluster:
         )
 
 
-def reclaim_leftovers(client: docker.DockerClient, log: Log) -> None:
-    """Remove every container, network and volume labelled ``eos-chaos`` (one cluster at a time)."""
+def _claimed_elsewhere(labels: Mapping[str, str], claimed: str | None) -> bool:
+    """Belongs to the recorded cluster, or to a run whose owner process is still alive."""
+    owner = labels.get(LABEL_OWNER, "0")
+    return labels.get(LABEL_CLUSTER) == claimed or (owner.isdigit() and owner != "0" and procs.alive(int(owner)))
+
+
+def reclaim_leftovers(client: docker.DockerClient, log: Log) -> int:
+    """Remove containers, networks and volumes labelled ``eos-chaos`` whose run is over: the owner
+    process died, or it was detached and no record claims it. Returns how many were removed."""
+    rec = state.load(BACKEND)
+    claimed = rec.cluster_id if rec is not None else None
+    removed = 0
     for c in client.containers.list(all=True, filters={"label": LABEL}):
-        log(f"reclaiming leftover container {c.name}")
-        c.remove(force=True, v=True)
+        if not _claimed_elsewhere(c.labels, claimed):
+            log(f"reclaiming leftover container {c.name}")
+            c.remove(force=True, v=True)
+            removed += 1
     for n in client.networks.list(filters={"label": LABEL}):
-        log(f"reclaiming leftover network {n.name}")
-        n.remove()
+        if not _claimed_elsewhere(n.attrs.get("Labels") or {}, claimed):
+            log(f"reclaiming leftover network {n.name}")
+            n.remove()
+            removed += 1
     for v in client.volumes.list(filters={"label": LABEL}):
-        v.remove(force=True)
+        if not _claimed_elsewhere(v.attrs.get("Labels") or {}, claimed):
+            v.remove(force=True)
+            removed += 1
+    return removed
+
+
+def refuse_if_another_is_up(client: docker.DockerClient) -> None:
+    """One compose cluster at a time: the private subnets and the Toxiproxy API port are shared."""
+    others = client.containers.list(filters={"label": LABEL})
+    if others:
+        c = others[0]
+        raise EnvironmentProblem(
+            f"another eos-chaos compose cluster is running (container {c.name}, owner process "
+            f"{c.labels.get(LABEL_OWNER, '?')}); one cluster at a time on this machine. "
+            "Take it down (eos-chaos cluster down --backend compose) or wait for its run to end.")

@@ -47,10 +47,20 @@ def apt_install(packages: list[str], why: str, log: Log) -> None:
             raise EnvironmentProblem(f"`{' '.join(cmd)}` failed (exit {proc.returncode}):\n{tail}")
 
 
+def engine_home() -> Path:
+    return cache_dir() / "docker"
+
+
 def ensure_engine(log: Log) -> str:
     """Return how we got an engine: ``existing`` or ``started dockerd in N s``."""
     if docker_answers():
         return "existing"
+    if os.environ.get("DOCKER_HOST"):
+        # The user chose an engine; starting a local one would silently test something else.
+        raise EnvironmentProblem(
+            f"DOCKER_HOST={os.environ['DOCKER_HOST']} is set but no Docker engine answers there (`docker info` failed). "
+            "Start that engine, or unset DOCKER_HOST to let eos-chaos start Debian's dockerd on this machine."
+        )
     if not _debian_root():
         raise EnvironmentProblem(
             "no Docker engine answers (`docker info` failed) and this is not a Debian machine where we are root, "
@@ -58,7 +68,7 @@ def ensure_engine(log: Log) -> str:
         )
     if not shutil.which("dockerd"):
         apt_install(["docker.io"], "the compose backend's engine", log)
-    home = cache_dir() / "docker"
+    home = engine_home()
     home.mkdir(parents=True, exist_ok=True)
     log_file = home / "dockerd.log"
     cmd = ["dockerd", "--data-root", str(home / "data"), "--pidfile", str(home / "dockerd.pid")]
@@ -74,3 +84,19 @@ def ensure_engine(log: Log) -> str:
     took = time.monotonic() - t0
     log(f"dockerd (pid {p.pid}) answers after {took:.1f}s; it keeps running for later runs")
     return f"started dockerd in {took:.1f}s"
+
+
+def stop_engine(log: Log) -> bool:
+    """Stop the dockerd that ``ensure_engine`` started (found by its pid file); an engine we did
+    not start is never touched. Its containers go with it. Returns whether one was stopped."""
+    pidfile = engine_home() / "dockerd.pid"
+    try:
+        pid = int(pidfile.read_text().strip())
+    except (FileNotFoundError, ValueError):
+        return False
+    if not procs.alive(pid) or "dockerd" not in " ".join(procs.cmdline(pid)):
+        pidfile.unlink(missing_ok=True)
+        return False
+    log(f"stopping the dockerd eos-chaos started (pid {pid})")
+    procs.terminate(pid, "dockerd", timeout=60)
+    return True

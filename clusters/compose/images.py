@@ -15,6 +15,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -30,6 +31,9 @@ from harness.paths import cache_dir
 HERE = Path(__file__).resolve().parent / "images"
 #: A pull from a registry this machine cannot reach fails fast (name resolution); a slow one is cut.
 PULL_TIMEOUT_S = 60
+#: After a failed pull, later starts use the local images without asking the registry again for this
+#: long (``eos-chaos images --pull`` asks now): a start should not wait on, or send, a doomed pull.
+PULL_RETRY_AFTER_S = 24 * 3600
 #: debootstrap of a minimal Debian with a JRE: ~1 min on a good mirror.
 DEBOOTSTRAP_TIMEOUT_S = 1200
 Log = Callable[[str], None]
@@ -156,27 +160,40 @@ def toxiproxy_image(client: docker.DockerClient, log: Log) -> str:
     return tag
 
 
-def _official(client: docker.DockerClient, ref: str, log: Log) -> bool:
-    """Present locally, or pullable now."""
+def _pull_marker(ref: str) -> Path:
+    return cache_dir() / "images" / "pull-failed" / re.sub(r"[^A-Za-z0-9_.-]", "_", ref)
+
+
+def _official(client: docker.DockerClient, ref: str, log: Log, pull: bool) -> bool:
+    """Present locally, or pullable now (not asked again within a day of a failed pull unless ``pull``)."""
     if _exists(client, ref):
         return True
+    marker = _pull_marker(ref)
+    if not pull and marker.exists() and time.time() - marker.stat().st_mtime < PULL_RETRY_AFTER_S:
+        log(f"not pulling {ref}: a pull failed {(time.time() - marker.stat().st_mtime) / 60:.0f} min ago "
+            "(`eos-chaos images --pull` tries again)")
+        return False
     try:
         proc = subprocess.run(["docker", "pull", "-q", ref], capture_output=True, text=True, timeout=PULL_TIMEOUT_S)
+        ok, why = proc.returncode == 0, (proc.stderr.strip().splitlines() or ["failed"])[-1]
     except subprocess.TimeoutExpired:
-        log(f"pulling {ref} did not finish in {PULL_TIMEOUT_S}s")
-        return False
-    if proc.returncode != 0:
-        log(f"cannot pull {ref}: {proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else 'failed'}")
-    return proc.returncode == 0
+        ok, why = False, f"did not finish in {PULL_TIMEOUT_S}s"
+    if ok:
+        marker.unlink(missing_ok=True)
+    else:
+        log(f"cannot pull {ref}: {why}")
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.write_text(why + "\n")
+    return ok
 
 
-def ensure_images(arts: artifacts.Artifacts, log: Log, prefer_local: bool = False) -> Images:
+def ensure_images(arts: artifacts.Artifacts, log: Log, prefer_local: bool = False, pull: bool = False) -> Images:
     """The official images when present or pullable, else local stand-ins (built if needed)."""
     client = _client()
     try:
         kafka_ref = f"{pins.OFFICIAL_KAFKA_IMAGE}:{arts.kafka_version}"
         tox_ref = f"{pins.OFFICIAL_TOXIPROXY_IMAGE}:{pins.TOXIPROXY_VERSION.lstrip('v')}"
-        if not prefer_local and _official(client, kafka_ref, log) and _official(client, tox_ref, log):
+        if not prefer_local and _official(client, kafka_ref, log, pull) and _official(client, tox_ref, log, pull):
             log(f"using the official images {kafka_ref} and {tox_ref}")
             return Images(kafka_ref, tox_ref, "official")
         images = Images(kafka_image(client, arts, log), toxiproxy_image(client, log), "local")

@@ -25,6 +25,12 @@ TOXIPROXY_API_PORT = 28474
 SUBNET_PREFIX = "10.213"
 TOXIPROXY_HOST_OCTET = 254
 LABEL = "eos-chaos"
+#: Which cluster a container/network/volume belongs to, and which process will take it down
+#: ("0" = detached, `eos-chaos cluster up`): how a later start tells a crashed run's leftovers
+#: from a run that is still going.
+LABEL_CLUSTER = "eos-chaos.cluster"
+LABEL_OWNER = "eos-chaos.owner"
+LABELS = {LABEL: "true", LABEL_CLUSTER: "${EOS_CLUSTER_ID:-manual}", LABEL_OWNER: "${EOS_CHAOS_OWNER:-0}"}
 
 
 @dataclass(frozen=True)
@@ -33,6 +39,8 @@ class ComposePlan:
     port_base: int = PORT_BASE
     api_port: int = TOXIPROXY_API_PORT
     subnet_prefix: str = SUBNET_PREFIX
+    #: Broker settings on top of ``render.BROKER_DEFAULTS`` (what a scenario's cluster settings set).
+    overrides: tuple[tuple[str, str], ...] = ()
 
     def port(self, node: int, listener: Listener) -> int:
         return self.port_base + 10 * (node - 1) + listener.offset
@@ -94,6 +102,7 @@ class ComposePlan:
                 "log.dirs": "/var/lib/kafka/data",
             }
         )
+        props.update(dict(self.overrides))  # last, as in the local backend
         env = {_env_name(k): v for k, v in props.items()}
         env["CLUSTER_ID"] = "${EOS_CLUSTER_ID:?set EOS_CLUSTER_ID to a Kafka cluster id}"
         env["KAFKA_HEAP_OPTS"] = f"-Xms{render.HEAP} -Xmx{render.HEAP}"
@@ -103,7 +112,7 @@ class ComposePlan:
     def compose(self) -> dict[str, Any]:
         """The compose file as data (rendered to YAML by ``compose_yaml``)."""
         nodes = self.topology.node_ids
-        labels = {LABEL: "true"}
+        labels = LABELS
         services: dict[str, Any] = {}
         for n in nodes:
             hosts = [f"kafka-{m}:{self.toxiproxy_ip(n)}" for m in nodes if m != n] + [f"kafka-{n}:127.0.0.1"]

@@ -2,7 +2,7 @@ from pathlib import Path
 
 import yaml
 
-from clusters.compose.plan import ComposePlan, _env_name, compose_yaml, toxiproxy_json
+from clusters.compose.plan import LABELS, ComposePlan, _env_name, compose_yaml, toxiproxy_json
 from clusters.topology import Listener
 
 HERE = Path(__file__).resolve().parents[2] / "clusters" / "compose"
@@ -43,8 +43,17 @@ def test_everything_is_published_on_loopback_only_and_labelled():
     data = yaml.safe_load(compose_yaml())
     for name, svc in data["services"].items():
         assert all(p.startswith("127.0.0.1:") for p in svc.get("ports", [])), name
-        assert svc["labels"] == {"eos-chaos": "true"}
-    assert all(net["labels"] == {"eos-chaos": "true"} for net in data["networks"].values())
+        assert svc["labels"] == LABELS
+    assert all(net["labels"] == LABELS for net in data["networks"].values())
+    # cluster id and owner pid come from the environment, so a later start can tell leftovers apart
+    assert LABELS["eos-chaos.cluster"].startswith("${EOS_CLUSTER_ID") and LABELS["eos-chaos.owner"].startswith("${EOS_CHAOS_OWNER")
+
+
+def test_broker_overrides_come_last_and_reach_every_broker():
+    plan = ComposePlan(overrides=(("num.network.threads", "1"), ("log.dirs", "/elsewhere")))
+    for n in (1, 2, 3):
+        env = plan.broker_env(n)
+        assert env["KAFKA_NUM_NETWORK_THREADS"] == "1" and env["KAFKA_LOG_DIRS"] == "/elsewhere"
 
 
 def test_advertised_listeners_route_clients_through_proxies_and_peers_by_name():

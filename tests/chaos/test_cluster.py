@@ -1,4 +1,4 @@
-"""The local backend against real Kafka and real Toxiproxy: routing, kill, cut, pause."""
+"""Each backend against real Kafka and real Toxiproxy: routing, kill, cut, pause (once per backend)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,8 @@ import uuid
 import pytest
 from confluent_kafka import Producer
 
-from clusters.base import NodeState
+from clusters.base import Cluster, NodeState
 from clusters.health import admin_client
-from clusters.local import LocalCluster
 from clusters.topology import Listener
 from harness.kafka_io import QUIET, create_topic, partition_isr, read_all
 from harness.smoke import run_smoke
@@ -29,17 +28,20 @@ def topic_name(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:6]}"
 
 
-def test_status_reports_addresses_and_nodes(cluster: LocalCluster) -> None:
+def test_status_reports_addresses_and_nodes(cluster: Cluster) -> None:
     s = cluster.status().to_json()
-    assert s["backend"] == "local" and s["kafka_version"]
-    assert s["bootstrap"] == cluster.topology.bootstrap and s["direct_bootstrap"] == cluster.topology.direct_bootstrap
+    assert s["backend"] == cluster.backend and s["kafka_version"]
+    assert s["bootstrap"] == cluster.bootstrap and s["direct_bootstrap"] == cluster.direct_bootstrap
+    assert all(a.startswith("127.") for a in (s["bootstrap"] + "," + s["direct_bootstrap"]).split(",")), "loopback only"
+    assert len(set(s["bootstrap"].split(",")) | set(s["direct_bootstrap"].split(","))) == 6
     assert s["toxiproxy"].startswith("http://127.")
     assert [(n["id"], n["state"]) for n in s["nodes"]] == [(1, "up"), (2, "up"), (3, "up")]
+    assert all(n["pid"] for n in s["nodes"]), "each node's JVM pid (the container's main process for compose)"
     assert s["active_controller"] in (1, 2, 3)
     assert len(cluster.toxiproxy.proxies()) == 15
 
 
-def test_transaction_over_all_partitions_is_read_back_whole_through_the_proxies(cluster: LocalCluster) -> None:
+def test_transaction_over_all_partitions_is_read_back_whole_through_the_proxies(cluster: Cluster) -> None:
     topic, parts = topic_name("whole"), 6
     create_topic(admin_client(cluster.direct_bootstrap), topic, parts)
     p = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": topic, "logger": QUIET})
@@ -63,14 +65,14 @@ def test_transaction_over_all_partitions_is_read_back_whole_through_the_proxies(
     assert set(aborted) <= set(read_all(cluster.bootstrap, topic, parts, "read_uncommitted").values())
 
 
-def test_kill_leader_while_committing_keeps_every_committed_value(cluster: LocalCluster) -> None:
+def test_kill_leader_while_committing_keeps_every_committed_value(cluster: Cluster) -> None:
     result = run_smoke(cluster, duration=25.0, log=print, topic=topic_name("killed"))
     assert result.killed_node is not None and result.nemesis_error is None, result.nemesis_error
     assert result.committed > 0
     assert result.passed, result.summary()
 
 
-def test_cutting_one_directed_internal_link_drops_exactly_that_follower(cluster: LocalCluster) -> None:
+def test_cutting_one_directed_internal_link_drops_exactly_that_follower(cluster: Cluster) -> None:
     admin = admin_client(cluster.direct_bootstrap)
     topic = topic_name("cut")
     create_topic(admin, topic, 3)
@@ -103,7 +105,7 @@ def _keep_writing(bootstrap: str, topic: str, stop: threading.Event) -> None:
     p.flush(10)
 
 
-def _cut_and_heal(cluster: LocalCluster, admin, topic: str, leader: int, follower: int,  # type: ignore[no-untyped-def]
+def _cut_and_heal(cluster: Cluster, admin, topic: str, leader: int, follower: int,  # type: ignore[no-untyped-def]
                   reverse: int | None, link: str) -> None:
     cluster.toxiproxy.set_enabled(link, False)
     wait_until(lambda: follower not in partition_isr(admin, topic, 0), timeout=ISR_CHANGE_TIMEOUT_S,
@@ -120,7 +122,7 @@ def _cut_and_heal(cluster: LocalCluster, admin, topic: str, leader: int, followe
     assert cluster.toxiproxy.unhealed() == []
 
 
-def test_pause_then_resume_and_the_cluster_is_healthy_again(cluster: LocalCluster) -> None:
+def test_pause_then_resume_and_the_cluster_is_healthy_again(cluster: Cluster) -> None:
     admin = admin_client(cluster.direct_bootstrap)
     node = 3
     cluster.pause(node)
