@@ -9,6 +9,19 @@ STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml 2>/dev/null | cut -c1
 KAFKA_VERSION ?=
 KAFKA_FLAG := $(if $(KAFKA_VERSION),--kafka-version $(KAFKA_VERSION))
 PYTEST_ARGS ?=
+# Real-cluster tests run once per backend listed here (comma-separated).
+EOS_CHAOS_BACKENDS ?= local,compose
+export EOS_CHAOS_BACKENDS
+WITH_COMPOSE := $(findstring compose,$(EOS_CHAOS_BACKENDS))
+
+# Run pytest $(1); with the compose backend selected, first make the Docker engine and the images
+# ready (`eos-chaos images`), and stop again an engine this target had to start, whatever the outcome.
+define pytest_with_engine
+	@had_engine=0; docker info >/dev/null 2>&1 && had_engine=1; \
+	 trap '[ $$had_engine = 1 ] || $(BIN)/eos-chaos engine down' EXIT; \
+	 if [ -n "$(WITH_COMPOSE)" ]; then $(BIN)/eos-chaos images $(KAFKA_FLAG) || exit $$?; fi; \
+	 $(BIN)/pytest $(1)
+endef
 
 .PHONY: setup run test test-unit chaos clean-cache down images
 
@@ -27,20 +40,24 @@ run: setup
 	@$(BIN)/eos-chaos smoke $(KAFKA_FLAG)
 
 test: setup
-	@$(BIN)/pytest $(PYTEST_ARGS)
+	$(call pytest_with_engine,$(PYTEST_ARGS))
 
 test-unit: setup
 	@$(BIN)/pytest -m 'not chaos' $(PYTEST_ARGS)
 
 chaos: setup
-	@$(BIN)/pytest -m chaos $(PYTEST_ARGS)
+	$(call pytest_with_engine,-m chaos $(PYTEST_ARGS))
 
-# Compose backend (in progress): Docker engine, Compose v2 and the images, built without a registry.
+# Compose backend: Docker engine (Debian's dockerd started if none answers), Compose v2 and the
+# images, built without a registry when the official ones cannot be pulled.
 images: setup
 	@$(BIN)/eos-chaos images $(KAFKA_FLAG)
 
+# Both backends' clusters and leftovers of crashed runs; then the dockerd eos-chaos started, if any.
 down: setup
-	@$(BIN)/eos-chaos cluster down
+	@$(BIN)/eos-chaos cluster down --backend local
+	@$(BIN)/eos-chaos cluster down --backend compose
+	@$(BIN)/eos-chaos engine down
 
 clean-cache:
 	rm -rf $${EOS_CHAOS_CACHE:-$${XDG_CACHE_HOME:-$$HOME/.cache}/eos-chaos}

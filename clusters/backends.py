@@ -43,10 +43,10 @@ def new_cluster(
         from clusters.compose.cluster import ComposeCluster
         from clusters.compose.plan import ComposePlan
 
-        return ComposeCluster(arts, run_dir, ComposePlan(port_base=base), overrides, detached, log)
+        return ComposeCluster(arts, run_dir, ComposePlan.at(base), overrides, detached, log)
     from clusters.local import LocalCluster
 
-    return LocalCluster(arts, run_dir, Topology(port_base=base), overrides, detached, log)
+    return LocalCluster(arts, run_dir, Topology.at(base), overrides, detached, log)
 
 
 def attach(rec: state.ClusterRecord, log: Log = lambda m: None) -> Cluster:

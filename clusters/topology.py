@@ -83,6 +83,12 @@ class Topology:
             links += [Link(s, d, listener) for s in self.node_ids for d in self.node_ids if s != d]
         object.__setattr__(self, "links", tuple(links))
 
+    @classmethod
+    def at(cls, port_base: int = DEFAULT_PORT_BASE) -> "Topology":
+        """The topology for ``port_base``; the Toxiproxy API port moves with it (18474 at 19092), so
+        clusters at different port bases share no port."""
+        return cls(port_base=port_base, api_port=port_base - (DEFAULT_PORT_BASE - TOXIPROXY_API_PORT))
+
     def ip(self, src: int, dst: int) -> str:
         return f"127.{self.net}.{src}.{dst}"
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import signal
 import time
 from typing import Callable, NoReturn, TypeVar
@@ -12,7 +13,7 @@ from rich.console import Console
 
 from clusters import artifacts, backends, pins, state
 from clusters.backends import Backend
-from harness.errors import HarnessError
+from harness.errors import ConfigError, HarnessError
 from harness.runs import new_run_dir
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -61,7 +62,24 @@ def _artifacts(kafka_version: str) -> artifacts.Artifacts:
 KafkaVersion = typer.Option(pins.KAFKA_VERSION, "--kafka-version", help="Apache Kafka release (Maven Central).")
 PortBase = typer.Option(None, "--port-base", min=1024, max=65000,
                         help="First of node 1's 4 listener ports [default: 19092 local, 29092 compose].")
+BrokerConfig = typer.Option([], "--broker-config", metavar="KEY=VALUE",
+                            help="A broker setting on top of the harness defaults (repeatable), e.g. num.io.threads=4.")
 BackendOpt = typer.Option(Backend.local, "--backend", help="Where the cluster runs: local processes or Docker Compose.")
+
+
+BROKER_KEY = re.compile(r"^[a-z][a-z0-9_.-]*$")
+
+
+def parse_broker_config(items: list[str]) -> dict[str, str]:
+    """``--broker-config KEY=VALUE`` items as a dict; a clear error for anything else."""
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not BROKER_KEY.match(key.strip()):
+            raise ConfigError(f"--broker-config {item!r}: expected KEY=VALUE with a Kafka broker property name "
+                              "(lower case, dots), e.g. --broker-config num.io.threads=4")
+        out[key.strip()] = value.strip()
+    return out
 
 
 @app.command()
@@ -78,13 +96,15 @@ def setup(kafka_version: str = KafkaVersion) -> None:
 
 
 @cluster_app.command("up")
-def cluster_up(backend: Backend = BackendOpt, kafka_version: str = KafkaVersion, port_base: int | None = PortBase) -> None:
+def cluster_up(backend: Backend = BackendOpt, kafka_version: str = KafkaVersion, port_base: int | None = PortBase,
+               broker_config: list[str] = BrokerConfig) -> None:
     """Start a 3-node cluster that stays up until `eos-chaos cluster down`."""
 
     def body() -> None:
+        overrides = parse_broker_config(broker_config)
         arts = _artifacts(kafka_version)
         run_dir = new_run_dir("cluster")
-        cluster = backends.new_cluster(backend, arts, run_dir, port_base, detached=True, log=_log)
+        cluster = backends.new_cluster(backend, arts, run_dir, port_base, overrides, detached=True, log=_log)
         t0 = time.monotonic()
         _log(f"starting {backend.value} cluster, Kafka {kafka_version}, run folder {run_dir}")
         cluster.start()

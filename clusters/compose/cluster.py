@@ -62,8 +62,7 @@ class ComposeCluster:
         self.run_dir = run_dir
         self.plan = plan or ComposePlan()
         if overrides:
-            self.plan = ComposePlan(self.plan.topology, self.plan.port_base, self.plan.api_port,
-                                    self.plan.subnet_prefix, tuple(sorted(overrides.items())))
+            self.plan = ComposePlan.at(self.plan.port_base, tuple(sorted(overrides.items())))
         self.topology = self.plan.topology
         self.detached = detached
         self.log = log
@@ -82,7 +81,7 @@ class ComposeCluster:
     def attach(cls, rec: state.ClusterRecord, log: Log = lambda m: None) -> "ComposeCluster":
         """A handle on a cluster another process started (for ``cluster down`` / ``status``)."""
         arts = Artifacts(rec.kafka_version, Path(rec.kafka_libs), Path(rec.toxiproxy_bin), Path(rec.java))
-        plan = ComposePlan(port_base=rec.port_base, api_port=rec.api_port)
+        plan = ComposePlan.at(rec.port_base)
         c = cls(arts, Path(rec.run_dir), plan, rec.overrides, detached=rec.owner_pid is None, log=log)
         c.cluster_id, c.project = rec.cluster_id, rec.project
         c.images = Images(rec.images["kafka"], rec.images["toxiproxy"], rec.images["source"]) if rec.images else None
@@ -144,7 +143,7 @@ class ComposeCluster:
             self.images = ensure_images(self.artifacts, self.log)
             self._reclaim_leftovers()
             procs.check_free(self.plan.host_binds())
-            refuse_if_another_is_up(self.docker)
+            check_subnets_free(self.docker, self.plan)
             self._started = True
             _OWNED.add(self)
         try:
@@ -156,7 +155,7 @@ class ComposeCluster:
             up = self._compose("up", "-d", "--wait", "--wait-timeout", str(UP_TIMEOUT_S), timeout=UP_TIMEOUT_S + 60)
             if up.returncode != 0:
                 raise ClusterError(f"`docker compose up` of project {self.project} failed (exit {up.returncode}): "
-                                   f"{up.stderr.strip()[-600:]}\n{self._diagnosis()}")
+                                   f"{_compose_errors(up.stderr)}\n{self._diagnosis()}")
             self._tox.populate(ProxySpec(link.name, *self.plan.proxy(link)) for link in self.topology.links)
             self.wait_healthy()
             (self.run_dir / "cluster.json").write_text(json.dumps(self.status().to_json(), indent=2))
@@ -337,6 +336,17 @@ class ComposeCluster:
         )
 
 
+#: Compose's per-container progress lines; what is left of its stderr is the reason it failed.
+_PROGRESS = ("Creating", "Created", "Starting", "Started", "Waiting", "Healthy", "Running", "Network ", "Volume ")
+
+
+def _compose_errors(stderr: str) -> str:
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    reasons = [ln for ln in lines if not (ln.startswith(("Container ", "Network ", "Volume ")) and ln.endswith(_PROGRESS))
+               and not ln.startswith(_PROGRESS)]
+    return "\n".join((reasons or lines)[-10:])
+
+
 def _claimed_elsewhere(labels: Mapping[str, str], claimed: str | None) -> bool:
     """Belongs to the recorded cluster, or to a run whose owner process is still alive."""
     owner = labels.get(LABEL_OWNER, "0")
@@ -366,12 +376,16 @@ def reclaim_leftovers(client: docker.DockerClient, log: Log) -> int:
     return removed
 
 
-def refuse_if_another_is_up(client: docker.DockerClient) -> None:
-    """One compose cluster at a time: the private subnets and the Toxiproxy API port are shared."""
-    others = client.containers.list(filters={"label": LABEL})
-    if others:
-        c = others[0]
-        raise EnvironmentProblem(
-            f"another eos-chaos compose cluster is running (container {c.name}, owner process "
-            f"{c.labels.get(LABEL_OWNER, '?')}); one cluster at a time on this machine. "
-            "Take it down (eos-chaos cluster down --backend compose) or wait for its run to end.")
+def check_subnets_free(client: docker.DockerClient, plan: ComposePlan) -> None:
+    """The private bridge subnets must not be taken (by another run at the same port base, or by
+    anyone's network): Docker would refuse them halfway through ``compose up``."""
+    ours = set(plan.subnets())
+    for net in client.networks.list():
+        taken = {c.get("Subnet") for c in (net.attrs.get("IPAM") or {}).get("Config") or []} & ours
+        if taken:
+            owner = (net.attrs.get("Labels") or {}).get(LABEL_OWNER)
+            whose = f"an eos-chaos run (owner process {owner})" if owner else "not eos-chaos"
+            raise EnvironmentProblem(
+                f"subnet {sorted(taken)[0]} is already used by Docker network {net.name} ({whose}). One cluster per "
+                f"port base: wait for that run, take it down (eos-chaos cluster down --backend compose), or pick "
+                f"another --port-base (each 100 moves the subnets; now {plan.port_base}).")

@@ -21,6 +21,9 @@ from clusters.topology import CLIENT_SOURCE, Link, Listener, Topology
 
 PORT_BASE = 29092
 TOXIPROXY_API_PORT = 28474
+#: A cluster at another port base gets its own API port and subnets too (``ComposePlan.at``), so
+#: runs at different port bases never share a host port or a bridge subnet.
+API_PORT_BELOW_BASE = PORT_BASE - TOXIPROXY_API_PORT
 #: Private bridge subnets the harness creates and removes: ``<prefix>.<A>.0/24`` for network src<A>.
 SUBNET_PREFIX = "10.213"
 TOXIPROXY_HOST_OCTET = 254
@@ -41,6 +44,15 @@ class ComposePlan:
     subnet_prefix: str = SUBNET_PREFIX
     #: Broker settings on top of ``render.BROKER_DEFAULTS`` (what a scenario's cluster settings set).
     overrides: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def at(cls, port_base: int = PORT_BASE, overrides: tuple[tuple[str, str], ...] = ()) -> "ComposePlan":
+        """The plan for ``port_base``: API port and subnets move with it (the defaults at 29092)."""
+        second_octet = 213 + (port_base - PORT_BASE) // 100 % 40
+        return cls(Topology(), port_base, port_base - API_PORT_BELOW_BASE, f"10.{second_octet}", overrides)
+
+    def subnets(self) -> list[str]:
+        return [self.subnet(n) for n in self.topology.node_ids]
 
     def port(self, node: int, listener: Listener) -> int:
         return self.port_base + 10 * (node - 1) + listener.offset

@@ -1,4 +1,4 @@
-"""Bad input and broken environments: a clear message, exit code 2, nothing left running.
+"""Local backend: bad input and broken environments: a clear message, exit code 2, nothing left running.
 
 These run the real CLI in a subprocess with their own state folder and ports, so they do not
 disturb (and are not disturbed by) the session cluster.
@@ -11,8 +11,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -23,22 +21,11 @@ from clusters.topology import Topology
 from harness.errors import ClusterError
 from harness.runs import new_run_dir
 from harness.wait import wait_until
+from tests.chaos.cli_helpers import CLI, path_with, run, wait_for_line
 
 pytestmark = pytest.mark.chaos
 
-CLI = str(Path(sys.executable).parent / "eos-chaos")
 ALT_PORT_BASE = 19192  # away from the session cluster's 19092
-
-
-@pytest.fixture
-def iso_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    """An environment with its own state folder (the cache of artifacts is shared)."""
-    monkeypatch.setenv("EOS_CHAOS_STATE", str(tmp_path / "state"))
-    return dict(os.environ, EOS_CHAOS_STATE=str(tmp_path / "state"))
-
-
-def run(args: list[str], env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([CLI, *args], env=env, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
 
 
 def ours_left(exclude_owner: int = os.getpid()) -> list[procs.Tagged]:
@@ -65,14 +52,16 @@ def test_kafka_version_missing_from_maven_central(iso_env: dict[str, str]) -> No
     assert "4.99.0" in r.stderr and "not on Maven Central" in r.stderr
 
 
-def test_down_with_nothing_up_is_fine(iso_env: dict[str, str]) -> None:
-    r = run(["cluster", "down"], iso_env)
-    assert r.returncode == 0 and "no cluster was up" in r.stdout
+@pytest.mark.parametrize("backend", ["local", "compose"])
+def test_down_with_nothing_up_is_fine(iso_env: dict[str, str], backend: str) -> None:
+    r = run(["cluster", "down", "--backend", backend], iso_env)
+    assert r.returncode == 0 and f"no {backend} cluster was up" in r.stdout, r.stdout + r.stderr
 
 
-def test_status_with_nothing_up_says_so(iso_env: dict[str, str]) -> None:
-    r = run(["cluster", "status", "--json"], iso_env)
-    assert r.returncode == 1 and '"up": false' in r.stdout
+@pytest.mark.parametrize("backend", ["local", "compose"])
+def test_status_with_nothing_up_says_so(iso_env: dict[str, str], backend: str) -> None:
+    r = run(["cluster", "status", "--backend", backend, "--json"], iso_env)
+    assert r.returncode == 1 and '"up": false' in r.stdout and f'"backend": "{backend}"' in r.stdout
 
 
 def test_busy_port_names_the_address_and_starts_nothing(iso_env: dict[str, str]) -> None:
@@ -88,22 +77,8 @@ def test_busy_port_names_the_address_and_starts_nothing(iso_env: dict[str, str])
     assert ours_left() == []
 
 
-def _path_with(tmp_path: Path, **tools: str | None) -> str:
-    """A PATH holding only the named tools (value = real path, or a script body)."""
-    bindir = tmp_path / "bin"
-    bindir.mkdir(exist_ok=True)
-    for name, target in tools.items():
-        dest = bindir / name
-        if target and target.startswith("#!"):
-            dest.write_text(target)
-            dest.chmod(0o755)
-        elif target:
-            dest.symlink_to(target)
-    return str(bindir)
-
-
 def test_missing_java(iso_env: dict[str, str], tmp_path: Path) -> None:
-    env = dict(iso_env, PATH=_path_with(tmp_path))
+    env = dict(iso_env, PATH=path_with(tmp_path))
     env.pop("JAVA_HOME", None)
     r = run(["cluster", "up", "--port-base", str(ALT_PORT_BASE)], env)
     assert r.returncode == 2 and "Java not found" in r.stderr, r.stderr
@@ -111,14 +86,14 @@ def test_missing_java(iso_env: dict[str, str], tmp_path: Path) -> None:
 
 def test_too_old_java(iso_env: dict[str, str], tmp_path: Path) -> None:
     old_java = '#!/bin/sh\necho \'openjdk version "11.0.21" 2023-10-17\' >&2\n'
-    env = dict(iso_env, PATH=_path_with(tmp_path, java=old_java))
+    env = dict(iso_env, PATH=path_with(tmp_path, java=old_java))
     env.pop("JAVA_HOME", None)
     r = run(["cluster", "up", "--port-base", str(ALT_PORT_BASE)], env)
     assert r.returncode == 2 and "Java 11" in r.stderr and "17" in r.stderr, r.stderr
 
 
 def test_missing_maven_for_a_cold_cache(iso_env: dict[str, str], tmp_path: Path) -> None:
-    env = dict(iso_env, PATH=_path_with(tmp_path, java=shutil.which("java")), EOS_CHAOS_CACHE=str(tmp_path / "cache"))
+    env = dict(iso_env, PATH=path_with(tmp_path, java=shutil.which("java")), EOS_CHAOS_CACHE=str(tmp_path / "cache"))
     env.pop("JAVA_HOME", None)
     r = run(["setup"], env)
     assert r.returncode == 2 and "`mvn` not found" in r.stderr and "apt-get install maven" in r.stderr, r.stderr
@@ -126,7 +101,7 @@ def test_missing_maven_for_a_cold_cache(iso_env: dict[str, str], tmp_path: Path)
 
 def test_node_that_fails_to_start_shows_its_log_and_leaves_nothing(arts, iso_env: dict[str, str]) -> None:
     run_dir = new_run_dir("pytest-badnode")
-    cluster = LocalCluster(arts, run_dir, Topology(port_base=ALT_PORT_BASE),
+    cluster = LocalCluster(arts, run_dir, Topology.at(ALT_PORT_BASE),
                            overrides={"authorizer.class.name": "org.example.NoSuchAuthorizer"})
     with pytest.raises(ClusterError) as info:
         cluster.start()
@@ -136,26 +111,11 @@ def test_node_that_fails_to_start_shows_its_log_and_leaves_nothing(arts, iso_env
     assert state.load("local") is None
 
 
-def _wait_for_line(proc: subprocess.Popen[str], needle: str, timeout: float) -> list[str]:
-    """Read the child's stderr until ``needle`` shows up (or it exits)."""
-    seen: list[str] = []
-    deadline = time.monotonic() + timeout
-    assert proc.stderr is not None
-    while time.monotonic() < deadline:
-        line = proc.stderr.readline()
-        if not line and proc.poll() is not None:
-            break
-        seen.append(line)
-        if needle in line:
-            return seen
-    raise AssertionError(f"never saw {needle!r} from {proc.args}; got:\n{''.join(seen)}")
-
-
 def test_ctrl_c_during_start_takes_everything_down(iso_env: dict[str, str]) -> None:
     proc = subprocess.Popen([CLI, "cluster", "up", "--port-base", str(ALT_PORT_BASE)], env=iso_env,
                             stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
     try:
-        _wait_for_line(proc, "starting local cluster", 120)
+        wait_for_line(proc, "starting local cluster", 120)
         # let it get as far as starting processes before interrupting
         wait_until(lambda: any(t.owner == 0 for t in procs.tagged_processes()), timeout=60,
                    what="the cluster's first processes")
@@ -172,7 +132,7 @@ def test_crashed_run_is_reclaimed_by_the_next_start(iso_env: dict[str, str]) -> 
     proc = subprocess.Popen([CLI, "smoke", "--duration", "60", "--port-base", str(ALT_PORT_BASE)], env=iso_env,
                             stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
     try:
-        _wait_for_line(proc, "cluster healthy", 180)
+        wait_for_line(proc, "cluster healthy", 180)
     finally:
         proc.kill()  # SIGKILL: no cleanup runs, like a crashed harness
         proc.wait(timeout=30)

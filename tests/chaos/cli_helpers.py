@@ -1,0 +1,48 @@
+"""Running the real CLI in a subprocess, with a PATH of our choosing, and waiting on its output."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+CLI = str(Path(sys.executable).parent / "eos-chaos")
+
+
+def run(args: list[str], env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([CLI, *args], env=env, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def start(args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen([CLI, *args], env=env, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                            stdin=subprocess.DEVNULL)
+
+
+def path_with(tmp_path: Path, **tools: str | None) -> str:
+    """A PATH holding only the named tools (value = real path, or a script body)."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir(exist_ok=True)
+    for name, target in tools.items():
+        dest = bindir / name
+        if target and target.startswith("#!"):
+            dest.write_text(target)
+            dest.chmod(0o755)
+        elif target:
+            dest.symlink_to(target)
+    return str(bindir)
+
+
+def wait_for_line(proc: subprocess.Popen[str], needle: str, timeout: float) -> list[str]:
+    """Read the child's stderr until ``needle`` shows up (or it exits)."""
+    seen: list[str] = []
+    deadline = time.monotonic() + timeout
+    assert proc.stderr is not None
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        if not line and proc.poll() is not None:
+            break
+        seen.append(line)
+        if needle in line:
+            return seen
+    raise AssertionError(f"never saw {needle!r} from {proc.args}; got:\n{''.join(seen)}")
