@@ -302,6 +302,90 @@ def bench_images_cmd(runs: int = typer.Option(3, "--runs", min=1, max=10), kafka
     _guard(body)
 
 
+@app.command()
+def scenarios(as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")) -> None:
+    """List the built-in scenarios: name and what each does."""
+    from harness import scenario
+
+    items = [(n, scenario.load(n).description) for n in scenario.names()]
+    if as_json:
+        print(json.dumps([{"name": n, "description": d} for n, d in items], indent=2))
+        return
+    for n, d in items:
+        out.print(f"[bold]{n}[/]  {d}", highlight=False)
+
+
+@app.command("run")
+def run_cmd(
+    name: str = typer.Argument(..., help="A built-in scenario (eos-chaos scenarios) or a YAML file."),
+    backend: Backend = BackendOpt,
+    seed: int = typer.Option(None, "--seed", help="Seed for workload choices (and, later, fault schedules) [default: random]."),
+    duration: float = typer.Option(None, "--duration", min=5, help="Override the scenario's duration (s)."),
+    out_dir: str = typer.Option(None, "--out", help="Run folder [default: results/<run id>]."),
+    kafka_version: str = KafkaVersion,
+) -> None:
+    """Run a scenario: cluster, workloads, faults, heal, final reads, verdict. Exit 0 valid, 1 not."""
+
+    def body() -> None:
+        import random
+        from pathlib import Path
+
+        from harness import runner, scenario
+
+        sc = scenario.load(name)
+        if duration is not None:
+            sc = sc.model_copy(update={"duration": duration})
+        s = seed if seed is not None else random.randrange(2**31)
+        run_dir = Path(out_dir) if out_dir else new_run_dir(sc.name)
+        _log(f"scenario {sc.name}, seed {s}, {backend.value} backend, run folder {run_dir}")
+        result = runner.run(sc, backend, s, run_dir, _log, kafka_version)
+        _print_verdict(result.verdict, run_dir)
+        if not result.valid:
+            raise typer.Exit(1)
+
+    _guard(body)
+
+
+@app.command("check")
+def check_cmd(run_dir: str = typer.Argument(..., help="A run folder (with history/).")) -> None:
+    """Re-run the checker on a run folder's history alone; rewrites its verdict.json."""
+
+    def body() -> None:
+        from pathlib import Path
+
+        from harness import runner
+        from harness.checker import write_verdict
+
+        d = Path(run_dir)
+        if not d.is_dir():
+            raise ConfigError(f"run folder {d} does not exist")
+        verdict = runner.rerun_check(d)
+        write_verdict(verdict, d)
+        _print_verdict(verdict, d)
+        if verdict["valid"] is not True:
+            raise typer.Exit(1)
+
+    _guard(body)
+
+
+def _print_verdict(verdict: dict, run_dir: object) -> None:  # type: ignore[type-arg]
+    v = verdict["valid"]
+    label = "[bold green]VALID[/]" if v is True else ("[bold yellow]UNKNOWN[/]" if v == "unknown" else "[bold red]INVALID[/]")
+    s = verdict["stats"]
+    out.print(f"{label} txn ok={s['txn']['ok']} fail={s['txn']['fail']} info={s['txn']['info']}, "
+              f"committed values {s['committed_values']}, fenced {s['fenced']}", highlight=False)
+    for name, c in verdict["checks"].items():
+        if c["count"]:
+            out.print(f"  {name}: {c['count']}  e.g. {json.dumps(c['examples'][:2], default=str)[:300]}", highlight=False)
+        elif c["count"] is None:
+            out.print(f"  {name}: check crashed: {c.get('error')}", highlight=False)
+    if verdict["history"].get("truncated"):
+        out.print(f"  note: {verdict['history']['note']}: {verdict['history']['truncated']}", highlight=False)
+    if "as_expected" in verdict:
+        out.print(f"  as the scenario expects: {verdict['as_expected']}", highlight=False)
+    out.print(f"run folder: {run_dir}", highlight=False)
+
+
 def _sigterm(signum: int, frame: object) -> None:
     # SIGTERM (CI cancelling, `kill`) takes the same cleanup path as Ctrl-C.
     raise KeyboardInterrupt

@@ -165,17 +165,9 @@ class TxnWriter:
                 p.poll(0.1)  # local queue full: let deliveries drain
 
     def _commit(self, p: Producer) -> None:
-        """Retry a retriable commit until it succeeds or the error is not retriable any more."""
-        give_up = time.monotonic() + 3 * COMMIT_TIMEOUT_S
-        while True:
-            try:
-                p.commit_transaction(COMMIT_TIMEOUT_S)
-                return
-            except KafkaException as exc:
-                err = _error(exc)
-                if err is not None and err.retriable() and not err.txn_requires_abort() and time.monotonic() < give_up:
-                    continue
-                raise
+        from harness.workloads.common import commit_with_retries
+
+        commit_with_retries(p)
 
     def _retire(self) -> None:
         if self._producer is not None:

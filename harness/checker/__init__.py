@@ -1,0 +1,90 @@
+"""The verifier: history tables in, verdict out. Pure — it never talks to Kafka.
+
+``verdict.json`` = ``{"format": 1, "valid": true|false|"unknown", "checks": {<name>: {"count", "examples"}},
+"stats": {...}, "history": {...}}``. Every check is present even when its count is 0. A check that
+crashes reports ``count: null`` and its error, and makes ``valid`` "unknown", never false.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import traceback
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from harness.checker.checks import CHECKS, final_committed
+from harness.history.model import FAIL, INFO, OK
+from harness.history.store import Tables
+
+FORMAT = 1
+VERDICT_FILE = "verdict.json"
+
+
+def check(t: Tables, extra_stats: dict[str, Any] | None = None) -> dict[str, Any]:
+    checks: dict[str, dict[str, Any]] = {}
+    crashed = False
+    for name, fn in CHECKS.items():
+        try:
+            found = fn(t)
+            checks[name] = {"count": int(found.count), "examples": found.examples}
+        except Exception as exc:  # noqa: BLE001 - a crashing check must not pass for a clean one
+            crashed = True
+            checks[name] = {"count": None, "examples": [], "error": f"{type(exc).__name__}: {exc}",
+                            "traceback": traceback.format_exc(limit=5)}
+    anomalies = any(c["count"] for c in checks.values())
+    valid: bool | str = False if anomalies else ("unknown" if crashed else True)
+    history = {"ops": t.meta.get("ops", len(t.ops)), "truncated": t.meta.get("truncated", [])}
+    if history["truncated"]:
+        history["note"] = "checked up to the last whole line of the files listed in `truncated`"
+    return {"format": FORMAT, "valid": valid, "checks": checks, "stats": {**stats(t), **(extra_stats or {})},
+            "history": history}
+
+
+def stats(t: Tables) -> dict[str, Any]:
+    """Informational figures, never failing: outcomes, info resolution, throughput, latencies."""
+    tx = t.txns
+    outcome = tx["outcome"].value_counts()
+    committed_values = set(final_committed(t)["value"])
+    w = t.writes.merge(tx[["txn", "outcome"]], on="txn")
+    vis = w.assign(v=w["value"].isin(committed_values)).groupby("txn")["v"].agg(["sum", "size"])
+    info_txns = tx.loc[tx["outcome"] == INFO, "txn"]
+    iv = vis.reindex(info_txns).dropna()
+    ok_tx = tx[tx["outcome"] == OK]
+    lat_ms = ((ok_tx["complete_time"] - ok_tx["commit_at"].fillna(ok_tx["invoke_time"])).dropna().astype("int64") / 1e6)
+    duration_s = max(t.meta.get("duration_ns", 0) / 1e9, 1e-9)
+    return {
+        "txn": {k: int(outcome.get(k, 0)) for k in (OK, FAIL, INFO)},
+        "info_resolved": {
+            "committed": int((iv["sum"] == iv["size"]).sum()),
+            "aborted": int((iv["sum"] == 0).sum()),
+            "torn": int(((iv["sum"] > 0) & (iv["sum"] < iv["size"])).sum()),
+        },
+        "committed_values": int(len(committed_values)),
+        "written_values": int(len(t.writes)),
+        "fenced": len(t.meta.get("fenced", [])),
+        "throughput": {"ok_txn_per_s": round(len(ok_tx) / duration_s, 2),
+                       "committed_values_per_s": round(len(committed_values) / duration_s, 2)},
+        "commit_latency_ms": _percentiles(lat_ms),
+        "reads": {str(k): int(v) for k, v in t.reads.groupby(["source", "isolation"]).size().items()} if len(t.reads) else {},
+    }
+
+
+def _percentiles(ms: pd.Series) -> dict[str, float | None]:
+    if ms.empty:
+        return {"p50": None, "p95": None, "p99": None, "max": None}
+    q = np.percentile(ms.to_numpy(), [50, 95, 99])
+    return {"p50": round(float(q[0]), 2), "p95": round(float(q[1]), 2), "p99": round(float(q[2]), 2),
+            "max": round(float(ms.max()), 2)}
+
+
+def write_verdict(verdict: dict[str, Any], run_dir: Path) -> Path:
+    """Atomically (temp file + rename)."""
+    path = run_dir / VERDICT_FILE
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    tmp.write_text(json.dumps(verdict, indent=2, default=str))
+    os.replace(tmp, path)
+    return path

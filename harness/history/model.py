@@ -1,0 +1,51 @@
+"""The history's vocabulary: operation types, functions, and the shapes of their values.
+
+One JSON object per line, Jepsen's model: every operation is an ``invoke`` followed by exactly one
+completion from the same ``process`` with the same ``f``: ``ok`` (it happened), ``fail`` (it
+definitely did not), ``info`` (unknown). Fields: ``time`` (ns, monotonic, since the run started;
+the same clock in every process), ``process``, ``type``, ``f``, ``value``, ``error``, plus a few
+per-``f`` extras named below. ``index`` is assigned when the per-process files are merged.
+
+Values written are strings unique in the whole run. Shapes of ``value``:
+
+- ``txn``: invoke ``[["send", topic, partition, value], ...]``; the ``ok`` completion repeats it
+  with the offset Kafka returned appended to each send. Extras: ``txn_id`` (the transactional.id),
+  ``commit_at`` (time ``commit_transaction`` was called), ``offsets`` (copier: the input offsets
+  sent to the transaction, ``{"topic-partition": next offset}``).
+- ``send`` (non-transactional producer): invoke ``[topic, partition, value]``, ok ``[..., offset]``.
+- ``init``: value = the transactional.id.
+- ``poll``: ok value ``{"topic-partition": [[offset, value], ...]}`` (only non-empty polls).
+- ``scan``: the final read of every partition after heal; value as ``poll``; extra ``isolation``.
+- ``group-offsets``: the copier group's committed offsets after heal ``{"topic-partition": offset}``.
+- ``fenced``: a producer retired because Kafka fenced it (value: the error).
+- ``fault``: nemesis events (process ``nemesis``), value ``{"kind", "targets", ...}``.
+
+A copier's output value is ``copy/<in topic>/<in partition>/<in offset>/<in value>``, so the
+checker can pair outputs with inputs from the output alone.
+"""
+
+from __future__ import annotations
+
+INVOKE, OK, FAIL, INFO = "invoke", "ok", "fail", "info"
+COMPLETIONS = (OK, FAIL, INFO)
+
+TXN, SEND, INIT, POLL, SCAN, GROUP_OFFSETS, FENCED, FAULT = (
+    "txn", "send", "init", "poll", "scan", "group-offsets", "fenced", "fault")
+
+READ_COMMITTED, READ_UNCOMMITTED = "read_committed", "read_uncommitted"
+COPY_PREFIX = "copy"
+NEMESIS = "nemesis"
+
+
+def tp_key(topic: str, partition: int) -> str:
+    return f"{topic}-{partition}"
+
+
+def split_tp(key: str) -> tuple[str, int]:
+    """``"in-3"`` -> ``("in", 3)`` (topic names may contain dashes; the partition is after the last)."""
+    topic, _, part = key.rpartition("-")
+    return topic, int(part)
+
+
+def copy_value(topic: str, partition: int, offset: int, value: str) -> str:
+    return f"{COPY_PREFIX}/{topic}/{partition}/{offset}/{value}"

@@ -1,0 +1,205 @@
+"""Reading the history: merge the per-process JSON-lines files, pair invokes with completions, and
+flatten into typed tables (pandas) that the checker works on column-wise. The tables are saved as
+Parquet at the end of a run; ``load`` prefers them when they are newer than the JSON lines.
+
+A file cut off mid-line (a killed writer, a full disk) is read up to its last whole line; the
+tables say so in ``meta['truncated']`` and the verdict repeats it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pandas as pd
+
+from harness.errors import ConfigError
+from harness.history.model import (
+    FAIL, FENCED, GROUP_OFFSETS, INFO, INIT, INVOKE, OK, POLL, READ_COMMITTED, SCAN, SEND, TXN, split_tp,
+)
+from harness.history.recorder import HISTORY_DIR
+
+PARQUET_DIR = "history.parquet"
+TABLES = ("ops", "txns", "writes", "reads", "inits", "group_offsets")
+
+
+@dataclass
+class Tables:
+    """The history, flattened. Offsets are nullable integers (unknown for unacknowledged writes)."""
+
+    ops: pd.DataFrame
+    txns: pd.DataFrame
+    writes: pd.DataFrame
+    reads: pd.DataFrame
+    inits: pd.DataFrame
+    group_offsets: pd.DataFrame
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def read_ops(run_dir: Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """All ops of all files, merged by time (then file order), with ``index`` assigned; and the
+    files that ended in a partial line."""
+    files = sorted((run_dir / HISTORY_DIR).glob("*.jsonl"))
+    if not files:
+        raise ConfigError(f"{run_dir} has no history ({HISTORY_DIR}/*.jsonl): not a run folder, or the run wrote nothing")
+    ops: list[dict[str, Any]] = []
+    truncated: list[str] = []
+    for path in files:
+        data = path.read_bytes()
+        lines = data.split(b"\n")
+        if lines and lines[-1] == b"":
+            lines.pop()
+        elif lines:
+            truncated.append(path.name)  # no newline at the end: the last line may be cut off
+            lines.pop()
+        for n, line in enumerate(lines):
+            try:
+                ops.append(orjson.loads(line))
+            except orjson.JSONDecodeError as exc:
+                raise ConfigError(f"{path}:{n + 1}: not a JSON object ({exc})") from exc
+    ops.sort(key=lambda o: o["time"])  # stable: one process's ops keep their file order on ties
+    for i, op in enumerate(ops):
+        op["index"] = i
+    return ops, truncated
+
+
+def _pair(ops: list[dict[str, Any]]) -> dict[int, dict[str, Any] | None]:
+    """invoke index -> its completion (None: the process never completed it, i.e. unknown)."""
+    outstanding: dict[str, dict[str, Any]] = {}
+    pairs: dict[int, dict[str, Any] | None] = {}
+    for op in ops:
+        t = op["type"]
+        if t == INVOKE:
+            outstanding[op["process"]] = op
+            pairs[op["index"]] = None
+        elif op["process"] in outstanding and outstanding[op["process"]]["f"] == op["f"]:
+            pairs[outstanding.pop(op["process"])["index"]] = op
+    return pairs
+
+
+def flatten(ops: list[dict[str, Any]], truncated: list[str] | None = None) -> Tables:
+    pairs = _pair(ops)
+    txn_rows: list[tuple[Any, ...]] = []
+    w_txn: list[int] = []
+    w_val: list[str] = []
+    w_topic: list[str] = []
+    w_part: list[int] = []
+    w_off: list[int | None] = []
+    r_op: list[int] = []
+    r_proc: list[str] = []
+    r_src: list[str] = []
+    r_iso: list[str] = []
+    r_topic: list[str] = []
+    r_part: list[int] = []
+    r_off: list[int] = []
+    r_val: list[str] = []
+    init_rows: list[tuple[Any, ...]] = []
+    group_rows: list[tuple[str, int, int]] = []
+    fenced: list[str] = []
+
+    for op in ops:
+        f, t = op["f"], op["type"]
+        if t == INVOKE and f in (TXN, SEND):
+            done = pairs.get(op["index"])
+            outcome = done["type"] if done else INFO
+            txn_rows.append((op["index"], op["process"], f, outcome, op["time"], done["time"] if done else None,
+                             (done or {}).get("commit_at", op.get("commit_at")), op.get("txn_id"),
+                             (done or {}).get("error")))
+            sends = op["value"] if f == TXN else [op["value"]]
+            acked = None
+            if done is not None and outcome == OK and done.get("value") is not None:
+                acked = done["value"] if f == TXN else [done["value"]]
+            for k, s in enumerate(sends):
+                micro = s[1:] if f == TXN else s  # txn micro-ops start with "send"
+                w_txn.append(op["index"])
+                w_topic.append(micro[0])
+                w_part.append(micro[1])
+                w_val.append(micro[2])
+                a = acked[k] if acked is not None and k < len(acked) else None
+                w_off.append((a[4] if f == TXN else a[3]) if a is not None and len(a) > (4 if f == TXN else 3) else None)
+        elif t == INVOKE and f == INIT:
+            done = pairs.get(op["index"])
+            init_rows.append((op["index"], op["process"], op["value"], done["type"] if done else INFO,
+                              op["time"], done["time"] if done else None))
+        elif (f == POLL and t == OK) or f == SCAN:
+            src = POLL if f == POLL else SCAN
+            iso = op.get("isolation", READ_COMMITTED)
+            for key, recs in (op["value"] or {}).items():
+                topic, part = split_tp(key)
+                n = len(recs)
+                r_op.extend([op["index"]] * n)
+                r_proc.extend([op["process"]] * n)
+                r_src.extend([src] * n)
+                r_iso.extend([iso] * n)
+                r_topic.extend([topic] * n)
+                r_part.extend([part] * n)
+                r_off.extend(r[0] for r in recs)
+                r_val.extend(r[1] for r in recs)
+        elif f == GROUP_OFFSETS:
+            for key, off in (op["value"] or {}).items():
+                topic, part = split_tp(key)
+                group_rows.append((topic, part, off))
+        elif f == FENCED:
+            fenced.append(op["process"])
+
+    ops_df = pd.DataFrame({
+        "index": pd.array([o["index"] for o in ops], dtype="int64"),
+        "time": pd.array([o["time"] for o in ops], dtype="int64"),
+        "process": [str(o["process"]) for o in ops],
+        "type": [o["type"] for o in ops],
+        "f": [o["f"] for o in ops],
+        "error": [o.get("error") for o in ops],
+    })
+    txns = pd.DataFrame(txn_rows, columns=["txn", "process", "f", "outcome", "invoke_time", "complete_time",
+                                           "commit_at", "txn_id", "error"])
+    txns = txns.astype({"txn": "int64", "invoke_time": "int64", "complete_time": "Int64", "commit_at": "Int64"})
+    writes = pd.DataFrame({"txn": pd.array(w_txn, dtype="int64"), "value": _str(w_val), "topic": _str(w_topic),
+                           "partition": pd.array(w_part, dtype="int64"), "offset": pd.array(w_off, dtype="Int64")})
+    reads = pd.DataFrame({"op": pd.array(r_op, dtype="int64"), "process": _str(r_proc), "source": _str(r_src),
+                          "isolation": _str(r_iso), "topic": _str(r_topic), "partition": pd.array(r_part, dtype="int64"),
+                          "offset": pd.array(r_off, dtype="int64"), "value": _str(r_val)})
+    inits = pd.DataFrame(init_rows, columns=["op", "process", "txn_id", "outcome", "invoke_time", "complete_time"])
+    inits = inits.astype({"op": "int64", "invoke_time": "int64", "complete_time": "Int64"})
+    groups = pd.DataFrame(group_rows, columns=["topic", "partition", "offset"]).astype({"partition": "int64", "offset": "int64"})
+    meta = {"ops": len(ops), "truncated": truncated or [], "fenced": sorted(set(fenced)),
+            "duration_ns": (ops[-1]["time"] - ops[0]["time"]) if ops else 0}
+    return Tables(ops_df, txns, writes, reads, inits, groups, meta)
+
+
+def _str(values: list[str]) -> pd.Series:
+    """A string column that stays a string column when empty (the checks use ``.str``)."""
+    return pd.Series(values, dtype="str")
+
+
+def save(tables: Tables, run_dir: Path) -> Path:
+    """Write the tables as Parquet (temp folder + rename: never half a set)."""
+    final = run_dir / PARQUET_DIR
+    tmp = run_dir / f".{PARQUET_DIR}.tmp{os.getpid()}"
+    tmp.mkdir(parents=True, exist_ok=True)
+    for name in TABLES:
+        getattr(tables, name).to_parquet(tmp / f"{name}.parquet", index=False)
+    (tmp / "meta.json").write_text(json.dumps(tables.meta))
+    if final.exists():
+        for p in final.iterdir():
+            p.unlink()
+        final.rmdir()
+    os.replace(tmp, final)
+    return final
+
+
+def load(run_dir: Path) -> Tables:
+    """The run's tables: from Parquet when it is newer than every history file, else from the JSON lines."""
+    pq = run_dir / PARQUET_DIR
+    files = list((run_dir / HISTORY_DIR).glob("*.jsonl"))
+    if (pq / "meta.json").exists() and all(f.stat().st_mtime <= (pq / "meta.json").stat().st_mtime for f in files):
+        frames = {name: pd.read_parquet(pq / f"{name}.parquet") for name in TABLES}
+        return Tables(**frames, meta=json.loads((pq / "meta.json").read_text()))
+    ops, truncated = read_ops(run_dir)
+    return flatten(ops, truncated)
+
+
+__all__ = ["Tables", "read_ops", "flatten", "save", "load", "FAIL", "OK", "INFO"]

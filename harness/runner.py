@@ -1,0 +1,159 @@
+"""``eos-chaos run``: scenario -> cluster -> workloads + nemesis -> heal -> final reads -> history
+-> checker -> ``verdict.json``. Heal and teardown run whatever happens (exception, Ctrl-C).
+
+Run folder: ``scenario.json`` (resolved, with seed), ``history/*.jsonl`` (flushed as written),
+``history.parquet/`` (at the end), ``workloads/`` (configs and logs), ``nodes/`` (broker logs),
+``verdict.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+
+from chaos.nemesis import Nemesis, heal_all
+from clusters import artifacts, backends, procs
+from clusters.backends import Backend
+from clusters.base import Cluster
+from clusters.health import admin_client
+from harness.checker import check, write_verdict
+from harness.history import store
+from harness.history.model import GROUP_OFFSETS, READ_COMMITTED, READ_UNCOMMITTED, SCAN, tp_key
+from harness.history.recorder import ENV_T0, Recorder, run_t0
+from harness.kafka_io import create_topic, read_all
+from harness.scenario import Scenario
+from harness.supervisor import Supervisor
+from harness.workloads.common import WorkloadConfig
+from harness.workloads.copier import GROUP
+
+Log = Callable[[str], None]
+#: Past the scenario's duration, how long the workloads may run on by themselves (safety net only;
+#: the runner stops them with SIGTERM at the end of the duration).
+WORKLOAD_GRACE_S = 600.0
+
+
+@dataclass
+class RunResult:
+    run_dir: Path
+    verdict: dict[str, Any]
+
+    @property
+    def valid(self) -> bool:
+        return self.verdict["valid"] is True
+
+
+def workload_configs(sc: Scenario, run_dir: Path, bootstrap: str, seed: int) -> list[tuple[str, WorkloadConfig, bool]]:
+    """(kind, config, start now?) for every workload process of the scenario."""
+    out = []
+    for w in sc.workloads:
+        for i in range(w.count):
+            base = dict(run_dir=str(run_dir), bootstrap=bootstrap, topics=list(sc.topics), partitions=sc.partitions,
+                        seed=seed, max_seconds=sc.duration + WORKLOAD_GRACE_S, settings=dict(w.settings), client=dict(w.client))
+            if w.kind == "zombie":
+                for role in ("first", "second"):
+                    cfg = WorkloadConfig(name=f"zombie-{role}", **{**base, "settings": {**w.settings, "role": role}})
+                    out.append((w.kind, cfg, role == "first"))
+                continue
+            out.append((w.kind, WorkloadConfig(name=f"{w.kind}-{i}", **base), True))
+    return out
+
+
+def run(sc: Scenario, backend: Backend, seed: int, run_dir: Path, log: Log, kafka_version: str | None = None) -> RunResult:
+    arts = artifacts.ready(kafka_version) if kafka_version else None
+    arts = arts or artifacts.ensure(kafka_version or artifacts.pins.KAFKA_VERSION, log=log)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "scenario.json").write_text(json.dumps({**sc.model_dump(), "seed": seed, "backend": backend.value}, indent=2))
+    os.environ.pop(ENV_T0, None)
+    t0 = run_t0()
+    cluster = backends.new_cluster(backend, arts, run_dir, overrides=sc.broker_config, log=log)
+    extra: dict[str, Any] = {}
+    with cluster, Recorder(run_dir, "runner") as rec:
+        admin = admin_client(cluster.direct_bootstrap)
+        for topic in sc.topics:
+            create_topic(admin, topic, sc.partitions)
+        env = dict(os.environ, **procs.tags(cluster.cluster_id, os.getpid()), **{ENV_T0: str(t0)})
+        sup = Supervisor(run_dir, env, log)
+        nemesis = Nemesis(sc, cluster, sup, rec, log)
+        thread: threading.Thread | None = None
+        zombie_thread: threading.Thread | None = None
+        try:
+            for kind, cfg, now in workload_configs(sc, run_dir, cluster.bootstrap, seed):
+                sup.start(kind, cfg) if now else sup.register(kind, cfg)
+            log(f"workloads started: {', '.join(sup.procs)}; running {sc.duration:.0f}s")
+            thread = threading.Thread(target=nemesis.run, name="nemesis", daemon=True)
+            thread.start()
+            if sup.of_kind("zombie"):
+                zombie_thread = threading.Thread(target=_guarded(nemesis.zombie, nemesis.errors), name="zombie", daemon=True)
+                zombie_thread.start()
+            nemesis.stop.wait(sc.duration)
+        finally:
+            nemesis.stop.set()
+            killed = sup.stop_all()
+            for th in (thread, zombie_thread):
+                if th is not None:
+                    th.join(timeout=300)
+            problems = heal_all(cluster, log)
+            extra.update(healed=not problems, heal_problems=problems, faults=nemesis.faults,
+                         nemesis_errors=nemesis.errors, workloads_killed_at_stop=killed)
+        log("healed; final reads over the DIRECT listener" if not problems else f"heal problems: {problems}")
+        final_reads(cluster, sc, rec)
+    ops, truncated = store.read_ops(run_dir)
+    tables = store.flatten(ops, truncated)
+    store.save(tables, run_dir)
+    verdict = check(tables, extra)
+    verdict["expected"] = sc.expect.model_dump()
+    verdict["as_expected"] = as_expected(sc, verdict)
+    write_verdict(verdict, run_dir)
+    return RunResult(run_dir, verdict)
+
+
+def _guarded(fn: Callable[[], None], errors: list[str]) -> Callable[[], None]:
+    def body() -> None:
+        try:
+            fn()
+        except Exception as exc:  # noqa: BLE001 - recorded in the verdict
+            errors.append(f"{fn.__name__}: {type(exc).__name__}: {exc}")
+    return body
+
+
+def final_reads(cluster: Cluster, sc: Scenario, rec: Recorder) -> None:
+    """Every partition from offset 0 to its end, read_committed and read_uncommitted, and the
+    copier group's committed offsets: all over DIRECT, which no fault touches."""
+    for iso in (READ_COMMITTED, READ_UNCOMMITTED):
+        value: dict[str, list[list[object]]] = {}
+        for topic in sc.topics:
+            back = read_all(cluster.direct_bootstrap, topic, sc.partitions, iso)
+            for p, recs in back.records.items():
+                value[tp_key(topic, p)] = [[o, v] for o, v in recs]
+        rec.event("final", SCAN, value, type_="ok", isolation=iso)
+    if any(w.kind == "copier" for w in sc.workloads):
+        admin = admin_client(cluster.direct_bootstrap)
+        src = next(w.settings["input"] for w in sc.workloads if w.kind == "copier")
+        req = ConsumerGroupTopicPartitions(GROUP, [TopicPartition(src, p) for p in range(sc.partitions)])
+        res = admin.list_consumer_group_offsets([req])[GROUP].result(timeout=60)
+        rec.event("final", GROUP_OFFSETS, {tp_key(tp.topic, tp.partition): tp.offset for tp in res.topic_partitions
+                                            if tp.offset >= 0}, type_="ok")
+
+
+def as_expected(sc: Scenario, verdict: dict[str, Any]) -> bool:
+    e = sc.expect
+    s = verdict["stats"]
+    ok = verdict["valid"] is e.valid and all((verdict["checks"].get(c, {}).get("count") or 0) > 0 for c in e.fires)
+    return ok and s["txn"]["ok"] >= e.min_ok_txns and s["fenced"] >= e.min_fenced and bool(s.get("healed", True))
+
+
+def rerun_check(run_dir: Path) -> dict[str, Any]:
+    """``eos-chaos check RUN_DIR``: the checker again, from the folder's history alone."""
+    tables = store.load(run_dir)
+    old = {}
+    if (run_dir / "verdict.json").exists():
+        old = {k: v for k, v in json.loads((run_dir / "verdict.json").read_text())["stats"].items()
+               if k in ("healed", "heal_problems", "faults", "nemesis_errors", "workloads_killed_at_stop")}
+    return check(tables, old)
+

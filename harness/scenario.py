@@ -1,0 +1,86 @@
+"""Scenarios: which workloads run, for how long, which faults hit, and what the verdict must say.
+Built-in scenarios are YAML files in ``harness/scenarios/``; each is validated (pydantic) before
+anything starts, and an error names the file, the field and what is allowed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from harness.errors import ConfigError
+
+LIBRARY = Path(__file__).resolve().parent / "scenarios"
+WorkloadKind = Literal["txn-producer", "reader", "copier", "zombie"]
+FaultKind = Literal["kill-leader", "kill-workload", "drop-responses"]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Workload(Strict):
+    kind: WorkloadKind
+    count: int = Field(1, ge=1, le=16)
+    #: workload settings (see each workload module's docstring)
+    settings: dict[str, Any] = {}
+    #: librdkafka settings on top of the workload's own: how negative controls misconfigure a client
+    client: dict[str, Any] = {}
+
+
+class Fault(Strict):
+    at: float = Field(ge=0, description="seconds into the run")
+    kind: FaultKind
+    #: kill-leader: seconds the node stays down; kill-workload: before the restart;
+    #: drop-responses: how long responses are dropped
+    duration: float = Field(5.0, ge=0)
+    #: kill-workload: which workload kind
+    workload: WorkloadKind | None = None
+    #: drop-responses: repeat every this many seconds until the run ends (0: once)
+    every: float = Field(0.0, ge=0)
+
+
+class Expect(Strict):
+    valid: bool = True
+    #: checks that must find something (negative controls)
+    fires: list[str] = []
+    min_ok_txns: int = 0
+    min_fenced: int = 0
+
+
+class Scenario(Strict):
+    name: str
+    description: str
+    duration: float = Field(45.0, gt=0, le=24 * 3600)
+    topics: list[str] = ["eos-a", "eos-b"]
+    partitions: int = Field(3, ge=1, le=64)
+    workloads: list[Workload]
+    faults: list[Fault] = []
+    broker_config: dict[str, str] = {}
+    expect: Expect = Expect()
+
+
+def names() -> list[str]:
+    return sorted(p.stem for p in LIBRARY.glob("*.yaml"))
+
+
+def load(name_or_path: str) -> Scenario:
+    path = Path(name_or_path)
+    if not path.suffix:
+        path = LIBRARY / f"{name_or_path}.yaml"
+        if not path.exists():
+            raise ConfigError(f"unknown scenario {name_or_path!r}; known: {', '.join(names())}")
+    if not path.exists():
+        raise ConfigError(f"scenario file {path} does not exist")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors())
+        raise ConfigError(f"{path}: {problems}") from exc

@@ -1,0 +1,197 @@
+"""What every workload process shares: its config, stop handling, error classification, and one
+recorded transaction (begin, produce, commit or abort) with the outcome DESIGN.md prescribes.
+
+Each workload runs as its own OS process (``python -m harness.workloads.<name> CONFIG.json``) so a
+fault can SIGKILL or SIGSTOP it. A SIGTERM asks it to finish the operation in hand and exit.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from confluent_kafka import KafkaError, KafkaException, Producer
+
+from harness.history.model import FAIL, FENCED, INFO, INIT, OK, TXN
+from harness.history.recorder import Recorder
+
+#: A commit normally takes tens of ms; leader/coordinator moves after a broker kill take ~10-20 s
+#: (broker.session.timeout.ms 9 s + election). Past this, the outcome of a commit is "unknown".
+CALL_TIMEOUT_S = 30.0
+#: Larger than the outages our scenarios inject, so transactions survive them rather than expire
+#: (the incident scenario that wants expiry sets its own, smaller, value).
+TRANSACTION_TIMEOUT_MS = 60_000
+#: Codes meaning "a newer instance of this transactional.id exists": retire this producer.
+FENCED_CODES = {KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH}
+
+
+@dataclass
+class WorkloadConfig:
+    run_dir: str
+    name: str                     # file name of this process's history, and prefix of its process ids
+    bootstrap: str
+    topics: list[str]
+    partitions: int
+    seed: int = 0
+    #: safety net: exit by itself this long after start even if nobody sends SIGTERM
+    max_seconds: float = 3600.0
+    settings: dict[str, Any] = field(default_factory=dict)
+    client: dict[str, Any] = field(default_factory=dict)  # librdkafka overrides (negative controls)
+
+    @classmethod
+    def from_argv(cls) -> "WorkloadConfig":
+        if len(sys.argv) != 2:
+            raise SystemExit(f"usage: python -m {sys.argv[0]} CONFIG.json")
+        return cls(**json.loads(Path(sys.argv[1]).read_text()))
+
+
+class Stop:
+    """Set by SIGTERM/SIGINT or the safety deadline; loops check it between operations."""
+
+    def __init__(self, max_seconds: float) -> None:
+        self._deadline = time.monotonic() + max_seconds
+        self._flag = False
+        signal.signal(signal.SIGTERM, self._set)
+        signal.signal(signal.SIGINT, self._set)
+
+    def _set(self, signum: int, frame: object) -> None:
+        self._flag = True
+
+    def __bool__(self) -> bool:
+        return self._flag or time.monotonic() > self._deadline
+
+
+def kafka_error(exc: BaseException) -> KafkaError | None:
+    if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError):
+        return exc.args[0]
+    return None
+
+
+def is_fenced(err: KafkaError | None) -> bool:
+    return err is not None and (err.code() in FENCED_CODES or err.fatal())
+
+
+def describe(exc: BaseException) -> str:
+    err = kafka_error(exc)
+    return f"{err.name()}: {err.str()}" if err is not None else f"{type(exc).__name__}: {exc}"
+
+
+class Retired(Exception):
+    """This producer instance cannot go on (fenced, fatal, or stuck); start a new process id."""
+
+
+def new_producer(cfg: WorkloadConfig, txn_id: str, extra: dict[str, Any] | None = None) -> Producer:
+    from clusters.health import QUIET
+
+    conf: dict[str, Any] = {
+        "bootstrap.servers": cfg.bootstrap, "transactional.id": txn_id,
+        "transaction.timeout.ms": cfg.settings.get("transaction_timeout_ms", TRANSACTION_TIMEOUT_MS),
+        "linger.ms": 5, "socket.connection.setup.timeout.ms": 5000, "logger": QUIET,
+        **(extra or {}), **cfg.client,
+    }
+    return Producer(conf)
+
+
+def init(rec: Recorder, process: str, producer: Producer, txn_id: str) -> None:
+    """``init_transactions``, recorded; raises ``Retired`` when it fails (the caller starts over)."""
+    rec.invoke(process, INIT, txn_id)
+    try:
+        producer.init_transactions(CALL_TIMEOUT_S)
+    except KafkaException as exc:
+        # Nothing was written by this instance yet, so a failed init changes nothing: fail.
+        rec.complete(process, FAIL, INIT, txn_id, error=describe(exc))
+        raise Retired(describe(exc)) from exc
+    rec.complete(process, OK, INIT, txn_id)
+
+
+def produce(producer: Producer, topic: str, value: str, partition: int, on_delivery: Callable[..., None]) -> None:
+    while True:
+        try:
+            producer.produce(topic, value=value.encode(), partition=partition, on_delivery=on_delivery)
+            return
+        except BufferError:
+            producer.poll(0.1)  # local queue full: let deliveries drain
+
+
+def transaction(rec: Recorder, process: str, producer: Producer, txn_id: str,
+                sends: list[tuple[str, int, str]], abort: bool, rnd: random.Random,
+                before_commit: Callable[[], dict[str, Any]] | None = None,
+                pause: tuple[int, Callable[[], None]] | None = None) -> str:
+    """One recorded transaction. Outcomes (DESIGN.md): committed -> ok; aborted on purpose, or an
+    error before commit followed by a successful abort -> fail; fenced/fatal -> fail and the
+    producer retires; a commit whose result is unknown (timeout, lost connection) -> info.
+    ``before_commit`` (the copier's ``send_offsets_to_transaction``) returns extra fields to record.
+    ``pause`` = (k, fn): after the first k sends are written, call fn (the zombie waits there).
+    Raises ``Retired`` after recording when this producer must be replaced."""
+    rec.invoke(process, TXN, [["send", t, p, v] for t, p, v in sends], txn_id=txn_id)
+    offsets: dict[str, int] = {}
+
+    def delivered(err: KafkaError | None, msg: Any) -> None:
+        if err is None:
+            offsets[msg.value().decode()] = msg.offset()
+
+    committing = False
+    commit_at: int | None = None
+    extra: dict[str, Any] = {}
+    try:
+        producer.begin_transaction()
+        for k, (t, p, v) in enumerate(sends):
+            if pause is not None and k == pause[0]:
+                producer.flush(CALL_TIMEOUT_S)
+                pause[1]()
+            produce(producer, t, v, p, delivered)
+        if before_commit is not None:
+            extra = before_commit()
+        if abort:
+            producer.abort_transaction(CALL_TIMEOUT_S)
+            rec.complete(process, FAIL, TXN, None, error="aborted on purpose", txn_id=txn_id, **extra)
+            return FAIL
+        producer.flush(CALL_TIMEOUT_S)  # serves the delivery reports: the offsets Kafka returned
+        committing = True
+        commit_at = rec.now()
+        commit_with_retries(producer)
+    except KafkaException as exc:
+        err = kafka_error(exc)
+        if is_fenced(err):
+            rec.complete(process, FAIL, TXN, None, error=describe(exc), txn_id=txn_id, commit_at=commit_at, **extra)
+            rec.event(process, FENCED, describe(exc))
+            raise Retired(describe(exc)) from exc
+        aborted = False
+        if err is not None and (err.txn_requires_abort() or not committing):
+            try:
+                producer.abort_transaction(CALL_TIMEOUT_S)
+                aborted = True
+            except KafkaException:
+                pass
+        if aborted or not committing:
+            # Without a commit request the coordinator can only abort (or time out) this
+            # transaction; after a successful abort it is definitely gone either way.
+            rec.complete(process, FAIL, TXN, None, error=describe(exc), txn_id=txn_id, commit_at=commit_at, **extra)
+            if not aborted:
+                raise Retired(describe(exc)) from exc
+            return FAIL
+        rec.complete(process, INFO, TXN, None, error=describe(exc), txn_id=txn_id, commit_at=commit_at, **extra)
+        raise Retired(describe(exc)) from exc
+    done = [["send", t, p, v, offsets.get(v)] for t, p, v in sends]
+    rec.complete(process, OK, TXN, done, txn_id=txn_id, commit_at=commit_at, **extra)
+    return OK
+
+
+def commit_with_retries(producer: Producer) -> None:
+    """Retry a retriable commit (librdkafka allows calling commit again) for a while; then give up."""
+    give_up = time.monotonic() + 3 * CALL_TIMEOUT_S
+    while True:
+        try:
+            producer.commit_transaction(CALL_TIMEOUT_S)
+            return
+        except KafkaException as exc:
+            err = kafka_error(exc)
+            if err is not None and err.retriable() and not err.txn_requires_abort() and time.monotonic() < give_up:
+                continue
+            raise

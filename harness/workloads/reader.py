@@ -1,0 +1,54 @@
+"""reader: a read_committed consumer in assign mode over every partition of the workload topics,
+from offset 0, recording every poll (``{topic-partition: [[offset, value], ...]}``). A consumer
+error retires the process id; the next one starts again from offset 0.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
+
+from harness.history.model import INFO, OK, POLL, tp_key
+from harness.history.recorder import Recorder
+from harness.workloads.common import Stop, WorkloadConfig, describe
+
+#: One poll waits at most this long for records; it bounds how long a SIGTERM takes to act.
+POLL_TIMEOUT_S = 1.0
+BATCH = 500
+
+
+def main() -> None:
+    from clusters.health import QUIET
+
+    cfg = WorkloadConfig.from_argv()
+    stop = Stop(cfg.max_seconds)
+    incarnation = 0
+    with Recorder(Path(cfg.run_dir), cfg.name) as rec:
+        while not stop:
+            process = f"{cfg.name}.{incarnation}"
+            incarnation += 1
+            c = Consumer({"bootstrap.servers": cfg.bootstrap, "group.id": f"eos-chaos-{cfg.name}",
+                          "enable.auto.commit": False, "isolation.level": "read_committed",
+                          "logger": QUIET, **cfg.client})
+            try:
+                c.assign([TopicPartition(t, p, OFFSET_BEGINNING) for t in cfg.topics for p in range(cfg.partitions)])
+                while not stop:
+                    rec.invoke(process, POLL)
+                    try:
+                        msgs = c.consume(BATCH, POLL_TIMEOUT_S)
+                    except KafkaException as exc:
+                        rec.complete(process, INFO, POLL, None, error=describe(exc))
+                        break
+                    seen: dict[str, list[list[object]]] = {}
+                    for m in msgs:
+                        if m.error() is None:
+                            seen.setdefault(tp_key(m.topic(), m.partition()), []).append(
+                                [m.offset(), (m.value() or b"").decode()])
+                    rec.complete(process, OK, POLL, seen)
+            finally:
+                c.close()
+
+
+if __name__ == "__main__":
+    main()

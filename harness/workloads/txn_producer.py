@@ -1,0 +1,98 @@
+"""txn-producer: transactions of values unique in the run, over several partitions of two topics,
+a share aborted on purpose. A fenced or stuck producer retires; the next incarnation gets a new
+process id (``<name>.<n>``) and the same ``transactional.id``, whose ``init_transactions`` fences
+the old one.
+
+Settings: ``values_per_txn`` (default 6), ``abort_share`` (0.1), ``transactional`` (true; false =
+plain sends, one ``send`` op per value: the negative control for duplicates).
+"""
+
+from __future__ import annotations
+
+import random
+
+from confluent_kafka import KafkaException, Producer
+
+from harness.history.model import FAIL, INFO, OK, SEND
+from harness.history.recorder import Recorder
+from harness.workloads.common import (
+    CALL_TIMEOUT_S, Retired, Stop, WorkloadConfig, describe, init, new_producer, transaction,
+)
+
+
+def pick_sends(cfg: WorkloadConfig, rnd: random.Random, prefix: str, n: int) -> list[tuple[str, int, str]]:
+    topics = cfg.settings.get("topics") or cfg.topics
+    return [(rnd.choice(topics), rnd.randrange(cfg.partitions), f"{prefix}-{k}") for k in range(n)]
+
+
+def run_transactional(cfg: WorkloadConfig, rec: Recorder, stop: Stop, rnd: random.Random) -> None:
+    txn_id = f"eos-{cfg.name}"
+    per_txn = int(cfg.settings.get("values_per_txn", 6))
+    abort_share = float(cfg.settings.get("abort_share", 0.1))
+    incarnation = 0
+    while not stop:
+        process = f"{cfg.name}.{incarnation}"
+        incarnation += 1
+        producer = new_producer(cfg, txn_id)
+        try:
+            init(rec, process, producer, txn_id)
+            seq = 0
+            while not stop:
+                sends = pick_sends(cfg, rnd, f"{process}-{seq}", per_txn)
+                seq += 1
+                transaction(rec, process, producer, txn_id, sends, rnd.random() < abort_share, rnd)
+        except Retired:
+            continue
+        finally:
+            producer.flush(0)
+
+
+def run_plain(cfg: WorkloadConfig, rec: Recorder, stop: Stop, rnd: random.Random) -> None:
+    """Non-transactional sends: each value its own op, ok with the offset Kafka returned."""
+    from clusters.health import QUIET
+
+    process = f"{cfg.name}.0"
+    p = Producer({"bootstrap.servers": cfg.bootstrap, "linger.ms": 5, "logger": QUIET, **cfg.client})
+    seq = 0
+    while not stop:
+        topic, part, value = pick_sends(cfg, rnd, f"{process}-{seq}", 1)[0]
+        seq += 1
+        rec.invoke(process, SEND, [topic, part, value])
+        result: dict[str, object] = {}
+
+        def delivered(err, msg) -> None:  # type: ignore[no-untyped-def]
+            result["err"], result["offset"] = err, (msg.offset() if err is None else None)
+
+        try:
+            p.produce(topic, value=value.encode(), partition=part, on_delivery=delivered)
+            p.flush(CALL_TIMEOUT_S)
+        except (KafkaException, BufferError) as exc:
+            rec.complete(process, INFO, SEND, None, error=describe(exc))
+            continue
+        if "err" not in result:
+            rec.complete(process, INFO, SEND, None, error="no delivery report in time")
+        elif result["err"] is None:
+            rec.complete(process, OK, SEND, [topic, part, value, result["offset"]])
+        else:
+            # A failed delivery after retries may still have been written (no idempotence): unknown.
+            rec.complete(process, INFO, SEND, None, error=str(result["err"]))
+    p.flush(CALL_TIMEOUT_S)
+
+
+def main() -> None:
+    cfg = WorkloadConfig.from_argv()
+    rnd = random.Random(f"{cfg.seed}/{cfg.name}")
+    stop = Stop(cfg.max_seconds)
+    from pathlib import Path
+
+    with Recorder(Path(cfg.run_dir), cfg.name) as rec:
+        if cfg.settings.get("transactional", True):
+            run_transactional(cfg, rec, stop, rnd)
+        else:
+            run_plain(cfg, rec, stop, rnd)
+
+
+if __name__ == "__main__":
+    main()
+
+__all__ = ["main", "OK", "FAIL"]

@@ -1,0 +1,55 @@
+"""zombie: two instances of one ``transactional.id``. Role ``first`` opens a transaction, writes
+half of it, announces ``zombie-ready`` and waits (the runner SIGSTOPs it meanwhile); role
+``second`` runs ``init_transactions`` (fencing the first) and commits one transaction of its own.
+Resumed, the first writes the rest and tries to commit: Kafka must fence it. Every call's result
+is recorded.
+
+Settings: ``role`` (first | second), ``txn_id``.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from pathlib import Path
+
+from harness.history.recorder import Recorder
+from harness.workloads.common import Retired, Stop, WorkloadConfig, init, new_producer, transaction
+
+READY, GO = "zombie-ready", "zombie-go"
+#: The runner freezes the first instance, starts and finishes the second, then resumes the first:
+#: seconds normally; generous for a loaded machine.
+GO_TIMEOUT_S = 300.0
+
+
+def main() -> None:
+    cfg = WorkloadConfig.from_argv()
+    rnd = random.Random(f"{cfg.seed}/{cfg.name}")
+    Stop(cfg.max_seconds)
+    role, txn_id = cfg.settings["role"], cfg.settings["txn_id"]
+    run_dir = Path(cfg.run_dir)
+    process = f"{cfg.name}.0"
+    sends = [(cfg.topics[k % len(cfg.topics)], k % cfg.partitions, f"{process}-0-{k}") for k in range(6)]
+    with Recorder(run_dir, cfg.name) as rec:
+        producer = new_producer(cfg, txn_id)
+        try:
+            init(rec, process, producer, txn_id)
+
+            def announce_and_wait() -> None:
+                (run_dir / READY).write_text(str(time.time()))
+                deadline = time.monotonic() + GO_TIMEOUT_S
+                while not (run_dir / GO).exists():
+                    if time.monotonic() > deadline:
+                        raise SystemExit(f"zombie: no {GO} within {GO_TIMEOUT_S:.0f}s")
+                    time.sleep(0.05)  # polling a file the runner creates; not synchronising with Kafka
+
+            pause = (3, announce_and_wait) if role == "first" else None
+            transaction(rec, process, producer, txn_id, sends, False, rnd, pause=pause)
+        except Retired:
+            pass  # recorded: fenced (expected for the first) or failed
+        finally:
+            producer.flush(0)
+
+
+if __name__ == "__main__":
+    main()

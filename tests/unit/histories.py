@@ -1,0 +1,164 @@
+"""Hand-written histories for the checker's unit tests: a small builder and a simulator of a
+correct Kafka (for the property tests)."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from harness.history.model import (
+    FAIL, GROUP_OFFSETS, INFO, INIT, INVOKE, OK, POLL, READ_COMMITTED, READ_UNCOMMITTED, SCAN, TXN, copy_value, tp_key,
+)
+from harness.history.store import Tables, flatten
+
+Recs = dict[str, list[tuple[int, str]]]
+
+
+class History:
+    """Appends ops with increasing times; ``tables()`` flattens them as the loader would."""
+
+    def __init__(self) -> None:
+        self.ops: list[dict[str, Any]] = []
+        self.t = 0
+
+    def _add(self, **op: Any) -> None:
+        self.t += 1000
+        self.ops.append({"time": self.t, **op})
+
+    def init(self, process: str, txn_id: str, outcome: str = OK) -> None:
+        self._add(process=process, type=INVOKE, f=INIT, value=txn_id)
+        self._add(process=process, type=outcome, f=INIT, value=txn_id)
+
+    def txn(self, process: str, sends: list[tuple[str, int, str, int | None]], outcome: str = OK,
+            txn_id: str | None = None) -> None:
+        """``sends``: (topic, partition, value, offset Kafka returned or None)."""
+        inv = [["send", t, p, v] for t, p, v, _ in sends]
+        self._add(process=process, type=INVOKE, f=TXN, value=inv, txn_id=txn_id)
+        commit_at = self.t + 500
+        done = [["send", t, p, v, o] for t, p, v, o in sends] if outcome == OK else inv
+        self._add(process=process, type=outcome, f=TXN, value=done, commit_at=commit_at, txn_id=txn_id,
+                  **({"error": "KafkaError{code=_TIMED_OUT}"} if outcome != OK else {}))
+
+    def poll(self, process: str, recs: Recs) -> None:
+        self._add(process=process, type=INVOKE, f=POLL, value=None)
+        self._add(process=process, type=OK, f=POLL, value={k: [list(r) for r in v] for k, v in recs.items()})
+
+    def scan(self, recs: Recs, isolation: str = READ_COMMITTED) -> None:
+        self._add(process="final", type=OK, f=SCAN, value={k: [list(r) for r in v] for k, v in recs.items()},
+                  isolation=isolation)
+
+    def group_offsets(self, offsets: dict[str, int]) -> None:
+        self._add(process="final", type=OK, f=GROUP_OFFSETS, value=offsets)
+
+    def tables(self) -> Tables:
+        ops = [dict(o) for o in self.ops]
+        for i, o in enumerate(sorted(ops, key=lambda o: o["time"])):
+            o["index"] = i
+        return flatten(sorted(ops, key=lambda o: o["time"]))
+
+
+def clean(variant: str = "") -> History:
+    """Two producers on topic ``t`` (partitions 0, 1); txn A and B committed, C aborted, D unknown
+    but committed; a reader; final scans; a copier that copies ``t`` to ``o``. Each ``variant``
+    adds exactly one anomaly (its name is the check that must fire)."""
+    h = History()
+    h.init("p1", "tx-1")
+    h.init("p2", "tx-2")
+    # Log of each partition of t: A@0 (marker 1), B@2 (3), C@4 aborted (5), D@6 (7).
+    b_at, d_at = 2, 6
+    if variant == "nonmonotonic-send":
+        b_at, d_at = 6, 2  # p2's later transaction D landed below its earlier B
+    a_ack = 2 if variant == "inconsistent-offsets" else 0  # Kafka told p1 "a1 at 2", but 2 holds b1
+    h.txn("p1", [("t", 0, "a1", a_ack), ("t", 1, "a2", 0)])
+    h.txn("p2", [("t", 0, "b1", b_at), ("t", 1, "b2", b_at)])
+    h.txn("p1", [("t", 0, "c1", None), ("t", 1, "c2", None)], outcome=FAIL)
+    if variant == "nonmonotonic-send":
+        h.txn("p2", [("t", 0, "d1", d_at), ("t", 1, "d2", d_at)])
+    else:
+        h.txn("p2", [("t", 0, "d1", None), ("t", 1, "d2", None)], outcome=INFO)
+
+    log: dict[int, list[tuple[int, str]]] = {
+        p: sorted([(0, f"a{p + 1}"), (b_at, f"b{p + 1}"), (d_at, f"d{p + 1}")]) for p in (0, 1)}
+    committed = {p: list(recs) for p, recs in log.items()}
+    uncommitted = {p: sorted(recs + [(4, f"c{p + 1}")]) for p, recs in log.items()}
+    if variant == "duplicate":
+        for view in (committed, uncommitted):
+            view[0].append((8, "a1"))  # a1 written twice (a retried send without idempotence)
+    if variant == "lost-write":
+        for view in (committed, uncommitted):
+            view[0] = [r for r in view[0] if r[1] != "b1"]
+            view[1] = [r for r in view[1] if r[1] != "b2"]
+    if variant == "torn-transaction":
+        committed[1] = [r for r in committed[1] if r[1] != "d2"]
+
+    polls = {p: [committed[p][:2], committed[p][2:]] for p in (0, 1)}
+    if variant == "aborted-read":
+        polls[0] = [committed[0][:2], [(4, "c1")] + committed[0][2:]]
+    if variant == "nonmonotonic-poll":
+        polls[0] = [committed[0][:2], committed[0][1:]]  # offset 2 again
+    if variant == "poll-skip":
+        polls[0] = [committed[0][:1], committed[0][2:]]  # never got b1 at 2
+    for k in range(2):
+        h.poll("r1", {tp_key("t", p): polls[p][k] for p in (0, 1) if polls[p][k]})
+
+    if variant.startswith("zombie-commit"):
+        # p3 takes over p1's transactional.id; p1 then commits anyway (zombie) or, in the clean
+        # twin, p1's last commit was before p3 finished init_transactions.
+        if variant == "zombie-commit-clean":
+            h.txn("p1", [("t", 0, "z1", 8)], txn_id="tx-1")
+            h.init("p3", "tx-1")
+        else:
+            h.init("p3", "tx-1")
+            h.txn("p1", [("t", 0, "z1", 8)], txn_id="tx-1")
+        for view in (committed, uncommitted):
+            view[0].append((8, "z1"))
+
+    # The copier copies every committed input of t to o and commits group offsets past them.
+    out_recs: dict[int, list[tuple[int, str]]] = {0: [], 1: []}
+    for p in (0, 1):
+        for off, v in committed[p]:
+            if variant == "copy-exactly-once" and v == "b1":
+                continue  # skipped, yet the group offset below moves past it
+            out_recs[p].append((len(out_recs[p]) * 2, copy_value("t", p, off, v)))
+    h.init("copier-1", "copier-tx")
+    for p in (0, 1):
+        h.txn("copier-1", [("o", p, v, off) for off, v in out_recs[p]], txn_id="copier-tx")
+
+    h.scan({**{tp_key("t", p): committed[p] for p in (0, 1)}, **{tp_key("o", p): out_recs[p] for p in (0, 1)}})
+    h.scan({**{tp_key("t", p): uncommitted[p] for p in (0, 1)}, **{tp_key("o", p): out_recs[p] for p in (0, 1)}},
+           READ_UNCOMMITTED)
+    h.group_offsets({tp_key("t", p): max(o for o, _ in committed[p]) + 2 for p in (0, 1)})
+    return h
+
+
+def simulate(rnd: random.Random, producers: int, txns: int, partitions: int, readers: int) -> History:
+    """A random history of a correct Kafka: transactions from several producers land in the log in
+    invoke order; aborted ones are only in read_uncommitted; unknown ones either way; every
+    transaction end writes a control marker; readers poll in order without skipping."""
+    h = History()
+    for p in range(producers):
+        h.init(f"p{p}", f"tx-{p}")
+    logs: list[list[tuple[int, str, bool]]] = [[] for _ in range(partitions)]  # (offset, value, committed)
+    for i in range(txns):
+        proc = f"p{rnd.randrange(producers)}"
+        outcome = rnd.choice([OK, OK, OK, FAIL, INFO])
+        committed = outcome == OK or (outcome == INFO and rnd.random() < 0.5)
+        parts = rnd.sample(range(partitions), rnd.randint(1, partitions))
+        sends = []
+        for k, p in enumerate(parts):
+            off = len(logs[p])
+            logs[p].append((off, f"v{i}-{k}", committed))
+            logs[p].append((off + 1, "", False))  # the control marker takes an offset, readers never see it
+            sends.append(("t", p, f"v{i}-{k}", off if outcome == OK else None))
+        h.txn(proc, sends, outcome=outcome)
+    visible = {p: [(o, v) for o, v, c in logs[p] if c] for p in range(partitions)}
+    for r in range(readers):
+        for p in range(partitions):
+            recs, pos = visible[p], 0
+            while pos < len(recs):
+                n = rnd.randint(1, 4)
+                h.poll(f"r{r}", {tp_key("t", p): recs[pos:pos + n]})
+                pos += n
+    h.scan({tp_key("t", p): visible[p] for p in range(partitions)})
+    h.scan({tp_key("t", p): [(o, v) for o, v, _ in logs[p] if v] for p in range(partitions)}, READ_UNCOMMITTED)
+    return h

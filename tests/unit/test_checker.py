@@ -1,0 +1,71 @@
+"""The checker on hand-written histories: each anomaly fires on its own, its clean twin is silent,
+and random histories of a correct Kafka pass."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from harness.checker import check
+from harness.checker.checks import CHECKS
+from tests.unit.histories import clean, simulate
+
+ANOMALIES = list(CHECKS)
+
+
+def counts(verdict: dict) -> dict[str, int]:
+    return {name: c["count"] for name, c in verdict["checks"].items()}
+
+
+def test_the_clean_history_is_valid_and_every_check_is_reported() -> None:
+    v = check(clean().tables())
+    assert set(v["checks"]) == set(CHECKS)
+    assert counts(v) == {name: 0 for name in CHECKS}, v["checks"]
+    assert v["valid"] is True
+    s = v["stats"]
+    assert s["txn"] == {"ok": 4, "fail": 1, "info": 1}
+    assert s["info_resolved"] == {"committed": 1, "aborted": 0, "torn": 0}
+
+
+@pytest.mark.parametrize("anomaly", ANOMALIES)
+def test_each_anomaly_fires_alone(anomaly: str) -> None:
+    v = check(clean(anomaly).tables())
+    c = counts(v)
+    assert c[anomaly] > 0, f"{anomaly} did not fire: {v['checks'][anomaly]}"
+    assert {k: n for k, n in c.items() if k != anomaly and n} == {}, v["checks"]
+    assert v["valid"] is False
+    assert v["checks"][anomaly]["examples"], "an anomaly without an example cannot be found in the history"
+
+
+def test_zombie_commit_clean_twin_is_silent() -> None:
+    v = check(clean("zombie-commit-clean").tables())
+    assert counts(v) == {name: 0 for name in CHECKS}, v["checks"]
+
+
+def test_examples_name_ops_processes_and_offsets() -> None:
+    ex = check(clean("aborted-read").tables())["checks"]["aborted-read"]["examples"][0]
+    assert ex["value"] == "c1" and ex["writer_process"] == "p1" and ex["reader"] == "r1"
+    assert ex["topic"] == "t" and ex["partition"] == 0 and ex["offset"] == 4
+    assert isinstance(ex["writer_op"], int) and isinstance(ex["read_op"], int)
+
+
+def test_a_crashing_check_makes_the_verdict_unknown_not_false(monkeypatch: pytest.MonkeyPatch) -> None:
+    def boom(t):  # type: ignore[no-untyped-def]
+        raise KeyError("column")
+
+    monkeypatch.setitem(CHECKS, "duplicate", boom)
+    v = check(clean().tables())
+    assert v["valid"] == "unknown" and v["checks"]["duplicate"]["count"] is None
+    assert "KeyError" in v["checks"]["duplicate"]["error"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), producers=st.integers(1, 4), txns=st.integers(0, 40),
+       partitions=st.integers(1, 4), readers=st.integers(0, 3))
+def test_random_histories_of_a_correct_kafka_pass(seed: int, producers: int, txns: int, partitions: int, readers: int) -> None:
+    h = simulate(random.Random(seed), producers, txns, partitions, readers)
+    v = check(h.tables())
+    assert v["valid"] is True, {k: c for k, c in v["checks"].items() if c["count"]}
