@@ -106,13 +106,13 @@ def toxiproxy_cli() -> Path:
     return toxiproxy_bin().with_name("toxiproxy-cli")
 
 
-def _kafka_pom(version: str) -> str:
+def _kafka_pom(version: str, artifact: str = f"kafka_{pins.SCALA_BINARY}") -> str:
     excl = "".join(
         f"<exclusion><groupId>{g}</groupId><artifactId>{a}</artifactId></exclusion>"
         for g, a in (e.split(":") for e in pins.KAFKA_EXCLUDES)
     )
     deps = [
-        f"<dependency><groupId>org.apache.kafka</groupId><artifactId>kafka_{pins.SCALA_BINARY}</artifactId>"
+        f"<dependency><groupId>org.apache.kafka</groupId><artifactId>{artifact}</artifactId>"
         f"<version>{version}</version><exclusions>{excl}</exclusions></dependency>",
         f"<dependency><groupId>org.apache.logging.log4j</groupId><artifactId>log4j-slf4j2-impl</artifactId>"
         f"<version>{pins.LOG4J_VERSION}</version></dependency>",
@@ -142,18 +142,23 @@ def kafka_ready(version: str) -> Path | None:
     return None
 
 
-def fetch_kafka(version: str, log: Log) -> Path:
+def fetch_kafka_tools(log: Log, version: str = pins.KAFKA_TOOLS_VERSION) -> Path:
+    """Kafka's tools jar (ProducerPerformance) and its dependencies, in a folder of their own."""
+    return fetch_kafka(version, log, artifact="kafka-tools", d=cache_dir() / "kafka-tools" / version)
+
+
+def fetch_kafka(version: str, log: Log, artifact: str = f"kafka_{pins.SCALA_BINARY}", d: Path | None = None) -> Path:
     """Collect ``kafka_2.13:version`` and its runtime dependencies into the cache; return the libs folder."""
     parse_kafka_version(version)
-    ready = kafka_ready(version)
-    if ready:
-        log(f"kafka {version}: cached at {ready}")
-        return ready
+    d = d or kafka_dir(version)
+    pom = _kafka_pom(version, artifact)
+    marker = d / ".complete"
+    if marker.is_file() and marker.read_text().strip() == _fingerprint(pom):
+        log(f"{artifact} {version}: cached at {d / 'libs'}")
+        return d / "libs"
     mvn = _require_tool("mvn", "fetch Kafka from Maven Central", "apt-get install maven")
-    pom = _kafka_pom(version)
-    d = kafka_dir(version)
     d.mkdir(parents=True, exist_ok=True)
-    log(f"kafka {version}: resolving kafka_{pins.SCALA_BINARY} and its runtime dependencies with Maven")
+    log(f"{artifact} {version}: resolving it and its runtime dependencies with Maven")
     with tempfile.TemporaryDirectory(dir=d) as tmp:
         (Path(tmp) / "pom.xml").write_text(pom)
         libs_tmp = Path(tmp) / "libs"
@@ -168,12 +173,12 @@ def fetch_kafka(version: str, log: Log) -> Path:
             raise EnvironmentProblem(f"Maven did not finish fetching Kafka {version} within {FETCH_TIMEOUT_S}s") from exc
         if proc.returncode != 0:
             out = proc.stdout + proc.stderr
-            artifact = f"org.apache.kafka:kafka_{pins.SCALA_BINARY}:jar:{version}"
+            coords = f"org.apache.kafka:{artifact}:jar:{version}"
             # Maven says "Could not find artifact X" or, once the miss is cached, "X was not found".
-            if f"Could not find artifact {artifact}" in out or f"{artifact} was not found" in out:
+            if f"Could not find artifact {coords}" in out or f"{coords} was not found" in out:
                 shutil.rmtree(d, ignore_errors=True)
                 raise ConfigError(
-                    f"--kafka-version {version}: org.apache.kafka:kafka_{pins.SCALA_BINARY}:{version} is not on "
+                    f"--kafka-version {version}: org.apache.kafka:{artifact}:{version} is not on "
                     f"Maven Central. Use a released version (default {pins.KAFKA_VERSION})."
                 )
             tail = "\n".join(out.strip().splitlines()[-15:])
@@ -184,7 +189,7 @@ def fetch_kafka(version: str, log: Log) -> Path:
         libs_tmp.rename(libs)
     (d / "pom.xml").write_text(pom)
     (d / ".complete").write_text(_fingerprint(pom) + "\n")
-    log(f"kafka {version}: {len(list(libs.glob('*.jar')))} jars in {libs}")
+    log(f"{artifact} {version}: {len(list(libs.glob('*.jar')))} jars in {libs}")
     return libs
 
 

@@ -17,6 +17,9 @@ SLF4J_VERSION = "2.0.17"
 #: tools only; the broker never loads it, and 4.4.0's jar is absent from Maven Central, so leaving it
 #: in would make 4.4.0 unresolvable.
 KAFKA_EXCLUDES = ("org.apache.kafka:kafka-tools-api",)
+#: Kafka's own tools (ProducerPerformance) for `eos-chaos bench producer`: a client-side tool, so it
+#: need not match the broker. kafka-tools 4.4.0 is not on Maven Central; 4.3.1 is the newest there.
+KAFKA_TOOLS_VERSION = "4.3.1"
 
 #: Toxiproxy server, built from the Go module proxy.
 TOXIPROXY_MODULE = "github.com/Shopify/toxiproxy/v2"

@@ -323,6 +323,7 @@ def run_cmd(
     duration: float = typer.Option(None, "--duration", min=5, help="Override the scenario's duration (s)."),
     out_dir: str = typer.Option(None, "--out", help="Run folder [default: results/<run id>]."),
     kafka_version: str = KafkaVersion,
+    port_base: int | None = PortBase,
 ) -> None:
     """Run a scenario: cluster, workloads, faults, heal, final reads, verdict. Exit 0 valid, 1 not."""
 
@@ -338,7 +339,7 @@ def run_cmd(
         s = seed if seed is not None else random.randrange(2**31)
         run_dir = Path(out_dir) if out_dir else new_run_dir(sc.name)
         _log(f"scenario {sc.name}, seed {s}, {backend.value} backend, run folder {run_dir}")
-        result = runner.run(sc, backend, s, run_dir, _log, kafka_version)
+        result = runner.run(sc, backend, s, run_dir, _log, kafka_version, port_base=port_base)
         _print_verdict(result.verdict, run_dir)
         if not result.valid:
             raise typer.Exit(1)
@@ -384,6 +385,82 @@ def _print_verdict(verdict: dict, run_dir: object) -> None:  # type: ignore[type
     if "as_expected" in verdict:
         out.print(f"  as the scenario expects: {verdict['as_expected']}", highlight=False)
     out.print(f"run folder: {run_dir}", highlight=False)
+
+
+@bench_app.command("checker")
+def bench_checker_cmd(
+    values: int = typer.Option(2_000_000, "--values", min=1000, help="Values in the synthetic history."),
+    runs: int = typer.Option(3, "--runs", min=1, max=10),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+) -> None:
+    """Load and check a valid synthetic history of N values (median of --runs, each in its own process)."""
+
+    def body() -> None:
+        import subprocess
+        import sys
+
+        from harness.bench import machine
+        from harness.bench_checker import median_of
+
+        samples = []
+        for i in range(runs):
+            proc = subprocess.run([sys.executable, "-m", "harness.bench_checker", str(values)], capture_output=True,
+                                  text=True, stdin=subprocess.DEVNULL)
+            if proc.returncode != 0:
+                raise HarnessError(f"checker benchmark run {i + 1} failed:\n{proc.stderr[-2000:]}")
+            samples.append(json.loads(proc.stdout))
+            _log(f"run {i + 1}/{runs}: {samples[-1]}")
+        result = {**median_of(samples), "machine": machine()}
+        if as_json:
+            print(json.dumps(result, indent=2))
+            return
+        out.print(f"machine: {result['machine']}", highlight=False)
+        out.print(f"{result['values']} values, median of {runs}: read {result['read_s']}s, check {result['check_s']}s "
+                  f"({result['values_per_s']:.0f} values/s, {result['check_over_read']}x read), "
+                  f"peak RSS {result['peak_rss_mb']} MiB", highlight=False)
+
+    _guard(body)
+
+
+@bench_app.command("producer")
+def bench_producer_cmd(
+    seconds: float = typer.Option(30.0, "--seconds", min=5, help="How long our txn-producer runs."),
+    record_bytes: int = typer.Option(100, "--record-size", min=16, max=100_000),
+    per_txn: int = typer.Option(50, "--records-per-txn", min=1, max=10_000),
+    runs: int = typer.Option(3, "--runs", min=1, max=10),
+    backend: Backend = BackendOpt,
+    port_base: int | None = PortBase,
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+) -> None:
+    """Our txn-producer vs Kafka's ProducerPerformance on one healthy cluster (median of --runs)."""
+
+    def body() -> None:
+        import statistics
+
+        from harness.bench import machine
+        from harness.bench_producer import bench
+
+        arts = artifacts.ensure(pins.KAFKA_VERSION, log=_log)
+        run_dir = new_run_dir("bench-producer")
+        samples = []
+        with backends.new_cluster(backend, arts, run_dir, port_base, log=_log) as cluster:
+            for i in range(runs):
+                samples.append(bench(arts, cluster, run_dir / f"run{i + 1}", seconds, record_bytes, per_txn, _log))
+                _log(f"run {i + 1}/{runs}: ours {samples[-1]['ours']['records_per_s']}/s, "
+                     f"Kafka's {samples[-1]['kafka_producer_performance']['records_per_s']}/s")
+        result = {"ours_records_per_s": statistics.median(s["ours"]["records_per_s"] for s in samples),
+                  "kafka_records_per_s": statistics.median(s["kafka_producer_performance"]["records_per_s"] for s in samples),
+                  "ratio": statistics.median(s["ratio"] for s in samples), "record_bytes": record_bytes,
+                  "records_per_txn": per_txn, "backend": backend.value, "runs": samples, "machine": machine()}
+        (run_dir / "bench-producer.json").write_text(json.dumps(result, indent=2))
+        if as_json:
+            print(json.dumps(result, indent=2))
+            return
+        out.print(f"machine: {result['machine']}", highlight=False)
+        out.print(f"median of {runs}: ours {result['ours_records_per_s']} records/s, ProducerPerformance "
+                  f"{result['kafka_records_per_s']} records/s, ratio {result['ratio']}", highlight=False)
+
+    _guard(body)
 
 
 def _sigterm(signum: int, frame: object) -> None:

@@ -48,6 +48,27 @@ class RunResult:
         return self.verdict["valid"] is True
 
 
+def physical(sc: Scenario, tag: str) -> Scenario:
+    """The scenario with every topic name (and the copier group) made unique to this run, so runs
+    can share a cluster (the test session's) without reading each other's records."""
+    names = {t: f"{t}.{tag}" for t in sc.topics}
+
+    def mapped(v: Any) -> Any:
+        if isinstance(v, str):
+            return names.get(v, v)
+        if isinstance(v, list):
+            return [mapped(x) for x in v]
+        return v
+
+    workloads = []
+    for w in sc.workloads:
+        settings = {k: mapped(v) for k, v in w.settings.items()}
+        if w.kind == "copier":
+            settings.setdefault("group", f"{GROUP}.{tag}")
+        workloads.append(w.model_copy(update={"settings": settings}))
+    return sc.model_copy(update={"topics": [names[t] for t in sc.topics], "workloads": workloads})
+
+
 def workload_configs(sc: Scenario, run_dir: Path, bootstrap: str, seed: int) -> list[tuple[str, WorkloadConfig, bool]]:
     """(kind, config, start now?) for every workload process of the scenario."""
     out = []
@@ -64,20 +85,43 @@ def workload_configs(sc: Scenario, run_dir: Path, bootstrap: str, seed: int) -> 
     return out
 
 
-def run(sc: Scenario, backend: Backend, seed: int, run_dir: Path, log: Log, kafka_version: str | None = None) -> RunResult:
-    arts = artifacts.ready(kafka_version) if kafka_version else None
-    arts = arts or artifacts.ensure(kafka_version or artifacts.pins.KAFKA_VERSION, log=log)
+def run(sc: Scenario, backend: Backend, seed: int, run_dir: Path, log: Log, kafka_version: str | None = None,
+        cluster: Cluster | None = None, port_base: int | None = None) -> RunResult:
+    """Run ``sc``: on a cluster of its own (started and stopped here), or on ``cluster`` (left up,
+    healed; the scenario's broker settings are then not applied)."""
     run_dir.mkdir(parents=True, exist_ok=True)
+    sc = physical(sc, run_dir.name.rsplit("-", 1)[-1])
     (run_dir / "scenario.json").write_text(json.dumps({**sc.model_dump(), "seed": seed, "backend": backend.value}, indent=2))
     os.environ.pop(ENV_T0, None)
     t0 = run_t0()
-    cluster = backends.new_cluster(backend, arts, run_dir, overrides=sc.broker_config, log=log)
+    own = cluster is None
+    if cluster is None:
+        arts = artifacts.ready(kafka_version) if kafka_version else None
+        arts = arts or artifacts.ensure(kafka_version or artifacts.pins.KAFKA_VERSION, log=log)
+        cluster = backends.new_cluster(backend, arts, run_dir, port_base, overrides=sc.broker_config, log=log)
+        cluster.start()
     extra: dict[str, Any] = {}
-    with cluster, Recorder(run_dir, "runner") as rec:
+    try:
+        _run_on(sc, cluster, seed, run_dir, t0, extra, log)
+    finally:
+        if own:
+            cluster.stop()
+    ops, truncated = store.read_ops(run_dir)
+    tables = store.flatten(ops, truncated)
+    store.save(tables, run_dir)
+    verdict = check(tables, extra)
+    verdict["expected"] = sc.expect.model_dump()
+    verdict["as_expected"] = as_expected(sc, verdict)
+    write_verdict(verdict, run_dir)
+    return RunResult(run_dir, verdict)
+
+
+def _run_on(sc: Scenario, cluster: Cluster, seed: int, run_dir: Path, t0: int, extra: dict[str, Any], log: Log) -> None:
+    with Recorder(run_dir, "runner") as rec:
         admin = admin_client(cluster.direct_bootstrap)
         for topic in sc.topics:
             create_topic(admin, topic, sc.partitions)
-        env = dict(os.environ, **procs.tags(cluster.cluster_id, os.getpid()), **{ENV_T0: str(t0)})
+        env = {**os.environ, **procs.tags(cluster.cluster_id, os.getpid()), ENV_T0: str(t0)}
         sup = Supervisor(run_dir, env, log)
         nemesis = Nemesis(sc, cluster, sup, rec, log)
         thread: threading.Thread | None = None
@@ -103,14 +147,6 @@ def run(sc: Scenario, backend: Backend, seed: int, run_dir: Path, log: Log, kafk
                          nemesis_errors=nemesis.errors, workloads_killed_at_stop=killed)
         log("healed; final reads over the DIRECT listener" if not problems else f"heal problems: {problems}")
         final_reads(cluster, sc, rec)
-    ops, truncated = store.read_ops(run_dir)
-    tables = store.flatten(ops, truncated)
-    store.save(tables, run_dir)
-    verdict = check(tables, extra)
-    verdict["expected"] = sc.expect.model_dump()
-    verdict["as_expected"] = as_expected(sc, verdict)
-    write_verdict(verdict, run_dir)
-    return RunResult(run_dir, verdict)
 
 
 def _guarded(fn: Callable[[], None], errors: list[str]) -> Callable[[], None]:
@@ -134,9 +170,10 @@ def final_reads(cluster: Cluster, sc: Scenario, rec: Recorder) -> None:
         rec.event("final", SCAN, value, type_="ok", isolation=iso)
     if any(w.kind == "copier" for w in sc.workloads):
         admin = admin_client(cluster.direct_bootstrap)
-        src = next(w.settings["input"] for w in sc.workloads if w.kind == "copier")
-        req = ConsumerGroupTopicPartitions(GROUP, [TopicPartition(src, p) for p in range(sc.partitions)])
-        res = admin.list_consumer_group_offsets([req])[GROUP].result(timeout=60)
+        copier = next(w for w in sc.workloads if w.kind == "copier")
+        src, group = copier.settings["input"], copier.settings.get("group", GROUP)
+        req = ConsumerGroupTopicPartitions(group, [TopicPartition(src, p) for p in range(sc.partitions)])
+        res = admin.list_consumer_group_offsets([req])[group].result(timeout=60)
         rec.event("final", GROUP_OFFSETS, {tp_key(tp.topic, tp.partition): tp.offset for tp in res.topic_partitions
                                             if tp.offset >= 0}, type_="ok")
 

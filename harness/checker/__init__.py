@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.checker.checks import CHECKS, final_committed
+from harness.checker.checks import CHECKS, final_committed, prepare
 from harness.history.model import FAIL, INFO, OK
 from harness.history.store import Tables
 
@@ -25,6 +25,7 @@ VERDICT_FILE = "verdict.json"
 
 
 def check(t: Tables, extra_stats: dict[str, Any] | None = None) -> dict[str, Any]:
+    prepare(t)
     checks: dict[str, dict[str, Any]] = {}
     crashed = False
     for name, fn in CHECKS.items():
@@ -48,9 +49,9 @@ def stats(t: Tables) -> dict[str, Any]:
     """Informational figures, never failing: outcomes, info resolution, throughput, latencies."""
     tx = t.txns
     outcome = tx["outcome"].value_counts()
-    committed_values = set(final_committed(t)["value"])
+    committed = final_committed(prepare(t))["vid"]
     w = t.writes.merge(tx[["txn", "outcome"]], on="txn")
-    vis = w.assign(v=w["value"].isin(committed_values)).groupby("txn")["v"].agg(["sum", "size"])
+    vis = w.assign(v=w["vid"].isin(committed)).groupby("txn")["v"].agg(["sum", "size"])
     info_txns = tx.loc[tx["outcome"] == INFO, "txn"]
     iv = vis.reindex(info_txns).dropna()
     ok_tx = tx[tx["outcome"] == OK]
@@ -63,13 +64,14 @@ def stats(t: Tables) -> dict[str, Any]:
             "aborted": int((iv["sum"] == 0).sum()),
             "torn": int(((iv["sum"] > 0) & (iv["sum"] < iv["size"])).sum()),
         },
-        "committed_values": int(len(committed_values)),
+        "committed_values": int(committed.nunique()),
         "written_values": int(len(t.writes)),
         "fenced": len(t.meta.get("fenced", [])),
+        "retired": len(t.meta.get("retired", [])),
         "throughput": {"ok_txn_per_s": round(len(ok_tx) / duration_s, 2),
-                       "committed_values_per_s": round(len(committed_values) / duration_s, 2)},
+                       "committed_values_per_s": round(committed.nunique() / duration_s, 2)},
         "commit_latency_ms": _percentiles(lat_ms),
-        "reads": {str(k): int(v) for k, v in t.reads.groupby(["source", "isolation"]).size().items()} if len(t.reads) else {},
+        "reads": {f"{s}/{i}": int(v) for (s, i), v in t.reads.groupby(["source", "isolation"]).size().items()} if len(t.reads) else {},
     }
 
 

@@ -18,10 +18,12 @@ Values written are strings unique in the whole run. Shapes of ``value``:
 - ``scan``: the final read of every partition after heal; value as ``poll``; extra ``isolation``.
 - ``group-offsets``: the copier group's committed offsets after heal ``{"topic-partition": offset}``.
 - ``fenced``: a producer retired because Kafka fenced it (value: the error).
+- ``retired``: a producer retired after another fatal error (value: the error).
 - ``fault``: nemesis events (process ``nemesis``), value ``{"kind", "targets", ...}``.
 
-A copier's output value is ``copy/<in topic>/<in partition>/<in offset>/<in value>``, so the
-checker can pair outputs with inputs from the output alone.
+A copier's output value is ``copy/<in topic>/<in partition>/<in offset>/<attempt>/<in value>``, so
+the checker can pair outputs with inputs from the output alone; ``attempt`` (copier process and
+transaction number) keeps values unique when an aborted copy is copied again.
 """
 
 from __future__ import annotations
@@ -29,8 +31,8 @@ from __future__ import annotations
 INVOKE, OK, FAIL, INFO = "invoke", "ok", "fail", "info"
 COMPLETIONS = (OK, FAIL, INFO)
 
-TXN, SEND, INIT, POLL, SCAN, GROUP_OFFSETS, FENCED, FAULT = (
-    "txn", "send", "init", "poll", "scan", "group-offsets", "fenced", "fault")
+TXN, SEND, INIT, POLL, SCAN, GROUP_OFFSETS, FENCED, RETIRED, FAULT = (
+    "txn", "send", "init", "poll", "scan", "group-offsets", "fenced", "retired", "fault")
 
 READ_COMMITTED, READ_UNCOMMITTED = "read_committed", "read_uncommitted"
 COPY_PREFIX = "copy"
@@ -47,5 +49,5 @@ def split_tp(key: str) -> tuple[str, int]:
     return topic, int(part)
 
 
-def copy_value(topic: str, partition: int, offset: int, value: str) -> str:
-    return f"{COPY_PREFIX}/{topic}/{partition}/{offset}/{value}"
+def copy_value(topic: str, partition: int, offset: int, value: str, attempt: str) -> str:
+    return f"{COPY_PREFIX}/{topic}/{partition}/{offset}/{attempt}/{value}"

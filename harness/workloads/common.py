@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
-from harness.history.model import FAIL, FENCED, INFO, INIT, OK, TXN
+from harness.history.model import FAIL, FENCED, INFO, INIT, OK, RETIRED, TXN
 from harness.history.recorder import Recorder
 
 #: A commit normally takes tens of ms; leader/coordinator moves after a broker kill take ~10-20 s
@@ -125,7 +125,7 @@ def transaction(rec: Recorder, process: str, producer: Producer, txn_id: str,
                 pause: tuple[int, Callable[[], None]] | None = None) -> str:
     """One recorded transaction. Outcomes (DESIGN.md): committed -> ok; aborted on purpose, or an
     error before commit followed by a successful abort -> fail; fenced/fatal -> fail and the
-    producer retires; a commit whose result is unknown (timeout, lost connection) -> info.
+    producer retires (during commit: info); a commit whose result is unknown (timeout, lost connection) -> info.
     ``before_commit`` (the copier's ``send_offsets_to_transaction``) returns extra fields to record.
     ``pause`` = (k, fn): after the first k sends are written, call fn (the zombie waits there).
     Raises ``Retired`` after recording when this producer must be replaced."""
@@ -149,6 +149,9 @@ def transaction(rec: Recorder, process: str, producer: Producer, txn_id: str,
         if before_commit is not None:
             extra = before_commit()
         if abort:
+            # Write the records first: librdkafka's abort purges what is still queued, and an abort
+            # of records that never reached the log would test nothing (readers must skip them).
+            producer.flush(CALL_TIMEOUT_S)
             producer.abort_transaction(CALL_TIMEOUT_S)
             rec.complete(process, FAIL, TXN, None, error="aborted on purpose", txn_id=txn_id, **extra)
             return FAIL
@@ -159,8 +162,13 @@ def transaction(rec: Recorder, process: str, producer: Producer, txn_id: str,
     except KafkaException as exc:
         err = kafka_error(exc)
         if is_fenced(err):
-            rec.complete(process, FAIL, TXN, None, error=describe(exc), txn_id=txn_id, commit_at=commit_at, **extra)
-            rec.event(process, FENCED, describe(exc))
+            # Before commit: this instance's transaction can only end aborted -> fail. During commit
+            # the request may have been a retry of one that already committed (its response lost),
+            # so a fence or fatal error there proves nothing -> info, resolved from the final reads.
+            outcome = INFO if committing else FAIL
+            rec.complete(process, outcome, TXN, None, error=describe(exc), txn_id=txn_id, commit_at=commit_at, **extra)
+            fenced = err is not None and err.code() in FENCED_CODES
+            rec.event(process, FENCED if fenced else RETIRED, describe(exc))
             raise Retired(describe(exc)) from exc
         aborted = False
         if err is not None and (err.txn_requires_abort() or not committing):

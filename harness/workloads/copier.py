@@ -1,11 +1,12 @@
 """copier: consume-transform-produce. Reads the input topic read_committed in a consumer group
 (subscribe mode), writes one output record per input record to the same partition of the output
-topic (the value names its input: ``copy/<topic>/<partition>/<offset>/<value>``), and commits the
+topic (the value names its input and the attempt: ``copy/<topic>/<partition>/<offset>/<attempt>/<value>``),
+and commits the
 consumed offsets in the same transaction (``send_offsets_to_transaction`` with the consumer group
 metadata, so a copier that lost its partitions is fenced by generation, KIP-447). A share of
 transactions is aborted on purpose, after which the copier rewinds to the committed offsets.
 
-Settings: ``input``, ``output`` (topics), ``abort_share`` (0.1), ``batch`` (50).
+Settings: ``input``, ``output`` (topics), ``group`` (consumer group), ``abort_share`` (0.1), ``batch`` (50).
 """
 
 from __future__ import annotations
@@ -48,18 +49,22 @@ def main() -> None:
         while not stop:
             process = f"{cfg.name}.{incarnation}"
             incarnation += 1
-            consumer = Consumer({"bootstrap.servers": cfg.bootstrap, "group.id": GROUP, "enable.auto.commit": False,
+            consumer = Consumer({"bootstrap.servers": cfg.bootstrap, "group.id": cfg.settings.get("group", GROUP),
+                                 "enable.auto.commit": False,
                                  "isolation.level": "read_committed", "auto.offset.reset": "earliest",
                                  "logger": QUIET, **cfg.client})
             producer = new_producer(cfg, txn_id)
             try:
                 init(rec, process, producer, txn_id)
                 consumer.subscribe([src])
+                seq = 0
                 while not stop:
                     msgs = [m for m in consumer.consume(batch, POLL_TIMEOUT_S) if m.error() is None]
                     if not msgs:
                         continue
-                    sends = [(dst, m.partition(), copy_value(m.topic(), m.partition(), m.offset(), m.value().decode()))
+                    attempt = f"{process}-{seq}"
+                    seq += 1
+                    sends = [(dst, m.partition(), copy_value(m.topic(), m.partition(), m.offset(), m.value().decode(), attempt))
                              for m in msgs]
 
                     def send_offsets() -> dict[str, Any]:

@@ -4,7 +4,8 @@ process id (``<name>.<n>``) and the same ``transactional.id``, whose ``init_tran
 the old one.
 
 Settings: ``values_per_txn`` (default 6), ``abort_share`` (0.1), ``transactional`` (true; false =
-plain sends, one ``send`` op per value: the negative control for duplicates).
+plain sends, one ``send`` op per value: the negative control for duplicates), ``topics`` (a subset
+of the scenario's), ``value_bytes`` (pad values to this size; benchmarks).
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from harness.workloads.common import (
 
 def pick_sends(cfg: WorkloadConfig, rnd: random.Random, prefix: str, n: int) -> list[tuple[str, int, str]]:
     topics = cfg.settings.get("topics") or cfg.topics
-    return [(rnd.choice(topics), rnd.randrange(cfg.partitions), f"{prefix}-{k}") for k in range(n)]
+    width = int(cfg.settings.get("value_bytes", 0))
+    return [(rnd.choice(topics), rnd.randrange(cfg.partitions), f"{prefix}-{k}".ljust(width, ".")) for k in range(n)]
 
 
 def run_transactional(cfg: WorkloadConfig, rec: Recorder, stop: Stop, rnd: random.Random) -> None:

@@ -119,7 +119,7 @@ def clean(variant: str = "") -> History:
         for off, v in committed[p]:
             if variant == "copy-exactly-once" and v == "b1":
                 continue  # skipped, yet the group offset below moves past it
-            out_recs[p].append((len(out_recs[p]) * 2, copy_value("t", p, off, v)))
+            out_recs[p].append((len(out_recs[p]) * 2, copy_value("t", p, off, v, "copier-1.0-0")))
     h.init("copier-1", "copier-tx")
     for p in (0, 1):
         h.txn("copier-1", [("o", p, v, off) for off, v in out_recs[p]], txn_id="copier-tx")

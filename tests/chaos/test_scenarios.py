@@ -1,0 +1,61 @@
+"""The workload scenarios against real Kafka, once per backend, on the session cluster: the safe
+ones must come out valid, the negative controls invalid with the check they exist for."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from clusters.backends import Backend
+from clusters.base import Cluster
+from harness import runner, scenario
+from harness.runs import new_run_dir
+
+pytestmark = pytest.mark.chaos
+
+
+def run(cluster: Cluster, name: str) -> dict:
+    sc = scenario.load(name)
+    seed = random.randrange(2**31)
+    result = runner.run(sc, Backend(cluster.backend), seed, new_run_dir(f"pytest-{name}"), print, cluster=cluster)
+    v = result.verdict
+    print(json.dumps({k: v[k] for k in ("valid", "as_expected", "stats")}, default=str)[:2000])
+    assert v["stats"]["healed"] is True, v["stats"]["heal_problems"]
+    assert v["stats"]["nemesis_errors"] == [], v["stats"]["nemesis_errors"]
+    assert (result.run_dir / "history.parquet" / "meta.json").exists()
+    return v
+
+
+def anomalies(v: dict) -> dict[str, int]:
+    return {k: c["count"] for k, c in v["checks"].items() if c["count"]}
+
+
+def test_txn_baseline_is_valid_with_hundreds_of_commits(cluster: Cluster) -> None:
+    v = run(cluster, "txn-baseline")
+    assert v["valid"] is True, anomalies(v)
+    assert v["stats"]["txn"]["ok"] >= 100 and v["stats"]["faults"] == 2, v["stats"]
+    assert v["as_expected"] is True
+
+
+def test_copier_bounce_copies_exactly_once(cluster: Cluster) -> None:
+    v = run(cluster, "copier-bounce")
+    assert v["valid"] is True, anomalies(v)
+    assert v["stats"]["faults"] >= 3 and v["as_expected"] is True, v["stats"]
+
+
+def test_zombie_is_fenced(cluster: Cluster) -> None:
+    v = run(cluster, "zombie-fencing")
+    assert v["valid"] is True, anomalies(v)
+    assert v["stats"]["fenced"] >= 1 and v["checks"]["zombie-commit"]["count"] == 0, v["stats"]
+
+
+def test_negative_control_duplicates_is_caught(cluster: Cluster) -> None:
+    v = run(cluster, "negative-duplicates")
+    assert v["valid"] is False and v["checks"]["duplicate"]["count"] > 0, anomalies(v)
+
+
+def test_negative_control_aborted_read_is_caught(cluster: Cluster) -> None:
+    v = run(cluster, "negative-aborted-read")
+    assert v["valid"] is False and v["checks"]["aborted-read"]["count"] > 0, anomalies(v)
