@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.checker.checks import CHECKS, final_committed, prepare
+from harness.checker.checks import CHECKS, cols, prepare
 from harness.history.model import FAIL, INFO, OK
 from harness.history.store import Tables
 
@@ -48,30 +48,30 @@ def check(t: Tables, extra_stats: dict[str, Any] | None = None) -> dict[str, Any
 def stats(t: Tables) -> dict[str, Any]:
     """Informational figures, never failing: outcomes, info resolution, throughput, latencies."""
     tx = t.txns
+    c = cols(t)
     outcome = tx["outcome"].value_counts()
-    committed = final_committed(prepare(t))["vid"]
-    w = t.writes.merge(tx[["txn", "outcome"]], on="txn")
-    vis = w.assign(v=w["vid"].isin(committed)).groupby("txn")["v"].agg(["sum", "size"])
-    info_txns = tx.loc[tx["outcome"] == INFO, "txn"]
-    iv = vis.reindex(info_txns).dropna()
+    m = c.w_tix >= 0
+    total = np.bincount(c.w_tix[m], minlength=len(tx))
+    visible = np.bincount(c.w_tix[m], weights=c.in_fc[c.w_vid[m]], minlength=len(tx))
+    info = (tx["outcome"] == INFO).to_numpy() & (total > 0)
+    iv = {"committed": int((info & (visible == total)).sum()), "aborted": int((info & (visible == 0)).sum()),
+          "torn": int((info & (visible > 0) & (visible < total)).sum())}
+    committed_values = int(c.in_fc.sum())
     ok_tx = tx[tx["outcome"] == OK]
     lat_ms = ((ok_tx["complete_time"] - ok_tx["commit_at"].fillna(ok_tx["invoke_time"])).dropna().astype("int64") / 1e6)
     duration_s = max(t.meta.get("duration_ns", 0) / 1e9, 1e-9)
     return {
         "txn": {k: int(outcome.get(k, 0)) for k in (OK, FAIL, INFO)},
-        "info_resolved": {
-            "committed": int((iv["sum"] == iv["size"]).sum()),
-            "aborted": int((iv["sum"] == 0).sum()),
-            "torn": int(((iv["sum"] > 0) & (iv["sum"] < iv["size"])).sum()),
-        },
-        "committed_values": int(committed.nunique()),
+        "info_resolved": iv,
+        "committed_values": committed_values,
         "written_values": int(len(t.writes)),
         "fenced": len(t.meta.get("fenced", [])),
         "retired": len(t.meta.get("retired", [])),
         "throughput": {"ok_txn_per_s": round(len(ok_tx) / duration_s, 2),
-                       "committed_values_per_s": round(committed.nunique() / duration_s, 2)},
+                       "committed_values_per_s": round(committed_values / duration_s, 2)},
         "commit_latency_ms": _percentiles(lat_ms),
-        "reads": {f"{s}/{i}": int(v) for (s, i), v in t.reads.groupby(["source", "isolation"]).size().items()} if len(t.reads) else {},
+        "reads": {"polled": int(c.poll.sum()), "final_committed": int(c.fc.sum()),
+                  "final_uncommitted": int((~c.poll & ~c.fc).sum())},
     }
 
 

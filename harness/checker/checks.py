@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from harness.history.model import COPY_PREFIX, FAIL, INFO, OK, POLL, READ_COMMITTED, SCAN
+from harness.checker.arrays import NO_OFFSET, OUTCOME_CODES, Cols, build, span
 from harness.history.store import Tables
 
 MAX_EXAMPLES = 5
@@ -46,160 +47,180 @@ def _plain(v: Any) -> Any:
     return v
 
 
+def cols(t: Tables) -> Cols:
+    """The numpy view of ``t`` (built on first use, then cached on the tables)."""
+    if "cols" not in t.cache:
+        t.cache["cols"] = build(t)
+    return t.cache["cols"]
+
+
 def prepare(t: Tables) -> Tables:
-    """Give every value an integer id (``vid``), shared by writes and reads: membership and joins
-    on integers are ~500x faster than on strings (pandas ``isin`` on string columns). Idempotent."""
-    if "vid" not in t.writes.columns or "vid" not in t.reads.columns:
-        n = len(t.writes)
-        codes, _ = pd.factorize(pd.concat([t.writes["value"], t.reads["value"]], ignore_index=True))
-        tids, _ = pd.factorize(pd.concat([t.writes["topic"], t.reads["topic"]], ignore_index=True))
-        t.writes = t.writes.assign(vid=codes[:n].astype(np.int64), tid=tids[:n].astype(np.int64))
-        t.reads = t.reads.assign(vid=codes[n:].astype(np.int64), tid=tids[n:].astype(np.int64))
-        # (topic, partition, offset) as one int64: 7 bits of topic, 16 of partition, 40 of offset
-        t.reads["pos"] = position(t.reads["tid"], t.reads["partition"], t.reads["offset"])
+    cols(t)
     return t
 
 
-def position(tid: pd.Series, partition: pd.Series, offset: pd.Series) -> np.ndarray:
-    return ((tid.to_numpy(np.int64) << 56) | (partition.to_numpy(np.int64) << 40) | offset.to_numpy(np.int64))
-
-
 def committed_reads(t: Tables) -> pd.DataFrame:
-    r = t.reads
-    return r[(r["source"] == POLL) | ((r["source"] == SCAN) & (r["isolation"] == READ_COMMITTED))]
+    return t.reads[cols(t).cv]
 
 
 def final_committed(t: Tables) -> pd.DataFrame:
-    r = t.reads
-    return r[(r["source"] == SCAN) & (r["isolation"] == READ_COMMITTED)]
+    return t.reads[cols(t).fc]
 
 
-def _writes_with_outcome(t: Tables) -> pd.DataFrame:
-    return t.writes.merge(t.txns[["txn", "process", "outcome", "f"]], on="txn", how="left")
+def _writes_at(t: Tables, rows: np.ndarray) -> pd.DataFrame:
+    """Some writes with their transaction's outcome and process (for examples)."""
+    w = t.writes.iloc[rows]
+    tx = t.txns.set_index("txn")
+    return w.assign(outcome=tx["outcome"].reindex(w["txn"]).to_numpy(), process=tx["process"].reindex(w["txn"]).to_numpy())
+
+
+def _positions(df: pd.DataFrame) -> list[str]:
+    return [f"{a}-{b}@{c}" for a, b, c in zip(df["topic"], df["partition"], df["offset"])]
 
 
 # ---------------------------------------------------------------------------------------------- checks
 def duplicate(t: Tables) -> Found:
     """A value visible at more than one position to read_committed readers."""
-    r = committed_reads(prepare(t))
-    pos = r[["vid", "pos"]].drop_duplicates()
-    counts = pos["vid"].value_counts(sort=False)
-    dup = counts[counts > 1]
-    if dup.empty:
+    c = cols(t)
+    lo, hi = span(c.r_vid[c.cv], c.r_pos[c.cv], c.n_values)
+    dup = np.flatnonzero((lo < hi))
+    if len(dup) == 0:
         return Found(0)
-    ex = r[r["vid"].isin(dup.index[:MAX_EXAMPLES])].drop_duplicates(["vid", "topic", "partition", "offset"])
-    ex = ex.groupby("value", sort=False).apply(
-        lambda g: [f"{a}-{b}@{c}" for a, b, c in zip(g["topic"], g["partition"], g["offset"])], include_groups=False)
-    w = _writes_with_outcome(t)
-    writers = w[w["vid"].isin(dup.index[:MAX_EXAMPLES])].drop_duplicates("value").set_index("value")
-    examples = [{"value": v, "positions": p, "writer_op": _plain(writers["txn"].get(v)),
-                 "writer_process": writers["process"].get(v)} for v, p in ex.items()]
-    return Found(int(len(dup)), examples)
+    examples = []
+    for vid in dup[:MAX_EXAMPLES]:
+        rows = t.reads[c.cv & (c.r_vid == vid)].drop_duplicates(["topic", "partition", "offset"])
+        w = _writes_at(t, np.flatnonzero(c.w_vid == vid))
+        examples.append({"value": rows["value"].iloc[0], "positions": _positions(rows),
+                         "writer_op": _plain(w["txn"].iloc[0]) if len(w) else None,
+                         "writer_process": w["process"].iloc[0] if len(w) else None})
+    return Found(len(dup), examples)
 
 
 def lost_write(t: Tables) -> Found:
     """A value of a transaction acknowledged committed (``ok``) missing from the final committed scan."""
-    w = _writes_with_outcome(t)
-    ok = w[w["outcome"] == OK]
-    lost = ok[~ok["vid"].isin(final_committed(prepare(t))["vid"])]
-    return Found(len(lost), _examples(lost, ["value", "txn", "process", "topic", "partition", "offset"]))
+    c = cols(t)
+    rows = np.flatnonzero((c.w_out == OUTCOME_CODES[OK]) & ~c.in_fc[c.w_vid])
+    return Found(len(rows), _examples(_writes_at(t, rows[:MAX_EXAMPLES]),
+                                      ["value", "txn", "process", "topic", "partition", "offset"]))
 
 
 def aborted_read(t: Tables) -> Found:
     """A read_committed reader saw a value of a transaction that definitely aborted (``fail``)."""
-    w = _writes_with_outcome(prepare(t))
-    failed = w[w["outcome"] == FAIL][["vid", "txn", "process"]].rename(columns={"process": "writer_process"})
-    seen = committed_reads(t).merge(failed, on="vid")
-    values = seen.drop_duplicates("value")
-    return Found(len(values), _examples(values.rename(columns={"op": "read_op", "process": "reader", "txn": "writer_op"}),
-                                       ["value", "writer_op", "writer_process", "read_op", "reader", "topic", "partition", "offset"]))
+    c = cols(t)
+    failed = np.zeros(c.n_values, dtype=bool)
+    failed[c.w_vid[c.w_out == OUTCOME_CODES[FAIL]]] = True
+    seen = c.cv & failed[c.r_vid]
+    vids = np.unique(c.r_vid[seen])
+    if len(vids) == 0:
+        return Found(0)
+    first = pd.DataFrame({"vid": c.r_vid[seen], "row": np.flatnonzero(seen)}).drop_duplicates("vid")["row"].to_numpy()
+    reads = t.reads.iloc[first[:MAX_EXAMPLES]]
+    w = _writes_at(t, np.flatnonzero(np.isin(c.w_vid, c.r_vid[first[:MAX_EXAMPLES]])))
+    by_value = w.drop_duplicates("value").set_index("value")
+    examples = [{"value": r["value"], "writer_op": _plain(by_value["txn"].get(r["value"])),
+                 "writer_process": by_value["process"].get(r["value"]), "read_op": _plain(r["op"]),
+                 "reader": r["process"], "topic": r["topic"], "partition": _plain(r["partition"]),
+                 "offset": _plain(r["offset"])} for r in reads.to_dict("records")]
+    return Found(len(vids), examples)
 
 
 def torn_transaction(t: Tables) -> Found:
     """Some but not all values of one transaction are in the final committed scan."""
-    w = _writes_with_outcome(prepare(t))
-    w = w[w["f"] == "txn"]
-    visible = w["vid"].isin(final_committed(t)["vid"])
-    per = pd.DataFrame({"txn": w["txn"], "visible": visible}).groupby("txn")["visible"].agg(["sum", "size"])
-    torn = per[(per["sum"] > 0) & (per["sum"] < per["size"])]
-    tx = t.txns.set_index("txn").loc[torn.index]
-    ex = pd.DataFrame({"txn": torn.index, "process": tx["process"].values, "outcome": tx["outcome"].values,
-                       "visible": torn["sum"].values, "written": torn["size"].values})
+    c = cols(t)
+    m = c.w_is_txn & (c.w_tix >= 0)
+    n_tx = len(t.txns)
+    total = np.bincount(c.w_tix[m], minlength=n_tx)
+    visible = np.bincount(c.w_tix[m], weights=c.in_fc[c.w_vid[m]], minlength=n_tx)
+    torn = np.flatnonzero((visible > 0) & (visible < total))
+    tx = t.txns.iloc[torn[:MAX_EXAMPLES]]
+    ex = pd.DataFrame({"txn": tx["txn"].to_numpy(), "process": tx["process"].to_numpy(), "outcome": tx["outcome"].to_numpy(),
+                       "visible": visible[torn[:MAX_EXAMPLES]].astype(int), "written": total[torn[:MAX_EXAMPLES]]})
     return Found(len(torn), _examples(ex))
 
 
 def inconsistent_offsets(t: Tables) -> Found:
     """One partition offset observed (read, or acknowledged to a writer) holding different values."""
-    prepare(t)
-    acked = t.writes[t.writes["offset"].notna()]
-    apos = position(acked["tid"], acked["partition"], acked["offset"].astype("int64"))
-    pairs = pd.DataFrame({"pos": np.concatenate([t.reads["pos"].to_numpy(), apos]),
-                          "vid": np.concatenate([t.reads["vid"].to_numpy(), acked["vid"].to_numpy()])}).drop_duplicates()
-    n = pairs["pos"].value_counts(sort=False)
-    bad_pos = n[n > 1]
-    if bad_pos.empty:
+    c = cols(t)
+    acked = c.w_off != NO_OFFSET
+    apos = (c.w_tid[acked] << 56) | (c.w_part[acked] << 40) | c.w_off[acked]
+    vid = np.concatenate([c.r_vid, c.w_vid[acked]])
+    pos = np.concatenate([c.r_pos, apos])
+    # Each value's lowest and highest position; values seen at several positions contribute all of
+    # theirs. Two different values on one position then show up as equal neighbours once sorted.
+    lo, hi = span(vid, pos, c.n_values)
+    seen = np.flatnonzero(lo <= hi)
+    multi = lo[vid] < hi[vid]
+    pairs = np.unique(np.stack([np.concatenate([lo[seen], pos[multi]]), np.concatenate([seen, vid[multi]])], axis=1), axis=0) \
+        if multi.any() else np.stack([lo[seen], seen], axis=1)
+    order = np.argsort(pairs[:, 0], kind="stable")
+    p_sorted, v_sorted = pairs[order, 0], pairs[order, 1]
+    clash = (p_sorted[1:] == p_sorted[:-1]) & (v_sorted[1:] != v_sorted[:-1])
+    bad_pos = np.unique(p_sorted[1:][clash])
+    if len(bad_pos) == 0:
         return Found(0)
-    reads = t.reads[["topic", "partition", "offset", "vid", "value", "pos"]]
-    acked_rows = acked[["topic", "partition", "offset", "vid", "value"]].astype({"offset": "int64"}).assign(pos=apos)
-    allpos = pd.concat([reads, acked_rows], ignore_index=True)
-    distinct = allpos[allpos["pos"].isin(bad_pos.index[:MAX_EXAMPLES])].drop_duplicates(["pos", "vid"])
-    bad = distinct.groupby(["topic", "partition", "offset"]).size()
-    keys = bad.index[:MAX_EXAMPLES]
-    ex = distinct.set_index(["topic", "partition", "offset"]).loc[keys].groupby(level=[0, 1, 2])["value"].agg(list)
-    return Found(len(bad_pos), [{"topic": k[0], "partition": int(k[1]), "offset": int(k[2]), "values": v} for k, v in ex.items()])
+    examples = []
+    values = pd.concat([t.reads["value"], t.writes["value"][acked]], ignore_index=True).to_numpy()
+    for b in bad_pos[:MAX_EXAMPLES]:
+        here = np.flatnonzero(pos == b)
+        examples.append({"topic": _topic_of(t, int(b >> 56)), "partition": int((b >> 40) & 0xFFFF),
+                         "offset": int(b & ((1 << 40) - 1)), "values": sorted({str(v) for v in values[here]})})
+    return Found(len(bad_pos), examples)
+
+
+def _topic_of(t: Tables, tid: int) -> str:
+    hit = t.reads.loc[t.reads["tid"] == tid, "topic"]
+    return str(hit.iloc[0]) if len(hit) else str(t.writes.loc[t.writes["tid"] == tid, "topic"].iloc[0])
 
 
 def nonmonotonic_send(t: Tables) -> Found:
     """One producer's later transaction landed at lower offsets in a partition than its earlier one."""
-    w = _writes_with_outcome(t)
-    w = w[(w["outcome"] == OK) & w["offset"].notna()]
-    if w.empty:
+    c = cols(t)
+    m = np.flatnonzero((c.w_out == OUTCOME_CODES[OK]) & (c.w_off != NO_OFFSET))
+    if len(m) == 0:
         return Found(0)
-    per = w.groupby(["process", "topic", "partition", "txn"])["offset"].agg(["min", "max"]).reset_index()
-    per = per.sort_values(["process", "topic", "partition", "txn"])
-    prev_max = per.groupby(["process", "topic", "partition"])["max"].shift()
-    prev_txn = per.groupby(["process", "topic", "partition"])["txn"].shift()
-    # assign before filtering: pandas aligns an assigned Series to an empty frame by adopting its index
-    bad = per.assign(earlier_txn=prev_txn, earlier_max=prev_max)[prev_max.notna() & (per["min"] < prev_max)]
-    return Found(len(bad), _examples(bad.rename(columns={"min": "offset"}),
-                                     ["process", "topic", "partition", "earlier_txn", "earlier_max", "txn", "offset"]))
-
-
-def _polls(t: Tables) -> pd.DataFrame:
-    """Reader polls in history order, offsets in the order each poll returned them."""
-    r = t.reads
-    return r[r["source"] == POLL]
+    key = (c.w_proc[m] << 40) | (c.w_tid[m] << 16) | c.w_part[m]
+    order = np.lexsort((c.w_txn[m], key))
+    k, txn, off = key[order], c.w_txn[m][order], c.w_off[m][order]
+    # groups = one transaction's records in one partition; min/max offset per group
+    start = np.flatnonzero(np.r_[True, (k[1:] != k[:-1]) | (txn[1:] != txn[:-1])])
+    g_min, g_max = np.minimum.reduceat(off, start), np.maximum.reduceat(off, start)
+    g_key, g_txn = k[start], txn[start]
+    same = g_key[1:] == g_key[:-1]
+    bad = np.flatnonzero(same & (g_min[1:] < g_max[:-1])) + 1
+    rows = m[order][start[bad[:MAX_EXAMPLES]]]
+    w = _writes_at(t, rows)
+    ex = [{"process": r["process"], "topic": r["topic"], "partition": _plain(r["partition"]),
+           "earlier_txn": _plain(g_txn[b - 1]), "earlier_max": _plain(g_max[b - 1]), "txn": _plain(g_txn[b]),
+           "offset": _plain(g_min[b])} for r, b in zip(w.to_dict("records"), bad[:MAX_EXAMPLES])]
+    return Found(len(bad), ex)
 
 
 def nonmonotonic_poll(t: Tables) -> Found:
     """One reader (assign mode) went backwards, or re-read an offset, in a partition."""
-    p = _polls(t)
-    if p.empty:
-        return Found(0)
-    prev = p.groupby(["process", "topic", "partition"], sort=False)["offset"].shift()
-    bad = p.assign(previous_offset=prev)[prev.notna() & (p["offset"] <= prev)]
-    return Found(len(bad), _examples(bad, ["process", "op", "topic", "partition", "previous_offset", "offset"]))
+    c = cols(t)
+    bad = np.flatnonzero(c.poll & (c.r_prev >= 0) & (c.r_off <= c.r_prev))
+    ex = t.reads.iloc[bad[:MAX_EXAMPLES]].assign(previous_offset=c.r_prev[bad[:MAX_EXAMPLES]])
+    return Found(len(bad), _examples(ex, ["process", "op", "topic", "partition", "previous_offset", "offset"]))
 
 
 def poll_skip(t: Tables) -> Found:
     """Between two records one reader got in a row from a partition, a committed record it never got.
     Readers start at offset 0, so the first record they get counts as following offset -1."""
-    p = _polls(prepare(t))
-    fc = final_committed(t)
-    if p.empty or fc.empty:
+    c = cols(t)
+    if not c.poll.any() or not c.fc.any():
         return Found(0)
-    # Positions are sortable int64s (topic, partition, offset): the committed records strictly
-    # between two consecutive polled offsets of one partition are counted by one searchsorted.
-    committed = np.unique(fc["pos"].to_numpy())
-    cur = p["offset"].to_numpy(np.int64)
-    prev = p.groupby(["process", "tid", "partition"], sort=False)["offset"].shift().fillna(-1).to_numpy(np.int64)
-    base = p["pos"].to_numpy() - cur
-    lo = np.searchsorted(committed, base + prev, side="right")
-    hi = np.searchsorted(committed, base + cur, side="left")
-    missed = np.where(cur > prev, hi - lo, 0)
-    bad = p[missed > 0].assign(previous_offset=prev[missed > 0], committed_skipped=missed[missed > 0])
-    return Found(int(missed.astype(bool).sum()),
-                 _examples(bad, ["process", "op", "topic", "partition", "previous_offset", "offset", "committed_skipped"]))
+    # Positions sort as (topic, partition, offset): the committed records strictly between two
+    # consecutive polled offsets of one partition are counted by one searchsorted.
+    committed = np.sort(c.r_pos[c.fc])
+    idx = np.flatnonzero(c.poll)
+    cur, prev = c.r_off[idx], c.r_prev[idx]
+    base = c.r_pos[idx] - cur
+    missed = np.where(cur > prev, np.searchsorted(committed, base + cur, side="left")
+                      - np.searchsorted(committed, base + prev, side="right"), 0)
+    bad = idx[missed > 0]
+    ex = t.reads.iloc[bad[:MAX_EXAMPLES]].assign(previous_offset=c.r_prev[bad[:MAX_EXAMPLES]],
+                                                   committed_skipped=missed[missed > 0][:MAX_EXAMPLES])
+    return Found(len(bad), _examples(ex, ["process", "op", "topic", "partition", "previous_offset", "offset", "committed_skipped"]))
 
 
 def zombie_commit(t: Tables) -> Found:
@@ -218,9 +239,9 @@ def zombie_commit(t: Tables) -> Found:
     late = tx[started > tx["fenced_at"]]
     if late.empty:
         return Found(0)
-    prepare(t)
-    w = t.writes[t.writes["txn"].isin(late["txn"])]
-    seen_txns = set(w.loc[w["vid"].isin(committed_reads(t)["vid"]), "txn"])
+    c = cols(t)
+    w_late = np.isin(c.w_txn, late["txn"].to_numpy())
+    seen_txns = set(c.w_txn[w_late & c.in_cv[c.w_vid]].tolist())
     bad = late[(late["outcome"] == OK) | late["txn"].isin(seen_txns)].assign(visible=lambda d: d["txn"].isin(seen_txns))
     return Found(len(bad), _examples(bad, ["txn", "process", "txn_id", "outcome", "visible", "newer", "fenced_at", "commit_at"]))
 
@@ -229,9 +250,14 @@ def copy_exactly_once(t: Tables) -> Found:
     """Every committed input has exactly one committed output (none at or above the group's committed
     offset, when the history has it), and every committed output copies a committed input."""
     fc = final_committed(t)
-    out = fc[fc["value"].str.startswith(COPY_PREFIX + "/")]
-    if out.empty:
+    if fc.empty:
         return Found(0)
+    # Copies live in the copiers' output topics: test each topic's first record, then only those.
+    firsts = fc.drop_duplicates("tid")
+    copy_tids = firsts.loc[firsts["value"].str.startswith(COPY_PREFIX + "/"), "tid"]
+    if copy_tids.empty:
+        return Found(0)
+    out = fc[fc["tid"].isin(copy_tids)]
     parts = out["value"].str.split("/", n=5, expand=True)
     src = pd.DataFrame({"topic": parts[1], "partition": parts[2].astype("int64"), "offset": parts[3].astype("int64"),
                         "value": parts[5], "out_topic": out["topic"].values, "out_partition": out["partition"].values,
@@ -274,4 +300,4 @@ CHECKS: dict[str, Callable[[Tables], Found]] = {
     "copy-exactly-once": copy_exactly_once,
 }
 
-__all__ = ["CHECKS", "Found", "committed_reads", "final_committed", "prepare", "INFO"]
+__all__ = ["CHECKS", "Found", "committed_reads", "final_committed", "prepare", "cols", "INFO"]

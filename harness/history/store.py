@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import orjson
 import pandas as pd
 
@@ -38,6 +39,8 @@ class Tables:
     inits: pd.DataFrame
     group_offsets: pd.DataFrame
     meta: dict[str, Any] = field(default_factory=dict)
+    #: derived data a checker run computes once (never saved)
+    cache: dict[str, Any] = field(default_factory=dict)
 
 
 def read_ops(run_dir: Path) -> tuple[list[dict[str, Any]], list[str]]:
@@ -173,6 +176,26 @@ def flatten(ops: list[dict[str, Any]], truncated: list[str] | None = None) -> Ta
     return Tables(ops_df, txns, writes, reads, inits, groups, meta)
 
 
+def add_ids(t: Tables) -> Tables:
+    """Integer ids the checker works on, stored with the tables (like Parquet's own dictionary
+    encoding): ``vid`` per value (shared by writes and reads), ``tid`` per topic, and on reads
+    ``pos`` = (topic, partition, offset) as one sortable int64. Idempotent."""
+    if "vid" in t.writes.columns and "vid" in t.reads.columns:
+        return t
+    n = len(t.writes)
+    codes, _ = pd.factorize(pd.concat([t.writes["value"], t.reads["value"]], ignore_index=True))
+    tids, _ = pd.factorize(pd.concat([t.writes["topic"], t.reads["topic"]], ignore_index=True))
+    t.writes = t.writes.assign(vid=codes[:n].astype(np.int64), tid=tids[:n].astype(np.int64))
+    t.reads = t.reads.assign(vid=codes[n:].astype(np.int64), tid=tids[n:].astype(np.int64))
+    t.reads["pos"] = position(t.reads["tid"], t.reads["partition"], t.reads["offset"])
+    return t
+
+
+def position(tid: pd.Series, partition: pd.Series, offset: pd.Series) -> np.ndarray:
+    """(topic id, partition, offset) -> int64: 7 bits of topic, 16 of partition, 40 of offset."""
+    return (tid.to_numpy(np.int64) << 56) | (partition.to_numpy(np.int64) << 40) | offset.to_numpy(np.int64)
+
+
 def _str(values: list[str]) -> pd.Series:
     """A string column that stays a string column when empty (the checks use ``.str``)."""
     return pd.Series(values, dtype="str")
@@ -180,6 +203,7 @@ def _str(values: list[str]) -> pd.Series:
 
 def save(tables: Tables, run_dir: Path) -> Path:
     """Write the tables as Parquet (temp folder + rename: never half a set)."""
+    add_ids(tables)
     final = run_dir / PARQUET_DIR
     tmp = run_dir / f".{PARQUET_DIR}.tmp{os.getpid()}"
     tmp.mkdir(parents=True, exist_ok=True)
