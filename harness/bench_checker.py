@@ -79,24 +79,39 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def bench(n_values: int, keep: Path | None = None) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory(prefix="eos-chaos-bench-checker-") as tmp:
-        run_dir = keep or Path(tmp)
-        tables = synthetic(n_values)
-        store.save(tables, run_dir)
-        n = len(tables.writes)
-        del tables
-        t0 = time.monotonic()
-        loaded = store.load(run_dir)
-        read_s = time.monotonic() - t0
-        t0 = time.monotonic()
-        verdict = check(loaded)
-        check_s = time.monotonic() - t0
+def generate(n_values: int, run_dir: Path) -> None:
+    store.save(synthetic(n_values), run_dir)
+
+
+def measure(run_dir: Path) -> dict[str, Any]:
+    """Load and check a saved history; run in a fresh process, so peak RSS is the checker's own."""
+    t0 = time.monotonic()
+    loaded = store.load(run_dir)
+    read_s = time.monotonic() - t0
+    t0 = time.monotonic()
+    verdict = check(loaded)
+    check_s = time.monotonic() - t0
     if verdict["valid"] is not True:
         raise AssertionError(f"the synthetic history must be valid: {verdict['checks']}")
+    n = len(loaded.writes)
     return {"values": n, "read_s": round(read_s, 3), "check_s": round(check_s, 3),
             "values_per_s": round(n / check_s), "check_over_read": round(check_s / read_s, 1),
             "peak_rss_mb": round(peak_rss_mb())}
+
+
+def bench(n_values: int) -> dict[str, Any]:
+    """Generate in one process, load + check in another."""
+    import json
+    import subprocess
+    import sys
+
+    with tempfile.TemporaryDirectory(prefix="eos-chaos-bench-checker-") as tmp:
+        for args in (["generate", str(n_values), tmp], ["measure", tmp]):
+            proc = subprocess.run([sys.executable, "-m", "harness.bench_checker", *args], capture_output=True, text=True,
+                                  stdin=subprocess.DEVNULL)
+            if proc.returncode != 0:
+                raise RuntimeError(f"bench_checker {args[0]} failed:\n{proc.stderr[-2000:]}")
+        return dict(json.loads(proc.stdout))
 
 
 def median_of(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -108,8 +123,13 @@ def median_of(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    # One measurement per process, so peak RSS is this run's alone: python -m harness.bench_checker N
+    # python -m harness.bench_checker generate N DIR | measure DIR | N (both, in separate processes)
     import json
     import sys
 
-    print(json.dumps(bench(int(sys.argv[1]))))
+    if sys.argv[1] == "generate":
+        generate(int(sys.argv[2]), Path(sys.argv[3]))
+    elif sys.argv[1] == "measure":
+        print(json.dumps(measure(Path(sys.argv[2]))))
+    else:
+        print(json.dumps(bench(int(sys.argv[1]))))

@@ -20,7 +20,7 @@ import pandas as pd
 
 from harness.history.model import COPY_PREFIX, FAIL, INFO, OK, POLL, READ_COMMITTED, SCAN
 from harness.checker.arrays import NO_OFFSET, OUTCOME_CODES, Cols, build, span
-from harness.history.store import Tables
+from harness.history.store import Tables, with_values
 
 MAX_EXAMPLES = 5
 
@@ -69,7 +69,7 @@ def final_committed(t: Tables) -> pd.DataFrame:
 
 def _writes_at(t: Tables, rows: np.ndarray) -> pd.DataFrame:
     """Some writes with their transaction's outcome and process (for examples)."""
-    w = t.writes.iloc[rows]
+    w = with_values(t, t.writes.iloc[rows])
     tx = t.txns.set_index("txn")
     return w.assign(outcome=tx["outcome"].reindex(w["txn"]).to_numpy(), process=tx["process"].reindex(w["txn"]).to_numpy())
 
@@ -88,7 +88,7 @@ def duplicate(t: Tables) -> Found:
         return Found(0)
     examples = []
     for vid in dup[:MAX_EXAMPLES]:
-        rows = t.reads[c.cv & (c.r_vid == vid)].drop_duplicates(["topic", "partition", "offset"])
+        rows = with_values(t, t.reads[c.cv & (c.r_vid == vid)].drop_duplicates(["topic", "partition", "offset"]))
         w = _writes_at(t, np.flatnonzero(c.w_vid == vid))
         examples.append({"value": rows["value"].iloc[0], "positions": _positions(rows),
                          "writer_op": _plain(w["txn"].iloc[0]) if len(w) else None,
@@ -114,7 +114,7 @@ def aborted_read(t: Tables) -> Found:
     if len(vids) == 0:
         return Found(0)
     first = pd.DataFrame({"vid": c.r_vid[seen], "row": np.flatnonzero(seen)}).drop_duplicates("vid")["row"].to_numpy()
-    reads = t.reads.iloc[first[:MAX_EXAMPLES]]
+    reads = with_values(t, t.reads.iloc[first[:MAX_EXAMPLES]])
     w = _writes_at(t, np.flatnonzero(np.isin(c.w_vid, c.r_vid[first[:MAX_EXAMPLES]])))
     by_value = w.drop_duplicates("value").set_index("value")
     examples = [{"value": r["value"], "writer_op": _plain(by_value["txn"].get(r["value"])),
@@ -143,27 +143,35 @@ def inconsistent_offsets(t: Tables) -> Found:
     c = cols(t)
     acked = c.w_off != NO_OFFSET
     apos = (c.w_tid[acked] << 56) | (c.w_part[acked] << 40) | c.w_off[acked]
-    vid = np.concatenate([c.r_vid, c.w_vid[acked]])
-    pos = np.concatenate([c.r_pos, apos])
-    # Each value's lowest and highest position; values seen at several positions contribute all of
-    # theirs. Two different values on one position then show up as equal neighbours once sorted.
-    lo, hi = span(vid, pos, c.n_values)
+    avid = c.w_vid[acked]
+    # Each value's lowest and highest position (over reads and acknowledged writes, without
+    # concatenating them: memory); values seen at several positions contribute all of theirs. Two
+    # different values on one position then show up as equal neighbours once sorted.
+    lo, hi = span(c.r_vid, c.r_pos, c.n_values)
+    np.minimum.at(lo, avid, apos)
+    np.maximum.at(hi, avid, apos)
     seen = np.flatnonzero(lo <= hi)
-    multi = lo[vid] < hi[vid]
-    pairs = np.unique(np.stack([np.concatenate([lo[seen], pos[multi]]), np.concatenate([seen, vid[multi]])], axis=1), axis=0) \
-        if multi.any() else np.stack([lo[seen], seen], axis=1)
-    order = np.argsort(pairs[:, 0], kind="stable")
-    p_sorted, v_sorted = pairs[order, 0], pairs[order, 1]
+    p_all, v_all = lo[seen], seen
+    multi_r, multi_w = lo[c.r_vid] < hi[c.r_vid], lo[avid] < hi[avid]  # normally none: duplicated values only
+    if multi_r.any() or multi_w.any():
+        extra = np.unique(np.stack([np.concatenate([c.r_pos[multi_r], apos[multi_w]]),
+                                    np.concatenate([c.r_vid[multi_r], avid[multi_w]])], axis=1), axis=0)
+        keep = extra[:, 0] != lo[extra[:, 1]]  # each value's lowest position is in already
+        p_all = np.concatenate([p_all, extra[keep, 0]])
+        v_all = np.concatenate([v_all, extra[keep, 1]])
+    del lo, hi
+    order = np.argsort(p_all, kind="stable")
+    p_sorted, v_sorted = p_all[order], v_all[order]
     clash = (p_sorted[1:] == p_sorted[:-1]) & (v_sorted[1:] != v_sorted[:-1])
     bad_pos = np.unique(p_sorted[1:][clash])
     if len(bad_pos) == 0:
         return Found(0)
     examples = []
-    values = pd.concat([t.reads["value"], t.writes["value"][acked]], ignore_index=True).to_numpy()
     for b in bad_pos[:MAX_EXAMPLES]:
-        here = np.flatnonzero(pos == b)
+        vids = np.concatenate([c.r_vid[c.r_pos == b], avid[apos == b]])
+        values = t.values.take(vids).to_numpy() if t.values is not None else []
         examples.append({"topic": _topic_of(t, int(b >> 56)), "partition": int((b >> 40) & 0xFFFF),
-                         "offset": int(b & ((1 << 40) - 1)), "values": sorted({str(v) for v in values[here]})})
+                         "offset": int(b & ((1 << 40) - 1)), "values": sorted({str(v) for v in values})})
     return Found(len(bad_pos), examples)
 
 
@@ -253,17 +261,18 @@ def copy_exactly_once(t: Tables) -> Found:
     if fc.empty:
         return Found(0)
     # Copies live in the copiers' output topics: test each topic's first record, then only those.
-    firsts = fc.drop_duplicates("tid")
+    firsts = with_values(t, fc.drop_duplicates("tid"))
     copy_tids = firsts.loc[firsts["value"].str.startswith(COPY_PREFIX + "/"), "tid"]
     if copy_tids.empty:
         return Found(0)
-    out = fc[fc["tid"].isin(copy_tids)]
+    out = with_values(t, fc[fc["tid"].isin(copy_tids)])
     parts = out["value"].str.split("/", n=5, expand=True)
     src = pd.DataFrame({"topic": parts[1], "partition": parts[2].astype("int64"), "offset": parts[3].astype("int64"),
                         "value": parts[5], "out_topic": out["topic"].values, "out_partition": out["partition"].values,
                         "out_offset": out["offset"].values})
     in_topics = set(src["topic"])
-    inputs = fc[fc["topic"].isin(in_topics)][["topic", "partition", "offset", "value"]].drop_duplicates(["topic", "partition", "offset"])
+    inputs = with_values(t, fc[fc["topic"].isin(in_topics)])[["topic", "partition", "offset", "value"]].drop_duplicates(
+        ["topic", "partition", "offset"])
     n_out = src.groupby(["topic", "partition", "offset"]).size().rename("outputs")
     merged = inputs.merge(n_out, left_on=["topic", "partition", "offset"], right_index=True, how="left").fillna({"outputs": 0})
     g = t.group_offsets

@@ -26,6 +26,8 @@ from harness.history.recorder import HISTORY_DIR
 
 PARQUET_DIR = "history.parquet"
 TABLES = ("ops", "txns", "writes", "reads", "inits", "group_offsets")
+LOW_CARDINALITY = {"reads": ("process", "source", "isolation", "topic"), "writes": ("topic",),
+                   "txns": ("process", "f", "outcome", "txn_id"), "ops": ("process", "type", "f")}
 
 
 @dataclass
@@ -41,6 +43,8 @@ class Tables:
     meta: dict[str, Any] = field(default_factory=dict)
     #: derived data a checker run computes once (never saved)
     cache: dict[str, Any] = field(default_factory=dict)
+    #: every distinct value, at its ``vid`` (set by ``add_ids``; saved once instead of per row)
+    values: pd.Series | None = None
 
 
 def read_ops(run_dir: Path) -> tuple[list[dict[str, Any]], list[str]]:
@@ -180,10 +184,11 @@ def add_ids(t: Tables) -> Tables:
     """Integer ids the checker works on, stored with the tables (like Parquet's own dictionary
     encoding): ``vid`` per value (shared by writes and reads), ``tid`` per topic, and on reads
     ``pos`` = (topic, partition, offset) as one sortable int64. Idempotent."""
-    if "vid" in t.writes.columns and "vid" in t.reads.columns:
+    if "vid" in t.writes.columns and "vid" in t.reads.columns and t.values is not None:
         return t
     n = len(t.writes)
-    codes, _ = pd.factorize(pd.concat([t.writes["value"], t.reads["value"]], ignore_index=True))
+    codes, uniques = pd.factorize(pd.concat([t.writes["value"], t.reads["value"]], ignore_index=True))
+    t.values = pd.Series(uniques, dtype="str")
     tids, _ = pd.factorize(pd.concat([t.writes["topic"], t.reads["topic"]], ignore_index=True))
     t.writes = t.writes.assign(vid=codes[:n].astype(np.int64), tid=tids[:n].astype(np.int64))
     t.reads = t.reads.assign(vid=codes[n:].astype(np.int64), tid=tids[n:].astype(np.int64))
@@ -196,6 +201,14 @@ def position(tid: pd.Series, partition: pd.Series, offset: pd.Series) -> np.ndar
     return (tid.to_numpy(np.int64) << 56) | (partition.to_numpy(np.int64) << 40) | offset.to_numpy(np.int64)
 
 
+def with_values(t: Tables, df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` (rows of reads or writes) with its ``value`` column, looked up by ``vid`` if absent."""
+    if "value" in df.columns:
+        return df
+    assert t.values is not None
+    return df.assign(value=t.values.take(df["vid"].to_numpy()).to_numpy())
+
+
 def _str(values: list[str]) -> pd.Series:
     """A string column that stays a string column when empty (the checks use ``.str``)."""
     return pd.Series(values, dtype="str")
@@ -204,11 +217,23 @@ def _str(values: list[str]) -> pd.Series:
 def save(tables: Tables, run_dir: Path) -> Path:
     """Write the tables as Parquet (temp folder + rename: never half a set)."""
     add_ids(tables)
+    # Few distinct values in many rows: dictionary-encoded (pandas categories) they take a byte or
+    # two per row instead of a string each, on disk and once loaded.
+    frames = {}
+    for name in TABLES:
+        df = getattr(tables, name)
+        df = df.astype({c: "category" for c in LOW_CARDINALITY.get(name, ()) if c in df.columns})
+        if name in ("reads", "writes"):
+            # values once, in values.parquet at their id, not once per record that carries them
+            df = df.drop(columns=["value"], errors="ignore").astype({"tid": "int16", "partition": "int32"})
+        frames[name] = df
     final = run_dir / PARQUET_DIR
     tmp = run_dir / f".{PARQUET_DIR}.tmp{os.getpid()}"
     tmp.mkdir(parents=True, exist_ok=True)
-    for name in TABLES:
-        getattr(tables, name).to_parquet(tmp / f"{name}.parquet", index=False)
+    for name, df in frames.items():
+        df.to_parquet(tmp / f"{name}.parquet", index=False)
+    assert tables.values is not None
+    pd.DataFrame({"value": tables.values}).to_parquet(tmp / "values.parquet", index=False)
     (tmp / "meta.json").write_text(json.dumps(tables.meta))
     if final.exists():
         for p in final.iterdir():
@@ -223,8 +248,15 @@ def load(run_dir: Path) -> Tables:
     pq = run_dir / PARQUET_DIR
     files = list((run_dir / HISTORY_DIR).glob("*.jsonl"))
     if (pq / "meta.json").exists() and all(f.stat().st_mtime <= (pq / "meta.json").stat().st_mtime for f in files):
-        frames = {name: pd.read_parquet(pq / f"{name}.parquet") for name in TABLES}
-        return Tables(**frames, meta=json.loads((pq / "meta.json").read_text()))
+        import pyarrow.parquet as pq_io
+
+        # split_blocks + self_destruct: arrow buffers are freed as columns convert (lower peak memory)
+        frames = {name: pq_io.read_table(pq / f"{name}.parquet").to_pandas(split_blocks=True, self_destruct=True)
+                  for name in TABLES}
+        for name in ("reads", "writes"):
+            frames[name] = frames[name].astype({"tid": "int64", "partition": "int64"})
+        values = pd.read_parquet(pq / "values.parquet")["value"]
+        return Tables(**frames, meta=json.loads((pq / "meta.json").read_text()), values=values)
     ops, truncated = read_ops(run_dir)
     return flatten(ops, truncated)
 
