@@ -426,7 +426,7 @@ def bench_checker_cmd(
 def bench_producer_cmd(
     seconds: float = typer.Option(30.0, "--seconds", min=5, help="How long our txn-producer runs."),
     record_bytes: int = typer.Option(100, "--record-size", min=16, max=100_000),
-    per_txn: int = typer.Option(50, "--records-per-txn", min=1, max=10_000),
+    txn_ms: int = typer.Option(100, "--txn-ms", min=10, max=60_000, help="Transaction length (both producers)."),
     runs: int = typer.Option(3, "--runs", min=1, max=10),
     backend: Backend = BackendOpt,
     port_base: int | None = PortBase,
@@ -445,13 +445,13 @@ def bench_producer_cmd(
         samples = []
         with backends.new_cluster(backend, arts, run_dir, port_base, log=_log) as cluster:
             for i in range(runs):
-                samples.append(bench(arts, cluster, run_dir / f"run{i + 1}", seconds, record_bytes, per_txn, _log))
+                samples.append(bench(arts, cluster, run_dir / f"run{i + 1}", seconds, record_bytes, txn_ms, _log))
                 _log(f"run {i + 1}/{runs}: ours {samples[-1]['ours']['records_per_s']}/s, "
                      f"Kafka's {samples[-1]['kafka_producer_performance']['records_per_s']}/s")
         result = {"ours_records_per_s": statistics.median(s["ours"]["records_per_s"] for s in samples),
                   "kafka_records_per_s": statistics.median(s["kafka_producer_performance"]["records_per_s"] for s in samples),
                   "ratio": statistics.median(s["ratio"] for s in samples), "record_bytes": record_bytes,
-                  "records_per_txn": per_txn, "backend": backend.value, "runs": samples, "machine": machine()}
+                  "txn_ms": txn_ms, "backend": backend.value, "runs": samples, "machine": machine()}
         (run_dir / "bench-producer.json").write_text(json.dumps(result, indent=2))
         if as_json:
             print(json.dumps(result, indent=2))
