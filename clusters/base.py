@@ -57,6 +57,7 @@ class Cluster(Protocol):
     backend: str
     topology: Topology
     run_dir: Path
+    cluster_id: str
 
     def __enter__(self) -> "Cluster": ...
 

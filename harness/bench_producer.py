@@ -48,9 +48,9 @@ def ours(cluster: Cluster, run_dir: Path, seconds: float, record_bytes: int, txn
     ok = t.txns[t.txns["outcome"] == "ok"]
     span_s = (ok["complete_time"].max() - ok["invoke_time"].min()) / 1e9
     records = int(len(t.writes[t.writes["txn"].isin(ok["txn"])]))
-    txn_ms = float(((ok["complete_time"] - ok["invoke_time"]).astype("int64") / 1e6).median())
+    took_ms = float(((ok["complete_time"] - ok["invoke_time"]).astype("int64") / 1e6).median())
     return {"records": records, "records_per_s": round(records / span_s, 1), "txns": len(ok),
-            "records_per_txn_median": int(t.writes.groupby("txn").size().median()), "txn_ms_median": round(txn_ms, 1)}
+            "records_per_txn_median": int(t.writes.groupby("txn").size().median()), "txn_ms_median": round(took_ms, 1)}
 
 
 def kafkas(arts: Artifacts, cluster: Cluster, run_dir: Path, num_records: int, record_bytes: int, txn_ms: int,

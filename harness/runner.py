@@ -71,17 +71,20 @@ def physical(sc: Scenario, tag: str) -> Scenario:
 
 def workload_configs(sc: Scenario, run_dir: Path, bootstrap: str, seed: int) -> list[tuple[str, WorkloadConfig, bool]]:
     """(kind, config, start now?) for every workload process of the scenario."""
-    out = []
+
+    def config(name: str, settings: dict[str, Any], client: dict[str, Any]) -> WorkloadConfig:
+        return WorkloadConfig(run_dir=str(run_dir), name=name, bootstrap=bootstrap, topics=list(sc.topics),
+                              partitions=sc.partitions, seed=seed, max_seconds=sc.duration + WORKLOAD_GRACE_S,
+                              settings=settings, client=client)
+
+    out: list[tuple[str, WorkloadConfig, bool]] = []
     for w in sc.workloads:
-        for i in range(w.count):
-            base = dict(run_dir=str(run_dir), bootstrap=bootstrap, topics=list(sc.topics), partitions=sc.partitions,
-                        seed=seed, max_seconds=sc.duration + WORKLOAD_GRACE_S, settings=dict(w.settings), client=dict(w.client))
-            if w.kind == "zombie":
-                for role in ("first", "second"):
-                    cfg = WorkloadConfig(name=f"zombie-{role}", **{**base, "settings": {**w.settings, "role": role}})
-                    out.append((w.kind, cfg, role == "first"))
-                continue
-            out.append((w.kind, WorkloadConfig(name=f"{w.kind}-{i}", **base), True))
+        if w.kind == "zombie":
+            # two instances of one transactional.id; the nemesis starts the second at its moment
+            out += [(w.kind, config(f"zombie-{role}", {**w.settings, "role": role}, dict(w.client)), role == "first")
+                    for role in ("first", "second")]
+            continue
+        out += [(w.kind, config(f"{w.kind}-{i}", dict(w.settings), dict(w.client)), True) for i in range(w.count)]
     return out
 
 

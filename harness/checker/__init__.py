@@ -22,6 +22,13 @@ from harness.history.store import Tables
 
 FORMAT = 1
 VERDICT_FILE = "verdict.json"
+#: DESIGN.md's checks this checker does not run yet: listed in every verdict with ``skipped`` (and
+#: count 0, which they cannot be said to have found), so a reader sees they were not checked.
+NOT_YET = {
+    "spark-exactly-once": "no Spark job runs in these workloads (the Spark issue adds the job and the check)",
+    "lso-stall": "the final read already fails when the LSO never reaches the high watermark; the timed check "
+                 "comes with the faults issue",
+}
 
 
 def check(t: Tables, extra_stats: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -36,6 +43,8 @@ def check(t: Tables, extra_stats: dict[str, Any] | None = None) -> dict[str, Any
             crashed = True
             checks[name] = {"count": None, "examples": [], "error": f"{type(exc).__name__}: {exc}",
                             "traceback": traceback.format_exc(limit=5)}
+    for name, why in NOT_YET.items():
+        checks[name] = {"count": 0, "examples": [], "skipped": why}
     anomalies = any(c["count"] for c in checks.values())
     valid: bool | str = False if anomalies else ("unknown" if crashed else True)
     history = {"ops": t.meta.get("ops", len(t.ops)), "truncated": t.meta.get("truncated", [])}

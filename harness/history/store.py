@@ -226,6 +226,8 @@ def save(tables: Tables, run_dir: Path) -> Path:
         if name in ("reads", "writes"):
             # values once, in values.parquet at their id, not once per record that carries them
             df = df.drop(columns=["value"], errors="ignore").astype({"tid": "int16", "partition": "int32"})
+            if "op" in df.columns:
+                df = df.astype({"op": "int32"})  # history indexes stay far below 2**31
         frames[name] = df
     final = run_dir / PARQUET_DIR
     tmp = run_dir / f".{PARQUET_DIR}.tmp{os.getpid()}"
@@ -253,8 +255,6 @@ def load(run_dir: Path) -> Tables:
         # split_blocks + self_destruct: arrow buffers are freed as columns convert (lower peak memory)
         frames = {name: pq_io.read_table(pq / f"{name}.parquet").to_pandas(split_blocks=True, self_destruct=True)
                   for name in TABLES}
-        for name in ("reads", "writes"):
-            frames[name] = frames[name].astype({"tid": "int64", "partition": "int64"})
         values = pd.read_parquet(pq / "values.parquet")["value"]
         return Tables(**frames, meta=json.loads((pq / "meta.json").read_text()), values=values)
     ops, truncated = read_ops(run_dir)

@@ -64,8 +64,9 @@ def main() -> None:
                         continue
                     attempt = f"{process}-{seq}"
                     seq += 1
-                    sends = [(dst, m.partition(), copy_value(m.topic(), m.partition(), m.offset(), m.value().decode(), attempt))
-                             for m in msgs]
+                    sends = [(dst, int(m.partition() or 0),
+                              copy_value(str(m.topic()), int(m.partition() or 0), int(m.offset() or 0),
+                                         (m.value() or b"").decode(), attempt)) for m in msgs]
 
                     def send_offsets() -> dict[str, Any]:
                         pos = consumer.position(consumer.assignment())

@@ -43,7 +43,7 @@ def main() -> None:
                     seen: dict[str, list[list[object]]] = {}
                     for m in msgs:
                         if m.error() is None:
-                            seen.setdefault(tp_key(m.topic(), m.partition()), []).append(
+                            seen.setdefault(tp_key(str(m.topic()), int(m.partition() or 0)), []).append(
                                 [m.offset(), (m.value() or b"").decode()])
                     rec.complete(process, OK, POLL, seen)
             finally:
