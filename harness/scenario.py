@@ -75,12 +75,43 @@ def load(name_or_path: str) -> Scenario:
             raise ConfigError(f"unknown scenario {name_or_path!r}; known: {', '.join(names())}")
     if not path.exists():
         raise ConfigError(f"scenario file {path} does not exist")
+    text = path.read_text()
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.safe_load(text)
+        root = yaml.compose(text)
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
     try:
         return Scenario.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors())
-        raise ConfigError(f"{path}: {problems}") from exc
+        problems = [f"{path}:{_line(root, e['loc'])}: {'.'.join(str(x) for x in e['loc'])}: {_message(e)}"
+                    for e in exc.errors()]
+        raise ConfigError("invalid scenario:\n  " + "\n  ".join(problems)) from exc
+
+
+def _line(root: yaml.Node | None, loc: tuple[Any, ...]) -> int:
+    """The 1-based line of the YAML node at ``loc`` (or of its nearest parent that exists)."""
+    node, line = root, 1
+    for key in loc:
+        if node is None:
+            break
+        line = node.start_mark.line + 1
+        if isinstance(node, yaml.MappingNode):
+            match = [(k, v) for k, v in node.value if k.value == str(key)]
+            if not match:
+                break
+            line = match[0][0].start_mark.line + 1
+            node = match[0][1]
+        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
+            node = node.value[key]
+            line = node.start_mark.line + 1
+        else:
+            break
+    return line
+
+
+def _message(e: Any) -> str:
+    """pydantic's message, with the allowed values spelled out where it has them."""
+    if e["type"] == "extra_forbidden":
+        return "unknown key"
+    return str(e["msg"])

@@ -35,4 +35,5 @@ def test_unknown_key_and_bad_kind_name_file_and_field(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         scenario.load(str(f))
     msg = str(info.value)
-    assert str(f) in msg and "workloads.0.kind" in msg and "'txn-producer'" in msg and "workloads.0.cont" in msg
+    assert f"{f}:4: workloads.0.kind" in msg and "'txn-producer'" in msg, msg
+    assert f"{f}:5: workloads.0.cont: unknown key" in msg, msg
