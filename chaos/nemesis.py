@@ -26,8 +26,10 @@ ZOMBIE_SECOND_TIMEOUT_S = 180.0
 
 
 class Nemesis:
-    def __init__(self, scenario: Scenario, cluster: Cluster, sup: Supervisor, rec: Recorder, log: Log) -> None:
+    def __init__(self, scenario: Scenario, cluster: Cluster, sup: Supervisor, rec: Recorder, log: Log,
+                 plan: list[Fault] | None = None) -> None:
         self.scenario = scenario
+        self.plan = plan if plan is not None else list(scenario.faults)
         self.cluster = cluster
         self.sup = sup
         self.rec = rec
@@ -48,7 +50,7 @@ class Nemesis:
     def run(self) -> None:
         """The schedule, in order; a fault that fails is recorded and the run goes on."""
         t0 = self.rec.now()
-        for fault in sorted(self.scenario.faults, key=lambda f: f.at):
+        for fault in sorted(self.plan, key=lambda f: f.at):
             if self.stop.wait(max(0.0, fault.at - (self.rec.now() - t0) / 1e9)):
                 return
             try:

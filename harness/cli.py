@@ -324,6 +324,8 @@ def run_cmd(
     out_dir: str = typer.Option(None, "--out", help="Run folder [default: results/<run id>]."),
     kafka_version: str = KafkaVersion,
     port_base: int | None = PortBase,
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the planned fault schedule; start nothing."),
+    as_json: bool = typer.Option(False, "--json", help="With --dry-run: the schedule as JSON."),
 ) -> None:
     """Run a scenario: cluster, workloads, faults, heal, final reads, verdict. Exit 0 valid, 1 not."""
 
@@ -333,10 +335,22 @@ def run_cmd(
 
         from harness import runner, scenario
 
+        from harness import schedule
+
         sc = scenario.load(name)
         if duration is not None:
             sc = sc.model_copy(update={"duration": duration})
         s = seed if seed is not None else random.randrange(2**31)
+        if dry_run:
+            planned = schedule.as_json(schedule.plan(sc, s))
+            if as_json:
+                print(json.dumps({"scenario": sc.name, "seed": s, "duration": sc.duration, "schedule": planned}, indent=2))
+            else:
+                out.print(f"{sc.name}, seed {s}, {sc.duration:.0f}s:", highlight=False)
+                for f in planned:
+                    extra = f" ({f['workload']})" if f.get("workload") else ""
+                    out.print(f"  {f['at']:7.1f}s  {f['kind']}{extra} for {f['duration']:.1f}s", highlight=False)
+            return
         run_dir = Path(out_dir) if out_dir else new_run_dir(sc.name)
         _log(f"scenario {sc.name}, seed {s}, {backend.value} backend, run folder {run_dir}")
         result = runner.run(sc, backend, s, run_dir, _log, kafka_version, port_base=port_base)

@@ -27,7 +27,8 @@ from harness.history import store
 from harness.history.model import GROUP_OFFSETS, READ_COMMITTED, READ_UNCOMMITTED, SCAN, tp_key
 from harness.history.recorder import ENV_T0, Recorder, run_t0
 from harness.kafka_io import create_topic, read_all
-from harness.scenario import Scenario
+from harness import schedule
+from harness.scenario import Fault, Scenario
 from harness.supervisor import Supervisor
 from harness.workloads.common import WorkloadConfig
 from harness.workloads.copier import GROUP
@@ -94,7 +95,9 @@ def run(sc: Scenario, backend: Backend, seed: int, run_dir: Path, log: Log, kafk
     healed; the scenario's broker settings are then not applied)."""
     run_dir.mkdir(parents=True, exist_ok=True)
     sc = physical(sc, run_dir.name.rsplit("-", 1)[-1])
-    (run_dir / "scenario.json").write_text(json.dumps({**sc.model_dump(), "seed": seed, "backend": backend.value}, indent=2))
+    faults = schedule.plan(sc, seed)
+    (run_dir / "scenario.json").write_text(json.dumps({**sc.model_dump(), "seed": seed, "backend": backend.value,
+                                                       "schedule": schedule.as_json(faults)}, indent=2))
     os.environ.pop(ENV_T0, None)
     t0 = run_t0()
     own = cluster is None
@@ -105,7 +108,7 @@ def run(sc: Scenario, backend: Backend, seed: int, run_dir: Path, log: Log, kafk
         cluster.start()
     extra: dict[str, Any] = {}
     try:
-        _run_on(sc, cluster, seed, run_dir, t0, extra, log)
+        _run_on(sc, faults, cluster, seed, run_dir, t0, extra, log)
     finally:
         if own:
             cluster.stop()
@@ -119,14 +122,15 @@ def run(sc: Scenario, backend: Backend, seed: int, run_dir: Path, log: Log, kafk
     return RunResult(run_dir, verdict)
 
 
-def _run_on(sc: Scenario, cluster: Cluster, seed: int, run_dir: Path, t0: int, extra: dict[str, Any], log: Log) -> None:
+def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, run_dir: Path, t0: int,
+            extra: dict[str, Any], log: Log) -> None:
     with Recorder(run_dir, "runner") as rec:
         admin = admin_client(cluster.direct_bootstrap)
         for topic in sc.topics:
             create_topic(admin, topic, sc.partitions)
         env = {**os.environ, **procs.tags(cluster.cluster_id, os.getpid()), ENV_T0: str(t0)}
         sup = Supervisor(run_dir, env, log)
-        nemesis = Nemesis(sc, cluster, sup, rec, log)
+        nemesis = Nemesis(sc, cluster, sup, rec, log, faults)
         thread: threading.Thread | None = None
         zombie_thread: threading.Thread | None = None
         try:

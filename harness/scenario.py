@@ -43,6 +43,20 @@ class Fault(Strict):
     every: float = Field(0.0, ge=0)
 
 
+class Mix(Strict):
+    """Faults drawn from the seed: one at a time, each ``duration`` long, ``gap`` apart."""
+
+    #: (kind, weight) pairs
+    kinds: list[tuple[FaultKind, float]]
+    start: float = Field(5.0, ge=0, description="seconds before the first fault")
+    duration: tuple[float, float] = (3.0, 8.0)
+    gap: tuple[float, float] = (3.0, 10.0)
+    #: no fault may still run this close to the end (workloads get a calm tail before heal)
+    quiet_end: float = Field(5.0, ge=0)
+    #: kill-workload: which workload kinds may be hit
+    workloads: list[WorkloadKind] = []
+
+
 class Expect(Strict):
     valid: bool = True
     #: checks that must find something (negative controls)
@@ -59,6 +73,7 @@ class Scenario(Strict):
     partitions: int = Field(3, ge=1, le=64)
     workloads: list[Workload]
     faults: list[Fault] = []
+    mix: Mix | None = None
     broker_config: dict[str, str] = {}
     expect: Expect = Expect()
 
