@@ -1,0 +1,67 @@
+"""Fault targets resolved at fault time: a node id, ``random``, or a role — the leader of a
+partition, the transaction coordinator of a ``transactional.id``, the coordinator of a consumer
+group, the active controller. Roles are asked of the cluster over the DIRECT listener, which no
+fault touches.
+
+confluent-kafka's Admin API has no FindCoordinator call, so a coordinator is found the way the
+broker places it: ``__transaction_state`` (``__consumer_offsets``) partition
+``abs(javaHash(id)) % partitions``, whose leader is the coordinator.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Protocol
+
+TXN_STATE_TOPIC = "__transaction_state"
+OFFSETS_TOPIC = "__consumer_offsets"
+
+
+class _Admin(Protocol):
+    def list_topics(self, topic: str | None = None, timeout: float = -1): ...  # type: ignore[no-untyped-def]
+
+
+def java_hash(s: str) -> int:
+    """Java's ``String.hashCode`` (over UTF-16 code units, 32-bit wrap-around)."""
+    h = 0
+    units = s.encode("utf-16-be")
+    for i in range(0, len(units), 2):
+        h = (31 * h + ((units[i] << 8) | units[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def kafka_abs(n: int) -> int:
+    """Kafka's ``Utils.abs``: like ``Math.abs`` but 0 for ``Integer.MIN_VALUE``."""
+    return 0 if n == -(1 << 31) else abs(n)
+
+
+def coordinator_partition(key: str, partitions: int) -> int:
+    return kafka_abs(java_hash(key)) % partitions
+
+
+def leader(admin: _Admin, topic: str, partition: int, timeout: float = 10.0) -> int:
+    md = admin.list_topics(topic=topic, timeout=timeout).topics[topic]
+    if md.error is not None or partition not in md.partitions:
+        raise LookupError(f"no metadata for {topic}-{partition}: {md.error}")
+    node = md.partitions[partition].leader
+    if node < 0:
+        raise LookupError(f"{topic}-{partition} has no leader right now")
+    return int(node)
+
+
+def transaction_coordinator(admin: _Admin, transactional_id: str) -> int:
+    parts = len(admin.list_topics(topic=TXN_STATE_TOPIC, timeout=10).topics[TXN_STATE_TOPIC].partitions)
+    if parts == 0:
+        raise LookupError(f"{TXN_STATE_TOPIC} does not exist yet (no transaction has started)")
+    return leader(admin, TXN_STATE_TOPIC, coordinator_partition(transactional_id, parts))
+
+
+def group_coordinator(admin: _Admin, group: str) -> int:
+    parts = len(admin.list_topics(topic=OFFSETS_TOPIC, timeout=10).topics[OFFSETS_TOPIC].partitions)
+    if parts == 0:
+        raise LookupError(f"{OFFSETS_TOPIC} does not exist yet (no group has committed)")
+    return leader(admin, OFFSETS_TOPIC, coordinator_partition(group, parts))
+
+
+def random_node(rnd: random.Random, nodes: tuple[int, ...]) -> int:
+    return rnd.choice(list(nodes))
