@@ -5,14 +5,16 @@ and heal-all, which runs at the end of every run whatever happened.
 
 from __future__ import annotations
 
+import random
 import threading
+import time
 from typing import Callable
 
+from chaos import partitions, targets, toxics
 from clusters.base import Cluster, NodeState
 from clusters.health import admin_client
 from harness.history.model import FAULT, NEMESIS
 from harness.history.recorder import Recorder
-from harness.kafka_io import partition_leader
 from harness.scenario import Fault, Scenario
 from harness.supervisor import Supervisor
 from harness.workloads.zombie import GO, READY
@@ -27,7 +29,8 @@ ZOMBIE_SECOND_TIMEOUT_S = 180.0
 
 class Nemesis:
     def __init__(self, scenario: Scenario, cluster: Cluster, sup: Supervisor, rec: Recorder, log: Log,
-                 plan: list[Fault] | None = None) -> None:
+                 plan: list[Fault] | None = None, seed: int = 0) -> None:
+        self.rnd = random.Random(f"{seed}/nemesis")  # "random" targets: reproducible per seed
         self.scenario = scenario
         self.plan = plan if plan is not None else list(scenario.faults)
         self.cluster = cluster
@@ -60,34 +63,109 @@ class Nemesis:
                 self.log(f"nemesis: {fault.kind} failed: {exc}")
 
     def _apply(self, fault: Fault) -> None:
-        if fault.kind == "kill-leader":
-            topic = self.scenario.topics[0]
-            node = partition_leader(self._admin, topic, 0)
-            self._start("kill", node=node, role=f"leader of {topic}-0")
-            self.cluster.kill(node)
-            self.stop.wait(fault.duration)
-            self.cluster.restart(node)
-            self._end("kill", node=node)
-        elif fault.kind == "kill-workload":
-            for name in self.sup.of_kind(fault.workload or ""):
-                self._start("kill-workload", workload=name)
-                self.sup.kill(name)
-            self.stop.wait(fault.duration)
-            for name in self.sup.of_kind(fault.workload or ""):
-                self.sup.restart(name)
-                self._end("kill-workload", workload=name)
-        elif fault.kind == "drop-responses":
-            while not self.stop.is_set():
-                links = [f"client-to-n{n}" for n in self.cluster.topology.node_ids]
-                self._start("drop-responses", links=links)
-                for link in links:
-                    self.cluster.toxiproxy.add_toxic(link, "timeout", {"timeout": 0}, name="drop_responses")
+        """One fault, healed after ``fault.duration``; again every ``fault.every`` seconds if set."""
+        while not self.stop.is_set():
+            started = time.monotonic()
+            self._once(fault)
+            if not fault.every or self.stop.wait(max(0.0, fault.every - (time.monotonic() - started))):
+                return
+
+    def _once(self, fault: Fault) -> None:
+        kind = "kill" if fault.kind == "kill-leader" else fault.kind
+        target = "leader" if fault.kind == "kill-leader" else fault.target
+        if kind in ("kill-workload", "pause-workload"):
+            self._workloads(kind, fault)
+        elif kind == "rolling-restart":
+            for n in self.cluster.topology.node_ids:
+                self._start(kind, node=n)
+                self.cluster.restart(n)
+                self.cluster.wait_healthy()
+                self._end(kind, node=n)
+        elif kind in ("kill", "stop", "pause", "restart"):
+            node = self.resolve(target, fault.of)
+            self._start(kind, node=node, target=target, of=fault.of)
+            {"kill": self.cluster.kill, "stop": self.cluster.stop_node, "pause": self.cluster.pause,
+             "restart": self.cluster.restart}[kind](node)
+            if kind != "restart":
                 self.stop.wait(fault.duration)
+                (self.cluster.resume if kind == "pause" else self.cluster.restart)(node)
+            self._end(kind, node=node)
+        else:
+            self._network(kind, fault, target)
+
+    def resolve(self, target: str | int, of: str | None = None) -> int:
+        """The node a target names right now (roles asked of the cluster over DIRECT)."""
+        if isinstance(target, int):
+            return target
+        if target == "random":
+            return targets.random_node(self.rnd, self.cluster.topology.node_ids)
+        if target == "leader":
+            topic, _, part = (of or f"{self.scenario.topics[0]}/0").rpartition("/")
+            return targets.leader(self._admin, topic, int(part))
+        if target == "coordinator":
+            return targets.transaction_coordinator(self._admin, of or "eos-txn-producer-0")
+        if target == "group-coordinator":
+            return targets.group_coordinator(self._admin, of or self._copier_group())
+        if target == "controller":
+            node = self.cluster.active_controller()
+            if node is None:
+                raise LookupError("no active controller right now (no raft leader agreed by a majority)")
+            return node
+        raise ValueError(f"target {target!r} names no single node")
+
+    def _copier_group(self) -> str:
+        for w in self.scenario.workloads:
+            if w.kind == "copier":
+                return str(w.settings.get("group", "eos-chaos-copier"))
+        raise LookupError("group-coordinator without `of`: the scenario has no copier group")
+
+    def _links(self, fault: Fault, target: str | int) -> list[str]:
+        topo = self.cluster.topology
+        nodes = list(topo.node_ids) if target == "all" else [self.resolve(target, fault.of)]
+        peer = self.resolve(fault.peer, fault.of) if fault.peer is not None else None
+        names: list[str] = []
+        for n in nodes:
+            names += [lk.name for lk in partitions.links(topo, fault.partition, n, fault.listeners, peer)
+                      if lk.name not in names]
+        return names
+
+    def _network(self, kind: str, fault: Fault, target: str | int) -> None:
+        tox = self.cluster.toxiproxy
+        links = self._links(fault, target)
+        self._start(kind, links=links, target=target, of=fault.of)
+        if kind == "partition":
+            for link in links:
+                tox.set_enabled(link, False)
+            self.stop.wait(fault.duration)
+            for link in links:
+                tox.set_enabled(link, True)
+        elif kind == "flap":
+            until = time.monotonic() + fault.duration
+            while time.monotonic() < until and not self.stop.is_set():
                 for link in links:
-                    self.cluster.toxiproxy.remove_toxic(link, "drop_responses")
-                self._end("drop-responses", links=links)
-                if not fault.every or self.stop.wait(max(0.0, fault.every - fault.duration)):
-                    return
+                    tox.set_enabled(link, False)
+                self.stop.wait(fault.period)
+                for link in links:
+                    tox.set_enabled(link, True)
+                self.stop.wait(fault.period)
+        else:
+            added = [(link, spec) for link in links for spec in toxics.specs(kind, fault.params)]
+            for link, spec in added:
+                tox.add_toxic(link, spec.type, spec.attributes, stream=spec.stream, name=spec.name)
+            self.stop.wait(fault.duration)
+            for link, spec in added:
+                tox.remove_toxic(link, spec.name)
+        self._end(kind, links=links)
+
+    def _workloads(self, kind: str, fault: Fault) -> None:
+        names = self.sup.of_kind(fault.workload or "")
+        for name in names:
+            self._start(kind, workload=name)
+            (self.sup.kill if kind == "kill-workload" else self.sup.pause)(name)
+        self.stop.wait(fault.duration)
+        for name in names:
+            (self.sup.restart if kind == "kill-workload" else self.sup.resume)(name)
+            self._end(kind, workload=name)
 
     def zombie(self) -> None:
         """Freeze the first instance mid-transaction, let the second take over, resume the first."""

@@ -67,7 +67,13 @@ def physical(sc: Scenario, tag: str) -> Scenario:
         if w.kind == "copier":
             settings.setdefault("group", f"{GROUP}.{tag}")
         workloads.append(w.model_copy(update={"settings": settings}))
-    return sc.model_copy(update={"topics": [names[t] for t in sc.topics], "workloads": workloads})
+    faults = []
+    for f in sc.faults:
+        if f.of and "/" in f.of and f.of.rpartition("/")[0] in names:  # leader of "topic/partition"
+            topic, _, part = f.of.rpartition("/")
+            f = f.model_copy(update={"of": f"{names[topic]}/{part}"})
+        faults.append(f)
+    return sc.model_copy(update={"topics": [names[t] for t in sc.topics], "workloads": workloads, "faults": faults})
 
 
 def workload_configs(sc: Scenario, run_dir: Path, bootstrap: str, seed: int) -> list[tuple[str, WorkloadConfig, bool]]:
@@ -130,7 +136,7 @@ def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, run_
             create_topic(admin, topic, sc.partitions)
         env = {**os.environ, **procs.tags(cluster.cluster_id, os.getpid()), ENV_T0: str(t0)}
         sup = Supervisor(run_dir, env, log)
-        nemesis = Nemesis(sc, cluster, sup, rec, log, faults)
+        nemesis = Nemesis(sc, cluster, sup, rec, log, faults, seed)
         thread: threading.Thread | None = None
         zombie_thread: threading.Thread | None = None
         try:

@@ -9,13 +9,21 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from harness.errors import ConfigError
 
 LIBRARY = Path(__file__).resolve().parent / "scenarios"
 WorkloadKind = Literal["txn-producer", "reader", "copier", "zombie"]
-FaultKind = Literal["kill-leader", "kill-workload", "drop-responses"]
+#: Process faults on brokers, network faults on the per-link proxies, and faults on workload processes.
+#: ``kill-leader`` is shorthand for ``kill`` with ``target: leader``.
+FaultKind = Literal["kill", "stop", "pause", "restart", "rolling-restart",
+                    "partition", "latency", "bandwidth", "reset-peer", "blackhole", "slicer", "flap", "drop-responses",
+                    "kill-workload", "pause-workload", "kill-leader"]
+PROCESS_FAULTS = ("kill", "stop", "pause", "restart", "rolling-restart", "kill-leader")
+TOXIC_FAULTS = ("latency", "bandwidth", "reset-peer", "blackhole", "slicer", "drop-responses")
+#: A node id, ``random``, or a role resolved when the fault starts.
+Role = Literal["random", "all", "leader", "coordinator", "group-coordinator", "controller"]
 
 
 class Strict(BaseModel):
@@ -34,13 +42,44 @@ class Workload(Strict):
 class Fault(Strict):
     at: float = Field(ge=0, description="seconds into the run")
     kind: FaultKind
-    #: kill-leader: seconds the node stays down; kill-workload: before the restart;
-    #: drop-responses: how long responses are dropped
+    #: how long the fault lasts before it is healed (a killed node stays down this long)
     duration: float = Field(5.0, ge=0)
-    #: kill-workload: which workload kind
+    #: kill-workload / pause-workload: which workload kind
     workload: WorkloadKind | None = None
-    #: drop-responses: repeat every this many seconds until the run ends (0: once)
+    #: repeat every this many seconds until the run ends (0: once)
     every: float = Field(0.0, ge=0)
+    #: the node: an id, random, or a role resolved at fault time
+    target: Role | int = "random"
+    #: what the role is of: leader -> "topic/partition" (default: first topic, partition 0);
+    #: coordinator -> a transactional.id (default: the first txn-producer's); group-coordinator -> a group
+    of: str | None = None
+    #: partition / flap: which links (see chaos/partitions.py)
+    partition: Literal["isolate-node", "majority-minority", "directed", "clients-from-node", "bridge"] = "isolate-node"
+    #: partition kind "directed": the other end (a node id or a role)
+    peer: Role | int | None = None
+    #: network faults: which listeners' links
+    listeners: Literal["internal", "controller", "client", "all"] = "all"
+    #: toxic parameters (chaos/toxics.py), e.g. {latency_ms: 200, jitter_ms: 50}
+    params: dict[str, float] = {}
+    #: flap: seconds cut, then as many healed, over and over for ``duration``
+    period: float = Field(1.0, gt=0)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "Fault":
+        from chaos.toxics import specs
+
+        if isinstance(self.target, int) and not 1 <= self.target <= 3:
+            raise ValueError(f"target {self.target}: node ids are 1, 2, 3 (or random, leader, coordinator, "
+                             "group-coordinator, controller)")
+        if self.kind in ("kill-workload", "pause-workload") and self.workload is None:
+            raise ValueError(f"{self.kind} needs `workload` (txn-producer, reader, copier, zombie)")
+        if self.kind in TOXIC_FAULTS:
+            specs(self.kind, self.params)  # raises with the allowed parameters
+        elif self.params:
+            raise ValueError(f"{self.kind} takes no params (toxic faults do: {', '.join(TOXIC_FAULTS)})")
+        if self.partition == "directed" and self.kind in ("partition", "flap") and self.peer is None:
+            raise ValueError("a directed partition needs `peer` (the other end)")
+        return self
 
 
 class Mix(Strict):
