@@ -195,7 +195,9 @@ def as_expected(sc: Scenario, verdict: dict[str, Any]) -> bool:
     e = sc.expect
     s = verdict["stats"]
     ok = verdict["valid"] is e.valid and all((verdict["checks"].get(c, {}).get("count") or 0) > 0 for c in e.fires)
-    return ok and s["txn"]["ok"] >= e.min_ok_txns and s["fenced"] >= e.min_fenced and bool(s.get("healed", True))
+    # a fault that could not be applied means the run did not test what the scenario says
+    return (ok and s["txn"]["ok"] >= e.min_ok_txns and s["fenced"] >= e.min_fenced and bool(s.get("healed", True))
+            and not s.get("nemesis_errors"))
 
 
 def rerun_check(run_dir: Path) -> dict[str, Any]:

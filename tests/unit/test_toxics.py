@@ -8,9 +8,10 @@ from chaos.toxics import specs
 
 
 def test_latency_with_jitter_on_both_streams() -> None:
-    s = specs("latency", {"latency_ms": 250, "jitter_ms": 50})
+    s = specs("latency", {"latency_ms": 250.0, "jitter_ms": 50})
     assert [(t.type, t.stream) for t in s] == [("latency", "upstream"), ("latency", "downstream")]
     assert all(t.attributes == {"latency": 250, "jitter": 50} for t in s)
+    assert all(isinstance(v, int) for t in s for v in t.attributes.values()), "Toxiproxy rejects 250.0"
     assert len({t.name for t in s}) == 2
 
 
