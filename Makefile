@@ -23,7 +23,7 @@ define pytest_with_engine
 	 $(BIN)/pytest $(1)
 endef
 
-.PHONY: setup run test test-unit chaos clean-cache down images
+.PHONY: setup run test test-unit chaos library clean-cache down images
 
 setup: $(STAMP)
 	@$(BIN)/eos-chaos setup $(KAFKA_FLAG)
@@ -46,7 +46,11 @@ test-unit: setup
 	@$(BIN)/pytest -m 'not chaos' $(PYTEST_ARGS)
 
 chaos: setup
-	$(call pytest_with_engine,-m chaos $(PYTEST_ARGS))
+	$(call pytest_with_engine,-m 'chaos and not library' $(PYTEST_ARGS))
+
+# Every scenario of the library with the verdict it expects (long: ~12 min per backend).
+library: setup
+	$(call pytest_with_engine,-m library $(PYTEST_ARGS))
 
 # Compose backend: Docker engine (Debian's dockerd started if none answers), Compose v2 and the
 # images, built without a registry when the official ones cannot be pulled.
