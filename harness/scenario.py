@@ -138,7 +138,7 @@ def load(name_or_path: str) -> Scenario:
     try:
         return Scenario.model_validate(data)
     except ValidationError as exc:
-        problems = [f"{path}:{_line(root, e['loc'])}: {'.'.join(str(x) for x in e['loc'])}: {_message(e)}"
+        problems = [f"{path}:{_line(root, e['loc'])}: {'.'.join(str(x) for x in e['loc'])}: {_message(e, data)}"
                     for e in exc.errors()]
         raise ConfigError("invalid scenario:\n  " + "\n  ".join(problems)) from exc
 
@@ -164,8 +164,33 @@ def _line(root: yaml.Node | None, loc: tuple[Any, ...]) -> int:
     return line
 
 
-def _message(e: Any) -> str:
-    """pydantic's message, with the allowed values spelled out where it has them."""
+def _message(e: Any, data: Any) -> str:
+    """pydantic's message, with the allowed keys or values and a "did you mean" where one is close."""
+    import difflib
+
     if e["type"] == "extra_forbidden":
-        return "unknown key"
+        allowed = _fields_at(e["loc"][:-1], data)
+        close = difflib.get_close_matches(str(e["loc"][-1]), allowed, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        return f"unknown key (allowed: {', '.join(allowed)}){hint}"
+    if e["type"] == "literal_error":
+        allowed = [x.strip(" '") for x in str(e["ctx"]["expected"]).replace(" or ", ", ").split(",")]
+        close = difflib.get_close_matches(str(e.get("input")), allowed, n=1)
+        return str(e["msg"]) + (f"; did you mean {close[0]!r}?" if close else "")
     return str(e["msg"])
+
+
+def _fields_at(loc: tuple[Any, ...], data: Any) -> list[str]:
+    """The keys the model allows at ``loc`` (e.g. ("workloads", 0) -> Workload's fields)."""
+    model: type[BaseModel] = Scenario
+    for key in loc:
+        if isinstance(key, int):
+            continue
+        field = model.model_fields.get(str(key))
+        inner = getattr(field, "annotation", None)
+        args = getattr(inner, "__args__", ())
+        candidates = [a for a in (inner, *args) if isinstance(a, type) and issubclass(a, BaseModel)]
+        if not candidates:
+            return []
+        model = candidates[0]
+    return list(model.model_fields)

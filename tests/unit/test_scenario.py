@@ -36,4 +36,5 @@ def test_unknown_key_and_bad_kind_name_file_and_field(tmp_path: Path) -> None:
         scenario.load(str(f))
     msg = str(info.value)
     assert f"{f}:4: workloads.0.kind" in msg and "'txn-producer'" in msg, msg
-    assert f"{f}:5: workloads.0.cont: unknown key" in msg, msg
+    assert f"{f}:5: workloads.0.cont: unknown key (allowed: kind, count, settings, client); did you mean 'count'?" in msg, msg
+    assert "did you mean 'txn-producer'?" in msg, msg
