@@ -89,6 +89,10 @@ class Cluster(Protocol):
 
     def node_state(self, node: int) -> NodeState: ...
 
+    def active_controller(self) -> int | None:
+        """The KRaft raft leader agreed by a majority of the nodes' quorum-state, or None."""
+        ...
+
     def status(self) -> ClusterStatus: ...
 
     @property

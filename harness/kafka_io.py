@@ -192,6 +192,31 @@ class ReadBack:
         return [v for recs in self.records.values() for _, v in recs]
 
 
+def lso_lag(bootstrap: str, topic: str, partitions: int, bound: float) -> dict[int, float | None]:
+    """Per partition: seconds until its last stable offset reached its high watermark (no open
+    transaction), measured from now; None if it had not within ``bound`` seconds."""
+    group = f"eos-chaos-lso-{uuid.uuid4().hex[:8]}"
+    base = {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False, "logger": QUIET}
+    committed = Consumer({**base, "isolation.level": "read_committed"})
+    uncommitted = Consumer({**base, "isolation.level": "read_uncommitted"})
+    lag: dict[int, float | None] = {p: None for p in range(partitions)}
+    t0 = time.monotonic()
+    try:
+        while any(v is None for v in lag.values()) and time.monotonic() - t0 < bound:
+            for p in [p for p, v in lag.items() if v is None]:
+                tp = TopicPartition(topic, p)
+                lso = committed.get_watermark_offsets(tp, timeout=5)[1]
+                hw = uncommitted.get_watermark_offsets(tp, timeout=5)[1]
+                if lso == hw:
+                    lag[p] = round(time.monotonic() - t0, 3)
+            if any(v is None for v in lag.values()):
+                time.sleep(0.2)  # polling the broker's offsets: there is no event to wait on
+        return lag
+    finally:
+        committed.close()
+        uncommitted.close()
+
+
 def read_all(bootstrap: str, topic: str, partitions: int, isolation: str = "read_committed",
              timeout: float = READ_BACK_TIMEOUT_S) -> ReadBack:
     """Read every partition of ``topic`` from offset 0 to its end.

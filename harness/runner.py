@@ -24,9 +24,9 @@ from clusters.base import Cluster
 from clusters.health import admin_client
 from harness.checker import check, write_verdict
 from harness.history import store
-from harness.history.model import GROUP_OFFSETS, READ_COMMITTED, READ_UNCOMMITTED, SCAN, tp_key
+from harness.history.model import GROUP_OFFSETS, LSO, READ_COMMITTED, READ_UNCOMMITTED, SCAN, tp_key
 from harness.history.recorder import ENV_T0, Recorder, run_t0
-from harness.kafka_io import create_topic, read_all
+from harness.kafka_io import create_topic, lso_lag, read_all
 from harness import schedule
 from harness.scenario import Fault, Scenario
 from harness.supervisor import Supervisor
@@ -171,9 +171,22 @@ def _guarded(fn: Callable[[], None], errors: list[str]) -> Callable[[], None]:
     return body
 
 
+#: After heal, every partition's last stable offset must reach its high watermark within this long.
+#: Longer than transaction.timeout.ms (60 s, workloads/common.py) plus the coordinator's abort
+#: check interval (5 s, clusters/render.py): a transaction left open by a killed producer is
+#: aborted by then; past it, a transaction hangs.
+LSO_BOUND_S = 90.0
+
+
 def final_reads(cluster: Cluster, sc: Scenario, rec: Recorder) -> None:
-    """Every partition from offset 0 to its end, read_committed and read_uncommitted, and the
-    copier group's committed offsets: all over DIRECT, which no fault touches."""
+    """How long each partition's LSO took to catch up; every partition from offset 0 to its end,
+    read_committed and read_uncommitted; and the copier group's committed offsets: all over DIRECT,
+    which no fault touches."""
+    lags: dict[str, float | None] = {}
+    for topic in sc.topics:
+        for p, lag in lso_lag(cluster.direct_bootstrap, topic, sc.partitions, LSO_BOUND_S).items():
+            lags[tp_key(topic, p)] = lag
+    rec.event("final", LSO, {"bound_s": LSO_BOUND_S, "lag_s": lags}, type_="ok")
     for iso in (READ_COMMITTED, READ_UNCOMMITTED):
         value: dict[str, list[list[object]]] = {}
         for topic in sc.topics:

@@ -27,7 +27,7 @@ def plan(sc: Scenario, seed: int) -> list[Fault]:
                 break
             kind = rnd.choices(kinds, weights)[0]
             workload = rnd.choice(mix.workloads) if kind == "kill-workload" and mix.workloads else None
-            faults.append(Fault(at=round(t, 1), kind=kind, duration=duration, workload=workload))
+            faults.append(Fault.model_validate({"at": round(t, 1), "kind": kind, "duration": duration, "workload": workload}))
             t += duration + rnd.uniform(*mix.gap)
     return sorted(faults, key=lambda f: f.at)
 

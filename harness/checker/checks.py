@@ -18,7 +18,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from harness.history.model import COPY_PREFIX, FAIL, INFO, OK, POLL, READ_COMMITTED, SCAN
+from harness.history.model import COPY_PREFIX, FAIL, INFO, OK
 from harness.checker.arrays import NO_OFFSET, OUTCOME_CODES, Cols, build, span
 from harness.history.store import Tables, with_values
 
@@ -29,6 +29,8 @@ MAX_EXAMPLES = 5
 class Found:
     count: int
     examples: list[dict[str, Any]] = field(default_factory=list)
+    #: set when the history holds nothing this check could look at (it then counts 0 but says so)
+    skipped: str | None = None
 
 
 def _examples(df: pd.DataFrame, cols: list[str] | None = None) -> list[dict[str, Any]]:
@@ -295,6 +297,18 @@ def copy_exactly_once(t: Tables) -> Found:
     return Found(len(bad_inputs) + len(orphans), ex[:MAX_EXAMPLES])
 
 
+def lso_stall(t: Tables) -> Found:
+    """After heal, a partition whose last stable offset did not reach its high watermark within the
+    bound: a transaction left hanging. Examples name the partition and how long it lagged."""
+    lso = t.meta.get("lso")
+    if not lso:
+        return Found(0, skipped="the history has no LSO measurement (runs before it existed, or synthetic)")
+    bound = lso.get("bound_s")
+    stalled = [{"partition": tp, "lagged_s": f">{bound}" if lag is None else lag, "bound_s": bound}
+               for tp, lag in sorted(lso.get("lag_s", {}).items()) if lag is None or lag > bound]
+    return Found(len(stalled), stalled[:MAX_EXAMPLES])
+
+
 #: Name in verdict.json -> check. Order is the order of DESIGN.md's table.
 CHECKS: dict[str, Callable[[Tables], Found]] = {
     "duplicate": duplicate,
@@ -307,6 +321,7 @@ CHECKS: dict[str, Callable[[Tables], Found]] = {
     "poll-skip": poll_skip,
     "zombie-commit": zombie_commit,
     "copy-exactly-once": copy_exactly_once,
+    "lso-stall": lso_stall,
 }
 
 __all__ = ["CHECKS", "Found", "committed_reads", "final_committed", "prepare", "cols", "INFO"]

@@ -19,6 +19,8 @@ Values written are strings unique in the whole run. Shapes of ``value``:
 - ``group-offsets``: the copier group's committed offsets after heal ``{"topic-partition": offset}``.
 - ``fenced``: a producer retired because Kafka fenced it (value: the error).
 - ``retired``: a producer retired after another fatal error (value: the error).
+- ``lso``: after heal, per partition the seconds until its last stable offset reached its high
+  watermark (null: not within the bound) ``{"bound_s": 90, "lag_s": {"topic-partition": 0.2}}``.
 - ``fault``: nemesis events (process ``nemesis``), value ``{"kind", "targets", ...}``.
 
 A copier's output value is ``copy/<in topic>/<in partition>/<in offset>/<attempt>/<in value>``, so
@@ -31,8 +33,8 @@ from __future__ import annotations
 INVOKE, OK, FAIL, INFO = "invoke", "ok", "fail", "info"
 COMPLETIONS = (OK, FAIL, INFO)
 
-TXN, SEND, INIT, POLL, SCAN, GROUP_OFFSETS, FENCED, RETIRED, FAULT = (
-    "txn", "send", "init", "poll", "scan", "group-offsets", "fenced", "retired", "fault")
+TXN, SEND, INIT, POLL, SCAN, GROUP_OFFSETS, FENCED, RETIRED, FAULT, LSO = (
+    "txn", "send", "init", "poll", "scan", "group-offsets", "fenced", "retired", "fault", "lso")
 
 READ_COMMITTED, READ_UNCOMMITTED = "read_committed", "read_uncommitted"
 COPY_PREFIX = "copy"

@@ -20,7 +20,7 @@ import pandas as pd
 
 from harness.errors import ConfigError
 from harness.history.model import (
-    FAIL, FENCED, GROUP_OFFSETS, INFO, INIT, INVOKE, OK, POLL, READ_COMMITTED, RETIRED, SCAN, SEND, TXN, split_tp,
+    FAIL, FENCED, GROUP_OFFSETS, INFO, INIT, INVOKE, LSO, OK, POLL, READ_COMMITTED, RETIRED, SCAN, SEND, TXN, split_tp,
 )
 from harness.history.recorder import HISTORY_DIR
 
@@ -108,6 +108,7 @@ def flatten(ops: list[dict[str, Any]], truncated: list[str] | None = None) -> Ta
     group_rows: list[tuple[str, int, int]] = []
     fenced: list[str] = []
     retired: list[str] = []
+    lso: dict[str, Any] | None = None
 
     for op in ops:
         f, t = op["f"], op["type"]
@@ -155,6 +156,8 @@ def flatten(ops: list[dict[str, Any]], truncated: list[str] | None = None) -> Ta
             fenced.append(op["process"])
         elif f == RETIRED:
             retired.append(op["process"])
+        elif f == LSO:
+            lso = op["value"]
 
     ops_df = pd.DataFrame({
         "index": pd.array([o["index"] for o in ops], dtype="int64"),
@@ -175,7 +178,7 @@ def flatten(ops: list[dict[str, Any]], truncated: list[str] | None = None) -> Ta
     inits = pd.DataFrame(init_rows, columns=["op", "process", "txn_id", "outcome", "invoke_time", "complete_time"])
     inits = inits.astype({"op": "int64", "invoke_time": "int64", "complete_time": "Int64"})
     groups = pd.DataFrame(group_rows, columns=["topic", "partition", "offset"]).astype({"partition": "int64", "offset": "int64"})
-    meta = {"ops": len(ops), "truncated": truncated or [], "fenced": sorted(set(fenced)), "retired": sorted(set(retired)),
+    meta = {"ops": len(ops), "truncated": truncated or [], "fenced": sorted(set(fenced)), "retired": sorted(set(retired)), "lso": lso,
             "duration_ns": (ops[-1]["time"] - ops[0]["time"]) if ops else 0}
     return Tables(ops_df, txns, writes, reads, inits, groups, meta)
 

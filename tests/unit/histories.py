@@ -47,6 +47,9 @@ class History:
         self._add(process="final", type=OK, f=SCAN, value={k: [list(r) for r in v] for k, v in recs.items()},
                   isolation=isolation)
 
+    def lso(self, lags: dict[str, float | None], bound: float = 90.0) -> None:
+        self._add(process="final", type=OK, f="lso", value={"bound_s": bound, "lag_s": lags})
+
     def group_offsets(self, offsets: dict[str, int]) -> None:
         self._add(process="final", type=OK, f=GROUP_OFFSETS, value=offsets)
 
@@ -128,6 +131,8 @@ def clean(variant: str = "") -> History:
     h.scan({**{tp_key("t", p): uncommitted[p] for p in (0, 1)}, **{tp_key("o", p): out_recs[p] for p in (0, 1)}},
            READ_UNCOMMITTED)
     h.group_offsets({tp_key("t", p): max(o for o, _ in committed[p]) + 2 for p in (0, 1)})
+    # the LSO of t-1 never caught up in the lso-stall variant (a hanging transaction)
+    h.lso({tp_key("t", 0): 0.2, tp_key("t", 1): None if variant == "lso-stall" else 0.4})
     return h
 
 
