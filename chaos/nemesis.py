@@ -17,6 +17,8 @@ from harness.history.model import FAULT, NEMESIS
 from harness.history.recorder import Recorder
 from harness.scenario import Fault, Scenario
 from harness.supervisor import Supervisor
+from harness.workloads import copier
+from harness.workloads.txn_producer import transactional_id
 from harness.workloads.zombie import GO, READY
 
 Log = Callable[[str], None]
@@ -103,7 +105,7 @@ class Nemesis:
             topic, _, part = (of or f"{self.scenario.topics[0]}/0").rpartition("/")
             return targets.leader(self._admin, topic, int(part))
         if target == "coordinator":
-            return targets.transaction_coordinator(self._admin, of or "eos-txn-producer-0")
+            return targets.transaction_coordinator(self._admin, of or transactional_id("txn-producer-0"))  # the first txn-producer
         if target == "group-coordinator":
             return targets.group_coordinator(self._admin, of or self._copier_group())
         if target == "controller":
@@ -116,7 +118,7 @@ class Nemesis:
     def _copier_group(self) -> str:
         for w in self.scenario.workloads:
             if w.kind == "copier":
-                return str(w.settings.get("group", "eos-chaos-copier"))
+                return str(w.settings.get("group", copier.GROUP))
         raise LookupError("group-coordinator without `of`: the scenario has no copier group")
 
     def _links(self, fault: Fault, target: str | int) -> list[str]:

@@ -73,10 +73,27 @@ class TxnLedger:
         return [v for txn in self.ok for v in txn]
 
 
-def _error(exc: BaseException) -> KafkaError | None:
+CALL_TIMEOUT_S = 30.0  # per transactional call; generous because brokers may be down or slow
+
+
+def kafka_error(exc: BaseException) -> KafkaError | None:
     if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError):
         return exc.args[0]
     return None
+
+
+def commit_with_retries(producer: Producer) -> None:
+    """Retry a retriable commit (librdkafka allows calling commit again) for a while; then give up."""
+    give_up = time.monotonic() + 3 * CALL_TIMEOUT_S
+    while True:
+        try:
+            producer.commit_transaction(CALL_TIMEOUT_S)
+            return
+        except KafkaException as exc:
+            err = kafka_error(exc)
+            if err is not None and err.retriable() and not err.txn_requires_abort() and time.monotonic() < give_up:
+                continue
+            raise
 
 
 class TxnWriter:
@@ -113,7 +130,7 @@ class TxnWriter:
                 p.init_transactions(max(1.0, min(COMMIT_TIMEOUT_S, deadline - time.monotonic())))
                 return True
             except KafkaException as exc:
-                err = _error(exc)
+                err = kafka_error(exc)
                 if err is not None and (err.fatal() or not err.retriable()):
                     raise HarnessError(f"init_transactions failed: {err}") from exc
                 raise
@@ -137,7 +154,7 @@ class TxnWriter:
             self.ledger.ok.append(values)
             return "ok"
         except KafkaException as exc:
-            err = _error(exc)
+            err = kafka_error(exc)
             self.ledger.errors.append(f"{'commit' if committing else 'produce'}: {err or exc}")
             aborted = False
             if err is not None and not err.fatal():
@@ -145,7 +162,7 @@ class TxnWriter:
                     p.abort_transaction(COMMIT_TIMEOUT_S)
                     aborted = True
                 except KafkaException as abort_exc:
-                    self.ledger.errors.append(f"abort: {_error(abort_exc) or abort_exc}")
+                    self.ledger.errors.append(f"abort: {kafka_error(abort_exc) or abort_exc}")
             if not aborted:
                 self._retire()  # fatal, fenced, or stuck: a fresh producer fences this one
             if aborted or not committing:
@@ -165,8 +182,6 @@ class TxnWriter:
                 p.poll(0.1)  # local queue full: let deliveries drain
 
     def _commit(self, p: Producer) -> None:
-        from harness.workloads.common import commit_with_retries
-
         commit_with_retries(p)
 
     def _retire(self) -> None:

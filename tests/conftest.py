@@ -12,9 +12,10 @@ from typing import Iterator
 
 import pytest
 
+from chaos.nemesis import heal_all
 from clusters import artifacts, backends
 from clusters.backends import Backend
-from clusters.base import Cluster, NodeState
+from clusters.base import Cluster
 from harness.runs import new_run_dir
 
 
@@ -43,13 +44,4 @@ def session_cluster(request: pytest.FixtureRequest, arts: artifacts.Artifacts) -
 def cluster(session_cluster: Cluster) -> Iterator[Cluster]:
     """The session cluster, healed and healthy again after each test, whatever the test did."""
     yield session_cluster
-    c = session_cluster
-    c.toxiproxy.reset()
-    for n in c.topology.node_ids:
-        state = c.node_state(n)
-        if state is NodeState.PAUSED:
-            c.resume(n)
-        elif state is NodeState.DOWN:
-            c.restart(n)
-    assert c.toxiproxy.unhealed() == []
-    c.wait_healthy()
+    assert heal_all(session_cluster, log=print) == []

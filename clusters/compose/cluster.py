@@ -4,6 +4,7 @@ and the Docker SDK (kill, stop, pause, restart, logs)."""
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import json
 import os
 import subprocess
@@ -62,7 +63,7 @@ class ComposeCluster:
         self.run_dir = run_dir
         self.plan = plan or ComposePlan()
         if overrides:
-            self.plan = ComposePlan.at(self.plan.port_base, tuple(sorted(overrides.items())))
+            self.plan = dataclasses.replace(self.plan, overrides=tuple(sorted(overrides.items())))
         self.topology = self.plan.topology
         self.detached = detached
         self.log = log

@@ -127,37 +127,38 @@ def _build(client: docker.DockerClient, context: Path, tag: str, step: str, buil
         raise EnvironmentProblem(f"image build step '{step}' failed: {exc}\n{log_lines[-1500:]}") from exc
 
 
+def _ensure_built(client: docker.DockerClient, tag: str, step: str, files: dict[str, Path], log: Log,
+                  buildargs: dict[str, str] | None = None) -> str:
+    """Build ``tag`` from a context holding ``files`` (name in context -> file or folder), unless present."""
+    if _exists(client, tag):
+        return tag
+    log(f"{step}: building {tag}")
+    with tempfile.TemporaryDirectory(dir=cache_dir()) as tmp:
+        ctx = Path(tmp)
+        for name, src in files.items():
+            if src.is_dir():
+                shutil.copytree(src, ctx / name)
+            else:
+                shutil.copy(src, ctx / name)
+        _build(client, ctx, tag, step, buildargs)
+    return tag
+
+
 def kafka_image(client: docker.DockerClient, arts: artifacts.Artifacts, log: Log) -> str:
     base = base_image(client, log)
     jars = sorted(p.name for p in arts.kafka_libs.glob("*.jar"))
     files = [(HERE / "kafka" / n).read_bytes() for n in ("Dockerfile", "run")]
     tag = f"eos-chaos/kafka:{arts.kafka_version}-{_digest(base, *jars, *files)}"
-    if _exists(client, tag):
-        return tag
-    log(f"kafka image: building {tag}")
-    with tempfile.TemporaryDirectory(dir=cache_dir()) as tmp:
-        ctx = Path(tmp)
-        for n in ("Dockerfile", "run"):
-            shutil.copy(HERE / "kafka" / n, ctx / n)
-        shutil.copytree(arts.kafka_libs, ctx / "libs")
-        _build(client, ctx, tag, "kafka image", {"BASE": base})
-    return tag
+    context = {n: HERE / "kafka" / n for n in ("Dockerfile", "run")} | {"libs": arts.kafka_libs}
+    return _ensure_built(client, tag, "kafka image", context, log, {"BASE": base})
 
 
 def toxiproxy_image(client: docker.DockerClient, log: Log) -> str:
     server, cli = artifacts.toxiproxy_bin(), artifacts.toxiproxy_cli()
     dockerfile = (HERE / "toxiproxy" / "Dockerfile").read_bytes()
     tag = f"eos-chaos/toxiproxy:{pins.TOXIPROXY_VERSION.lstrip('v')}-{_digest(dockerfile, server.read_bytes(), cli.read_bytes())}"
-    if _exists(client, tag):
-        return tag
-    log(f"toxiproxy image: building {tag}")
-    with tempfile.TemporaryDirectory(dir=cache_dir()) as tmp:
-        ctx = Path(tmp)
-        shutil.copy(HERE / "toxiproxy" / "Dockerfile", ctx / "Dockerfile")
-        shutil.copy(server, ctx / "toxiproxy-server")
-        shutil.copy(cli, ctx / "toxiproxy-cli")
-        _build(client, ctx, tag, "toxiproxy image")
-    return tag
+    context = {"Dockerfile": HERE / "toxiproxy" / "Dockerfile", "toxiproxy-server": server, "toxiproxy-cli": cli}
+    return _ensure_built(client, tag, "toxiproxy image", context, log)
 
 
 def _pull_marker(ref: str) -> Path:

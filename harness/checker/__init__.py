@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.checker.checks import CHECKS, cols, prepare
+from harness.checker.checks import CHECKS, cols
 from harness.history.model import FAIL, INFO, OK
 from harness.history.store import Tables
 
@@ -30,7 +30,7 @@ NOT_YET = {
 
 
 def check(t: Tables, extra_stats: dict[str, Any] | None = None) -> dict[str, Any]:
-    prepare(t)
+    cols(t)  # the numpy view, built once for every check
     checks: dict[str, dict[str, Any]] = {}
     crashed = False
     for name, fn in CHECKS.items():

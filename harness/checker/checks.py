@@ -18,7 +18,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from harness.history.model import COPY_PREFIX, FAIL, INFO, OK
+from harness.history.model import COPY_PREFIX, FAIL, OK
 from harness.checker.arrays import NO_OFFSET, OUTCOME_CODES, Cols, build, span
 from harness.history.store import Tables, with_values
 
@@ -54,15 +54,6 @@ def cols(t: Tables) -> Cols:
     if "cols" not in t.cache:
         t.cache["cols"] = build(t)
     return t.cache["cols"]
-
-
-def prepare(t: Tables) -> Tables:
-    cols(t)
-    return t
-
-
-def committed_reads(t: Tables) -> pd.DataFrame:
-    return t.reads[cols(t).cv]
 
 
 def final_committed(t: Tables) -> pd.DataFrame:
@@ -323,5 +314,3 @@ CHECKS: dict[str, Callable[[Tables], Found]] = {
     "copy-exactly-once": copy_exactly_once,
     "lso-stall": lso_stall,
 }
-
-__all__ = ["CHECKS", "Found", "committed_reads", "final_committed", "prepare", "cols", "INFO"]

@@ -20,7 +20,7 @@ import pandas as pd
 
 from harness.errors import ConfigError
 from harness.history.model import (
-    FAIL, FENCED, GROUP_OFFSETS, INFO, INIT, INVOKE, LSO, OK, POLL, READ_COMMITTED, RETIRED, SCAN, SEND, TXN, split_tp,
+    FENCED, GROUP_OFFSETS, INFO, INIT, INVOKE, LSO, OK, POLL, READ_COMMITTED, RETIRED, SCAN, SEND, TXN, split_tp,
 )
 from harness.history.recorder import HISTORY_DIR
 
@@ -262,6 +262,3 @@ def load(run_dir: Path) -> Tables:
         return Tables(**frames, meta=json.loads((pq / "meta.json").read_text()), values=values)
     ops, truncated = read_ops(run_dir)
     return flatten(ops, truncated)
-
-
-__all__ = ["Tables", "read_ops", "flatten", "save", "load", "FAIL", "OK", "INFO"]

@@ -20,10 +20,10 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 
 from harness.history.model import FAIL, FENCED, INFO, INIT, OK, RETIRED, TXN
 from harness.history.recorder import Recorder
+from harness.kafka_io import CALL_TIMEOUT_S, commit_with_retries, kafka_error
 
 #: A commit normally takes tens of ms; leader/coordinator moves after a broker kill take ~10-20 s
 #: (broker.session.timeout.ms 9 s + election). Past this, the outcome of a commit is "unknown".
-CALL_TIMEOUT_S = 30.0
 #: Larger than the outages our scenarios inject, so transactions survive them rather than expire
 #: (the incident scenario that wants expiry sets its own, smaller, value).
 TRANSACTION_TIMEOUT_MS = 60_000
@@ -65,12 +65,6 @@ class Stop:
 
     def __bool__(self) -> bool:
         return self._flag or time.monotonic() > self._deadline
-
-
-def kafka_error(exc: BaseException) -> KafkaError | None:
-    if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError):
-        return exc.args[0]
-    return None
 
 
 def is_fenced(err: KafkaError | None) -> bool:
@@ -193,17 +187,3 @@ def transaction(rec: Recorder, process: str, producer: Producer, txn_id: str,
     done = [["send", t, p, v, offsets.get(b)] for (t, p, v), b in zip(sends, encoded)]
     rec.complete(process, OK, TXN, done, txn_id=txn_id, commit_at=commit_at, **extra)
     return OK
-
-
-def commit_with_retries(producer: Producer) -> None:
-    """Retry a retriable commit (librdkafka allows calling commit again) for a while; then give up."""
-    give_up = time.monotonic() + 3 * CALL_TIMEOUT_S
-    while True:
-        try:
-            producer.commit_transaction(CALL_TIMEOUT_S)
-            return
-        except KafkaException as exc:
-            err = kafka_error(exc)
-            if err is not None and err.retriable() and not err.txn_requires_abort() and time.monotonic() < give_up:
-                continue
-            raise

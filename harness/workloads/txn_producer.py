@@ -17,7 +17,7 @@ import time
 
 from confluent_kafka import KafkaException, Producer
 
-from harness.history.model import FAIL, INFO, OK, SEND
+from harness.history.model import INFO, OK, SEND
 from harness.history.recorder import Recorder
 from harness.workloads.common import (
     CALL_TIMEOUT_S, Retired, Stop, WorkloadConfig, describe, init, new_producer, transaction,
@@ -37,8 +37,13 @@ def pick_sends(cfg: WorkloadConfig, rnd: random.Random, prefix: str, n: int) -> 
                     [f"{prefix}-{k}".ljust(width, ".") for k in range(n)]))
 
 
+def transactional_id(name: str) -> str:
+    """The ``transactional.id`` of the txn-producer instance ``name`` (stable across its processes)."""
+    return f"eos-{name}"
+
+
 def run_transactional(cfg: WorkloadConfig, rec: Recorder, stop: Stop, rnd: random.Random) -> None:
-    txn_id = f"eos-{cfg.name}"
+    txn_id = transactional_id(cfg.name)
     per_txn = int(cfg.settings.get("values_per_txn", 6))
     txn_ms = float(cfg.settings.get("txn_ms", 0))
     abort_share = float(cfg.settings.get("abort_share", 0.1))
@@ -113,5 +118,3 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
-
-__all__ = ["main", "OK", "FAIL"]
