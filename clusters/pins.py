@@ -33,8 +33,9 @@ MIN_JAVA_MAJOR = 17
 COMPOSE_MODULE = "github.com/docker/compose/v2"
 COMPOSE_VERSION = "v2.40.3"
 
-#: Official images, used when present or pullable; otherwise local stand-ins are built.
+#: The official Kafka image, used when present or pullable; otherwise a local stand-in is built.
+#: Toxiproxy's image is always built here from the pinned binaries (they are built anyway for the
+#: local backend), so no registry outside the default one is ever named or asked.
 OFFICIAL_KAFKA_IMAGE = "apache/kafka"
-OFFICIAL_TOXIPROXY_IMAGE = "ghcr.io/shopify/toxiproxy"
 #: Debian packages of the local base image (debootstrap --variant=minbase).
 BASE_PACKAGES = ("openjdk-17-jre-headless",)

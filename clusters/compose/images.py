@@ -1,7 +1,7 @@
 """Container images for the compose backend, without a registry.
 
-Users with a registry get the official images (``apache/kafka``, the official Toxiproxy image) at
-the pinned versions. Where none can be pulled, ``make images`` builds stand-ins from what the
+Users with a registry get the official Kafka image (``apache/kafka``) at the pinned version. Where
+it cannot be pulled, ``make images`` builds a stand-in from what the
 set-up already caches: a Debian base made by debootstrap (mirror read from this machine's apt
 sources) and imported with ``docker import``, the Kafka jars on top, and the static Toxiproxy
 binaries in an empty image. Tags carry a hash of their inputs, so a build runs only when an input
@@ -43,7 +43,7 @@ Log = Callable[[str], None]
 class Images:
     kafka: str
     toxiproxy: str
-    source: str  # "official" or "local"
+    source: str  # "official kafka" or "local"
 
 
 def _client() -> docker.DockerClient:
@@ -189,16 +189,17 @@ def _official(client: docker.DockerClient, ref: str, log: Log, pull: bool) -> bo
 
 
 def ensure_images(arts: artifacts.Artifacts, log: Log, prefer_local: bool = False, pull: bool = False) -> Images:
-    """The official images when present or pullable, else local stand-ins (built if needed)."""
+    """The official Kafka image when present or pullable, else a local stand-in (built if needed);
+    Toxiproxy always from the pinned binaries."""
     client = _client()
     try:
         kafka_ref = f"{pins.OFFICIAL_KAFKA_IMAGE}:{arts.kafka_version}"
-        tox_ref = f"{pins.OFFICIAL_TOXIPROXY_IMAGE}:{pins.TOXIPROXY_VERSION.lstrip('v')}"
-        if not prefer_local and _official(client, kafka_ref, log, pull) and _official(client, tox_ref, log, pull):
-            log(f"using the official images {kafka_ref} and {tox_ref}")
-            return Images(kafka_ref, tox_ref, "official")
-        images = Images(kafka_image(client, arts, log), toxiproxy_image(client, log), "local")
-        log(f"using local images {images.kafka} and {images.toxiproxy} (official ones absent and not pullable)")
+        tox = toxiproxy_image(client, log)
+        if not prefer_local and _official(client, kafka_ref, log, pull):
+            log(f"using the official image {kafka_ref} and {tox}")
+            return Images(kafka_ref, tox, "official kafka")
+        images = Images(kafka_image(client, arts, log), tox, "local")
+        log(f"using local images {images.kafka} and {images.toxiproxy} (official kafka image absent and not pullable)")
         return images
     finally:
         client.close()

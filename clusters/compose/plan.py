@@ -130,7 +130,7 @@ class ComposePlan:
             hosts = [f"kafka-{m}:{self.toxiproxy_ip(n)}" for m in nodes if m != n] + [f"kafka-{n}:127.0.0.1"]
             direct = self.port(n, Listener.DIRECT)
             services[self.service(n)] = {
-                "image": "${EOS_KAFKA_IMAGE:-apache/kafka:latest}",
+                "image": "${EOS_KAFKA_IMAGE:?set by eos-chaos: the kafka image}",
                 "hostname": self.service(n),
                 "labels": labels,
                 "environment": self.broker_env(n),
@@ -145,7 +145,7 @@ class ComposePlan:
             }
         client_ports = [f"127.0.0.1:{self.port(n, Listener.CLIENT)}:{self.port(n, Listener.CLIENT)}" for n in nodes]
         services["toxiproxy"] = {
-            "image": "${EOS_TOXIPROXY_IMAGE:-ghcr.io/shopify/toxiproxy:latest}",
+            "image": "${EOS_TOXIPROXY_IMAGE:?set by eos-chaos: the locally built toxiproxy image}",
             "command": ["-host=0.0.0.0", f"-port={self.api_port}", "-config=/config/toxiproxy.json"],
             "labels": labels,
             "volumes": ["./toxiproxy.json:/config/toxiproxy.json:ro"],
@@ -183,8 +183,8 @@ HEADER = """\
 #   EOS_CLUSTER_ID=$(python3 -c 'import base64,uuid;print(base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode())') \\
 #   EOS_KAFKA_IMAGE=eos-chaos/kafka:<tag> EOS_TOXIPROXY_IMAGE=eos-chaos/toxiproxy:<tag> \\
 #   docker compose -p eos-chaos-manual up -d --wait
-# (`eos-chaos images` prints the local image tags; with a registry, apache/kafka:<version> and
-# the official toxiproxy image work too.) Clients: bootstrap 127.0.0.1:29092,29102,29112 through the
+# (`eos-chaos images` prints the image tags; with a registry, apache/kafka:<version> works for
+# Kafka too.) Clients: bootstrap 127.0.0.1:29092,29102,29112 through the
 # proxies, 127.0.0.1:29095,29105,29115 direct; Toxiproxy API http://127.0.0.1:28474.
 """
 
