@@ -29,6 +29,15 @@ ZOMBIE_READY_TIMEOUT_S = 120.0
 ZOMBIE_SECOND_TIMEOUT_S = 180.0
 
 
+def _label(kind: str, value: dict[str, object]) -> str:
+    """A short name of an active fault for the progress display: ``partition leader (9 links)``."""
+    parts = [kind] + [str(value[k]) for k in ("target", "node", "workload") if value.get(k) is not None]
+    links = value.get("links")
+    if isinstance(links, list):
+        parts.append(links[0] if len(links) == 1 else f"({len(links)} links)")
+    return " ".join(parts)
+
+
 class Nemesis:
     def __init__(self, scenario: Scenario, cluster: Cluster, sup: Supervisor, rec: Recorder, log: Log,
                  plan: list[Fault] | None = None, seed: int = 0) -> None:
@@ -42,15 +51,30 @@ class Nemesis:
         self.stop = threading.Event()
         self.faults = 0
         self.errors: list[str] = []
+        self._active: dict[int, str] = {}  # faults started and not yet stopped (progress display)
+        self._active_lock = threading.Lock()
         self._admin = admin_client(cluster.direct_bootstrap)
+
+    def active_faults(self) -> list[str]:
+        with self._active_lock:
+            return list(self._active.values())
 
     def _start(self, kind: str, **value: object) -> None:
         self.faults += 1
         self.rec.event(NEMESIS, FAULT, {"kind": kind, "phase": "start", **value}, type_="info")
         self.log(f"nemesis: {kind} {value}")
+        with self._active_lock:
+            self._active[self._key(kind, value)] = _label(kind, value)
 
     def _end(self, kind: str, **value: object) -> None:
         self.rec.event(NEMESIS, FAULT, {"kind": kind, "phase": "stop", **value}, type_="ok")
+        with self._active_lock:
+            self._active.pop(self._key(kind, value), None)
+
+    @staticmethod
+    def _key(kind: str, value: dict[str, object]) -> int:
+        # start and stop of one fault share kind and node/links/workload (stop carries no target)
+        return hash((kind, str(value.get("node")), str(value.get("links")), str(value.get("workload"))))
 
     def run(self) -> None:
         """The schedule, in order; a fault that fails is recorded and the run goes on."""
@@ -186,14 +210,36 @@ class Nemesis:
         self._end("pause-workload", workload=first)
 
 
-def heal_all(cluster: Cluster, log: Log) -> list[str]:
-    """Remove every toxic, re-enable every proxy, resume and restart every node, wait until healthy.
-    Returns what could not be healed (empty = healed)."""
+def heal_network(cluster: Cluster, log: Log) -> list[str]:
+    """Every link back to a clean proxy, escalating while the last step did not heal: ``/reset``,
+    then delete and recreate every proxy, then restart the Toxiproxy server. Each API call has a
+    timeout (chaos/toxiproxy.py), so a hung server costs seconds, not the run. Returns what is
+    still wrong (empty = healed)."""
+    steps: list[tuple[str, Callable[[], None]]] = [
+        ("reset", cluster.toxiproxy.reset),
+        ("recreate proxies", lambda: cluster.toxiproxy.recreate(cluster.proxy_specs())),
+        ("restart toxiproxy", cluster.restart_toxiproxy),
+    ]
     problems: list[str] = []
-    try:
-        cluster.toxiproxy.reset()
-    except Exception as exc:  # noqa: BLE001
-        problems.append(f"toxiproxy reset: {exc}")
+    for i, (name, step) in enumerate(steps):
+        if i:
+            log(f"heal: escalating to '{name}' ({problems[-1]})")
+        try:
+            step()
+            left = cluster.toxiproxy.unhealed()
+        except Exception as exc:  # noqa: BLE001 - the next step is the answer
+            problems.append(f"toxiproxy {name}: {exc}")
+            continue
+        if not left:
+            return []
+        problems.append(f"after toxiproxy {name}, still faulted links: {left}")
+    return problems
+
+
+def heal_all(cluster: Cluster, log: Log) -> list[str]:
+    """Heal the network (escalating, see ``heal_network``), resume and restart every node, wait
+    until healthy. Returns what could not be healed (empty = healed)."""
+    problems = heal_network(cluster, log)
     for n in cluster.topology.node_ids:
         try:
             state = cluster.node_state(n)
@@ -205,9 +251,6 @@ def heal_all(cluster: Cluster, log: Log) -> list[str]:
         except Exception as exc:  # noqa: BLE001
             problems.append(f"node {n}: {exc}")
     try:
-        left = cluster.toxiproxy.unhealed()
-        if left:
-            problems.append(f"still faulted links: {left}")
         cluster.wait_healthy()
     except Exception as exc:  # noqa: BLE001
         problems.append(f"health: {exc}")

@@ -72,6 +72,17 @@ class Toxiproxy:
         body = [{"name": s.name, "listen": s.listen, "upstream": s.upstream, "enabled": s.enabled} for s in specs]
         self._call("POST", "/populate", body)
 
+    def delete_proxy(self, name: str) -> None:
+        """Remove a proxy (its toxics and open connections with it); absent already is fine."""
+        self._call("DELETE", f"/proxies/{name}", ok=(200, 204, 404))
+
+    def recreate(self, specs: Iterable[ProxySpec]) -> None:
+        """Delete every proxy the server has and create ``specs`` anew: a heal for a server whose
+        ``/reset`` fails or leaves something behind."""
+        for name in self.proxies():
+            self.delete_proxy(name)
+        self.populate(specs)
+
     def set_enabled(self, name: str, enabled: bool) -> None:
         """Disable = the proxy stops listening and drops its open connections: a clean cut."""
         self._call("POST", f"/proxies/{name}", {"enabled": enabled})

@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from chaos.toxiproxy import Toxiproxy
+from chaos.toxiproxy import ProxySpec, Toxiproxy
 from clusters.topology import Topology
 
 #: A 3-node KRaft cluster on two cores comes up in ~10-20 s; allow for a machine under load.
@@ -99,6 +99,14 @@ class Cluster(Protocol):
     def toxiproxy(self) -> Toxiproxy:
         """The API of the Toxiproxy that carries every link."""
         ...
+
+    def proxy_specs(self) -> list[ProxySpec]:
+        """Every directed link's proxy as the cluster created it (what a heal recreates)."""
+        ...
+
+    def restart_toxiproxy(self) -> None:
+        """Kill the Toxiproxy server and start it again with every proxy, healthy: the last step of a
+        heal, for a server whose API hangs."""
 
     @property
     def bootstrap(self) -> str: ...

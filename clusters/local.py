@@ -276,8 +276,20 @@ class LocalCluster:
             return None if rc is None else f"toxiproxy exited with code {rc}; log:\n{procs.tail(log_file)}"
 
         wait_until(tox.ping, timeout=TOXIPROXY_START_TIMEOUT_S, what=f"the Toxiproxy API at {topo.toxiproxy_url}", fatal=exited)
-        tox.populate(ProxySpec(p.link.name, p.listen, p.upstream) for p in topo.proxies())
+        tox.populate(self.proxy_specs())
         self._tox = tox
+
+    def proxy_specs(self) -> list[ProxySpec]:
+        return [ProxySpec(p.link.name, p.listen, p.upstream) for p in self.topology.proxies()]
+
+    def restart_toxiproxy(self) -> None:
+        if self._tox_pid and self._is_ours(self._tox_pid):
+            procs.kill_hard(self._tox_pid, "toxiproxy")  # SIGKILL: a hung server may ignore SIGTERM
+        if self._tox is not None:
+            self._tox.close()
+            self._tox = None
+        self._start_toxiproxy()
+        self._save_record()
 
     @property
     def toxiproxy(self) -> Toxiproxy:

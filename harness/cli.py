@@ -42,7 +42,7 @@ def _guard(fn: Callable[[], T]) -> T:
     except HarnessError as exc:
         _fail(exc)
     except KeyboardInterrupt:
-        err.print("[yellow]interrupted; everything started was taken down[/]")
+        err.print("[yellow]interrupted; faults healed, and what this command started was taken down (unless --keep)[/]")
         raise typer.Exit(130) from None
 
 
@@ -322,12 +322,17 @@ def run_cmd(
     seed: int = typer.Option(None, "--seed", help="Seed for workload choices (and, later, fault schedules) [default: random]."),
     duration: float = typer.Option(None, "--duration", min=5, help="Override the scenario's duration (s)."),
     out_dir: str = typer.Option(None, "--out", help="Run folder [default: results/<run id>]."),
-    kafka_version: str = KafkaVersion,
+    kafka_version: str = typer.Option(None, "--kafka-version",
+                                      help=f"Apache Kafka release [default: the cluster that is up, else {pins.KAFKA_VERSION}]."),
     port_base: int | None = PortBase,
+    keep: bool = typer.Option(False, "--keep", help="Leave the cluster this run starts up afterwards (eos-chaos cluster down stops it)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the planned fault schedule; start nothing."),
     as_json: bool = typer.Option(False, "--json", help="With --dry-run: the schedule as JSON."),
 ) -> None:
-    """Run a scenario: cluster, workloads, faults, heal, final reads, verdict. Exit 0 valid, 1 not."""
+    """Run a scenario: cluster, workloads, faults, heal, final reads, verdict. Exit 0 valid, 1 not.
+
+    Uses the backend's cluster that is up (healing it first), else starts one and takes it down
+    after (unless --keep). Ctrl-C ends the run early: faults are healed, what ran is checked, exit 130."""
 
     def body() -> None:
         import random
@@ -337,6 +342,8 @@ def run_cmd(
 
         from harness import schedule
 
+        if kafka_version is not None:
+            artifacts.parse_kafka_version(kafka_version)
         sc = scenario.load(name)
         if duration is not None:
             sc = sc.model_copy(update={"duration": duration})
@@ -353,8 +360,16 @@ def run_cmd(
             return
         run_dir = Path(out_dir) if out_dir else new_run_dir(sc.name)
         _log(f"scenario {sc.name}, seed {s}, {backend.value} backend, run folder {run_dir}")
-        result = runner.run(sc, backend, s, run_dir, _log, kafka_version, port_base=port_base)
+        from harness.progress import Progress
+
+        def show(d: Path, secs: float, faults: Callable[[], list[str]]) -> Progress:
+            return Progress(d, secs, faults, console=err).start()
+
+        result = runner.run(sc, backend, s, run_dir, _log, kafka_version, port_base=port_base, keep=keep, show=show)
         _print_verdict(result.verdict, run_dir)
+        if result.interrupted:
+            err.print("[yellow]interrupted: the run ended early; faults healed, what ran was checked[/]")
+            raise typer.Exit(130)
         if not result.valid:
             raise typer.Exit(1)
 

@@ -18,16 +18,24 @@ from typing import Any, Callable
 from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 
 from chaos.nemesis import Nemesis, heal_all
-from clusters import artifacts, backends, procs
+from clusters import artifacts, backends, procs, state
 from clusters.backends import Backend
-from clusters.base import Cluster
+from clusters.base import Cluster, NodeState
 from clusters.health import admin_client
+from harness import schedule
 from harness.checker import check, write_verdict
+from harness.errors import ClusterError, ConfigError
 from harness.history import store
-from harness.history.model import GROUP_OFFSETS, LSO, READ_COMMITTED, READ_UNCOMMITTED, SCAN, tp_key
+from harness.history.model import (
+    GROUP_OFFSETS,
+    LSO,
+    READ_COMMITTED,
+    READ_UNCOMMITTED,
+    SCAN,
+    tp_key,
+)
 from harness.history.recorder import ENV_T0, Recorder, run_t0
 from harness.kafka_io import create_topic, lso_lag, read_all
-from harness import schedule
 from harness.scenario import Fault, Scenario
 from harness.supervisor import Supervisor
 from harness.workloads.common import WorkloadConfig
@@ -47,6 +55,10 @@ class RunResult:
     @property
     def valid(self) -> bool:
         return self.verdict["valid"] is True
+
+    @property
+    def interrupted(self) -> bool:
+        return bool(self.verdict["stats"].get("interrupted"))
 
 
 def physical(sc: Scenario, tag: str) -> Scenario:
@@ -95,10 +107,59 @@ def workload_configs(sc: Scenario, run_dir: Path, bootstrap: str, seed: int) -> 
     return out
 
 
+def cluster_that_is_up(backend: Backend, sc: Scenario, log: Log, kafka_version: str | None = None,
+                       port_base: int | None = None) -> Cluster | None:
+    """The ``backend`` cluster another command left up (``cluster up``, ``run --keep``, a test
+    session), if it can run ``sc``: same Kafka version and port base when asked for, and the
+    scenario's broker settings in place (a running broker cannot take them). ConfigError otherwise."""
+    rec = state.load(backend.value)
+    if rec is None or (rec.owner_pid is not None and not procs.alive(rec.owner_pid)):
+        return None  # none, or its owner crashed: a new start reclaims it
+    where = f"the {backend.value} cluster that is up (run folder {rec.run_dir})"
+    wrong = []
+    if kafka_version and kafka_version != rec.kafka_version:
+        wrong.append(f"it runs Kafka {rec.kafka_version}, --kafka-version asks for {kafka_version}")
+    if port_base and port_base != rec.port_base:
+        wrong.append(f"it listens at port base {rec.port_base}, --port-base asks for {port_base}")
+    missing = {k: v for k, v in sc.broker_config.items() if rec.overrides.get(k) != v}
+    if missing:
+        wrong.append(f"scenario {sc.name} needs broker settings {missing}, it has {rec.overrides or 'none of its own'}")
+    if wrong:
+        fix = (" Take it down (eos-chaos cluster down --backend " + backend.value + ") so the run starts its own"
+               + (f", or start it with {' '.join(f'--broker-config {k}={v}' for k, v in sc.broker_config.items())}" if missing else "")
+               + ".")
+        raise ConfigError(f"cannot run on {where}: " + "; ".join(wrong) + "." + fix)
+    log(f"using {where}")
+    return backends.attach(rec, log)
+
+
+def prepare_attached(cluster: Cluster, log: Log) -> list[str]:
+    """Make a cluster this run did not start fit to run on: reclaim workloads a killed run left
+    running on it, and heal whatever fault such a run left in place. Returns what was found
+    faulted (recorded in the verdict)."""
+    for t in procs.tagged_processes():
+        if t.cluster_id == cluster.cluster_id and t.orphaned:
+            log(f"reclaiming process {t.pid} a killed run left on the cluster: {' '.join(procs.cmdline(t.pid))[:100]}")
+            procs.kill_hard(t.pid, "orphaned workload")
+    found = [f"link {p}" for p in cluster.toxiproxy.unhealed()]
+    found += [f"node {n} {cluster.node_state(n).value}" for n in cluster.topology.node_ids
+              if cluster.node_state(n) is not NodeState.UP]
+    if found:
+        log(f"the cluster is not in its healed state ({found}): healing before the run")
+    problems = heal_all(cluster, log)
+    if problems:
+        raise ClusterError(f"the cluster that is up cannot be healed: {problems}; take it down (eos-chaos cluster down)")
+    return found
+
+
 def run(sc: Scenario, backend: Backend, seed: int, run_dir: Path, log: Log, kafka_version: str | None = None,
-        cluster: Cluster | None = None, port_base: int | None = None) -> RunResult:
-    """Run ``sc``: on a cluster of its own (started and stopped here), or on ``cluster`` (left up,
-    healed; the scenario's broker settings are then not applied)."""
+        cluster: Cluster | None = None, port_base: int | None = None, keep: bool = False,
+        show: Callable[[Path, float, Callable[[], list[str]]], Any] | None = None) -> RunResult:
+    """Run ``sc``: on ``cluster`` (a test session's; the scenario's broker settings are then not
+    applied), else on the backend's cluster that is up, else on one started here (and stopped
+    after unless ``keep``). ``show`` makes the progress display (harness/progress.py).
+    A Ctrl-C during the run ends it early: heal, final reads and the verdict still happen
+    (``stats.interrupted``, ``RunResult.interrupted``)."""
     run_dir.mkdir(parents=True, exist_ok=True)
     sc = physical(sc, run_dir.name.rsplit("-", 1)[-1])
     faults = schedule.plan(sc, seed)
@@ -106,15 +167,22 @@ def run(sc: Scenario, backend: Backend, seed: int, run_dir: Path, log: Log, kafk
                                                        "schedule": schedule.as_json(faults)}, indent=2))
     os.environ.pop(ENV_T0, None)
     t0 = run_t0()
-    own = cluster is None
+    extra: dict[str, Any] = {}
+    own = False
+    if cluster is None:
+        cluster = cluster_that_is_up(backend, sc, log, kafka_version, port_base)
+        if cluster is not None:
+            extra["faulted_at_start"] = prepare_attached(cluster, log)
     if cluster is None:
         arts = artifacts.ready(kafka_version) if kafka_version else None
         arts = arts or artifacts.ensure(kafka_version or artifacts.pins.KAFKA_VERSION, log=log)
-        cluster = backends.new_cluster(backend, arts, run_dir, port_base, overrides=sc.broker_config, log=log)
+        cluster = backends.new_cluster(backend, arts, run_dir, port_base, overrides=sc.broker_config, detached=keep, log=log)
+        own = not keep
         cluster.start()
-    extra: dict[str, Any] = {}
+        if keep:
+            log(f"the cluster stays up after the run (--keep): eos-chaos cluster down --backend {backend.value}")
     try:
-        _run_on(sc, faults, cluster, seed, run_dir, t0, extra, log)
+        _run_on(sc, faults, cluster, seed, run_dir, t0, extra, log, show)
     finally:
         if own:
             cluster.stop()
@@ -129,7 +197,7 @@ def run(sc: Scenario, backend: Backend, seed: int, run_dir: Path, log: Log, kafk
 
 
 def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, run_dir: Path, t0: int,
-            extra: dict[str, Any], log: Log) -> None:
+            extra: dict[str, Any], log: Log, show: Callable[[Path, float, Callable[[], list[str]]], Any] | None) -> None:
     with Recorder(run_dir, "runner") as rec:
         admin = admin_client(cluster.direct_bootstrap)
         for topic in sc.topics:
@@ -139,17 +207,26 @@ def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, run_
         nemesis = Nemesis(sc, cluster, sup, rec, log, faults, seed)
         thread: threading.Thread | None = None
         zombie_thread: threading.Thread | None = None
+        progress = show(run_dir, sc.duration, nemesis.active_faults) if show else None
         try:
             for kind, cfg, now in workload_configs(sc, run_dir, cluster.bootstrap, seed):
                 sup.start(kind, cfg) if now else sup.register(kind, cfg)
             log(f"workloads started: {', '.join(sup.procs)}; running {sc.duration:.0f}s")
+            if progress is not None:
+                progress.set_phase("running")
             thread = threading.Thread(target=nemesis.run, name="nemesis", daemon=True)
             thread.start()
             if sup.of_kind("zombie"):
                 zombie_thread = threading.Thread(target=_guarded(nemesis.zombie, nemesis.errors), name="zombie", daemon=True)
                 zombie_thread.start()
-            nemesis.stop.wait(sc.duration)
+            try:
+                nemesis.stop.wait(sc.duration)
+            except KeyboardInterrupt:
+                extra["interrupted"] = True
+                log("interrupted: stopping the workloads, healing, then checking what ran")
         finally:
+            if progress is not None:
+                progress.set_phase("healing")
             nemesis.stop.set()
             killed = sup.stop_all()
             for th in (thread, zombie_thread):
@@ -159,7 +236,13 @@ def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, run_
             extra.update(healed=not problems, heal_problems=problems, faults=nemesis.faults,
                          nemesis_errors=nemesis.errors, workloads_killed_at_stop=killed)
         log("healed; final reads over the DIRECT listener" if not problems else f"heal problems: {problems}")
-        final_reads(cluster, sc, rec)
+        if progress is not None:
+            progress.set_phase("final reads")
+        try:
+            final_reads(cluster, sc, rec)
+        finally:
+            if progress is not None:
+                progress.close()
 
 
 def _guarded(fn: Callable[[], None], errors: list[str]) -> Callable[[], None]:
@@ -219,6 +302,7 @@ def rerun_check(run_dir: Path) -> dict[str, Any]:
     old = {}
     if (run_dir / "verdict.json").exists():
         old = {k: v for k, v in json.loads((run_dir / "verdict.json").read_text())["stats"].items()
-               if k in ("healed", "heal_problems", "faults", "nemesis_errors", "workloads_killed_at_stop")}
+               if k in ("healed", "heal_problems", "faults", "nemesis_errors", "workloads_killed_at_stop",
+                        "interrupted", "faulted_at_start")}
     return check(tables, old)
 

@@ -33,6 +33,8 @@ from harness.wait import wait_until
 BACKEND = "compose"
 #: `compose up --wait`: image start + KRaft quorum + healthchecks, on a busy 2-core machine.
 UP_TIMEOUT_S = 240
+#: Toxiproxy starts in a second; generous for a loaded machine.
+TOXIPROXY_RESTART_TIMEOUT_S = 60.0
 Log = Callable[[str], None]
 
 # Clusters this process owns; stopped at interpreter exit if a caller forgot (or was interrupted).
@@ -157,7 +159,7 @@ class ComposeCluster:
             if up.returncode != 0:
                 raise ClusterError(f"`docker compose up` of project {self.project} failed (exit {up.returncode}): "
                                    f"{_compose_errors(up.stderr)}\n{self._diagnosis()}")
-            self._tox.populate(ProxySpec(link.name, *self.plan.proxy(link)) for link in self.topology.links)
+            self._tox.populate(self.proxy_specs())
             self.wait_healthy()
             (self.run_dir / "cluster.json").write_text(json.dumps(self.status().to_json(), indent=2))
         except BaseException:
@@ -318,6 +320,19 @@ class ComposeCluster:
     @property
     def toxiproxy(self) -> Toxiproxy:
         return self._tox
+
+    def proxy_specs(self) -> list[ProxySpec]:
+        return [ProxySpec(link.name, *self.plan.proxy(link)) for link in self.topology.links]
+
+    def restart_toxiproxy(self) -> None:
+        c = self.container("toxiproxy")
+        c.reload()
+        if c.status == "paused":
+            c.unpause()  # docker refuses to restart a paused container
+        c.restart(timeout=5)  # its config file brings back every proxy, enabled and without toxics
+        wait_until(self._tox.ping, timeout=TOXIPROXY_RESTART_TIMEOUT_S, what=f"the Toxiproxy API at {self.plan.toxiproxy_url}",
+                   state=lambda: f"container {c.name} {c.status}")
+        self._tox.populate(self.proxy_specs())
 
     @property
     def bootstrap(self) -> str:
