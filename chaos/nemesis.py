@@ -27,6 +27,8 @@ ZOMBIE_READY_TIMEOUT_S = 120.0
 #: The second instance's init_transactions must wait out the first's open transaction being
 #: aborted by the coordinator (it is fenced at once): seconds; generous for a loaded machine.
 ZOMBIE_SECOND_TIMEOUT_S = 180.0
+#: A fault asked to end (run over) finishes its current step: a node restart (~10-60 s) at worst.
+FAULT_END_TIMEOUT_S = 240.0
 
 
 def _label(kind: str, value: dict[str, object]) -> str:
@@ -77,16 +79,30 @@ class Nemesis:
         return hash((kind, str(value.get("node")), str(value.get("links")), str(value.get("workload"))))
 
     def run(self) -> None:
-        """The schedule, in order; a fault that fails is recorded and the run goes on."""
+        """Each fault starts at its time, in a thread of its own, so faults whose windows overlap
+        are on together; a fault that fails is recorded and the run goes on. Returns once every
+        started fault has ended (``stop`` ends them early)."""
         t0 = self.rec.now()
-        for fault in sorted(self.plan, key=lambda f: f.at):
-            if self.stop.wait(max(0.0, fault.at - (self.rec.now() - t0) / 1e9)):
-                return
-            try:
-                self._apply(fault)
-            except Exception as exc:  # noqa: BLE001 - recorded; heal-all still runs at the end
-                self.errors.append(f"{fault.kind} at {fault.at}s: {type(exc).__name__}: {exc}")
-                self.log(f"nemesis: {fault.kind} failed: {exc}")
+        running: list[threading.Thread] = []
+        try:
+            for fault in sorted(self.plan, key=lambda f: f.at):
+                if self.stop.wait(max(0.0, fault.at - (self.rec.now() - t0) / 1e9)):
+                    return
+                th = threading.Thread(target=self._guarded, args=(fault,), name=f"fault-{fault.kind}@{fault.at}", daemon=True)
+                th.start()
+                running.append(th)
+        finally:
+            for th in running:
+                th.join(timeout=FAULT_END_TIMEOUT_S)
+                if th.is_alive():
+                    self.errors.append(f"{th.name} did not end within {FAULT_END_TIMEOUT_S:.0f}s of being asked to")
+
+    def _guarded(self, fault: Fault) -> None:
+        try:
+            self._apply(fault)
+        except Exception as exc:  # noqa: BLE001 - recorded; heal-all still runs at the end
+            self.errors.append(f"{fault.kind} at {fault.at}s: {type(exc).__name__}: {exc}")
+            self.log(f"nemesis: {fault.kind} failed: {exc}")
 
     def _apply(self, fault: Fault) -> None:
         """One fault, healed after ``fault.duration``; again every ``fault.every`` seconds if set."""
