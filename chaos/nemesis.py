@@ -204,9 +204,14 @@ class Nemesis:
         for name in names:
             self._start(kind, workload=name)
             (self.sup.kill if kind == "kill-workload" else self.sup.pause)(name)
-        self.stop.wait(fault.duration)
+        over = self.stop.wait(fault.duration)
         for name in names:
-            (self.sup.restart if kind == "kill-workload" else self.sup.resume)(name)
+            if kind == "pause-workload":
+                self.sup.resume(name)
+            elif not over:
+                self.sup.restart(name)
+            # else: killed until the end of the run, as a crashed client that never comes back is
+            # (its open transaction is left to the coordinator's timeout)
             self._end(kind, workload=name)
 
     def zombie(self) -> None:

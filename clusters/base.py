@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -48,6 +49,22 @@ class ClusterStatus:
         d = asdict(self)
         d["nodes"] = [{"id": n.id, "state": n.state.value, "pid": n.pid} for n in self.nodes]
         return d
+
+
+class Owned:
+    """Who owns a cluster (and will stop it): the process that started it, or 0 when detached
+    (``cluster up``). A process that only attached keeps the recorded owner: a run restarting a
+    node must not become its owner, because it exits first and the cluster would look orphaned."""
+
+    detached: bool
+    #: set by ``attach``: the owner the starting process recorded
+    _attached_owner: int | None = None
+
+    @property
+    def _owner(self) -> int:
+        if self._attached_owner is not None:
+            return self._attached_owner
+        return 0 if self.detached else os.getpid()
 
 
 @runtime_checkable

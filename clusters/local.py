@@ -28,7 +28,7 @@ import psutil
 from chaos.toxiproxy import ProxySpec, Toxiproxy
 from clusters import health, procs, render, state
 from clusters.artifacts import Artifacts
-from clusters.base import HEALTHY_TIMEOUT_S, NODE_START_TIMEOUT_S, ClusterStatus, NodeState, NodeStatus
+from clusters.base import HEALTHY_TIMEOUT_S, NODE_START_TIMEOUT_S, ClusterStatus, NodeState, NodeStatus, Owned
 from clusters.topology import Topology
 from harness.errors import ClusterError, EnvironmentProblem, HarnessError, WaitTimeout
 from harness.wait import wait_until
@@ -76,7 +76,7 @@ def reclaim_orphans(log: Log = lambda msg: None) -> int:
     return killed
 
 
-class LocalCluster:
+class LocalCluster(Owned):
     """A 3-node KRaft cluster of local processes; a context manager that always cleans up."""
 
     backend = BACKEND
@@ -114,6 +114,7 @@ class LocalCluster:
         c.cluster_id = rec.cluster_id
         c._pids = {int(k): v for k, v in rec.node_pids.items()}
         c._tox_pid = rec.toxiproxy_pid
+        c._attached_owner = rec.owner_pid or 0
         c._started = True
         return c
 
@@ -134,9 +135,6 @@ class LocalCluster:
     def server_log(self, node: int) -> Path:
         return self.node_dir(node) / "server.log"
 
-    @property
-    def _owner(self) -> int:
-        return 0 if self.detached else os.getpid()
 
     def _env(self) -> dict[str, str]:
         return procs.tags(self.cluster_id, self._owner)
@@ -347,17 +345,29 @@ class LocalCluster:
             raise ClusterError(str(exc)) from exc
 
     def node_state(self, node: int) -> NodeState:
-        pid = self._pids.get(node)
-        if pid is not None:
-            procs.reap(pid)
-        if not procs.alive(pid) or not self._is_ours(pid or 0):
+        pid = self._pid(node)
+        if not pid:
             return NodeState.DOWN
         return NodeState.PAUSED if procs.stopped(pid) else NodeState.UP
 
     def _pid(self, node: int) -> int:
+        """The node's running process, 0 if none. Another process holding a handle on this cluster
+        (a run on the cluster a test session or ``cluster up`` started) may have restarted the node:
+        when the pid we know is gone, the node's process is looked up by its tag and command line."""
         if node not in self.topology.node_ids:
             raise ClusterError(f"no node {node}; nodes are {list(self.topology.node_ids)}")
-        return self._pids.get(node, 0)
+        pid = self._pids.get(node, 0)
+        if pid:
+            procs.reap(pid)
+            if procs.alive(pid) and self._is_ours(pid):
+                return pid
+        props = str(self.node_dir(node) / "server.properties")
+        for t in procs.tagged_processes():
+            if t.cluster_id == self.cluster_id and props in procs.cmdline(t.pid):
+                with self._lock:
+                    self._pids[node] = t.pid
+                return t.pid
+        return 0
 
     def kill(self, node: int) -> None:
         pid = self._pid(node)
@@ -445,7 +455,7 @@ class LocalCluster:
         return state.ClusterRecord(
             backend=BACKEND, cluster_id=self.cluster_id, run_dir=str(self.run_dir),
             kafka_version=self.artifacts.kafka_version, net=t.net, port_base=t.port_base, api_port=t.api_port,
-            owner_pid=None if self.detached else os.getpid(), toxiproxy_pid=self._tox_pid,
+            owner_pid=self._owner or None, toxiproxy_pid=self._tox_pid,
             node_pids={str(k): v for k, v in self._pids.items()}, kafka_libs=str(self.artifacts.kafka_libs),
             toxiproxy_bin=str(self.artifacts.toxiproxy_bin), java=str(self.artifacts.java), overrides=self.overrides,
         )

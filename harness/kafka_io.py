@@ -207,14 +207,16 @@ class ReadBack:
         return [v for recs in self.records.values() for _, v in recs]
 
 
-def lso_lag(bootstrap: str, topic: str, partitions: int, bound: float) -> dict[int, float | None]:
+def lso_lag(bootstrap: str, topic: str, partitions: int, bound: float) -> tuple[dict[int, float | None], dict[int, int]]:
     """Per partition: seconds until its last stable offset reached its high watermark (no open
-    transaction), measured from now; None if it had not within ``bound`` seconds."""
+    transaction), measured from now, None if it had not within ``bound`` seconds; and, for those,
+    the LSO it was stuck at."""
     group = f"eos-chaos-lso-{uuid.uuid4().hex[:8]}"
     base = {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False, "logger": QUIET}
     committed = Consumer({**base, "isolation.level": "read_committed"})
     uncommitted = Consumer({**base, "isolation.level": "read_uncommitted"})
     lag: dict[int, float | None] = {p: None for p in range(partitions)}
+    stuck: dict[int, int] = {}
     t0 = time.monotonic()
     try:
         while any(v is None for v in lag.values()) and time.monotonic() - t0 < bound:
@@ -224,20 +226,24 @@ def lso_lag(bootstrap: str, topic: str, partitions: int, bound: float) -> dict[i
                 hw = uncommitted.get_watermark_offsets(tp, timeout=5)[1]
                 if lso == hw:
                     lag[p] = round(time.monotonic() - t0, 3)
+                    stuck.pop(p, None)
+                else:
+                    stuck[p] = lso
             if any(v is None for v in lag.values()):
                 time.sleep(0.2)  # polling the broker's offsets: there is no event to wait on
-        return lag
+        return lag, stuck
     finally:
         committed.close()
         uncommitted.close()
 
 
 def read_all(bootstrap: str, topic: str, partitions: int, isolation: str = "read_committed",
-             timeout: float = READ_BACK_TIMEOUT_S) -> ReadBack:
+             timeout: float = READ_BACK_TIMEOUT_S, stable: bool = True) -> ReadBack:
     """Read every partition of ``topic`` from offset 0 to its end.
 
-    For read_committed the end is the last stable offset; we require it to equal the high
-    watermark (no transaction left open), and the scan to reach it, within ``timeout``.
+    For read_committed the end is the last stable offset; with ``stable`` we require it to equal
+    the high watermark (no transaction left open) within ``timeout``. Without (a transaction is
+    known to hang), the scan reads up to the LSO as it stands.
     """
     group = f"eos-chaos-readback-{uuid.uuid4().hex[:8]}"
     base = {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
@@ -255,7 +261,7 @@ def read_all(bootstrap: str, topic: str, partitions: int, isolation: str = "read
             highs = {tp.partition: probe.get_watermark_offsets(tp, timeout=5)[1] for tp in tps}
             end.clear()
             end.update(ends)
-            return ends == highs
+            return ends == highs or not stable
 
         wait_until(ends_settled, timeout=timeout, what=f"the last stable offset of every partition of {topic} "
                    "to reach its high watermark (no open transaction)", state=lambda: f"end offsets {end}")

@@ -266,14 +266,17 @@ def final_reads(cluster: Cluster, sc: Scenario, rec: Recorder) -> None:
     read_committed and read_uncommitted; and the copier group's committed offsets: all over DIRECT,
     which no fault touches."""
     lags: dict[str, float | None] = {}
+    stalled_at: dict[str, int] = {}
     for topic in sc.topics:
-        for p, lag in lso_lag(cluster.direct_bootstrap, topic, sc.partitions, LSO_BOUND_S).items():
-            lags[tp_key(topic, p)] = lag
-    rec.event("final", LSO, {"bound_s": LSO_BOUND_S, "lag_s": lags}, type_="ok")
+        lag, stuck = lso_lag(cluster.direct_bootstrap, topic, sc.partitions, LSO_BOUND_S)
+        lags.update({tp_key(topic, p): v for p, v in lag.items()})
+        stalled_at.update({tp_key(topic, p): v for p, v in stuck.items()})
+    rec.event("final", LSO, {"bound_s": LSO_BOUND_S, "lag_s": lags, "stalled_at": stalled_at}, type_="ok")
     for iso in (READ_COMMITTED, READ_UNCOMMITTED):
         value: dict[str, list[list[object]]] = {}
         for topic in sc.topics:
-            back = read_all(cluster.direct_bootstrap, topic, sc.partitions, iso)
+            # a hanging transaction keeps the LSO where it is: read up to it, lso-stall reports it
+            back = read_all(cluster.direct_bootstrap, topic, sc.partitions, iso, stable=not stalled_at)
             for p, recs in back.records.items():
                 value[tp_key(topic, p)] = [[o, v] for o, v in recs]
         rec.event("final", SCAN, value, type_="ok", isolation=iso)

@@ -21,7 +21,7 @@ from docker.models.containers import Container
 from chaos.toxiproxy import ProxySpec, Toxiproxy
 from clusters import health, procs, state
 from clusters.artifacts import Artifacts
-from clusters.base import HEALTHY_TIMEOUT_S, NODE_START_TIMEOUT_S, ClusterStatus, NodeState, NodeStatus
+from clusters.base import HEALTHY_TIMEOUT_S, NODE_START_TIMEOUT_S, ClusterStatus, NodeState, NodeStatus, Owned
 from clusters.compose.cli import find_compose
 from clusters.compose.engine import ensure_engine
 from clusters.compose.images import Images, ensure_images
@@ -47,7 +47,7 @@ def _stop_owned() -> None:
         cluster.stop()
 
 
-class ComposeCluster:
+class ComposeCluster(Owned):
     """A 3-node KRaft cluster as containers; a context manager that always cleans up."""
 
     backend = BACKEND
@@ -89,6 +89,7 @@ class ComposeCluster:
         c.cluster_id, c.project = rec.cluster_id, rec.project
         c.images = Images(rec.images["kafka"], rec.images["toxiproxy"], rec.images["source"]) if rec.images else None
         c._compose_cmd = find_compose(log)
+        c._attached_owner = rec.owner_pid or 0
         c._started = True
         return c
 
@@ -96,7 +97,7 @@ class ComposeCluster:
         return state.ClusterRecord(
             backend=BACKEND, cluster_id=self.cluster_id, run_dir=str(self.run_dir), kafka_version=self.artifacts.kafka_version,
             net=self.topology.net, port_base=self.plan.port_base, api_port=self.plan.api_port,
-            owner_pid=None if self.detached else os.getpid(), kafka_libs=str(self.artifacts.kafka_libs),
+            owner_pid=self._owner or None, kafka_libs=str(self.artifacts.kafka_libs),
             toxiproxy_bin=str(self.artifacts.toxiproxy_bin), java=str(self.artifacts.java),
             overrides=dict(self.plan.overrides), project=self.project,
             images=dict(self.images.__dict__) if self.images else {},
@@ -120,7 +121,7 @@ class ComposeCluster:
         assert self.images is not None
         return dict(os.environ, EOS_CLUSTER_ID=self.cluster_id, EOS_KAFKA_IMAGE=self.images.kafka,
                     EOS_TOXIPROXY_IMAGE=self.images.toxiproxy, EOS_PROJECT=self.project,
-                    EOS_CHAOS_OWNER=str(0 if self.detached else os.getpid()))
+                    EOS_CHAOS_OWNER=str(self._owner))
 
     def _compose(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         cmd = [*self._compose_cmd, "-p", self.project, "-f", str(self.run_dir / "docker-compose.yml"), *args]

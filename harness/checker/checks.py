@@ -90,9 +90,16 @@ def duplicate(t: Tables) -> Found:
 
 
 def lost_write(t: Tables) -> Found:
-    """A value of a transaction acknowledged committed (``ok``) missing from the final committed scan."""
+    """A value of a transaction acknowledged committed (``ok``) missing from the final committed scan.
+    Values at or past a partition's stalled LSO are not lost but unreadable; ``lso-stall`` reports them."""
     c = cols(t)
-    rows = np.flatnonzero((c.w_out == OUTCOME_CODES[OK]) & ~c.in_fc[c.w_vid])
+    missing = (c.w_out == OUTCOME_CODES[OK]) & ~c.in_fc[c.w_vid]
+    stalled_at = (t.meta.get("lso") or {}).get("stalled_at") or {}
+    if stalled_at and missing.any():
+        keys = t.writes["topic"].astype(str) + "-" + t.writes["partition"].astype(str)
+        lso = keys.map(stalled_at).to_numpy(dtype=float, na_value=np.inf)  # inf: not stalled
+        missing &= ~((c.w_off != NO_OFFSET) & (c.w_off >= lso))
+    rows = np.flatnonzero(missing)
     return Found(len(rows), _examples(_writes_at(t, rows[:MAX_EXAMPLES]),
                                       ["value", "txn", "process", "topic", "partition", "offset"]))
 
@@ -295,7 +302,8 @@ def lso_stall(t: Tables) -> Found:
     if not lso:
         return Found(0, skipped="the history has no LSO measurement (runs before it existed, or synthetic)")
     bound = lso.get("bound_s")
-    stalled = [{"partition": tp, "lagged_s": f">{bound}" if lag is None else lag, "bound_s": bound}
+    at = lso.get("stalled_at") or {}
+    stalled = [{"partition": tp, "lagged_s": f">{bound}" if lag is None else lag, "bound_s": bound, "lso": at.get(tp)}
                for tp, lag in sorted(lso.get("lag_s", {}).items()) if lag is None or lag > bound]
     return Found(len(stalled), stalled[:MAX_EXAMPLES])
 

@@ -116,12 +116,14 @@ def produce(producer: Producer, topic: str, value: bytes, partition: int, on_del
 def transaction(rec: Recorder, process: str, producer: Producer, txn_id: str,
                 sends: list[tuple[str, int, str]], abort: bool, rnd: random.Random,
                 before_commit: Callable[[], dict[str, Any]] | None = None,
-                pause: tuple[int, Callable[[], None]] | None = None) -> str:
+                pause: tuple[int, Callable[[], None]] | None = None, hold_s: float = 0.0) -> str:
     """One recorded transaction. Outcomes (DESIGN.md): committed -> ok; aborted on purpose, or an
     error before commit followed by a successful abort -> fail; fenced/fatal -> fail and the
     producer retires (during commit: info); a commit whose result is unknown (timeout, lost connection) -> info.
     ``before_commit`` (the copier's ``send_offsets_to_transaction``) returns extra fields to record.
     ``pause`` = (k, fn): after the first k sends are written, call fn (the zombie waits there).
+    ``hold_s``: keep the transaction open this long after its records are written, before the
+    commit (an application that processes slowly; what a crash must be able to hit).
     Raises ``Retired`` after recording when this producer must be replaced."""
     rec.invoke(process, TXN, [["send", t, p, v] for t, p, v in sends], txn_id=txn_id)
     offsets: dict[bytes, int] = {}
@@ -154,6 +156,8 @@ def transaction(rec: Recorder, process: str, producer: Producer, txn_id: str,
             rec.complete(process, FAIL, TXN, None, error="aborted on purpose", txn_id=txn_id, **extra)
             return FAIL
         producer.flush(CALL_TIMEOUT_S)  # serves the delivery reports: the offsets Kafka returned
+        if hold_s:
+            time.sleep(hold_s)  # simulated processing time, not a wait on anything
         committing = True
         commit_at = rec.now()
         commit_with_retries(producer)

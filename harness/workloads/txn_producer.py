@@ -7,7 +7,9 @@ Settings: ``values_per_txn`` (default 6), ``abort_share`` (0.1), ``transactional
 plain sends, one ``send`` op per value: the negative control for duplicates), ``topics`` (a subset
 of the scenario's), ``value_bytes`` (pad values to this size; benchmarks), ``txn_ms`` (size each
 transaction to take about this long instead: the count adapts to the last transaction's pace, so the
-values are still known, and recorded, before the transaction starts).
+values are still known, and recorded, before the transaction starts), ``hold_ms`` (keep each
+transaction open this long after its records are written, before the commit: a slow application),
+``transaction_timeout_ms`` (the producer's transaction.timeout.ms).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ def run_transactional(cfg: WorkloadConfig, rec: Recorder, stop: Stop, rnd: rando
     txn_id = transactional_id(cfg.name)
     per_txn = int(cfg.settings.get("values_per_txn", 6))
     txn_ms = float(cfg.settings.get("txn_ms", 0))
+    hold_s = float(cfg.settings.get("hold_ms", 0)) / 1000
     abort_share = float(cfg.settings.get("abort_share", 0.1))
     incarnation = 0
     while not stop:
@@ -59,7 +62,7 @@ def run_transactional(cfg: WorkloadConfig, rec: Recorder, stop: Stop, rnd: rando
                 sends = pick_sends(cfg, rnd, f"{process}-{seq}", per_txn)
                 seq += 1
                 t0 = time.monotonic()
-                transaction(rec, process, producer, txn_id, sends, rnd.random() < abort_share, rnd)
+                transaction(rec, process, producer, txn_id, sends, rnd.random() < abort_share, rnd, hold_s=hold_s)
                 if txn_ms:
                     took_ms = max(1.0, (time.monotonic() - t0) * 1000)
                     # at most halve or double per step: one slow commit must not collapse the size

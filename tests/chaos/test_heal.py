@@ -13,14 +13,14 @@ from pathlib import Path
 import pytest
 
 from chaos.nemesis import heal_all
-from clusters import procs
+from clusters import procs, state
 from clusters.base import Cluster, NodeState
 from harness.wait import wait_until
 from tests.chaos.cli_helpers import run, start, wait_for_line
 
 pytestmark = pytest.mark.chaos
 
-#: A run whose faults are still on when the runner is stopped: node 3 frozen, the client link
+#: A run whose faults are still on when the runner is stopped: node 3 killed, the client link
 #: to node 1 cut, latency on node 2's INTERNAL links; all for far longer than the test waits.
 MID_FAULT = """\
 name: mid-fault
@@ -32,7 +32,7 @@ workloads:
   - kind: reader
     count: 1
 faults:
-  - {at: 2, kind: pause, target: 3, duration: 280}
+  - {at: 2, kind: kill, target: 3, duration: 280}
   - {at: 2, kind: partition, partition: clients-from-node, target: 1, listeners: client, duration: 280}
   - {at: 2, kind: latency, target: 2, listeners: internal, duration: 280, params: {latency_ms: 200}}
 """
@@ -66,10 +66,19 @@ def _mid_fault_run(cluster: Cluster, tmp_path: Path) -> tuple[object, Path, dict
     env = dict(os.environ)  # the session's state folder: the run uses the session cluster
     proc = start(["run", str(scenario), "--backend", cluster.backend, "--seed", "1", "--out", str(out)], env)
     wait_for_line(proc, "nemesis: latency", timeout=180)  # the last of the three faults is starting
-    # on: node 3 paused, client-to-n1 cut, a toxic on each of node 2's 4 INTERNAL links
+    # on: node 3 down, client-to-n1 cut, a toxic on each of node 2's 4 INTERNAL links
     wait_until(lambda: len(_faulted(cluster)) >= 6 or None, timeout=60, what="the three faults to be on",
                state=lambda: str(_faulted(cluster)))
     return proc, out, env
+
+
+def _still_owned_by_the_session(cluster: Cluster) -> None:
+    """A run that healed the session's cluster (restarting node 3) must not have become its owner:
+    it exits first, and the cluster would then look orphaned to the next start."""
+    rec = state.load(cluster.backend)
+    assert rec is not None and rec.owner_pid == os.getpid(), rec
+    nodes = [t for t in procs.tagged_processes() if t.cluster_id == cluster.cluster_id and "kafka.Kafka" in " ".join(procs.cmdline(t.pid))]
+    assert all(t.owner == os.getpid() for t in nodes), nodes
 
 
 def _faulted(cluster: Cluster) -> list[str]:
@@ -81,7 +90,9 @@ def test_runner_stopped_mid_fault_heals_and_writes_its_verdict(cluster: Cluster,
     proc, out, _ = _mid_fault_run(cluster, tmp_path)
     proc.send_signal(signal.SIGTERM)
     rc = proc.wait(timeout=300)
-    assert rc == 130, proc.stderr.read() if proc.stderr else rc
+    said = proc.stderr.read() if proc.stderr else ""
+    print(said)
+    assert rc == 130, said
     assert _faulted(cluster) == []
     verdict = json.loads((out / "verdict.json").read_text())
     s = verdict["stats"]
@@ -89,6 +100,7 @@ def test_runner_stopped_mid_fault_heals_and_writes_its_verdict(cluster: Cluster,
     assert verdict["valid"] is True, {k: c["count"] for k, c in verdict["checks"].items() if c["count"]}
     left = [t for t in procs.tagged_processes() if t.cluster_id == cluster.cluster_id and t.owner == proc.pid]
     assert left == [], left
+    _still_owned_by_the_session(cluster)
 
 
 def test_runner_killed_mid_fault_is_healed_by_the_next_run(cluster: Cluster, tmp_path: Path) -> None:
@@ -109,3 +121,4 @@ def test_runner_killed_mid_fault_is_healed_by_the_next_run(cluster: Cluster, tmp
     assert len(s["faulted_at_start"]) >= 6 and s["healed"] is True, s
     assert _faulted(cluster) == []
     assert not any(procs.alive(pid) for pid in orphans)
+    _still_owned_by_the_session(cluster)

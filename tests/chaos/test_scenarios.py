@@ -59,3 +59,14 @@ def test_negative_control_duplicates_is_caught(cluster: Cluster) -> None:
 def test_negative_control_aborted_read_is_caught(cluster: Cluster) -> None:
     v = run(cluster, "negative-aborted-read")
     assert v["valid"] is False and v["checks"]["aborted-read"]["count"] > 0, anomalies(v)
+
+
+def test_negative_control_hanging_transaction_is_caught_by_lso_stall(cluster: Cluster) -> None:
+    if cluster.backend != "local":
+        pytest.skip("a hanging transaction is Kafka's behaviour, not the backend's: run once (local); ~2.5 min")
+    v = run(cluster, "negative-lso-stall")
+    stalled = v["checks"]["lso-stall"]
+    assert v["valid"] is False and stalled["count"] > 0, anomalies(v)
+    assert all(e["lso"] is not None for e in stalled["examples"]), stalled
+    # the committed values behind the stuck LSO are reported by lso-stall, not as lost writes
+    assert anomalies(v).keys() == {"lso-stall"}, anomalies(v)

@@ -47,8 +47,8 @@ class History:
         self._add(process="final", type=OK, f=SCAN, value={k: [list(r) for r in v] for k, v in recs.items()},
                   isolation=isolation)
 
-    def lso(self, lags: dict[str, float | None], bound: float = 90.0) -> None:
-        self._add(process="final", type=OK, f="lso", value={"bound_s": bound, "lag_s": lags})
+    def lso(self, lags: dict[str, float | None], bound: float = 90.0, stalled_at: dict[str, int] | None = None) -> None:
+        self._add(process="final", type=OK, f="lso", value={"bound_s": bound, "lag_s": lags, "stalled_at": stalled_at or {}})
 
     def group_offsets(self, offsets: dict[str, int]) -> None:
         self._add(process="final", type=OK, f=GROUP_OFFSETS, value=offsets)

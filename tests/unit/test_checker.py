@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from harness.checker import check
 from harness.checker.checks import CHECKS
+from harness.history.model import READ_COMMITTED
 from tests.unit.histories import clean, simulate
 
 ANOMALIES = list(CHECKS)
@@ -43,11 +44,27 @@ def test_each_anomaly_fires_alone(anomaly: str) -> None:
 
 def test_lso_stall_names_the_partition_and_a_history_without_measurement_says_it_was_skipped() -> None:
     ex = check(clean("lso-stall").tables())["checks"]["lso-stall"]["examples"]
-    assert ex == [{"partition": "t-1", "lagged_s": ">90.0", "bound_s": 90.0}]
+    assert ex == [{"partition": "t-1", "lagged_s": ">90.0", "bound_s": 90.0, "lso": None}]
     h = clean()
     h.ops = [o for o in h.ops if o["f"] != "lso"]
     c = check(h.tables())["checks"]["lso-stall"]
     assert c["count"] == 0 and "no LSO measurement" in c["skipped"]
+
+
+@pytest.mark.parametrize("stalled_at, lost", [(2, 0), (0, 0), (6, 1)])
+def test_values_behind_a_stalled_lso_are_not_lost_but_the_stall_is_reported(stalled_at: int, lost: int) -> None:
+    """t-1's LSO stuck at ``stalled_at`` (a hanging transaction): the final read_committed scan ends
+    there. Committed values at or past it are unreadable, not lost; one before it missing is lost."""
+    h = clean("lso-stall")
+    for o in h.ops:
+        if o["f"] == "scan" and o["isolation"] == READ_COMMITTED:
+            # the scan stops at offset 2; with the LSO at 6, b2 (offset 2) is then really missing
+            o["value"]["t-1"] = [r for r in o["value"]["t-1"] if r[0] < 2]
+        if o["f"] == "lso":
+            o["value"]["stalled_at"] = {"t-1": stalled_at}
+    v = check(h.tables())
+    assert v["checks"]["lso-stall"]["count"] == 1 and v["checks"]["lso-stall"]["examples"][0]["lso"] == stalled_at
+    assert v["checks"]["lost-write"]["count"] == lost, v["checks"]["lost-write"]
 
 
 def test_zombie_commit_clean_twin_is_silent() -> None:
