@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Callable, Iterable
 
 from confluent_kafka import (
     Consumer,
@@ -82,16 +82,21 @@ def kafka_error(exc: BaseException) -> KafkaError | None:
     return None
 
 
-def commit_with_retries(producer: Producer) -> None:
-    """Retry a retriable commit (librdkafka allows calling commit again) for a while; then give up."""
+def commit_with_retries(producer: Producer, timeout: float = CALL_TIMEOUT_S,
+                        on_retry: Callable[[KafkaError], None] | None = None) -> None:
+    """Retry a retriable commit for a while, then give up. A commit that timed out goes on in the
+    background; calling commit again resumes it (librdkafka: "retry call to resume") -- the right
+    handling. ``on_retry`` sees each retriable error before the retry."""
     give_up = time.monotonic() + 3 * CALL_TIMEOUT_S
     while True:
         try:
-            producer.commit_transaction(CALL_TIMEOUT_S)
+            producer.commit_transaction(timeout)
             return
         except KafkaException as exc:
             err = kafka_error(exc)
             if err is not None and err.retriable() and not err.txn_requires_abort() and time.monotonic() < give_up:
+                if on_retry is not None:
+                    on_retry(err)
                 continue
             raise
 

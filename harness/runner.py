@@ -153,11 +153,11 @@ def prepare_attached(cluster: Cluster, log: Log) -> list[str]:
 
 
 def run(sc: Scenario, backend: Backend, seed: int, run_dir: Path, log: Log, kafka_version: str | None = None,
-        cluster: Cluster | None = None, port_base: int | None = None, keep: bool = False,
+        cluster: Cluster | None = None, port_base: int | None = None, keep: bool = False, attach: bool = True,
         show: Callable[[Path, float, Callable[[], list[str]]], Any] | None = None) -> RunResult:
     """Run ``sc``: on ``cluster`` (a test session's; the scenario's broker settings are then not
     applied), else on the backend's cluster that is up, else on one started here (and stopped
-    after unless ``keep``). ``show`` makes the progress display (harness/progress.py).
+    after unless ``keep``; ``attach=False``: always its own). ``show`` makes the progress display (harness/progress.py).
     A Ctrl-C during the run ends it early: heal, final reads and the verdict still happen
     (``stats.interrupted``, ``RunResult.interrupted``)."""
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -169,7 +169,7 @@ def run(sc: Scenario, backend: Backend, seed: int, run_dir: Path, log: Log, kafk
     t0 = run_t0()
     extra: dict[str, Any] = {}
     own = False
-    if cluster is None:
+    if cluster is None and attach:
         cluster = cluster_that_is_up(backend, sc, log, kafka_version, port_base)
         if cluster is not None:
             extra["faulted_at_start"] = prepare_attached(cluster, log)
@@ -187,6 +187,7 @@ def run(sc: Scenario, backend: Backend, seed: int, run_dir: Path, log: Log, kafk
         if own:
             cluster.stop()
     ops, truncated = store.read_ops(run_dir)
+    extra["errors_seen"] = errors_seen(ops)
     tables = store.flatten(ops, truncated)
     store.save(tables, run_dir)
     verdict = check(tables, extra)
@@ -290,13 +291,28 @@ def final_reads(cluster: Cluster, sc: Scenario, rec: Recorder) -> None:
                                             if tp.offset >= 0}, type_="ok")
 
 
+def errors_seen(ops: list[dict[str, Any]]) -> dict[str, int]:
+    """How often the clients met each error (by name), counting the errors of retried commits and
+    of failed aborts too: what an incident replay must show it reproduced."""
+    seen: dict[str, int] = {}
+    for op in ops:
+        msgs = [op.get("error"), op.get("abort_error"), *(op.get("commit_retries") or []),
+                *(op.get("aborts_refused") or [])]
+        for m in msgs:
+            if isinstance(m, str) and m and m != "aborted on purpose":
+                name = m.split(":", 1)[0].strip()  # workloads describe errors as "NAME: message"
+                seen[name] = seen.get(name, 0) + 1
+    return dict(sorted(seen.items()))
+
+
 def as_expected(sc: Scenario, verdict: dict[str, Any]) -> bool:
     e = sc.expect
     s = verdict["stats"]
     ok = verdict["valid"] is e.valid and all((verdict["checks"].get(c, {}).get("count") or 0) > 0 for c in e.fires)
     # a fault that could not be applied means the run did not test what the scenario says
+    met = s.get("errors_seen") or {}
     return (ok and s["txn"]["ok"] >= e.min_ok_txns and s["fenced"] >= e.min_fenced and bool(s.get("healed", True))
-            and not s.get("nemesis_errors"))
+            and not s.get("nemesis_errors") and all(met.get(name, 0) > 0 for name in e.errors))
 
 
 def rerun_check(run_dir: Path) -> dict[str, Any]:
@@ -306,6 +322,6 @@ def rerun_check(run_dir: Path) -> dict[str, Any]:
     if (run_dir / "verdict.json").exists():
         old = {k: v for k, v in json.loads((run_dir / "verdict.json").read_text())["stats"].items()
                if k in ("healed", "heal_problems", "faults", "nemesis_errors", "workloads_killed_at_stop",
-                        "interrupted", "faulted_at_start")}
+                        "interrupted", "faulted_at_start", "errors_seen")}
     return check(tables, old)
 

@@ -102,6 +102,9 @@ class Expect(Strict):
     fires: list[str] = []
     min_ok_txns: int = 0
     min_fenced: int = 0
+    #: error names the clients must have met (``stats.errors_seen``): proof that an incident
+    #: replay reproduced the incident, e.g. ``_TIMED_OUT`` for a commit that timed out
+    errors: list[str] = []
 
 
 class Scenario(Strict):

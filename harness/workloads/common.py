@@ -116,7 +116,8 @@ def produce(producer: Producer, topic: str, value: bytes, partition: int, on_del
 def transaction(rec: Recorder, process: str, producer: Producer, txn_id: str,
                 sends: list[tuple[str, int, str]], abort: bool, rnd: random.Random,
                 before_commit: Callable[[], dict[str, Any]] | None = None,
-                pause: tuple[int, Callable[[], None]] | None = None, hold_s: float = 0.0) -> str:
+                pause: tuple[int, Callable[[], None]] | None = None, hold_s: float = 0.0,
+                commit_timeout_s: float = CALL_TIMEOUT_S, abort_after_commit_timeout: bool = False) -> str:
     """One recorded transaction. Outcomes (DESIGN.md): committed -> ok; aborted on purpose, or an
     error before commit followed by a successful abort -> fail; fenced/fatal -> fail and the
     producer retires (during commit: info); a commit whose result is unknown (timeout, lost connection) -> info.
@@ -124,6 +125,10 @@ def transaction(rec: Recorder, process: str, producer: Producer, txn_id: str,
     ``pause`` = (k, fn): after the first k sends are written, call fn (the zombie waits there).
     ``hold_s``: keep the transaction open this long after its records are written, before the
     commit (an application that processes slowly; what a crash must be able to hit).
+    ``commit_timeout_s``: each commit call's timeout; a timed-out commit is retried (and, with
+    ``abort_after_commit_timeout``, an abort is tried first, as applications wrongly do: librdkafka
+    refuses it while the commit is in progress). Retried errors are recorded as ``commit_retries``,
+    refused aborts as ``aborts_refused``.
     Raises ``Retired`` after recording when this producer must be replaced."""
     rec.invoke(process, TXN, [["send", t, p, v] for t, p, v in sends], txn_id=txn_id)
     offsets: dict[bytes, int] = {}
@@ -136,6 +141,17 @@ def transaction(rec: Recorder, process: str, producer: Producer, txn_id: str,
     committing = False
     commit_at: int | None = None
     extra: dict[str, Any] = {}
+    retries: list[str] = []
+    refused: list[str] = []
+
+    def on_retry(err: KafkaError) -> None:
+        retries.append(f"{err.name()}: {err.str()}")
+        if abort_after_commit_timeout and err.code() == KafkaError._TIMED_OUT:
+            try:
+                producer.abort_transaction(CALL_TIMEOUT_S)
+            except KafkaException as abort_exc:
+                refused.append(describe(abort_exc))  # then the commit is retried: the right handling
+
     try:
         producer.begin_transaction()
         # One produce() per record, not produce_batch: the delivery reports of produce_batch
@@ -160,8 +176,9 @@ def transaction(rec: Recorder, process: str, producer: Producer, txn_id: str,
             time.sleep(hold_s)  # simulated processing time, not a wait on anything
         committing = True
         commit_at = rec.now()
-        commit_with_retries(producer)
+        commit_with_retries(producer, commit_timeout_s, on_retry)
     except KafkaException as exc:
+        extra.update(_retried(retries, refused))
         err = kafka_error(exc)
         if is_fenced(err):
             # Before commit: this instance's transaction can only end aborted -> fail. During commit
@@ -177,8 +194,8 @@ def transaction(rec: Recorder, process: str, producer: Producer, txn_id: str,
             try:
                 producer.abort_transaction(CALL_TIMEOUT_S)
                 aborted = True
-            except KafkaException:
-                pass
+            except KafkaException as abort_exc:
+                extra["abort_error"] = describe(abort_exc)
         if aborted or not committing:
             # Without a commit request the coordinator can only abort (or time out) this
             # transaction; after a successful abort it is definitely gone either way.
@@ -189,5 +206,11 @@ def transaction(rec: Recorder, process: str, producer: Producer, txn_id: str,
         rec.complete(process, INFO, TXN, None, error=describe(exc), txn_id=txn_id, commit_at=commit_at, **extra)
         raise Retired(describe(exc)) from exc
     done = [["send", t, p, v, offsets.get(b)] for (t, p, v), b in zip(sends, encoded)]
+    extra.update(_retried(retries, refused))
     rec.complete(process, OK, TXN, done, txn_id=txn_id, commit_at=commit_at, **extra)
     return OK
+
+
+def _retried(retries: list[str], refused: list[str]) -> dict[str, list[str]]:
+    """The fields a transaction's completion gets for its retried commit calls (none: none)."""
+    return {k: v for k, v in (("commit_retries", retries), ("aborts_refused", refused)) if v}

@@ -9,7 +9,9 @@ of the scenario's), ``value_bytes`` (pad values to this size; benchmarks), ``txn
 transaction to take about this long instead: the count adapts to the last transaction's pace, so the
 values are still known, and recorded, before the transaction starts), ``hold_ms`` (keep each
 transaction open this long after its records are written, before the commit: a slow application),
-``transaction_timeout_ms`` (the producer's transaction.timeout.ms).
+``transaction_timeout_ms`` (the producer's transaction.timeout.ms), ``commit_timeout_s`` and
+``abort_after_commit_timeout`` (see ``common.transaction``), ``idle_every``/``idle_ms`` (no
+transaction for ``idle_ms`` after every ``idle_every`` transactions: an idle application).
 """
 
 from __future__ import annotations
@@ -44,11 +46,21 @@ def transactional_id(name: str) -> str:
     return f"eos-{name}"
 
 
+def idle(stop: Stop, seconds: float) -> None:
+    """No transaction for ``seconds`` (an idle application), ending early on stop."""
+    until = time.monotonic() + seconds
+    while not stop and time.monotonic() < until:
+        time.sleep(0.2)  # idling is the workload's behaviour here, not a wait on anything
+
+
 def run_transactional(cfg: WorkloadConfig, rec: Recorder, stop: Stop, rnd: random.Random) -> None:
     txn_id = transactional_id(cfg.name)
     per_txn = int(cfg.settings.get("values_per_txn", 6))
     txn_ms = float(cfg.settings.get("txn_ms", 0))
     hold_s = float(cfg.settings.get("hold_ms", 0)) / 1000
+    commit = {"commit_timeout_s": float(cfg.settings.get("commit_timeout_s", CALL_TIMEOUT_S)),
+              "abort_after_commit_timeout": bool(cfg.settings.get("abort_after_commit_timeout", False))}
+    idle_every, idle_s = int(cfg.settings.get("idle_every", 0)), float(cfg.settings.get("idle_ms", 0)) / 1000
     abort_share = float(cfg.settings.get("abort_share", 0.1))
     incarnation = 0
     while not stop:
@@ -62,7 +74,9 @@ def run_transactional(cfg: WorkloadConfig, rec: Recorder, stop: Stop, rnd: rando
                 sends = pick_sends(cfg, rnd, f"{process}-{seq}", per_txn)
                 seq += 1
                 t0 = time.monotonic()
-                transaction(rec, process, producer, txn_id, sends, rnd.random() < abort_share, rnd, hold_s=hold_s)
+                transaction(rec, process, producer, txn_id, sends, rnd.random() < abort_share, rnd, hold_s=hold_s, **commit)
+                if idle_every and seq % idle_every == 0:
+                    idle(stop, idle_s)
                 if txn_ms:
                     took_ms = max(1.0, (time.monotonic() - t0) * 1000)
                     # at most halve or double per step: one slow commit must not collapse the size
