@@ -76,6 +76,16 @@ def describe(exc: BaseException) -> str:
     return f"{err.name()}: {err.str()}" if err is not None else f"{type(exc).__name__}: {exc}"
 
 
+def drop(producer: Producer) -> None:
+    """Let go of a producer: serve what is left without waiting. A fenced or fatal producer raises
+    even on this, and must not take the workload process down with it (the incident replay
+    incident-broker-outage found that)."""
+    try:
+        producer.flush(0)
+    except KafkaException:
+        pass
+
+
 class Retired(Exception):
     """This producer instance cannot go on (fenced, fatal, or stuck); start a new process id."""
 
@@ -117,7 +127,8 @@ def transaction(rec: Recorder, process: str, producer: Producer, txn_id: str,
                 sends: list[tuple[str, int, str]], abort: bool, rnd: random.Random,
                 before_commit: Callable[[], dict[str, Any]] | None = None,
                 pause: tuple[int, Callable[[], None]] | None = None, hold_s: float = 0.0,
-                commit_timeout_s: float = CALL_TIMEOUT_S, abort_after_commit_timeout: bool = False) -> str:
+                commit_timeout_s: float = CALL_TIMEOUT_S, abort_after_commit_timeout: bool = False,
+                sole_writer: bool = False) -> str:
     """One recorded transaction. Outcomes (DESIGN.md): committed -> ok; aborted on purpose, or an
     error before commit followed by a successful abort -> fail; fenced/fatal -> fail and the
     producer retires (during commit: info); a commit whose result is unknown (timeout, lost connection) -> info.
@@ -129,6 +140,11 @@ def transaction(rec: Recorder, process: str, producer: Producer, txn_id: str,
     ``abort_after_commit_timeout``, an abort is tried first, as applications wrongly do: librdkafka
     refuses it while the commit is in progress). Retried errors are recorded as ``commit_retries``,
     refused aborts as ``aborts_refused``.
+    ``sole_writer``: no other process uses this ``transactional.id`` while this one lives (the
+    txn-producer's incarnations follow one another). Then a fence during commit can only come from
+    the coordinator aborting the transaction on its timeout (a completed or preparing commit is never
+    timed out, and a retried EndTxn of a completed commit succeeds), so it is a definite abort:
+    ``fail``, not ``info``. The checker holds us to it: a ``fail`` whose values are committed fires.
     Raises ``Retired`` after recording when this producer must be replaced."""
     rec.invoke(process, TXN, [["send", t, p, v] for t, p, v in sends], txn_id=txn_id)
     offsets: dict[bytes, int] = {}
@@ -184,7 +200,7 @@ def transaction(rec: Recorder, process: str, producer: Producer, txn_id: str,
             # Before commit: this instance's transaction can only end aborted -> fail. During commit
             # the request may have been a retry of one that already committed (its response lost),
             # so a fence or fatal error there proves nothing -> info, resolved from the final reads.
-            outcome = INFO if committing else FAIL
+            outcome = INFO if committing and not sole_writer else FAIL
             rec.complete(process, outcome, TXN, None, error=describe(exc), txn_id=txn_id, commit_at=commit_at, **extra)
             fenced = err is not None and err.code() in FENCED_CODES
             rec.event(process, FENCED if fenced else RETIRED, describe(exc))

@@ -19,7 +19,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPar
 
 from harness.history.model import FAIL, copy_value, tp_key
 from harness.history.recorder import Recorder
-from harness.workloads.common import CALL_TIMEOUT_S, Retired, Stop, WorkloadConfig, init, new_producer, transaction
+from harness.workloads.common import CALL_TIMEOUT_S, Retired, Stop, WorkloadConfig, drop, init, new_producer, transaction
 
 POLL_TIMEOUT_S = 1.0
 GROUP = "eos-chaos-copier"
@@ -80,7 +80,7 @@ def main() -> None:
             except (Retired, KafkaException):
                 continue
             finally:
-                producer.flush(0)
+                drop(producer)
                 try:
                     consumer.close()
                 except KafkaException:

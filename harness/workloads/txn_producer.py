@@ -24,7 +24,7 @@ from confluent_kafka import KafkaException, Producer
 from harness.history.model import INFO, OK, SEND
 from harness.history.recorder import Recorder
 from harness.workloads.common import (
-    CALL_TIMEOUT_S, Retired, Stop, WorkloadConfig, describe, init, new_producer, transaction,
+    CALL_TIMEOUT_S, Retired, Stop, WorkloadConfig, describe, drop, init, new_producer, transaction,
 )
 
 
@@ -59,7 +59,8 @@ def run_transactional(cfg: WorkloadConfig, rec: Recorder, stop: Stop, rnd: rando
     txn_ms = float(cfg.settings.get("txn_ms", 0))
     hold_s = float(cfg.settings.get("hold_ms", 0)) / 1000
     commit = {"commit_timeout_s": float(cfg.settings.get("commit_timeout_s", CALL_TIMEOUT_S)),
-              "abort_after_commit_timeout": bool(cfg.settings.get("abort_after_commit_timeout", False))}
+              "abort_after_commit_timeout": bool(cfg.settings.get("abort_after_commit_timeout", False)),
+              "sole_writer": True}
     idle_every, idle_s = int(cfg.settings.get("idle_every", 0)), float(cfg.settings.get("idle_ms", 0)) / 1000
     abort_share = float(cfg.settings.get("abort_share", 0.1))
     incarnation = 0
@@ -85,7 +86,7 @@ def run_transactional(cfg: WorkloadConfig, rec: Recorder, stop: Stop, rnd: rando
         except Retired:
             continue
         finally:
-            producer.flush(0)
+            drop(producer)
 
 
 def run_plain(cfg: WorkloadConfig, rec: Recorder, stop: Stop, rnd: random.Random) -> None:

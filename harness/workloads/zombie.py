@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from harness.history.recorder import Recorder
-from harness.workloads.common import Retired, Stop, WorkloadConfig, init, new_producer, transaction
+from harness.workloads.common import Retired, Stop, WorkloadConfig, drop, init, new_producer, transaction
 
 READY, GO = "zombie-ready", "zombie-go"
 #: The runner freezes the first instance, starts and finishes the second, then resumes the first:
@@ -48,7 +48,7 @@ def main() -> None:
         except Retired:
             pass  # recorded: fenced (expected for the first) or failed
         finally:
-            producer.flush(0)
+            drop(producer)
 
 
 if __name__ == "__main__":
