@@ -182,12 +182,14 @@ def test_partition_cut_refuses_connections(cluster: Cluster, nemesis: Nemesis) -
 
 def test_flap_cuts_and_heals_over_and_over(cluster: Cluster, nemesis: Nemesis) -> None:
     seen: set[str] = set()
+    want = {"ok", CUT[cluster.backend]}
     with fault_on(nemesis, kind="flap", partition="clients-from-node", target=1, listeners="client", period=1):
         deadline = time.monotonic() + 30
-        while seen != {"ok", CUT[cluster.backend]} and time.monotonic() < deadline:
+        while not want <= seen and time.monotonic() < deadline:
+            # a probe that straddles a cut may also see its connection closed (reset)
             seen.add(api_versions(client_addr(cluster, 1), timeout=1).outcome)
             time.sleep(0.2)  # probe pacing, not synchronisation: the flap period is 1 s
-    assert seen == {"ok", CUT[cluster.backend]}, seen
+    assert want <= seen, seen
 
 
 # ---------------------------------------------------------------- partitions, in Kafka's metadata
@@ -302,8 +304,14 @@ def test_kill_and_pause_workload(cluster: Cluster, nemesis: Nemesis, topic: str,
             wait_until(lambda: procs.stopped(first) or None, timeout=30, what="the reader to be stopped (SIGSTOP)")
         assert not procs.stopped(first) and sup.alive("reader-0")
         nemesis.stop.clear()
-        with fault_on(nemesis, kind="kill-workload", workload="reader"):
+        # 3 s, ending by itself: a kill ended by the run's end is not restarted (a client gone for good)
+        with fault_on(nemesis, kind="kill-workload", workload="reader", duration=3):
             wait_until(lambda: not procs.alive(first) or None, timeout=30, what="the reader to be killed")
-        assert sup.alive("reader-0") and sup.procs["reader-0"].pid != first, "restarted as a new process"
+            wait_until(lambda: sup.procs["reader-0"].pid != first and sup.alive("reader-0") or None, timeout=60,
+                       what="the reader to run again as a new process")
+        nemesis.stop.clear()
+        with fault_on(nemesis, kind="kill-workload", workload="reader"):  # 600 s: past the end of the run
+            wait_until(lambda: not sup.alive("reader-0") or None, timeout=30, what="the reader to be killed again")
+        assert not sup.alive("reader-0"), "a kill that outlasts the run leaves the client gone, as a crash would"
     finally:
         sup.stop_all()
