@@ -13,7 +13,7 @@ from typing import Iterable, Sequence
 
 import psutil
 
-from harness.errors import ClusterError, EnvironmentProblem
+from harness.errors import ClusterError, EnvironmentProblem, WaitTimeout
 from harness.wait import wait_until
 
 #: Every process we start carries these environment variables (inherited by anything it forks),
@@ -162,24 +162,46 @@ def tail(path: Path, lines: int = 30) -> str:
     return "\n".join(data.splitlines()[-lines:])
 
 
+#: A SIGKILLed JVM's leader thread can be gone (or a zombie) while its other threads still hold its
+#: sockets: a port with no listening owner gets this long to come free before it counts as busy.
+PORT_RELEASE_GRACE_S = 15.0
+
+
+def _bind_error(addr: str) -> OSError | None:
+    host, port = addr.rsplit(":", 1)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # As the JVM and Toxiproxy do: only a listening socket conflicts, not TIME_WAIT leftovers.
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, int(port)))
+        return None
+    except OSError as exc:
+        return exc
+    finally:
+        sock.close()
+
+
 def check_free(binds: Iterable[tuple[str, str]]) -> None:
     """Raise ``EnvironmentProblem`` naming the first address we would listen on that is taken."""
     for addr, what in binds:
-        host, port = addr.rsplit(":", 1)
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        # As the JVM and Toxiproxy do: only a listening socket conflicts, not TIME_WAIT leftovers.
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((host, int(port)))
-        except OSError as exc:
-            if exc.errno != errno.EADDRINUSE:
-                raise ClusterError(f"cannot bind {addr} ({what}): {exc}") from exc
-            raise EnvironmentProblem(
-                f"port {addr} ({what}) is already in use{_owner(int(port))}. Stop that process, "
-                "run `eos-chaos cluster down` if it is a cluster of ours, or choose other ports with --port-base."
-            ) from exc
-        finally:
-            sock.close()
+        port = int(addr.rsplit(":", 1)[1])
+        exc = _bind_error(addr)
+        if exc is not None and exc.errno == errno.EADDRINUSE and not _owner(port):
+            # no listener to name: most likely a process that is still exiting
+            try:
+                wait_until(lambda: _bind_error(addr) is None, timeout=PORT_RELEASE_GRACE_S,
+                           what=f"port {addr} to be released", interval=0.2)
+                exc = None
+            except WaitTimeout:
+                exc = _bind_error(addr)
+        if exc is None:
+            continue
+        if exc.errno != errno.EADDRINUSE:
+            raise ClusterError(f"cannot bind {addr} ({what}): {exc}") from exc
+        raise EnvironmentProblem(
+            f"port {addr} ({what}) is already in use{_owner(port)}. Stop that process, "
+            "run `eos-chaos cluster down` if it is a cluster of ours, or choose other ports with --port-base."
+        ) from exc
 
 
 def _owner(port: int) -> str:
