@@ -27,6 +27,8 @@ ZOMBIE_READY_TIMEOUT_S = 120.0
 #: The second instance's init_transactions must wait out the first's open transaction being
 #: aborted by the coordinator (it is fenced at once): seconds; generous for a loaded machine.
 ZOMBIE_SECOND_TIMEOUT_S = 180.0
+#: Faults on broker processes (serialised: see ``Nemesis._process_lock``).
+BROKER_PROCESS_FAULTS = ("kill", "stop", "pause", "restart", "rolling-restart")
 #: A fault asked to end (run over) finishes its current step: a node restart (~10-60 s) at worst.
 FAULT_END_TIMEOUT_S = 240.0
 
@@ -55,6 +57,9 @@ class Nemesis:
         self.errors: list[str] = []
         self._active: dict[int, str] = {}  # faults started and not yet stopped (progress display)
         self._active_lock = threading.Lock()
+        # Process faults on brokers never overlap: a node still restarting from one kill must not be
+        # killed (or paused, restarted) by the next. Network and workload faults overlap freely.
+        self._process_lock = threading.Lock()
         self._admin = admin_client(cluster.direct_bootstrap)
 
     def active_faults(self) -> list[str]:
@@ -117,13 +122,21 @@ class Nemesis:
         target = "leader" if fault.kind == "kill-leader" else fault.target
         if kind in ("kill-workload", "pause-workload"):
             self._workloads(kind, fault)
-        elif kind == "rolling-restart":
+        elif kind in BROKER_PROCESS_FAULTS:
+            with self._process_lock:
+                if not self.stop.is_set():  # the run may have ended while this fault waited its turn
+                    self._process(kind, target, fault)
+        else:
+            self._network(kind, fault, target)
+
+    def _process(self, kind: str, target: str | int, fault: Fault) -> None:
+        if kind == "rolling-restart":
             for n in self.cluster.topology.node_ids:
                 self._start(kind, node=n)
                 self.cluster.restart(n)
                 self.cluster.wait_healthy()
                 self._end(kind, node=n)
-        elif kind in ("kill", "stop", "pause", "restart"):
+        else:  # kill, stop, pause, restart
             node = self.resolve(target, fault.of)
             self._start(kind, node=node, target=target, of=fault.of)
             {"kill": self.cluster.kill, "stop": self.cluster.stop_node, "pause": self.cluster.pause,
@@ -132,8 +145,6 @@ class Nemesis:
                 self.stop.wait(fault.duration)
                 (self.cluster.resume if kind == "pause" else self.cluster.restart)(node)
             self._end(kind, node=node)
-        else:
-            self._network(kind, fault, target)
 
     def resolve(self, target: str | int, of: str | None = None) -> int:
         """The node a target names right now (roles asked of the cluster over DIRECT)."""

@@ -17,20 +17,20 @@ from harness.runs import new_run_dir
 
 pytestmark = [pytest.mark.chaos, pytest.mark.library]
 
-#: Where a scenario with broker settings starts its own cluster (away from the session cluster's
-#: ports, and for compose its subnets, which move with the port base).
-OWN_PORT_BASE = {"local": 19392, "compose": 29392}
-
 
 @pytest.mark.parametrize("name", scenario.names())
 def test_scenario_gives_the_verdict_it_expects(cluster: Cluster, name: str) -> None:
     sc = scenario.load(name)
     seed = random.randrange(2**31)
     if sc.broker_config:
-        # broker settings a running cluster cannot take (e.g. transactional.id.expiration.ms): a
-        # cluster of its own, beside the idle session cluster, with the scenario's settings
-        result = runner.run(sc, Backend(cluster.backend), seed, new_run_dir(f"pytest-lib-{name}"), print,
-                            port_base=OWN_PORT_BASE[cluster.backend], attach=False)
+        # Broker settings a running cluster cannot take (transactional.id.expiration.ms), and one
+        # cluster at a time: the session cluster makes way for one with the scenario's settings,
+        # then comes back for the tests after this one.
+        cluster.stop()
+        try:
+            result = runner.run(sc, Backend(cluster.backend), seed, new_run_dir(f"pytest-lib-{name}"), print, attach=False)
+        finally:
+            cluster.start()
     else:
         result = runner.run(sc, Backend(cluster.backend), seed, new_run_dir(f"pytest-lib-{name}"), print, cluster=cluster)
     v = result.verdict
