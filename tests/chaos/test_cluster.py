@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 import uuid
 
 import pytest
@@ -14,6 +13,7 @@ from clusters.topology import Listener
 from harness.kafka_io import QUIET, create_topic, partition_isr, read_all
 from harness.smoke import run_smoke
 from harness.wait import wait_until
+from tests.chaos.kafka_helpers import writes
 
 pytestmark = pytest.mark.chaos
 
@@ -82,27 +82,8 @@ def test_cutting_one_directed_internal_link_drops_exactly_that_follower(cluster:
     # a partition led by the follower: the reverse direction (leader -> follower) must stay untouched
     reverse = next((p.id for p in md.values() if p.leader == follower), None)
     link = cluster.topology.link(follower, leader, Listener.INTERNAL)
-    # Keep the leaders' logs growing: Kafka counts a follower whose log end equals the leader's as
-    # caught up even when it stopped fetching, so without writes the ISR would never shrink.
-    stop = threading.Event()
-    writer = threading.Thread(target=_keep_writing, args=(cluster.bootstrap, topic, stop), daemon=True)
-    writer.start()
-    try:
+    with writes(cluster.bootstrap, topic):
         _cut_and_heal(cluster, admin, topic, leader, follower, reverse, link.name)
-    finally:
-        stop.set()
-        writer.join(timeout=30)
-
-
-def _keep_writing(bootstrap: str, topic: str, stop: threading.Event) -> None:
-    p = Producer({"bootstrap.servers": bootstrap, "acks": "1", "logger": QUIET})
-    i = 0
-    while not stop.wait(0.05):
-        for part in range(3):
-            p.produce(topic, f"w{i}".encode(), partition=part)
-        p.poll(0)
-        i += 1
-    p.flush(10)
 
 
 def _cut_and_heal(cluster: Cluster, admin, topic: str, leader: int, follower: int,  # type: ignore[no-untyped-def]

@@ -23,18 +23,18 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
-from confluent_kafka import Producer
 
 from chaos.nemesis import Nemesis
 from clusters import procs
 from clusters.base import Cluster, NodeState
 from clusters.health import admin_client
 from harness.history.recorder import Recorder
-from harness.kafka_io import QUIET, create_topic, partition_isr
+from harness.kafka_io import create_topic, partition_isr
 from harness.scenario import Fault, Scenario, Workload
 from harness.supervisor import Supervisor
 from harness.wait import wait_until
 from harness.workloads.common import WorkloadConfig
+from tests.chaos.kafka_helpers import writes
 
 pytestmark = pytest.mark.chaos
 
@@ -197,31 +197,6 @@ def registered(cluster: Cluster) -> list[int]:
     return sorted(admin_client(cluster.direct_bootstrap).list_topics(timeout=10).brokers)
 
 
-def _keep_writing(cluster: Cluster, topic: str, stop: threading.Event) -> None:
-    # Kafka counts a follower whose log end equals the leader's as caught up even when it stopped
-    # fetching: without writes an ISR never shrinks.
-    p = Producer({"bootstrap.servers": cluster.direct_bootstrap, "acks": "1", "logger": QUIET})
-    i = 0
-    while not stop.wait(0.05):
-        for part in range(3):
-            p.produce(topic, f"w{i}".encode(), partition=part)
-        p.poll(0)
-        i += 1
-    p.flush(10)
-
-
-@contextmanager
-def writes(cluster: Cluster, topic: str) -> Iterator[None]:
-    stop = threading.Event()
-    th = threading.Thread(target=_keep_writing, args=(cluster, topic, stop), daemon=True)
-    th.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        th.join(timeout=30)
-
-
 @pytest.mark.parametrize("kind, clients_cut", [("isolate-node", True), ("majority-minority", False)])
 def test_a_node_cut_from_its_peers_is_fenced(cluster: Cluster, nemesis: Nemesis, kind: str, clients_cut: bool) -> None:
     with fault_on(nemesis, kind="partition", partition=kind, target=2, listeners="all"):
@@ -234,7 +209,7 @@ def test_a_node_cut_from_its_peers_is_fenced(cluster: Cluster, nemesis: Nemesis,
 
 def test_bridge_keeps_the_bridge_node_in_every_isr(cluster: Cluster, nemesis: Nemesis, topic: str) -> None:
     admin = admin_client(cluster.direct_bootstrap)
-    with writes(cluster, topic), fault_on(nemesis, kind="partition", partition="bridge", target=1, listeners="internal"):
+    with writes(cluster.direct_bootstrap, topic), fault_on(nemesis, kind="partition", partition="bridge", target=1, listeners="internal"):
         # nodes 2 and 3 no longer replicate from each other: some ISR loses one of them
         def isrs() -> list[list[int]]:
             return [partition_isr(admin, topic, p) for p in range(3)]
