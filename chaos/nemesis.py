@@ -6,6 +6,7 @@ and heal-all, which runs at the end of every run whatever happened.
 from __future__ import annotations
 
 import random
+import signal
 import threading
 import time
 from typing import Callable
@@ -16,7 +17,7 @@ from clusters.health import admin_client
 from harness.history.model import FAULT, NEMESIS
 from harness.history.recorder import Recorder
 from harness.scenario import Fault, Scenario
-from harness.supervisor import Supervisor
+from harness.supervisor import RESTARTED, Supervisor
 from harness.workloads import copier
 from harness.workloads.txn_producer import transactional_id
 from harness.workloads.zombie import GO, READY
@@ -31,6 +32,11 @@ ZOMBIE_SECOND_TIMEOUT_S = 180.0
 BROKER_PROCESS_FAULTS = ("kill", "stop", "pause", "restart", "rolling-restart")
 #: A fault asked to end (run over) finishes its current step: a node restart (~10-60 s) at worst.
 FAULT_END_TIMEOUT_S = 240.0
+#: An armed driver fault fires at the job's next micro-batch: after a restart that is the JVM start
+#: plus the replayed batch (~20-40 s here, under load); generous because faults may slow it.
+DRIVER_ARMED_TIMEOUT_S = 180.0
+#: A resumed zombie driver's next Kafka call is fenced and the driver exits: seconds.
+ZOMBIE_DRIVER_EXIT_TIMEOUT_S = 120.0
 
 
 def _label(kind: str, value: dict[str, object]) -> str:
@@ -122,6 +128,8 @@ class Nemesis:
         target = "leader" if fault.kind == "kill-leader" else fault.target
         if kind in ("kill-workload", "pause-workload"):
             self._workloads(kind, fault)
+        elif kind in ("kill-driver", "zombie-driver"):
+            self._driver(kind, fault)
         elif kind in BROKER_PROCESS_FAULTS:
             with self._process_lock:
                 if not self.stop.is_set():  # the run may have ended while this fault waited its turn
@@ -219,10 +227,45 @@ class Nemesis:
         for name in names:
             if kind == "pause-workload":
                 self.sup.resume(name)
-            elif not over:
+            elif not over and self.sup.kinds[name] not in RESTARTED:  # those the keeper restarts
                 self.sup.restart(name)
             # else: killed until the end of the run, as a crashed client that never comes back is
             # (its open transaction is left to the coordinator's timeout)
+            self._end(kind, workload=name)
+
+    def _driver(self, kind: str, fault: Fault) -> None:
+        """Arm the Spark job to kill (kill-driver) or freeze (zombie-driver) itself at ``fault.window``
+        of its next micro-batch, and wait until it has. A frozen driver is then succeeded by a new
+        incarnation; after ``fault.duration`` the old one is resumed and must die fenced."""
+        import json
+        import os
+
+        from clusters import procs
+        from harness.spark.job import ARM_FILE, job_dir
+        from harness.wait import wait_until
+
+        for name in self.sup.of_kind("spark-job"):
+            proc = self.sup.procs[name]
+            arm = job_dir(self.sup.run_dir, name) / ARM_FILE
+            tmp = arm.with_suffix(".tmp")
+            tmp.write_text(json.dumps({"window": fault.window, "signal": "kill" if kind == "kill-driver" else "stop"}))
+            os.replace(tmp, arm)
+            self._start(kind, workload=name, window=fault.window, pid=proc.pid)
+            fired = (lambda: proc.poll() is not None) if kind == "kill-driver" else (lambda: procs.stopped(proc.pid))
+            try:
+                wait_until(lambda: fired() or self.stop.is_set(), timeout=DRIVER_ARMED_TIMEOUT_S,
+                           what=f"{name} (pid {proc.pid}) to reach the {fault.window} window of a micro-batch and "
+                                f"{'die' if kind == 'kill-driver' else 'freeze'} there",
+                           state=lambda: f"process alive: {proc.poll() is None}, armed: {arm.exists()}")
+            finally:
+                arm.unlink(missing_ok=True)  # never left armed for a later incarnation
+            if kind == "zombie-driver" and fired():
+                old = self.sup.new_incarnation(name)
+                self.stop.wait(fault.duration)  # the new incarnation fences the old one and runs
+                os.killpg(old.pid, signal.SIGCONT)
+                wait_until(lambda: old.poll() is not None, timeout=ZOMBIE_DRIVER_EXIT_TIMEOUT_S,
+                           what=f"the resumed old driver of {name} (pid {old.pid}) to be fenced and exit",
+                           state=lambda: f"alive: {old.poll() is None}")
             self._end(kind, workload=name)
 
     def zombie(self) -> None:

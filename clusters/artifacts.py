@@ -150,15 +150,97 @@ def fetch_kafka_tools(log: Log, version: str = pins.KAFKA_TOOLS_VERSION) -> Path
 def fetch_kafka(version: str, log: Log, artifact: str = f"kafka_{pins.SCALA_BINARY}", d: Path | None = None) -> Path:
     """Collect ``kafka_2.13:version`` and its runtime dependencies into the cache; return the libs folder."""
     parse_kafka_version(version)
-    d = d or kafka_dir(version)
-    pom = _kafka_pom(version, artifact)
+    coords = f"org.apache.kafka:{artifact}:jar:{version}"
+
+    def missing(out: str) -> ConfigError | None:
+        # Maven says "Could not find artifact X" or, once the miss is cached, "X was not found".
+        if f"Could not find artifact {coords}" in out or f"{coords} was not found" in out:
+            return ConfigError(f"--kafka-version {version}: org.apache.kafka:{artifact}:{version} is not on "
+                               f"Maven Central. Use a released version (default {pins.KAFKA_VERSION}).")
+        return None
+
+    return _maven_fetch(f"{artifact} {version}", _kafka_pom(version, artifact), d or kafka_dir(version), log, missing)
+
+
+def spark_kafka_dir() -> Path:
+    return cache_dir() / "spark-kafka" / pins.SPARK_VERSION
+
+
+def _spark_kafka_pom() -> str:
+    group, artifact = pins.SPARK_KAFKA_CONNECTOR.split(":")
+    return (
+        '<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
+        "<groupId>eos-chaos</groupId><artifactId>spark-kafka</artifactId><version>1</version>"
+        f"<packaging>pom</packaging><dependencies><dependency><groupId>{group}</groupId>"
+        f"<artifactId>{artifact}</artifactId><version>{pins.SPARK_VERSION}</version></dependency>"
+        "</dependencies></project>\n"
+    )
+
+
+def spark_kafka_ready() -> list[Path] | None:
+    """The connector's jars (those PySpark does not ship already) if a complete fetch is cached."""
+    d = spark_kafka_dir()
+    marker = d / ".complete"
+    if marker.is_file() and marker.read_text().strip() == _fingerprint(_spark_kafka_pom()):
+        return sorted((d / "libs").glob("*.jar"))
+    return None
+
+
+def fetch_spark_kafka(log: Log) -> list[Path]:
+    """Spark's Kafka connector for the pinned PySpark, with the runtime dependencies PySpark's own
+    jars lack; returns the jar paths for ``spark.jars``."""
+    libs = _maven_fetch(f"spark-sql-kafka {pins.SPARK_VERSION}", _spark_kafka_pom(), spark_kafka_dir(), log,
+                        settings=_route_to_central(pins.SPARK_EXTRA_REPOSITORIES))
+    shipped = {_artifact_name(p) for p in pyspark_jars()}
+    for jar in libs.glob("*.jar"):
+        if _artifact_name(jar) in shipped:
+            jar.unlink()  # two versions of one library on the classpath: whichever loads first wins
+    return sorted(libs.glob("*.jar"))
+
+
+def pyspark_jars() -> list[Path]:
+    import importlib.util
+
+    spec = importlib.util.find_spec("pyspark")
+    if spec is None or spec.origin is None:
+        raise EnvironmentProblem("pyspark is not installed (make setup installs it with the project)")
+    return list((Path(spec.origin).parent / "jars").glob("*.jar"))
+
+
+def _artifact_name(jar: Path) -> str:
+    """``kafka-clients-3.9.0.jar`` -> ``kafka-clients`` (the name without its version)."""
+    return re.sub(r"-\d[\w.+-]*$", "", jar.stem)
+
+
+def _route_to_central(repo_ids: tuple[str, ...]) -> str:
+    """A Maven settings file that mirrors ``repo_ids`` to Maven Central, at the address Maven's own
+    super POM gives for it (so this project names no repository host of its own)."""
+    import zipfile
+
+    mvn = Path(_require_tool("mvn", "fetch jars from Maven Central", "apt-get install maven")).resolve()
+    jars = sorted((mvn.parent.parent / "lib").glob("maven-model-builder-*.jar"))
+    if not jars:
+        raise EnvironmentProblem(f"cannot find Maven's maven-model-builder jar under {mvn.parent.parent / 'lib'}")
+    with zipfile.ZipFile(jars[0]) as z:
+        super_pom = z.read("org/apache/maven/model/pom-4.0.0.xml").decode()
+    m = re.search(r"<repository>\s*<id>central</id>.*?<url>(.*?)</url>", super_pom, re.S)
+    if not m:
+        raise EnvironmentProblem(f"{jars[0]} has no central repository in its super POM")
+    mirrors = "".join(f"<mirror><id>{r}-via-central</id><mirrorOf>{r}</mirrorOf><url>{m[1]}</url></mirror>"
+                      for r in repo_ids)
+    return f"<settings><mirrors>{mirrors}</mirrors></settings>\n"
+
+
+def _maven_fetch(what: str, pom: str, d: Path, log: Log, missing: Callable[[str], ConfigError | None] | None = None,
+                 settings: str | None = None) -> Path:
+    """Resolve ``pom``'s runtime dependencies into ``d/libs`` (cached behind a marker of the POM)."""
     marker = d / ".complete"
     if marker.is_file() and marker.read_text().strip() == _fingerprint(pom):
-        log(f"{artifact} {version}: cached at {d / 'libs'}")
+        log(f"{what}: cached at {d / 'libs'}")
         return d / "libs"
-    mvn = _require_tool("mvn", "fetch Kafka from Maven Central", "apt-get install maven")
+    mvn = _require_tool("mvn", "fetch jars from Maven Central", "apt-get install maven")
     d.mkdir(parents=True, exist_ok=True)
-    log(f"{artifact} {version}: resolving it and its runtime dependencies with Maven")
+    log(f"{what}: resolving it and its runtime dependencies with Maven")
     with tempfile.TemporaryDirectory(dir=d) as tmp:
         (Path(tmp) / "pom.xml").write_text(pom)
         libs_tmp = Path(tmp) / "libs"
@@ -167,29 +249,28 @@ def fetch_kafka(version: str, log: Log, artifact: str = f"kafka_{pins.SCALA_BINA
             f"-Dmaven.repo.local={cache_dir() / 'm2'}",
             "dependency:copy-dependencies", f"-DoutputDirectory={libs_tmp}", "-DincludeScope=runtime",
         ]
+        if settings is not None:
+            (Path(tmp) / "settings.xml").write_text(settings)
+            cmd[1:1] = ["-gs", str(Path(tmp) / "settings.xml")]
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=FETCH_TIMEOUT_S)
         except subprocess.TimeoutExpired as exc:
-            raise EnvironmentProblem(f"Maven did not finish fetching Kafka {version} within {FETCH_TIMEOUT_S}s") from exc
+            raise EnvironmentProblem(f"Maven did not finish fetching {what} within {FETCH_TIMEOUT_S}s") from exc
         if proc.returncode != 0:
             out = proc.stdout + proc.stderr
-            coords = f"org.apache.kafka:{artifact}:jar:{version}"
-            # Maven says "Could not find artifact X" or, once the miss is cached, "X was not found".
-            if f"Could not find artifact {coords}" in out or f"{coords} was not found" in out:
+            problem = missing(out) if missing else None
+            if problem is not None:
                 shutil.rmtree(d, ignore_errors=True)
-                raise ConfigError(
-                    f"--kafka-version {version}: org.apache.kafka:{artifact}:{version} is not on "
-                    f"Maven Central. Use a released version (default {pins.KAFKA_VERSION})."
-                )
+                raise problem
             tail = "\n".join(out.strip().splitlines()[-15:])
-            raise EnvironmentProblem(f"Maven could not fetch Kafka {version} (exit {proc.returncode}):\n{tail}")
+            raise EnvironmentProblem(f"Maven could not fetch {what} (exit {proc.returncode}):\n{tail}")
         libs = d / "libs"
         if libs.exists():
             shutil.rmtree(libs)
         libs_tmp.rename(libs)
     (d / "pom.xml").write_text(pom)
-    (d / ".complete").write_text(_fingerprint(pom) + "\n")
-    log(f"{artifact} {version}: {len(list(libs.glob('*.jar')))} jars in {libs}")
+    marker.write_text(_fingerprint(pom) + "\n")
+    log(f"{what}: {len(list(libs.glob('*.jar')))} jars in {libs}")
     return libs
 
 
@@ -247,6 +328,12 @@ def ensure(kafka_version: str = pins.KAFKA_VERSION, log: Log = print) -> Artifac
             tox_f = pool.submit(build_toxiproxy, log)
             libs, tox = kafka_f.result(), tox_f.result()
     return Artifacts(kafka_version=kafka_version, kafka_libs=libs, toxiproxy_bin=tox, java=java)
+
+
+def ensure_spark(log: Log = print) -> list[Path]:
+    """Spark's Kafka connector jars, fetched if missing (serialised with the other set-ups)."""
+    with _cache_lock():
+        return fetch_spark_kafka(log)
 
 
 def ready(kafka_version: str) -> Artifacts | None:

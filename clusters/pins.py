@@ -39,3 +39,12 @@ COMPOSE_VERSION = "v2.40.3"
 OFFICIAL_KAFKA_IMAGE = "apache/kafka"
 #: Debian packages of the local base image (debootstrap --variant=minbase).
 BASE_PACKAGES = ("openjdk-17-jre-headless",)
+
+#: PySpark (pyproject pins the same version) and its Kafka connector, fetched from Maven Central
+#: with its runtime dependencies. 4.0.0 is the newest Spark whose connector resolves there: for
+#: 4.0.1 to 4.2.x spark-token-provider-kafka-0-10 is missing, for 4.3.0 the connector itself.
+SPARK_VERSION = "4.0.0"
+SPARK_KAFKA_CONNECTOR = f"org.apache.spark:spark-sql-kafka-0-10_{SCALA_BINARY}"
+#: Repositories Spark's parent POM adds next to Maven Central; the fetch routes them to Central
+#: (the one repository Maven itself knows), so only Central is ever asked.
+SPARK_EXTRA_REPOSITORIES = ("gcs-maven-central-mirror",)

@@ -84,13 +84,15 @@ def parse_broker_config(items: list[str]) -> dict[str, str]:
 
 @app.command()
 def setup(kafka_version: str = KafkaVersion) -> None:
-    """Fetch Kafka (Maven Central) and build Toxiproxy (Go module proxy) into the cache."""
+    """Fetch Kafka and Spark's Kafka connector (Maven Central) and build Toxiproxy (Go module proxy) into the cache."""
 
     def body() -> None:
         t0 = time.monotonic()
         arts = artifacts.ensure(kafka_version, log=_log)
+        spark = artifacts.ensure_spark(log=_log)
         out.print(f"ready in {time.monotonic() - t0:.1f}s: kafka {arts.kafka_version} ({arts.kafka_libs}), "
-                  f"toxiproxy ({arts.toxiproxy_bin}), java {arts.java}", highlight=False)
+                  f"toxiproxy ({arts.toxiproxy_bin}), spark-sql-kafka ({len(spark)} jars), java {arts.java}",
+                  highlight=False)
 
     _guard(body)
 

@@ -32,9 +32,10 @@ TRANSACTION_TIMEOUT_MS = 60_000
 READ_BACK_TIMEOUT_S = 120.0
 
 
-def create_topic(admin: AdminClient, name: str, partitions: int, replication: int = 3) -> None:
-    """Create ``name`` and wait until every partition has a leader."""
-    futures = admin.create_topics([NewTopic(name, partitions, replication)], operation_timeout=30)
+def create_topic(admin: AdminClient, name: str, partitions: int, replication: int = 3,
+                 config: dict[str, str] | None = None) -> None:
+    """Create ``name`` (with topic ``config``) and wait until every partition has a leader."""
+    futures = admin.create_topics([NewTopic(name, partitions, replication, config=config or {})], operation_timeout=30)
     try:
         futures[name].result(timeout=TOPIC_TIMEOUT_S)
     except KafkaException as exc:

@@ -201,8 +201,10 @@ def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, run_
             extra: dict[str, Any], log: Log, show: Callable[[Path, float, Callable[[], list[str]]], Any] | None) -> None:
     with Recorder(run_dir, "runner") as rec:
         admin = admin_client(cluster.direct_bootstrap)
+        # the Spark job's marker topic is compacted (one marker per batch id, kept forever)
+        compacted = {w.settings["markers"] for w in sc.workloads if w.kind == "spark-job" and "markers" in w.settings}
         for topic in sc.topics:
-            create_topic(admin, topic, sc.partitions)
+            create_topic(admin, topic, sc.partitions, config={"cleanup.policy": "compact"} if topic in compacted else None)
         env = {**os.environ, **procs.tags(cluster.cluster_id, os.getpid()), ENV_T0: str(t0)}
         sup = Supervisor(run_dir, env, log)
         nemesis = Nemesis(sc, cluster, sup, rec, log, faults, seed)
@@ -212,6 +214,7 @@ def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, run_
         try:
             for kind, cfg, now in workload_configs(sc, run_dir, cluster.bootstrap, seed):
                 sup.start(kind, cfg) if now else sup.register(kind, cfg)
+            sup.keep_restarting()
             log(f"workloads started: {', '.join(sup.procs)}; running {sc.duration:.0f}s")
             if progress is not None:
                 progress.set_phase("running")
@@ -311,8 +314,10 @@ def as_expected(sc: Scenario, verdict: dict[str, Any]) -> bool:
     ok = verdict["valid"] is e.valid and all((verdict["checks"].get(c, {}).get("count") or 0) > 0 for c in e.fires)
     # a fault that could not be applied means the run did not test what the scenario says
     met = s.get("errors_seen") or {}
+    spark = s.get("spark") or {}
     return (ok and s["txn"]["ok"] >= e.min_ok_txns and s["fenced"] >= e.min_fenced and bool(s.get("healed", True))
-            and not s.get("nemesis_errors") and all(met.get(name, 0) > 0 for name in e.errors))
+            and not s.get("nemesis_errors") and all(met.get(name, 0) > 0 for name in e.errors)
+            and spark.get("batches", 0) >= e.min_spark_batches and spark.get("replays_skipped", 0) >= e.min_replays_skipped)
 
 
 def rerun_check(run_dir: Path) -> dict[str, Any]:

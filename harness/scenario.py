@@ -14,13 +14,18 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from harness.errors import ConfigError
 
 LIBRARY = Path(__file__).resolve().parent / "scenarios"
-WorkloadKind = Literal["txn-producer", "reader", "copier", "zombie"]
+WorkloadKind = Literal["txn-producer", "reader", "copier", "zombie", "spark-job"]
 #: Process faults on brokers, network faults on the per-link proxies, and faults on workload processes.
 #: ``kill-leader`` is shorthand for ``kill`` with ``target: leader``.
 FaultKind = Literal["kill", "stop", "pause", "restart", "rolling-restart",
                     "partition", "latency", "bandwidth", "reset-peer", "blackhole", "slicer", "flap", "drop-responses",
-                    "kill-workload", "pause-workload", "kill-leader"]
+                    "kill-workload", "pause-workload", "kill-leader", "kill-driver", "zombie-driver"]
 PROCESS_FAULTS = ("kill", "stop", "pause", "restart", "rolling-restart", "kill-leader")
+#: Faults on the Spark job's driver at a chosen point of a micro-batch (harness/spark/job.py):
+#: kill-driver SIGKILLs it there (the supervisor restarts it from its checkpoint); zombie-driver
+#: freezes it there, starts a new incarnation, and after ``duration`` resumes the old one, which
+#: Kafka must fence.
+DRIVER_FAULTS = ("kill-driver", "zombie-driver")
 TOXIC_FAULTS = ("latency", "bandwidth", "reset-peer", "blackhole", "slicer", "drop-responses")
 #: A node id, ``random``, or a role resolved when the fault starts.
 Role = Literal["random", "all", "leader", "coordinator", "group-coordinator", "controller"]
@@ -63,6 +68,9 @@ class Fault(Strict):
     params: dict[str, float] = {}
     #: flap: seconds cut, then as many healed, over and over for ``duration``
     period: float = Field(1.0, gt=0)
+    #: kill-driver / zombie-driver: where in a micro-batch: inside its open transaction, after the
+    #: transaction committed but before Spark's commit log, or whichever comes first
+    window: Literal["in-txn", "after-commit", "any"] = "any"
 
     @model_validator(mode="after")
     def _consistent(self) -> "Fault":
@@ -71,6 +79,8 @@ class Fault(Strict):
         if isinstance(self.target, int) and not 1 <= self.target <= 3:
             raise ValueError(f"target {self.target}: node ids are 1, 2, 3 (or random, leader, coordinator, "
                              "group-coordinator, controller)")
+        if self.window != "any" and self.kind not in DRIVER_FAULTS:
+            raise ValueError(f"`window` is for {' and '.join(DRIVER_FAULTS)} only, not {self.kind}")
         if self.kind in ("kill-workload", "pause-workload") and self.workload is None:
             raise ValueError(f"{self.kind} needs `workload` (txn-producer, reader, copier, zombie)")
         if self.kind in TOXIC_FAULTS:
@@ -105,6 +115,10 @@ class Expect(Strict):
     #: error names the clients must have met (``stats.errors_seen``): proof that an incident
     #: replay reproduced the incident, e.g. ``_TIMED_OUT`` for a commit that timed out
     errors: list[str] = []
+    #: Spark job: micro-batches committed, and replayed batches skipped because their marker was
+    #: committed (proof that a kill hit the window between Kafka's commit and Spark's commit log)
+    min_spark_batches: int = 0
+    min_replays_skipped: int = 0
 
 
 class Scenario(Strict):
@@ -118,6 +132,26 @@ class Scenario(Strict):
     mix: Mix | None = None
     broker_config: dict[str, str] = {}
     expect: Expect = Expect()
+
+    @model_validator(mode="after")
+    def _workloads_for_faults(self) -> "Scenario":
+        kinds = {w.kind for w in self.workloads}
+        wanted = {f.kind for f in self.faults} | {k for k, _ in (self.mix.kinds if self.mix else [])}
+        if wanted & set(DRIVER_FAULTS) and "spark-job" not in kinds:
+            raise ValueError(f"faults {sorted(wanted & set(DRIVER_FAULTS))} need a spark-job workload; this scenario "
+                             f"has {sorted(kinds)}")
+        for w in self.workloads:
+            if w.kind != "spark-job":
+                continue
+            sink = w.settings.get("sink", "transactional")
+            if sink not in ("transactional", "builtin"):
+                raise ValueError(f"spark-job setting sink: {sink!r}; allowed: transactional, builtin")
+            need = ("input", "output") + (("markers",) if sink == "transactional" else ())
+            missing = [k for k in need if w.settings.get(k) not in self.topics]
+            if missing:
+                raise ValueError(f"a spark-job workload needs settings {missing}, each one of the scenario's "
+                                 f"topics {self.topics}")
+        return self
 
 
 def names() -> list[str]:

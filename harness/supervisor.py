@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from dataclasses import asdict
 from pathlib import Path
 from typing import Callable
@@ -17,7 +18,12 @@ from typing import Callable
 from clusters import procs
 from harness.workloads.common import WorkloadConfig
 
-MODULES = {"txn-producer": "txn_producer", "reader": "reader", "copier": "copier", "zombie": "zombie"}
+MODULES = {"txn-producer": "harness.workloads.txn_producer", "reader": "harness.workloads.reader",
+           "copier": "harness.workloads.copier", "zombie": "harness.workloads.zombie", "spark-job": "harness.spark.job"}
+#: Kinds the supervisor restarts whenever their process dies (the Spark driver: from its checkpoint).
+RESTARTED = ("spark-job",)
+#: How often the keeper looks for a dead driver; a restart takes ~20 s of JVM start anyway.
+KEEPER_INTERVAL_S = 0.5
 #: A workload acts on SIGTERM after the operation in hand: a commit can take up to 3 x 30 s of
 #: retries under faults (workloads/common.py); after that it is killed.
 STOP_TIMEOUT_S = 120.0
@@ -32,6 +38,13 @@ class Supervisor:
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.kinds: dict[str, str] = {}
         self.configs: dict[str, WorkloadConfig] = {}
+        #: older incarnations still alive while a newer one runs (a frozen Spark driver): they get
+        #: resumed and must die by themselves (fenced); stop_all kills what is left
+        self.zombies: dict[str, list[subprocess.Popen[bytes]]] = {}
+        self.restarts: dict[str, int] = {}
+        self._stopping = threading.Event()
+        self._lock = threading.RLock()
+        self._keeper: threading.Thread | None = None
 
     def register(self, kind: str, cfg: WorkloadConfig) -> None:
         """Known but not started yet (the zombie's second instance, started by the nemesis)."""
@@ -41,7 +54,7 @@ class Supervisor:
         path = self.run_dir / "workloads" / f"{cfg.name}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(asdict(cfg), indent=2))
-        cmd = [sys.executable, "-m", f"harness.workloads.{MODULES[kind]}", str(path)]
+        cmd = [sys.executable, "-m", MODULES[kind], str(path)]
         self.procs[cfg.name] = procs.spawn(cmd, self.run_dir / "workloads" / f"{cfg.name}.log", cwd=Path.cwd(), env=self.env)
         self.kinds[cfg.name], self.configs[cfg.name] = kind, cfg
 
@@ -52,39 +65,89 @@ class Supervisor:
         return name in self.procs and self.procs[name].poll() is None
 
     def kill(self, name: str) -> None:
-        p = self.procs[name]
-        if p.poll() is None:
-            p.send_signal(signal.SIGCONT)  # a frozen process must be able to die
-            p.kill()
-        p.wait(timeout=procs.KILL_WAIT_S)
+        with self._lock:
+            _kill_group(self.procs[name])
 
     def restart(self, name: str) -> None:
-        if self.alive(name):
-            self.kill(name)
-        self.start(self.kinds[name], self.configs[name])
+        with self._lock:
+            if self.alive(name):
+                self.kill(name)
+            _kill_group(self.procs[name])  # what the dead leader left (a driver's JVM)
+            self.start(self.kinds[name], self.configs[name])
 
     def pause(self, name: str) -> None:
-        os.kill(self.procs[name].pid, signal.SIGSTOP)
+        _signal_group(self.procs[name], signal.SIGSTOP)
 
     def resume(self, name: str) -> None:
-        os.kill(self.procs[name].pid, signal.SIGCONT)
+        _signal_group(self.procs[name], signal.SIGCONT)
+
+    def new_incarnation(self, name: str) -> subprocess.Popen[bytes]:
+        """Start a new process of ``name`` while the current one lives on (frozen): the current one
+        becomes a zombie and is returned; the keeper now watches the new one."""
+        with self._lock:
+            old = self.procs[name]
+            self.zombies.setdefault(name, []).append(old)
+            self.start(self.kinds[name], self.configs[name])
+            return old
+
+    def keep_restarting(self) -> None:
+        """Restart every process of a kind in ``RESTARTED`` that dies, until ``stop_all``."""
+        if self._keeper is None and any(k in RESTARTED for k in self.kinds.values()):
+            self._keeper = threading.Thread(target=self._keep, name="keeper", daemon=True)
+            self._keeper.start()
+
+    def _keep(self) -> None:
+        while not self._stopping.wait(KEEPER_INTERVAL_S):
+            with self._lock:
+                if self._stopping.is_set():
+                    return
+                for name, kind in list(self.kinds.items()):
+                    p = self.procs.get(name)
+                    if kind in RESTARTED and p is not None and p.poll() is not None:
+                        self.restarts[name] = self.restarts.get(name, 0) + 1
+                        self.log(f"{name} exited ({p.returncode}); restarting it from its checkpoint")
+                        self.restart(name)
 
     def wait(self, name: str, timeout: float) -> int:
         return self.procs[name].wait(timeout=timeout)
 
     def stop_all(self) -> list[str]:
-        """SIGTERM everyone (resumed first), wait, SIGKILL stragglers. Returns who had to be killed."""
-        for p in self.procs.values():
-            if p.poll() is None:
-                p.send_signal(signal.SIGCONT)
-                p.terminate()
+        """SIGTERM everyone (resumed first), wait, SIGKILL stragglers; zombies are killed. Returns
+        who had to be killed."""
+        self._stopping.set()
+        if self._keeper is not None:
+            self._keeper.join(timeout=STOP_TIMEOUT_S)
         killed = []
-        for name, p in self.procs.items():
-            try:
-                p.wait(timeout=STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                self.log(f"workload {name} ignored SIGTERM for {STOP_TIMEOUT_S:.0f}s; killing it")
-                p.kill()
-                p.wait(timeout=procs.KILL_WAIT_S)
-                killed.append(name)
+        with self._lock:
+            for name, olds in self.zombies.items():
+                for old in olds:
+                    if old.poll() is None:
+                        killed.append(f"{name} (pid {old.pid}, an older incarnation)")
+                    _kill_group(old)
+            for p in self.procs.values():
+                if p.poll() is None:
+                    _signal_group(p, signal.SIGCONT)
+                    p.terminate()
+            for name, p in self.procs.items():
+                try:
+                    p.wait(timeout=STOP_TIMEOUT_S)
+                except subprocess.TimeoutExpired:
+                    self.log(f"workload {name} ignored SIGTERM for {STOP_TIMEOUT_S:.0f}s; killing it")
+                    killed.append(name)
+                _kill_group(p)  # the process and anything it started (a driver's JVM)
         return killed
+
+
+def _signal_group(p: subprocess.Popen[bytes], sig: signal.Signals) -> None:
+    """Signal the process group ``p`` leads (``procs.spawn`` gives each workload its own)."""
+    try:
+        os.killpg(p.pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _kill_group(p: subprocess.Popen[bytes]) -> None:
+    """SIGKILL ``p``'s whole group (resumed first: a frozen process must be able to die) and reap ``p``."""
+    _signal_group(p, signal.SIGCONT)
+    _signal_group(p, signal.SIGKILL)
+    p.wait(timeout=procs.KILL_WAIT_S)

@@ -22,22 +22,38 @@ Values written are strings unique in the whole run. Shapes of ``value``:
 - ``lso``: after heal, per partition the seconds until its last stable offset reached its high
   watermark (null: not within the bound) ``{"bound_s": 90, "lag_s": {"topic-partition": 0.2}}``.
 - ``fault``: nemesis events (process ``nemesis``), value ``{"kind", "targets", ...}``.
+- ``spark-start``: a Spark job incarnation started (value ``{"query", "incarnation"}``).
+- ``spark-batch``: a micro-batch the job finished ``{"query", "batch", "ranges", "records",
+  "outcome", "ms"}``; ``ranges`` = ``{"topic-partition": [start, end)}`` from Spark's offset log.
+  Transactional batches are also ``txn`` ops, with ``batch`` and ``ranges`` on the invoke.
+- ``spark-skip``: a replayed micro-batch the job skipped because its marker is committed
+  ``{"query", "batch", "last_committed"}``.
+- ``spark-fault``: the job killed or froze itself at an armed point ``{"window", "signal", "batch"}``.
 
 A copier's output value is ``copy/<in topic>/<in partition>/<in offset>/<attempt>/<in value>``, so
 the checker can pair outputs with inputs from the output alone; ``attempt`` (copier process and
 transaction number) keeps values unique when an aborted copy is copied again.
+
+The Spark job's output value is ``spark/<in topic>/<in partition>/<in offset>/<batch>/<process>/<in value>``
+(``process`` keeps a replayed batch's values unique), and each of its transactions carries one
+marker, key ``<query>/<batch>``, value ``spark-marker/<query>/<batch>/<process>/<ranges JSON>``.
 """
 
 from __future__ import annotations
+
+import json
 
 INVOKE, OK, FAIL, INFO = "invoke", "ok", "fail", "info"
 COMPLETIONS = (OK, FAIL, INFO)
 
 TXN, SEND, INIT, POLL, SCAN, GROUP_OFFSETS, FENCED, RETIRED, FAULT, LSO = (
     "txn", "send", "init", "poll", "scan", "group-offsets", "fenced", "retired", "fault", "lso")
+SPARK_START, SPARK_BATCH, SPARK_SKIP, SPARK_FAULT = "spark-start", "spark-batch", "spark-skip", "spark-fault"
+SPARK_EVENTS = (SPARK_START, SPARK_BATCH, SPARK_SKIP, SPARK_FAULT)
 
 READ_COMMITTED, READ_UNCOMMITTED = "read_committed", "read_uncommitted"
 COPY_PREFIX = "copy"
+SPARK_PREFIX, MARKER_PREFIX = "spark", "spark-marker"
 NEMESIS = "nemesis"
 
 
@@ -53,3 +69,21 @@ def split_tp(key: str) -> tuple[str, int]:
 
 def copy_value(topic: str, partition: int, offset: int, value: str, attempt: str) -> str:
     return f"{COPY_PREFIX}/{topic}/{partition}/{offset}/{attempt}/{value}"
+
+
+def spark_value(topic: str, partition: int, offset: int, batch: int, process: str, value: str) -> str:
+    return f"{SPARK_PREFIX}/{topic}/{partition}/{offset}/{batch}/{process}/{value}"
+
+
+def marker_key(query: str, batch: int) -> str:
+    return f"{query}/{batch}"
+
+
+def marker_value(query: str, batch: int, process: str, ranges: dict[str, list[int]]) -> str:
+    return f"{MARKER_PREFIX}/{query}/{batch}/{process}/{json.dumps(ranges, sort_keys=True, separators=(',', ':'))}"
+
+
+def parse_marker(value: str) -> tuple[str, int, str, dict[str, list[int]]]:
+    """``marker_value``'s parts: (query, batch, process, ranges)."""
+    _, query, batch, process, ranges = value.split("/", 4)
+    return query, int(batch), process, json.loads(ranges)

@@ -20,7 +20,8 @@ import pandas as pd
 
 from harness.errors import ConfigError
 from harness.history.model import (
-    FENCED, GROUP_OFFSETS, INFO, INIT, INVOKE, LSO, OK, POLL, READ_COMMITTED, RETIRED, SCAN, SEND, TXN, split_tp,
+    FAULT, FENCED, GROUP_OFFSETS, INFO, INIT, INVOKE, LSO, OK, POLL, READ_COMMITTED, RETIRED, SCAN, SEND, SPARK_EVENTS,
+    TXN, split_tp,
 )
 from harness.history.recorder import HISTORY_DIR
 
@@ -109,6 +110,8 @@ def flatten(ops: list[dict[str, Any]], truncated: list[str] | None = None) -> Ta
     fenced: list[str] = []
     retired: list[str] = []
     lso: dict[str, Any] | None = None
+    # the Spark job's own events, and the nemesis's faults on workloads (driver kills): few per run
+    spark: list[dict[str, Any]] = []
 
     for op in ops:
         f, t = op["f"], op["type"]
@@ -158,6 +161,8 @@ def flatten(ops: list[dict[str, Any]], truncated: list[str] | None = None) -> Ta
             retired.append(op["process"])
         elif f == LSO:
             lso = op["value"]
+        elif f in SPARK_EVENTS or (f == FAULT and "workload" in (op.get("value") or {})):
+            spark.append({"time": op["time"], "process": op["process"], "f": f, "type": t, **(op.get("value") or {})})
 
     ops_df = pd.DataFrame({
         "index": pd.array([o["index"] for o in ops], dtype="int64"),
@@ -179,6 +184,7 @@ def flatten(ops: list[dict[str, Any]], truncated: list[str] | None = None) -> Ta
     inits = inits.astype({"op": "int64", "invoke_time": "int64", "complete_time": "Int64"})
     groups = pd.DataFrame(group_rows, columns=["topic", "partition", "offset"]).astype({"partition": "int64", "offset": "int64"})
     meta = {"ops": len(ops), "truncated": truncated or [], "fenced": sorted(set(fenced)), "retired": sorted(set(retired)), "lso": lso,
+            "spark": spark,
             "duration_ns": (ops[-1]["time"] - ops[0]["time"]) if ops else 0}
     return Tables(ops_df, txns, writes, reads, inits, groups, meta)
 

@@ -114,10 +114,11 @@ def init(rec: Recorder, process: str, producer: Producer, txn_id: str) -> None:
     rec.complete(process, OK, INIT, txn_id)
 
 
-def produce(producer: Producer, topic: str, value: bytes, partition: int, on_delivery: Callable[..., None]) -> None:
+def produce(producer: Producer, topic: str, value: bytes, partition: int, on_delivery: Callable[..., None],
+            key: bytes | None = None) -> None:
     while True:
         try:
-            producer.produce(topic, value, partition=partition, on_delivery=on_delivery)
+            producer.produce(topic, value, key, partition=partition, on_delivery=on_delivery)
             return
         except BufferError:
             producer.poll(0.1)  # local queue full: let deliveries drain
@@ -128,7 +129,8 @@ def transaction(rec: Recorder, process: str, producer: Producer, txn_id: str,
                 before_commit: Callable[[], dict[str, Any]] | None = None,
                 pause: tuple[int, Callable[[], None]] | None = None, hold_s: float = 0.0,
                 commit_timeout_s: float = CALL_TIMEOUT_S, abort_after_commit_timeout: bool = False,
-                sole_writer: bool = False) -> str:
+                sole_writer: bool = False, keys: dict[int, bytes] | None = None,
+                invoke_extra: dict[str, Any] | None = None) -> str:
     """One recorded transaction. Outcomes (DESIGN.md): committed -> ok; aborted on purpose, or an
     error before commit followed by a successful abort -> fail; fenced/fatal -> fail and the
     producer retires (during commit: info); a commit whose result is unknown (timeout, lost connection) -> info.
@@ -145,8 +147,10 @@ def transaction(rec: Recorder, process: str, producer: Producer, txn_id: str,
     the coordinator aborting the transaction on its timeout (a completed or preparing commit is never
     timed out, and a retried EndTxn of a completed commit succeeds), so it is a definite abort:
     ``fail``, not ``info``. The checker holds us to it: a ``fail`` whose values are committed fires.
+    ``keys``: record keys by send index (a compacted topic needs them); ``invoke_extra``: fields
+    recorded with the invoke (the Spark job's batch id and offset ranges).
     Raises ``Retired`` after recording when this producer must be replaced."""
-    rec.invoke(process, TXN, [["send", t, p, v] for t, p, v in sends], txn_id=txn_id)
+    rec.invoke(process, TXN, [["send", t, p, v] for t, p, v in sends], txn_id=txn_id, **(invoke_extra or {}))
     offsets: dict[bytes, int] = {}
     encoded = [v.encode() for _, _, v in sends]
 
@@ -177,7 +181,7 @@ def transaction(rec: Recorder, process: str, producer: Producer, txn_id: str,
             if pause is not None and k == pause[0]:
                 producer.flush(CALL_TIMEOUT_S)
                 pause[1]()
-            produce(producer, t, encoded[k], p, delivered)
+            produce(producer, t, encoded[k], p, delivered, (keys or {}).get(k))
         if before_commit is not None:
             extra = before_commit()
         if abort:

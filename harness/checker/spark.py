@@ -1,0 +1,185 @@
+"""``spark-exactly-once`` and the Spark job's figures (``stats.spark``), from the final committed
+scan and the job's recorded events.
+
+The job's output values name their input (``spark/<topic>/<partition>/<offset>/<batch>/<process>/<value>``)
+and each committed micro-batch has one marker (``spark-marker/<query>/<batch>/<process>/<ranges>``)
+in the same transaction, so everything is checked from what Kafka kept:
+
+- ``duplicate-output``: a committed input record with more than one committed output;
+- ``missing-output``: a committed input record inside a committed batch's offset range without one;
+- ``orphan-output``: an output whose input is not a committed input record (aborted input, or a
+  value that differs from the record at that offset);
+- ``outside-range``: an output of a batch whose marker's range does not hold its input offset, or
+  of a batch with no committed marker (output and marker share one transaction);
+- ``marker-gap``: a query's committed batch ids not contiguous from 0, or a batch whose ranges do
+  not start where the previous batch's ended;
+- ``batch-incarnations``: one batch committed by more than one incarnation (process).
+
+With Spark's own (non-transactional) sink there are no markers; then the committed ranges are those
+of the batches the job recorded as written (``spark-batch`` ok).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from harness.checker.checks import MAX_EXAMPLES, Found, final_committed
+from harness.history.model import MARKER_PREFIX, OK, SPARK_BATCH, SPARK_FAULT, SPARK_PREFIX, SPARK_SKIP, SPARK_START
+from harness.history.store import Tables, with_values
+
+KEY = ["topic", "partition", "offset"]
+
+
+def _split(values: pd.Series, names: list[str]) -> pd.DataFrame:
+    """``a/b/c`` strings -> one column per name (the last takes the rest, slashes and all)."""
+    if values.empty:
+        return pd.DataFrame({n: pd.Series(dtype="str") for n in names})
+    parts = values.str.split("/", n=len(names) - 1, expand=True)
+    parts.columns = names
+    return parts.reset_index(drop=True)
+
+
+def _outputs_and_markers(t: Tables) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The committed outputs (with the input each names) and the committed markers."""
+    fc = final_committed(t)
+    firsts = with_values(t, fc.drop_duplicates("tid"))
+    out_tids = firsts.loc[firsts["value"].str.startswith(SPARK_PREFIX + "/"), "tid"]
+    marker_tids = firsts.loc[firsts["value"].str.startswith(MARKER_PREFIX + "/"), "tid"]
+    out = with_values(t, fc[fc["tid"].isin(out_tids)])
+    outputs = _split(out["value"], ["prefix", "topic", "partition", "offset", "batch", "process", "in_value"])
+    outputs = outputs.astype({"partition": "int64", "offset": "int64", "batch": "int64"}).assign(
+        out_topic=out["topic"].to_numpy(), out_partition=out["partition"].to_numpy(), out_offset=out["offset"].to_numpy())
+    outputs["query"] = outputs["process"].str.rpartition(".")[0] if len(outputs) else pd.Series(dtype="str")
+    mk = with_values(t, fc[fc["tid"].isin(marker_tids)])
+    markers = _split(mk["value"], ["prefix", "query", "batch", "process", "ranges"]).astype({"batch": "int64"})
+    return outputs, markers
+
+
+def _ranges(markers: pd.DataFrame, t: Tables) -> pd.DataFrame:
+    """One row per (query, batch, topic-partition) of a committed batch: [start, end)."""
+    import json
+
+    rows: list[tuple[str, int, str, int, int]] = []
+    if len(markers):
+        for q, b, r in zip(markers["query"], markers["batch"], markers["ranges"]):
+            rows += [(q, int(b), tp, int(s), int(e)) for tp, (s, e) in json.loads(r).items()]
+    else:  # Spark's own sink: the batches the job recorded as written
+        for ev in t.meta.get("spark") or []:
+            if ev["f"] == SPARK_BATCH and ev.get("outcome") == OK:
+                q = ev.get("query") or str(ev["process"]).rpartition(".")[0]
+                rows += [(q, int(ev["batch"]), tp, int(s), int(e)) for tp, (s, e) in (ev.get("ranges") or {}).items()]
+    return pd.DataFrame(rows, columns=["query", "batch", "tp", "start", "end"]).drop_duplicates()
+
+
+def spark_exactly_once(t: Tables) -> Found:
+    outputs, markers = _outputs_and_markers(t)
+    ran = any(ev["f"] == SPARK_START for ev in t.meta.get("spark") or [])
+    if outputs.empty and markers.empty and not ran:
+        return Found(0, skipped="no Spark job ran in this history")
+    examples: list[dict[str, Any]] = []
+    count = 0
+
+    def found(kind: str, n: int, rows: list[dict[str, Any]]) -> None:
+        nonlocal count
+        count += n
+        examples.extend({"anomaly": kind, **r} for r in rows[:MAX_EXAMPLES])
+
+    fc = final_committed(t)
+    in_topics = set(outputs["topic"]) if len(outputs) else set()
+    for ev in t.meta.get("spark") or []:
+        for tp in (ev.get("ranges") or {}) if ev["f"] == SPARK_BATCH else ():
+            in_topics.add(tp.rpartition("-")[0])
+    inputs = with_values(t, fc[fc["topic"].isin(in_topics)])[KEY + ["value"]].drop_duplicates(KEY)
+    n_out = outputs.groupby(KEY).size().rename("outputs") if len(outputs) else pd.Series(dtype="int64", name="outputs")
+    merged = inputs.merge(n_out, left_on=KEY, right_index=True, how="left").fillna({"outputs": 0})
+
+    dup = merged[merged["outputs"] > 1]
+    found("duplicate-output", len(dup), _records(dup, KEY + ["value", "outputs"]))
+
+    ranges = _ranges(markers, t)
+    if len(merged) and len(ranges):
+        merged["tp"] = merged["topic"] + "-" + merged["partition"].astype(str)
+        inr = merged.merge(ranges, on="tp")
+        covered = inr[(inr["offset"] >= inr["start"]) & (inr["offset"] < inr["end"])]
+        missing = covered[covered["outputs"] == 0].drop_duplicates(KEY)
+        found("missing-output", len(missing), _records(missing, KEY + ["value", "query", "batch"]))
+
+    if len(outputs):
+        joined = outputs.merge(inputs, on=KEY, how="left")
+        orphan = joined[joined["value"].isna() | (joined["value"] != joined["in_value"])]
+        found("orphan-output", len(orphan), _records(orphan.assign(
+            output=orphan["out_topic"] + "-" + orphan["out_partition"].astype(str) + "@" + orphan["out_offset"].astype(str)),
+            KEY + ["batch", "process", "output"]))
+
+    if len(outputs) and len(markers):
+        transactional = outputs[outputs["query"].isin(set(markers["query"]))]
+        o = transactional.assign(tp=transactional["topic"] + "-" + transactional["partition"].astype(str))
+        o = o.merge(ranges, on=["query", "batch", "tp"], how="left")
+        outside = o[o["start"].isna() | (o["offset"] < o["start"]) | (o["offset"] >= o["end"])]
+        found("outside-range", len(outside), _records(outside, KEY + ["query", "batch", "process", "start", "end"]))
+
+    if len(markers):
+        gaps: list[dict[str, Any]] = []
+        for q, m in markers.groupby("query"):
+            batches = sorted(set(m["batch"]))
+            missing_ids = sorted(set(range(batches[-1] + 1)) - set(batches))
+            gaps += [{"query": q, "batch": b, "problem": "no committed marker"} for b in missing_ids]
+            r = ranges[ranges["query"] == q]
+            prev_end = {(int(b), tp): e for b, tp, e in zip(r["batch"], r["tp"], r["end"])}
+            for b, tp, start in zip(r["batch"], r["tp"], r["start"]):
+                before = prev_end.get((int(b) - 1, tp))
+                if before is not None and before != start:
+                    gaps.append({"query": q, "batch": int(b), "partition": tp,
+                                 "problem": f"starts at {start}, batch {int(b) - 1} ended at {before}"})
+        found("marker-gap", len(gaps), gaps)
+        procs = markers.groupby(["query", "batch"])["process"].nunique()
+        multi = procs[procs > 1].reset_index()
+        if len(outputs):
+            op = outputs.groupby(["query", "batch"])["process"].nunique()
+            multi = pd.concat([multi, op[op > 1].reset_index()]).drop_duplicates(["query", "batch"])
+        found("batch-incarnations", len(multi), _records(multi.rename(columns={"process": "incarnations"}),
+                                                         ["query", "batch", "incarnations"]))
+    return Found(count, examples[:MAX_EXAMPLES])
+
+
+def _records(df: pd.DataFrame, cols: list[str]) -> list[dict[str, Any]]:
+    from harness.checker.checks import _plain
+
+    return [{k: _plain(v) for k, v in r.items()} for r in df[cols].head(MAX_EXAMPLES).to_dict("records")]
+
+
+def spark_stats(t: Tables) -> dict[str, Any] | None:
+    """``stats.spark``: driver kills, restarts, batches, replays skipped, batch times, and how long
+    each killed driver took to get a batch through again. None when no Spark job ran."""
+    events = t.meta.get("spark") or []
+    starts = [e for e in events if e["f"] == SPARK_START]
+    if not starts:
+        return None
+    batches = [e for e in events if e["f"] == SPARK_BATCH and e.get("outcome") == OK]
+    skips = [e for e in events if e["f"] == SPARK_SKIP]
+    kills = [e for e in events if e["f"] == SPARK_FAULT and e.get("signal") == "kill"]
+    kills += [e for e in events if e["f"] == "fault" and e.get("kind") == "kill-workload" and e.get("phase") == "start"
+              and str(e.get("workload", "")).startswith("spark-job")]
+    progress = sorted(e["time"] for e in batches + skips)
+    recovery = []
+    for k in kills:
+        after = np.searchsorted(np.array(progress, dtype=np.int64), k["time"], side="right") if progress else 0
+        recovery.append(round((progress[after] - k["time"]) / 1e9, 2) if after < len(progress) else None)
+    ms = np.array([e["ms"] for e in batches], dtype=float)
+    return {
+        "driver_kills": len(kills),
+        "driver_freezes": sum(1 for e in events if e["f"] == SPARK_FAULT and e.get("signal") == "stop"),
+        "restarts": max(0, len(starts) - len({str(e.get("query")) for e in starts})),
+        "batches": len({(e.get("query"), e["batch"]) for e in batches}),
+        "replays_skipped": len(skips),
+        "records": int(sum(e.get("records", 0) for e in batches)),
+        "batch_ms": {"p50": _q(ms, 50), "p95": _q(ms, 95), "max": round(float(ms.max()), 1) if len(ms) else None},
+        "restart_to_first_batch_s": recovery,
+    }
+
+
+def _q(a: np.ndarray, q: float) -> float | None:
+    return round(float(np.percentile(a, q)), 1) if len(a) else None

@@ -1,0 +1,55 @@
+"""A Spark session sized for this machine: ``local[2]`` on 127.0.0.1, no UI, few shuffle
+partitions, the Kafka connector's jars from the cache. ``EOS_CHAOS_SPARK_MASTER`` points the
+checker's engine at a real Spark master instead (histories larger than one machine)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from clusters import artifacts
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+ENV_MASTER = "EOS_CHAOS_SPARK_MASTER"
+#: Two cores on the reference machine, shared with three brokers: two tasks at a time, and
+#: shuffles of a handful of partitions (Spark's 200 would be 200 tiny tasks per stage).
+LOCAL_MASTER = "local[2]"
+SHUFFLE_PARTITIONS = 4
+#: Driver heap: the job collects one micro-batch (a few thousand records); the checker's engine
+#: spills what does not fit.
+DRIVER_MEMORY = "1g"
+
+
+def spark_env() -> dict[str, str]:
+    """Environment for a process that starts Spark: bind to loopback only, never look up the
+    host name on the network."""
+    return {"SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOCAL_HOSTNAME": "localhost", "PYSPARK_PYTHON": sys.executable}
+
+
+def session(app: str, kafka: bool = False, master: str | None = None, tmp_dir: Path | None = None) -> "SparkSession":
+    """A new (or the process's existing) Spark session named ``app``; ``kafka`` adds the connector."""
+    os.environ.update(spark_env())
+    from pyspark.sql import SparkSession
+
+    b = (SparkSession.builder.appName(app)
+         .master(master or os.environ.get(ENV_MASTER) or LOCAL_MASTER)
+         .config("spark.ui.enabled", "false")
+         .config("spark.ui.showConsoleProgress", "false")
+         .config("spark.driver.host", "127.0.0.1")
+         .config("spark.driver.bindAddress", "127.0.0.1")
+         .config("spark.driver.memory", DRIVER_MEMORY)
+         .config("spark.sql.shuffle.partitions", str(SHUFFLE_PARTITIONS))
+         .config("spark.sql.adaptive.enabled", "true")
+         .config("spark.sql.session.timeZone", "UTC"))
+    if tmp_dir is not None:
+        b = b.config("spark.local.dir", str(tmp_dir))
+    if kafka:
+        jars = artifacts.spark_kafka_ready() or artifacts.ensure_spark(log=lambda _m: None)
+        b = b.config("spark.jars", ",".join(str(j) for j in jars))
+    spark = b.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
