@@ -32,26 +32,35 @@ CHECKS: dict[str, Callable[[Tables], Found]] = {
 
 
 def check(t: Tables, extra_stats: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The verdict of ``t``, by the default engine (numpy/pandas, in memory)."""
     cols(t)  # the numpy view, built once for every check
-    checks: dict[str, dict[str, Any]] = {}
+    return verdict({name: (lambda fn=fn: fn(t)) for name, fn in CHECKS.items()}, lambda: stats(t), t.meta,
+                   extra_stats, default_ops=len(t.ops), engine="default")
+
+
+def verdict(checks: dict[str, Callable[[], Found]], figures: Callable[[], dict[str, Any]], meta: dict[str, Any],
+            extra_stats: dict[str, Any] | None = None, default_ops: int | None = None,
+            **fields: Any) -> dict[str, Any]:
+    """Run ``checks`` (name -> a call giving its ``Found``) into a verdict: any engine's checks."""
+    out: dict[str, dict[str, Any]] = {}
     crashed = False
-    for name, fn in CHECKS.items():
+    for name, run in checks.items():
         try:
-            found = fn(t)
-            checks[name] = {"count": int(found.count), "examples": found.examples}
+            found = run()
+            out[name] = {"count": int(found.count), "examples": found.examples}
             if found.skipped:
-                checks[name]["skipped"] = found.skipped
+                out[name]["skipped"] = found.skipped
         except Exception as exc:  # noqa: BLE001 - a crashing check must not pass for a clean one
             crashed = True
-            checks[name] = {"count": None, "examples": [], "error": f"{type(exc).__name__}: {exc}",
-                            "traceback": traceback.format_exc(limit=5)}
-    anomalies = any(c["count"] for c in checks.values())
+            out[name] = {"count": None, "examples": [], "error": f"{type(exc).__name__}: {exc}",
+                         "traceback": traceback.format_exc(limit=5)}
+    anomalies = any(c["count"] for c in out.values())
     valid: bool | str = False if anomalies else ("unknown" if crashed else True)
-    history = {"ops": t.meta.get("ops", len(t.ops)), "truncated": t.meta.get("truncated", [])}
+    history = {"ops": meta.get("ops", default_ops), "truncated": meta.get("truncated", [])}
     if history["truncated"]:
         history["note"] = "checked up to the last whole line of the files listed in `truncated`"
-    return {"format": FORMAT, "valid": valid, "checks": checks, "stats": {**stats(t), **(extra_stats or {})},
-            "history": history}
+    return {"format": FORMAT, "valid": valid, "checks": out, "stats": {**figures(), **(extra_stats or {})},
+            "history": history, **fields}
 
 
 def stats(t: Tables) -> dict[str, Any]:
@@ -69,7 +78,7 @@ def stats(t: Tables) -> dict[str, Any]:
     ok_tx = tx[tx["outcome"] == OK]
     lat_ms = ((ok_tx["complete_time"] - ok_tx["commit_at"].fillna(ok_tx["invoke_time"])).dropna().astype("int64") / 1e6)
     duration_s = max(t.meta.get("duration_ns", 0) / 1e9, 1e-9)
-    spark = spark_stats(t)
+    spark = spark_stats(t.meta)
     return {
         **({"spark": spark} if spark is not None else {}),
         "txn": {k: int(outcome.get(k, 0)) for k in (OK, FAIL, INFO)},

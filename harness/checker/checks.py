@@ -298,7 +298,12 @@ def copy_exactly_once(t: Tables) -> Found:
 def lso_stall(t: Tables) -> Found:
     """After heal, a partition whose last stable offset did not reach its high watermark within the
     bound: a transaction left hanging. Examples name the partition and how long it lagged."""
-    lso = t.meta.get("lso")
+    return lso_stall_of(t.meta)
+
+
+def lso_stall_of(meta: dict[str, Any]) -> Found:
+    """``lso_stall`` from the history's meta alone (the LSO measurement the runner recorded)."""
+    lso = meta.get("lso")
     if not lso:
         return Found(0, skipped="the history has no LSO measurement (runs before it existed, or synthetic)")
     bound = lso.get("bound_s")

@@ -58,7 +58,7 @@ def _outputs_and_markers(t: Tables) -> tuple[pd.DataFrame, pd.DataFrame]:
     return outputs, markers
 
 
-def _ranges(markers: pd.DataFrame, t: Tables) -> pd.DataFrame:
+def _ranges(markers: pd.DataFrame, meta: dict[str, Any]) -> pd.DataFrame:
     """One row per (query, batch, topic-partition) of a committed batch: [start, end)."""
     import json
 
@@ -67,7 +67,7 @@ def _ranges(markers: pd.DataFrame, t: Tables) -> pd.DataFrame:
         for q, b, r in zip(markers["query"], markers["batch"], markers["ranges"]):
             rows += [(q, int(b), tp, int(s), int(e)) for tp, (s, e) in json.loads(r).items()]
     else:  # Spark's own sink: the batches the job recorded as written
-        for ev in t.meta.get("spark") or []:
+        for ev in meta.get("spark") or []:
             if ev["f"] == SPARK_BATCH and ev.get("outcome") == OK:
                 q = ev.get("query") or str(ev["process"]).rpartition(".")[0]
                 rows += [(q, int(ev["batch"]), tp, int(s), int(e)) for tp, (s, e) in (ev.get("ranges") or {}).items()]
@@ -99,7 +99,7 @@ def spark_exactly_once(t: Tables) -> Found:
     dup = merged[merged["outputs"] > 1]
     found("duplicate-output", len(dup), _records(dup, KEY + ["value", "outputs"]))
 
-    ranges = _ranges(markers, t)
+    ranges = _ranges(markers, t.meta)
     if len(merged) and len(ranges):
         merged["tp"] = merged["topic"] + "-" + merged["partition"].astype(str)
         inr = merged.merge(ranges, on="tp")
@@ -122,27 +122,32 @@ def spark_exactly_once(t: Tables) -> Found:
         found("outside-range", len(outside), _records(outside, KEY + ["query", "batch", "process", "start", "end"]))
 
     if len(markers):
-        gaps: list[dict[str, Any]] = []
-        for q, m in markers.groupby("query"):
-            batches = sorted(set(m["batch"]))
-            missing_ids = sorted(set(range(batches[-1] + 1)) - set(batches))
-            gaps += [{"query": q, "batch": b, "problem": "no committed marker"} for b in missing_ids]
-            r = ranges[ranges["query"] == q]
-            prev_end = {(int(b), tp): e for b, tp, e in zip(r["batch"], r["tp"], r["end"])}
-            for b, tp, start in zip(r["batch"], r["tp"], r["start"]):
-                before = prev_end.get((int(b) - 1, tp))
-                if before is not None and before != start:
-                    gaps.append({"query": q, "batch": int(b), "partition": tp,
-                                 "problem": f"starts at {start}, batch {int(b) - 1} ended at {before}"})
+        gaps, multi = marker_problems(markers, ranges)
         found("marker-gap", len(gaps), gaps)
-        procs = markers.groupby(["query", "batch"])["process"].nunique()
-        multi = procs[procs > 1].reset_index()
         if len(outputs):
-            op = outputs.groupby(["query", "batch"])["process"].nunique()
+            op = outputs.groupby(["query", "batch"])["process"].nunique().rename("incarnations")
             multi = pd.concat([multi, op[op > 1].reset_index()]).drop_duplicates(["query", "batch"])
-        found("batch-incarnations", len(multi), _records(multi.rename(columns={"process": "incarnations"}),
-                                                         ["query", "batch", "incarnations"]))
+        found("batch-incarnations", len(multi), _records(multi, ["query", "batch", "incarnations"]))
     return Found(count, examples[:MAX_EXAMPLES])
+
+
+def marker_problems(markers: pd.DataFrame, ranges: pd.DataFrame) -> tuple[list[dict[str, Any]], pd.DataFrame]:
+    """From the committed markers alone: the gaps (batch ids missing, ranges that do not continue
+    the previous batch's) and the batches committed by more than one incarnation."""
+    gaps: list[dict[str, Any]] = []
+    for q, m in markers.groupby("query"):
+        batches = sorted(set(m["batch"]))
+        gaps += [{"query": q, "batch": b, "problem": "no committed marker"}
+                 for b in sorted(set(range(batches[-1] + 1)) - set(batches))]
+        r = ranges[ranges["query"] == q]
+        prev_end = {(int(b), tp): e for b, tp, e in zip(r["batch"], r["tp"], r["end"])}
+        for b, tp, start in zip(r["batch"], r["tp"], r["start"]):
+            before = prev_end.get((int(b) - 1, tp))
+            if before is not None and before != start:
+                gaps.append({"query": q, "batch": int(b), "partition": tp,
+                             "problem": f"starts at {start}, batch {int(b) - 1} ended at {before}"})
+    per = markers.groupby(["query", "batch"])["process"].nunique().rename("incarnations")
+    return gaps, per[per > 1].reset_index()
 
 
 def _records(df: pd.DataFrame, cols: list[str]) -> list[dict[str, Any]]:
@@ -151,10 +156,10 @@ def _records(df: pd.DataFrame, cols: list[str]) -> list[dict[str, Any]]:
     return [{k: _plain(v) for k, v in r.items()} for r in df[cols].head(MAX_EXAMPLES).to_dict("records")]
 
 
-def spark_stats(t: Tables) -> dict[str, Any] | None:
+def spark_stats(meta: dict[str, Any]) -> dict[str, Any] | None:
     """``stats.spark``: driver kills, restarts, batches, replays skipped, batch times, and how long
     each killed driver took to get a batch through again. None when no Spark job ran."""
-    events = t.meta.get("spark") or []
+    events = meta.get("spark") or []
     starts = [e for e in events if e["f"] == SPARK_START]
     if not starts:
         return None

@@ -233,8 +233,10 @@ def save(tables: Tables, run_dir: Path) -> Path:
         df = getattr(tables, name)
         df = df.astype({c: "category" for c in LOW_CARDINALITY.get(name, ()) if c in df.columns})
         if name in ("reads", "writes"):
-            # values once, in values.parquet at their id, not once per record that carries them
+            # values once, in values.parquet at their id, not once per record that carries them;
+            # ``row`` keeps the history order for engines that read the files in parallel (Spark)
             df = df.drop(columns=["value"], errors="ignore").astype({"tid": "int16", "partition": "int32"})
+            df = df.assign(row=np.arange(len(df), dtype=np.int64))
             if "op" in df.columns:
                 df = df.astype({"op": "int32"})  # history indexes stay far below 2**31
         frames[name] = df
@@ -244,7 +246,8 @@ def save(tables: Tables, run_dir: Path) -> Path:
     for name, df in frames.items():
         df.to_parquet(tmp / f"{name}.parquet", index=False)
     assert tables.values is not None
-    pd.DataFrame({"value": tables.values}).to_parquet(tmp / "values.parquet", index=False)
+    pd.DataFrame({"vid": np.arange(len(tables.values), dtype=np.int64), "value": tables.values}).to_parquet(
+        tmp / "values.parquet", index=False)
     (tmp / "meta.json").write_text(json.dumps(tables.meta))
     if final.exists():
         for p in final.iterdir():
@@ -264,7 +267,9 @@ def load(run_dir: Path) -> Tables:
         # split_blocks + self_destruct: arrow buffers are freed as columns convert (lower peak memory)
         frames = {name: pq_io.read_table(pq / f"{name}.parquet").to_pandas(split_blocks=True, self_destruct=True)
                   for name in TABLES}
-        values = pd.read_parquet(pq / "values.parquet")["value"]
+        for name in ("reads", "writes"):
+            frames[name] = frames[name].drop(columns=["row"], errors="ignore")  # row order is the frame's order
+        values = pd.read_parquet(pq / "values.parquet", columns=["value"])["value"]
         return Tables(**frames, meta=json.loads((pq / "meta.json").read_text()), values=values)
     ops, truncated = read_ops(run_dir)
     return flatten(ops, truncated)

@@ -11,7 +11,8 @@ values are still known, and recorded, before the transaction starts), ``hold_ms`
 transaction open this long after its records are written, before the commit: a slow application),
 ``transaction_timeout_ms`` (the producer's transaction.timeout.ms), ``commit_timeout_s`` and
 ``abort_after_commit_timeout`` (see ``common.transaction``), ``idle_every``/``idle_ms`` (no
-transaction for ``idle_ms`` after every ``idle_every`` transactions: an idle application).
+transaction for ``idle_ms`` after every ``idle_every`` transactions: an idle application),
+``rate`` (values per second at most: a steady input for the Spark job; 0 = as fast as it goes).
 """
 
 from __future__ import annotations
@@ -63,6 +64,8 @@ def run_transactional(cfg: WorkloadConfig, rec: Recorder, stop: Stop, rnd: rando
               "sole_writer": True}
     idle_every, idle_s = int(cfg.settings.get("idle_every", 0)), float(cfg.settings.get("idle_ms", 0)) / 1000
     abort_share = float(cfg.settings.get("abort_share", 0.1))
+    rate = float(cfg.settings.get("rate", 0))
+    written, started = 0, time.monotonic()
     incarnation = 0
     while not stop:
         process = f"{cfg.name}.{incarnation}"
@@ -78,6 +81,9 @@ def run_transactional(cfg: WorkloadConfig, rec: Recorder, stop: Stop, rnd: rando
                 transaction(rec, process, producer, txn_id, sends, rnd.random() < abort_share, rnd, hold_s=hold_s, **commit)
                 if idle_every and seq % idle_every == 0:
                     idle(stop, idle_s)
+                written += len(sends)
+                if rate:  # hold the pace: the next transaction starts when the rate allows it
+                    idle(stop, started + written / rate - time.monotonic())
                 if txn_ms:
                     took_ms = max(1.0, (time.monotonic() - t0) * 1000)
                     # at most halve or double per step: one slow commit must not collapse the size

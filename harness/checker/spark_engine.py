@@ -1,0 +1,478 @@
+"""The checker's Spark engine: the same checks and figures as the default (numpy/pandas) engine,
+as Spark DataFrame jobs over the run's Parquet history, so a history larger than memory can be
+checked (``EOS_CHAOS_SPARK_MASTER`` points it at a real Spark cluster).
+
+Counts, ``valid``, ``skipped`` and the figures in ``stats`` are the default engine's, exactly
+(``tests/unit/test_spark_engine.py`` holds both engines to it). Examples name the same kind of
+anomaly; where several exist, each engine picks its first five in history order, so the two can
+pick different ones when the order is a tie.
+
+Only the few rows an example shows, and the markers of the Spark job (one per micro-batch), are
+brought to the driver.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from harness.checker.checks import MAX_EXAMPLES, Found, lso_stall_of
+from harness.history import store
+from harness.history.model import (
+    COPY_PREFIX, FAIL, INFO, MARKER_PREFIX, OK, POLL, READ_COMMITTED, SCAN, SPARK_PREFIX, TXN,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+OFFSET_BITS, PART_BITS = 40, 16
+
+
+class SparkHistory:
+    """The run's tables as Spark DataFrames, with the columns the checks share."""
+
+    def __init__(self, spark: "SparkSession", pq: Path) -> None:
+        from pyspark.sql import functions as F
+
+        self.spark = spark
+        self.meta: dict[str, Any] = json.loads((pq / "meta.json").read_text())
+        rd = spark.read.parquet
+        self.txns = rd(str(pq / "txns.parquet"))
+        self.inits = rd(str(pq / "inits.parquet"))
+        self.groups = rd(str(pq / "group_offsets.parquet"))
+        self.values = rd(str(pq / "values.parquet"))
+        tx = self.txns.select("txn", F.col("outcome").alias("w_out"), (F.col("f") == TXN).alias("w_is_txn"),
+                              F.col("process").alias("w_proc"), F.lit(True).alias("w_known"))
+        w = rd(str(pq / "writes.parquet"))
+        self.writes = (w.join(tx, "txn", "left")
+                       .withColumn("w_known", F.coalesce("w_known", F.lit(False)))
+                       .withColumn("pos", _pos(F.col("tid"), F.col("partition"), F.col("offset"))))
+        r = rd(str(pq / "reads.parquet"))
+        self.reads = (r.withColumn("poll", F.col("source") == POLL)
+                      .withColumn("fc", (F.col("source") == SCAN) & (F.col("isolation") == READ_COMMITTED))
+                      .withColumn("cv", F.col("poll") | F.col("fc")))
+        self.fc_vids = self.reads.where("fc").select("vid").distinct()
+        self.cv_vids = self.reads.where("cv").select("vid").distinct()
+
+    def value_of(self, df: "DataFrame") -> "DataFrame":
+        return df.join(self.values, "vid", "left")
+
+
+def _pos(tid: Any, part: Any, off: Any) -> Any:
+    from pyspark.sql import functions as F
+
+    return F.shiftleft(tid.cast("long"), 56).bitwiseOR(F.shiftleft(part.cast("long"), OFFSET_BITS)).bitwiseOR(off.cast("long"))
+
+
+def _rows(df: "DataFrame", cols: list[str], order: list[str]) -> list[dict[str, Any]]:
+    return [{k: _plain(r[k]) for k in cols} for r in df.orderBy(*order).limit(MAX_EXAMPLES).collect()]
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, float) and np.isnan(v):
+        return None
+    return v
+
+
+# ---------------------------------------------------------------------------------------------- checks
+def duplicate(h: SparkHistory) -> Found:
+    from pyspark.sql import functions as F
+
+    dup = h.reads.where("cv").groupBy("vid").agg(F.countDistinct("pos").alias("n")).where("n > 1")
+    n = dup.count()
+    if not n:
+        return Found(0)
+    examples = []
+    for r in dup.orderBy("vid").limit(MAX_EXAMPLES).collect():
+        rows = (h.reads.where(F.col("cv") & (F.col("vid") == r.vid)).groupBy("topic", "partition", "offset")
+                .agg(F.min("row").alias("row")).orderBy("row").collect())
+        w = h.writes.where(F.col("vid") == r.vid).orderBy("row").limit(1).collect()
+        examples.append({"value": h.values.where(F.col("vid") == r.vid).first()["value"],
+                         "positions": [f"{x.topic}-{x.partition}@{x.offset}" for x in rows],
+                         "writer_op": w[0].txn if w else None, "writer_process": w[0].w_proc if w else None})
+    return Found(n, examples)
+
+
+def lost_write(h: SparkHistory) -> Found:
+    from pyspark.sql import functions as F
+
+    missing = h.writes.where(F.col("w_out") == OK).join(h.fc_vids, "vid", "left_anti")
+    stalled = (h.meta.get("lso") or {}).get("stalled_at") or {}
+    if stalled:
+        lso = h.spark.createDataFrame([(k, int(v)) for k, v in stalled.items()], "tp string, lso long")
+        missing = (missing.withColumn("tp", F.concat_ws("-", "topic", F.col("partition").cast("string")))
+                   .join(F.broadcast(lso), "tp", "left")
+                   .where(F.col("lso").isNull() | F.col("offset").isNull() | (F.col("offset") < F.col("lso"))))
+    n = missing.count()
+    ex = _rows(h.value_of(missing).withColumnRenamed("w_proc", "process"),
+               ["value", "txn", "process", "topic", "partition", "offset"], ["row"]) if n else []
+    return Found(n, ex)
+
+
+def aborted_read(h: SparkHistory) -> Found:
+    from pyspark.sql import functions as F
+
+    failed = h.writes.where(F.col("w_out") == FAIL).select("vid").distinct()
+    seen = h.reads.where("cv").join(failed, "vid", "left_semi")
+    n = seen.select("vid").distinct().count()
+    if not n:
+        return Found(0)
+    first = seen.groupBy("vid").agg(F.min("row").alias("row")).join(seen, ["vid", "row"])
+    examples = []
+    for r in h.value_of(first).orderBy("row").limit(MAX_EXAMPLES).collect():
+        w = h.writes.where(F.col("vid") == r.vid).orderBy("row").limit(1).collect()
+        examples.append({"value": r.value, "writer_op": w[0].txn if w else None, "writer_process": w[0].w_proc if w else None,
+                         "read_op": r.op, "reader": r.process, "topic": r.topic, "partition": r.partition, "offset": r.offset})
+    return Found(n, examples)
+
+
+def _visible_per_txn(h: SparkHistory, where: Any) -> "DataFrame":
+    from pyspark.sql import functions as F
+
+    fc = h.fc_vids.withColumn("in_fc", F.lit(1))
+    return (h.writes.where(where).join(fc, "vid", "left")
+            .groupBy("txn").agg(F.count("*").alias("written"), F.sum(F.coalesce("in_fc", F.lit(0))).alias("visible")))
+
+
+def torn_transaction(h: SparkHistory) -> Found:
+    from pyspark.sql import functions as F
+
+    per = _visible_per_txn(h, F.col("w_is_txn") & F.col("w_known"))
+    torn = per.where((F.col("visible") > 0) & (F.col("visible") < F.col("written")))
+    n = torn.count()
+    ex = _rows(torn.join(h.txns, "txn"), ["txn", "process", "outcome", "visible", "written"], ["txn"]) if n else []
+    return Found(n, ex)
+
+
+def inconsistent_offsets(h: SparkHistory) -> Found:
+    from pyspark.sql import functions as F
+
+    pairs = (h.reads.select("pos", "vid")
+             .unionByName(h.writes.where(F.col("offset").isNotNull()).select("pos", "vid")).distinct())
+    bad = pairs.groupBy("pos").agg(F.count("*").alias("n")).where("n > 1")
+    n = bad.count()
+    if not n:
+        return Found(0)
+    topics = {r.tid: r.topic for r in h.reads.select("tid", "topic").unionByName(h.writes.select("tid", "topic")).distinct().collect()}
+    examples = []
+    for r in bad.orderBy("pos").limit(MAX_EXAMPLES).collect():
+        vals = h.value_of(pairs.where(F.col("pos") == r.pos)).collect()
+        examples.append({"topic": topics.get(r.pos >> 56, str(r.pos >> 56)), "partition": int((r.pos >> OFFSET_BITS) & 0xFFFF),
+                         "offset": int(r.pos & ((1 << OFFSET_BITS) - 1)), "values": sorted({str(v.value) for v in vals})})
+    return Found(n, examples)
+
+
+def _process_order(h: SparkHistory) -> "DataFrame":
+    """Each process's rank in order of first appearance in the transactions table (the default
+    engine's factorize order), for examples in the same order."""
+    from pyspark.sql import functions as F
+
+    return h.txns.groupBy("process").agg(F.min("txn").alias("proc_rank")).withColumnRenamed("process", "w_proc")
+
+
+def nonmonotonic_send(h: SparkHistory) -> Found:
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    groups = (h.writes.where((F.col("w_out") == OK) & F.col("offset").isNotNull())
+              .groupBy("w_proc", "tid", "partition", "topic", "txn")
+              .agg(F.min("offset").alias("g_min"), F.max("offset").alias("g_max")))
+    w = Window.partitionBy("w_proc", "tid", "partition").orderBy("txn")
+    g = (groups.withColumn("earlier_max", F.lag("g_max").over(w)).withColumn("earlier_txn", F.lag("txn").over(w))
+         .where(F.col("g_min") < F.col("earlier_max")))
+    n = g.count()
+    if not n:
+        return Found(0)
+    ex = _rows(g.join(_process_order(h), "w_proc").withColumnRenamed("w_proc", "process").withColumnRenamed("g_min", "offset"),
+               ["process", "topic", "partition", "earlier_txn", "earlier_max", "txn", "offset"],
+               ["proc_rank", "tid", "partition", "txn"])
+    return Found(n, ex)
+
+
+def _polls_with_prev(h: SparkHistory) -> "DataFrame":
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    w = Window.partitionBy("process", "tid", "partition").orderBy("row")
+    return h.reads.where("poll").withColumn("previous_offset", F.coalesce(F.lag("offset").over(w), F.lit(-1)))
+
+
+def nonmonotonic_poll(h: SparkHistory) -> Found:
+    from pyspark.sql import functions as F
+
+    bad = _polls_with_prev(h).where((F.col("previous_offset") >= 0) & (F.col("offset") <= F.col("previous_offset")))
+    n = bad.count()
+    ex = _rows(bad, ["process", "op", "topic", "partition", "previous_offset", "offset"], ["row"]) if n else []
+    return Found(n, ex)
+
+
+def poll_skip(h: SparkHistory) -> Found:
+    """Committed records strictly between two consecutive polled offsets, counted with one running
+    count per partition: queries for "< offset" sort before a committed record at that offset,
+    queries for "<= previous" after it."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    polls = _polls_with_prev(h).where(F.col("offset") > F.col("previous_offset"))
+    if polls.limit(1).count() == 0 or h.reads.where("fc").limit(1).count() == 0:
+        return Found(0)
+    committed = h.reads.where("fc").select("tid", "partition", F.col("offset").alias("at"), F.lit(1).alias("tie"),
+                                            F.lit(1).alias("is_fc"), F.lit(None).cast("long").alias("qrow"),
+                                            F.lit(None).cast("string").alias("q"))
+    upto = polls.select("tid", "partition", F.col("offset").alias("at"), F.lit(0).alias("tie"), F.lit(0).alias("is_fc"),
+                        F.col("row").alias("qrow"), F.lit("cur").alias("q"))
+    after = polls.select("tid", "partition", F.col("previous_offset").alias("at"), F.lit(2).alias("tie"),
+                         F.lit(0).alias("is_fc"), F.col("row").alias("qrow"), F.lit("prev").alias("q"))
+    w = Window.partitionBy("tid", "partition").orderBy("at", "tie").rowsBetween(Window.unboundedPreceding, 0)
+    counted = (committed.unionByName(upto).unionByName(after).withColumn("below", F.sum("is_fc").over(w))
+               .where(F.col("q").isNotNull()))
+    per = counted.groupBy("qrow").agg(F.sum(F.when(F.col("q") == "cur", F.col("below")).otherwise(-F.col("below")))
+                                      .alias("committed_skipped"))
+    bad = per.where("committed_skipped > 0").join(polls, F.col("qrow") == F.col("row"))
+    n = bad.count()
+    ex = _rows(bad, ["process", "op", "topic", "partition", "previous_offset", "offset", "committed_skipped"], ["row"]) if n else []
+    return Found(n, ex)
+
+
+def zombie_commit(h: SparkHistory) -> Found:
+    from pyspark.sql import functions as F
+
+    inits = h.inits.where((F.col("outcome") == OK) & F.col("complete_time").isNotNull()).select(
+        "process", "txn_id", "complete_time")
+    newer = inits.select(F.col("process").alias("process_newer"), "txn_id", F.col("complete_time").alias("t_newer"))
+    pairs = inits.join(newer, "txn_id").where((F.col("process") != F.col("process_newer"))
+                                              & (F.col("t_newer") > F.col("complete_time")))
+    fenced = pairs.groupBy("process").agg(F.min_by("process_newer", "t_newer").alias("newer"),
+                                          F.min("t_newer").alias("fenced_at"))
+    late = (h.txns.where(F.col("f") == TXN).join(fenced, "process")
+            .where(F.coalesce("commit_at", "invoke_time") > F.col("fenced_at")))
+    if late.limit(1).count() == 0:
+        return Found(0)
+    seen = (h.writes.join(late.select("txn"), "txn", "left_semi").join(h.cv_vids, "vid", "left_semi")
+            .select("txn").distinct().withColumn("visible", F.lit(True)))
+    bad = (late.join(seen, "txn", "left").withColumn("visible", F.coalesce("visible", F.lit(False)))
+           .where((F.col("outcome") == OK) | F.col("visible")))
+    n = bad.count()
+    ex = _rows(bad, ["txn", "process", "txn_id", "outcome", "visible", "newer", "fenced_at", "commit_at"], ["txn"]) if n else []
+    return Found(n, ex)
+
+
+def _prefixed_topics(h: SparkHistory, prefix: str) -> list[str]:
+    """Topics whose first committed record's value starts with ``prefix/`` (how the default engine
+    finds the copiers' and the Spark job's output topics)."""
+    from pyspark.sql import functions as F
+
+    firsts = h.reads.where("fc").groupBy("tid").agg(F.min("row").alias("row")).join(h.reads, ["tid", "row"])
+    return [r.topic for r in h.value_of(firsts).where(F.col("value").startswith(prefix + "/")).select("topic").collect()]
+
+
+def copy_exactly_once(h: SparkHistory) -> Found:
+    from pyspark.sql import functions as F
+
+    copy_topics = _prefixed_topics(h, COPY_PREFIX)
+    if not copy_topics:
+        return Found(0)
+    fc = h.reads.where("fc")
+    out = h.value_of(fc.where(F.col("topic").isin(copy_topics)))
+    parts = F.split("value", "/", 6)
+    src = out.select(F.get(parts, 1).alias("topic"), F.get(parts, 2).cast("long").alias("partition"), F.get(parts, 3).cast("long").alias("offset"),
+                     F.col("topic").alias("out_topic"), F.col("partition").alias("out_partition"),
+                     F.col("offset").alias("out_offset"), F.col("row").alias("out_row"))
+    in_topics = [r.topic for r in src.select("topic").distinct().collect()]
+    key = ["topic", "partition", "offset"]
+    inputs = (fc.where(F.col("topic").isin(in_topics)).groupBy(*key).agg(F.min("row").alias("row"))
+              .join(fc.select(*key, "row", "vid"), key + ["row"]))
+    n_out = src.groupBy(*key).agg(F.count("*").alias("outputs"))
+    merged = inputs.join(n_out, key, "left").withColumn("outputs", F.coalesce("outputs", F.lit(0)))
+    has_groups = h.groups.limit(1).count() > 0
+    if has_groups:
+        g = h.groups.select("topic", F.col("partition").cast("long").alias("partition"), F.col("offset").alias("group_offset"))
+        merged = merged.join(g, ["topic", "partition"], "left")
+        expected = (F.when(F.col("group_offset").isNull(), -1)
+                    .when(F.col("offset") < F.col("group_offset"), 1).otherwise(0))
+    else:
+        merged = merged.withColumn("group_offset", F.lit(None).cast("long"))
+        expected = F.lit(-1)
+    merged = merged.withColumn("expected", expected)
+    bad = merged.where(F.when(F.col("expected") >= 0, F.col("outputs") != F.col("expected")).otherwise(F.col("outputs") > 1))
+    orphans = src.join(inputs.select(*key), key, "left_anti")
+    n_bad, n_orphans = bad.count(), orphans.count()
+    ex = _rows(h.value_of(bad), ["topic", "partition", "offset", "value", "outputs", "expected", "group_offset"], ["row"]) if n_bad else []
+    ex += [{"orphan_output": f"{r.out_topic}-{r.out_partition}@{r.out_offset}", "copies": f"{r.topic}-{r.partition}@{r.offset}"}
+           for r in orphans.orderBy("out_row").limit(MAX_EXAMPLES).collect()]
+    return Found(n_bad + n_orphans, ex[:MAX_EXAMPLES])
+
+
+def spark_exactly_once(h: SparkHistory) -> Found:
+    """The default engine's check (harness/checker/spark.py): outputs and inputs joined in Spark;
+    the markers (one per micro-batch) and ranges collected."""
+    import pandas as pd
+    from pyspark.sql import functions as F
+
+    from harness.checker import spark as sc
+    from harness.history.model import SPARK_START
+
+    fc = h.reads.where("fc")
+    out_topics, marker_topics = _prefixed_topics(h, SPARK_PREFIX), _prefixed_topics(h, MARKER_PREFIX)
+    ran = any(ev["f"] == SPARK_START for ev in h.meta.get("spark") or [])
+    if not out_topics and not marker_topics and not ran:
+        return Found(0, skipped="no Spark job ran in this history")
+    p = F.split("value", "/", 7)
+    outputs = h.value_of(fc.where(F.col("topic").isin(out_topics))).select(
+        F.get(p, 1).alias("topic"), F.get(p, 2).cast("long").alias("partition"), F.get(p, 3).cast("long").alias("offset"),
+        F.get(p, 4).cast("long").alias("batch"), F.get(p, 5).alias("process"), F.get(p, 6).alias("in_value"),
+        F.col("topic").alias("out_topic"), F.col("partition").alias("out_partition"), F.col("offset").alias("out_offset"),
+        F.col("row").alias("out_row"))
+    outputs = outputs.withColumn("query", F.regexp_extract("process", r"^(.*)\.[^.]*$", 1))
+    mk = h.value_of(fc.where(F.col("topic").isin(marker_topics))).orderBy("row").select("value").toPandas()
+    markers = sc._split(mk["value"], ["prefix", "query", "batch", "process", "ranges"]).astype({"batch": "int64"})
+    ranges_pd = sc._ranges(markers, h.meta)
+    key = ["topic", "partition", "offset"]
+    in_topics = set(r.topic for r in outputs.select("topic").distinct().collect())
+    for ev in h.meta.get("spark") or []:
+        for tp in (ev.get("ranges") or {}) if ev["f"] == "spark-batch" else ():
+            in_topics.add(tp.rpartition("-")[0])
+    inputs = (fc.where(F.col("topic").isin(sorted(in_topics))).groupBy(*key).agg(F.min("row").alias("row"))
+              .join(fc.select(*key, "row", "vid"), key + ["row"]))
+    inputs = h.value_of(inputs)
+    n_out = outputs.groupBy(*key).agg(F.count("*").alias("outputs"))
+    merged = inputs.join(n_out, key, "left").withColumn("outputs", F.coalesce("outputs", F.lit(0)))
+    count, examples = 0, []
+
+    def found(kind: str, n: int, rows: list[dict[str, Any]]) -> None:
+        nonlocal count
+        count += n
+        examples.extend({"anomaly": kind, **r} for r in rows[:MAX_EXAMPLES])
+
+    dup = merged.where("outputs > 1")
+    n = dup.count()
+    found("duplicate-output", n, _rows(dup, key + ["value", "outputs"], ["row"]) if n else [])
+    ranges = h.spark.createDataFrame(ranges_pd if len(ranges_pd) else pd.DataFrame(
+        {"query": pd.Series(dtype="str"), "batch": pd.Series(dtype="int64"), "tp": pd.Series(dtype="str"),
+         "start": pd.Series(dtype="int64"), "end": pd.Series(dtype="int64")}),
+        "query string, batch long, tp string, start long, end long")
+    if len(ranges_pd):
+        m = merged.withColumn("tp", F.concat_ws("-", "topic", F.col("partition").cast("string")))
+        covered = m.join(F.broadcast(ranges), "tp").where((F.col("offset") >= F.col("start")) & (F.col("offset") < F.col("end")))
+        missing = covered.where("outputs = 0")
+        first = missing.groupBy(*key).agg(F.min("row").alias("row"), F.min_by("query", "batch").alias("query"),
+                                          F.min("batch").alias("batch")).join(inputs.select(*key, "value"), key)
+        n = first.count()
+        found("missing-output", n, _rows(first, key + ["value", "query", "batch"], ["row"]) if n else [])
+    joined = outputs.join(inputs.select(*key, "value"), key, "left")
+    orphan = joined.where(F.col("value").isNull() | (F.col("value") != F.col("in_value"))).withColumn(
+        "output", F.concat_ws("", "out_topic", F.lit("-"), F.col("out_partition").cast("string"), F.lit("@"),
+                              F.col("out_offset").cast("string")))
+    n = orphan.count()
+    found("orphan-output", n, _rows(orphan, key + ["batch", "process", "output"], ["out_row"]) if n else [])
+    if len(markers):
+        o = (outputs.where(F.col("query").isin(sorted(set(markers["query"]))))
+             .withColumn("tp", F.concat_ws("-", "topic", F.col("partition").cast("string")))
+             .join(F.broadcast(ranges), ["query", "batch", "tp"], "left"))
+        outside = o.where(F.col("start").isNull() | (F.col("offset") < F.col("start")) | (F.col("offset") >= F.col("end")))
+        n = outside.count()
+        found("outside-range", n, _rows(outside, key + ["query", "batch", "process", "start", "end"], ["out_row"]) if n else [])
+        gaps, multi = sc.marker_problems(markers, ranges_pd)
+        found("marker-gap", len(gaps), gaps)
+        per_batch = outputs.groupBy("query", "batch").agg(F.countDistinct("process").alias("incarnations"))
+        out_multi = per_batch.where("incarnations > 1").toPandas()
+        both = pd.concat([multi, out_multi]).drop_duplicates(["query", "batch"]) if len(out_multi) else multi
+        found("batch-incarnations", len(both), sc._records(both, ["query", "batch", "incarnations"]))
+    return Found(count, examples[:MAX_EXAMPLES])
+
+
+def lso(h: SparkHistory) -> Found:
+    return lso_stall_of(h.meta)
+
+
+CHECKS = {
+    "duplicate": duplicate, "lost-write": lost_write, "aborted-read": aborted_read, "torn-transaction": torn_transaction,
+    "inconsistent-offsets": inconsistent_offsets, "nonmonotonic-send": nonmonotonic_send,
+    "nonmonotonic-poll": nonmonotonic_poll, "poll-skip": poll_skip, "zombie-commit": zombie_commit,
+    "copy-exactly-once": copy_exactly_once, "spark-exactly-once": spark_exactly_once, "lso-stall": lso,
+}
+
+
+# ---------------------------------------------------------------------------------------------- stats
+def stats(h: SparkHistory) -> dict[str, Any]:
+    """The default engine's ``stats`` (harness/checker/__init__.py), computed in Spark."""
+    from pyspark.sql import functions as F
+
+    from harness.checker.spark import spark_stats
+
+    outcome = {r.outcome: r["count"] for r in h.txns.groupBy("outcome").count().collect()}
+    per = _visible_per_txn(h, F.col("w_known")).join(h.txns.select("txn", "outcome"), "txn")
+    info = per.where((F.col("outcome") == INFO) & (F.col("written") > 0))
+    iv = info.agg(F.sum(F.when(F.col("visible") == F.col("written"), 1).otherwise(0)).alias("committed"),
+                  F.sum(F.when(F.col("visible") == 0, 1).otherwise(0)).alias("aborted"),
+                  F.sum(F.when((F.col("visible") > 0) & (F.col("visible") < F.col("written")), 1).otherwise(0)).alias("torn")).first()
+    committed_values = h.fc_vids.count()
+    ok_tx = h.txns.where(F.col("outcome") == OK)
+    n_ok = ok_tx.count()
+    lat = ok_tx.select(((F.col("complete_time") - F.coalesce("commit_at", "invoke_time")) / 1e6).alias("ms")).where(
+        F.col("ms").isNotNull())
+    duration_s = max(h.meta.get("duration_ns", 0) / 1e9, 1e-9)
+    counts = h.reads.agg(F.sum(F.col("poll").cast("long")).alias("polled"), F.sum(F.col("fc").cast("long")).alias("fc"),
+                         F.sum((~F.col("poll") & ~F.col("fc")).cast("long")).alias("unc")).first()
+    spark = spark_stats(h.meta)
+    return {
+        **({"spark": spark} if spark is not None else {}),
+        "txn": {k: int(outcome.get(k, 0)) for k in (OK, FAIL, INFO)},
+        "info_resolved": {k: int(iv[k] or 0) for k in ("committed", "aborted", "torn")},
+        "committed_values": int(committed_values),
+        "written_values": int(h.writes.count()),
+        "fenced": len(h.meta.get("fenced", [])),
+        "retired": len(h.meta.get("retired", [])),
+        "throughput": {"ok_txn_per_s": round(n_ok / duration_s, 2),
+                       "committed_values_per_s": round(committed_values / duration_s, 2)},
+        "commit_latency_ms": _spark_percentiles(lat),
+        "reads": {"polled": int(counts.polled or 0), "final_committed": int(counts.fc or 0),
+                  "final_uncommitted": int(counts.unc or 0)},
+    }
+
+
+def _spark_percentiles(lat: "DataFrame") -> dict[str, float | None]:
+    """Exact percentiles (Spark's ``percentile`` interpolates linearly, as numpy does)."""
+    from pyspark.sql import functions as F
+
+    r = lat.agg(F.percentile("ms", [0.5, 0.95, 0.99]).alias("q"), F.max("ms").alias("max")).first()
+    if r is None or r.q is None:
+        return {"p50": None, "p95": None, "p99": None, "max": None}
+    return {"p50": round(r.q[0], 2), "p95": round(r.q[1], 2), "p99": round(r.q[2], 2), "max": round(r.max, 2)}
+
+
+def check_run(run_dir: Path, extra_stats: dict[str, Any] | None = None, spark: "SparkSession | None" = None) -> dict[str, Any]:
+    """The verdict of ``run_dir``'s history, computed by Spark (the same shape as ``checker.check``)."""
+    from harness.checker import verdict
+
+    pq = ensure_parquet(run_dir)
+    if spark is None:
+        from harness.spark.session import session
+
+        spark = session("eos-chaos-checker", tmp_dir=run_dir / ".spark-tmp")
+    h = SparkHistory(spark, pq)
+    return verdict({name: (lambda fn=fn: fn(h)) for name, fn in CHECKS.items()}, lambda: stats(h), h.meta,
+                   extra_stats, engine="spark")
+
+
+def ensure_parquet(run_dir: Path) -> Path:
+    """The run's Parquet history; written first when missing, older than the JSON lines, or of a
+    format without the row order and value ids (that conversion holds the history in memory once;
+    runs write current Parquet at their end anyway)."""
+    from harness.history.recorder import HISTORY_DIR
+
+    pq = run_dir / store.PARQUET_DIR
+    meta = pq / "meta.json"
+    fresh = meta.exists() and all(f.stat().st_mtime <= meta.stat().st_mtime for f in (run_dir / HISTORY_DIR).glob("*.jsonl"))
+    if not fresh or "vid" not in _columns(pq / "values.parquet") or "row" not in _columns(pq / "reads.parquet"):
+        store.save(store.load(run_dir), run_dir)
+    return pq
+
+
+def _columns(path: Path) -> list[str]:
+    import pyarrow.parquet as pq_io
+
+    return pq_io.read_schema(path).names if path.exists() else []

@@ -1,0 +1,78 @@
+"""The checker's two engines agree: on every hand-written history (clean, each anomaly, the Spark
+job's), and on random histories of a correct Kafka, the Spark engine's verdict has the default
+engine's ``valid``, every check's count and ``skipped``, as many examples, and the same ``stats``.
+
+One Spark session (``local[2]``) for the module: its start is most of the cost."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from harness.checker import check
+from harness.history import store
+from tests.unit.histories import History, clean, simulate
+from tests.unit.test_checker import ANOMALIES
+from tests.unit.test_spark_check import spark_history
+
+SPARK_VARIANTS = ["", "duplicate-output", "missing-output", "orphan-output", "outside-range", "marker-gap",
+                  "batch-incarnations"]
+
+
+@pytest.fixture(scope="module")
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    from harness.spark.session import session
+
+    s = session("eos-chaos-engine-test", tmp_dir=tmp_path_factory.mktemp("spark-tmp"))
+    yield s
+    s.stop()
+
+
+def both(h: History, tmp: Path, spark: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    from harness.checker.spark_engine import check_run
+
+    tables = h.tables()
+    default = check(tables)
+    store.save(tables, tmp)
+    return default, check_run(tmp, spark=spark)
+
+
+def assert_same(default: dict[str, Any], by_spark: dict[str, Any]) -> None:
+    assert by_spark["valid"] == default["valid"]
+    for name, c in default["checks"].items():
+        s = by_spark["checks"][name]
+        assert "error" not in s, f"{name} crashed on Spark: {s.get('traceback')}"
+        assert (s["count"], s.get("skipped")) == (c["count"], c.get("skipped")), (name, s, c)
+        assert len(s["examples"]) == len(c["examples"]), (name, s["examples"], c["examples"])
+    assert list(by_spark["checks"]) == list(default["checks"])
+    assert by_spark["stats"] == default["stats"]
+
+
+def test_the_engines_agree_on_every_hand_written_history(spark: Any, tmp_path: Path) -> None:
+    cases = [("clean", clean())] + [(a, clean(a)) for a in ANOMALIES] + [("zombie-commit-clean", clean("zombie-commit-clean"))]
+    cases += [(f"spark:{v or 'clean'}", spark_history(v)) for v in SPARK_VARIANTS]
+    cases += [("spark-builtin", spark_history(sink="builtin")), ("spark-builtin-replayed", spark_history("replayed", sink="builtin"))]
+    for name, h in cases:
+        default, by_spark = both(h, tmp_path / name, spark)
+        try:
+            assert_same(default, by_spark)
+        except AssertionError as exc:
+            raise AssertionError(f"history {name}: {exc}") from exc
+
+
+def test_the_examples_are_the_same_where_history_order_decides(spark: Any, tmp_path: Path) -> None:
+    for anomaly in ("lost-write", "aborted-read", "torn-transaction", "nonmonotonic-poll", "poll-skip", "zombie-commit"):
+        default, by_spark = both(clean(anomaly), tmp_path / anomaly, spark)
+        assert by_spark["checks"][anomaly]["examples"] == default["checks"][anomaly]["examples"], anomaly
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_engines_agree_on_random_histories_of_a_correct_kafka(spark: Any, tmp_path: Path, seed: int) -> None:
+    rnd = random.Random(seed)
+    h = simulate(rnd, producers=3, txns=40, partitions=3, readers=2)
+    default, by_spark = both(h, tmp_path, spark)
+    assert default["valid"] is True
+    assert_same(default, by_spark)
