@@ -83,8 +83,12 @@ def generate(n_values: int, run_dir: Path) -> None:
     store.save(synthetic(n_values), run_dir)
 
 
-def measure(run_dir: Path) -> dict[str, Any]:
-    """Load and check a saved history; run in a fresh process, so peak RSS is the checker's own."""
+def measure(run_dir: Path, engine: str = "default") -> dict[str, Any]:
+    """Load and check a saved history; run in a fresh process, so peak RSS is the checker's own.
+    The Spark engine reads as it checks: its ``read_s`` is the session's start (the JVM), its
+    memory the driver JVM's resident size at the end (Spark spills what does not fit)."""
+    if engine == "spark":
+        return _measure_spark(run_dir)
     t0 = time.monotonic()
     loaded = store.load(run_dir)
     read_s = time.monotonic() - t0
@@ -94,19 +98,43 @@ def measure(run_dir: Path) -> dict[str, Any]:
     if verdict["valid"] is not True:
         raise AssertionError(f"the synthetic history must be valid: {verdict['checks']}")
     n = len(loaded.writes)
-    return {"values": n, "read_s": round(read_s, 3), "check_s": round(check_s, 3),
+    return {"engine": engine, "values": n, "read_s": round(read_s, 3), "check_s": round(check_s, 3),
             "values_per_s": round(n / check_s), "check_over_read": round(check_s / read_s, 1),
             "peak_rss_mb": round(peak_rss_mb())}
 
 
-def bench(n_values: int) -> dict[str, Any]:
+def _measure_spark(run_dir: Path) -> dict[str, Any]:
+    import json as _json
+
+    import psutil
+
+    from harness.checker.spark_engine import check_run
+    from harness.spark.session import session
+
+    t0 = time.monotonic()
+    spark = session("eos-chaos-bench-checker", tmp_dir=run_dir / ".spark-tmp")
+    start_s = time.monotonic() - t0
+    t0 = time.monotonic()
+    verdict = check_run(run_dir, spark=spark)
+    check_s = time.monotonic() - t0
+    if verdict["valid"] is not True:
+        raise AssertionError(f"the synthetic history must be valid: {_json.dumps(verdict['checks'])[:2000]}")
+    n = int(verdict["stats"]["written_values"])
+    jvm = sum(c.memory_info().rss for c in psutil.Process().children(recursive=True)) / 2**20
+    spark.stop()
+    return {"engine": "spark", "values": n, "read_s": round(start_s, 3), "check_s": round(check_s, 3),
+            "values_per_s": round(n / check_s), "check_over_read": round(check_s / start_s, 1),
+            "peak_rss_mb": round(peak_rss_mb() + jvm)}
+
+
+def bench(n_values: int, engine: str = "default") -> dict[str, Any]:
     """Generate in one process, load + check in another."""
     import json
     import subprocess
     import sys
 
     with tempfile.TemporaryDirectory(prefix="eos-chaos-bench-checker-") as tmp:
-        for args in (["generate", str(n_values), tmp], ["measure", tmp]):
+        for args in (["generate", str(n_values), tmp], ["measure", tmp, engine]):
             proc = subprocess.run([sys.executable, "-m", "harness.bench_checker", *args], capture_output=True, text=True,
                                   stdin=subprocess.DEVNULL)
             if proc.returncode != 0:
@@ -118,18 +146,18 @@ def median_of(runs: list[dict[str, Any]]) -> dict[str, Any]:
     import statistics
 
     keys = ("read_s", "check_s", "values_per_s", "check_over_read", "peak_rss_mb")
-    return {"values": runs[0]["values"], "runs": len(runs),
+    return {"engine": runs[0].get("engine", "default"), "values": runs[0]["values"], "runs": len(runs),
             **{k: statistics.median(r[k] for r in runs) for k in keys}, "samples": runs}
 
 
 if __name__ == "__main__":
-    # python -m harness.bench_checker generate N DIR | measure DIR | N (both, in separate processes)
+    # python -m harness.bench_checker generate N DIR | measure DIR [ENGINE] | N [ENGINE] (both, in separate processes)
     import json
     import sys
 
     if sys.argv[1] == "generate":
         generate(int(sys.argv[2]), Path(sys.argv[3]))
     elif sys.argv[1] == "measure":
-        print(json.dumps(measure(Path(sys.argv[2]))))
+        print(json.dumps(measure(Path(sys.argv[2]), *sys.argv[3:4])))
     else:
-        print(json.dumps(bench(int(sys.argv[1]))))
+        print(json.dumps(bench(int(sys.argv[1]), *sys.argv[2:3])))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import json
 import re
 import signal
@@ -378,8 +379,17 @@ def run_cmd(
     _guard(body)
 
 
+class Engine(str, enum.Enum):
+    default = "default"
+    spark = "spark"
+
+
+EngineOpt = typer.Option(Engine.default, "--engine", help="default: numpy/pandas in memory; spark: Spark DataFrame "
+                         "jobs over the Parquet history (local[2], or $EOS_CHAOS_SPARK_MASTER) for histories larger than memory.")
+
+
 @app.command("check")
-def check_cmd(run_dir: str = typer.Argument(..., help="A run folder (with history/).")) -> None:
+def check_cmd(run_dir: str = typer.Argument(..., help="A run folder (with history/)."), engine: Engine = EngineOpt) -> None:
     """Re-run the checker on a run folder's history alone; rewrites its verdict.json."""
 
     def body() -> None:
@@ -391,7 +401,7 @@ def check_cmd(run_dir: str = typer.Argument(..., help="A run folder (with histor
         d = Path(run_dir)
         if not d.is_dir():
             raise ConfigError(f"run folder {d} does not exist")
-        verdict = runner.rerun_check(d)
+        verdict = runner.rerun_check(d, engine.value)
         write_verdict(verdict, d)
         _print_verdict(verdict, d)
         if verdict["valid"] is not True:
@@ -426,6 +436,7 @@ def _print_verdict(verdict: dict, run_dir: object) -> None:  # type: ignore[type
 def bench_checker_cmd(
     values: int = typer.Option(2_000_000, "--values", min=1000, help="Values in the synthetic history."),
     runs: int = typer.Option(3, "--runs", min=1, max=10),
+    engine: Engine = EngineOpt,
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     """Load and check a valid synthetic history of N values (median of --runs, each in its own process)."""
@@ -439,7 +450,7 @@ def bench_checker_cmd(
 
         samples = []
         for i in range(runs):
-            proc = subprocess.run([sys.executable, "-m", "harness.bench_checker", str(values)], capture_output=True,
+            proc = subprocess.run([sys.executable, "-m", "harness.bench_checker", str(values), engine.value], capture_output=True,
                                   text=True, stdin=subprocess.DEVNULL)
             if proc.returncode != 0:
                 raise HarnessError(f"checker benchmark run {i + 1} failed:\n{proc.stderr[-2000:]}")
@@ -450,7 +461,9 @@ def bench_checker_cmd(
             print(json.dumps(result, indent=2))
             return
         out.print(f"machine: {result['machine']}", highlight=False)
-        out.print(f"{result['values']} values, median of {runs}: read {result['read_s']}s, check {result['check_s']}s "
+        read = "Spark session start" if engine is Engine.spark else "read"
+        out.print(f"{engine.value} engine, {result['values']} values, median of {runs}: {read} {result['read_s']}s, "
+                  f"check {result['check_s']}s "
                   f"({result['values_per_s']:.0f} values/s, {result['check_over_read']}x read), "
                   f"peak RSS {result['peak_rss_mb']} MiB", highlight=False)
 

@@ -320,13 +320,16 @@ def as_expected(sc: Scenario, verdict: dict[str, Any]) -> bool:
             and spark.get("batches", 0) >= e.min_spark_batches and spark.get("replays_skipped", 0) >= e.min_replays_skipped)
 
 
-def rerun_check(run_dir: Path) -> dict[str, Any]:
+def rerun_check(run_dir: Path, engine: str = "default") -> dict[str, Any]:
     """``eos-chaos check RUN_DIR``: the checker again, from the folder's history alone."""
-    tables = store.load(run_dir)
     old = {}
     if (run_dir / "verdict.json").exists():
         old = {k: v for k, v in json.loads((run_dir / "verdict.json").read_text())["stats"].items()
                if k in ("healed", "heal_problems", "faults", "nemesis_errors", "workloads_killed_at_stop",
                         "interrupted", "faulted_at_start", "errors_seen")}
-    return check(tables, old)
+    if engine == "spark":
+        from harness.checker.spark_engine import check_run
+
+        return check_run(run_dir, old)
+    return check(store.load(run_dir), old)
 
