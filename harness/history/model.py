@@ -29,6 +29,8 @@ Values written are strings unique in the whole run. Shapes of ``value``:
 - ``spark-skip``: a replayed micro-batch the job skipped because its marker is committed
   ``{"query", "batch", "last_committed"}``.
 - ``spark-fault``: the job killed or froze itself at an armed point ``{"window", "signal", "batch"}``.
+- ``spark-progress``: Spark's own figures of a finished micro-batch ``{"batch", "trigger_ms", "rows"}``
+  (the whole trigger: planning, reading, ``foreachBatch``, the commit log).
 
 A copier's output value is ``copy/<in topic>/<in partition>/<in offset>/<attempt>/<in value>``, so
 the checker can pair outputs with inputs from the output alone; ``attempt`` (copier process and
@@ -48,8 +50,9 @@ COMPLETIONS = (OK, FAIL, INFO)
 
 TXN, SEND, INIT, POLL, SCAN, GROUP_OFFSETS, FENCED, RETIRED, FAULT, LSO = (
     "txn", "send", "init", "poll", "scan", "group-offsets", "fenced", "retired", "fault", "lso")
-SPARK_START, SPARK_BATCH, SPARK_SKIP, SPARK_FAULT = "spark-start", "spark-batch", "spark-skip", "spark-fault"
-SPARK_EVENTS = (SPARK_START, SPARK_BATCH, SPARK_SKIP, SPARK_FAULT)
+SPARK_START, SPARK_BATCH, SPARK_SKIP, SPARK_FAULT, SPARK_PROGRESS = (
+    "spark-start", "spark-batch", "spark-skip", "spark-fault", "spark-progress")
+SPARK_EVENTS = (SPARK_START, SPARK_BATCH, SPARK_SKIP, SPARK_FAULT, SPARK_PROGRESS)
 
 READ_COMMITTED, READ_UNCOMMITTED = "read_committed", "read_uncommitted"
 COPY_PREFIX = "copy"

@@ -33,7 +33,7 @@ from typing import Any
 from confluent_kafka import KafkaException
 
 from harness.history.model import (
-    OK, READ_COMMITTED, SPARK_BATCH, SPARK_FAULT, SPARK_SKIP, SPARK_START, marker_key, marker_value, parse_marker, spark_value,
+    OK, READ_COMMITTED, SPARK_BATCH, SPARK_FAULT, SPARK_PROGRESS, SPARK_SKIP, SPARK_START, marker_key, marker_value, parse_marker, spark_value,
     tp_key,
 )
 from harness.history.recorder import Recorder
@@ -191,9 +191,11 @@ def main() -> None:
              .trigger(processingTime=f"{int(s.get('trigger_ms', 1000))} milliseconds")
              .foreachBatch(transactional_batch if sink == "transactional" else builtin_batch)
              .start())
+        reported = -1
         try:
             while not stop and q.isActive:
                 q.awaitTermination(1)
+                reported = report_progress(q, rec, process, reported)
         finally:
             failure = q.exception()
             if q.isActive:
@@ -202,6 +204,18 @@ def main() -> None:
                 drop(producer)
         if failure is not None:
             raise SystemExit(f"query {query} failed: {str(failure)[:2000]}")
+
+
+def report_progress(q: Any, rec: Recorder, process: str, reported: int) -> int:
+    """Record Spark's own figures of each micro-batch finished since the last call (``spark-progress``:
+    the whole trigger's time, not only our ``foreachBatch``); returns the last batch id recorded."""
+    for p in q.recentProgress:
+        batch = int(p["batchId"])
+        if batch > reported and int(p.get("numInputRows", 0)) > 0:
+            rec.event(process, SPARK_PROGRESS, {"batch": batch, "trigger_ms": p["durationMs"].get("triggerExecution"),
+                                                "rows": p["numInputRows"]})
+            reported = batch
+    return reported
 
 
 def _ms(t0: float) -> float:

@@ -70,3 +70,24 @@ def test_negative_control_hanging_transaction_is_caught_by_lso_stall(cluster: Cl
     assert all(e["lso"] is not None for e in stalled["examples"]), stalled
     # the committed values behind the stuck LSO are reported by lso-stall, not as lost writes
     assert anomalies(v).keys() == {"lso-stall"}, anomalies(v)
+
+
+def test_spark_job_stays_exactly_once_through_driver_kills(cluster: Cluster) -> None:
+    if cluster.backend != "local":
+        pytest.skip("the driver is a local process on either backend; once is enough here (make library runs both)")
+    v = run(cluster, "spark-driver-kill")
+    spark = v["stats"]["spark"]
+    assert v["valid"] is True, anomalies(v)
+    assert v["checks"]["spark-exactly-once"]["count"] == 0 and "skipped" not in v["checks"]["spark-exactly-once"]
+    # both windows were hit: the replay after the commit was skipped, and nothing was lost
+    assert spark["driver_kills"] == 2 and spark["restarts"] >= 2 and spark["replays_skipped"] >= 1, spark
+    assert v["as_expected"] is True, spark
+
+
+def test_negative_control_spark_builtin_sink_is_caught(cluster: Cluster) -> None:
+    if cluster.backend != "local":
+        pytest.skip("the driver is a local process on either backend; once is enough here (make library runs both)")
+    v = run(cluster, "spark-builtin-sink")
+    found = v["checks"]["spark-exactly-once"]
+    assert v["valid"] is False and found["count"] > 0, anomalies(v)
+    assert {e["anomaly"] for e in found["examples"]} == {"duplicate-output"}, found

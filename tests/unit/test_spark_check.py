@@ -8,7 +8,7 @@ import pytest
 
 from harness.checker import check
 from harness.history.model import (
-    FAIL, SPARK_BATCH, SPARK_FAULT, SPARK_SKIP, SPARK_START, marker_value, spark_value, tp_key,
+    FAIL, SPARK_BATCH, SPARK_FAULT, SPARK_PROGRESS, SPARK_SKIP, SPARK_START, marker_value, spark_value, tp_key,
 )
 from tests.unit.histories import History
 
@@ -62,6 +62,7 @@ def spark_history(variant: str = "", sink: str = "transactional") -> History:
                 h.txn("spark-job-0.2", [("markers", 0, markers[-1][1], markers[-1][0])], txn_id="eos-spark-spark-job-0")
         h._add(process=proc, type="info", f=SPARK_BATCH,
                value={"query": "spark-job-0", "batch": batch, "ranges": ranges, "records": len(sends), "outcome": "ok", "ms": 40.0})
+        h._add(process=proc, type="info", f=SPARK_PROGRESS, value={"batch": batch, "trigger_ms": 90, "rows": len(sends)})
         if batch == 0:
             h._add(process=proc, type="info", f=SPARK_FAULT, value={"window": "after-commit", "signal": "kill", "batch": 0})
             proc = "spark-job-0.1"
@@ -89,7 +90,8 @@ def test_the_clean_spark_history_is_valid() -> None:
     assert v["valid"] is True, {k: c for k, c in v["checks"].items() if c["count"]}
     assert v["stats"]["spark"] == {
         "driver_kills": 1, "driver_freezes": 0, "restarts": 1, "batches": 2, "replays_skipped": 1, "records": 8,
-        "batch_ms": {"p50": 40.0, "p95": 40.0, "max": 40.0}, "restart_to_first_batch_s": [0.0]}
+        "batch_ms": {"p50": 40.0, "p95": 40.0, "max": 40.0}, "trigger_ms": {"p50": 90.0, "p95": 90.0, "max": 90.0},
+        "restart_to_first_batch_s": [0.0]}
 
 
 @pytest.mark.parametrize("variant", ["duplicate-output", "missing-output", "orphan-output", "outside-range",
