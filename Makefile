@@ -48,7 +48,7 @@ test-unit: setup
 chaos: setup
 	$(call pytest_with_engine,-m 'chaos and not library' $(PYTEST_ARGS))
 
-# Every scenario of the library with the verdict it expects (long: ~20 min per backend).
+# Every scenario of the library with the verdict it expects (long: ~35 min per backend).
 library: setup
 	$(call pytest_with_engine,-m library $(PYTEST_ARGS))
 

@@ -511,6 +511,44 @@ def bench_producer_cmd(
     _guard(body)
 
 
+@bench_app.command("spark")
+def bench_spark_cmd(
+    seconds: float = typer.Option(90.0, "--seconds", min=45, help="How long each run's job runs."),
+    rate: int = typer.Option(1000, "--rate", min=10, max=100_000, help="Input records per second."),
+    runs: int = typer.Option(3, "--runs", min=1, max=10),
+    backend: Backend = BackendOpt,
+    port_base: int | None = PortBase,
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+) -> None:
+    """The Spark EOS job at a steady input rate: micro-batch time, and restart-to-first-batch after a driver kill."""
+
+    def body() -> None:
+        from harness.bench import Series, machine
+        from harness.bench_spark import bench, median_of
+
+        arts = artifacts.ensure(pins.KAFKA_VERSION, log=_log)
+        artifacts.ensure_spark(log=_log)
+        run_dir = new_run_dir("bench-spark")
+        samples = []
+        with backends.new_cluster(backend, arts, run_dir, port_base, log=_log) as cluster:
+            for i in range(runs):
+                samples.append(bench(cluster, run_dir / f"run{i + 1}", seconds, rate, _log))
+                _log(f"run {i + 1}/{runs}: {samples[-1]}")
+        result = {**median_of(samples), "rate": rate, "seconds": seconds, "backend": backend.value, "runs": samples,
+                  "machine": machine()}
+        (run_dir / "bench-spark.json").write_text(json.dumps(result, indent=2))
+        if as_json:
+            print(json.dumps(result, indent=2))
+            return
+        out.print(f"machine: {result['machine']}", highlight=False)
+        for name, key, unit in (("micro-batch time (Spark trigger), p50", "trigger_ms_p50", "ms"),
+                                ("micro-batch time (Spark trigger), p95", "trigger_ms_p95", "ms"),
+                                ("restart to first batch after a driver kill", "restart_to_first_batch_s", "s")):
+            out.print(Series(name, unit, [s[key] for s in samples if s[key] is not None]).line(), highlight=False)
+
+    _guard(body)
+
+
 def _sigterm(signum: int, frame: object) -> None:
     # SIGTERM (CI cancelling, `kill`) takes the same cleanup path as Ctrl-C.
     raise KeyboardInterrupt

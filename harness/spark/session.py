@@ -30,8 +30,10 @@ def spark_env() -> dict[str, str]:
     return {"SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOCAL_HOSTNAME": "localhost", "PYSPARK_PYTHON": sys.executable}
 
 
-def session(app: str, kafka: bool = False, master: str | None = None, tmp_dir: Path | None = None) -> "SparkSession":
-    """A new (or the process's existing) Spark session named ``app``; ``kafka`` adds the connector."""
+def session(app: str, kafka: bool = False, master: str | None = None, tmp_dir: Path | None = None,
+            conf: dict[str, str] | None = None) -> "SparkSession":
+    """A new (or the process's existing) Spark session named ``app``; ``kafka`` adds the connector,
+    ``conf`` overrides settings (tests: tiny data wants no code generation)."""
     os.environ.update(spark_env())
     from pyspark.sql import SparkSession
 
@@ -47,6 +49,8 @@ def session(app: str, kafka: bool = False, master: str | None = None, tmp_dir: P
          .config("spark.sql.session.timeZone", "UTC"))
     if tmp_dir is not None:
         b = b.config("spark.local.dir", str(tmp_dir))
+    for k, v in (conf or {}).items():
+        b = b.config(k, v)
     if kafka:
         jars = artifacts.spark_kafka_ready() or artifacts.ensure_spark(log=lambda _m: None)
         b = b.config("spark.jars", ",".join(str(j) for j in jars))

@@ -1,6 +1,6 @@
 """The whole scenario library, each with the verdict it expects (valid, or invalid for negative
 controls) and every fault applied; incident replays must show the errors of their incident. About
-20 minutes per backend, so behind the `library` marker:
+35 minutes per backend, so behind the `library` marker:
 `make library` (or `pytest -m library`); `make test` leaves it out."""
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 job's), and on random histories of a correct Kafka, the Spark engine's verdict has the default
 engine's ``valid``, every check's count and ``skipped``, as many examples, and the same ``stats``.
 
-One Spark session (``local[2]``) for the module: its start is most of the cost."""
+One Spark session (``local[2]``) for the module. The histories are tiny, so it runs without code
+generation and with one shuffle partition: compiling each query would cost more than running it."""
 
 from __future__ import annotations
 
@@ -26,7 +27,9 @@ SPARK_VARIANTS = ["", "duplicate-output", "missing-output", "orphan-output", "ou
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     from harness.spark.session import session
 
-    s = session("eos-chaos-engine-test", tmp_dir=tmp_path_factory.mktemp("spark-tmp"))
+    tiny = {"spark.sql.codegen.wholeStage": "false", "spark.sql.shuffle.partitions": "1",
+            "spark.default.parallelism": "1", "spark.sql.adaptive.enabled": "false"}
+    s = session("eos-chaos-engine-test", tmp_dir=tmp_path_factory.mktemp("spark-tmp"), conf=tiny)
     yield s
     s.stop()
 
@@ -69,7 +72,7 @@ def test_the_examples_are_the_same_where_history_order_decides(spark: Any, tmp_p
         assert by_spark["checks"][anomaly]["examples"] == default["checks"][anomaly]["examples"], anomaly
 
 
-@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("seed", [0, 1])
 def test_the_engines_agree_on_random_histories_of_a_correct_kafka(spark: Any, tmp_path: Path, seed: int) -> None:
     rnd = random.Random(seed)
     h = simulate(rnd, producers=3, txns=40, partitions=3, readers=2)
