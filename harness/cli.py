@@ -7,7 +7,8 @@ import json
 import re
 import signal
 import time
-from typing import Callable, NoReturn, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
@@ -16,6 +17,9 @@ from clusters import artifacts, backends, pins, state
 from clusters.backends import Backend
 from harness.errors import ConfigError, HarnessError
 from harness.runs import new_run_dir
+
+if TYPE_CHECKING:
+    from clusters.base import Cluster
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Chaos-testing harness for Kafka exactly-once semantics.")
@@ -339,7 +343,6 @@ def run_cmd(
 
     def body() -> None:
         import random
-        from pathlib import Path
 
         from harness import runner, scenario
 
@@ -393,7 +396,6 @@ def check_cmd(run_dir: str = typer.Argument(..., help="A run folder (with histor
     """Re-run the checker on a run folder's history alone; rewrites its verdict.json."""
 
     def body() -> None:
-        from pathlib import Path
 
         from harness import runner
         from harness.checker import write_verdict
@@ -470,43 +472,58 @@ def bench_checker_cmd(
     _guard(body)
 
 
+BenchRuns = typer.Option(3, "--runs", min=1, max=10)
+JsonOut = typer.Option(False, "--json", help="Machine-readable output.")
+
+
+def _bench_on_one_cluster(name: str, runs: int, backend: Backend, port_base: int | None,
+                          one_run: Callable[[Cluster, Path], dict[str, Any]],
+                          summary: Callable[[list[dict[str, Any]]], dict[str, Any]], as_json: bool) -> dict[str, Any] | None:
+    """``runs`` samples of ``one_run`` on one healthy cluster, saved as ``<run folder>/<name>.json``
+    with their medians (``summary``) and the machine; printed as JSON with ``as_json`` (then None)."""
+    from harness.bench import machine
+
+    arts = artifacts.ensure(pins.KAFKA_VERSION, log=_log)
+    run_dir = new_run_dir(name)
+    samples = []
+    with backends.new_cluster(backend, arts, run_dir, port_base, log=_log) as cluster:
+        for i in range(runs):
+            samples.append(one_run(cluster, run_dir / f"run{i + 1}"))
+            _log(f"run {i + 1}/{runs}: {json.dumps(samples[-1], default=str)[:300]}")
+    result = {**summary(samples), "backend": backend.value, "runs": samples, "machine": machine()}
+    (run_dir / f"{name}.json").write_text(json.dumps(result, indent=2))
+    if as_json:
+        print(json.dumps(result, indent=2))
+        return None
+    out.print(f"machine: {result['machine']}", highlight=False)
+    return result
+
+
 @bench_app.command("producer")
 def bench_producer_cmd(
     seconds: float = typer.Option(30.0, "--seconds", min=5, help="How long our txn-producer runs."),
     record_bytes: int = typer.Option(100, "--record-size", min=16, max=100_000),
     txn_ms: int = typer.Option(100, "--txn-ms", min=10, max=60_000, help="Transaction length (both producers)."),
-    runs: int = typer.Option(3, "--runs", min=1, max=10),
-    backend: Backend = BackendOpt,
-    port_base: int | None = PortBase,
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    runs: int = BenchRuns, backend: Backend = BackendOpt, port_base: int | None = PortBase, as_json: bool = JsonOut,
 ) -> None:
     """Our txn-producer vs Kafka's ProducerPerformance on one healthy cluster (median of --runs)."""
 
     def body() -> None:
         import statistics
 
-        from harness.bench import machine
         from harness.bench_producer import bench
 
+        def summary(samples: list[dict[str, Any]]) -> dict[str, Any]:
+            return {"ours_records_per_s": statistics.median(s["ours"]["records_per_s"] for s in samples),
+                    "kafka_records_per_s": statistics.median(s["kafka_producer_performance"]["records_per_s"] for s in samples),
+                    "ratio": statistics.median(s["ratio"] for s in samples), "record_bytes": record_bytes, "txn_ms": txn_ms}
+
         arts = artifacts.ensure(pins.KAFKA_VERSION, log=_log)
-        run_dir = new_run_dir("bench-producer")
-        samples = []
-        with backends.new_cluster(backend, arts, run_dir, port_base, log=_log) as cluster:
-            for i in range(runs):
-                samples.append(bench(arts, cluster, run_dir / f"run{i + 1}", seconds, record_bytes, txn_ms, _log))
-                _log(f"run {i + 1}/{runs}: ours {samples[-1]['ours']['records_per_s']}/s, "
-                     f"Kafka's {samples[-1]['kafka_producer_performance']['records_per_s']}/s")
-        result = {"ours_records_per_s": statistics.median(s["ours"]["records_per_s"] for s in samples),
-                  "kafka_records_per_s": statistics.median(s["kafka_producer_performance"]["records_per_s"] for s in samples),
-                  "ratio": statistics.median(s["ratio"] for s in samples), "record_bytes": record_bytes,
-                  "txn_ms": txn_ms, "backend": backend.value, "runs": samples, "machine": machine()}
-        (run_dir / "bench-producer.json").write_text(json.dumps(result, indent=2))
-        if as_json:
-            print(json.dumps(result, indent=2))
-            return
-        out.print(f"machine: {result['machine']}", highlight=False)
-        out.print(f"median of {runs}: ours {result['ours_records_per_s']} records/s, ProducerPerformance "
-                  f"{result['kafka_records_per_s']} records/s, ratio {result['ratio']}", highlight=False)
+        result = _bench_on_one_cluster("bench-producer", runs, backend, port_base,
+                                       lambda c, d: bench(arts, c, d, seconds, record_bytes, txn_ms, _log), summary, as_json)
+        if result is not None:
+            out.print(f"median of {runs}: ours {result['ours_records_per_s']} records/s, ProducerPerformance "
+                      f"{result['kafka_records_per_s']} records/s, ratio {result['ratio']}", highlight=False)
 
     _guard(body)
 
@@ -515,36 +532,24 @@ def bench_producer_cmd(
 def bench_spark_cmd(
     seconds: float = typer.Option(90.0, "--seconds", min=45, help="How long each run's job runs."),
     rate: int = typer.Option(1000, "--rate", min=10, max=100_000, help="Input records per second."),
-    runs: int = typer.Option(3, "--runs", min=1, max=10),
-    backend: Backend = BackendOpt,
-    port_base: int | None = PortBase,
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    runs: int = BenchRuns, backend: Backend = BackendOpt, port_base: int | None = PortBase, as_json: bool = JsonOut,
 ) -> None:
     """The Spark EOS job at a steady input rate: micro-batch time, and restart-to-first-batch after a driver kill."""
 
     def body() -> None:
-        from harness.bench import Series, machine
+        from harness.bench import Series
         from harness.bench_spark import bench, median_of
 
-        arts = artifacts.ensure(pins.KAFKA_VERSION, log=_log)
         artifacts.ensure_spark(log=_log)
-        run_dir = new_run_dir("bench-spark")
-        samples = []
-        with backends.new_cluster(backend, arts, run_dir, port_base, log=_log) as cluster:
-            for i in range(runs):
-                samples.append(bench(cluster, run_dir / f"run{i + 1}", seconds, rate, _log))
-                _log(f"run {i + 1}/{runs}: {samples[-1]}")
-        result = {**median_of(samples), "rate": rate, "seconds": seconds, "backend": backend.value, "runs": samples,
-                  "machine": machine()}
-        (run_dir / "bench-spark.json").write_text(json.dumps(result, indent=2))
-        if as_json:
-            print(json.dumps(result, indent=2))
+        result = _bench_on_one_cluster("bench-spark", runs, backend, port_base,
+                                       lambda c, d: bench(c, d, seconds, rate, _log),
+                                       lambda samples: {**median_of(samples), "rate": rate, "seconds": seconds}, as_json)
+        if result is None:
             return
-        out.print(f"machine: {result['machine']}", highlight=False)
         for name, key, unit in (("micro-batch time (Spark trigger), p50", "trigger_ms_p50", "ms"),
                                 ("micro-batch time (Spark trigger), p95", "trigger_ms_p95", "ms"),
                                 ("restart to first batch after a driver kill", "restart_to_first_batch_s", "s")):
-            out.print(Series(name, unit, [s[key] for s in samples if s[key] is not None]).line(), highlight=False)
+            out.print(Series(name, unit, [s[key] for s in result["runs"] if s[key] is not None]).line(), highlight=False)
 
     _guard(body)
 
