@@ -56,6 +56,13 @@ class SparkHistory:
                       .withColumn("cv", F.col("poll") | F.col("fc")))
         self.fc_vids = self.reads.where("fc").select("vid").distinct()
         self.cv_vids = self.reads.where("cv").select("vid").distinct()
+        # every check reads these again: kept by Spark (in memory, spilling to disk) after first use
+        self._cached = [df.persist() for df in (self.writes, self.reads, self.fc_vids, self.cv_vids, self.values)]
+        self.writes, self.reads, self.fc_vids, self.cv_vids, self.values = self._cached
+
+    def release(self) -> None:
+        for df in self._cached:
+            df.unpersist()
 
     def value_of(self, df: "DataFrame") -> "DataFrame":
         return df.join(self.values, "vid", "left")
@@ -85,15 +92,24 @@ def duplicate(h: SparkHistory) -> Found:
     n = dup.count()
     if not n:
         return Found(0)
-    examples = []
-    for r in dup.orderBy("vid").limit(MAX_EXAMPLES).collect():
-        rows = (h.reads.where(F.col("cv") & (F.col("vid") == r.vid)).groupBy("topic", "partition", "offset")
-                .agg(F.min("row").alias("row")).orderBy("row").collect())
-        w = h.writes.where(F.col("vid") == r.vid).orderBy("row").limit(1).collect()
-        examples.append({"value": h.values.where(F.col("vid") == r.vid).first()["value"],
-                         "positions": [f"{x.topic}-{x.partition}@{x.offset}" for x in rows],
-                         "writer_op": w[0].txn if w else None, "writer_process": w[0].w_proc if w else None})
+    vids = [r.vid for r in dup.orderBy("vid").limit(MAX_EXAMPLES).collect()]
+    positions = (h.reads.where(F.col("cv") & F.col("vid").isin(vids)).groupBy("vid", "topic", "partition", "offset")
+                 .agg(F.min("row").alias("row")).orderBy("row").collect())
+    writers = _first_writers(h, vids)
+    values = {r.vid: r.value for r in h.values.where(F.col("vid").isin(vids)).collect()}
+    examples = [{"value": values.get(v), "positions": [f"{x.topic}-{x.partition}@{x.offset}" for x in positions if x.vid == v],
+                 "writer_op": writers[v].txn if v in writers else None,
+                 "writer_process": writers[v].w_proc if v in writers else None} for v in vids]
     return Found(n, examples)
+
+
+def _first_writers(h: SparkHistory, vids: list[int]) -> dict[int, Any]:
+    """vid -> the first write of that value in history order (its transaction and process)."""
+    from pyspark.sql import functions as F
+
+    w = h.writes.where(F.col("vid").isin(vids))
+    first = w.groupBy("vid").agg(F.min("row").alias("row")).join(w, ["vid", "row"]).collect()
+    return {r.vid: r for r in first}
 
 
 def lost_write(h: SparkHistory) -> Found:
@@ -121,11 +137,11 @@ def aborted_read(h: SparkHistory) -> Found:
     if not n:
         return Found(0)
     first = seen.groupBy("vid").agg(F.min("row").alias("row")).join(seen, ["vid", "row"])
-    examples = []
-    for r in h.value_of(first).orderBy("row").limit(MAX_EXAMPLES).collect():
-        w = h.writes.where(F.col("vid") == r.vid).orderBy("row").limit(1).collect()
-        examples.append({"value": r.value, "writer_op": w[0].txn if w else None, "writer_process": w[0].w_proc if w else None,
-                         "read_op": r.op, "reader": r.process, "topic": r.topic, "partition": r.partition, "offset": r.offset})
+    reads = h.value_of(first).orderBy("row").limit(MAX_EXAMPLES).collect()
+    writers = _first_writers(h, [r.vid for r in reads])
+    examples = [{"value": r.value, "writer_op": writers[r.vid].txn if r.vid in writers else None,
+                 "writer_process": writers[r.vid].w_proc if r.vid in writers else None, "read_op": r.op,
+                 "reader": r.process, "topic": r.topic, "partition": r.partition, "offset": r.offset} for r in reads]
     return Found(n, examples)
 
 
@@ -157,11 +173,11 @@ def inconsistent_offsets(h: SparkHistory) -> Found:
     if not n:
         return Found(0)
     topics = {r.tid: r.topic for r in h.reads.select("tid", "topic").unionByName(h.writes.select("tid", "topic")).distinct().collect()}
-    examples = []
-    for r in bad.orderBy("pos").limit(MAX_EXAMPLES).collect():
-        vals = h.value_of(pairs.where(F.col("pos") == r.pos)).collect()
-        examples.append({"topic": topics.get(r.pos >> 56, str(r.pos >> 56)), "partition": int((r.pos >> OFFSET_BITS) & 0xFFFF),
-                         "offset": int(r.pos & ((1 << OFFSET_BITS) - 1)), "values": sorted({str(v.value) for v in vals})})
+    positions = [r.pos for r in bad.orderBy("pos").limit(MAX_EXAMPLES).collect()]
+    vals = h.value_of(pairs.where(F.col("pos").isin(positions))).collect()
+    examples = [{"topic": topics.get(pos >> 56, str(pos >> 56)), "partition": int((pos >> OFFSET_BITS) & 0xFFFF),
+                 "offset": int(pos & ((1 << OFFSET_BITS) - 1)), "values": sorted({str(v.value) for v in vals if v.pos == pos})}
+                for pos in positions]
     return Found(n, examples)
 
 
@@ -411,7 +427,7 @@ def stats(h: SparkHistory) -> dict[str, Any]:
                   F.sum(F.when((F.col("visible") > 0) & (F.col("visible") < F.col("written")), 1).otherwise(0)).alias("torn")).first()
     committed_values = h.fc_vids.count()
     ok_tx = h.txns.where(F.col("outcome") == OK)
-    n_ok = ok_tx.count()
+    n_ok = int(outcome.get(OK, 0))
     lat = ok_tx.select(((F.col("complete_time") - F.coalesce("commit_at", "invoke_time")) / 1e6).alias("ms")).where(
         F.col("ms").isNotNull())
     duration_s = max(h.meta.get("duration_ns", 0) / 1e9, 1e-9)
@@ -454,8 +470,11 @@ def check_run(run_dir: Path, extra_stats: dict[str, Any] | None = None, spark: "
 
         spark = session("eos-chaos-checker", tmp_dir=run_dir / ".spark-tmp")
     h = SparkHistory(spark, pq)
-    return verdict({name: (lambda fn=fn: fn(h)) for name, fn in CHECKS.items()}, lambda: stats(h), h.meta,
-                   extra_stats, engine="spark")
+    try:
+        return verdict({name: (lambda fn=fn: fn(h)) for name, fn in CHECKS.items()}, lambda: stats(h), h.meta,
+                       extra_stats, engine="spark")
+    finally:
+        h.release()
 
 
 def ensure_parquet(run_dir: Path) -> Path:
