@@ -464,17 +464,25 @@ def check_run(run_dir: Path, extra_stats: dict[str, Any] | None = None, spark: "
     """The verdict of ``run_dir``'s history, computed by Spark (the same shape as ``checker.check``)."""
     from harness.checker import verdict
 
-    pq = ensure_parquet(run_dir)
-    if spark is None:
-        from harness.spark.session import session
+    import shutil
+    import tempfile
 
-        spark = session("eos-chaos-checker", tmp_dir=run_dir / ".spark-tmp")
+    pq = ensure_parquet(run_dir)
+    own = spark is None
+    tmp = Path(tempfile.mkdtemp(prefix="eos-chaos-spark-"))  # shuffle spill: outside the run folder
+    if spark is None:
+        from harness.spark.session import CHECKER_MEMORY, session
+
+        spark = session("eos-chaos-checker", tmp_dir=tmp, memory=CHECKER_MEMORY)
     h = SparkHistory(spark, pq)
     try:
         return verdict({name: (lambda fn=fn: fn(h)) for name, fn in CHECKS.items()}, lambda: stats(h), h.meta,
                        extra_stats, engine="spark")
     finally:
         h.release()
+        if own:
+            spark.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def ensure_parquet(run_dir: Path) -> Path:

@@ -19,9 +19,10 @@ ENV_MASTER = "EOS_CHAOS_SPARK_MASTER"
 #: shuffles of a handful of partitions (Spark's 200 would be 200 tiny tasks per stage).
 LOCAL_MASTER = "local[2]"
 SHUFFLE_PARTITIONS = 4
-#: Driver heap: the job collects one micro-batch (a few thousand records); the checker's engine
-#: spills what does not fit.
-DRIVER_MEMORY = "1g"
+#: Driver heap (in local mode also the executors'): the job collects one micro-batch (a few
+#: thousand records); the checker's engine joins tens of millions of rows and spills what does
+#: not fit, so it gets more (24 GB machine; the brokers take ~1.5 GB).
+JOB_MEMORY, CHECKER_MEMORY = "1g", "4g"
 
 
 def spark_env() -> dict[str, str]:
@@ -31,7 +32,7 @@ def spark_env() -> dict[str, str]:
 
 
 def session(app: str, kafka: bool = False, master: str | None = None, tmp_dir: Path | None = None,
-            conf: dict[str, str] | None = None) -> "SparkSession":
+            conf: dict[str, str] | None = None, memory: str = JOB_MEMORY) -> "SparkSession":
     """A new (or the process's existing) Spark session named ``app``; ``kafka`` adds the connector,
     ``conf`` overrides settings (tests: tiny data wants no code generation)."""
     os.environ.update(spark_env())
@@ -43,7 +44,7 @@ def session(app: str, kafka: bool = False, master: str | None = None, tmp_dir: P
          .config("spark.ui.showConsoleProgress", "false")
          .config("spark.driver.host", "127.0.0.1")
          .config("spark.driver.bindAddress", "127.0.0.1")
-         .config("spark.driver.memory", DRIVER_MEMORY)
+         .config("spark.driver.memory", memory)
          .config("spark.sql.shuffle.partitions", str(SHUFFLE_PARTITIONS))
          .config("spark.sql.adaptive.enabled", "true")
          .config("spark.sql.session.timeZone", "UTC"))
