@@ -83,6 +83,20 @@ def kafka_error(exc: BaseException) -> KafkaError | None:
     return None
 
 
+def kafka_exception(exc: BaseException) -> KafkaException | None:
+    """The KafkaException behind ``exc``: itself, or the cause of the ``SystemError`` that
+    confluent-kafka's ``flush()`` raises when a fatal error (a fence) is pending while it serves the
+    delivery callbacks ("<built-in function isinstance> returned a result with an exception set";
+    seen in spark-zombie-driver on compose)."""
+    seen = 0
+    while exc is not None and seen < 5:
+        if isinstance(exc, KafkaException):
+            return exc
+        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
+        seen += 1
+    return None
+
+
 def commit_with_retries(producer: Producer, timeout: float = CALL_TIMEOUT_S,
                         on_retry: Callable[[KafkaError], None] | None = None) -> None:
     """Retry a retriable commit for a while, then give up. A commit that timed out goes on in the

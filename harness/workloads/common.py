@@ -20,7 +20,7 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 
 from harness.history.model import FAIL, FENCED, INFO, INIT, OK, RETIRED, TXN
 from harness.history.recorder import Recorder
-from harness.kafka_io import CALL_TIMEOUT_S, commit_with_retries, kafka_error
+from harness.kafka_io import CALL_TIMEOUT_S, commit_with_retries, kafka_error, kafka_exception
 
 #: A commit normally takes tens of ms; leader/coordinator moves after a broker kill take ~10-20 s
 #: (broker.session.timeout.ms 9 s + election). Past this, the outcome of a commit is "unknown".
@@ -82,7 +82,7 @@ def drop(producer: Producer) -> None:
     incident-broker-outage found that)."""
     try:
         producer.flush(0)
-    except KafkaException:
+    except (KafkaException, SystemError):  # SystemError: see kafka_io.kafka_exception
         pass
 
 
@@ -197,7 +197,10 @@ def transaction(rec: Recorder, process: str, producer: Producer, txn_id: str,
         committing = True
         commit_at = rec.now()
         commit_with_retries(producer, commit_timeout_s, on_retry)
-    except KafkaException as exc:
+    except (KafkaException, SystemError) as caught:
+        exc = kafka_exception(caught)
+        if exc is None:
+            raise
         extra.update(_retried(retries, refused))
         err = kafka_error(exc)
         if is_fenced(err):
