@@ -28,6 +28,16 @@ def run(cluster: Cluster, name: str) -> dict:
     return v
 
 
+def run_on_local_only(cluster: Cluster, name: str, why: str) -> dict:
+    """``name`` on the local backend's session only (skipped on the others, saying ``why``)."""
+    if cluster.backend != "local":
+        pytest.skip(why)
+    return run(cluster, name)
+
+
+SPARK_ONCE = "the driver is a local process on either backend; once is enough here (make library runs both)"
+
+
 def anomalies(v: dict) -> dict[str, int]:
     return {k: c["count"] for k, c in v["checks"].items() if c["count"]}
 
@@ -62,9 +72,8 @@ def test_negative_control_aborted_read_is_caught(cluster: Cluster) -> None:
 
 
 def test_negative_control_hanging_transaction_is_caught_by_lso_stall(cluster: Cluster) -> None:
-    if cluster.backend != "local":
-        pytest.skip("a hanging transaction is Kafka's behaviour, not the backend's: run once (local); ~2.5 min")
-    v = run(cluster, "negative-lso-stall")
+    v = run_on_local_only(cluster, "negative-lso-stall",
+                          "a hanging transaction is Kafka's behaviour, not the backend's: run once (local); ~2.5 min")
     stalled = v["checks"]["lso-stall"]
     assert v["valid"] is False and stalled["count"] > 0, anomalies(v)
     assert all(e["lso"] is not None for e in stalled["examples"]), stalled
@@ -73,9 +82,7 @@ def test_negative_control_hanging_transaction_is_caught_by_lso_stall(cluster: Cl
 
 
 def test_spark_job_stays_exactly_once_through_driver_kills(cluster: Cluster) -> None:
-    if cluster.backend != "local":
-        pytest.skip("the driver is a local process on either backend; once is enough here (make library runs both)")
-    v = run(cluster, "spark-driver-kill")
+    v = run_on_local_only(cluster, "spark-driver-kill", SPARK_ONCE)
     spark = v["stats"]["spark"]
     assert v["valid"] is True, anomalies(v)
     assert v["checks"]["spark-exactly-once"]["count"] == 0 and "skipped" not in v["checks"]["spark-exactly-once"]
@@ -85,9 +92,7 @@ def test_spark_job_stays_exactly_once_through_driver_kills(cluster: Cluster) -> 
 
 
 def test_negative_control_spark_builtin_sink_is_caught(cluster: Cluster) -> None:
-    if cluster.backend != "local":
-        pytest.skip("the driver is a local process on either backend; once is enough here (make library runs both)")
-    v = run(cluster, "spark-builtin-sink")
+    v = run_on_local_only(cluster, "spark-builtin-sink", SPARK_ONCE)
     found = v["checks"]["spark-exactly-once"]
     assert v["valid"] is False and found["count"] > 0, anomalies(v)
     assert {e["anomaly"] for e in found["examples"]} == {"duplicate-output"}, found
