@@ -6,7 +6,6 @@ and heal-all, which runs at the end of every run whatever happened.
 from __future__ import annotations
 
 import random
-import signal
 import threading
 import time
 from typing import Callable
@@ -262,7 +261,7 @@ class Nemesis:
             if kind == "zombie-driver" and fired():
                 old = self.sup.new_incarnation(name)
                 self.stop.wait(fault.duration)  # the new incarnation fences the old one and runs
-                os.killpg(old.pid, signal.SIGCONT)
+                self.sup.resume_zombie(old)
                 wait_until(lambda: old.poll() is not None, timeout=ZOMBIE_DRIVER_EXIT_TIMEOUT_S,
                            what=f"the resumed old driver of {name} (pid {old.pid}) to be fenced and exit",
                            state=lambda: f"alive: {old.poll() is None}")

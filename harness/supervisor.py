@@ -41,7 +41,6 @@ class Supervisor:
         #: older incarnations still alive while a newer one runs (a frozen Spark driver): they get
         #: resumed and must die by themselves (fenced); stop_all kills what is left
         self.zombies: dict[str, list[subprocess.Popen[bytes]]] = {}
-        self.restarts: dict[str, int] = {}
         self._stopping = threading.Event()
         self._lock = threading.RLock()
         self._keeper: threading.Thread | None = None
@@ -70,9 +69,7 @@ class Supervisor:
 
     def restart(self, name: str) -> None:
         with self._lock:
-            if self.alive(name):
-                self.kill(name)
-            _kill_group(self.procs[name])  # what the dead leader left (a driver's JVM)
+            _kill_group(self.procs[name])  # the process, or what its dead leader left (a driver's JVM)
             self.start(self.kinds[name], self.configs[name])
 
     def pause(self, name: str) -> None:
@@ -80,6 +77,10 @@ class Supervisor:
 
     def resume(self, name: str) -> None:
         _signal_group(self.procs[name], signal.SIGCONT)
+
+    def resume_zombie(self, old: subprocess.Popen[bytes]) -> None:
+        """Resume an older incarnation ``new_incarnation`` returned."""
+        _signal_group(old, signal.SIGCONT)
 
     def new_incarnation(self, name: str) -> subprocess.Popen[bytes]:
         """Start a new process of ``name`` while the current one lives on (frozen): the current one
@@ -104,7 +105,6 @@ class Supervisor:
                 for name, kind in list(self.kinds.items()):
                     p = self.procs.get(name)
                     if kind in RESTARTED and p is not None and p.poll() is not None:
-                        self.restarts[name] = self.restarts.get(name, 0) + 1
                         self.log(f"{name} exited ({p.returncode}); restarting it from its checkpoint")
                         self.restart(name)
 

@@ -489,12 +489,8 @@ def ensure_parquet(run_dir: Path) -> Path:
     """The run's Parquet history; written first when missing, older than the JSON lines, or of a
     format without the row order and value ids (that conversion holds the history in memory once;
     runs write current Parquet at their end anyway)."""
-    from harness.history.recorder import HISTORY_DIR
-
     pq = run_dir / store.PARQUET_DIR
-    meta = pq / "meta.json"
-    fresh = meta.exists() and all(f.stat().st_mtime <= meta.stat().st_mtime for f in (run_dir / HISTORY_DIR).glob("*.jsonl"))
-    if not fresh or "vid" not in _columns(pq / "values.parquet") or "row" not in _columns(pq / "reads.parquet"):
+    if not store.parquet_is_current(run_dir) or "vid" not in _columns(pq / "values.parquet") or "row" not in _columns(pq / "reads.parquet"):
         store.save(store.load(run_dir), run_dir)
     return pq
 

@@ -257,11 +257,16 @@ def save(tables: Tables, run_dir: Path) -> Path:
     return final
 
 
+def parquet_is_current(run_dir: Path) -> bool:
+    """The run's Parquet tables exist and are newer than every history file."""
+    meta = run_dir / PARQUET_DIR / "meta.json"
+    return meta.exists() and all(f.stat().st_mtime <= meta.stat().st_mtime for f in (run_dir / HISTORY_DIR).glob("*.jsonl"))
+
+
 def load(run_dir: Path) -> Tables:
     """The run's tables: from Parquet when it is newer than every history file, else from the JSON lines."""
     pq = run_dir / PARQUET_DIR
-    files = list((run_dir / HISTORY_DIR).glob("*.jsonl"))
-    if (pq / "meta.json").exists() and all(f.stat().st_mtime <= (pq / "meta.json").stat().st_mtime for f in files):
+    if parquet_is_current(run_dir):
         import pyarrow.parquet as pq_io
 
         # split_blocks + self_destruct: arrow buffers are freed as columns convert (lower peak memory)

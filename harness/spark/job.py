@@ -73,8 +73,8 @@ def last_committed_batch(bootstrap: str, topic: str, partitions: int, query: str
     ``init_transactions``, which completed any transaction an older incarnation left open, so the
     marker topic's last stable offset is at its end."""
     back = read_all(bootstrap, topic, partitions, READ_COMMITTED, timeout=MARKER_READ_TIMEOUT_S)
-    batches = [parse_marker(v)[1] for recs in back.records.values() for _, v in recs if parse_marker(v)[0] == query]
-    return max(batches, default=-1)
+    markers = [parse_marker(v) for recs in back.records.values() for _, v in recs]
+    return max((batch for q, batch, _, _ in markers if q == query), default=-1)
 
 
 def offset_ranges(checkpoint: Path, batch: int) -> dict[str, list[int]]:
