@@ -179,7 +179,8 @@ class Nemesis:
                 return str(w.settings.get("group", copier.GROUP))
         raise LookupError("group-coordinator without `of`: the scenario has no copier group")
 
-    def _links(self, fault: Fault, target: str | int) -> list[str]:
+    def _links(self, fault: Fault, target: str | int) -> tuple[list[str], list[int]]:
+        """The links a network fault acts on, and the nodes its target resolved to (for the report)."""
         topo = self.cluster.topology
         nodes = list(topo.node_ids) if target == "all" else [self.resolve(target, fault.of)]
         peer = self.resolve(fault.peer, fault.of) if fault.peer is not None else None
@@ -187,12 +188,12 @@ class Nemesis:
         for n in nodes:
             names += [lk.name for lk in partitions.links(topo, fault.partition, n, fault.listeners, peer)
                       if lk.name not in names]
-        return names
+        return names, nodes
 
     def _network(self, kind: str, fault: Fault, target: str | int) -> None:
         tox = self.cluster.toxiproxy
-        links = self._links(fault, target)
-        self._start(kind, links=links, target=target, of=fault.of)
+        links, nodes = self._links(fault, target)
+        self._start(kind, links=links, target=target, of=fault.of, nodes=nodes)
         if kind == "partition":
             for link in links:
                 tox.set_enabled(link, False)

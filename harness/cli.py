@@ -412,6 +412,57 @@ def check_cmd(run_dir: str = typer.Argument(..., help="A run folder (with histor
     _guard(body)
 
 
+@app.command("report")
+def report_cmd(run_dir: str = typer.Argument(..., help="A finished run folder (with verdict.json)."),
+               out_file: str = typer.Option(None, "--out", help="Write here [default: RUN_DIR/report.html].")) -> None:
+    """(Re)make a run's self-contained report.html from its folder alone."""
+
+    def body() -> None:
+        from harness.report import write_report
+
+        started = time.perf_counter()
+        path = write_report(Path(run_dir), Path(out_file) if out_file else None)
+        out.print(f"{path} ({path.stat().st_size / 1e3:,.0f} kB, {time.perf_counter() - started:.1f}s)", highlight=False)
+
+    _guard(body)
+
+
+@app.command("compare")
+def compare_cmd(run_a: str = typer.Argument(..., help="A finished run folder."),
+                run_b: str = typer.Argument(..., help="Another finished run folder."),
+                show_all: bool = typer.Option(False, "--all", help="Also the rows that are the same."),
+                as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")) -> None:
+    """What differs between two runs: verdict, checks, throughput, latency, outcomes, versions."""
+
+    def body() -> None:
+        from rich.table import Table
+
+        from harness.report.compare import as_json as to_json, compare
+
+        a, b = Path(run_a), Path(run_b)
+        rows = compare(a, b)
+        if as_json:
+            print(json.dumps(to_json(a, b, rows), indent=2, default=str))
+            return
+        shown = [r for r in rows if show_all or r.differs]
+        if not shown:
+            out.print(f"no difference in {len(rows)} compared rows", highlight=False)
+            return
+        table = Table("", "", "A", "B", "change", box=None, highlight=False)
+        for col in table.columns:
+            col.overflow = "fold"
+        out.print(f"A: {a}\nB: {b}", highlight=False)
+        for r in shown:
+            mark = "[bold red]" if r.section in ("verdict", "checks") and r.differs else ""
+            table.add_row(r.section, f"{mark}{r.key}", str(r.a), str(r.b), r.change)
+        out.print(table)
+        n = sum(r.differs for r in rows)
+        out.print(f"{n} of {len(rows)} rows differ (figures are single runs: small changes in throughput and latency are noise)",
+                  highlight=False)
+
+    _guard(body)
+
+
 def _print_verdict(verdict: dict, run_dir: object) -> None:  # type: ignore[type-arg]
     v = verdict["valid"]
     label = "[bold green]VALID[/]" if v is True else ("[bold yellow]UNKNOWN[/]" if v == "unknown" else "[bold red]INVALID[/]")

@@ -22,7 +22,7 @@ from clusters import artifacts, backends, procs, state
 from clusters.backends import Backend
 from clusters.base import Cluster, NodeState
 from clusters.health import admin_client
-from harness import schedule
+from harness import runinfo, schedule
 from harness.checker import check, write_verdict
 from harness.errors import ClusterError, ConfigError
 from harness.history import store
@@ -154,7 +154,8 @@ def prepare_attached(cluster: Cluster, log: Log) -> list[str]:
 
 def run(sc: Scenario, backend: Backend, seed: int, run_dir: Path, log: Log, kafka_version: str | None = None,
         cluster: Cluster | None = None, port_base: int | None = None, keep: bool = False, attach: bool = True,
-        show: Callable[[Path, float, Callable[[], list[str]]], Any] | None = None) -> RunResult:
+        show: Callable[[Path, float, Callable[[], list[str]]], Any] | None = None, source: str | None = None,
+        report: bool = True) -> RunResult:
     """Run ``sc``: on ``cluster`` (a test session's; the scenario's broker settings are then not
     applied), else on the backend's cluster that is up, else on one started here (and stopped
     after unless ``keep``; ``attach=False``: always its own). ``show`` makes the progress display (harness/progress.py).
@@ -163,8 +164,8 @@ def run(sc: Scenario, backend: Backend, seed: int, run_dir: Path, log: Log, kafk
     run_dir.mkdir(parents=True, exist_ok=True)
     sc = physical(sc, run_dir.name.rsplit("-", 1)[-1])
     faults = schedule.plan(sc, seed)
-    (run_dir / "scenario.json").write_text(json.dumps({**sc.model_dump(), "seed": seed, "backend": backend.value,
-                                                       "schedule": schedule.as_json(faults)}, indent=2))
+    recorded = {**sc.model_dump(), "seed": seed, "backend": backend.value, "schedule": schedule.as_json(faults)}
+    (run_dir / "scenario.json").write_text(json.dumps(recorded, indent=2))
     os.environ.pop(ENV_T0, None)
     t0 = run_t0()
     extra: dict[str, Any] = {}
@@ -181,6 +182,11 @@ def run(sc: Scenario, backend: Backend, seed: int, run_dir: Path, log: Log, kafk
         cluster.start()
         if keep:
             log(f"the cluster stays up after the run (--keep): eos-chaos cluster down --backend {backend.value}")
+    # now the cluster (and so the Kafka version) is known
+    kv = getattr(getattr(cluster, "artifacts", None), "kafka_version", kafka_version)
+    recorded.update(versions=runinfo.versions(kv),
+                    command=runinfo.rerun_command(source or sc.name, backend.value, seed, sc.duration, kv))
+    (run_dir / "scenario.json").write_text(json.dumps(recorded, indent=2))
     try:
         _run_on(sc, faults, cluster, seed, run_dir, t0, extra, log, show)
     finally:
@@ -194,7 +200,21 @@ def run(sc: Scenario, backend: Backend, seed: int, run_dir: Path, log: Log, kafk
     verdict["expected"] = sc.expect.model_dump()
     verdict["as_expected"] = as_expected(sc, verdict)
     write_verdict(verdict, run_dir)
+    if report:
+        _write_report(run_dir, log)
     return RunResult(run_dir, verdict)
+
+
+def _write_report(run_dir: Path, log: Log) -> None:
+    """The run's report.html; a report that cannot be made is logged, never fails the run (the
+    verdict is what counts, and ``eos-chaos report RUN_DIR`` can make it again)."""
+    from harness.report import write_report
+
+    try:
+        path = write_report(run_dir)
+        log(f"report: {path}")
+    except Exception as exc:  # noqa: BLE001 - see docstring
+        log(f"report.html could not be written ({type(exc).__name__}: {exc}); try: eos-chaos report {run_dir}")
 
 
 def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, run_dir: Path, t0: int,

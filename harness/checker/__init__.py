@@ -30,6 +30,26 @@ CHECKS: dict[str, Callable[[Tables], Found]] = {
     "lso-stall": _CORE["lso-stall"],
 }
 
+#: What each check finding something means (DESIGN.md's table), for reports and failure messages.
+MEANING: dict[str, str] = {
+    "duplicate": "a value visible more than once to read_committed readers",
+    "lost-write": "a value of a transaction acknowledged committed (ok) missing from the final read_committed scan",
+    "aborted-read": "a read_committed reader saw a value of a transaction that definitely aborted (fail); Jepsen's G1a",
+    "torn-transaction": "some but not all values of one transaction visible to read_committed",
+    "inconsistent-offsets": "one partition offset observed holding different values",
+    "nonmonotonic-send": "a producer's later transaction landed at lower offsets in a partition than its earlier one",
+    "nonmonotonic-poll": "a reader (assign mode) went backwards in a partition",
+    "poll-skip": "a reader (assign mode) skipped committed records in a partition",
+    "zombie-commit": "a transaction of an older producer epoch committed or became visible after a newer instance "
+                     "with the same transactional.id finished init_transactions",
+    "copy-exactly-once": "consume-transform-produce: a committed input record has zero or several committed outputs, "
+                         "or the committed group offsets disagree with the outputs",
+    "spark-exactly-once": "the Spark job's committed output is not exactly its committed input",
+    "lso-stall": "after heal, a partition's last stable offset did not reach its high watermark in time "
+                 "(a hanging transaction)",
+}
+assert set(MEANING) == set(CHECKS), "every check has a meaning"
+
 
 def check(t: Tables, extra_stats: dict[str, Any] | None = None) -> dict[str, Any]:
     """The verdict of ``t``, by the default engine (numpy/pandas, in memory)."""

@@ -1,0 +1,94 @@
+"""``report.html``: one self-contained page per run folder (``eos-chaos report RUN_DIR``), made
+from the folder alone: verdict first, then the timeline, the partitions anomalies name, and how
+to run it again. No script, style or font is loaded from anywhere: it opens offline."""
+
+from __future__ import annotations
+
+import html
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from harness import runinfo
+from harness.checker import MEANING
+from harness.report.data import RunData, load
+
+REPORT_FILE = "report.html"
+
+_env = jinja2.Environment(loader=jinja2.PackageLoader("harness.report", "templates"),
+                          autoescape=jinja2.select_autoescape(["html", "j2"]), undefined=jinja2.StrictUndefined,
+                          trim_blocks=True, lstrip_blocks=True)
+
+
+def cell(v: Any) -> str:
+    """A value of an example or a figure as a person reads it."""
+    if v is None:
+        return "–"
+    if isinstance(v, float):
+        return f"{v:,.2f}".rstrip("0").rstrip(".") if v != int(v) or abs(v) < 1e15 else str(v)
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, int):
+        return f"{v:,}" if abs(v) >= 10000 else str(v)
+    if isinstance(v, (list, tuple)):
+        return ", ".join(cell(x) for x in v) if v else "–"
+    if isinstance(v, dict):
+        return ", ".join(f"{k}: {cell(x)}" for k, x in v.items()) if v else "–"
+    return str(v)
+
+
+_env.filters["cell"] = cell
+
+
+def flat(d: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    """Nested figures as ``a.b: value`` rows (lists of scalars stay one row)."""
+    rows: list[tuple[str, Any]] = []
+    for k, v in d.items():
+        if isinstance(v, dict) and v and all(not isinstance(x, dict) for x in v.values()) and len(v) <= 6:
+            rows.append((prefix + k, v))
+        elif isinstance(v, dict) and v:
+            rows += flat(v, f"{prefix}{k}.")
+        else:
+            rows.append((prefix + k, v))
+    return rows
+
+
+def rerun(scenario: dict[str, Any]) -> str:
+    """The recorded re-run command; for runs made before it was recorded, the same built from the scenario."""
+    if scenario.get("command"):
+        return str(scenario["command"])
+    return runinfo.rerun_command(scenario.get("name", "?"), scenario.get("backend", "local"), int(scenario.get("seed", 0)),
+                                 float(scenario.get("duration", 0)), (scenario.get("versions") or {}).get("kafka"))
+
+
+def render(data: RunData) -> str:
+    from harness.report.plots import partition_svg, timeline_svg
+
+    v = data.verdict
+    checks = [{"name": name, "count": c.get("count"), "meaning": MEANING.get(name, ""), "error": c.get("error"),
+               "skipped": c.get("skipped"), "examples": c.get("examples") or [],
+               "columns": list(dict.fromkeys(k for ex in (c.get("examples") or []) if isinstance(ex, dict) for k in ex))}
+              for name, c in v.get("checks", {}).items()]
+    stats = dict(v.get("stats", {}))
+    return _env.get_template("report.html.j2").render(
+        title=f"{data.scenario.get('name', data.run_dir.name)} · {data.run_dir.name}",
+        run_id=data.run_dir.name, v=v, sc=data.scenario, checks=checks,
+        anomalous=[c for c in checks if c["count"]], versions=data.scenario.get("versions") or {},
+        command=rerun(data.scenario), duration_s=data.duration_s,
+        timeline=timeline_svg(data), faults=data.faults,
+        partitions=[(p, partition_svg(p)) for p in data.partitions],
+        stats=flat(stats), expected=v.get("expected"), generated=time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        description=data.scenario.get("description", ""), esc=html.escape)
+
+
+def write_report(run_dir: Path, out: Path | None = None) -> Path:
+    """Write ``run_dir/report.html`` (or ``out``) atomically; return its path."""
+    page = render(load(run_dir))
+    path = out or run_dir / REPORT_FILE
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    tmp.write_text(page, encoding="utf-8")
+    os.replace(tmp, path)
+    return path

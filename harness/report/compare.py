@@ -1,0 +1,89 @@
+"""``eos-chaos compare RUN_A RUN_B``: what differs between two runs — the verdict, each check's
+count, throughput, commit latency, transaction outcomes, and how they were run (scenario, seed,
+backend, versions). Read from each folder's ``verdict.json`` and ``scenario.json`` alone."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.checker import VERDICT_FILE
+from harness.errors import ConfigError
+
+#: Figures compared, as (section, path in the verdict's stats).
+FIGURES: list[tuple[str, tuple[str, ...]]] = [
+    ("throughput", ("throughput", "ok_txn_per_s")),
+    ("throughput", ("throughput", "committed_values_per_s")),
+    *[("latency", ("commit_latency_ms", q)) for q in ("p50", "p95", "p99", "max")],
+    *[("transactions", ("txn", k)) for k in ("ok", "fail", "info")],
+    ("transactions", ("fenced",)),
+    ("transactions", ("committed_values",)),
+]
+RUN_FIELDS = ("name", "backend", "seed", "duration")
+
+
+@dataclass
+class Row:
+    section: str
+    key: str
+    a: Any
+    b: Any
+
+    @property
+    def differs(self) -> bool:
+        return self.a != self.b
+
+    @property
+    def change(self) -> str:
+        """Relative change of a figure (``+12.5%``), or empty."""
+        if self.section in ("throughput", "latency", "transactions") and isinstance(self.a, (int, float)) and isinstance(self.b, (int, float)) and not isinstance(self.a, bool) and self.a:
+            return f"{(self.b - self.a) / abs(self.a) * 100:+.1f}%"
+        return ""
+
+
+def _run(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    if not path.is_dir():
+        raise ConfigError(f"run folder {path} does not exist")
+    try:
+        verdict = json.loads((path / VERDICT_FILE).read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{path} has no {VERDICT_FILE}: not a finished run (eos-chaos check {path} makes one)") from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path / VERDICT_FILE}: not valid JSON ({exc})") from None
+    sc_path = path / "scenario.json"
+    scenario = json.loads(sc_path.read_text()) if sc_path.exists() else {}
+    return verdict, scenario
+
+
+def _dig(d: dict[str, Any], keys: tuple[str, ...]) -> Any:
+    for k in keys:
+        if not isinstance(d, dict):
+            return None
+        d = d.get(k)  # type: ignore[assignment]
+    return d
+
+
+def compare(a: Path, b: Path) -> list[Row]:
+    """Every compared row (``Row.differs`` tells which differ)."""
+    (va, sa), (vb, sb) = _run(a), _run(b)
+    rows = [Row("verdict", "valid", va.get("valid"), vb.get("valid"))]
+    if "as_expected" in va or "as_expected" in vb:
+        rows.append(Row("verdict", "as expected", va.get("as_expected"), vb.get("as_expected")))
+    for name in dict.fromkeys([*va.get("checks", {}), *vb.get("checks", {})]):
+        rows.append(Row("checks", name, _dig(va, ("checks", name, "count")), _dig(vb, ("checks", name, "count"))))
+    for section, path in FIGURES:
+        key = path[-1] + (" ms" if section == "latency" else "")
+        rows.append(Row(section, key, _dig(va["stats"], path), _dig(vb["stats"], path)))
+    for k in RUN_FIELDS:
+        rows.append(Row("run", k, sa.get(k), sb.get(k)))
+    for k in dict.fromkeys([*(sa.get("versions") or {}), *(sb.get("versions") or {})]):
+        rows.append(Row("versions", k, (sa.get("versions") or {}).get(k), (sb.get("versions") or {}).get(k)))
+    rows.append(Row("run", "faults", _dig(va["stats"], ("faults",)), _dig(vb["stats"], ("faults",))))
+    return rows
+
+
+def as_json(a: Path, b: Path, rows: list[Row]) -> dict[str, Any]:
+    return {"a": str(a), "b": str(b), "differs": [asdict(r) | {"change": r.change} for r in rows if r.differs],
+            "same": [asdict(r) for r in rows if not r.differs]}

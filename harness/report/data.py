@@ -1,0 +1,260 @@
+"""What a report shows, read from a run folder alone: the verdict, the scenario, the fault windows
+and node states (from the nemesis's events), throughput and commit latency over time (from the
+transactions table), and for each partition an anomaly names, what Kafka kept there.
+
+Everything here reads files; nothing talks to Kafka (DESIGN: data flows one way)."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+import pandas as pd
+
+from harness.checker import VERDICT_FILE
+from harness.errors import ConfigError
+from harness.history import store
+from harness.history.model import FAULT, READ_COMMITTED, SCAN
+from harness.history.recorder import HISTORY_DIR
+
+#: Broker process faults and the state a node is in during their window.
+NODE_STATE = {"kill": "down", "stop": "down", "restart": "down", "rolling-restart": "down", "pause": "paused"}
+#: At most this many partitions get an offset view (the first ones the examples name).
+MAX_PARTITION_VIEWS = 4
+_POSITION = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)@(?P<offset>\d+)$")
+_LINK_NODE = re.compile(r"n(\d+)")
+
+
+@dataclass
+class FaultWindow:
+    kind: str
+    start_s: float
+    end_s: float | None  # None: never ended (the run stopped first; heal-all ended it)
+    label: str
+    nodes: list[int]
+    detail: dict[str, Any]
+
+
+@dataclass
+class PartitionView:
+    topic: str
+    partition: int
+    #: check name -> offsets in this partition its examples name
+    marks: dict[str, list[int]]
+    #: the final scans of this partition: offset, isolation, writer process, and ``order``: the
+    #: value's place in the order of all writes (NaN: written by no recorded write)
+    scan: pd.DataFrame
+
+
+@dataclass
+class RunData:
+    run_dir: Path
+    verdict: dict[str, Any]
+    scenario: dict[str, Any]
+    duration_s: float
+    faults: list[FaultWindow]
+    node_ids: list[int]
+    txns: pd.DataFrame  # complete_s, outcome, latency_ms (ok only)
+    partitions: list[PartitionView] = field(default_factory=list)
+
+
+def _json(path: Path, what: str) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{path.parent} has no {path.name}: {what}") from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path}: not valid JSON ({exc})") from None
+
+
+def load(run_dir: Path) -> RunData:
+    """The report's data of ``run_dir``; ``ConfigError`` if it is not a finished run folder."""
+    if not run_dir.is_dir():
+        raise ConfigError(f"run folder {run_dir} does not exist")
+    verdict = _json(run_dir / VERDICT_FILE, "not a finished run (eos-chaos check RUN_DIR makes a verdict from its history)")
+    scenario = _json(run_dir / "scenario.json", "not a run folder of eos-chaos run")
+    meta, txns = _history(run_dir)
+    faults = fault_windows(_fault_events(run_dir))
+    duration_s = max([meta.get("duration_ns", 0) / 1e9, float(scenario.get("duration") or 0.0),
+                      *(f.end_s or f.start_s for f in faults)])
+    node_ids = sorted({n for f in faults for n in f.nodes} | {1, 2, 3})
+    data = RunData(run_dir, verdict, scenario, duration_s, faults, node_ids, txns)
+    data.partitions = partition_views(run_dir, verdict)
+    return data
+
+
+def _history(run_dir: Path) -> tuple[dict[str, Any], pd.DataFrame]:
+    """The history's meta and its transactions (Parquet when saved; else flattened from the JSON lines)."""
+    pq = run_dir / store.PARQUET_DIR
+    wanted = ["outcome", "invoke_time", "complete_time", "commit_at"]
+    if (pq / "txns.parquet").exists() and (pq / "meta.json").exists():
+        meta = json.loads((pq / "meta.json").read_text())
+        tx = pd.read_parquet(pq / "txns.parquet", columns=wanted)
+    else:
+        tables = store.load(run_dir)
+        meta, tx = tables.meta, tables.txns[wanted]
+    tx = tx[tx["complete_time"].notna()]
+    out = pd.DataFrame({"complete_s": tx["complete_time"].astype("float64") / 1e9, "outcome": tx["outcome"].astype(str)})
+    started = tx["commit_at"].fillna(tx["invoke_time"]).astype("float64")
+    out["latency_ms"] = np.where(out["outcome"] == "ok", (tx["complete_time"].astype("float64") - started) / 1e6, np.nan)
+    return meta, out.reset_index(drop=True)
+
+
+def _fault_events(run_dir: Path) -> list[dict[str, Any]]:
+    """The nemesis's fault events, in time order (they live in the runner's history file)."""
+    events = []
+    for path in sorted((run_dir / HISTORY_DIR).glob("runner*.jsonl")):
+        for line in path.read_bytes().splitlines():
+            if b'"fault"' not in line:
+                continue
+            try:
+                op = orjson.loads(line)
+            except orjson.JSONDecodeError:  # a line cut off by a killed runner
+                continue
+            if op.get("f") == FAULT:
+                events.append(op)
+    return sorted(events, key=lambda op: op["time"])
+
+
+def _key(value: dict[str, Any]) -> tuple[str, ...]:
+    # the nemesis's own pairing: a stop carries the start's kind and node / links / workload
+    return value["kind"], str(value.get("node")), str(value.get("links")), str(value.get("workload"))
+
+
+def fault_windows(events: list[dict[str, Any]]) -> list[FaultWindow]:
+    """Pair each fault's start with its stop; a start with no stop stays open (``end_s`` None)."""
+    open_: dict[tuple[str, ...], list[FaultWindow]] = {}
+    out: list[FaultWindow] = []
+    for op in events:
+        v = op.get("value") or {}
+        if "kind" not in v:
+            continue
+        t = op["time"] / 1e9
+        if v.get("phase") == "start":
+            w = FaultWindow(v["kind"], t, None, label(v), _nodes(v), v)
+            out.append(w)
+            open_.setdefault(_key(v), []).append(w)
+        elif v.get("phase") == "stop" and open_.get(_key(v)):
+            open_[_key(v)].pop(0).end_s = t
+    return out
+
+
+def _nodes(v: dict[str, Any]) -> list[int]:
+    """The nodes a fault acted on: its node, the nodes its target resolved to, or (older runs) the
+    nodes every one of its links touches."""
+    if isinstance(v.get("node"), int):
+        return [v["node"]]
+    if isinstance(v.get("nodes"), list):
+        return [int(n) for n in v["nodes"]]
+    links = v.get("links")
+    if isinstance(links, list) and links:
+        common = set.intersection(*(set(map(int, _LINK_NODE.findall(str(lk)))) for lk in links))
+        return sorted(common)
+    return []
+
+
+def label(v: dict[str, Any]) -> str:
+    """``kill n3 (leader)``, ``latency n1,n2,n3 (all, 12 links)``, ``kill-driver spark-job-0 in-txn``."""
+    kind = v["kind"]
+    nodes = _nodes(v)
+    target = v.get("target")
+    parts = [kind]
+    if v.get("workload"):
+        parts.append(str(v["workload"]))
+    if v.get("window"):
+        parts.append(str(v["window"]))
+    if nodes:
+        parts.append(",".join(f"n{n}" for n in nodes))
+    why = [str(target)] if target is not None and not isinstance(target, int) else []
+    if v.get("of"):
+        why.append(f"of {v['of']}")
+    links = v.get("links")
+    if isinstance(links, list):
+        why.append(links[0] if len(links) == 1 else f"{len(links)} links")
+    if why:
+        parts.append(f"({' '.join(why)})")
+    return " ".join(parts)
+
+
+def node_lanes(faults: list[FaultWindow], node_ids: list[int], end_s: float) -> dict[int, list[tuple[float, float, str]]]:
+    """Per node, the spans it was down or paused (everything else: up)."""
+    lanes: dict[int, list[tuple[float, float, str]]] = {n: [] for n in node_ids}
+    for f in faults:
+        state = NODE_STATE.get(f.kind)
+        if state is None:
+            continue
+        for n in f.nodes:
+            lanes.setdefault(n, []).append((f.start_s, f.end_s if f.end_s is not None else end_s, state))
+    return lanes
+
+
+def timeline(txns: pd.DataFrame, duration_s: float, bin_s: float | None = None) -> pd.DataFrame:
+    """Per time bin: transactions ok / fail / info completed per second, and commit latency p50 / max."""
+    bin_s = bin_s or max(1.0, round(duration_s / 300))  # ~300 bins whatever the run's length
+    edges = np.arange(0.0, duration_s + bin_s, bin_s)
+    idx = np.clip(np.digitize(txns["complete_s"], edges) - 1, 0, len(edges) - 1)
+    frame = pd.DataFrame({"bin": idx, "outcome": txns["outcome"], "lat": txns["latency_ms"]})
+    counts = frame.groupby(["bin", "outcome"]).size().unstack(fill_value=0)
+    lat = frame.dropna(subset=["lat"]).groupby("bin")["lat"]
+    out = pd.DataFrame(index=pd.RangeIndex(len(edges), name="bin"))
+    out["t"] = edges
+    for k in ("ok", "fail", "info"):
+        out[k] = (counts[k] if k in counts else pd.Series(dtype="float64")).reindex(out.index, fill_value=0) / bin_s
+    out["lat_p50"] = lat.median().reindex(out.index)
+    out["lat_max"] = lat.max().reindex(out.index)
+    return out
+
+
+def anomaly_positions(verdict: dict[str, Any]) -> dict[tuple[str, int], dict[str, list[int]]]:
+    """(topic, partition) -> check -> offsets, from every check's examples, in the order named."""
+    found: dict[tuple[str, int], dict[str, list[int]]] = {}
+    for name, c in verdict.get("checks", {}).items():
+        for ex in c.get("examples") or []:
+            if not isinstance(ex, dict):
+                continue
+            spots: list[tuple[str, int, int | None]] = []
+            if ex.get("topic") is not None and ex.get("partition") is not None:
+                off = ex.get("offset")
+                spots.append((str(ex["topic"]), int(ex["partition"]), int(off) if isinstance(off, (int, float)) else None))
+            for pos in ex.get("positions") or []:
+                m = _POSITION.match(str(pos))
+                if m:
+                    spots.append((m["topic"], int(m["partition"]), int(m["offset"])))
+            for topic, part, off in spots:
+                offsets = found.setdefault((topic, part), {}).setdefault(name, [])
+                if off is not None and off not in offsets:
+                    offsets.append(off)
+    return found
+
+
+def partition_views(run_dir: Path, verdict: dict[str, Any]) -> list[PartitionView]:
+    """What Kafka kept in each partition an anomaly names (the final scans), with writer processes."""
+    spots = list(anomaly_positions(verdict).items())[:MAX_PARTITION_VIEWS]
+    if not spots:
+        return []
+    pq = run_dir / store.PARQUET_DIR
+    if not (pq / "reads.parquet").exists():
+        return [PartitionView(t, p, marks, pd.DataFrame(columns=["offset", "isolation", "writer", "order"]))
+                for (t, p), marks in spots]
+    writes = pd.read_parquet(pq / "writes.parquet", columns=["txn", "vid", "row"]).drop_duplicates("vid")
+    txns = pd.read_parquet(pq / "txns.parquet", columns=["txn", "process"])
+    by_vid = writes.merge(txns, on="txn", how="left").set_index("vid")
+    writer, order = by_vid["process"].astype(str), by_vid["row"].astype("float64")
+    views = []
+    for (topic, part), marks in spots:
+        reads = pd.read_parquet(pq / "reads.parquet", columns=["isolation", "offset", "vid"],
+                                filters=[("source", "==", SCAN), ("topic", "==", topic), ("partition", "==", part)])
+        scan = pd.DataFrame({"offset": reads["offset"].astype("int64"), "isolation": reads["isolation"].astype(str),
+                             "writer": writer.reindex(reads["vid"].to_numpy()).fillna("?").to_numpy(),
+                             "order": order.reindex(reads["vid"].to_numpy()).to_numpy()})
+        views.append(PartitionView(topic, part, marks, scan))
+    return views
+
+
+def committed_only(view: PartitionView) -> pd.DataFrame:
+    return view.scan[view.scan["isolation"] == READ_COMMITTED]

@@ -1,0 +1,38 @@
+"""What a run folder records about how it was made: the versions of everything under test and the
+exact command that runs the same scenario again (``scenario.json``: ``versions``, ``command``)."""
+
+from __future__ import annotations
+
+import platform
+import shlex
+from importlib import metadata
+from typing import Any
+
+
+def _dist(name: str) -> str | None:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def versions(kafka_version: str | None) -> dict[str, Any]:
+    """Kafka, the clients and the harness, as the report shows them."""
+    import confluent_kafka
+
+    return {
+        "kafka": kafka_version,
+        "confluent_kafka": confluent_kafka.version()[0],
+        "librdkafka": confluent_kafka.libversion()[0],
+        "pyspark": _dist("pyspark"),
+        "python": platform.python_version(),
+        "eos_chaos": _dist("eos-chaos"),
+    }
+
+
+def rerun_command(source: str, backend: str, seed: int, duration: float, kafka_version: str | None) -> str:
+    """``eos-chaos run`` with everything that decides the schedule and the cluster spelled out."""
+    args = ["eos-chaos", "run", source, "--backend", backend, "--seed", str(seed), "--duration", f"{duration:g}"]
+    if kafka_version:
+        args += ["--kafka-version", kafka_version]
+    return shlex.join(args)
