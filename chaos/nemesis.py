@@ -107,6 +107,13 @@ class Nemesis:
                 if th.is_alive():
                     self.errors.append(f"{th.name} did not end within {FAULT_END_TIMEOUT_S:.0f}s of being asked to")
 
+    def start_now(self, fault: Fault) -> threading.Thread:
+        """Apply ``fault`` now, in a thread of its own (a test's ``nemesis`` fixture): it ends after
+        its duration, or when ``stop`` is set; a failure lands in ``errors``."""
+        th = threading.Thread(target=self._guarded, args=(fault,), name=f"fault-{fault.kind}", daemon=True)
+        th.start()
+        return th
+
     def _guarded(self, fault: Fault) -> None:
         try:
             self._apply(fault)

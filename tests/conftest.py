@@ -40,6 +40,13 @@ def session_cluster(request: pytest.FixtureRequest, arts: artifacts.Artifacts) -
         yield cluster
 
 
+@pytest.fixture(scope="session")
+def kafka_cluster(session_cluster: Cluster) -> Cluster:
+    """The plugin's ``kafka_cluster`` (nemesis, run_scenario) is this suite's session cluster: one
+    cluster at a time, and the plugin's fixtures run once per backend here too."""
+    return session_cluster
+
+
 @pytest.fixture
 def cluster(session_cluster: Cluster) -> Iterator[Cluster]:
     """The session cluster, healed and healthy again after each test, whatever the test did."""

@@ -1,0 +1,311 @@
+"""The eos-chaos pytest plugin (entry point ``pytest11: eos_chaos``), loaded wherever eos-chaos is
+installed. It registers the ``chaos`` and ``library`` markers, the ``--eos-*`` options and three
+fixtures for tests of your own:
+
+- ``kafka_cluster`` (session): a real 3-node Kafka cluster behind Toxiproxy (``--eos-backend``);
+- ``nemesis``: inject faults inside a test (``with nemesis.fault("partition", target="leader",
+  of="orders/0"): ...``); every fault is healed when the test ends, and the heal is checked;
+- ``run_scenario(name, **overrides)``: run a library scenario (or a YAML file) on that cluster and
+  get its verdict (``Verdict``: the verdict dict, plus its run folder and report).
+
+``pytest -m chaos --eos-library`` adds the scenario library, one test per scenario.
+Nothing here imports Kafka clients or Spark until a fixture is used: unit-test runs stay light.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterator
+
+import pytest
+
+if TYPE_CHECKING:
+    from clusters.backends import Backend
+    from clusters.base import Cluster
+    from harness.scenario import Fault
+
+BACKENDS = ("local", "compose")
+#: A fault opened with ``nemesis.fault(...)`` lasts until the block ends; this bounds it anyway.
+BLOCK_FAULT_MAX_S = 3600.0
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if value < 5:
+        raise argparse.ArgumentTypeError(f"{text}: a scenario runs at least 5 seconds")
+    return value
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    g = parser.getgroup("eos-chaos", "Kafka exactly-once chaos tests (eos-chaos)")
+    g.addoption("--eos-backend", choices=BACKENDS, default=None,
+                help="where kafka_cluster runs: local processes or Docker Compose [default: $EOS_CHAOS_BACKEND, else local]")
+    g.addoption("--eos-duration", type=_positive, default=None, metavar="SECONDS",
+                help="run every scenario this long instead of its own duration")
+    g.addoption("--eos-seed", type=int, default=None, metavar="N",
+                help="seed of every scenario run (fault schedules, targets, workload choices) [default: random per run]")
+    g.addoption("--eos-results", default=None, metavar="DIR", help="where run folders go [default: results/]")
+    g.addoption("--eos-library", action="store_true",
+                help="add the scenario library: one test per scenario, negative controls expect invalid")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "chaos: runs against a real Kafka cluster (eos-chaos); slow")
+    config.addinivalue_line("markers", "library: one scenario of the eos-chaos library (~35 min for all, per backend)")
+    results = config.getoption("--eos-results", None)
+    if results:
+        path = Path(results).resolve()
+        path.mkdir(parents=True, exist_ok=True)
+        os.environ["EOS_CHAOS_RESULTS"] = str(path)  # every run folder, the clusters' too
+    if config.getoption("--eos-library", False):
+        from harness import pytest_library
+
+        # the folder, not the file: test ids then read test_eos_chaos_library.py::test_scenario[NAME]
+        config.args.append(str(Path(pytest_library.__file__).parent))
+
+
+@dataclass(frozen=True)
+class EosOptions:
+    backend: str
+    duration: float | None
+    seed: int | None
+
+
+@pytest.fixture(scope="session")
+def eos_options(pytestconfig: pytest.Config) -> EosOptions:
+    backend = pytestconfig.getoption("--eos-backend") or os.environ.get("EOS_CHAOS_BACKEND", "local")
+    if backend not in BACKENDS:
+        raise pytest.UsageError(f"EOS_CHAOS_BACKEND={backend!r}; allowed: {', '.join(BACKENDS)}")
+    return EosOptions(backend, pytestconfig.getoption("--eos-duration"), pytestconfig.getoption("--eos-seed"))
+
+
+def _log(msg: str) -> None:
+    print(msg, flush=True)  # pytest shows it with the test's output (-s to see it live)
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster(eos_options: EosOptions) -> Iterator["Cluster"]:
+    """A 3-node KRaft cluster for the whole session, on ``--eos-backend``; taken down at the end
+    (and a Docker engine this fixture had to start is stopped again)."""
+    from clusters import artifacts, backends
+    from clusters.backends import Backend
+    from harness.runs import new_run_dir
+
+    backend = Backend(eos_options.backend)
+    had_engine = True
+    if backend is Backend.compose:
+        from clusters.compose.engine import docker_answers
+
+        had_engine = docker_answers()
+    arts = artifacts.ensure(log=_log)
+    try:
+        with backends.new_cluster(backend, arts, new_run_dir(f"pytest-{backend.value}"), log=_log) as cluster:
+            yield cluster
+    finally:
+        if not had_engine:
+            from clusters.compose.engine import stop_engine
+
+            stop_engine(_log)
+
+
+class FaultInjector:
+    """Faults inside a test, on ``kafka_cluster``: the catalogue of ``eos-chaos run`` (partition,
+    latency, kill, pause, ... with the same fields as a scenario's ``faults`` entries). Events go to
+    ``run_dir/history/nemesis.jsonl``."""
+
+    def __init__(self, cluster: "Cluster", run_dir: Path) -> None:
+        from chaos.nemesis import Nemesis
+        from harness.history.recorder import Recorder
+        from harness.scenario import Scenario
+        from harness.supervisor import Supervisor
+
+        self.cluster = cluster
+        self.run_dir = run_dir
+        self._rec = Recorder(run_dir, "nemesis")
+        scenario = Scenario(name="pytest", description="faults injected by a test", workloads=[])
+        self._nemesis = Nemesis(scenario, cluster, Supervisor(run_dir, dict(os.environ), _log), self._rec, _log, plan=[])
+        self._threads: list[threading.Thread] = []
+
+    def _fault(self, kind: str, duration: float, fields: dict[str, Any]) -> "Fault":
+        from pydantic import ValidationError
+
+        from harness.scenario import Fault
+
+        if kind in ("kill-workload", "pause-workload", "kill-driver", "zombie-driver"):
+            raise pytest.UsageError(f"nemesis fault {kind!r} acts on eos-chaos workloads; in your own test, stop "
+                                    "your own processes. Allowed here: broker and network faults")
+        try:
+            return Fault(at=0, kind=kind, duration=duration, **fields)
+        except ValidationError as exc:
+            raise pytest.UsageError(f"nemesis fault {kind} {fields}: {exc}") from None
+
+    def inject(self, kind: str, duration: float = 30.0, **fields: Any) -> None:
+        """Start ``kind`` now for ``duration`` seconds, in the background (``heal`` ends it early)."""
+        self._threads.append(self._nemesis.start_now(self._fault(kind, duration, fields)))
+
+    @contextmanager
+    def fault(self, kind: str, **fields: Any) -> Iterator[None]:
+        """``kind`` is on for the ``with`` block; the cluster is healed (and checked) after it."""
+        self.inject(kind, BLOCK_FAULT_MAX_S, **fields)
+        try:
+            yield
+        finally:
+            self.heal()
+
+    def resolve(self, target: str | int, of: str | None = None) -> int:
+        """The node a role names right now: ``resolve("leader", of="orders/0")``, ``"coordinator"``
+        (of a transactional.id), ``"controller"``."""
+        return self._nemesis.resolve(target, of)
+
+    def heal(self) -> None:
+        """End every fault, heal the cluster, wait until it is healthy; fail the test if it is not."""
+        from chaos.nemesis import FAULT_END_TIMEOUT_S, heal_all
+
+        self._nemesis.stop.set()
+        for th in self._threads:
+            th.join(timeout=FAULT_END_TIMEOUT_S)
+        self._threads.clear()
+        self._nemesis.stop = threading.Event()
+        problems = heal_all(self.cluster, _log)
+        errors, self._nemesis.errors[:] = list(self._nemesis.errors), []
+        if problems or errors:
+            pytest.fail(f"nemesis: faults that failed {errors}; not healed: {problems} (events: {self.run_dir})",
+                        pytrace=False)
+
+    def close(self) -> None:
+        try:
+            self.heal()
+        finally:
+            self._rec.close()
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text)[:60].strip("-")
+
+
+@pytest.fixture
+def nemesis(kafka_cluster: "Cluster", request: pytest.FixtureRequest) -> Iterator[FaultInjector]:
+    """Inject faults into ``kafka_cluster`` inside a test; healed and checked when the test ends."""
+    from harness.runs import new_run_dir
+
+    inj = FaultInjector(kafka_cluster, new_run_dir(f"pytest-nemesis-{_slug(request.node.name)}"))
+    try:
+        yield inj
+    finally:
+        inj.close()
+
+
+class Verdict(dict):  # type: ignore[type-arg]
+    """A run's ``verdict.json`` as a dict, plus where the run is and how to read it."""
+
+    def __init__(self, verdict: dict[str, Any], run_dir: Path, scenario: str, seed: int, backend: str) -> None:
+        super().__init__(verdict)
+        self.run_dir = run_dir
+        self.report = run_dir / "report.html"
+        self.scenario = scenario
+        self.seed = seed
+        self.backend = backend
+
+    @property
+    def valid(self) -> bool:
+        return self["valid"] is True
+
+    @property
+    def anomalies(self) -> dict[str, int]:
+        return {k: c["count"] for k, c in self["checks"].items() if c["count"]}
+
+    def summary(self) -> str:
+        """What a failing test says: verdict against expectation, check counts, the first example,
+        faults that failed or were not healed, the report and the re-run command."""
+        exp = self.get("expected") or {}
+        label = {True: "VALID", False: "INVALID"}.get(self["valid"], "UNKNOWN")
+        lines = [f"{self.scenario} (seed {self.seed}, {self.backend}): {label}"
+                 + (f", expected {'valid' if exp.get('valid', True) else 'invalid'}"
+                    + (f" with {', '.join(exp['fires'])} firing" if exp.get("fires") else "") if exp else "")]
+        lines.append("checks: " + (", ".join(f"{k} {n}" for k, n in self.anomalies.items()) or "none fired"))
+        crashed = [k for k, c in self["checks"].items() if c["count"] is None]
+        if crashed:
+            lines.append(f"checks that crashed: {', '.join(crashed)}")
+        for name, c in self["checks"].items():
+            if c["count"] and c["examples"]:
+                lines.append(f"first {name}: {json.dumps(c['examples'][0], default=str)}")
+                break
+        s = self["stats"]
+        if s.get("nemesis_errors"):
+            lines.append(f"faults that failed: {s['nemesis_errors']}")
+        if s.get("healed") is False:
+            lines.append(f"not healed: {s.get('heal_problems')}")
+        missing = [f"{k} {v}" for k, v in (("min_ok_txns", s["txn"]["ok"]), ("min_fenced", s["fenced"])) if exp.get(k, 0) > v]
+        if missing:
+            lines.append(f"below the scenario's minimum: {', '.join(missing)}")
+        lines.append(f"report: {self.report}")
+        lines.append(f"re-run: eos-chaos run {self.scenario} --backend {self.backend} --seed {self.seed}")
+        return "\n".join(lines)
+
+    def check_expected(self) -> None:
+        """Fail the test (with ``summary``) unless the run came out as its scenario expects."""
+        if self.get("as_expected") is not True:
+            pytest.fail(self.summary(), pytrace=False)
+
+
+def _scenario(name: str, duration: float | None, overrides: dict[str, Any]) -> Any:
+    from pydantic import ValidationError
+
+    from harness import scenario
+    from harness.errors import ConfigError
+    from harness.scenario import Scenario
+
+    try:
+        sc = scenario.load(name)
+    except ConfigError as exc:
+        raise pytest.UsageError(f"run_scenario({name!r}): {exc}") from None
+    fields = {**sc.model_dump(), **({"duration": duration} if duration else {}), **overrides}
+    try:
+        return Scenario.model_validate(fields)
+    except ValidationError as exc:
+        raise pytest.UsageError(f"run_scenario({name!r}, {overrides}): {exc}") from None
+
+
+@pytest.fixture
+def run_scenario(kafka_cluster: "Cluster", eos_options: EosOptions) -> Callable[..., Verdict]:
+    """``run_scenario(name, seed=None, **overrides)``: run a scenario on ``kafka_cluster`` and return
+    its ``Verdict``. ``overrides`` replace scenario fields (``duration=60``, ``faults=[...]``)."""
+
+    def run(name: str, seed: int | None = None, **overrides: Any) -> Verdict:
+        from clusters.backends import Backend
+        from harness.runs import new_run_dir
+
+        sc = _scenario(name, eos_options.duration, overrides)
+        s = seed if seed is not None else (eos_options.seed if eos_options.seed is not None else random.randrange(2**31))
+        backend = Backend(kafka_cluster.backend)
+        run_dir = new_run_dir(f"pytest-{_slug(sc.name)}")
+        result = _run_on_session_cluster(sc, backend, s, run_dir, kafka_cluster, source=name)
+        return Verdict(result.verdict, result.run_dir, name, s, backend.value)
+
+    return run
+
+
+def _run_on_session_cluster(sc: Any, backend: "Backend", seed: int, run_dir: Path, cluster: "Cluster", source: str) -> Any:
+    from harness import runner
+
+    if not sc.broker_config:
+        return runner.run(sc, backend, seed, run_dir, _log, cluster=cluster, source=source)
+    # Broker settings a running cluster cannot take (transactional.id.expiration.ms), and one
+    # cluster at a time: the session's cluster makes way for one with the scenario's settings,
+    # then comes back for the tests after this one.
+    cluster.stop()
+    try:
+        return runner.run(sc, backend, seed, run_dir, _log, attach=False, source=source)
+    finally:
+        cluster.start()
