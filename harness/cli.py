@@ -371,7 +371,8 @@ def run_cmd(
         def show(d: Path, secs: float, faults: Callable[[], list[str]]) -> Progress:
             return Progress(d, secs, faults, console=err).start()
 
-        result = runner.run(sc, backend, s, run_dir, _log, kafka_version, port_base=port_base, keep=keep, show=show)
+        result = runner.run(sc, backend, s, run_dir, _log, kafka_version, port_base=port_base, keep=keep, show=show,
+                            source=name)
         _print_verdict(result.verdict, run_dir)
         if result.interrupted:
             err.print("[yellow]interrupted: the run ended early; faults healed, what ran was checked[/]")
@@ -407,6 +408,58 @@ def check_cmd(run_dir: str = typer.Argument(..., help="A run folder (with histor
         write_verdict(verdict, d)
         _print_verdict(verdict, d)
         if verdict["valid"] is not True:
+            raise typer.Exit(1)
+
+    _guard(body)
+
+
+@app.command("soak")
+def soak_cmd(
+    scenarios_opt: str = typer.Option(None, "--scenarios", metavar="A,B,...",
+                                      help="Scenarios to repeat, in turn [default: every one that expects a valid run]."),
+    hours: float = typer.Option(None, "--hours", min=0.001, help="Start runs until this many hours have passed."),
+    runs: int = typer.Option(None, "--runs", min=1, help="This many runs [default: one of each scenario]."),
+    seed: int = typer.Option(None, "--seed", help="Master seed; each run's seed is drawn from it [default: random]."),
+    fail_fast: bool = typer.Option(False, "--fail-fast", help="Stop at the first run that is not as its scenario expects."),
+    backend: Backend = BackendOpt,
+    duration: float = typer.Option(None, "--duration", min=5, help="Override every scenario's duration (s)."),
+    kafka_version: str = typer.Option(None, "--kafka-version", help=f"Apache Kafka release [default: {pins.KAFKA_VERSION}]."),
+    out_dir: str = typer.Option(None, "--out", help="Soak folder [default: results/<id>-soak]."),
+) -> None:
+    """Repeat scenarios with fresh seeds on one cluster; keep every run; write soak.html + soak.json.
+
+    Exit 0: every run as expected; 1: some were not; 130: interrupted (the summary is still written)."""
+
+    def body() -> None:
+        import random
+
+        from harness import soak
+
+        if hours is not None and runs is not None:
+            raise ConfigError("--hours and --runs: give one of them (a soak stops at a time or a number of runs)")
+        if kafka_version is not None:
+            artifacts.parse_kafka_version(kafka_version)
+        names = [n.strip() for n in scenarios_opt.split(",") if n.strip()] if scenarios_opt else None
+        if scenarios_opt is not None and not names:
+            raise ConfigError("--scenarios is empty; give scenario names separated by commas (eos-chaos scenarios lists them)")
+        scs = soak.resolve(names, duration)
+        sources = names or [sc.name for sc in scs]
+        master = seed if seed is not None else random.randrange(2**31)
+        folder = Path(out_dir) if out_dir else new_run_dir("soak")
+        folder.mkdir(parents=True, exist_ok=True)
+        wanted = runs if runs is not None or hours is not None else len(scs)
+        _log(f"soak of {', '.join(sources)} on {backend.value}, seed {master}, "
+             + (f"{hours} h" if hours else f"{wanted} runs") + f"; folder {folder}")
+        result = soak.soak(scs, sources, backend, master, folder, _log, runs=wanted, hours=hours, fail_fast=fail_fast,
+                           kafka_version=kafka_version)
+        t = result.totals()
+        out.print(f"{t['runs']} runs, {t['as_expected']} as expected, {t['not_as_expected']} not; stopped: "
+                  f"{result.stopped_because}; {folder / soak.SOAK_HTML}", highlight=False)
+        for cmd in result.replays():
+            out.print(f"  replay: {cmd}", highlight=False)
+        if result.stopped_because == "interrupted":
+            raise typer.Exit(130)
+        if t["not_as_expected"] or result.healed_at_end is False:
             raise typer.Exit(1)
 
     _guard(body)

@@ -28,13 +28,15 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 import pytest
 
 if TYPE_CHECKING:
-    from clusters.backends import Backend
     from clusters.base import Cluster
     from harness.scenario import Fault
 
 BACKENDS = ("local", "compose")
 #: A fault opened with ``nemesis.fault(...)`` lasts until the block ends; this bounds it anyway.
 BLOCK_FAULT_MAX_S = 3600.0
+#: Until an injected fault has started: resolving a role asks the cluster (seconds), and a process
+#: fault waits for one still restarting a node (up to a minute or two here).
+FAULT_START_TIMEOUT_S = 300.0
 
 
 def _positive(text: str) -> float:
@@ -151,8 +153,22 @@ class FaultInjector:
             raise pytest.UsageError(f"nemesis fault {kind} {fields}: {exc}") from None
 
     def inject(self, kind: str, duration: float = 30.0, **fields: Any) -> None:
-        """Start ``kind`` now for ``duration`` seconds, in the background (``heal`` ends it early)."""
-        self._threads.append(self._nemesis.start_now(self._fault(kind, duration, fields)))
+        """Start ``kind`` now for ``duration`` seconds, in the background (``heal`` ends it early);
+        returns once the fault has started (its target resolved, its action under way)."""
+        from harness.wait import wait_until
+
+        fault = self._fault(kind, duration, fields)
+        before = self._nemesis.faults
+        th = self._nemesis.start_now(fault)
+        self._threads.append(th)
+        # a process fault waits its turn behind another one (Nemesis._process_lock): minutes at most
+        wait_until(lambda: self._nemesis.faults > before or not th.is_alive() or bool(self._nemesis.errors),
+                   timeout=FAULT_START_TIMEOUT_S, what=f"nemesis fault {kind} {fields} to start",
+                   state=lambda: f"active: {self._nemesis.active_faults()}, errors: {self._nemesis.errors}")
+        if self._nemesis.errors:
+            errors = list(self._nemesis.errors)
+            self._nemesis.errors.clear()  # reported here, not again by the heal at the end
+            pytest.fail(f"nemesis fault {kind} {fields} could not be applied: {errors}", pytrace=False)
 
     @contextmanager
     def fault(self, kind: str, **fields: Any) -> Iterator[None]:
@@ -284,28 +300,14 @@ def run_scenario(kafka_cluster: "Cluster", eos_options: EosOptions) -> Callable[
 
     def run(name: str, seed: int | None = None, **overrides: Any) -> Verdict:
         from clusters.backends import Backend
+        from harness import runner
         from harness.runs import new_run_dir
 
         sc = _scenario(name, eos_options.duration, overrides)
         s = seed if seed is not None else (eos_options.seed if eos_options.seed is not None else random.randrange(2**31))
         backend = Backend(kafka_cluster.backend)
         run_dir = new_run_dir(f"pytest-{_slug(sc.name)}")
-        result = _run_on_session_cluster(sc, backend, s, run_dir, kafka_cluster, source=name)
+        result = runner.run_on_shared(sc, backend, s, run_dir, kafka_cluster, _log, source=name)
         return Verdict(result.verdict, result.run_dir, name, s, backend.value)
 
     return run
-
-
-def _run_on_session_cluster(sc: Any, backend: "Backend", seed: int, run_dir: Path, cluster: "Cluster", source: str) -> Any:
-    from harness import runner
-
-    if not sc.broker_config:
-        return runner.run(sc, backend, seed, run_dir, _log, cluster=cluster, source=source)
-    # Broker settings a running cluster cannot take (transactional.id.expiration.ms), and one
-    # cluster at a time: the session's cluster makes way for one with the scenario's settings,
-    # then comes back for the tests after this one.
-    cluster.stop()
-    try:
-        return runner.run(sc, backend, seed, run_dir, _log, attach=False, source=source)
-    finally:
-        cluster.start()

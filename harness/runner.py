@@ -205,6 +205,20 @@ def run(sc: Scenario, backend: Backend, seed: int, run_dir: Path, log: Log, kafk
     return RunResult(run_dir, verdict)
 
 
+def run_on_shared(sc: Scenario, backend: Backend, seed: int, run_dir: Path, cluster: Cluster, log: Log,
+                  source: str | None = None) -> RunResult:
+    """Run ``sc`` on a cluster shared by many runs (a test session's, a soak's). A scenario with
+    broker settings a running cluster cannot take (transactional.id.expiration.ms) gets a cluster
+    of its own with them; one cluster at a time, so the shared one makes way and comes back."""
+    if not sc.broker_config:
+        return run(sc, backend, seed, run_dir, log, cluster=cluster, source=source)
+    cluster.stop()
+    try:
+        return run(sc, backend, seed, run_dir, log, attach=False, source=source)
+    finally:
+        cluster.start()
+
+
 def _write_report(run_dir: Path, log: Log) -> None:
     """The run's report.html; a report that cannot be made is logged, never fails the run (the
     verdict is what counts, and ``eos-chaos report RUN_DIR`` can make it again)."""

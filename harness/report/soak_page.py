@@ -1,0 +1,20 @@
+"""``soak.html``: the soak's runs as one table (each linking to its own report), the totals, and
+the commands that replay the failures. Self-contained like the run reports."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from harness.report import _env
+
+
+def render_soak(data: dict[str, Any], out: Path) -> str:
+    rows = []
+    for r in data["runs"]:
+        run_dir = Path(r["run_dir"])
+        report = run_dir / "report.html"
+        rows.append({**r, "name": run_dir.name,
+                     "link": os.path.relpath(report, out) if report.exists() else None})
+    return _env.get_template("soak.html.j2").render(d=data, rows=rows, title=f"soak {out.name}")

@@ -1,0 +1,197 @@
+"""``eos-chaos soak``: the same scenarios over and over with fresh seeds, on one cluster, until a
+number of runs or hours is reached (or, with ``--fail-fast``, the first run that is not as its
+scenario expects). Every run folder is kept under the soak's folder, and ``soak.json`` +
+``soak.html`` list the runs, the totals and the commands that replay each failure.
+
+Ctrl-C (or SIGTERM) ends the soak: the run under way stops early (healed and checked), the
+cluster is healed once more, and the summary is still written."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from chaos.nemesis import heal_all
+from clusters import artifacts, backends
+from clusters.backends import Backend
+from clusters.base import Cluster
+from harness import runner, scenario
+from harness.errors import ConfigError
+from harness.runs import new_run_dir
+from harness.scenario import Scenario
+
+Log = Callable[[str], None]
+SOAK_JSON = "soak.json"
+SOAK_HTML = "soak.html"
+
+
+@dataclass
+class SoakRun:
+    scenario: str
+    seed: int
+    run_dir: str
+    valid: bool | str | None
+    as_expected: bool | None
+    anomalies: dict[str, int]
+    ok_txn_per_s: float | None
+    committed_values_per_s: float | None
+    seconds: float
+    error: str | None = None  # the run itself failed (no verdict)
+    interrupted: bool = False  # Ctrl-C / SIGTERM during this run
+
+    @property
+    def failed(self) -> bool:
+        """Not as its scenario expects, or broken; a run cut short by Ctrl-C before its verdict is neither."""
+        return self.as_expected is False or (self.error is not None and not self.interrupted)
+
+
+@dataclass
+class Soak:
+    seed: int
+    scenarios: list[str]
+    backend: str
+    runs_wanted: int | None
+    hours: float | None
+    fail_fast: bool
+    started: str = field(default_factory=lambda: time.strftime("%Y-%m-%d %H:%M:%S %Z"))
+    runs: list[SoakRun] = field(default_factory=list)
+    stopped_because: str = ""
+    healed_at_end: bool | None = None
+    heal_problems: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def totals(self) -> dict[str, Any]:
+        anomalies: dict[str, int] = {}
+        for r in self.runs:
+            for k, n in r.anomalies.items():
+                anomalies[k] = anomalies.get(k, 0) + n
+        return {"runs": len(self.runs), "as_expected": sum(not r.failed for r in self.runs),
+                "not_as_expected": sum(r.failed for r in self.runs),
+                "valid": sum(r.valid is True for r in self.runs), "invalid": sum(r.valid is False for r in self.runs),
+                "errors": sum(r.error is not None for r in self.runs), "anomalies": anomalies}
+
+    def replays(self) -> list[str]:
+        """The command that replays each run that was not as expected (same scenario and seed)."""
+        return [f"eos-chaos run {r.scenario} --backend {self.backend} --seed {r.seed}" for r in self.runs if r.failed]
+
+    def as_json(self) -> dict[str, Any]:
+        return {**{k: v for k, v in asdict(self).items() if k != "runs"}, "totals": self.totals(),
+                "replay": self.replays(), "runs": [asdict(r) for r in self.runs]}
+
+
+def default_scenarios() -> list[str]:
+    """Every library scenario that expects a valid run (negative controls are invalid by design)."""
+    return [n for n in scenario.names() if scenario.load(n).expect.valid]
+
+
+def resolve(names: list[str] | None, duration: float | None) -> list[Scenario]:
+    """The scenarios to soak (``ConfigError`` naming the unknown ones and what is allowed)."""
+    names = names or default_scenarios()
+    known = scenario.names()
+    unknown = [n for n in names if n not in known and not Path(n).is_file()]
+    if unknown:
+        raise ConfigError(f"--scenarios: unknown {unknown}; allowed: {', '.join(known)} (or YAML files)")
+    out = [scenario.load(n) for n in names]
+    return [sc.model_copy(update={"duration": duration}) if duration else sc for sc in out]
+
+
+def seeds(master: int) -> Callable[[], int]:
+    """Each run's seed, drawn from the soak's: the same ``--seed`` replays the same soak."""
+    rnd = random.Random(master)
+    return lambda: rnd.randrange(2**31)
+
+
+def soak(scs: list[Scenario], sources: list[str], backend: Backend, seed: int, out: Path, log: Log,
+         runs: int | None = None, hours: float | None = None, fail_fast: bool = False,
+         kafka_version: str | None = None) -> Soak:
+    """Run the soak; always writes its summary (``soak.json``, ``soak.html``) before returning or
+    raising. A KeyboardInterrupt ends it early (``stopped_because: interrupted``)."""
+    result = Soak(seed, sources, backend.value, runs, hours, fail_fast)
+    next_seed = seeds(seed)
+    started = time.monotonic()
+    deadline = started + hours * 3600 if hours else None
+    cluster: Cluster | None = None
+    own = False
+    try:
+        cluster = runner.cluster_that_is_up(backend, next((s for s in scs if not s.broker_config), scs[0]).model_copy(
+            update={"broker_config": {}}), log, kafka_version)
+        if cluster is not None:
+            runner.prepare_attached(cluster, log)
+        else:
+            arts = artifacts.ensure(kafka_version or artifacts.pins.KAFKA_VERSION, log=log)
+            cluster = backends.new_cluster(backend, arts, new_run_dir("soak-cluster", out), log=log)
+            own = True
+            cluster.start()
+        i = 0
+        while True:
+            if runs is not None and i >= runs:
+                result.stopped_because = f"{runs} runs done"
+                break
+            if deadline is not None and time.monotonic() >= deadline:
+                result.stopped_because = f"{hours} h reached"
+                break
+            sc, source = scs[i % len(scs)], sources[i % len(sources)]
+            s = next_seed()
+            i += 1
+            one = _one(sc, source, backend, s, out, cluster, log)
+            result.runs.append(one)
+            _write(result, out, started)
+            log(f"soak [{i}{f'/{runs}' if runs else ''}] {sc.name} seed {s}: "
+                + (f"error: {one.error}" if one.error else f"{'VALID' if one.valid is True else 'INVALID'}"
+                   f"{'' if one.as_expected else ' (NOT as expected)'}, {one.ok_txn_per_s} txn/s"))
+            if one.interrupted:
+                result.stopped_because = "interrupted"
+                break
+            if fail_fast and one.failed:
+                result.stopped_because = f"--fail-fast: {sc.name} seed {s} was not as expected"
+                break
+    except KeyboardInterrupt:
+        result.stopped_because = "interrupted"
+    finally:
+        if cluster is not None:
+            try:
+                problems = heal_all(cluster, log)
+            except Exception as exc:  # noqa: BLE001 - recorded in the summary
+                problems = [f"{type(exc).__name__}: {exc}"]
+            result.healed_at_end, result.heal_problems = not problems, problems
+            if own:
+                cluster.stop()
+        result.stopped_because = result.stopped_because or "stopped by an error"
+        _write(result, out, started)
+    return result
+
+
+def _one(sc: Scenario, source: str, backend: Backend, seed: int, out: Path, cluster: Cluster, log: Log) -> SoakRun:
+    run_dir = new_run_dir(sc.name, out)
+    t0 = time.monotonic()
+    try:
+        res = runner.run_on_shared(sc, backend, seed, run_dir, cluster, log, source=source)
+    except KeyboardInterrupt:  # outside the run's own fault phase (which ends the run early itself)
+        return SoakRun(sc.name, seed, str(run_dir), None, None, {}, None, None, round(time.monotonic() - t0, 1),
+                       error="interrupted before its verdict", interrupted=True)
+    except Exception as exc:  # noqa: BLE001 - one broken run is a finding, not the end of a soak
+        return SoakRun(sc.name, seed, str(run_dir), None, None, {}, None, None, round(time.monotonic() - t0, 1),
+                       error=f"{type(exc).__name__}: {exc}")
+    v = res.verdict
+    tp = v["stats"].get("throughput", {})
+    one = SoakRun(sc.name, seed, str(run_dir), v["valid"], v.get("as_expected"),
+                  {k: c["count"] for k, c in v["checks"].items() if c["count"]}, tp.get("ok_txn_per_s"),
+                  tp.get("committed_values_per_s"), round(time.monotonic() - t0, 1))
+    one.interrupted = res.interrupted
+    return one
+
+
+def _write(result: Soak, out: Path, started: float) -> None:
+    from harness.report.soak_page import render_soak
+
+    result.seconds = round(time.monotonic() - started, 1)
+    data = result.as_json()
+    for name, text in ((SOAK_JSON, json.dumps(data, indent=2, default=str)), (SOAK_HTML, render_soak(data, out))):
+        tmp = out / f".{name}.tmp{os.getpid()}"
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, out / name)

@@ -1,0 +1,60 @@
+"""The plugin's fixtures on a real cluster, as a user's own test uses them (this is the README's
+example): your transactional code, a fault on the node that leads your partition, and a check
+that every committed transaction is read back exactly once, in order. The fixture heals the
+cluster after the block and fails the test if it cannot."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+pytestmark = pytest.mark.chaos
+
+
+def commit(producer: Producer, value: str, topic: str) -> None:
+    """One transaction, retried as librdkafka asks: a retriable commit error is committed again,
+    an abortable one is aborted and the whole transaction written again."""
+    while True:
+        producer.begin_transaction()
+        producer.produce(topic, value.encode())
+        try:
+            while True:
+                try:
+                    producer.commit_transaction(120)
+                    return
+                except KafkaException as exc:
+                    if not exc.args[0].retriable():
+                        raise
+        except KafkaException as exc:
+            if not exc.args[0].txn_requires_abort():
+                raise
+            producer.abort_transaction(120)
+
+
+def test_my_transactions_survive_a_leader_kill(kafka_cluster, nemesis) -> None:  # type: ignore[no-untyped-def]
+    topic = f"orders-{uuid.uuid4().hex[:6]}"
+    admin = AdminClient({"bootstrap.servers": kafka_cluster.bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 3)])[topic].result(60)
+    producer = Producer({"bootstrap.servers": kafka_cluster.bootstrap, "transactional.id": topic})
+    producer.init_transactions(120)
+
+    with nemesis.fault("kill", target="leader", of=f"{topic}/0"):  # down until the block ends
+        for i in range(20):
+            commit(producer, f"order-{i}", topic)
+    producer.flush(30)
+
+    consumer = Consumer({"bootstrap.servers": kafka_cluster.bootstrap, "group.id": topic,
+                         "isolation.level": "read_committed", "auto.offset.reset": "earliest"})
+    consumer.subscribe([topic])
+    seen: list[str] = []
+    deadline = time.monotonic() + 120
+    while len(seen) < 20 and time.monotonic() < deadline:
+        msg = consumer.poll(1)
+        if msg is not None and msg.error() is None:
+            seen.append(msg.value().decode())
+    consumer.close()
+    assert seen == [f"order-{i}" for i in range(20)], f"read back within 120 s: {seen}"
