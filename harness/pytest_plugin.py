@@ -57,7 +57,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 help="run every scenario this long instead of its own duration")
     g.addoption("--eos-seed", type=int, default=None, metavar="N",
                 help="seed of every scenario run (fault schedules, targets, workload choices) [default: random per run]")
-    g.addoption("--eos-results", default=None, metavar="DIR", help="where run folders go [default: results/]")
+    g.addoption("--eos-results", default=None, metavar="DIR",
+                help="where run folders go [default: $EOS_CHAOS_RESULTS, else results/ in pytest's rootdir]")
     g.addoption("--eos-library", action="store_true",
                 help="add the scenario library: one test per scenario, negative controls expect invalid")
 
@@ -66,10 +67,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "chaos: runs against a real Kafka cluster (eos-chaos); slow")
     config.addinivalue_line("markers", "library: one scenario of the eos-chaos library (~35 min for all, per backend)")
     results = config.getoption("--eos-results", None)
-    if results:
-        path = Path(results).resolve()
-        path.mkdir(parents=True, exist_ok=True)
-        os.environ["EOS_CHAOS_RESULTS"] = str(path)  # every run folder, the clusters' too
+    if results or not os.environ.get("EOS_CHAOS_RESULTS"):
+        # every run folder, the clusters' too: --eos-results, else results/ beside the tests
+        path = Path(results).resolve() if results else config.rootpath / "results"
+        os.environ["EOS_CHAOS_RESULTS"] = str(path)
     if config.getoption("--eos-library", False):
         from harness import pytest_library
 

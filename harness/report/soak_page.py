@@ -17,4 +17,5 @@ def render_soak(data: dict[str, Any], out: Path) -> str:
         report = run_dir / "report.html"
         rows.append({**r, "name": run_dir.name,
                      "link": os.path.relpath(report, out) if report.exists() else None})
-    return _env.get_template("soak.html.j2").render(d=data, rows=rows, title=f"soak {out.name}")
+    title = out.name if "soak" in out.name else f"soak {out.name}"
+    return _env.get_template("soak.html.j2").render(d=data, rows=rows, title=title)

@@ -35,7 +35,7 @@ def local_only(cluster: Cluster) -> None:
 
 def test_soak_repeats_with_seeds_from_the_master_seed(cluster: Cluster, tmp_path: Path) -> None:
     local_only(cluster)
-    proc = soak(tmp_path, "--scenarios", "txn-baseline", "--runs", "2", "--duration", "15", "--seed", "5")
+    proc = soak(tmp_path, "--scenarios", "baseline", "--runs", "2", "--duration", "15", "--seed", "5")
     output, _ = proc.communicate(timeout=SOAK_TIMEOUT_S)
     assert proc.returncode == 0, output[-3000:]
     summary = json.loads((tmp_path / "soak" / "soak.json").read_text())
@@ -52,7 +52,7 @@ def test_soak_repeats_with_seeds_from_the_master_seed(cluster: Cluster, tmp_path
 
 def test_sigterm_mid_run_ends_the_soak_healed_with_its_summary(cluster: Cluster, tmp_path: Path) -> None:
     local_only(cluster)
-    proc = soak(tmp_path, "--scenarios", "txn-baseline", "--runs", "3", "--duration", "40", "--seed", "6")
+    proc = soak(tmp_path, "--scenarios", "baseline", "--runs", "3", "--duration", "40", "--seed", "6")
     folder = tmp_path / "soak"
 
     def committing() -> bool:  # the first run's producer has committed transactions
