@@ -53,6 +53,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g = parser.getgroup("eos-chaos", "Kafka exactly-once chaos tests (eos-chaos)")
     g.addoption("--eos-backend", choices=BACKENDS, default=None,
                 help="where kafka_cluster runs: local processes or Docker Compose [default: $EOS_CHAOS_BACKEND, else local]")
+    g.addoption("--eos-kafka-version", default=None, metavar="X.Y.Z",
+                help="Apache Kafka release kafka_cluster runs (fetched once from Maven Central) [default: eos-chaos's pin]")
     g.addoption("--eos-duration", type=_positive, default=None, metavar="SECONDS",
                 help="run every scenario this long instead of its own duration")
     g.addoption("--eos-seed", type=int, default=None, metavar="N",
@@ -71,6 +73,15 @@ def pytest_configure(config: pytest.Config) -> None:
         # every run folder, the clusters' too: --eos-results, else results/ beside the tests
         path = Path(results).resolve() if results else config.rootpath / "results"
         os.environ["EOS_CHAOS_RESULTS"] = str(path)
+    version = config.getoption("--eos-kafka-version", None)
+    if version:
+        from clusters.artifacts import parse_kafka_version
+        from harness.errors import ConfigError
+
+        try:
+            parse_kafka_version(version)
+        except ConfigError as exc:
+            raise pytest.UsageError(str(exc).replace("--kafka-version", "--eos-kafka-version")) from None
     if config.getoption("--eos-library", False):
         from harness import pytest_library
 
@@ -83,6 +94,7 @@ class EosOptions:
     backend: str
     duration: float | None
     seed: int | None
+    kafka_version: str | None = None
 
 
 @pytest.fixture(scope="session")
@@ -90,7 +102,8 @@ def eos_options(pytestconfig: pytest.Config) -> EosOptions:
     backend = pytestconfig.getoption("--eos-backend") or os.environ.get("EOS_CHAOS_BACKEND", "local")
     if backend not in BACKENDS:
         raise pytest.UsageError(f"EOS_CHAOS_BACKEND={backend!r}; allowed: {', '.join(BACKENDS)}")
-    return EosOptions(backend, pytestconfig.getoption("--eos-duration"), pytestconfig.getoption("--eos-seed"))
+    return EosOptions(backend, pytestconfig.getoption("--eos-duration"), pytestconfig.getoption("--eos-seed"),
+                      pytestconfig.getoption("--eos-kafka-version"))
 
 
 def _log(msg: str) -> None:
@@ -111,7 +124,7 @@ def kafka_cluster(eos_options: EosOptions) -> Iterator["Cluster"]:
         from clusters.compose.engine import docker_answers
 
         had_engine = docker_answers()
-    arts = artifacts.ensure(log=_log)
+    arts = artifacts.ensure(eos_options.kafka_version or artifacts.pins.KAFKA_VERSION, log=_log)
     try:
         with backends.new_cluster(backend, arts, new_run_dir(f"pytest-{backend.value}"), log=_log) as cluster:
             yield cluster

@@ -78,7 +78,7 @@ def render(data: RunData) -> str:
         run_id=data.run_dir.name, v=v, sc=data.scenario, checks=checks,
         anomalous=[c for c in checks if c["count"]], versions=data.scenario.get("versions") or {},
         command=rerun(data.scenario), duration_s=data.duration_s,
-        timeline=timeline_svg(data), faults=data.faults,
+        timeline=timeline_svg(data), faults=data.faults, spark_ran=data.spark_batches is not None,
         partitions=[(p, partition_svg(p)) for p in data.partitions],
         stats=flat(stats), expected=v.get("expected"), generated=time.strftime("%Y-%m-%d %H:%M:%S %Z"),
         description=data.scenario.get("description", ""), esc=html.escape)

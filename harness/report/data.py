@@ -19,7 +19,7 @@ import pandas as pd
 from harness.checker import VERDICT_FILE
 from harness.errors import ConfigError
 from harness.history import store
-from harness.history.model import FAULT, READ_COMMITTED, SCAN
+from harness.history.model import FAULT, READ_COMMITTED, SCAN, SPARK_BATCH, SPARK_SKIP, SPARK_START
 from harness.history.recorder import HISTORY_DIR
 
 #: Broker process faults and the state a node is in during their window.
@@ -61,6 +61,11 @@ class RunData:
     node_ids: list[int]
     txns: pd.DataFrame  # complete_s, outcome, latency_ms (ok only)
     partitions: list[PartitionView] = field(default_factory=list)
+    #: the Spark job's micro-batches (time_s, records, outcome) and replays skipped (time_s), if it ran
+    spark_batches: pd.DataFrame | None = None
+    spark_skips: list[float] = field(default_factory=list)
+    #: when each Spark driver incarnation started (the first, and each restart)
+    spark_starts: list[float] = field(default_factory=list)
 
 
 def _json(path: Path, what: str) -> dict[str, Any]:
@@ -85,7 +90,17 @@ def load(run_dir: Path) -> RunData:
     node_ids = sorted({n for f in faults for n in f.nodes} | {1, 2, 3})
     data = RunData(run_dir, verdict, scenario, duration_s, faults, node_ids, txns)
     data.partitions = partition_views(run_dir, verdict)
+    spark_events(data, meta.get("spark") or [])
     return data
+
+
+def spark_events(data: RunData, events: list[dict[str, Any]]) -> None:
+    """The Spark job's batches, skipped replays and starts (``meta['spark']``) onto ``data``."""
+    batches = [(e["time"] / 1e9, e.get("records") or 0, e.get("outcome", "ok")) for e in events if e.get("f") == SPARK_BATCH]
+    if batches:
+        data.spark_batches = pd.DataFrame(batches, columns=["time_s", "records", "outcome"])
+    data.spark_skips = [e["time"] / 1e9 for e in events if e.get("f") == SPARK_SKIP]
+    data.spark_starts = [e["time"] / 1e9 for e in events if e.get("f") == SPARK_START]
 
 
 def _history(run_dir: Path) -> tuple[dict[str, Any], pd.DataFrame]:

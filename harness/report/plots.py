@@ -48,8 +48,13 @@ def timeline_svg(data: RunData) -> str:
     end = data.duration_s
     tl = timeline(data.txns, end)
     lanes = node_lanes(data.faults, data.node_ids, end)
-    fig, (ax_tp, ax_lat, ax_nodes) = plt.subplots(3, 1, figsize=(11, 6.2), sharex=True,
-                                                  gridspec_kw={"height_ratios": [3, 2.2, 1.2]})
+    spark = data.spark_batches is not None
+    ratios = [3, 2.2] + ([2] if spark else []) + [1.2]
+    fig, axes = plt.subplots(len(ratios), 1, figsize=(11, 6.2 + (1.6 if spark else 0)), sharex=True,
+                             gridspec_kw={"height_ratios": ratios})
+    ax_tp, ax_lat, ax_nodes = axes[0], axes[1], axes[-1]
+    if spark:
+        _spark_panel(axes[2], data)
     ax_tp.plot(tl["t"], tl["ok"], color="#2ca02c", lw=1.2, label="ok (committed)")
     ax_tp.plot(tl["t"], tl["fail"], color="#ff7f0e", lw=1, label="fail (aborted)")
     ax_tp.plot(tl["t"], tl["info"].where(tl["info"] > 0), color="#9467bd", marker="o", ms=3, ls="none", label="info (unknown)")
@@ -79,13 +84,33 @@ def timeline_svg(data: RunData) -> str:
     for n, f in enumerate(data.faults, 1):
         stop = f.end_s if f.end_s is not None else end
         colour = COLOURS[category(f.kind)]
-        for ax in (ax_tp, ax_lat):
+        for ax in axes[:-1]:
             ax.axvspan(f.start_s, max(stop, f.start_s + end / 500), color=colour, alpha=0.12, lw=0)
         text = f"F{n} {f.label}" if len(data.faults) <= MAX_INLINE_LABELS else f"F{n}"
         ax_tp.annotate(text, (f.start_s, 1.0), xycoords=("data", "axes fraction"), xytext=(2, -2 - 10 * (n % 3)),
                        textcoords="offset points", va="top", fontsize=7, color=colour)
     fig.align_ylabels()
     return to_svg(fig)
+
+
+def _spark_panel(ax: plt.Axes, data: RunData) -> None:
+    """The Spark job: records per micro-batch by outcome, replays skipped, driver (re)starts."""
+    b = data.spark_batches
+    assert b is not None
+    for outcome, colour in (("ok", "#2ca02c"), ("fail", "#ff7f0e")):
+        mine = b[b["outcome"] == outcome]
+        if len(mine):
+            ax.plot(mine["time_s"], mine["records"], marker="o", ms=3, ls="none", color=colour,
+                    label=f"batch {'committed' if outcome == 'ok' else 'failed'}")
+    other = b[~b["outcome"].isin(["ok", "fail"])]
+    if len(other):
+        ax.plot(other["time_s"], other["records"], marker="o", ms=3, ls="none", color="#9467bd", label="batch unknown")
+    for i, t in enumerate(data.spark_skips):
+        ax.axvline(t, color="#1f77b4", lw=1, ls=":", label="replay skipped" if i == 0 else None)
+    for i, t in enumerate(data.spark_starts[1:]):
+        ax.axvline(t, color="#555555", lw=1, ls="--", label="driver restart" if i == 0 else None)
+    ax.set_ylabel("Spark records / batch")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
 
 
 def partition_svg(view: PartitionView) -> str:

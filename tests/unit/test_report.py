@@ -18,7 +18,8 @@ from harness.checker import check, write_verdict
 from harness.history import store
 from harness.report import REPORT_FILE, write_report
 from harness.report.compare import compare
-from harness.report.data import fault_windows, label, node_lanes
+from harness.report.data import fault_windows, label, load, node_lanes, spark_events
+from harness.report.plots import timeline_svg
 from tests.browser import render
 from tests.unit.histories import clean
 
@@ -98,6 +99,21 @@ def test_fault_windows_pair_starts_with_stops_and_node_lanes_follow_them() -> No
         ("kill", 2, 6, [2]), ("partition", 3, 5, [3]), ("pause", 7, None, [1])]
     lanes = node_lanes(windows, [1, 2, 3], end_s=10)
     assert lanes == {1: [(7, 10, "paused")], 2: [(2, 6, "down")], 3: []}  # a partition is no process state
+
+
+def test_spark_batches_skips_and_restarts_come_from_the_jobs_events(runs: dict[str, Path]) -> None:
+    data = load(runs["clean"])
+    assert data.spark_batches is None  # no Spark job ran
+    spark_events(data, [
+        {"time": 1 * SECOND, "f": "spark-start", "incarnation": 0},
+        {"time": 3 * SECOND, "f": "spark-batch", "batch": 0, "records": 40, "outcome": "ok"},
+        {"time": 5 * SECOND, "f": "spark-start", "incarnation": 1},
+        {"time": 6 * SECOND, "f": "spark-skip", "batch": 0},
+        {"time": 7 * SECOND, "f": "spark-batch", "batch": 1, "records": 12, "outcome": "ok"},
+    ])
+    assert data.spark_batches is not None and data.spark_batches["records"].tolist() == [40, 12]
+    assert (data.spark_skips, data.spark_starts) == ([6.0], [1.0, 5.0])
+    assert "Spark records / batch" in timeline_svg(data) and "driver restart" in timeline_svg(data)
 
 
 def test_labels_name_the_resolved_target() -> None:
