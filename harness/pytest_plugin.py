@@ -239,8 +239,10 @@ def nemesis(kafka_cluster: "Cluster", request: pytest.FixtureRequest) -> Iterato
 class Verdict(dict):  # type: ignore[type-arg]
     """A run's ``verdict.json`` as a dict, plus where the run is and how to read it."""
 
-    def __init__(self, verdict: dict[str, Any], run_dir: Path, scenario: str, seed: int, backend: str) -> None:
+    def __init__(self, verdict: dict[str, Any], run_dir: Path, scenario: str, seed: int, backend: str,
+                 command: str | None = None) -> None:
         super().__init__(verdict)
+        self.command = command or f"eos-chaos run {scenario} --backend {backend} --seed {seed}"
         self.run_dir = run_dir
         self.report = run_dir / "report.html"
         self.scenario = scenario
@@ -280,7 +282,7 @@ class Verdict(dict):  # type: ignore[type-arg]
         if missing:
             lines.append(f"below the scenario's minimum: {', '.join(missing)}")
         lines.append(f"report: {self.report}")
-        lines.append(f"re-run: eos-chaos run {self.scenario} --backend {self.backend} --seed {self.seed}")
+        lines.append(f"re-run: {self.command}")
         return "\n".join(lines)
 
     def check_expected(self) -> None:
@@ -322,6 +324,8 @@ def run_scenario(kafka_cluster: "Cluster", eos_options: EosOptions) -> Callable[
         backend = Backend(kafka_cluster.backend)
         run_dir = new_run_dir(f"pytest-{_slug(sc.name)}")
         result = runner.run_on_shared(sc, backend, s, run_dir, kafka_cluster, _log, source=name)
-        return Verdict(result.verdict, result.run_dir, name, s, backend.value)
+        # the command the run recorded: with its duration and Kafka version, as the report shows it
+        recorded = json.loads((result.run_dir / "scenario.json").read_text()).get("command")
+        return Verdict(result.verdict, result.run_dir, name, s, backend.value, recorded)
 
     return run

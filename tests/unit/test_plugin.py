@@ -85,6 +85,7 @@ def test_summary_names_unmet_minimums_and_unhealed_faults(tmp_path) -> None:  # 
              checks={"duplicate": {"count": 0, "examples": []}},
              stats={"txn": {"ok": 5}, "fenced": 0, "healed": False, "heal_problems": ["node 2: down"],
                     "nemesis_errors": ["kill at 5.0s: LookupError"]})
-    text = Verdict(v, tmp_path, "leader-kill", 1, "compose").summary()
+    text = Verdict(v, tmp_path, "leader-kill", 1, "compose", "eos-chaos run leader-kill --backend compose --seed 1 --duration 20").summary()
     assert "checks: none fired" in text and "below the scenario's minimum: min_fenced 0" in text
     assert "not healed: ['node 2: down']" in text and "faults that failed: ['kill at 5.0s: LookupError']" in text
+    assert text.endswith("re-run: eos-chaos run leader-kill --backend compose --seed 1 --duration 20")  # as recorded
