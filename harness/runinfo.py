@@ -22,7 +22,7 @@ def versions(kafka_version: str | None) -> dict[str, Any]:
 
     return {
         "kafka": kafka_version,
-        "confluent_kafka": confluent_kafka.version()[0],
+        "confluent_kafka": _dist("confluent-kafka"),
         "librdkafka": confluent_kafka.libversion()[0],
         "pyspark": _dist("pyspark"),
         "python": platform.python_version(),

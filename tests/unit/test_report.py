@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from harness import runinfo
 from harness.checker import check, write_verdict
 from harness.history import store
 from harness.report import REPORT_FILE, write_report
@@ -114,6 +116,17 @@ def test_spark_batches_skips_and_restarts_come_from_the_jobs_events(runs: dict[s
     assert data.spark_batches is not None and data.spark_batches["records"].tolist() == [40, 12]
     assert (data.spark_skips, data.spark_starts) == ([6.0], [1.0, 5.0])
     assert "Spark records / batch" in timeline_svg(data) and "driver restart" in timeline_svg(data)
+
+
+def test_runs_record_whole_versions_and_a_command_that_parses_back() -> None:
+    from importlib import metadata
+
+    v = runinfo.versions("4.4.0")
+    assert v["kafka"] == "4.4.0" and v["confluent_kafka"] == metadata.version("confluent-kafka")
+    assert all(re.fullmatch(r"\d+\.\d+(\.\d+)?.*", v[k]) for k in ("confluent_kafka", "librdkafka", "python")), v
+    cmd = runinfo.rerun_command("my scenario.yaml", "compose", 7, 30.0, "4.3.1")
+    assert shlex.split(cmd) == ["eos-chaos", "run", "my scenario.yaml", "--backend", "compose", "--seed", "7",
+                                "--duration", "30", "--kafka-version", "4.3.1"]
 
 
 def test_labels_name_the_resolved_target() -> None:
