@@ -9,7 +9,6 @@ cluster is healed once more, and the summary is still written."""
 from __future__ import annotations
 
 import json
-import os
 import random
 import time
 from dataclasses import asdict, dataclass, field
@@ -22,7 +21,7 @@ from clusters.backends import Backend
 from clusters.base import Cluster
 from harness import runner, scenario
 from harness.errors import ConfigError
-from harness.runs import new_run_dir
+from harness.runs import new_run_dir, write_atomic
 from harness.scenario import Scenario
 
 Log = Callable[[str], None]
@@ -191,7 +190,5 @@ def _write(result: Soak, out: Path, started: float) -> None:
 
     result.seconds = round(time.monotonic() - started, 1)
     data = result.as_json()
-    for name, text in ((SOAK_JSON, json.dumps(data, indent=2, default=str)), (SOAK_HTML, render_soak(data, out))):
-        tmp = out / f".{name}.tmp{os.getpid()}"
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, out / name)
+    write_atomic(out / SOAK_JSON, json.dumps(data, indent=2, default=str))
+    write_atomic(out / SOAK_HTML, render_soak(data, out))

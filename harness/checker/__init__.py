@@ -8,7 +8,6 @@ crashes reports ``count: null`` and its error, and makes ``valid`` "unknown", ne
 from __future__ import annotations
 
 import json
-import os
 import traceback
 from pathlib import Path
 from typing import Any, Callable
@@ -20,6 +19,7 @@ from harness.checker.checks import CHECKS as _CORE, Found, cols
 from harness.checker.spark import spark_exactly_once, spark_stats
 from harness.history.model import FAIL, INFO, OK
 from harness.history.store import Tables
+from harness.runs import write_atomic
 
 FORMAT = 1
 VERDICT_FILE = "verdict.json"
@@ -125,8 +125,4 @@ def _percentiles(ms: pd.Series) -> dict[str, float | None]:
 
 def write_verdict(verdict: dict[str, Any], run_dir: Path) -> Path:
     """Atomically (temp file + rename)."""
-    path = run_dir / VERDICT_FILE
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps(verdict, indent=2, default=str))
-    os.replace(tmp, path)
-    return path
+    return write_atomic(run_dir / VERDICT_FILE, json.dumps(verdict, indent=2, default=str))

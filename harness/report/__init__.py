@@ -5,7 +5,6 @@ to run it again. No script, style or font is loaded from anywhere: it opens offl
 from __future__ import annotations
 
 import html
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ import jinja2
 from harness import runinfo
 from harness.checker import MEANING
 from harness.report.data import RunData, load
+from harness.runs import write_atomic
 
 REPORT_FILE = "report.html"
 
@@ -86,9 +86,4 @@ def render(data: RunData) -> str:
 
 def write_report(run_dir: Path, out: Path | None = None) -> Path:
     """Write ``run_dir/report.html`` (or ``out``) atomically; return its path."""
-    page = render(load(run_dir))
-    path = out or run_dir / REPORT_FILE
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
-    tmp.write_text(page, encoding="utf-8")
-    os.replace(tmp, path)
-    return path
+    return write_atomic(out or run_dir / REPORT_FILE, render(load(run_dir)))
