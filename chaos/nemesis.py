@@ -5,6 +5,7 @@ and heal-all, which runs at the end of every run whatever happened.
 
 from __future__ import annotations
 
+import logging
 import random
 import threading
 import time
@@ -21,7 +22,8 @@ from harness.workloads import copier
 from harness.workloads.txn_producer import transactional_id
 from harness.workloads.zombie import GO, READY
 
-Log = Callable[[str], None]
+log = logging.getLogger(__name__)
+
 #: The zombie's first instance announces itself within seconds of starting (one init + 3 sends).
 ZOMBIE_READY_TIMEOUT_S = 120.0
 #: The second instance's init_transactions must wait out the first's open transaction being
@@ -48,7 +50,7 @@ def _label(kind: str, value: dict[str, object]) -> str:
 
 
 class Nemesis:
-    def __init__(self, scenario: Scenario, cluster: Cluster, sup: Supervisor, rec: Recorder, log: Log,
+    def __init__(self, scenario: Scenario, cluster: Cluster, sup: Supervisor, rec: Recorder,
                  plan: list[Fault] | None = None, seed: int = 0) -> None:
         self.rnd = random.Random(f"{seed}/nemesis")  # "random" targets: reproducible per seed
         self.scenario = scenario
@@ -56,7 +58,6 @@ class Nemesis:
         self.cluster = cluster
         self.sup = sup
         self.rec = rec
-        self.log = log
         self.stop = threading.Event()
         self.faults = 0
         self.errors: list[str] = []
@@ -74,7 +75,7 @@ class Nemesis:
     def _start(self, kind: str, **value: object) -> None:
         self.faults += 1
         self.rec.event(NEMESIS, FAULT, {"kind": kind, "phase": "start", **value}, type_="info")
-        self.log(f"nemesis: {kind} {value}")
+        log.info(f"nemesis: {kind} {value}")
         with self._active_lock:
             self._active[self._key(kind, value)] = _label(kind, value)
 
@@ -119,7 +120,7 @@ class Nemesis:
             self._apply(fault)
         except Exception as exc:  # noqa: BLE001 - recorded; heal-all still runs at the end
             self.errors.append(f"{fault.kind} at {fault.at}s: {type(exc).__name__}: {exc}")
-            self.log(f"nemesis: {fault.kind} failed: {exc}")
+            log.info(f"nemesis: {fault.kind} failed: {exc}")
 
     def _apply(self, fault: Fault) -> None:
         """One fault, healed after ``fault.duration``; again every ``fault.every`` seconds if set."""
@@ -292,10 +293,10 @@ class Nemesis:
         self._end("pause-workload", workload=first)
 
 
-def heal_network(cluster: Cluster, log: Log) -> list[str]:
+def heal_network(cluster: Cluster) -> list[str]:
     """Every link back to a clean proxy, escalating while the last step did not heal: ``/reset``,
     then delete and recreate every proxy, then restart the Toxiproxy server. Each API call has a
-    timeout (chaos/toxiproxy.py), so a hung server costs seconds, not the run. Returns what is
+    timeout (clusters/toxiproxy.py), so a hung server costs seconds, not the run. Returns what is
     still wrong (empty = healed)."""
     steps: list[tuple[str, Callable[[], None]]] = [
         ("reset", cluster.toxiproxy.reset),
@@ -305,7 +306,7 @@ def heal_network(cluster: Cluster, log: Log) -> list[str]:
     problems: list[str] = []
     for i, (name, step) in enumerate(steps):
         if i:
-            log(f"heal: escalating to '{name}' ({problems[-1]})")
+            log.info(f"heal: escalating to '{name}' ({problems[-1]})")
         try:
             step()
             left = cluster.toxiproxy.unhealed()
@@ -318,17 +319,17 @@ def heal_network(cluster: Cluster, log: Log) -> list[str]:
     return problems
 
 
-def heal_all(cluster: Cluster, log: Log) -> list[str]:
+def heal_all(cluster: Cluster) -> list[str]:
     """Heal the network (escalating, see ``heal_network``), resume and restart every node, wait
     until healthy. Returns what could not be healed (empty = healed)."""
-    problems = heal_network(cluster, log)
+    problems = heal_network(cluster)
     for n in cluster.topology.node_ids:
         try:
             state = cluster.node_state(n)
             if state is NodeState.PAUSED:
                 cluster.resume(n)
             elif state is NodeState.DOWN:
-                log(f"heal: restarting node {n}")
+                log.info(f"heal: restarting node {n}")
                 cluster.restart(n)
         except Exception as exc:  # noqa: BLE001
             problems.append(f"node {n}: {exc}")

@@ -8,6 +8,7 @@ warm set-up only stats a few files.
 
 from __future__ import annotations
 
+import logging
 import concurrent.futures
 import contextlib
 import fcntl
@@ -25,11 +26,12 @@ from clusters import pins
 from harness.errors import ConfigError, EnvironmentProblem
 from harness.paths import cache_dir
 
+log = logging.getLogger(__name__)
+
 _VERSION_RE = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
 #: Cold fetches on a slow link: Maven pulls ~45 MB, Go ~30 MB of modules and compiles.
 FETCH_TIMEOUT_S = 900
 
-Log = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -142,12 +144,12 @@ def kafka_ready(version: str) -> Path | None:
     return None
 
 
-def fetch_kafka_tools(log: Log, version: str = pins.KAFKA_TOOLS_VERSION) -> Path:
+def fetch_kafka_tools(version: str = pins.KAFKA_TOOLS_VERSION) -> Path:
     """Kafka's tools jar (ProducerPerformance) and its dependencies, in a folder of their own."""
-    return fetch_kafka(version, log, artifact="kafka-tools", d=cache_dir() / "kafka-tools" / version)
+    return fetch_kafka(version, artifact="kafka-tools", d=cache_dir() / "kafka-tools" / version)
 
 
-def fetch_kafka(version: str, log: Log, artifact: str = f"kafka_{pins.SCALA_BINARY}", d: Path | None = None) -> Path:
+def fetch_kafka(version: str, artifact: str = f"kafka_{pins.SCALA_BINARY}", d: Path | None = None) -> Path:
     """Collect ``kafka_2.13:version`` and its runtime dependencies into the cache; return the libs folder."""
     parse_kafka_version(version)
     coords = f"org.apache.kafka:{artifact}:jar:{version}"
@@ -159,7 +161,7 @@ def fetch_kafka(version: str, log: Log, artifact: str = f"kafka_{pins.SCALA_BINA
                                f"Maven Central. Use a released version (default {pins.KAFKA_VERSION}).")
         return None
 
-    return _maven_fetch(f"{artifact} {version}", _kafka_pom(version, artifact), d or kafka_dir(version), log, missing)
+    return _maven_fetch(f"{artifact} {version}", _kafka_pom(version, artifact), d or kafka_dir(version), missing)
 
 
 def spark_kafka_dir() -> Path:
@@ -186,10 +188,10 @@ def spark_kafka_ready() -> list[Path] | None:
     return None
 
 
-def fetch_spark_kafka(log: Log) -> list[Path]:
+def fetch_spark_kafka() -> list[Path]:
     """Spark's Kafka connector for the pinned PySpark, with the runtime dependencies PySpark's own
     jars lack; returns the jar paths for ``spark.jars``."""
-    libs = _maven_fetch(f"spark-sql-kafka {pins.SPARK_VERSION}", _spark_kafka_pom(), spark_kafka_dir(), log,
+    libs = _maven_fetch(f"spark-sql-kafka {pins.SPARK_VERSION}", _spark_kafka_pom(), spark_kafka_dir(),
                         settings=_route_to_central(pins.SPARK_EXTRA_REPOSITORIES))
     shipped = {_artifact_name(p) for p in pyspark_jars()}
     for jar in libs.glob("*.jar"):
@@ -231,16 +233,16 @@ def _route_to_central(repo_ids: tuple[str, ...]) -> str:
     return f"<settings><mirrors>{mirrors}</mirrors></settings>\n"
 
 
-def _maven_fetch(what: str, pom: str, d: Path, log: Log, missing: Callable[[str], ConfigError | None] | None = None,
+def _maven_fetch(what: str, pom: str, d: Path, missing: Callable[[str], ConfigError | None] | None = None,
                  settings: str | None = None) -> Path:
     """Resolve ``pom``'s runtime dependencies into ``d/libs`` (cached behind a marker of the POM)."""
     marker = d / ".complete"
     if marker.is_file() and marker.read_text().strip() == _fingerprint(pom):
-        log(f"{what}: cached at {d / 'libs'}")
+        log.info(f"{what}: cached at {d / 'libs'}")
         return d / "libs"
     mvn = _require_tool("mvn", "fetch jars from Maven Central", "apt-get install maven")
     d.mkdir(parents=True, exist_ok=True)
-    log(f"{what}: resolving it and its runtime dependencies with Maven")
+    log.info(f"{what}: resolving it and its runtime dependencies with Maven")
     with tempfile.TemporaryDirectory(dir=d) as tmp:
         (Path(tmp) / "pom.xml").write_text(pom)
         libs_tmp = Path(tmp) / "libs"
@@ -270,7 +272,7 @@ def _maven_fetch(what: str, pom: str, d: Path, log: Log, missing: Callable[[str]
         libs_tmp.rename(libs)
     (d / "pom.xml").write_text(pom)
     marker.write_text(_fingerprint(pom) + "\n")
-    log(f"{what}: {len(list(libs.glob('*.jar')))} jars in {libs}")
+    log.info(f"{what}: {len(list(libs.glob('*.jar')))} jars in {libs}")
     return libs
 
 
@@ -281,14 +283,14 @@ def go_env() -> dict[str, str]:
                 GOMODCACHE=str(cache_dir() / "go" / "mod"), GOCACHE=str(cache_dir() / "go" / "build"))
 
 
-def build_toxiproxy(log: Log) -> Path:
+def build_toxiproxy() -> Path:
     """Build the pinned Toxiproxy server from the Go module proxy into the cache; return the binary."""
     target, cli = toxiproxy_bin(), toxiproxy_cli()
     if all(p.is_file() and os.access(p, os.X_OK) for p in (target, cli)):
-        log(f"toxiproxy {pins.TOXIPROXY_VERSION}: cached at {target}")
+        log.info(f"toxiproxy {pins.TOXIPROXY_VERSION}: cached at {target}")
         return target
     go = _require_tool("go", "build Toxiproxy from the Go module proxy", "apt-get install golang-go (1.22+)")
-    log(f"toxiproxy {pins.TOXIPROXY_VERSION}: building {pins.TOXIPROXY_MODULE}/cmd/server and cmd/cli with Go")
+    log.info(f"toxiproxy {pins.TOXIPROXY_VERSION}: building {pins.TOXIPROXY_MODULE}/cmd/server and cmd/cli with Go")
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
         env = dict(go_env(), GOBIN=tmp)
@@ -302,7 +304,7 @@ def build_toxiproxy(log: Log) -> Path:
             raise EnvironmentProblem(f"building Toxiproxy {pins.TOXIPROXY_VERSION} failed (exit {proc.returncode}):\n{tail}")
         (Path(tmp) / "cli").rename(cli)
         (Path(tmp) / "server").rename(target)
-    log(f"toxiproxy {pins.TOXIPROXY_VERSION}: built {target}")
+    log.info(f"toxiproxy {pins.TOXIPROXY_VERSION}: built {target}")
     return target
 
 
@@ -318,22 +320,22 @@ def _cache_lock() -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def ensure(kafka_version: str = pins.KAFKA_VERSION, log: Log = print) -> Artifacts:
+def ensure(kafka_version: str = pins.KAFKA_VERSION) -> Artifacts:
     """Everything a local cluster needs, fetched if missing (Kafka and Toxiproxy in parallel)."""
     parse_kafka_version(kafka_version)
     java, major = find_java()
     with _cache_lock():
         with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-            kafka_f = pool.submit(fetch_kafka, kafka_version, log)
-            tox_f = pool.submit(build_toxiproxy, log)
+            kafka_f = pool.submit(fetch_kafka, kafka_version)
+            tox_f = pool.submit(build_toxiproxy)
             libs, tox = kafka_f.result(), tox_f.result()
     return Artifacts(kafka_version=kafka_version, kafka_libs=libs, toxiproxy_bin=tox, java=java)
 
 
-def ensure_spark(log: Log = print) -> list[Path]:
+def ensure_spark() -> list[Path]:
     """Spark's Kafka connector jars, fetched if missing (serialised with the other set-ups)."""
     with _cache_lock():
-        return fetch_spark_kafka(log)
+        return fetch_spark_kafka()
 
 
 def ready(kafka_version: str) -> Artifacts | None:

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import enum
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Mapping
 
 from clusters import state
 from clusters.artifacts import Artifacts
 from clusters.base import Cluster
 from clusters.topology import DEFAULT_PORT_BASE, Topology
 
-Log = Callable[[str], None]
 
 
 class Backend(str, enum.Enum):
@@ -36,31 +35,30 @@ def new_cluster(
     port_base: int | None = None,
     overrides: Mapping[str, str] | None = None,
     detached: bool = False,
-    log: Log = lambda m: None,
 ) -> Cluster:
     base = port_base or default_port_base(backend)
     if backend is Backend.compose:
         from clusters.compose.cluster import ComposeCluster
         from clusters.compose.plan import ComposePlan
 
-        return ComposeCluster(arts, run_dir, ComposePlan.at(base), overrides, detached, log)
+        return ComposeCluster(arts, run_dir, ComposePlan.at(base), overrides, detached)
     from clusters.local import LocalCluster
 
-    return LocalCluster(arts, run_dir, Topology.at(base), overrides, detached, log)
+    return LocalCluster(arts, run_dir, Topology.at(base), overrides, detached)
 
 
-def attach(rec: state.ClusterRecord, log: Log = lambda m: None) -> Cluster:
+def attach(rec: state.ClusterRecord) -> Cluster:
     """A handle on the cluster a record describes (started by another process)."""
     if rec.backend == Backend.compose.value:
         from clusters.compose.cluster import ComposeCluster
 
-        return ComposeCluster.attach(rec, log)
+        return ComposeCluster.attach(rec)
     from clusters.local import LocalCluster
 
-    return LocalCluster.attach(rec, log)
+    return LocalCluster.attach(rec)
 
 
-def reclaim(backend: Backend, log: Log) -> int:
+def reclaim(backend: Backend) -> int:
     """Remove what crashed runs of ``backend`` left behind (runs still going are left alone)."""
     if backend is Backend.compose:
         from clusters.compose.cluster import reclaim_leftovers
@@ -72,9 +70,9 @@ def reclaim(backend: Backend, log: Log) -> int:
 
         client = docker.from_env(timeout=60)
         try:
-            return reclaim_leftovers(client, log)
+            return reclaim_leftovers(client)
         finally:
             client.close()
     from clusters.local import reclaim_orphans
 
-    return reclaim_orphans(log)
+    return reclaim_orphans()

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from chaos.toxiproxy import ProxySpec, Toxiproxy
+from clusters.toxiproxy import ProxySpec, Toxiproxy
 from clusters.topology import Topology
 
 #: A 3-node KRaft cluster on two cores comes up in ~10-20 s; allow for a machine under load.

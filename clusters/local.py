@@ -11,6 +11,7 @@ Layout of a run folder::
 
 from __future__ import annotations
 
+import logging
 import atexit
 import base64
 import json
@@ -21,17 +22,19 @@ import subprocess
 import threading
 import uuid
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Mapping
 
 import psutil
 
-from chaos.toxiproxy import ProxySpec, Toxiproxy
+from clusters.toxiproxy import ProxySpec, Toxiproxy
 from clusters import health, procs, render, state
 from clusters.artifacts import Artifacts
 from clusters.base import HEALTHY_TIMEOUT_S, NODE_START_TIMEOUT_S, ClusterStatus, NodeState, NodeStatus, Owned
 from clusters.topology import Topology
 from harness.errors import ClusterError, EnvironmentProblem, HarnessError, WaitTimeout
 from harness.wait import wait_until
+
+log = logging.getLogger(__name__)
 
 BACKEND = "local"
 #: Printed by KafkaRaftServer once broker and controller are up (KafkaBroker.STARTED_MESSAGE).
@@ -41,7 +44,6 @@ FORMAT_TIMEOUT_S = 120.0
 #: Toxiproxy answers its API within a second of exec.
 TOXIPROXY_START_TIMEOUT_S = 20.0
 
-Log = Callable[[str], None]
 
 # Clusters this process owns; stopped at interpreter exit if a caller forgot (or was interrupted).
 _OWNED: set["LocalCluster"] = set()
@@ -61,7 +63,7 @@ def new_cluster_id() -> str:
             return cid
 
 
-def reclaim_orphans(log: Log = lambda msg: None) -> int:
+def reclaim_orphans() -> int:
     """Kill processes of ours whose owner died, or detached ones no cluster record claims.
     A run that is still going (its owner alive) is left alone. Returns how many were killed."""
     rec = state.load(BACKEND)
@@ -70,7 +72,7 @@ def reclaim_orphans(log: Log = lambda msg: None) -> int:
     for t in procs.tagged_processes():
         if t.cluster_id == claimed or not (t.orphaned or t.owner == 0):
             continue
-        log(f"reclaiming orphaned process {t.pid} of cluster {t.cluster_id}: {' '.join(procs.cmdline(t.pid))[:100]}")
+        log.info(f"reclaiming orphaned process {t.pid} of cluster {t.cluster_id}: {' '.join(procs.cmdline(t.pid))[:100]}")
         procs.kill_hard(t.pid, "orphaned eos-chaos process")
         killed += 1
     return killed
@@ -88,14 +90,12 @@ class LocalCluster(Owned):
         topology: Topology | None = None,
         overrides: Mapping[str, str] | None = None,
         detached: bool = False,
-        log: Log = lambda msg: None,
     ) -> None:
         self.artifacts = artifacts
         self.run_dir = run_dir
         self.topology = topology or Topology()
         self.overrides = dict(overrides or {})
         self.detached = detached
-        self.log = log
         self.cluster_id = new_cluster_id()
         self._pids: dict[int, int] = {}
         self._tox_pid: int | None = None
@@ -106,11 +106,11 @@ class LocalCluster(Owned):
 
     # ---------------------------------------------------------------- attach / context manager
     @classmethod
-    def attach(cls, rec: state.ClusterRecord, log: Log = lambda msg: None) -> "LocalCluster":
+    def attach(cls, rec: state.ClusterRecord) -> "LocalCluster":
         """A handle on a cluster another process started (for ``cluster down`` / ``status``)."""
         arts = Artifacts(rec.kafka_version, Path(rec.kafka_libs), Path(rec.toxiproxy_bin), Path(rec.java))
         topo = Topology(net=rec.net, port_base=rec.port_base, api_port=rec.api_port)
-        c = cls(arts, Path(rec.run_dir), topo, rec.overrides, detached=rec.owner_pid is None, log=log)
+        c = cls(arts, Path(rec.run_dir), topo, rec.overrides, detached=rec.owner_pid is None)
         c.cluster_id = rec.cluster_id
         c._pids = {int(k): v for k, v in rec.node_pids.items()}
         c._tox_pid = rec.toxiproxy_pid
@@ -214,9 +214,9 @@ class LocalCluster(Owned):
                     f"a local cluster owned by running process {rec.owner_pid} is up (run folder {rec.run_dir}); "
                     "one cluster at a time on this machine. Wait for it, or stop that process."
                 )
-            self.log(f"reclaiming leftovers of a crashed run ({rec.run_dir}): pids {running}")
-            LocalCluster.attach(rec, self.log).stop()
-        reclaim_orphans(self.log)
+            log.info(f"reclaiming leftovers of a crashed run ({rec.run_dir}): pids {running}")
+            LocalCluster.attach(rec).stop()
+        reclaim_orphans()
 
     def _is_ours(self, pid: int) -> bool:
         try:
@@ -378,7 +378,7 @@ class LocalCluster(Owned):
         pid = self._pid(node)
         if self.node_state(node) is not NodeState.DOWN:
             if not procs.terminate(pid, f"node {node}"):
-                self.log(f"node {node} ignored SIGTERM for {procs.TERM_WAIT_S:.0f}s and was killed")
+                log.info(f"node {node} ignored SIGTERM for {procs.TERM_WAIT_S:.0f}s and was killed")
 
     def pause(self, node: int) -> None:
         pid = self._pid(node)

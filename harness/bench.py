@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import platform
 import statistics
@@ -11,7 +12,6 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import psutil
 
@@ -21,7 +21,8 @@ from clusters.base import Cluster
 from harness.errors import EnvironmentProblem
 from harness.runs import new_run_dir
 
-Log = Callable[[str], None]
+log = logging.getLogger(__name__)
+
 
 
 def machine() -> str:
@@ -54,14 +55,13 @@ def cluster_rss_mb(cluster: Cluster) -> float:
     return total / 2**20
 
 
-def bench_cluster_up(backend: Backend, arts: artifacts.Artifacts, runs: int, load_s: float, port_base: int | None,
-                     log: Log) -> list[Series]:
+def bench_cluster_up(backend: Backend, arts: artifacts.Artifacts, runs: int, load_s: float, port_base: int | None) -> list[Series]:
     """Time from start to healthy, and resident memory of the three brokers (idle, and after load)."""
     up = Series("cluster up -> healthy", "s")
     rss_idle = Series("broker RSS, 3 together, just healthy", "MiB")
     rss_load = Series(f"broker RSS, 3 together, after {load_s:.0f}s smoke load", "MiB")
     for i in range(runs):
-        cluster = backends.new_cluster(backend, arts, new_run_dir("bench"), port_base, log=log)
+        cluster = backends.new_cluster(backend, arts, new_run_dir("bench"), port_base)
         t0 = time.monotonic()
         with cluster:
             up.values.append(time.monotonic() - t0)
@@ -69,14 +69,14 @@ def bench_cluster_up(backend: Backend, arts: artifacts.Artifacts, runs: int, loa
             if load_s > 0:
                 from harness.smoke import run_smoke
 
-                res = run_smoke(cluster, duration=load_s, log=log, topic=f"bench-{i}")
-                log(f"run {i + 1}: smoke {'PASS' if res.passed else 'FAIL'}: {res.summary()}")
+                res = run_smoke(cluster, duration=load_s, topic=f"bench-{i}")
+                log.info(f"run {i + 1}: smoke {'PASS' if res.passed else 'FAIL'}: {res.summary()}")
                 rss_load.values.append(cluster_rss_mb(cluster))
-        log(f"run {i + 1}/{runs}: up {up.values[-1]:.1f}s, rss {rss_idle.values[-1]:.0f} MiB")
+        log.info(f"run {i + 1}/{runs}: up {up.values[-1]:.1f}s, rss {rss_idle.values[-1]:.0f} MiB")
     return [up, rss_idle] + ([rss_load] if load_s > 0 else [])
 
 
-def bench_setup(runs: int, cold: bool, log: Log) -> Series:
+def bench_setup(runs: int, cold: bool) -> Series:
     """``eos-chaos setup`` in a subprocess; cold = a fresh, empty cache folder each run."""
     series = Series(f"eos-chaos setup ({'empty cache' if cold else 'warm cache'})", "s")
     exe = str(Path(sys.executable).parent / "eos-chaos")
@@ -91,7 +91,7 @@ def bench_setup(runs: int, cold: bool, log: Log) -> Series:
             if proc.returncode != 0:
                 raise RuntimeError(f"setup failed (exit {proc.returncode}):\n{proc.stderr[-2000:]}")
             series.values.append(took)
-            log(f"run {i + 1}/{runs}: {took:.1f}s")
+            log.info(f"run {i + 1}/{runs}: {took:.1f}s")
     return series
 
 
@@ -110,14 +110,14 @@ def _no_compose_cluster_running() -> None:
                                  "and restarts the engine. Take it down first: eos-chaos cluster down --backend compose")
 
 
-def bench_images(arts: artifacts.Artifacts, runs: int, log: Log) -> Series:
+def bench_images(arts: artifacts.Artifacts, runs: int) -> Series:
     """Build the local images (Debian base, Kafka, Toxiproxy) with none of them present."""
     import docker
 
     from clusters.compose.engine import ensure_engine
     from clusters.compose.images import ensure_images
 
-    ensure_engine(log)
+    ensure_engine()
     _no_compose_cluster_running()
     series = Series("local images from an empty image cache (debootstrap base + kafka + toxiproxy)", "s")
     client = docker.from_env(timeout=300)
@@ -128,26 +128,26 @@ def bench_images(arts: artifacts.Artifacts, runs: int, log: Log) -> Series:
                     client.images.remove(tag, noprune=False)
             client.images.prune(filters={"dangling": True})
             t0 = time.monotonic()
-            ensure_images(arts, log, prefer_local=True)
+            ensure_images(arts, prefer_local=True)
             series.values.append(time.monotonic() - t0)
-            log(f"run {i + 1}/{runs}: {series.values[-1]:.1f}s")
+            log.info(f"run {i + 1}/{runs}: {series.values[-1]:.1f}s")
     finally:
         client.close()
     return series
 
 
-def bench_engine_start(runs: int, log: Log) -> Series:
+def bench_engine_start(runs: int) -> Series:
     """Stop the dockerd we started and start it again; only an engine eos-chaos owns is touched."""
     from clusters.compose.engine import docker_answers, ensure_engine, stop_engine
 
     series = Series("engine start (Debian dockerd, started by eos-chaos)", "s")
     _no_compose_cluster_running()
     for i in range(runs):
-        if not stop_engine(log) and docker_answers():
-            log("the engine that answers was not started by eos-chaos: engine start time not measured")
+        if not stop_engine() and docker_answers():
+            log.info("the engine that answers was not started by eos-chaos: engine start time not measured")
             return series
         t0 = time.monotonic()
-        ensure_engine(log)
+        ensure_engine()
         series.values.append(time.monotonic() - t0)
-        log(f"run {i + 1}/{runs}: {series.values[-1]:.1f}s")
+        log.info(f"run {i + 1}/{runs}: {series.values[-1]:.1f}s")
     return series

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import statistics
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from clusters.backends import Backend
 from clusters.base import Cluster
 from harness import runner
 from harness.scenario import Scenario
 
-Log = Callable[[str], None]
 
 
 def scenario(seconds: float, rate: int) -> Scenario:
@@ -29,8 +28,8 @@ def scenario(seconds: float, rate: int) -> Scenario:
         "expect": {"valid": True, "min_spark_batches": 5}})
 
 
-def bench(cluster: Cluster, run_dir: Path, seconds: float, rate: int, log: Log) -> dict[str, Any]:
-    result = runner.run(scenario(seconds, rate), Backend(cluster.backend), 1, run_dir, log, cluster=cluster)
+def bench(cluster: Cluster, run_dir: Path, seconds: float, rate: int) -> dict[str, Any]:
+    result = runner.run(scenario(seconds, rate), Backend(cluster.backend), 1, run_dir, cluster=cluster)
     v = result.verdict
     s = v["stats"]["spark"]
     if v["valid"] is not True or not v["as_expected"]:

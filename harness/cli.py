@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import logging
 import json
 import re
 import signal
@@ -15,6 +16,7 @@ from rich.console import Console
 
 from clusters import artifacts, backends, pins, state
 from clusters.backends import Backend
+from harness import logs
 from harness.errors import ConfigError, HarnessError
 from harness.runs import new_run_dir
 
@@ -30,6 +32,7 @@ app.add_typer(bench_app, name="bench")
 engine_app = typer.Typer(no_args_is_help=True, help="The Docker engine of the compose backend.")
 app.add_typer(engine_app, name="engine")
 
+log = logging.getLogger(__name__)
 out = Console(soft_wrap=True)
 err = Console(stderr=True)
 T = TypeVar("T")
@@ -51,17 +54,13 @@ def _guard(fn: Callable[[], T]) -> T:
         raise typer.Exit(130) from None
 
 
-def _log(msg: str) -> None:
-    err.print(f"[dim]{time.strftime('%H:%M:%S')}[/] {msg}", highlight=False, soft_wrap=True)
-
-
 def _artifacts(kafka_version: str) -> artifacts.Artifacts:
     artifacts.parse_kafka_version(kafka_version)
     have = artifacts.ready(kafka_version)
     if have is not None:
         return have
-    _log(f"Kafka {kafka_version} or Toxiproxy not cached yet; fetching (once)")
-    return artifacts.ensure(kafka_version, log=_log)
+    log.info(f"Kafka {kafka_version} or Toxiproxy not cached yet; fetching (once)")
+    return artifacts.ensure(kafka_version)
 
 
 KafkaVersion = typer.Option(pins.KAFKA_VERSION, "--kafka-version", help="Apache Kafka release (Maven Central).")
@@ -93,8 +92,8 @@ def setup(kafka_version: str = KafkaVersion) -> None:
 
     def body() -> None:
         t0 = time.monotonic()
-        arts = artifacts.ensure(kafka_version, log=_log)
-        spark = artifacts.ensure_spark(log=_log)
+        arts = artifacts.ensure(kafka_version)
+        spark = artifacts.ensure_spark()
         out.print(f"ready in {time.monotonic() - t0:.1f}s: kafka {arts.kafka_version} ({arts.kafka_libs}), "
                   f"toxiproxy ({arts.toxiproxy_bin}), spark-sql-kafka ({len(spark)} jars), java {arts.java}",
                   highlight=False)
@@ -111,9 +110,9 @@ def cluster_up(backend: Backend = BackendOpt, kafka_version: str = KafkaVersion,
         overrides = parse_broker_config(broker_config)
         arts = _artifacts(kafka_version)
         run_dir = new_run_dir("cluster")
-        cluster = backends.new_cluster(backend, arts, run_dir, port_base, overrides, detached=True, log=_log)
+        cluster = backends.new_cluster(backend, arts, run_dir, port_base, overrides, detached=True)
         t0 = time.monotonic()
-        _log(f"starting {backend.value} cluster, Kafka {kafka_version}, run folder {run_dir}")
+        log.info(f"starting {backend.value} cluster, Kafka {kafka_version}, run folder {run_dir}")
         cluster.start()
         s = cluster.status()
         out.print(f"{backend.value} cluster up and healthy in {time.monotonic() - t0:.1f}s", highlight=False)
@@ -130,10 +129,10 @@ def cluster_down(backend: Backend = BackendOpt) -> None:
     def body() -> None:
         rec = state.load(backend.value)
         if rec is None:
-            left = backends.reclaim(backend, _log)
+            left = backends.reclaim(backend)
             out.print(f"no {backend.value} cluster was up{f'; reclaimed {left} leftovers of crashed runs' if left else ''}")
             return
-        backends.attach(rec, log=_log).stop()
+        backends.attach(rec).stop()
         out.print(f"{backend.value} cluster down; logs kept in {rec.run_dir}", highlight=False)
 
     _guard(body)
@@ -183,10 +182,10 @@ def smoke(
 
         arts = _artifacts(kafka_version)
         run_dir = new_run_dir("smoke")
-        _log(f"run folder {run_dir}")
-        with backends.new_cluster(backend, arts, run_dir, port_base, log=_log) as cluster:
-            _log("cluster healthy; producing")
-            result = run_smoke(cluster, duration, log=_log)
+        log.info(f"run folder {run_dir}")
+        with backends.new_cluster(backend, arts, run_dir, port_base) as cluster:
+            log.info("cluster healthy; producing")
+            result = run_smoke(cluster, duration)
         verdict = "[bold green]PASS[/]" if result.passed else "[bold red]FAIL[/]"
         out.print(f"{verdict} {result.summary()}", highlight=False)
         for label, items in (("missing", result.missing), ("duplicated", result.duplicated),
@@ -218,10 +217,10 @@ def images(
         from clusters.compose.images import ensure_images
 
         t0 = time.monotonic()
-        engine = ensure_engine(_log)
-        compose = find_compose(_log)
-        arts = artifacts.ensure(kafka_version, log=_log)
-        imgs = ensure_images(arts, _log, prefer_local=local, pull=pull)
+        engine = ensure_engine()
+        compose = find_compose()
+        arts = artifacts.ensure(kafka_version)
+        imgs = ensure_images(arts, prefer_local=local, pull=pull)
         out.print(f"engine: {engine}; compose: {' '.join(compose)}", highlight=False)
         out.print(f"{imgs.source} images ready in {time.monotonic() - t0:.1f}s:\n  EOS_KAFKA_IMAGE={imgs.kafka}\n"
                   f"  EOS_TOXIPROXY_IMAGE={imgs.toxiproxy}", highlight=False)
@@ -243,7 +242,7 @@ def bench_cluster(
         from harness.bench import bench_cluster_up, machine
 
         arts = _artifacts(kafka_version)
-        series = bench_cluster_up(backend, arts, runs, load, port_base, _log)
+        series = bench_cluster_up(backend, arts, runs, load, port_base)
         out.print(f"machine: {machine()}; Kafka {kafka_version}; {backend.value} backend", highlight=False)
         for s in series:
             out.print(s.line(), highlight=False)
@@ -261,7 +260,7 @@ def bench_setup_cmd(
     def body() -> None:
         from harness.bench import bench_setup, machine
 
-        series = bench_setup(runs, cold, _log)
+        series = bench_setup(runs, cold)
         out.print(f"machine: {machine()}", highlight=False)
         out.print(series.line(), highlight=False)
 
@@ -276,7 +275,7 @@ def engine_up() -> None:
     def body() -> None:
         from clusters.compose.engine import ensure_engine
 
-        out.print(f"engine: {ensure_engine(_log)}", highlight=False)
+        out.print(f"engine: {ensure_engine()}", highlight=False)
 
     _guard(body)
 
@@ -288,7 +287,7 @@ def engine_down() -> None:
     def body() -> None:
         from clusters.compose.engine import stop_engine
 
-        out.print("stopped the dockerd eos-chaos started" if stop_engine(_log) else "no dockerd of ours was running")
+        out.print("stopped the dockerd eos-chaos started" if stop_engine() else "no dockerd of ours was running")
 
     _guard(body)
 
@@ -300,8 +299,8 @@ def bench_images_cmd(runs: int = typer.Option(3, "--runs", min=1, max=10), kafka
     def body() -> None:
         from harness.bench import bench_engine_start, bench_images, machine
 
-        arts = artifacts.ensure(kafka_version, log=_log)
-        series = [bench_images(arts, runs, _log), bench_engine_start(runs, _log)]
+        arts = artifacts.ensure(kafka_version)
+        series = [bench_images(arts, runs), bench_engine_start(runs)]
         out.print(f"machine: {machine()}", highlight=False)
         for s in series:
             out.print(s.line(), highlight=False)
@@ -365,13 +364,13 @@ def run_cmd(
                     out.print(f"  {f['at']:7.1f}s  {f['kind']}{extra} for {f['duration']:.1f}s", highlight=False)
             return
         run_dir = Path(out_dir) if out_dir else new_run_dir(sc.name)
-        _log(f"scenario {sc.name}, seed {s}, {backend.value} backend, run folder {run_dir}")
+        log.info(f"scenario {sc.name}, seed {s}, {backend.value} backend, run folder {run_dir}")
         from harness.progress import Progress
 
         def show(d: Path, secs: float, faults: Callable[[], list[str]]) -> Progress:
             return Progress(d, secs, faults, console=err).start()
 
-        result = runner.run(sc, backend, s, run_dir, _log, kafka_version, port_base=port_base, keep=keep, show=show,
+        result = runner.run(sc, backend, s, run_dir, kafka_version, port_base=port_base, keep=keep, show=show,
                             source=name)
         _print_verdict(result.verdict, run_dir)
         if result.interrupted:
@@ -448,9 +447,9 @@ def soak_cmd(
         folder = Path(out_dir) if out_dir else new_run_dir("soak")
         folder.mkdir(parents=True, exist_ok=True)
         wanted = runs if runs is not None or hours is not None else len(scs)
-        _log(f"soak of {', '.join(sources)} on {backend.value}, seed {master}, "
+        log.info(f"soak of {', '.join(sources)} on {backend.value}, seed {master}, "
              + (f"{hours} h" if hours else f"{wanted} runs") + f"; folder {folder}")
-        result = soak.soak(scs, sources, backend, master, folder, _log, runs=wanted, hours=hours, fail_fast=fail_fast,
+        result = soak.soak(scs, sources, backend, master, folder, runs=wanted, hours=hours, fail_fast=fail_fast,
                            kafka_version=kafka_version)
         t = result.totals()
         out.print(f"{t['runs']} runs, {t['as_expected']} as expected, {t['not_as_expected']} not; stopped: "
@@ -561,7 +560,7 @@ def bench_checker_cmd(
             if proc.returncode != 0:
                 raise HarnessError(f"checker benchmark run {i + 1} failed:\n{proc.stderr[-2000:]}")
             samples.append(json.loads(proc.stdout))
-            _log(f"run {i + 1}/{runs}: {samples[-1]}")
+            log.info(f"run {i + 1}/{runs}: {samples[-1]}")
         result = {**median_of(samples), "machine": machine()}
         if as_json:
             print(json.dumps(result, indent=2))
@@ -587,13 +586,13 @@ def _bench_on_one_cluster(name: str, runs: int, backend: Backend, port_base: int
     with their medians (``summary``) and the machine; printed as JSON with ``as_json`` (then None)."""
     from harness.bench import machine
 
-    arts = artifacts.ensure(pins.KAFKA_VERSION, log=_log)
+    arts = artifacts.ensure(pins.KAFKA_VERSION)
     run_dir = new_run_dir(name)
     samples = []
-    with backends.new_cluster(backend, arts, run_dir, port_base, log=_log) as cluster:
+    with backends.new_cluster(backend, arts, run_dir, port_base) as cluster:
         for i in range(runs):
             samples.append(one_run(cluster, run_dir / f"run{i + 1}"))
-            _log(f"run {i + 1}/{runs}: {json.dumps(samples[-1], default=str)[:300]}")
+            log.info(f"run {i + 1}/{runs}: {json.dumps(samples[-1], default=str)[:300]}")
     result = {**summary(samples), "backend": backend.value, "runs": samples, "machine": machine()}
     (run_dir / f"{name}.json").write_text(json.dumps(result, indent=2))
     if as_json:
@@ -622,9 +621,9 @@ def bench_producer_cmd(
                     "kafka_records_per_s": statistics.median(s["kafka_producer_performance"]["records_per_s"] for s in samples),
                     "ratio": statistics.median(s["ratio"] for s in samples), "record_bytes": record_bytes, "txn_ms": txn_ms}
 
-        arts = artifacts.ensure(pins.KAFKA_VERSION, log=_log)
+        arts = artifacts.ensure(pins.KAFKA_VERSION)
         result = _bench_on_one_cluster("bench-producer", runs, backend, port_base,
-                                       lambda c, d: bench(arts, c, d, seconds, record_bytes, txn_ms, _log), summary, as_json)
+                                       lambda c, d: bench(arts, c, d, seconds, record_bytes, txn_ms), summary, as_json)
         if result is not None:
             out.print(f"median of {runs}: ours {result['ours_records_per_s']} records/s, ProducerPerformance "
                       f"{result['kafka_records_per_s']} records/s, ratio {result['ratio']}", highlight=False)
@@ -644,9 +643,9 @@ def bench_spark_cmd(
         from harness.bench import Series
         from harness.bench_spark import bench, median_of
 
-        artifacts.ensure_spark(log=_log)
+        artifacts.ensure_spark()
         result = _bench_on_one_cluster("bench-spark", runs, backend, port_base,
-                                       lambda c, d: bench(c, d, seconds, rate, _log),
+                                       lambda c, d: bench(c, d, seconds, rate),
                                        lambda samples: {**median_of(samples), "rate": rate, "seconds": seconds}, as_json)
         if result is None:
             return
@@ -665,6 +664,7 @@ def _sigterm(signum: int, frame: object) -> None:
 
 def main() -> None:
     signal.signal(signal.SIGTERM, _sigterm)
+    logs.to_console()
     app()
 
 

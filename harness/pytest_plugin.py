@@ -68,6 +68,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "chaos: runs against a real Kafka cluster (eos-chaos); slow")
     config.addinivalue_line("markers", "library: one scenario of the eos-chaos library (~35 min for all, per backend)")
+    from harness import logs
+
+    logs.to_stdout()  # the harness's narrative with each test's output (-s to see it live)
     results = config.getoption("--eos-results", None)
     if results or not os.environ.get("EOS_CHAOS_RESULTS"):
         # every run folder, the clusters' too: --eos-results, else results/ beside the tests
@@ -106,10 +109,6 @@ def eos_options(pytestconfig: pytest.Config) -> EosOptions:
                       pytestconfig.getoption("--eos-kafka-version"))
 
 
-def _log(msg: str) -> None:
-    print(msg, flush=True)  # pytest shows it with the test's output (-s to see it live)
-
-
 @pytest.fixture(scope="session")
 def kafka_cluster(eos_options: EosOptions) -> Iterator["Cluster"]:
     """A 3-node KRaft cluster for the whole session, on ``--eos-backend``; taken down at the end
@@ -124,15 +123,15 @@ def kafka_cluster(eos_options: EosOptions) -> Iterator["Cluster"]:
         from clusters.compose.engine import docker_answers
 
         had_engine = docker_answers()
-    arts = artifacts.ensure(eos_options.kafka_version or artifacts.pins.KAFKA_VERSION, log=_log)
+    arts = artifacts.ensure(eos_options.kafka_version or artifacts.pins.KAFKA_VERSION)
     try:
-        with backends.new_cluster(backend, arts, new_run_dir(f"pytest-{backend.value}"), log=_log) as cluster:
+        with backends.new_cluster(backend, arts, new_run_dir(f"pytest-{backend.value}")) as cluster:
             yield cluster
     finally:
         if not had_engine:
             from clusters.compose.engine import stop_engine
 
-            stop_engine(_log)
+            stop_engine()
 
 
 class FaultInjector:
@@ -150,7 +149,7 @@ class FaultInjector:
         self.run_dir = run_dir
         self._rec = Recorder(run_dir, "nemesis")
         scenario = Scenario(name="pytest", description="faults injected by a test", workloads=[])
-        self._nemesis = Nemesis(scenario, cluster, Supervisor(run_dir, dict(os.environ), _log), self._rec, _log, plan=[])
+        self._nemesis = Nemesis(scenario, cluster, Supervisor(run_dir, dict(os.environ)), self._rec, plan=[])
         self._threads: list[threading.Thread] = []
 
     def _fault(self, kind: str, duration: float, fields: dict[str, Any]) -> "Fault":
@@ -207,7 +206,7 @@ class FaultInjector:
             th.join(timeout=FAULT_END_TIMEOUT_S)
         self._threads.clear()
         self._nemesis.stop = threading.Event()
-        problems = heal_all(self.cluster, _log)
+        problems = heal_all(self.cluster)
         errors, self._nemesis.errors[:] = list(self._nemesis.errors), []
         if problems or errors:
             pytest.fail(f"nemesis: faults that failed {errors}; not healed: {problems} (events: {self.run_dir})",
@@ -323,7 +322,7 @@ def run_scenario(kafka_cluster: "Cluster", eos_options: EosOptions) -> Callable[
         s = seed if seed is not None else (eos_options.seed if eos_options.seed is not None else random.randrange(2**31))
         backend = Backend(kafka_cluster.backend)
         run_dir = new_run_dir(f"pytest-{_slug(sc.name)}")
-        result = runner.run_on_shared(sc, backend, s, run_dir, kafka_cluster, _log, source=name)
+        result = runner.run_on_shared(sc, backend, s, run_dir, kafka_cluster, source=name)
         # the command the run recorded: with its duration and Kafka version, as the report shows it
         recorded = json.loads((result.run_dir / "scenario.json").read_text()).get("command")
         return Verdict(result.verdict, result.run_dir, name, s, backend.value, recorded)

@@ -8,6 +8,7 @@ Run folder: ``scenario.json`` (resolved, with seed), ``history/*.jsonl`` (flushe
 
 from __future__ import annotations
 
+import logging
 import json
 import os
 import threading
@@ -41,7 +42,8 @@ from harness.supervisor import Supervisor
 from harness.workloads.common import WorkloadConfig
 from harness.workloads.copier import GROUP
 
-Log = Callable[[str], None]
+log = logging.getLogger(__name__)
+
 #: Past the scenario's duration, how long the workloads may run on by themselves (safety net only;
 #: the runner stops them with SIGTERM at the end of the duration).
 WORKLOAD_GRACE_S = 600.0
@@ -107,7 +109,7 @@ def workload_configs(sc: Scenario, run_dir: Path, bootstrap: str, seed: int) -> 
     return out
 
 
-def cluster_that_is_up(backend: Backend, sc: Scenario, log: Log, kafka_version: str | None = None,
+def cluster_that_is_up(backend: Backend, sc: Scenario, kafka_version: str | None = None,
                        port_base: int | None = None) -> Cluster | None:
     """The ``backend`` cluster another command left up (``cluster up``, ``run --keep``, a test
     session), if it can run ``sc``: same Kafka version and port base when asked for, and the
@@ -129,30 +131,30 @@ def cluster_that_is_up(backend: Backend, sc: Scenario, log: Log, kafka_version: 
                + (f", or start it with {' '.join(f'--broker-config {k}={v}' for k, v in sc.broker_config.items())}" if missing else "")
                + ".")
         raise ConfigError(f"cannot run on {where}: " + "; ".join(wrong) + "." + fix)
-    log(f"using {where}")
-    return backends.attach(rec, log)
+    log.info(f"using {where}")
+    return backends.attach(rec)
 
 
-def prepare_attached(cluster: Cluster, log: Log) -> list[str]:
+def prepare_attached(cluster: Cluster) -> list[str]:
     """Make a cluster this run did not start fit to run on: reclaim workloads a killed run left
     running on it, and heal whatever fault such a run left in place. Returns what was found
     faulted (recorded in the verdict)."""
     for t in procs.tagged_processes():
         if t.cluster_id == cluster.cluster_id and t.orphaned:
-            log(f"reclaiming process {t.pid} a killed run left on the cluster: {' '.join(procs.cmdline(t.pid))[:100]}")
+            log.info(f"reclaiming process {t.pid} a killed run left on the cluster: {' '.join(procs.cmdline(t.pid))[:100]}")
             procs.kill_hard(t.pid, "orphaned workload")
     found = [f"link {p}" for p in cluster.toxiproxy.unhealed()]
     found += [f"node {n} {cluster.node_state(n).value}" for n in cluster.topology.node_ids
               if cluster.node_state(n) is not NodeState.UP]
     if found:
-        log(f"the cluster is not in its healed state ({found}): healing before the run")
-    problems = heal_all(cluster, log)
+        log.info(f"the cluster is not in its healed state ({found}): healing before the run")
+    problems = heal_all(cluster)
     if problems:
         raise ClusterError(f"the cluster that is up cannot be healed: {problems}; take it down (eos-chaos cluster down)")
     return found
 
 
-def run(sc: Scenario, backend: Backend, seed: int, run_dir: Path, log: Log, kafka_version: str | None = None,
+def run(sc: Scenario, backend: Backend, seed: int, run_dir: Path, kafka_version: str | None = None,
         cluster: Cluster | None = None, port_base: int | None = None, keep: bool = False, attach: bool = True,
         show: Callable[[Path, float, Callable[[], list[str]]], Any] | None = None, source: str | None = None,
         report: bool = True) -> RunResult:
@@ -171,24 +173,24 @@ def run(sc: Scenario, backend: Backend, seed: int, run_dir: Path, log: Log, kafk
     extra: dict[str, Any] = {}
     own = False
     if cluster is None and attach:
-        cluster = cluster_that_is_up(backend, sc, log, kafka_version, port_base)
+        cluster = cluster_that_is_up(backend, sc, kafka_version, port_base)
         if cluster is not None:
-            extra["faulted_at_start"] = prepare_attached(cluster, log)
+            extra["faulted_at_start"] = prepare_attached(cluster)
     if cluster is None:
         arts = artifacts.ready(kafka_version) if kafka_version else None
-        arts = arts or artifacts.ensure(kafka_version or artifacts.pins.KAFKA_VERSION, log=log)
-        cluster = backends.new_cluster(backend, arts, run_dir, port_base, overrides=sc.broker_config, detached=keep, log=log)
+        arts = arts or artifacts.ensure(kafka_version or artifacts.pins.KAFKA_VERSION)
+        cluster = backends.new_cluster(backend, arts, run_dir, port_base, overrides=sc.broker_config, detached=keep)
         own = not keep
         cluster.start()
         if keep:
-            log(f"the cluster stays up after the run (--keep): eos-chaos cluster down --backend {backend.value}")
+            log.info(f"the cluster stays up after the run (--keep): eos-chaos cluster down --backend {backend.value}")
     # now the cluster (and so the Kafka version) is known
     kv = getattr(getattr(cluster, "artifacts", None), "kafka_version", kafka_version)
     recorded.update(versions=runinfo.versions(kv),
                     command=runinfo.rerun_command(source or sc.name, backend.value, seed, sc.duration, kv))
     (run_dir / "scenario.json").write_text(json.dumps(recorded, indent=2))
     try:
-        _run_on(sc, faults, cluster, seed, run_dir, t0, extra, log, show)
+        _run_on(sc, faults, cluster, seed, run_dir, t0, extra, show)
     finally:
         if own:
             cluster.stop()
@@ -201,38 +203,38 @@ def run(sc: Scenario, backend: Backend, seed: int, run_dir: Path, log: Log, kafk
     verdict["as_expected"] = as_expected(sc, verdict)
     write_verdict(verdict, run_dir)
     if report:
-        _write_report(run_dir, log)
+        _write_report(run_dir)
     return RunResult(run_dir, verdict)
 
 
-def run_on_shared(sc: Scenario, backend: Backend, seed: int, run_dir: Path, cluster: Cluster, log: Log,
+def run_on_shared(sc: Scenario, backend: Backend, seed: int, run_dir: Path, cluster: Cluster,
                   source: str | None = None) -> RunResult:
     """Run ``sc`` on a cluster shared by many runs (a test session's, a soak's). A scenario with
     broker settings a running cluster cannot take (transactional.id.expiration.ms) gets a cluster
     of its own with them; one cluster at a time, so the shared one makes way and comes back."""
     if not sc.broker_config:
-        return run(sc, backend, seed, run_dir, log, cluster=cluster, source=source)
+        return run(sc, backend, seed, run_dir, cluster=cluster, source=source)
     cluster.stop()
     try:
-        return run(sc, backend, seed, run_dir, log, attach=False, source=source)
+        return run(sc, backend, seed, run_dir, attach=False, source=source)
     finally:
         cluster.start()
 
 
-def _write_report(run_dir: Path, log: Log) -> None:
+def _write_report(run_dir: Path) -> None:
     """The run's report.html; a report that cannot be made is logged, never fails the run (the
     verdict is what counts, and ``eos-chaos report RUN_DIR`` can make it again)."""
     from harness.report import write_report
 
     try:
         path = write_report(run_dir)
-        log(f"report: {path}")
+        log.info(f"report: {path}")
     except Exception as exc:  # noqa: BLE001 - see docstring
-        log(f"report.html could not be written ({type(exc).__name__}: {exc}); try: eos-chaos report {run_dir}")
+        log.info(f"report.html could not be written ({type(exc).__name__}: {exc}); try: eos-chaos report {run_dir}")
 
 
 def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, run_dir: Path, t0: int,
-            extra: dict[str, Any], log: Log, show: Callable[[Path, float, Callable[[], list[str]]], Any] | None) -> None:
+            extra: dict[str, Any], show: Callable[[Path, float, Callable[[], list[str]]], Any] | None) -> None:
     with Recorder(run_dir, "runner") as rec:
         admin = admin_client(cluster.direct_bootstrap)
         # the Spark job's marker topic is compacted (one marker per batch id, kept forever)
@@ -240,8 +242,8 @@ def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, run_
         for topic in sc.topics:
             create_topic(admin, topic, sc.partitions, config={"cleanup.policy": "compact"} if topic in compacted else None)
         env = {**os.environ, **procs.tags(cluster.cluster_id, os.getpid()), ENV_T0: str(t0)}
-        sup = Supervisor(run_dir, env, log)
-        nemesis = Nemesis(sc, cluster, sup, rec, log, faults, seed)
+        sup = Supervisor(run_dir, env)
+        nemesis = Nemesis(sc, cluster, sup, rec, faults, seed)
         thread: threading.Thread | None = None
         zombie_thread: threading.Thread | None = None
         progress = show(run_dir, sc.duration, nemesis.active_faults) if show else None
@@ -249,7 +251,7 @@ def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, run_
             for kind, cfg, now in workload_configs(sc, run_dir, cluster.bootstrap, seed):
                 sup.start(kind, cfg) if now else sup.register(kind, cfg)
             sup.keep_restarting()
-            log(f"workloads started: {', '.join(sup.procs)}; running {sc.duration:.0f}s")
+            log.info(f"workloads started: {', '.join(sup.procs)}; running {sc.duration:.0f}s")
             if progress is not None:
                 progress.set_phase("running")
             thread = threading.Thread(target=nemesis.run, name="nemesis", daemon=True)
@@ -261,7 +263,7 @@ def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, run_
                 nemesis.stop.wait(sc.duration)
             except KeyboardInterrupt:
                 extra["interrupted"] = True
-                log("interrupted: stopping the workloads, healing, then checking what ran")
+                log.info("interrupted: stopping the workloads, healing, then checking what ran")
         finally:
             if progress is not None:
                 progress.set_phase("healing")
@@ -270,10 +272,10 @@ def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, run_
             for th in (thread, zombie_thread):
                 if th is not None:
                     th.join(timeout=300)
-            problems = heal_all(cluster, log)
+            problems = heal_all(cluster)
             extra.update(healed=not problems, heal_problems=problems, faults=nemesis.faults,
                          nemesis_errors=nemesis.errors, workloads_killed_at_stop=killed)
-        log("healed; final reads over the DIRECT listener" if not problems else f"heal problems: {problems}")
+        log.info("healed; final reads over the DIRECT listener" if not problems else f"heal problems: {problems}")
         if progress is not None:
             progress.set_phase("final reads")
         try:

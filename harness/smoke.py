@@ -4,11 +4,11 @@ committed value is there exactly once and nothing from an aborted transaction is
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Callable
 
 from clusters.base import Cluster
 from clusters.health import admin_client
@@ -20,6 +20,8 @@ from harness.kafka_io import (
     read_all,
 )
 
+log = logging.getLogger(__name__)
+
 TOPIC = "eos-smoke"
 PARTITIONS = 3
 VALUES_PER_TXN = 6
@@ -28,7 +30,6 @@ VALUES_PER_TXN = 6
 KILL_AT_S = 8.0
 DOWN_FOR_S = 6.0
 
-Log = Callable[[str], None]
 
 
 @dataclass
@@ -62,7 +63,7 @@ class SmokeResult:
         )
 
 
-def run_smoke(cluster: Cluster, duration: float = 30.0, log: Log = print, topic: str = TOPIC) -> SmokeResult:
+def run_smoke(cluster: Cluster, duration: float = 30.0, topic: str = TOPIC) -> SmokeResult:
     admin = admin_client(cluster.direct_bootstrap)
     create_topic(admin, topic, PARTITIONS)
     writer = TxnWriter(cluster.bootstrap)
@@ -75,13 +76,13 @@ def run_smoke(cluster: Cluster, duration: float = 30.0, log: Log = print, topic:
             return
         try:
             node = partition_leader(admin, topic, 0)
-            log(f"nemesis: kill -9 node {node} (leader of {topic}-0)")
+            log.info(f"nemesis: kill -9 node {node} (leader of {topic}-0)")
             cluster.kill(node)
             result.killed_node = node
             stop.wait(DOWN_FOR_S)
-            log(f"nemesis: restarting node {node}")
+            log.info(f"nemesis: restarting node {node}")
             cluster.restart(node)
-            log(f"nemesis: node {node} is back")
+            log.info(f"nemesis: node {node} is back")
         except Exception as exc:  # noqa: BLE001 - reported in the result, the run still checks
             result.nemesis_error = f"{type(exc).__name__}: {exc}"
 
@@ -99,7 +100,7 @@ def run_smoke(cluster: Cluster, duration: float = 30.0, log: Log = print, topic:
         stop.set()
         writer.close()
         thread.join(timeout=120)
-    log(f"producer done after {time.monotonic() - start:.0f}s: {len(writer.ledger.ok)} transactions committed")
+    log.info(f"producer done after {time.monotonic() - start:.0f}s: {len(writer.ledger.ok)} transactions committed")
     cluster.wait_healthy()
     back = read_all(cluster.direct_bootstrap, topic, PARTITIONS, "read_committed")
     return check(result, back.values())

@@ -8,6 +8,7 @@ cluster is healed once more, and the summary is still written."""
 
 from __future__ import annotations
 
+import logging
 import json
 import random
 import time
@@ -24,7 +25,8 @@ from harness.errors import ConfigError
 from harness.runs import new_run_dir, write_atomic
 from harness.scenario import Scenario
 
-Log = Callable[[str], None]
+log = logging.getLogger(__name__)
+
 SOAK_JSON = "soak.json"
 SOAK_HTML = "soak.html"
 
@@ -105,7 +107,7 @@ def seeds(master: int) -> Callable[[], int]:
     return lambda: rnd.randrange(2**31)
 
 
-def soak(scs: list[Scenario], sources: list[str], backend: Backend, seed: int, out: Path, log: Log,
+def soak(scs: list[Scenario], sources: list[str], backend: Backend, seed: int, out: Path,
          runs: int | None = None, hours: float | None = None, fail_fast: bool = False,
          kafka_version: str | None = None) -> Soak:
     """Run the soak; always writes its summary (``soak.json``, ``soak.html``) before returning or
@@ -118,12 +120,12 @@ def soak(scs: list[Scenario], sources: list[str], backend: Backend, seed: int, o
     own = False
     try:
         cluster = runner.cluster_that_is_up(backend, next((s for s in scs if not s.broker_config), scs[0]).model_copy(
-            update={"broker_config": {}}), log, kafka_version)
+            update={"broker_config": {}}), kafka_version)
         if cluster is not None:
-            runner.prepare_attached(cluster, log)
+            runner.prepare_attached(cluster)
         else:
-            arts = artifacts.ensure(kafka_version or artifacts.pins.KAFKA_VERSION, log=log)
-            cluster = backends.new_cluster(backend, arts, new_run_dir("soak-cluster", out), log=log)
+            arts = artifacts.ensure(kafka_version or artifacts.pins.KAFKA_VERSION)
+            cluster = backends.new_cluster(backend, arts, new_run_dir("soak-cluster", out))
             own = True
             cluster.start()
         i = 0
@@ -137,10 +139,10 @@ def soak(scs: list[Scenario], sources: list[str], backend: Backend, seed: int, o
             sc, source = scs[i % len(scs)], sources[i % len(sources)]
             s = next_seed()
             i += 1
-            one = _one(sc, source, backend, s, out, cluster, log)
+            one = _one(sc, source, backend, s, out, cluster)
             result.runs.append(one)
             _write(result, out, started)
-            log(f"soak [{i}{f'/{runs}' if runs else ''}] {sc.name} seed {s}: "
+            log.info(f"soak [{i}{f'/{runs}' if runs else ''}] {sc.name} seed {s}: "
                 + (f"error: {one.error}" if one.error else f"{'VALID' if one.valid is True else 'INVALID'}"
                    f"{'' if one.as_expected else ' (NOT as expected)'}, {one.ok_txn_per_s} txn/s"))
             if one.interrupted:
@@ -154,7 +156,7 @@ def soak(scs: list[Scenario], sources: list[str], backend: Backend, seed: int, o
     finally:
         if cluster is not None:
             try:
-                problems = heal_all(cluster, log)
+                problems = heal_all(cluster)
             except Exception as exc:  # noqa: BLE001 - recorded in the summary
                 problems = [f"{type(exc).__name__}: {exc}"]
             result.healed_at_end, result.heal_problems = not problems, problems
@@ -165,11 +167,11 @@ def soak(scs: list[Scenario], sources: list[str], backend: Backend, seed: int, o
     return result
 
 
-def _one(sc: Scenario, source: str, backend: Backend, seed: int, out: Path, cluster: Cluster, log: Log) -> SoakRun:
+def _one(sc: Scenario, source: str, backend: Backend, seed: int, out: Path, cluster: Cluster) -> SoakRun:
     run_dir = new_run_dir(sc.name, out)
     t0 = time.monotonic()
     try:
-        res = runner.run_on_shared(sc, backend, seed, run_dir, cluster, log, source=source)
+        res = runner.run_on_shared(sc, backend, seed, run_dir, cluster, source=source)
     except KeyboardInterrupt:  # outside the run's own fault phase (which ends the run early itself)
         return SoakRun(sc.name, seed, str(run_dir), None, None, {}, None, None, round(time.monotonic() - t0, 1),
                        error="interrupted before its verdict", interrupted=True)

@@ -5,6 +5,7 @@ the cluster's process tags, so a crashed harness's workloads are reclaimed like 
 
 from __future__ import annotations
 
+import logging
 import json
 import os
 import signal
@@ -13,10 +14,11 @@ import sys
 import threading
 from dataclasses import asdict
 from pathlib import Path
-from typing import Callable
 
 from clusters import procs
 from harness.workloads.common import WorkloadConfig
+
+log = logging.getLogger(__name__)
 
 MODULES = {"txn-producer": "harness.workloads.txn_producer", "reader": "harness.workloads.reader",
            "copier": "harness.workloads.copier", "zombie": "harness.workloads.zombie", "spark-job": "harness.spark.job"}
@@ -27,14 +29,12 @@ KEEPER_INTERVAL_S = 0.5
 #: A workload acts on SIGTERM after the operation in hand: a commit can take up to 3 x 30 s of
 #: retries under faults (workloads/common.py); after that it is killed.
 STOP_TIMEOUT_S = 120.0
-Log = Callable[[str], None]
 
 
 class Supervisor:
-    def __init__(self, run_dir: Path, env: dict[str, str], log: Log) -> None:
+    def __init__(self, run_dir: Path, env: dict[str, str]) -> None:
         self.run_dir = run_dir
         self.env = env
-        self.log = log
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.kinds: dict[str, str] = {}
         self.configs: dict[str, WorkloadConfig] = {}
@@ -105,7 +105,7 @@ class Supervisor:
                 for name, kind in list(self.kinds.items()):
                     p = self.procs.get(name)
                     if kind in RESTARTED and p is not None and p.poll() is not None:
-                        self.log(f"{name} exited ({p.returncode}); restarting it from its checkpoint")
+                        log.info(f"{name} exited ({p.returncode}); restarting it from its checkpoint")
                         self.restart(name)
 
     def wait(self, name: str, timeout: float) -> int:
@@ -132,7 +132,7 @@ class Supervisor:
                 try:
                     p.wait(timeout=STOP_TIMEOUT_S)
                 except subprocess.TimeoutExpired:
-                    self.log(f"workload {name} ignored SIGTERM for {STOP_TIMEOUT_S:.0f}s; killing it")
+                    log.info(f"workload {name} ignored SIGTERM for {STOP_TIMEOUT_S:.0f}s; killing it")
                     killed.append(name)
                 _kill_group(p)  # the process and anything it started (a driver's JVM)
         return killed

@@ -30,13 +30,13 @@ def selected_backends() -> list[str]:
 
 @pytest.fixture(scope="session")
 def arts() -> artifacts.Artifacts:
-    return artifacts.ensure(log=lambda m: print(m))
+    return artifacts.ensure()
 
 
 @pytest.fixture(scope="session", params=selected_backends())
 def session_cluster(request: pytest.FixtureRequest, arts: artifacts.Artifacts) -> Iterator[Cluster]:
     backend = Backend(request.param)
-    with backends.new_cluster(backend, arts, new_run_dir(f"pytest-{backend.value}"), log=print) as cluster:
+    with backends.new_cluster(backend, arts, new_run_dir(f"pytest-{backend.value}")) as cluster:
         yield cluster
 
 
@@ -51,4 +51,4 @@ def kafka_cluster(session_cluster: Cluster) -> Cluster:
 def cluster(session_cluster: Cluster) -> Iterator[Cluster]:
     """The session cluster, healed and healthy again after each test, whatever the test did."""
     yield session_cluster
-    assert heal_all(session_cluster, log=print) == []
+    assert heal_all(session_cluster) == []

@@ -2,21 +2,22 @@
 
 from __future__ import annotations
 
+import logging
 import json
 import shutil
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import Callable
 
 from clusters import pins
 from clusters.artifacts import go_env
 from harness.errors import EnvironmentProblem
 from harness.paths import cache_dir
 
+log = logging.getLogger(__name__)
+
 #: Compose is a large Go program: ~2 min to compile on two cores, plus module downloads.
 BUILD_TIMEOUT_S = 1200
-Log = Callable[[str], None]
 
 
 def built_compose() -> Path:
@@ -31,17 +32,17 @@ def _plugin_works() -> bool:
     return proc.returncode == 0 and "v2" in proc.stdout
 
 
-def find_compose(log: Log) -> list[str]:
+def find_compose() -> list[str]:
     """The command that runs Compose v2 (``["docker", "compose"]`` or the built binary)."""
     if shutil.which("docker") and _plugin_works():
         return ["docker", "compose"]
     target = built_compose()
     if target.is_file():
         return [str(target)]
-    return [str(build_compose(log))]
+    return [str(build_compose())]
 
 
-def build_compose(log: Log) -> Path:
+def build_compose() -> Path:
     go = shutil.which("go")
     if not go:
         raise EnvironmentProblem(
@@ -51,7 +52,7 @@ def build_compose(log: Log) -> Path:
     target = built_compose()
     target.parent.mkdir(parents=True, exist_ok=True)
     env = go_env()
-    log(f"building Docker Compose {pins.COMPOSE_VERSION} from the Go module proxy (once; a few minutes)")
+    log.info(f"building Docker Compose {pins.COMPOSE_VERSION} from the Go module proxy (once; a few minutes)")
     mod = f"{pins.COMPOSE_MODULE}@{pins.COMPOSE_VERSION}"
     dl = subprocess.run(["go", "mod", "download", "-json", mod], capture_output=True, text=True, env=env, timeout=BUILD_TIMEOUT_S)
     if dl.returncode != 0:
@@ -66,5 +67,5 @@ def build_compose(log: Log) -> Path:
         if build.returncode != 0:
             raise EnvironmentProblem(f"building Docker Compose failed:\n{(build.stdout + build.stderr)[-1500:]}")
         out.rename(target)
-    log(f"built {target}")
+    log.info(f"built {target}")
     return target

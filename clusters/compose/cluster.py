@@ -3,6 +3,7 @@ and the Docker SDK (kill, stop, pause, restart, logs)."""
 
 from __future__ import annotations
 
+import logging
 import atexit
 import dataclasses
 import json
@@ -11,14 +12,14 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Mapping
 
 import docker
 from confluent_kafka.admin import AdminClient
 from docker.errors import APIError, NotFound
 from docker.models.containers import Container
 
-from chaos.toxiproxy import ProxySpec, Toxiproxy
+from clusters.toxiproxy import ProxySpec, Toxiproxy
 from clusters import health, procs, state
 from clusters.artifacts import Artifacts
 from clusters.base import HEALTHY_TIMEOUT_S, NODE_START_TIMEOUT_S, ClusterStatus, NodeState, NodeStatus, Owned
@@ -30,12 +31,13 @@ from clusters.local import STARTED_MESSAGE, new_cluster_id
 from harness.errors import ClusterError, EnvironmentProblem
 from harness.wait import wait_until
 
+log = logging.getLogger(__name__)
+
 BACKEND = "compose"
 #: `compose up --wait`: image start + KRaft quorum + healthchecks, on a busy 2-core machine.
 UP_TIMEOUT_S = 240
 #: Toxiproxy starts in a second; generous for a loaded machine.
 TOXIPROXY_RESTART_TIMEOUT_S = 60.0
-Log = Callable[[str], None]
 
 # Clusters this process owns; stopped at interpreter exit if a caller forgot (or was interrupted).
 _OWNED: set["ComposeCluster"] = set()
@@ -59,7 +61,6 @@ class ComposeCluster(Owned):
         plan: ComposePlan | None = None,
         overrides: Mapping[str, str] | None = None,
         detached: bool = False,
-        log: Log = lambda m: None,
     ) -> None:
         self.artifacts = artifacts
         self.run_dir = run_dir
@@ -68,7 +69,6 @@ class ComposeCluster(Owned):
             self.plan = dataclasses.replace(self.plan, overrides=tuple(sorted(overrides.items())))
         self.topology = self.plan.topology
         self.detached = detached
-        self.log = log
         self.cluster_id = new_cluster_id()
         # The run id makes the project name unique, so two runs never share containers or networks.
         self.project = "eos-chaos-" + run_dir.name.lower().replace(".", "-")
@@ -81,14 +81,14 @@ class ComposeCluster(Owned):
         self._started = False
 
     @classmethod
-    def attach(cls, rec: state.ClusterRecord, log: Log = lambda m: None) -> "ComposeCluster":
+    def attach(cls, rec: state.ClusterRecord) -> "ComposeCluster":
         """A handle on a cluster another process started (for ``cluster down`` / ``status``)."""
         arts = Artifacts(rec.kafka_version, Path(rec.kafka_libs), Path(rec.toxiproxy_bin), Path(rec.java))
         plan = ComposePlan.at(rec.port_base)
-        c = cls(arts, Path(rec.run_dir), plan, rec.overrides, detached=rec.owner_pid is None, log=log)
+        c = cls(arts, Path(rec.run_dir), plan, rec.overrides, detached=rec.owner_pid is None)
         c.cluster_id, c.project = rec.cluster_id, rec.project
         c.images = Images(rec.images["kafka"], rec.images["toxiproxy"], rec.images["source"]) if rec.images else None
-        c._compose_cmd = find_compose(log)
+        c._compose_cmd = find_compose()
         c._attached_owner = rec.owner_pid or 0
         c._started = True
         return c
@@ -142,9 +142,9 @@ class ComposeCluster(Owned):
         with self._lock:
             if self._started:
                 return
-            ensure_engine(self.log)
-            self._compose_cmd = find_compose(self.log)
-            self.images = ensure_images(self.artifacts, self.log)
+            ensure_engine()
+            self._compose_cmd = find_compose()
+            self.images = ensure_images(self.artifacts)
             self._reclaim_leftovers()
             procs.check_free(self.plan.host_binds())
             check_subnets_free(self.docker, self.plan)
@@ -155,7 +155,7 @@ class ComposeCluster(Owned):
             (self.run_dir / "docker-compose.yml").write_text(compose_yaml(self.plan))
             (self.run_dir / "toxiproxy.json").write_text(toxiproxy_json(self.plan))
             state.save(self._record())
-            self.log(f"compose project {self.project}: up (images {self.images.source})")
+            log.info(f"compose project {self.project}: up (images {self.images.source})")
             up = self._compose("up", "-d", "--wait", "--wait-timeout", str(UP_TIMEOUT_S), timeout=UP_TIMEOUT_S + 60)
             if up.returncode != 0:
                 raise ClusterError(f"`docker compose up` of project {self.project} failed (exit {up.returncode}): "
@@ -192,9 +192,9 @@ class ComposeCluster(Owned):
                 raise EnvironmentProblem(
                     f"a compose cluster owned by running process {rec.owner_pid} is up (project {rec.project}); "
                     "one cluster at a time on this machine. Wait for it, or stop that process.")
-            self.log(f"reclaiming leftovers of a crashed run (project {rec.project}, run folder {rec.run_dir})")
-            ComposeCluster.attach(rec, self.log).stop()
-        reclaim_leftovers(self.docker, self.log)
+            log.info(f"reclaiming leftovers of a crashed run (project {rec.project}, run folder {rec.run_dir})")
+            ComposeCluster.attach(rec).stop()
+        reclaim_leftovers(self.docker)
 
     def _containers(self) -> list[Container]:
         return self.docker.containers.list(all=True, filters={"label": f"{LABEL_CLUSTER}={self.cluster_id}"})
@@ -370,7 +370,7 @@ def _claimed_elsewhere(labels: Mapping[str, str], claimed: str | None) -> bool:
     return labels.get(LABEL_CLUSTER) == claimed or (owner.isdigit() and owner != "0" and procs.alive(int(owner)))
 
 
-def reclaim_leftovers(client: docker.DockerClient, log: Log) -> int:
+def reclaim_leftovers(client: docker.DockerClient) -> int:
     """Remove containers, networks and volumes labelled ``eos-chaos`` whose run is over: the owner
     process died, or it was detached and no record claims it. Returns how many were removed."""
     rec = state.load(BACKEND)
@@ -378,12 +378,12 @@ def reclaim_leftovers(client: docker.DockerClient, log: Log) -> int:
     removed = 0
     for c in client.containers.list(all=True, filters={"label": LABEL}):
         if not _claimed_elsewhere(c.labels, claimed):
-            log(f"reclaiming leftover container {c.name}")
+            log.info(f"reclaiming leftover container {c.name}")
             c.remove(force=True, v=True)
             removed += 1
     for n in client.networks.list(filters={"label": LABEL}):
         if not _claimed_elsewhere(n.attrs.get("Labels") or {}, claimed):
-            log(f"reclaiming leftover network {n.name}")
+            log.info(f"reclaiming leftover network {n.name}")
             n.remove()
             removed += 1
     for v in client.volumes.list(filters={"label": LABEL}):

@@ -10,6 +10,7 @@ changed.
 
 from __future__ import annotations
 
+import logging
 import hashlib
 import re
 import shutil
@@ -18,7 +19,6 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import docker
 from docker.errors import APIError, BuildError, ImageNotFound
@@ -28,6 +28,8 @@ from clusters.compose.engine import apt_install
 from harness.errors import EnvironmentProblem
 from harness.paths import cache_dir
 
+log = logging.getLogger(__name__)
+
 HERE = Path(__file__).resolve().parent / "images"
 #: A pull from a registry this machine cannot reach fails fast (name resolution); a slow one is cut.
 PULL_TIMEOUT_S = 60
@@ -36,7 +38,6 @@ PULL_TIMEOUT_S = 60
 PULL_RETRY_AFTER_S = 24 * 3600
 #: debootstrap of a minimal Debian with a JRE: ~1 min on a good mirror.
 DEBOOTSTRAP_TIMEOUT_S = 1200
-Log = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -87,20 +88,20 @@ def apt_source() -> tuple[str, str]:
     return mirror, suite
 
 
-def base_image(client: docker.DockerClient, log: Log) -> str:
+def base_image(client: docker.DockerClient) -> str:
     """A minimal Debian with a JRE, from debootstrap + ``docker import``."""
     _, suite = apt_source()
     tag = f"eos-chaos/base:{suite}-{_digest(suite, *pins.BASE_PACKAGES)}"
     if _exists(client, tag):
         return tag
     if not shutil.which("debootstrap"):
-        apt_install(["debootstrap"], "building the base image", log)
+        apt_install(["debootstrap"], "building the base image")
     mirror, suite = apt_source()
     work = cache_dir() / "images"
     work.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=work) as tmp:
         rootfs = Path(tmp) / "rootfs"
-        log(f"base image: debootstrap {suite} (minbase + {', '.join(pins.BASE_PACKAGES)}) from this machine's apt mirror")
+        log.info(f"base image: debootstrap {suite} (minbase + {', '.join(pins.BASE_PACKAGES)}) from this machine's apt mirror")
         cmd = ["debootstrap", "--variant=minbase", f"--include={','.join(pins.BASE_PACKAGES)}", suite, str(rootfs), mirror]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=DEBOOTSTRAP_TIMEOUT_S)
         if proc.returncode != 0:
@@ -109,7 +110,7 @@ def base_image(client: docker.DockerClient, log: Log) -> str:
             for f in (rootfs / junk).glob("*"):
                 if f.is_file():
                     f.unlink()
-        log(f"base image: docker import as {tag}")
+        log.info(f"base image: docker import as {tag}")
         tar = subprocess.Popen(["tar", "-C", str(rootfs), "-c", "."], stdout=subprocess.PIPE)
         imp = subprocess.run(["docker", "import", "-c", "ENV LANG=C.UTF-8", "-", tag], stdin=tar.stdout,
                              capture_output=True, text=True, timeout=DEBOOTSTRAP_TIMEOUT_S)
@@ -127,12 +128,12 @@ def _build(client: docker.DockerClient, context: Path, tag: str, step: str, buil
         raise EnvironmentProblem(f"image build step '{step}' failed: {exc}\n{log_lines[-1500:]}") from exc
 
 
-def _ensure_built(client: docker.DockerClient, tag: str, step: str, files: dict[str, Path], log: Log,
+def _ensure_built(client: docker.DockerClient, tag: str, step: str, files: dict[str, Path],
                   buildargs: dict[str, str] | None = None) -> str:
     """Build ``tag`` from a context holding ``files`` (name in context -> file or folder), unless present."""
     if _exists(client, tag):
         return tag
-    log(f"{step}: building {tag}")
+    log.info(f"{step}: building {tag}")
     with tempfile.TemporaryDirectory(dir=cache_dir()) as tmp:
         ctx = Path(tmp)
         for name, src in files.items():
@@ -144,34 +145,34 @@ def _ensure_built(client: docker.DockerClient, tag: str, step: str, files: dict[
     return tag
 
 
-def kafka_image(client: docker.DockerClient, arts: artifacts.Artifacts, log: Log) -> str:
-    base = base_image(client, log)
+def kafka_image(client: docker.DockerClient, arts: artifacts.Artifacts) -> str:
+    base = base_image(client)
     jars = sorted(p.name for p in arts.kafka_libs.glob("*.jar"))
     files = [(HERE / "kafka" / n).read_bytes() for n in ("Dockerfile", "run")]
     tag = f"eos-chaos/kafka:{arts.kafka_version}-{_digest(base, *jars, *files)}"
     context = {n: HERE / "kafka" / n for n in ("Dockerfile", "run")} | {"libs": arts.kafka_libs}
-    return _ensure_built(client, tag, "kafka image", context, log, {"BASE": base})
+    return _ensure_built(client, tag, "kafka image", context, {"BASE": base})
 
 
-def toxiproxy_image(client: docker.DockerClient, log: Log) -> str:
+def toxiproxy_image(client: docker.DockerClient) -> str:
     server, cli = artifacts.toxiproxy_bin(), artifacts.toxiproxy_cli()
     dockerfile = (HERE / "toxiproxy" / "Dockerfile").read_bytes()
     tag = f"eos-chaos/toxiproxy:{pins.TOXIPROXY_VERSION.lstrip('v')}-{_digest(dockerfile, server.read_bytes(), cli.read_bytes())}"
     context = {"Dockerfile": HERE / "toxiproxy" / "Dockerfile", "toxiproxy-server": server, "toxiproxy-cli": cli}
-    return _ensure_built(client, tag, "toxiproxy image", context, log)
+    return _ensure_built(client, tag, "toxiproxy image", context)
 
 
 def _pull_marker(ref: str) -> Path:
     return cache_dir() / "images" / "pull-failed" / re.sub(r"[^A-Za-z0-9_.-]", "_", ref)
 
 
-def _official(client: docker.DockerClient, ref: str, log: Log, pull: bool) -> bool:
+def _official(client: docker.DockerClient, ref: str, pull: bool) -> bool:
     """Present locally, or pullable now (not asked again within a day of a failed pull unless ``pull``)."""
     if _exists(client, ref):
         return True
     marker = _pull_marker(ref)
     if not pull and marker.exists() and time.time() - marker.stat().st_mtime < PULL_RETRY_AFTER_S:
-        log(f"not pulling {ref}: a pull failed {(time.time() - marker.stat().st_mtime) / 60:.0f} min ago "
+        log.info(f"not pulling {ref}: a pull failed {(time.time() - marker.stat().st_mtime) / 60:.0f} min ago "
             "(`eos-chaos images --pull` tries again)")
         return False
     try:
@@ -182,24 +183,24 @@ def _official(client: docker.DockerClient, ref: str, log: Log, pull: bool) -> bo
     if ok:
         marker.unlink(missing_ok=True)
     else:
-        log(f"cannot pull {ref}: {why}")
+        log.info(f"cannot pull {ref}: {why}")
         marker.parent.mkdir(parents=True, exist_ok=True)
         marker.write_text(why + "\n")
     return ok
 
 
-def ensure_images(arts: artifacts.Artifacts, log: Log, prefer_local: bool = False, pull: bool = False) -> Images:
+def ensure_images(arts: artifacts.Artifacts, prefer_local: bool = False, pull: bool = False) -> Images:
     """The official Kafka image when present or pullable, else a local stand-in (built if needed);
     Toxiproxy always from the pinned binaries."""
     client = _client()
     try:
         kafka_ref = f"{pins.OFFICIAL_KAFKA_IMAGE}:{arts.kafka_version}"
-        tox = toxiproxy_image(client, log)
-        if not prefer_local and _official(client, kafka_ref, log, pull):
-            log(f"using the official image {kafka_ref} and {tox}")
+        tox = toxiproxy_image(client)
+        if not prefer_local and _official(client, kafka_ref, pull):
+            log.info(f"using the official image {kafka_ref} and {tox}")
             return Images(kafka_ref, tox, "official kafka")
-        images = Images(kafka_image(client, arts, log), tox, "local")
-        log(f"using local images {images.kafka} and {images.toxiproxy} (official kafka image absent and not pullable)")
+        images = Images(kafka_image(client, arts), tox, "local")
+        log.info(f"using local images {images.kafka} and {images.toxiproxy} (official kafka image absent and not pullable)")
         return images
     finally:
         client.close()

@@ -53,7 +53,7 @@ def session(app: str, kafka: bool = False, master: str | None = None, tmp_dir: P
     for k, v in (conf or {}).items():
         b = b.config(k, v)
     if kafka:
-        jars = artifacts.spark_kafka_ready() or artifacts.ensure_spark(log=lambda _m: None)
+        jars = artifacts.spark_kafka_ready() or artifacts.ensure_spark()
         b = b.config("spark.jars", ",".join(str(j) for j in jars))
     spark = b.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
