@@ -31,8 +31,3 @@ class WaitTimeout(HarnessError):
 
     exit_code = 1
 
-
-class CheckFailed(HarnessError):
-    """The system under test broke a guarantee."""
-
-    exit_code = 1
