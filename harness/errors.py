@@ -6,7 +6,8 @@ from __future__ import annotations
 class HarnessError(Exception):
     """Base of every error the harness raises on purpose."""
 
-    #: exit code the CLI uses; 2 = usage or environment, 1 = the thing tested failed
+    #: exit code the CLI uses: 2, usage or environment. 1 is kept for findings (an invalid verdict)
+    #: and 3 for an unknown verdict, which no exception stands for.
     exit_code = 2
 
 
@@ -27,7 +28,7 @@ class FaultError(HarnessError):
 
 
 class WaitTimeout(HarnessError):
-    """Gave up waiting for a condition before its deadline; says what and the last state seen."""
-
-    exit_code = 1
+    """Gave up waiting for a condition before its deadline; says what and the last state seen.
+    The cluster or the machine did not get there in time: an environment problem (exit 2), never a
+    finding about Kafka (exit 1)."""
 
