@@ -23,7 +23,7 @@ define pytest_with_engine
 	 $(BIN)/pytest $(1)
 endef
 
-.PHONY: setup run test test-unit chaos library clean-cache down images
+.PHONY: setup run test test-unit lint chaos library clean-cache down images
 
 setup: $(STAMP)
 	@$(BIN)/eos-chaos setup $(KAFKA_FLAG)
@@ -32,15 +32,21 @@ $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 2)' || \
 	  { echo "error: $(PYTHON) is $$($(PYTHON) --version 2>&1); eos-chaos needs Python 3.11+ (PYTHON=python3.11 make ...)" >&2; exit 2; }
 	@[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV)
-	@echo "installing eos-chaos and its test extras into $(VENV)/"
-	@$(BIN)/python -m pip install -q -e '.[test]'
+	@echo "installing eos-chaos with its spark and test extras into $(VENV)/"
+	@$(BIN)/python -m pip install -q -e '.[test,spark]'
 	@rm -f $(VENV)/.installed-* && touch $@
 
 run: setup
 	@$(BIN)/eos-chaos smoke $(KAFKA_FLAG)
 
-test: setup
+test: setup lint
 	$(call pytest_with_engine,$(PYTEST_ARGS))
+
+# ruff (pyflakes, style, imports, bugbear) everywhere; mypy --strict on the history, the checker and
+# chaos/ (pyproject.toml). The layering contracts are a unit test (tests/unit/test_layers.py).
+lint: setup
+	@$(BIN)/ruff check --quiet harness chaos clusters tests
+	@$(BIN)/mypy --no-error-summary
 
 test-unit: setup
 	@$(BIN)/pytest -m 'not chaos' $(PYTEST_ARGS)
