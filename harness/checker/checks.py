@@ -18,7 +18,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from harness.history.model import COPY_PREFIX, FAIL, OK
+from harness.history.model import COPY_PREFIX, FAIL, OK, Position, position
 from harness.checker.arrays import NO_OFFSET, OUTCOME_CODES, Cols, build, span
 from harness.history.store import Tables, with_values
 
@@ -67,8 +67,8 @@ def _writes_at(t: Tables, rows: np.ndarray) -> pd.DataFrame:
     return w.assign(outcome=tx["outcome"].reindex(w["txn"]).to_numpy(), process=tx["process"].reindex(w["txn"]).to_numpy())
 
 
-def _positions(df: pd.DataFrame) -> list[str]:
-    return [f"{a}-{b}@{c}" for a, b, c in zip(df["topic"], df["partition"], df["offset"])]
+def _positions(df: pd.DataFrame) -> list[Position]:
+    return [position(a, b, c) for a, b, c in zip(df["topic"], df["partition"], df["offset"])]
 
 
 # ---------------------------------------------------------------------------------------------- checks
@@ -290,8 +290,8 @@ def copy_exactly_once(t: Tables) -> Found:
     known = src.merge(inputs[["topic", "partition", "offset"]], how="left", indicator=True)
     orphans = known[known["_merge"] == "left_only"]
     ex = _examples(bad_inputs, ["topic", "partition", "offset", "value", "outputs", "expected", "group_offset"])
-    ex += [{"orphan_output": f"{r['out_topic']}-{r['out_partition']}@{r['out_offset']}",
-            "copies": f"{r['topic']}-{r['partition']}@{r['offset']}"} for r in orphans.head(MAX_EXAMPLES).to_dict("records")]
+    ex += [{"orphan_output": position(r["out_topic"], r["out_partition"], r["out_offset"]),
+            "copies": position(r["topic"], r["partition"], r["offset"])} for r in orphans.head(MAX_EXAMPLES).to_dict("records")]
     return Found(len(bad_inputs) + len(orphans), ex[:MAX_EXAMPLES])
 
 

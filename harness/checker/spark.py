@@ -28,7 +28,7 @@ import pandas as pd
 
 from harness.checker.checks import MAX_EXAMPLES, Found, final_committed
 from harness.history.model import (
-    MARKER_PREFIX, OK, SPARK_BATCH, SPARK_FAULT, SPARK_PREFIX, SPARK_PROGRESS, SPARK_SKIP, SPARK_START,
+    MARKER_PREFIX, OK, SPARK_BATCH, SPARK_FAULT, SPARK_PREFIX, SPARK_PROGRESS, SPARK_SKIP, SPARK_START, position,
 )
 from harness.history.store import Tables, with_values
 
@@ -112,8 +112,8 @@ def spark_exactly_once(t: Tables) -> Found:
     if len(outputs):
         joined = outputs.merge(inputs, on=KEY, how="left")
         orphan = joined[joined["value"].isna() | (joined["value"] != joined["in_value"])]
-        found("orphan-output", len(orphan), _records(orphan.assign(
-            output=orphan["out_topic"] + "-" + orphan["out_partition"].astype(str) + "@" + orphan["out_offset"].astype(str)),
+        found("orphan-output", len(orphan), _records(orphan.assign(output=[
+            position(*p) for p in zip(orphan["out_topic"], orphan["out_partition"], orphan["out_offset"])]),
             KEY + ["batch", "process", "output"]))
 
     if len(outputs) and len(markers):

@@ -38,9 +38,9 @@ def both(h: History, tmp: Path, spark: Any) -> tuple[dict[str, Any], dict[str, A
     from harness.checker.spark_engine import check_run
 
     tables = h.tables()
-    default = check(tables)
+    default = check(tables).to_json()
     store.save(tables, tmp)
-    return default, check_run(tmp, spark=spark)
+    return default, check_run(tmp, spark=spark).to_json()
 
 
 def assert_same(default: dict[str, Any], by_spark: dict[str, Any]) -> None:
