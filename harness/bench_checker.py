@@ -115,7 +115,7 @@ def _measure_spark(run_dir: Path) -> dict[str, Any]:
     spark = session("eos-chaos-bench-checker", tmp_dir=run_dir / "spark-tmp", memory=CHECKER_MEMORY)
     start_s = time.monotonic() - t0
     t0 = time.monotonic()
-    verdict = check_run(run_dir, spark=spark)
+    verdict = check_run(run_dir, spark)
     check_s = time.monotonic() - t0
     if verdict.valid is not True:
         raise AssertionError(f"the synthetic history must be valid: {_json.dumps(verdict.to_json()['checks'])[:2000]}")

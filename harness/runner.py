@@ -366,8 +366,10 @@ def rerun_check(run_dir: Path, engine: str = "default") -> dict[str, Any]:
                         "interrupted", "faulted_at_start", "errors_seen")}
     if engine == "spark":
         from harness.checker.spark_engine import check_run
+        from harness.spark.session import checker_session
 
-        verdict = check_run(run_dir).to_json()
+        with checker_session() as spark:
+            verdict = check_run(run_dir, spark).to_json()
     else:
         verdict = check(store.load(run_dir)).to_json()
     verdict["stats"].update(old)

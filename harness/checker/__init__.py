@@ -5,6 +5,7 @@ talks to Kafka, and it imports nothing of the project but the history package.
 from __future__ import annotations
 
 import traceback
+from functools import partial
 from collections.abc import Callable
 from typing import Any
 
@@ -19,14 +20,14 @@ from harness.history.store import Tables
 
 #: the run folder's file of the verdict (written by the run, never by the checker)
 VERDICT_FILE = "verdict.json"
-#: Every check, in the order of DESIGN.md's table.
+#: Every check, in the order the README lists them (which reports and verdict.json keep).
 CHECKS: dict[str, Callable[[Tables], Found]] = {
     **{k: v for k, v in _CORE.items() if k != "lso-stall"},
     "spark-exactly-once": spark_exactly_once,
     "lso-stall": _CORE["lso-stall"],
 }
 
-#: What each check finding something means (DESIGN.md's table), for reports and failure messages.
+#: What each check finding something means, for reports and failure messages.
 MEANING: dict[str, str] = {
     "duplicate": "a value visible more than once to read_committed readers",
     "lost-write": "a value of a transaction acknowledged committed (ok) missing from the final read_committed scan",
@@ -50,7 +51,7 @@ assert set(MEANING) == set(CHECKS), "every check has a meaning"
 def check(t: Tables) -> Verdict:
     """The verdict of ``t``, by the default engine (numpy/pandas, in memory)."""
     cols(t)  # the numpy view, built once for every check
-    return run_checks({name: (lambda fn=fn: fn(t)) for name, fn in CHECKS.items()}, lambda: stats(t), t.meta,
+    return run_checks({name: partial(fn, t) for name, fn in CHECKS.items()}, partial(stats, t), t.meta,
                       default_ops=len(t.ops), engine="default")
 
 

@@ -112,8 +112,8 @@ def spark_exactly_once(t: Tables) -> Found:
     if len(outputs):
         joined = outputs.merge(inputs, on=KEY, how="left")
         orphan = joined[joined["value"].isna() | (joined["value"] != joined["in_value"])]
-        found("orphan-output", len(orphan), _records(orphan.assign(output=[
-            position(*p) for p in zip(orphan["out_topic"], orphan["out_partition"], orphan["out_offset"])]),
+        outs = [position(*p) for p in zip(orphan["out_topic"], orphan["out_partition"], orphan["out_offset"])]
+        found("orphan-output", len(orphan), _records(orphan.assign(output=pd.Series(outs, index=orphan.index, dtype=object)),
             KEY + ["batch", "process", "output"]))
 
     if len(outputs) and len(markers):
@@ -155,7 +155,7 @@ def marker_problems(markers: pd.DataFrame, ranges: pd.DataFrame) -> tuple[list[d
 def _records(df: pd.DataFrame, cols: list[str]) -> list[dict[str, Any]]:
     from harness.checker.checks import _plain
 
-    return [{k: _plain(v) for k, v in r.items()} for r in df[cols].head(MAX_EXAMPLES).to_dict("records")]
+    return [{str(k): _plain(v) for k, v in r.items()} for r in df[cols].head(MAX_EXAMPLES).to_dict("records")]
 
 
 def spark_stats(meta: dict[str, Any]) -> dict[str, Any] | None:

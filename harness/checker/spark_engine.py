@@ -14,6 +14,7 @@ brought to the driver.
 from __future__ import annotations
 
 from pathlib import Path
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -360,7 +361,7 @@ def spark_exactly_once(h: SparkHistory) -> Found:
     inputs = h.value_of(inputs)
     n_out = outputs.groupBy(*key).agg(F.count("*").alias("outputs"))
     merged = inputs.join(n_out, key, "left").withColumn("outputs", F.coalesce("outputs", F.lit(0)))
-    count, examples = 0, []
+    count, examples = 0, list[dict[str, Any]]()
 
     def found(kind: str, n: int, rows: list[dict[str, Any]]) -> None:
         nonlocal count
@@ -437,6 +438,7 @@ def stats(h: SparkHistory) -> dict[str, Any]:
     duration_s = max(h.meta.get("duration_ns", 0) / 1e9, 1e-9)
     counts = h.reads.agg(F.sum(F.col("poll").cast("long")).alias("polled"), F.sum(F.col("fc").cast("long")).alias("fc"),
                          F.sum((~F.col("poll") & ~F.col("fc")).cast("long")).alias("unc")).first()
+    assert iv is not None and counts is not None  # an aggregate without grouping has one row
     spark = spark_stats(h.meta)
     return {
         **({"spark": spark} if spark is not None else {}),
@@ -466,26 +468,16 @@ def _spark_percentiles(lat: "DataFrame") -> dict[str, float | None]:
     return {"p50": round(r.q[0], 2), "p95": round(r.q[1], 2), "p99": round(r.q[2], 2), "max": round(r.max, 2)}
 
 
-def check_run(run_dir: Path, spark: SparkSession | None = None) -> Verdict:
-    """The verdict of ``run_dir``'s history, computed by Spark (the same as ``checker.check``'s)."""
+def check_run(run_dir: Path, spark: SparkSession) -> Verdict:
+    """The verdict of ``run_dir``'s history, computed by Spark in ``spark`` (the same as
+    ``checker.check``'s). The caller owns the session (``harness.spark.session.checker_session``):
+    the checker imports nothing of the project but the history."""
     from harness.checker import run_checks
 
-    import shutil
-    import tempfile
-
     store.ensure_parquet(run_dir)
-    own = spark is None
-    tmp = Path(tempfile.mkdtemp(prefix="eos-chaos-spark-"))  # shuffle spill: outside the run folder
-    if spark is None:
-        from harness.spark.session import CHECKER_MEMORY, session
-
-        spark = session("eos-chaos-checker", tmp_dir=tmp, memory=CHECKER_MEMORY)
     h = SparkHistory(spark, run_dir)
     try:
-        return run_checks({name: (lambda fn=fn: fn(h)) for name, fn in CHECKS.items()}, lambda: stats(h), h.meta,
+        return run_checks({name: partial(fn, h) for name, fn in CHECKS.items()}, partial(stats, h), h.meta,
                           engine="spark")
     finally:
         h.release()
-        if own:
-            spark.stop()
-        shutil.rmtree(tmp, ignore_errors=True)

@@ -270,7 +270,8 @@ def add_ids(t: Tables) -> Tables:
 
 def packed_position(tid: pd.Series, partition: pd.Series, offset: pd.Series) -> np.ndarray:
     """(topic id, partition, offset) -> int64: 7 bits of topic, 16 of partition, 40 of offset."""
-    return (tid.to_numpy(np.int64) << 56) | (partition.to_numpy(np.int64) << 40) | offset.to_numpy(np.int64)
+    packed: np.ndarray = (tid.to_numpy(np.int64) << 56) | (partition.to_numpy(np.int64) << 40) | offset.to_numpy(np.int64)
+    return packed
 
 
 def with_values(t: Tables, df: pd.DataFrame) -> pd.DataFrame:
@@ -281,7 +282,7 @@ def with_values(t: Tables, df: pd.DataFrame) -> pd.DataFrame:
     return df.assign(value=t.values.take(df["vid"].to_numpy()).to_numpy())
 
 
-def _str(values: list[str]) -> pd.Series:
+def _str(values: Sequence[str | None]) -> pd.Series:
     """A string column that stays a string column when empty (the checks use ``.str``)."""
     return pd.Series(values, dtype="str")
 

@@ -3,6 +3,7 @@ and random histories of a correct Kafka pass."""
 
 from __future__ import annotations
 
+import json
 import random
 
 import pytest
@@ -10,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.checker import CHECKS, check
+from harness.checker.verdict import CheckResult, Verdict
 from harness.history.model import READ_COMMITTED, copy_value
 from tests.unit.histories import clean, simulate
 
@@ -112,3 +114,12 @@ def test_an_orphan_copy_names_its_output_and_the_input_it_claims_as_positions() 
     c = check(h.tables()).to_json()["checks"]["copy-exactly-once"]
     assert c["count"] == 1 and c["examples"] == [{"orphan_output": {"topic": "o", "partition": 0, "offset": 9},
                                                   "copies": {"topic": "t", "partition": 0, "offset": 40}}]
+
+
+def test_a_verdict_round_trips_through_its_json() -> None:
+    v = check(clean("duplicate").tables())
+    assert isinstance(v, Verdict) and v.valid is False and v.engine == "default"
+    assert list(v.to_json()) == ["format", "valid", "checks", "stats", "history", "engine"]
+    assert Verdict.from_json(json.loads(json.dumps(v.to_json()))) == v
+    crashed = CheckResult(None, error="KeyError: 'x'", traceback="...")
+    assert CheckResult.from_json(crashed.to_json()) == crashed and crashed.to_json()["count"] is None
