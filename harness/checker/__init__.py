@@ -16,7 +16,7 @@ from harness.checker.checks import CHECKS as _CORE, Found, cols
 from harness.checker.spark import spark_exactly_once, spark_stats
 from harness.history.model import FAIL, FAULT_START, INFO, OK
 from harness.checker.verdict import CheckResult, Verdict, validity
-from harness.history.store import Tables
+from harness.history.store import Tables, spark_events
 
 #: the run folder's file of the verdict (written by the run, never by the checker)
 VERDICT_FILE = "verdict.json"
@@ -87,7 +87,7 @@ def stats(t: Tables) -> dict[str, Any]:
     ok_tx = tx[tx["outcome"] == OK]
     lat_ms = ((ok_tx["complete_time"] - ok_tx["commit_at"].fillna(ok_tx["invoke_time"])).dropna().astype("int64") / 1e6)
     duration_s = max(t.meta.get("duration_ns", 0) / 1e9, 1e-9)
-    spark = spark_stats(t.meta)
+    spark = spark_stats(spark_events(t))
     return {
         **({"spark": spark} if spark is not None else {}),
         "txn": {k: int(outcome.get(k, 0)) for k in (OK, FAIL, INFO)},

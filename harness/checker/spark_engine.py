@@ -40,6 +40,7 @@ class SparkHistory:
 
         self.spark = spark
         self.meta: dict[str, Any] = store.read_meta(run_dir)
+        self.events = store.spark_events_of(store.read_table(run_dir, "spark_events"))
 
         def rd(table: str) -> "DataFrame":
             return spark.read.parquet(str(store.table_file(run_dir, table)))
@@ -338,7 +339,7 @@ def spark_exactly_once(h: SparkHistory) -> Found:
 
     fc = h.reads.where("fc")
     out_topics, marker_topics = _prefixed_topics(h, SPARK_PREFIX), _prefixed_topics(h, MARKER_PREFIX)
-    ran = any(ev["f"] == SPARK_START for ev in h.meta.get("spark") or [])
+    ran = any(ev["f"] == SPARK_START for ev in h.events)
     if not out_topics and not marker_topics and not ran:
         return Found(0, skipped="no Spark job ran in this history")
     p = F.split("value", "/", 7)
@@ -350,10 +351,10 @@ def spark_exactly_once(h: SparkHistory) -> Found:
     outputs = outputs.withColumn("query", F.regexp_extract("process", r"^(.*)\.[^.]*$", 1))
     mk = h.value_of(fc.where(F.col("topic").isin(marker_topics))).orderBy("row").select("value").toPandas()
     markers = sc._split(mk["value"], ["prefix", "query", "batch", "process", "ranges"]).astype({"batch": "int64"})
-    ranges_pd = sc._ranges(markers, h.meta)
+    ranges_pd = sc._ranges(markers, h.events)
     key = ["topic", "partition", "offset"]
     in_topics = set(r.topic for r in outputs.select("topic").distinct().collect())
-    for ev in h.meta.get("spark") or []:
+    for ev in h.events:
         for tp in (ev.get("ranges") or {}) if ev["f"] == "spark-batch" else ():
             in_topics.add(tp.rpartition("-")[0])
     inputs = (fc.where(F.col("topic").isin(sorted(in_topics))).groupBy(*key).agg(F.min("row").alias("row"))
@@ -439,7 +440,7 @@ def stats(h: SparkHistory) -> dict[str, Any]:
     counts = h.reads.agg(F.sum(F.col("poll").cast("long")).alias("polled"), F.sum(F.col("fc").cast("long")).alias("fc"),
                          F.sum((~F.col("poll") & ~F.col("fc")).cast("long")).alias("unc")).first()
     assert iv is not None and counts is not None  # an aggregate without grouping has one row
-    spark = spark_stats(h.meta)
+    spark = spark_stats(h.events)
     return {
         **({"spark": spark} if spark is not None else {}),
         "txn": {k: int(outcome.get(k, 0)) for k in (OK, FAIL, INFO)},

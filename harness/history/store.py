@@ -31,19 +31,26 @@ from harness.history.model import (
 )
 from harness.history.recorder import HISTORY_DIR
 
+#: the fields every history line has (the rest depend on its ``f``)
+REQUIRED = ("time", "process", "type", "f")
 PARQUET_DIR = "history.parquet"
 META_FILE = "meta.json"
 VALUES_TABLE = "values"
 #: The Parquet layout this code writes and reads. 1 (no number in meta.json): before the layout
-#: was versioned; 2: + the ``faults`` table and ``meta.errors_seen``.
+#: was versioned; 2: + the ``faults`` and ``spark_events`` tables (no more ``meta.spark``) and
+#: ``meta.errors_seen``.
 LAYOUT = 2
-TABLES = ("ops", "txns", "writes", "reads", "inits", "group_offsets", "faults")
+TABLES = ("ops", "txns", "writes", "reads", "inits", "group_offsets", "faults", "spark_events")
 LOW_CARDINALITY = {"reads": ("process", "source", "isolation", "topic"), "writes": ("topic",),
                    "txns": ("process", "f", "outcome", "txn_id"), "ops": ("process", "type", "f")}
 
 
 def _no_faults() -> pd.DataFrame:
     return empty_faults()
+
+
+def _no_spark_events() -> pd.DataFrame:
+    return _spark_frame([])
 
 
 @dataclass
@@ -58,6 +65,9 @@ class Tables:
     group_offsets: pd.DataFrame
     #: the nemesis's fault events: time, phase (start / stop), kind, detail (the rest of the value, JSON)
     faults: pd.DataFrame = field(default_factory=_no_faults)
+    #: the Spark job's events, and the nemesis's faults on workloads (driver kills): time, process,
+    #: f, type, detail (the value, JSON); ``spark_events`` gives them back as dicts
+    spark_events: pd.DataFrame = field(default_factory=_no_spark_events)
     meta: dict[str, Any] = field(default_factory=dict)
     #: derived data a checker run computes once (never saved)
     cache: dict[str, Any] = field(default_factory=dict)
@@ -83,9 +93,14 @@ def read_ops(run_dir: Path) -> tuple[list[Op], list[str]]:
             raw.pop()
         for n, line in enumerate(raw):
             try:
-                lines.append(orjson.loads(line))
+                op = orjson.loads(line)
             except orjson.JSONDecodeError as exc:
                 raise ConfigError(f"{path}:{n + 1}: not a JSON object ({exc})") from exc
+            missing = [k for k in REQUIRED if k not in op] if isinstance(op, dict) else list(REQUIRED)
+            if missing:
+                raise ConfigError(f"{path}:{n + 1}: an op without {', '.join(missing)} "
+                                  f"(every line is a JSON object with {', '.join(REQUIRED)})")
+            lines.append(op)
     lines.sort(key=lambda o: o["time"])  # stable: one process's ops keep their file order on ties
     return [Op.from_json(line, index=i) for i, line in enumerate(lines)], truncated
 
@@ -179,6 +194,31 @@ def _faults_frame(rows: list[tuple[int, str | None, str | None, str]]) -> pd.Dat
                          "kind": _str([r[2] for r in rows]), "detail": _str([r[3] for r in rows])})
 
 
+_SparkRow = tuple[int, str, str, str, str]
+
+
+def _spark_frame(rows: list[_SparkRow]) -> pd.DataFrame:
+    return pd.DataFrame({"time": pd.array([r[0] for r in rows], dtype="int64"), "process": _str([r[1] for r in rows]),
+                         "f": _str([r[2] for r in rows]), "type": _str([r[3] for r in rows]),
+                         "detail": _str([r[4] for r in rows])})
+
+
+def spark_events(t: Tables) -> list[dict[str, Any]]:
+    """The Spark job's events in history order, each ``{"time", "process", "f", "type", **value}``
+    (parsed once per ``Tables``)."""
+    if "spark_events" not in t.cache:
+        t.cache["spark_events"] = spark_events_of(t.spark_events)
+    events: list[dict[str, Any]] = t.cache["spark_events"]
+    return events
+
+
+def spark_events_of(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """The rows of a ``spark_events`` table as event dicts (see ``spark_events``)."""
+    return [{"time": int(time), "process": str(process), "f": str(f), "type": str(type_), **json.loads(detail)}
+            for time, process, f, type_, detail in zip(frame["time"], frame["process"], frame["f"], frame["type"],
+                                                        frame["detail"])]
+
+
 def empty_faults() -> pd.DataFrame:
     """A ``faults`` table of no events (histories without a nemesis)."""
     return _faults_frame([])
@@ -202,7 +242,7 @@ def flatten(ops: Sequence[Op], truncated: list[str] | None = None) -> Tables:
     retired: list[str] = []
     lso: dict[str, Any] | None = None
     # the Spark job's own events, and the nemesis's faults on workloads (driver kills): few per run
-    spark: list[dict[str, Any]] = []
+    spark: list[_SparkRow] = []
 
     for op in ops:
         f, t = op.f, op.type
@@ -230,7 +270,7 @@ def flatten(ops: Sequence[Op], truncated: list[str] | None = None) -> Tables:
         if f == FAULT:
             fault_rows.append(_fault_row(op))
         if f in SPARK_EVENTS or (f == FAULT and "workload" in (op.value or {})):
-            spark.append({"time": op.time, "process": op.process, "f": f, "type": t, **(op.value or {})})
+            spark.append((op.time, op.process, f, t, json.dumps(op.value or {}, default=str)))
 
     ops_df = pd.DataFrame({
         "index": pd.array([o.index for o in ops], dtype="int64"),
@@ -247,9 +287,10 @@ def flatten(ops: Sequence[Op], truncated: list[str] | None = None) -> Tables:
     inits = inits.astype({"op": "int64", "invoke_time": "int64", "complete_time": "Int64"})
     groups = pd.DataFrame(group_rows, columns=["topic", "partition", "offset"]).astype({"partition": "int64", "offset": "int64"})
     meta = {"ops": len(ops), "truncated": truncated or [], "fenced": sorted(set(fenced)), "retired": sorted(set(retired)), "lso": lso,
-            "spark": spark, "errors_seen": _errors_seen(ops),
+            "errors_seen": _errors_seen(ops),
             "duration_ns": (ops[-1].time - ops[0].time) if ops else 0}
-    return Tables(ops_df, txns, writes.frame(), reads.frame(), inits, groups, _faults_frame(fault_rows), meta)
+    return Tables(ops_df, txns, writes.frame(), reads.frame(), inits, groups, _faults_frame(fault_rows),
+                  _spark_frame(spark), meta)
 
 
 def add_ids(t: Tables) -> Tables:

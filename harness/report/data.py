@@ -80,19 +80,19 @@ def load(run_dir: Path) -> RunData:
         raise ConfigError(f"run folder {run_dir} does not exist")
     verdict = _json(run_dir / VERDICT_FILE, "not a finished run (eos-chaos check RUN_DIR makes a verdict from its history)")
     scenario = _json(run_dir / "scenario.json", "not a run folder of eos-chaos run")
-    meta, txns, events = _history(run_dir)
+    meta, txns, events, spark = _history(run_dir)
     faults = fault_windows(events)
     duration_s = max([meta.get("duration_ns", 0) / 1e9, float(scenario.get("duration") or 0.0),
                       *(f.end_s or f.start_s for f in faults)])
     node_ids = sorted({n for f in faults for n in f.nodes} | {1, 2, 3})
     data = RunData(run_dir, verdict, scenario, duration_s, faults, node_ids, txns)
     data.partitions = partition_views(run_dir, verdict)
-    spark_events(data, meta.get("spark") or [])
+    spark_events(data, spark)
     return data
 
 
 def spark_events(data: RunData, events: list[dict[str, Any]]) -> None:
-    """The Spark job's batches, skipped replays and starts (``meta['spark']``) onto ``data``."""
+    """The Spark job's batches, skipped replays and starts (its events, ``store.spark_events``) onto ``data``."""
     batches = [(e["time"] / 1e9, e.get("records") or 0, e.get("outcome", "ok")) for e in events if e.get("f") == SPARK_BATCH]
     if batches:
         data.spark_batches = pd.DataFrame(batches, columns=["time_s", "records", "outcome"])
@@ -100,22 +100,23 @@ def spark_events(data: RunData, events: list[dict[str, Any]]) -> None:
     data.spark_starts = [e["time"] / 1e9 for e in events if e.get("f") == SPARK_START]
 
 
-def _history(run_dir: Path) -> tuple[dict[str, Any], pd.DataFrame, list[dict[str, Any]]]:
-    """The history's meta, its transactions and the nemesis's fault events (from the saved Parquet
-    when current; else flattened from the JSON lines)."""
+def _history(run_dir: Path) -> tuple[dict[str, Any], pd.DataFrame, list[dict[str, Any]], list[dict[str, Any]]]:
+    """The history's meta, its transactions, the nemesis's fault events and the Spark job's events
+    (from the saved Parquet when current; else flattened from the JSON lines)."""
     wanted = ["outcome", "invoke_time", "complete_time", "commit_at"]
     if store.parquet_is_current(run_dir):
         meta = store.read_meta(run_dir)
         tx = store.read_table(run_dir, "txns", columns=wanted)
         faults = store.read_table(run_dir, "faults")
+        spark = store.spark_events_of(store.read_table(run_dir, "spark_events"))
     else:
         tables = store.load(run_dir)
-        meta, tx, faults = tables.meta, tables.txns[wanted], tables.faults
+        meta, tx, faults, spark = tables.meta, tables.txns[wanted], tables.faults, store.spark_events(tables)
     tx = tx[tx["complete_time"].notna()]
     out = pd.DataFrame({"complete_s": tx["complete_time"].astype("float64") / 1e9, "outcome": tx["outcome"].astype(str)})
     started = tx["commit_at"].fillna(tx["invoke_time"]).astype("float64")
     out["latency_ms"] = np.where(out["outcome"] == "ok", (tx["complete_time"].astype("float64") - started) / 1e6, np.nan)
-    return meta, out.reset_index(drop=True), store.fault_events(faults)
+    return meta, out.reset_index(drop=True), store.fault_events(faults), spark
 
 
 def _key(value: dict[str, Any]) -> tuple[str, ...]:

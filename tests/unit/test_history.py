@@ -144,3 +144,21 @@ def test_the_errors_clients_met_are_counted_by_name_but_a_chosen_abort_is_none()
     h.ops = [{k: v for k, v in o.items() if k not in ("commit_retries", "abort_error", "aborts_refused")}
              | ({"error": "aborted on purpose"} if "error" in o else {}) for o in h.ops]
     assert check(h.tables()).to_json()["stats"]["errors_seen"] == {}
+
+
+def test_the_spark_jobs_events_are_a_table_saved_and_loaded_back(tmp_path: Path) -> None:
+    from tests.unit.test_spark_check import spark_history
+
+    tables = spark_history().tables()
+    events = store.spark_events(tables)
+    assert {e["f"] for e in events} >= {"spark-start", "spark-batch"} and "spark" not in tables.meta
+    store.save(tables, tmp_path)
+    assert store.spark_events(store.load(tmp_path)) == events
+
+
+def test_a_line_without_an_ops_fields_names_file_line_and_what_is_missing(tmp_path: Path) -> None:
+    (tmp_path / "history").mkdir()
+    (tmp_path / "history" / "w.jsonl").write_bytes(b'{"time": 1, "process": "p", "type": "info", "f": "fault"}\n'
+                                                   b'{"time": 2, "process": "p"}\n')
+    with pytest.raises(ConfigError, match=r"w.jsonl:2: an op without type, f"):
+        store.read_ops(tmp_path)
