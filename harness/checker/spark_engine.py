@@ -13,8 +13,8 @@ brought to the driver.
 
 from __future__ import annotations
 
-from pathlib import Path
 from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -362,7 +362,8 @@ def spark_exactly_once(h: SparkHistory) -> Found:
     inputs = h.value_of(inputs)
     n_out = outputs.groupBy(*key).agg(F.count("*").alias("outputs"))
     merged = inputs.join(n_out, key, "left").withColumn("outputs", F.coalesce("outputs", F.lit(0)))
-    count, examples = 0, list[dict[str, Any]]()
+    count = 0
+    examples: list[dict[str, Any]] = []
 
     def found(kind: str, n: int, rows: list[dict[str, Any]]) -> None:
         nonlocal count

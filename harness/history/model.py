@@ -5,6 +5,10 @@ completion from the same ``process`` with the same ``f``: ``ok`` (it happened), 
 definitely did not), ``info`` (unknown). Fields: ``time`` (ns, monotonic, since the run started;
 the same clock in every process), ``process``, ``type``, ``f``, ``value``, ``error``, plus a few
 per-``f`` extras named below. ``index`` is assigned when the per-process files are merged.
+``store.read_ops`` reads each line into an ``Op`` (fields this module does not name stay in
+``Op.extra``); ``sends_of`` gives the records a ``txn`` / ``send`` op wrote.
+
+Check examples name places in a partition as ``Position`` objects ``{"topic", "partition", "offset"}``.
 
 Values written are strings unique in the whole run. Shapes of ``value``:
 
