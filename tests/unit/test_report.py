@@ -203,3 +203,10 @@ def test_partitions_to_show_come_from_the_position_objects_examples_name() -> No
     assert anomaly_positions(verdict) == {("t", 0): {"duplicate": [0, 8], "copy-exactly-once": [40]},
                                           ("o", 1): {"copy-exactly-once": [9]}}
     assert cell(at) == "o-1@9" and cell({"topic": "o"}) == "topic: o"
+
+
+def test_fault_windows_come_from_the_histories_faults_table_not_the_runners_file(tmp_path: Path) -> None:
+    run_dir = make_run(tmp_path, name="run-parquet-only")
+    (run_dir / "history" / "runner.jsonl").unlink()  # only the Parquet history is left
+    assert [(w.kind, w.start_s, w.end_s) for w in load(run_dir).faults] == [("kill", 2, 6), ("partition", 3, 5),
+                                                                            ("pause", 7, None)]
