@@ -95,8 +95,8 @@ def measure(run_dir: Path, engine: str = "default") -> dict[str, Any]:
     t0 = time.monotonic()
     verdict = check(loaded)
     check_s = time.monotonic() - t0
-    if verdict["valid"] is not True:
-        raise AssertionError(f"the synthetic history must be valid: {verdict['checks']}")
+    if verdict.valid is not True:
+        raise AssertionError(f"the synthetic history must be valid: {verdict.to_json()['checks']}")
     n = len(loaded.writes)
     return {"engine": engine, "values": n, "read_s": round(read_s, 3), "check_s": round(check_s, 3),
             "values_per_s": round(n / check_s), "check_over_read": round(check_s / read_s, 1),
@@ -115,11 +115,11 @@ def _measure_spark(run_dir: Path) -> dict[str, Any]:
     spark = session("eos-chaos-bench-checker", tmp_dir=run_dir / "spark-tmp", memory=CHECKER_MEMORY)
     start_s = time.monotonic() - t0
     t0 = time.monotonic()
-    verdict = check_run(run_dir, spark=spark)
+    verdict = check_run(run_dir, spark)
     check_s = time.monotonic() - t0
-    if verdict["valid"] is not True:
-        raise AssertionError(f"the synthetic history must be valid: {_json.dumps(verdict['checks'])[:2000]}")
-    n = int(verdict["stats"]["written_values"])
+    if verdict.valid is not True:
+        raise AssertionError(f"the synthetic history must be valid: {_json.dumps(verdict.to_json()['checks'])[:2000]}")
+    n = int(verdict.stats["written_values"])
     jvm = sum(c.memory_info().rss for c in psutil.Process().children(recursive=True)) / 2**20
     spark.stop()
     return {"engine": "spark", "values": n, "read_s": round(start_s, 3), "check_s": round(check_s, 3),

@@ -398,7 +398,7 @@ def check_cmd(run_dir: str = typer.Argument(..., help="A run folder (with histor
     def body() -> None:
 
         from harness import runner
-        from harness.checker import write_verdict
+        from harness.runner import write_verdict
 
         d = Path(run_dir)
         if not d.is_dir():

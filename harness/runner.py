@@ -24,7 +24,7 @@ from clusters.backends import Backend
 from clusters.base import Cluster, NodeState
 from clusters.health import admin_client
 from harness import runinfo, schedule
-from harness.checker import check, write_verdict
+from harness.checker import VERDICT_FILE, check
 from harness.errors import ClusterError, ConfigError
 from harness.history import store
 from harness.history.model import (
@@ -37,6 +37,7 @@ from harness.history.model import (
 )
 from harness.history.recorder import ENV_T0, Recorder, run_t0
 from harness.kafka_io import create_topic, lso_lag, read_all
+from harness.runs import write_atomic
 from harness.scenario import Fault, Scenario
 from harness.supervisor import Supervisor
 from harness.workloads.common import WorkloadConfig
@@ -195,10 +196,10 @@ def run(sc: Scenario, backend: Backend, seed: int, run_dir: Path, kafka_version:
         if own:
             cluster.stop()
     ops, truncated = store.read_ops(run_dir)
-    extra["errors_seen"] = errors_seen(ops)
     tables = store.flatten(ops, truncated)
     store.save(tables, run_dir)
-    verdict = check(tables, extra)
+    verdict = check(tables).to_json()
+    verdict["stats"].update(extra)  # run facts (the runfolder work moves them to ``run``)
     verdict["expected"] = sc.expect.model_dump()
     verdict["as_expected"] = as_expected(sc, verdict)
     write_verdict(verdict, run_dir)
@@ -365,7 +366,17 @@ def rerun_check(run_dir: Path, engine: str = "default") -> dict[str, Any]:
                         "interrupted", "faulted_at_start", "errors_seen")}
     if engine == "spark":
         from harness.checker.spark_engine import check_run
+        from harness.spark.session import checker_session
 
-        return check_run(run_dir, old)
-    return check(store.load(run_dir), old)
+        with checker_session() as spark:
+            verdict = check_run(run_dir, spark).to_json()
+    else:
+        verdict = check(store.load(run_dir)).to_json()
+    verdict["stats"].update(old)
+    return verdict
+
+
+def write_verdict(verdict: dict[str, Any], run_dir: Path) -> Path:
+    """Atomically (temp file + rename); moved here from the checker, which only reads history."""
+    return write_atomic(run_dir / VERDICT_FILE, json.dumps(verdict, indent=2, default=str))
 

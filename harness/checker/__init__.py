@@ -1,36 +1,33 @@
-"""The verifier: history tables in, verdict out. Pure — it never talks to Kafka.
-
-``verdict.json`` = ``{"format": 1, "valid": true|false|"unknown", "checks": {<name>: {"count", "examples"}},
-"stats": {...}, "history": {...}}``. Every check is present even when its count is 0. A check that
-crashes reports ``count: null`` and its error, and makes ``valid`` "unknown", never false.
+"""The verifier: history tables in, a ``Verdict`` (harness/checker/verdict.py) out. Pure — it never
+talks to Kafka, and it imports nothing of the project but the history package.
 """
 
 from __future__ import annotations
 
-import json
 import traceback
-from pathlib import Path
-from typing import Any, Callable
+from functools import partial
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from harness.checker.checks import CHECKS as _CORE, Found, cols
 from harness.checker.spark import spark_exactly_once, spark_stats
-from harness.history.model import FAIL, INFO, OK
-from harness.history.store import Tables
-from harness.runs import write_atomic
+from harness.history.model import FAIL, FAULT_START, INFO, OK
+from harness.checker.verdict import CheckResult, Verdict, validity
+from harness.history.store import Tables, spark_events
 
-FORMAT = 1
+#: the run folder's file of the verdict (written by the run, never by the checker)
 VERDICT_FILE = "verdict.json"
-#: Every check, in the order of DESIGN.md's table.
+#: Every check, in the order the README lists them (which reports and verdict.json keep).
 CHECKS: dict[str, Callable[[Tables], Found]] = {
     **{k: v for k, v in _CORE.items() if k != "lso-stall"},
     "spark-exactly-once": spark_exactly_once,
     "lso-stall": _CORE["lso-stall"],
 }
 
-#: What each check finding something means (DESIGN.md's table), for reports and failure messages.
+#: What each check finding something means, for reports and failure messages.
 MEANING: dict[str, str] = {
     "duplicate": "a value visible more than once to read_committed readers",
     "lost-write": "a value of a transaction acknowledged committed (ok) missing from the final read_committed scan",
@@ -51,36 +48,28 @@ MEANING: dict[str, str] = {
 assert set(MEANING) == set(CHECKS), "every check has a meaning"
 
 
-def check(t: Tables, extra_stats: dict[str, Any] | None = None) -> dict[str, Any]:
+def check(t: Tables) -> Verdict:
     """The verdict of ``t``, by the default engine (numpy/pandas, in memory)."""
     cols(t)  # the numpy view, built once for every check
-    return verdict({name: (lambda fn=fn: fn(t)) for name, fn in CHECKS.items()}, lambda: stats(t), t.meta,
-                   extra_stats, default_ops=len(t.ops), engine="default")
+    return run_checks({name: partial(fn, t) for name, fn in CHECKS.items()}, partial(stats, t), t.meta,
+                      default_ops=len(t.ops), engine="default")
 
 
-def verdict(checks: dict[str, Callable[[], Found]], figures: Callable[[], dict[str, Any]], meta: dict[str, Any],
-            extra_stats: dict[str, Any] | None = None, default_ops: int | None = None,
-            **fields: Any) -> dict[str, Any]:
+def run_checks(checks: dict[str, Callable[[], Found]], figures: Callable[[], dict[str, Any]], meta: dict[str, Any],
+               engine: str, default_ops: int | None = None) -> Verdict:
     """Run ``checks`` (name -> a call giving its ``Found``) into a verdict: any engine's checks."""
-    out: dict[str, dict[str, Any]] = {}
-    crashed = False
+    results: dict[str, CheckResult] = {}
     for name, run in checks.items():
         try:
             found = run()
-            out[name] = {"count": int(found.count), "examples": found.examples}
-            if found.skipped:
-                out[name]["skipped"] = found.skipped
+            results[name] = CheckResult(int(found.count), found.examples, found.skipped or None)
         except Exception as exc:  # noqa: BLE001 - a crashing check must not pass for a clean one
-            crashed = True
-            out[name] = {"count": None, "examples": [], "error": f"{type(exc).__name__}: {exc}",
-                         "traceback": traceback.format_exc(limit=5)}
-    anomalies = any(c["count"] for c in out.values())
-    valid: bool | str = False if anomalies else ("unknown" if crashed else True)
+            results[name] = CheckResult(None, [], error=f"{type(exc).__name__}: {exc}",
+                                        traceback=traceback.format_exc(limit=5))
     history = {"ops": meta.get("ops", default_ops), "truncated": meta.get("truncated", [])}
     if history["truncated"]:
         history["note"] = "checked up to the last whole line of the files listed in `truncated`"
-    return {"format": FORMAT, "valid": valid, "checks": out, "stats": {**figures(), **(extra_stats or {})},
-            "history": history, **fields}
+    return Verdict(validity(results), results, figures(), history, engine)
 
 
 def stats(t: Tables) -> dict[str, Any]:
@@ -98,7 +87,7 @@ def stats(t: Tables) -> dict[str, Any]:
     ok_tx = tx[tx["outcome"] == OK]
     lat_ms = ((ok_tx["complete_time"] - ok_tx["commit_at"].fillna(ok_tx["invoke_time"])).dropna().astype("int64") / 1e6)
     duration_s = max(t.meta.get("duration_ns", 0) / 1e9, 1e-9)
-    spark = spark_stats(t.meta)
+    spark = spark_stats(spark_events(t))
     return {
         **({"spark": spark} if spark is not None else {}),
         "txn": {k: int(outcome.get(k, 0)) for k in (OK, FAIL, INFO)},
@@ -107,6 +96,8 @@ def stats(t: Tables) -> dict[str, Any]:
         "written_values": int(len(t.writes)),
         "fenced": len(t.meta.get("fenced", [])),
         "retired": len(t.meta.get("retired", [])),
+        "errors_seen": dict(t.meta.get("errors_seen") or {}),
+        "faults": int((t.faults["phase"] == FAULT_START).sum()),
         "throughput": {"ok_txn_per_s": round(len(ok_tx) / duration_s, 2),
                        "committed_values_per_s": round(committed_values / duration_s, 2)},
         "commit_latency_ms": _percentiles(lat_ms),
@@ -121,8 +112,3 @@ def _percentiles(ms: pd.Series) -> dict[str, float | None]:
     q = np.percentile(ms.to_numpy(), [50, 95, 99])
     return {"p50": round(float(q[0]), 2), "p95": round(float(q[1]), 2), "p99": round(float(q[2]), 2),
             "max": round(float(ms.max()), 2)}
-
-
-def write_verdict(verdict: dict[str, Any], run_dir: Path) -> Path:
-    """Atomically (temp file + rename)."""
-    return write_atomic(run_dir / VERDICT_FILE, json.dumps(verdict, indent=2, default=str))

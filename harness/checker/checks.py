@@ -1,4 +1,5 @@
-"""The anomaly checks of DESIGN.md, column-wise over the history's tables (no Python loop per value).
+"""The anomaly checks, column-wise over the history's tables (no Python loop per value);
+``MEANING`` (harness/checker/__init__.py) says what each finding means.
 
 Each check takes the ``Tables`` and returns a ``Found``: how many anomalies and up to
 ``MAX_EXAMPLES`` examples that name the ops (history ``index``), processes, partitions and offsets
@@ -18,7 +19,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from harness.history.model import COPY_PREFIX, FAIL, OK
+from harness.history.model import COPY_PREFIX, FAIL, OK, Position, position
 from harness.checker.arrays import NO_OFFSET, OUTCOME_CODES, Cols, build, span
 from harness.history.store import Tables, with_values
 
@@ -35,7 +36,7 @@ class Found:
 
 def _examples(df: pd.DataFrame, cols: list[str] | None = None) -> list[dict[str, Any]]:
     rows = (df[cols] if cols else df).head(MAX_EXAMPLES)
-    return [{k: _plain(v) for k, v in r.items()} for r in rows.to_dict("records")]
+    return [{str(k): _plain(v) for k, v in r.items()} for r in rows.to_dict("records")]
 
 
 def _plain(v: Any) -> Any:
@@ -53,7 +54,8 @@ def cols(t: Tables) -> Cols:
     """The numpy view of ``t`` (built on first use, then cached on the tables)."""
     if "cols" not in t.cache:
         t.cache["cols"] = build(t)
-    return t.cache["cols"]
+    built: Cols = t.cache["cols"]
+    return built
 
 
 def final_committed(t: Tables) -> pd.DataFrame:
@@ -67,8 +69,8 @@ def _writes_at(t: Tables, rows: np.ndarray) -> pd.DataFrame:
     return w.assign(outcome=tx["outcome"].reindex(w["txn"]).to_numpy(), process=tx["process"].reindex(w["txn"]).to_numpy())
 
 
-def _positions(df: pd.DataFrame) -> list[str]:
-    return [f"{a}-{b}@{c}" for a, b, c in zip(df["topic"], df["partition"], df["offset"])]
+def _positions(df: pd.DataFrame) -> list[Position]:
+    return [position(a, b, c) for a, b, c in zip(df["topic"], df["partition"], df["offset"])]
 
 
 # ---------------------------------------------------------------------------------------------- checks
@@ -169,7 +171,7 @@ def inconsistent_offsets(t: Tables) -> Found:
     examples = []
     for b in bad_pos[:MAX_EXAMPLES]:
         vids = np.concatenate([c.r_vid[c.r_pos == b], avid[apos == b]])
-        values = t.values.take(vids).to_numpy() if t.values is not None else []
+        values: list[Any] = t.values.take(vids).tolist() if t.values is not None else []
         examples.append({"topic": _topic_of(t, int(b >> 56)), "partition": int((b >> 40) & 0xFFFF),
                          "offset": int(b & ((1 << 40) - 1)), "values": sorted({str(v) for v in values})})
     return Found(len(bad_pos), examples)
@@ -290,8 +292,8 @@ def copy_exactly_once(t: Tables) -> Found:
     known = src.merge(inputs[["topic", "partition", "offset"]], how="left", indicator=True)
     orphans = known[known["_merge"] == "left_only"]
     ex = _examples(bad_inputs, ["topic", "partition", "offset", "value", "outputs", "expected", "group_offset"])
-    ex += [{"orphan_output": f"{r['out_topic']}-{r['out_partition']}@{r['out_offset']}",
-            "copies": f"{r['topic']}-{r['partition']}@{r['offset']}"} for r in orphans.head(MAX_EXAMPLES).to_dict("records")]
+    ex += [{"orphan_output": position(r["out_topic"], r["out_partition"], r["out_offset"]),
+            "copies": position(r["topic"], r["partition"], r["offset"])} for r in orphans.head(MAX_EXAMPLES).to_dict("records")]
     return Found(len(bad_inputs) + len(orphans), ex[:MAX_EXAMPLES])
 
 
@@ -313,7 +315,7 @@ def lso_stall_of(meta: dict[str, Any]) -> Found:
     return Found(len(stalled), stalled[:MAX_EXAMPLES])
 
 
-#: Name in verdict.json -> check. Order is the order of DESIGN.md's table.
+#: Name in verdict.json -> check, in the README's order.
 CHECKS: dict[str, Callable[[Tables], Found]] = {
     "duplicate": duplicate,
     "lost-write": lost_write,

@@ -28,9 +28,9 @@ import pandas as pd
 
 from harness.checker.checks import MAX_EXAMPLES, Found, final_committed
 from harness.history.model import (
-    MARKER_PREFIX, OK, SPARK_BATCH, SPARK_FAULT, SPARK_PREFIX, SPARK_PROGRESS, SPARK_SKIP, SPARK_START,
+    MARKER_PREFIX, OK, SPARK_BATCH, SPARK_FAULT, SPARK_PREFIX, SPARK_PROGRESS, SPARK_SKIP, SPARK_START, position,
 )
-from harness.history.store import Tables, with_values
+from harness.history.store import Tables, spark_events, with_values
 
 KEY = ["topic", "partition", "offset"]
 
@@ -60,7 +60,7 @@ def _outputs_and_markers(t: Tables) -> tuple[pd.DataFrame, pd.DataFrame]:
     return outputs, markers
 
 
-def _ranges(markers: pd.DataFrame, meta: dict[str, Any]) -> pd.DataFrame:
+def _ranges(markers: pd.DataFrame, events: list[dict[str, Any]]) -> pd.DataFrame:
     """One row per (query, batch, topic-partition) of a committed batch: [start, end)."""
     import json
 
@@ -69,7 +69,7 @@ def _ranges(markers: pd.DataFrame, meta: dict[str, Any]) -> pd.DataFrame:
         for q, b, r in zip(markers["query"], markers["batch"], markers["ranges"]):
             rows += [(q, int(b), tp, int(s), int(e)) for tp, (s, e) in json.loads(r).items()]
     else:  # Spark's own sink: the batches the job recorded as written
-        for ev in meta.get("spark") or []:
+        for ev in events:
             if ev["f"] == SPARK_BATCH and ev.get("outcome") == OK:
                 q = ev.get("query") or str(ev["process"]).rpartition(".")[0]
                 rows += [(q, int(ev["batch"]), tp, int(s), int(e)) for tp, (s, e) in (ev.get("ranges") or {}).items()]
@@ -78,7 +78,8 @@ def _ranges(markers: pd.DataFrame, meta: dict[str, Any]) -> pd.DataFrame:
 
 def spark_exactly_once(t: Tables) -> Found:
     outputs, markers = _outputs_and_markers(t)
-    ran = any(ev["f"] == SPARK_START for ev in t.meta.get("spark") or [])
+    events = spark_events(t)
+    ran = any(ev["f"] == SPARK_START for ev in events)
     if outputs.empty and markers.empty and not ran:
         return Found(0, skipped="no Spark job ran in this history")
     examples: list[dict[str, Any]] = []
@@ -91,7 +92,7 @@ def spark_exactly_once(t: Tables) -> Found:
 
     fc = final_committed(t)
     in_topics = set(outputs["topic"]) if len(outputs) else set()
-    for ev in t.meta.get("spark") or []:
+    for ev in events:
         for tp in (ev.get("ranges") or {}) if ev["f"] == SPARK_BATCH else ():
             in_topics.add(tp.rpartition("-")[0])
     inputs = with_values(t, fc[fc["topic"].isin(in_topics)])[KEY + ["value"]].drop_duplicates(KEY)
@@ -101,7 +102,7 @@ def spark_exactly_once(t: Tables) -> Found:
     dup = merged[merged["outputs"] > 1]
     found("duplicate-output", len(dup), _records(dup, KEY + ["value", "outputs"]))
 
-    ranges = _ranges(markers, t.meta)
+    ranges = _ranges(markers, events)
     if len(merged) and len(ranges):
         merged["tp"] = merged["topic"] + "-" + merged["partition"].astype(str)
         inr = merged.merge(ranges, on="tp")
@@ -112,8 +113,8 @@ def spark_exactly_once(t: Tables) -> Found:
     if len(outputs):
         joined = outputs.merge(inputs, on=KEY, how="left")
         orphan = joined[joined["value"].isna() | (joined["value"] != joined["in_value"])]
-        found("orphan-output", len(orphan), _records(orphan.assign(
-            output=orphan["out_topic"] + "-" + orphan["out_partition"].astype(str) + "@" + orphan["out_offset"].astype(str)),
+        outs = [position(*p) for p in zip(orphan["out_topic"], orphan["out_partition"], orphan["out_offset"])]
+        found("orphan-output", len(orphan), _records(orphan.assign(output=pd.Series(outs, index=orphan.index, dtype=object)),
             KEY + ["batch", "process", "output"]))
 
     if len(outputs) and len(markers):
@@ -155,13 +156,12 @@ def marker_problems(markers: pd.DataFrame, ranges: pd.DataFrame) -> tuple[list[d
 def _records(df: pd.DataFrame, cols: list[str]) -> list[dict[str, Any]]:
     from harness.checker.checks import _plain
 
-    return [{k: _plain(v) for k, v in r.items()} for r in df[cols].head(MAX_EXAMPLES).to_dict("records")]
+    return [{str(k): _plain(v) for k, v in r.items()} for r in df[cols].head(MAX_EXAMPLES).to_dict("records")]
 
 
-def spark_stats(meta: dict[str, Any]) -> dict[str, Any] | None:
+def spark_stats(events: list[dict[str, Any]]) -> dict[str, Any] | None:
     """``stats.spark``: driver kills, restarts, batches, replays skipped, batch times, and how long
     each killed driver took to get a batch through again. None when no Spark job ran."""
-    events = meta.get("spark") or []
     starts = [e for e in events if e["f"] == SPARK_START]
     if not starts:
         return None

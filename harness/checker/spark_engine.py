@@ -13,16 +13,17 @@ brought to the driver.
 
 from __future__ import annotations
 
-import json
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from harness.checker.checks import MAX_EXAMPLES, Found, lso_stall_of
+from harness.checker.verdict import Verdict
 from harness.history import store
 from harness.history.model import (
-    COPY_PREFIX, FAIL, INFO, MARKER_PREFIX, OK, POLL, READ_COMMITTED, SCAN, SPARK_PREFIX, TXN,
+    COPY_PREFIX, FAIL, INFO, MARKER_PREFIX, OK, POLL, READ_COMMITTED, SCAN, SPARK_PREFIX, TXN, FAULT_START, position,
 )
 
 if TYPE_CHECKING:
@@ -34,23 +35,28 @@ OFFSET_BITS, PART_BITS = 40, 16
 class SparkHistory:
     """The run's tables as Spark DataFrames, with the columns the checks share."""
 
-    def __init__(self, spark: "SparkSession", pq: Path) -> None:
+    def __init__(self, spark: "SparkSession", run_dir: Path) -> None:
         from pyspark.sql import functions as F
 
         self.spark = spark
-        self.meta: dict[str, Any] = json.loads((pq / "meta.json").read_text())
-        rd = spark.read.parquet
-        self.txns = rd(str(pq / "txns.parquet"))
-        self.inits = rd(str(pq / "inits.parquet"))
-        self.groups = rd(str(pq / "group_offsets.parquet"))
-        self.values = rd(str(pq / "values.parquet"))
+        self.meta: dict[str, Any] = store.read_meta(run_dir)
+        self.events = store.spark_events_of(store.read_table(run_dir, "spark_events"))
+
+        def rd(table: str) -> "DataFrame":
+            return spark.read.parquet(str(store.table_file(run_dir, table)))
+
+        self.txns = rd("txns")
+        self.inits = rd("inits")
+        self.groups = rd("group_offsets")
+        self.faults = rd("faults")
+        self.values = rd(store.VALUES_TABLE)
         tx = self.txns.select("txn", F.col("outcome").alias("w_out"), (F.col("f") == TXN).alias("w_is_txn"),
                               F.col("process").alias("w_proc"), F.lit(True).alias("w_known"))
-        w = rd(str(pq / "writes.parquet"))
+        w = rd("writes")
         self.writes = (w.join(tx, "txn", "left")
                        .withColumn("w_known", F.coalesce("w_known", F.lit(False)))
                        .withColumn("pos", _pos(F.col("tid"), F.col("partition"), F.col("offset"))))
-        r = rd(str(pq / "reads.parquet"))
+        r = rd("reads")
         self.reads = (r.withColumn("poll", F.col("source") == POLL)
                       .withColumn("fc", (F.col("source") == SCAN) & (F.col("isolation") == READ_COMMITTED))
                       .withColumn("cv", F.col("poll") | F.col("fc")))
@@ -97,7 +103,7 @@ def duplicate(h: SparkHistory) -> Found:
                  .agg(F.min("row").alias("row")).orderBy("row").collect())
     writers = _first_writers(h, vids)
     values = {r.vid: r.value for r in h.values.where(F.col("vid").isin(vids)).collect()}
-    examples = [{"value": values.get(v), "positions": [f"{x.topic}-{x.partition}@{x.offset}" for x in positions if x.vid == v],
+    examples = [{"value": values.get(v), "positions": [position(x.topic, x.partition, x.offset) for x in positions if x.vid == v],
                  "writer_op": writers[v].txn if v in writers else None,
                  "writer_process": writers[v].w_proc if v in writers else None} for v in vids]
     return Found(n, examples)
@@ -317,7 +323,7 @@ def copy_exactly_once(h: SparkHistory) -> Found:
     orphans = src.join(inputs.select(*key), key, "left_anti")
     n_bad, n_orphans = bad.count(), orphans.count()
     ex = _rows(h.value_of(bad), ["topic", "partition", "offset", "value", "outputs", "expected", "group_offset"], ["row"]) if n_bad else []
-    ex += [{"orphan_output": f"{r.out_topic}-{r.out_partition}@{r.out_offset}", "copies": f"{r.topic}-{r.partition}@{r.offset}"}
+    ex += [{"orphan_output": position(r.out_topic, r.out_partition, r.out_offset), "copies": position(r.topic, r.partition, r.offset)}
            for r in orphans.orderBy("out_row").limit(MAX_EXAMPLES).collect()]
     return Found(n_bad + n_orphans, ex[:MAX_EXAMPLES])
 
@@ -333,7 +339,7 @@ def spark_exactly_once(h: SparkHistory) -> Found:
 
     fc = h.reads.where("fc")
     out_topics, marker_topics = _prefixed_topics(h, SPARK_PREFIX), _prefixed_topics(h, MARKER_PREFIX)
-    ran = any(ev["f"] == SPARK_START for ev in h.meta.get("spark") or [])
+    ran = any(ev["f"] == SPARK_START for ev in h.events)
     if not out_topics and not marker_topics and not ran:
         return Found(0, skipped="no Spark job ran in this history")
     p = F.split("value", "/", 7)
@@ -345,10 +351,10 @@ def spark_exactly_once(h: SparkHistory) -> Found:
     outputs = outputs.withColumn("query", F.regexp_extract("process", r"^(.*)\.[^.]*$", 1))
     mk = h.value_of(fc.where(F.col("topic").isin(marker_topics))).orderBy("row").select("value").toPandas()
     markers = sc._split(mk["value"], ["prefix", "query", "batch", "process", "ranges"]).astype({"batch": "int64"})
-    ranges_pd = sc._ranges(markers, h.meta)
+    ranges_pd = sc._ranges(markers, h.events)
     key = ["topic", "partition", "offset"]
     in_topics = set(r.topic for r in outputs.select("topic").distinct().collect())
-    for ev in h.meta.get("spark") or []:
+    for ev in h.events:
         for tp in (ev.get("ranges") or {}) if ev["f"] == "spark-batch" else ():
             in_topics.add(tp.rpartition("-")[0])
     inputs = (fc.where(F.col("topic").isin(sorted(in_topics))).groupBy(*key).agg(F.min("row").alias("row"))
@@ -356,7 +362,8 @@ def spark_exactly_once(h: SparkHistory) -> Found:
     inputs = h.value_of(inputs)
     n_out = outputs.groupBy(*key).agg(F.count("*").alias("outputs"))
     merged = inputs.join(n_out, key, "left").withColumn("outputs", F.coalesce("outputs", F.lit(0)))
-    count, examples = 0, []
+    count = 0
+    examples: list[dict[str, Any]] = []
 
     def found(kind: str, n: int, rows: list[dict[str, Any]]) -> None:
         nonlocal count
@@ -379,11 +386,11 @@ def spark_exactly_once(h: SparkHistory) -> Found:
         n = first.count()
         found("missing-output", n, _rows(first, key + ["value", "query", "batch"], ["row"]) if n else [])
     joined = outputs.join(inputs.select(*key, "value"), key, "left")
-    orphan = joined.where(F.col("value").isNull() | (F.col("value") != F.col("in_value"))).withColumn(
-        "output", F.concat_ws("", "out_topic", F.lit("-"), F.col("out_partition").cast("string"), F.lit("@"),
-                              F.col("out_offset").cast("string")))
+    orphan = joined.where(F.col("value").isNull() | (F.col("value") != F.col("in_value")))
     n = orphan.count()
-    found("orphan-output", n, _rows(orphan, key + ["batch", "process", "output"], ["out_row"]) if n else [])
+    rows = _rows(orphan, key + ["batch", "process", "out_topic", "out_partition", "out_offset"], ["out_row"]) if n else []
+    found("orphan-output", n, [{**{k: r[k] for k in key + ["batch", "process"]},
+                                "output": position(r["out_topic"], r["out_partition"], r["out_offset"])} for r in rows])
     if len(markers):
         o = (outputs.where(F.col("query").isin(sorted(set(markers["query"]))))
              .withColumn("tp", F.concat_ws("-", "topic", F.col("partition").cast("string")))
@@ -433,7 +440,8 @@ def stats(h: SparkHistory) -> dict[str, Any]:
     duration_s = max(h.meta.get("duration_ns", 0) / 1e9, 1e-9)
     counts = h.reads.agg(F.sum(F.col("poll").cast("long")).alias("polled"), F.sum(F.col("fc").cast("long")).alias("fc"),
                          F.sum((~F.col("poll") & ~F.col("fc")).cast("long")).alias("unc")).first()
-    spark = spark_stats(h.meta)
+    assert iv is not None and counts is not None  # an aggregate without grouping has one row
+    spark = spark_stats(h.events)
     return {
         **({"spark": spark} if spark is not None else {}),
         "txn": {k: int(outcome.get(k, 0)) for k in (OK, FAIL, INFO)},
@@ -442,6 +450,8 @@ def stats(h: SparkHistory) -> dict[str, Any]:
         "written_values": int(h.writes.count()),
         "fenced": len(h.meta.get("fenced", [])),
         "retired": len(h.meta.get("retired", [])),
+        "errors_seen": dict(h.meta.get("errors_seen") or {}),
+        "faults": int(h.faults.where(F.col("phase") == FAULT_START).count()),
         "throughput": {"ok_txn_per_s": round(n_ok / duration_s, 2),
                        "committed_values_per_s": round(committed_values / duration_s, 2)},
         "commit_latency_ms": _spark_percentiles(lat),
@@ -460,42 +470,16 @@ def _spark_percentiles(lat: "DataFrame") -> dict[str, float | None]:
     return {"p50": round(r.q[0], 2), "p95": round(r.q[1], 2), "p99": round(r.q[2], 2), "max": round(r.max, 2)}
 
 
-def check_run(run_dir: Path, extra_stats: dict[str, Any] | None = None, spark: "SparkSession | None" = None) -> dict[str, Any]:
-    """The verdict of ``run_dir``'s history, computed by Spark (the same shape as ``checker.check``)."""
-    from harness.checker import verdict
+def check_run(run_dir: Path, spark: SparkSession) -> Verdict:
+    """The verdict of ``run_dir``'s history, computed by Spark in ``spark`` (the same as
+    ``checker.check``'s). The caller owns the session (``harness.spark.session.checker_session``):
+    the checker imports nothing of the project but the history."""
+    from harness.checker import run_checks
 
-    import shutil
-    import tempfile
-
-    pq = ensure_parquet(run_dir)
-    own = spark is None
-    tmp = Path(tempfile.mkdtemp(prefix="eos-chaos-spark-"))  # shuffle spill: outside the run folder
-    if spark is None:
-        from harness.spark.session import CHECKER_MEMORY, session
-
-        spark = session("eos-chaos-checker", tmp_dir=tmp, memory=CHECKER_MEMORY)
-    h = SparkHistory(spark, pq)
+    store.ensure_parquet(run_dir)
+    h = SparkHistory(spark, run_dir)
     try:
-        return verdict({name: (lambda fn=fn: fn(h)) for name, fn in CHECKS.items()}, lambda: stats(h), h.meta,
-                       extra_stats, engine="spark")
+        return run_checks({name: partial(fn, h) for name, fn in CHECKS.items()}, partial(stats, h), h.meta,
+                          engine="spark")
     finally:
         h.release()
-        if own:
-            spark.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-def ensure_parquet(run_dir: Path) -> Path:
-    """The run's Parquet history; written first when missing, older than the JSON lines, or of a
-    format without the row order and value ids (that conversion holds the history in memory once;
-    runs write current Parquet at their end anyway)."""
-    pq = run_dir / store.PARQUET_DIR
-    if not store.parquet_is_current(run_dir) or "vid" not in _columns(pq / "values.parquet") or "row" not in _columns(pq / "reads.parquet"):
-        store.save(store.load(run_dir), run_dir)
-    return pq
-
-
-def _columns(path: Path) -> list[str]:
-    import pyarrow.parquet as pq_io
-
-    return pq_io.read_schema(path).names if path.exists() else []

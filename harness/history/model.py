@@ -5,6 +5,10 @@ completion from the same ``process`` with the same ``f``: ``ok`` (it happened), 
 definitely did not), ``info`` (unknown). Fields: ``time`` (ns, monotonic, since the run started;
 the same clock in every process), ``process``, ``type``, ``f``, ``value``, ``error``, plus a few
 per-``f`` extras named below. ``index`` is assigned when the per-process files are merged.
+``store.read_ops`` reads each line into an ``Op`` (fields this module does not name stay in
+``Op.extra``); ``sends_of`` gives the records a ``txn`` / ``send`` op wrote.
+
+Check examples name places in a partition as ``Position`` objects ``{"topic", "partition", "offset"}``.
 
 Values written are strings unique in the whole run. Shapes of ``value``:
 
@@ -44,6 +48,9 @@ marker, key ``<query>/<batch>``, value ``spark-marker/<query>/<batch>/<process>/
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple, TypedDict
 
 INVOKE, OK, FAIL, INFO = "invoke", "ok", "fail", "info"
 COMPLETIONS = (OK, FAIL, INFO)
@@ -58,6 +65,10 @@ READ_COMMITTED, READ_UNCOMMITTED = "read_committed", "read_uncommitted"
 COPY_PREFIX = "copy"
 SPARK_PREFIX, MARKER_PREFIX = "spark", "spark-marker"
 NEMESIS = "nemesis"
+#: a ``fault`` event's ``phase``: the fault began / was healed
+FAULT_START, FAULT_STOP = "start", "stop"
+#: how a workload describes an abort it chose (not an error any client met)
+ABORTED_ON_PURPOSE = "aborted on purpose"
 
 
 def tp_key(topic: str, partition: int) -> str:
@@ -90,3 +101,107 @@ def parse_marker(value: str) -> tuple[str, int, str, dict[str, list[int]]]:
     """``marker_value``'s parts: (query, batch, process, ranges)."""
     _, query, batch, process, ranges = value.split("/", 4)
     return query, int(batch), process, json.loads(ranges)
+
+
+class Position(TypedDict):
+    """One place in a partition, as check examples name it (JSON: an object, never ``"t-0@5"``)."""
+
+    topic: str
+    partition: int
+    offset: int
+
+
+def position(topic: str, partition: int, offset: int) -> Position:
+    """A ``Position`` of plain Python values (numpy / pandas scalars would not serialise)."""
+    return {"topic": str(topic), "partition": int(partition), "offset": int(offset)}
+
+
+#: The op fields every line may carry; anything else a line holds is kept in ``Op.extra``.
+_FIELDS = ("index", "time", "process", "type", "f", "value", "error", "txn_id", "commit_at", "offsets", "isolation",
+           "commit_retries", "aborts_refused", "abort_error", "batch", "ranges")
+_FIELD_SET = frozenset(_FIELDS)
+_UNSET: dict[str, Any] = dict.fromkeys(_FIELDS)
+
+
+@dataclass(frozen=True)
+class Op:
+    """One line of the history (see the module docstring for each ``f``'s ``value`` and extras)."""
+
+    index: int
+    time: int
+    process: str
+    type: str
+    f: str
+    value: Any = None
+    error: str | None = None
+    txn_id: str | None = None
+    commit_at: int | None = None
+    offsets: dict[str, int] | None = None
+    isolation: str | None = None
+    commit_retries: list[str] | None = None
+    aborts_refused: list[str] | None = None
+    abort_error: str | None = None
+    batch: int | None = None
+    ranges: dict[str, list[int]] | None = None
+    #: fields of the line this model does not name (kept, so nothing a workload wrote is lost)
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, line: Mapping[str, Any], index: int | None = None) -> "Op":
+        """The op of one decoded JSON line; ``index`` overrides the line's own (merging assigns it)."""
+        fields = dict(_UNSET)
+        extra = {}
+        for k, v in line.items():
+            if k in _FIELD_SET:
+                fields[k] = v
+            else:
+                extra[k] = v
+        fields.update(index=index if index is not None else int(line.get("index", -1)), process=str(line["process"]),
+                      extra=extra)
+        # A history has millions of lines: filling the instance's dict directly is 4x faster than
+        # the frozen dataclass's __init__ (one object.__setattr__ per field); the fields are the same.
+        op = object.__new__(cls)
+        op.__dict__.update(fields)
+        return op
+
+    def to_json(self) -> dict[str, Any]:
+        """The op as the recorder writes it (fields that are unset left out), with its ``index``."""
+        out = {k: getattr(self, k) for k in _FIELDS}
+        return {**{k: v for k, v in out.items() if v is not None or k in ("value",)}, **self.extra}
+
+
+class Send(NamedTuple):
+    """One record a ``txn`` or ``send`` op wrote: where to, what, and the offset Kafka acknowledged."""
+
+    topic: str
+    partition: int
+    value: str
+    offset: int | None = None
+
+
+def _send(micro: list[Any], acked: list[Any] | None) -> Send:
+    """``[topic, partition, value]`` and its acknowledgement ``[topic, partition, value, offset]``."""
+    topic, partition, value = micro[0], micro[1], micro[2]
+    offset = acked[3] if acked is not None and len(acked) > 3 else None
+    return Send(str(topic), int(partition), str(value), None if offset is None else int(offset))
+
+
+def sends_of(invoke: Op, done: Op | None = None) -> list[Send]:
+    """The records a ``txn`` / ``send`` invoke wrote, with the offsets its ``ok`` completion ``done``
+    acknowledged (None for each when the op did not complete ok). Transaction micro-ops are
+    ``["send", topic, partition, value(, offset)]``."""
+    acked = done.value if done is not None and done.type == OK and done.value is not None else None
+    if invoke.f == TXN:
+        micro = [list(m[1:]) for m in invoke.value or []]
+        acks = [list(a[1:]) for a in acked] if acked is not None else []
+    else:
+        micro = [list(invoke.value)]
+        acks = [list(acked)] if acked is not None else []
+    return [_send(m, acks[k] if k < len(acks) else None) for k, m in enumerate(micro)]
+
+
+def error_names(op: Op) -> list[str]:
+    """The names of every error ``op`` reports (its error, a failed abort's, each retried commit's
+    and each refused abort's): the text before the first ':' (workloads write "NAME: message")."""
+    msgs = [op.error, op.abort_error, *(op.commit_retries or []), *(op.aborts_refused or [])]
+    return [m.split(":", 1)[0].strip() for m in msgs if isinstance(m, str) and m and m != ABORTED_ON_PURPOSE]

@@ -2,6 +2,10 @@
 flatten into typed tables (pandas) that the checker works on column-wise. The tables are saved as
 Parquet at the end of a run; ``load`` prefers them when they are newer than the JSON lines.
 
+This module is the only one that knows the Parquet layout (``history.parquet/``: one file per
+table, ``values.parquet``, ``meta.json``). The layout is versioned (``LAYOUT``, in ``meta.json``): a
+folder of another layout is re-built from the JSON lines, or refused when they are gone.
+
 A file cut off mid-line (a killed writer, a full disk) is read up to its last whole line; the
 tables say so in ``meta['truncated']`` and the verdict repeats it.
 """
@@ -10,6 +14,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,14 +27,30 @@ import pandas as pd
 from harness.errors import ConfigError
 from harness.history.model import (
     FAULT, FENCED, GROUP_OFFSETS, INFO, INIT, INVOKE, LSO, OK, POLL, READ_COMMITTED, RETIRED, SCAN, SEND, SPARK_EVENTS,
-    TXN, split_tp,
+    TXN, Op, Send, error_names, sends_of, split_tp,
 )
 from harness.history.recorder import HISTORY_DIR
 
+#: the fields every history line has (the rest depend on its ``f``)
+REQUIRED = ("time", "process", "type", "f")
 PARQUET_DIR = "history.parquet"
-TABLES = ("ops", "txns", "writes", "reads", "inits", "group_offsets")
+META_FILE = "meta.json"
+VALUES_TABLE = "values"
+#: The Parquet layout this code writes and reads. 1 (no number in meta.json): before the layout
+#: was versioned; 2: + the ``faults`` and ``spark_events`` tables (no more ``meta.spark``) and
+#: ``meta.errors_seen``.
+LAYOUT = 2
+TABLES = ("ops", "txns", "writes", "reads", "inits", "group_offsets", "faults", "spark_events")
 LOW_CARDINALITY = {"reads": ("process", "source", "isolation", "topic"), "writes": ("topic",),
                    "txns": ("process", "f", "outcome", "txn_id"), "ops": ("process", "type", "f")}
+
+
+def _no_faults() -> pd.DataFrame:
+    return empty_faults()
+
+
+def _no_spark_events() -> pd.DataFrame:
+    return _spark_frame([])
 
 
 @dataclass
@@ -41,6 +63,11 @@ class Tables:
     reads: pd.DataFrame
     inits: pd.DataFrame
     group_offsets: pd.DataFrame
+    #: the nemesis's fault events: time, phase (start / stop), kind, detail (the rest of the value, JSON)
+    faults: pd.DataFrame = field(default_factory=_no_faults)
+    #: the Spark job's events, and the nemesis's faults on workloads (driver kills): time, process,
+    #: f, type, detail (the value, JSON); ``spark_events`` gives them back as dicts
+    spark_events: pd.DataFrame = field(default_factory=_no_spark_events)
     meta: dict[str, Any] = field(default_factory=dict)
     #: derived data a checker run computes once (never saved)
     cache: dict[str, Any] = field(default_factory=dict)
@@ -48,145 +75,222 @@ class Tables:
     values: pd.Series | None = None
 
 
-def read_ops(run_dir: Path) -> tuple[list[dict[str, Any]], list[str]]:
+def read_ops(run_dir: Path) -> tuple[list[Op], list[str]]:
     """All ops of all files, merged by time (then file order), with ``index`` assigned; and the
     files that ended in a partial line."""
-    files = sorted((run_dir / HISTORY_DIR).glob("*.jsonl"))
+    files = _history_files(run_dir)
     if not files:
         raise ConfigError(f"{run_dir} has no history ({HISTORY_DIR}/*.jsonl): not a run folder, or the run wrote nothing")
-    ops: list[dict[str, Any]] = []
+    lines: list[dict[str, Any]] = []
     truncated: list[str] = []
     for path in files:
         data = path.read_bytes()
-        lines = data.split(b"\n")
-        if lines and lines[-1] == b"":
-            lines.pop()
-        elif lines:
+        raw = data.split(b"\n")
+        if raw and raw[-1] == b"":
+            raw.pop()
+        elif raw:
             truncated.append(path.name)  # no newline at the end: the last line may be cut off
-            lines.pop()
-        for n, line in enumerate(lines):
+            raw.pop()
+        for n, line in enumerate(raw):
             try:
-                ops.append(orjson.loads(line))
+                op = orjson.loads(line)
             except orjson.JSONDecodeError as exc:
                 raise ConfigError(f"{path}:{n + 1}: not a JSON object ({exc})") from exc
-    ops.sort(key=lambda o: o["time"])  # stable: one process's ops keep their file order on ties
-    for i, op in enumerate(ops):
-        op["index"] = i
-    return ops, truncated
+            missing = [k for k in REQUIRED if k not in op] if isinstance(op, dict) else list(REQUIRED)
+            if missing:
+                raise ConfigError(f"{path}:{n + 1}: an op without {', '.join(missing)} "
+                                  f"(every line is a JSON object with {', '.join(REQUIRED)})")
+            lines.append(op)
+    lines.sort(key=lambda o: o["time"])  # stable: one process's ops keep their file order on ties
+    return [Op.from_json(line, index=i) for i, line in enumerate(lines)], truncated
 
 
-def _pair(ops: list[dict[str, Any]]) -> dict[int, dict[str, Any] | None]:
+def _history_files(run_dir: Path) -> list[Path]:
+    return sorted((run_dir / HISTORY_DIR).glob("*.jsonl"))
+
+
+def _pair(ops: Sequence[Op]) -> dict[int, Op | None]:
     """invoke index -> its completion (None: the process never completed it, i.e. unknown)."""
-    outstanding: dict[str, dict[str, Any]] = {}
-    pairs: dict[int, dict[str, Any] | None] = {}
+    outstanding: dict[str, Op] = {}
+    pairs: dict[int, Op | None] = {}
     for op in ops:
-        t = op["type"]
-        if t == INVOKE:
-            outstanding[op["process"]] = op
-            pairs[op["index"]] = None
-        elif op["process"] in outstanding and outstanding[op["process"]]["f"] == op["f"]:
-            pairs[outstanding.pop(op["process"])["index"]] = op
+        if op.type == INVOKE:
+            outstanding[op.process] = op
+            pairs[op.index] = None
+        elif op.process in outstanding and outstanding[op.process].f == op.f:
+            pairs[outstanding.pop(op.process).index] = op
     return pairs
 
 
-def flatten(ops: list[dict[str, Any]], truncated: list[str] | None = None) -> Tables:
+@dataclass
+class _Writes:
+    """The ``writes`` table's columns as they are collected."""
+
+    txn: list[int] = field(default_factory=list)
+    send: list[Send] = field(default_factory=list)
+
+    def frame(self) -> pd.DataFrame:
+        return pd.DataFrame({"txn": pd.array(self.txn, dtype="int64"), "value": _str([s.value for s in self.send]),
+                             "topic": _str([s.topic for s in self.send]),
+                             "partition": pd.array([s.partition for s in self.send], dtype="int64"),
+                             "offset": pd.array([s.offset for s in self.send], dtype="Int64")})
+
+
+@dataclass
+class _Reads:
+    """The ``reads`` table's columns as they are collected (one row per record a read got)."""
+
+    op: list[int] = field(default_factory=list)
+    process: list[str] = field(default_factory=list)
+    source: list[str] = field(default_factory=list)
+    isolation: list[str] = field(default_factory=list)
+    topic: list[str] = field(default_factory=list)
+    partition: list[int] = field(default_factory=list)
+    offset: list[int] = field(default_factory=list)
+    value: list[str] = field(default_factory=list)
+
+    def add(self, op: Op, source: str) -> None:
+        """The records of a ``poll`` / ``scan`` op: ``{"topic-partition": [[offset, value], ...]}``."""
+        iso = op.isolation or READ_COMMITTED
+        for key, recs in (op.value or {}).items():
+            topic, part = split_tp(key)
+            n = len(recs)
+            self.op.extend([op.index] * n)
+            self.process.extend([op.process] * n)
+            self.source.extend([source] * n)
+            self.isolation.extend([iso] * n)
+            self.topic.extend([topic] * n)
+            self.partition.extend([part] * n)
+            self.offset.extend(r[0] for r in recs)
+            self.value.extend(r[1] for r in recs)
+
+    def frame(self) -> pd.DataFrame:
+        return pd.DataFrame({"op": pd.array(self.op, dtype="int64"), "process": _str(self.process),
+                             "source": _str(self.source), "isolation": _str(self.isolation), "topic": _str(self.topic),
+                             "partition": pd.array(self.partition, dtype="int64"),
+                             "offset": pd.array(self.offset, dtype="int64"), "value": _str(self.value)})
+
+
+def _fault_row(op: Op) -> tuple[int, str | None, str | None, str]:
+    """A nemesis ``fault`` event as a row of the ``faults`` table: the rest of its value as JSON text."""
+    v = dict(op.value or {})
+    kind, phase = v.pop("kind", None), v.pop("phase", None)
+    return op.time, None if phase is None else str(phase), None if kind is None else str(kind), json.dumps(v, default=str)
+
+
+def fault_events(faults: pd.DataFrame) -> list[dict[str, Any]]:
+    """The ``faults`` table back as the nemesis recorded it: ``{"time", "value": {"kind", "phase", ...}}``,
+    in time order."""
+    out = []
+    for time, phase, kind, detail in zip(faults["time"], faults["phase"], faults["kind"], faults["detail"]):
+        value = {**({"kind": kind} if isinstance(kind, str) else {}), **({"phase": phase} if isinstance(phase, str) else {}),
+                 **json.loads(detail)}
+        out.append({"time": int(time), "value": value})
+    return sorted(out, key=lambda e: e["time"])
+
+
+def _faults_frame(rows: list[tuple[int, str | None, str | None, str]]) -> pd.DataFrame:
+    return pd.DataFrame({"time": pd.array([r[0] for r in rows], dtype="int64"), "phase": _str([r[1] for r in rows]),
+                         "kind": _str([r[2] for r in rows]), "detail": _str([r[3] for r in rows])})
+
+
+_SparkRow = tuple[int, str, str, str, str]
+
+
+def _spark_frame(rows: list[_SparkRow]) -> pd.DataFrame:
+    return pd.DataFrame({"time": pd.array([r[0] for r in rows], dtype="int64"), "process": _str([r[1] for r in rows]),
+                         "f": _str([r[2] for r in rows]), "type": _str([r[3] for r in rows]),
+                         "detail": _str([r[4] for r in rows])})
+
+
+def spark_events(t: Tables) -> list[dict[str, Any]]:
+    """The Spark job's events in history order, each ``{"time", "process", "f", "type", **value}``
+    (parsed once per ``Tables``)."""
+    if "spark_events" not in t.cache:
+        t.cache["spark_events"] = spark_events_of(t.spark_events)
+    events: list[dict[str, Any]] = t.cache["spark_events"]
+    return events
+
+
+def spark_events_of(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """The rows of a ``spark_events`` table as event dicts (see ``spark_events``)."""
+    return [{"time": int(time), "process": str(process), "f": str(f), "type": str(type_), **json.loads(detail)}
+            for time, process, f, type_, detail in zip(frame["time"], frame["process"], frame["f"], frame["type"],
+                                                        frame["detail"])]
+
+
+def empty_faults() -> pd.DataFrame:
+    """A ``faults`` table of no events (histories without a nemesis)."""
+    return _faults_frame([])
+
+
+def _errors_seen(ops: Sequence[Op]) -> dict[str, int]:
+    """How often the clients met each error, by name (``model.error_names``), sorted by name."""
+    return dict(sorted(Counter(name for op in ops for name in error_names(op)).items()))
+
+
+def flatten(ops: Sequence[Op], truncated: list[str] | None = None) -> Tables:
+    """The tables of ``ops`` (merged and indexed, as ``read_ops`` gives them)."""
     pairs = _pair(ops)
     txn_rows: list[tuple[Any, ...]] = []
-    w_txn: list[int] = []
-    w_val: list[str] = []
-    w_topic: list[str] = []
-    w_part: list[int] = []
-    w_off: list[int | None] = []
-    r_op: list[int] = []
-    r_proc: list[str] = []
-    r_src: list[str] = []
-    r_iso: list[str] = []
-    r_topic: list[str] = []
-    r_part: list[int] = []
-    r_off: list[int] = []
-    r_val: list[str] = []
+    writes = _Writes()
+    reads = _Reads()
     init_rows: list[tuple[Any, ...]] = []
     group_rows: list[tuple[str, int, int]] = []
+    fault_rows: list[tuple[int, str | None, str | None, str]] = []
     fenced: list[str] = []
     retired: list[str] = []
     lso: dict[str, Any] | None = None
     # the Spark job's own events, and the nemesis's faults on workloads (driver kills): few per run
-    spark: list[dict[str, Any]] = []
+    spark: list[_SparkRow] = []
 
     for op in ops:
-        f, t = op["f"], op["type"]
+        f, t = op.f, op.type
         if t == INVOKE and f in (TXN, SEND):
-            done = pairs.get(op["index"])
-            outcome = done["type"] if done else INFO
-            txn_rows.append((op["index"], op["process"], f, outcome, op["time"], done["time"] if done else None,
-                             (done or {}).get("commit_at", op.get("commit_at")), op.get("txn_id"),
-                             (done or {}).get("error")))
-            sends = op["value"] if f == TXN else [op["value"]]
-            acked = None
-            if done is not None and outcome == OK and done.get("value") is not None:
-                acked = done["value"] if f == TXN else [done["value"]]
-            for k, s in enumerate(sends):
-                micro = s[1:] if f == TXN else s  # txn micro-ops start with "send"
-                w_txn.append(op["index"])
-                w_topic.append(micro[0])
-                w_part.append(micro[1])
-                w_val.append(micro[2])
-                a = acked[k] if acked is not None and k < len(acked) else None
-                w_off.append((a[4] if f == TXN else a[3]) if a is not None and len(a) > (4 if f == TXN else 3) else None)
+            done = pairs.get(op.index)
+            txn_rows.append((op.index, op.process, f, done.type if done else INFO, op.time, done.time if done else None,
+                             done.commit_at if done is not None and done.commit_at is not None else op.commit_at, op.txn_id, done.error if done else None))
+            for s in sends_of(op, done):
+                writes.txn.append(op.index)
+                writes.send.append(s)
         elif t == INVOKE and f == INIT:
-            done = pairs.get(op["index"])
-            init_rows.append((op["index"], op["process"], op["value"], done["type"] if done else INFO,
-                              op["time"], done["time"] if done else None))
+            done = pairs.get(op.index)
+            init_rows.append((op.index, op.process, op.value, done.type if done else INFO,
+                              op.time, done.time if done else None))
         elif (f == POLL and t == OK) or f == SCAN:
-            src = POLL if f == POLL else SCAN
-            iso = op.get("isolation", READ_COMMITTED)
-            for key, recs in (op["value"] or {}).items():
-                topic, part = split_tp(key)
-                n = len(recs)
-                r_op.extend([op["index"]] * n)
-                r_proc.extend([op["process"]] * n)
-                r_src.extend([src] * n)
-                r_iso.extend([iso] * n)
-                r_topic.extend([topic] * n)
-                r_part.extend([part] * n)
-                r_off.extend(r[0] for r in recs)
-                r_val.extend(r[1] for r in recs)
+            reads.add(op, POLL if f == POLL else SCAN)
         elif f == GROUP_OFFSETS:
-            for key, off in (op["value"] or {}).items():
-                topic, part = split_tp(key)
-                group_rows.append((topic, part, off))
+            group_rows += [(*split_tp(key), off) for key, off in (op.value or {}).items()]
         elif f == FENCED:
-            fenced.append(op["process"])
+            fenced.append(op.process)
         elif f == RETIRED:
-            retired.append(op["process"])
+            retired.append(op.process)
         elif f == LSO:
-            lso = op["value"]
-        elif f in SPARK_EVENTS or (f == FAULT and "workload" in (op.get("value") or {})):
-            spark.append({"time": op["time"], "process": op["process"], "f": f, "type": t, **(op.get("value") or {})})
+            lso = op.value
+        if f == FAULT:
+            fault_rows.append(_fault_row(op))
+        if f in SPARK_EVENTS or (f == FAULT and "workload" in (op.value or {})):
+            spark.append((op.time, op.process, f, t, json.dumps(op.value or {}, default=str)))
 
     ops_df = pd.DataFrame({
-        "index": pd.array([o["index"] for o in ops], dtype="int64"),
-        "time": pd.array([o["time"] for o in ops], dtype="int64"),
-        "process": [str(o["process"]) for o in ops],
-        "type": [o["type"] for o in ops],
-        "f": [o["f"] for o in ops],
-        "error": [o.get("error") for o in ops],
+        "index": pd.array([o.index for o in ops], dtype="int64"),
+        "time": pd.array([o.time for o in ops], dtype="int64"),
+        "process": [o.process for o in ops],
+        "type": [o.type for o in ops],
+        "f": [o.f for o in ops],
+        "error": [o.error for o in ops],
     })
     txns = pd.DataFrame(txn_rows, columns=["txn", "process", "f", "outcome", "invoke_time", "complete_time",
                                            "commit_at", "txn_id", "error"])
     txns = txns.astype({"txn": "int64", "invoke_time": "int64", "complete_time": "Int64", "commit_at": "Int64"})
-    writes = pd.DataFrame({"txn": pd.array(w_txn, dtype="int64"), "value": _str(w_val), "topic": _str(w_topic),
-                           "partition": pd.array(w_part, dtype="int64"), "offset": pd.array(w_off, dtype="Int64")})
-    reads = pd.DataFrame({"op": pd.array(r_op, dtype="int64"), "process": _str(r_proc), "source": _str(r_src),
-                          "isolation": _str(r_iso), "topic": _str(r_topic), "partition": pd.array(r_part, dtype="int64"),
-                          "offset": pd.array(r_off, dtype="int64"), "value": _str(r_val)})
     inits = pd.DataFrame(init_rows, columns=["op", "process", "txn_id", "outcome", "invoke_time", "complete_time"])
     inits = inits.astype({"op": "int64", "invoke_time": "int64", "complete_time": "Int64"})
     groups = pd.DataFrame(group_rows, columns=["topic", "partition", "offset"]).astype({"partition": "int64", "offset": "int64"})
     meta = {"ops": len(ops), "truncated": truncated or [], "fenced": sorted(set(fenced)), "retired": sorted(set(retired)), "lso": lso,
-            "spark": spark,
-            "duration_ns": (ops[-1]["time"] - ops[0]["time"]) if ops else 0}
-    return Tables(ops_df, txns, writes, reads, inits, groups, meta)
+            "errors_seen": _errors_seen(ops),
+            "duration_ns": (ops[-1].time - ops[0].time) if ops else 0}
+    return Tables(ops_df, txns, writes.frame(), reads.frame(), inits, groups, _faults_frame(fault_rows),
+                  _spark_frame(spark), meta)
 
 
 def add_ids(t: Tables) -> Tables:
@@ -201,13 +305,14 @@ def add_ids(t: Tables) -> Tables:
     tids, _ = pd.factorize(pd.concat([t.writes["topic"], t.reads["topic"]], ignore_index=True))
     t.writes = t.writes.assign(vid=codes[:n].astype(np.int64), tid=tids[:n].astype(np.int64))
     t.reads = t.reads.assign(vid=codes[n:].astype(np.int64), tid=tids[n:].astype(np.int64))
-    t.reads["pos"] = position(t.reads["tid"], t.reads["partition"], t.reads["offset"])
+    t.reads["pos"] = packed_position(t.reads["tid"], t.reads["partition"], t.reads["offset"])
     return t
 
 
-def position(tid: pd.Series, partition: pd.Series, offset: pd.Series) -> np.ndarray:
+def packed_position(tid: pd.Series, partition: pd.Series, offset: pd.Series) -> np.ndarray:
     """(topic id, partition, offset) -> int64: 7 bits of topic, 16 of partition, 40 of offset."""
-    return (tid.to_numpy(np.int64) << 56) | (partition.to_numpy(np.int64) << 40) | offset.to_numpy(np.int64)
+    packed: np.ndarray = (tid.to_numpy(np.int64) << 56) | (partition.to_numpy(np.int64) << 40) | offset.to_numpy(np.int64)
+    return packed
 
 
 def with_values(t: Tables, df: pd.DataFrame) -> pd.DataFrame:
@@ -218,13 +323,13 @@ def with_values(t: Tables, df: pd.DataFrame) -> pd.DataFrame:
     return df.assign(value=t.values.take(df["vid"].to_numpy()).to_numpy())
 
 
-def _str(values: list[str]) -> pd.Series:
+def _str(values: Sequence[str | None]) -> pd.Series:
     """A string column that stays a string column when empty (the checks use ``.str``)."""
     return pd.Series(values, dtype="str")
 
 
 def save(tables: Tables, run_dir: Path) -> Path:
-    """Write the tables as Parquet (temp folder + rename: never half a set)."""
+    """Write the tables as Parquet of the current ``LAYOUT`` (temp folder + rename: never half a set)."""
     add_ids(tables)
     # Few distinct values in many rows: dictionary-encoded (pandas categories) they take a byte or
     # two per row instead of a string each, on disk and once loaded.
@@ -244,11 +349,11 @@ def save(tables: Tables, run_dir: Path) -> Path:
     tmp = run_dir / f".{PARQUET_DIR}.tmp{os.getpid()}"
     tmp.mkdir(parents=True, exist_ok=True)
     for name, df in frames.items():
-        df.to_parquet(tmp / f"{name}.parquet", index=False)
-    assert tables.values is not None
+        df.to_parquet(_file(tmp, name), index=False)
+    assert tables.values is not None  # add_ids set them
     pd.DataFrame({"vid": np.arange(len(tables.values), dtype=np.int64), "value": tables.values}).to_parquet(
-        tmp / "values.parquet", index=False)
-    (tmp / "meta.json").write_text(json.dumps(tables.meta))
+        _file(tmp, VALUES_TABLE), index=False)
+    (tmp / META_FILE).write_text(json.dumps({**tables.meta, "layout": LAYOUT}))
     if final.exists():
         for p in final.iterdir():
             p.unlink()
@@ -257,24 +362,82 @@ def save(tables: Tables, run_dir: Path) -> Path:
     return final
 
 
+def _file(folder: Path, table: str) -> Path:
+    return folder / f"{table}.parquet"
+
+
+_NO_META = object()
+
+
+def _layout_found(run_dir: Path) -> object:
+    """The layout number in the folder's ``meta.json`` (None: none written; ``_NO_META``: no file)."""
+    meta = run_dir / PARQUET_DIR / META_FILE
+    if not meta.exists():
+        return _NO_META
+    try:
+        return json.loads(meta.read_text()).get("layout")
+    except (json.JSONDecodeError, AttributeError):
+        return None
+
+
 def parquet_is_current(run_dir: Path) -> bool:
-    """The run's Parquet tables exist and are newer than every history file."""
-    meta = run_dir / PARQUET_DIR / "meta.json"
-    return meta.exists() and all(f.stat().st_mtime <= meta.stat().st_mtime for f in (run_dir / HISTORY_DIR).glob("*.jsonl"))
+    """The run's Parquet tables exist, are of this code's ``LAYOUT``, and are newer than every history file."""
+    meta = run_dir / PARQUET_DIR / META_FILE
+    return (_layout_found(run_dir) == LAYOUT
+            and all(f.stat().st_mtime <= meta.stat().st_mtime for f in _history_files(run_dir)))
+
+
+def _refuse_stale_layout(run_dir: Path) -> None:
+    """``ConfigError`` when the folder's Parquet is of another layout and no JSON lines are left to rebuild it."""
+    found = _layout_found(run_dir)
+    if found is not _NO_META and found != LAYOUT and not _history_files(run_dir):
+        raise ConfigError(f"{run_dir / PARQUET_DIR}: history layout {found if found is not None else 'unnumbered (1)'}; "
+                          f"this version reads layout {LAYOUT} only, and the JSON lines to rebuild it from "
+                          f"({run_dir / HISTORY_DIR}/*.jsonl) are gone")
 
 
 def load(run_dir: Path) -> Tables:
-    """The run's tables: from Parquet when it is newer than every history file, else from the JSON lines."""
+    """The run's tables: from Parquet when it is current (``parquet_is_current``), else from the JSON lines."""
     pq = run_dir / PARQUET_DIR
     if parquet_is_current(run_dir):
         import pyarrow.parquet as pq_io
 
         # split_blocks + self_destruct: arrow buffers are freed as columns convert (lower peak memory)
-        frames = {name: pq_io.read_table(pq / f"{name}.parquet").to_pandas(split_blocks=True, self_destruct=True)
+        frames = {name: pq_io.read_table(_file(pq, name)).to_pandas(split_blocks=True, self_destruct=True)
                   for name in TABLES}
         for name in ("reads", "writes"):
             frames[name] = frames[name].drop(columns=["row"], errors="ignore")  # row order is the frame's order
-        values = pd.read_parquet(pq / "values.parquet", columns=["value"])["value"]
-        return Tables(**frames, meta=json.loads((pq / "meta.json").read_text()), values=values)
+        values = pd.read_parquet(_file(pq, VALUES_TABLE), columns=["value"])["value"]
+        return Tables(**frames, meta=read_meta(run_dir), values=values)
+    _refuse_stale_layout(run_dir)
     ops, truncated = read_ops(run_dir)
     return flatten(ops, truncated)
+
+
+def ensure_parquet(run_dir: Path) -> None:
+    """Write the run's Parquet first when it is missing, older than the JSON lines, or of another
+    layout (that conversion holds the history in memory once; runs write current Parquet at their end)."""
+    if not parquet_is_current(run_dir):
+        save(load(run_dir), run_dir)
+
+
+def read_meta(run_dir: Path) -> dict[str, Any]:
+    """The history's ``meta`` saved with its current Parquet (without the layout number)."""
+    meta: dict[str, Any] = json.loads((run_dir / PARQUET_DIR / META_FILE).read_text())
+    meta.pop("layout", None)
+    return meta
+
+
+def table_file(run_dir: Path, table: str) -> Path:
+    """The Parquet file of one table (``TABLES``, or ``values``: ``vid`` -> ``value``), for engines that
+    read the files themselves (Spark). Reads and writes carry ``vid`` instead of ``value`` and a ``row``
+    (their order in the history). Call ``ensure_parquet`` first."""
+    if table not in TABLES and table != VALUES_TABLE:
+        raise ValueError(f"no table {table!r} in the history; tables: {', '.join(TABLES)}, {VALUES_TABLE}")
+    return _file(run_dir / PARQUET_DIR, table)
+
+
+def read_table(run_dir: Path, table: str, columns: list[str] | None = None,
+               filters: list[tuple[str, str, Any]] | None = None) -> pd.DataFrame:
+    """Some columns (and rows, by pyarrow ``filters``) of one table of the run's current Parquet."""
+    return pd.read_parquet(table_file(run_dir, table), columns=columns, filters=filters)

@@ -13,7 +13,7 @@ import jinja2
 
 from harness import runinfo
 from harness.checker import MEANING
-from harness.report.data import RunData, load
+from harness.report.data import RunData, is_position, load, position_text
 from harness.runs import write_atomic
 
 REPORT_FILE = "report.html"
@@ -35,6 +35,8 @@ def cell(v: Any) -> str:
         return f"{v:,}" if abs(v) >= 10000 else str(v)
     if isinstance(v, (list, tuple)):
         return ", ".join(cell(x) for x in v) if v else "–"
+    if is_position(v):
+        return position_text(v)
     if isinstance(v, dict):
         return ", ".join(f"{k}: {cell(x)}" for k, x in v.items()) if v else "–"
     return str(v)

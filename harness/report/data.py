@@ -13,20 +13,17 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import orjson
 import pandas as pd
 
 from harness.checker import VERDICT_FILE
 from harness.errors import ConfigError
 from harness.history import store
-from harness.history.model import FAULT, READ_COMMITTED, SCAN, SPARK_BATCH, SPARK_SKIP, SPARK_START
-from harness.history.recorder import HISTORY_DIR
+from harness.history.model import SCAN, SPARK_BATCH, SPARK_SKIP, SPARK_START
 
 #: Broker process faults and the state a node is in during their window.
 NODE_STATE = {"kill": "down", "stop": "down", "restart": "down", "rolling-restart": "down", "pause": "paused"}
 #: At most this many partitions get an offset view (the first ones the examples name).
 MAX_PARTITION_VIEWS = 4
-_POSITION = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)@(?P<offset>\d+)$")
 _LINK_NODE = re.compile(r"n(\d+)")
 
 
@@ -83,19 +80,19 @@ def load(run_dir: Path) -> RunData:
         raise ConfigError(f"run folder {run_dir} does not exist")
     verdict = _json(run_dir / VERDICT_FILE, "not a finished run (eos-chaos check RUN_DIR makes a verdict from its history)")
     scenario = _json(run_dir / "scenario.json", "not a run folder of eos-chaos run")
-    meta, txns = _history(run_dir)
-    faults = fault_windows(_fault_events(run_dir))
+    meta, txns, events, spark = _history(run_dir)
+    faults = fault_windows(events)
     duration_s = max([meta.get("duration_ns", 0) / 1e9, float(scenario.get("duration") or 0.0),
                       *(f.end_s or f.start_s for f in faults)])
     node_ids = sorted({n for f in faults for n in f.nodes} | {1, 2, 3})
     data = RunData(run_dir, verdict, scenario, duration_s, faults, node_ids, txns)
     data.partitions = partition_views(run_dir, verdict)
-    spark_events(data, meta.get("spark") or [])
+    spark_events(data, spark)
     return data
 
 
 def spark_events(data: RunData, events: list[dict[str, Any]]) -> None:
-    """The Spark job's batches, skipped replays and starts (``meta['spark']``) onto ``data``."""
+    """The Spark job's batches, skipped replays and starts (its events, ``store.spark_events``) onto ``data``."""
     batches = [(e["time"] / 1e9, e.get("records") or 0, e.get("outcome", "ok")) for e in events if e.get("f") == SPARK_BATCH]
     if batches:
         data.spark_batches = pd.DataFrame(batches, columns=["time_s", "records", "outcome"])
@@ -103,37 +100,23 @@ def spark_events(data: RunData, events: list[dict[str, Any]]) -> None:
     data.spark_starts = [e["time"] / 1e9 for e in events if e.get("f") == SPARK_START]
 
 
-def _history(run_dir: Path) -> tuple[dict[str, Any], pd.DataFrame]:
-    """The history's meta and its transactions (Parquet when saved; else flattened from the JSON lines)."""
-    pq = run_dir / store.PARQUET_DIR
+def _history(run_dir: Path) -> tuple[dict[str, Any], pd.DataFrame, list[dict[str, Any]], list[dict[str, Any]]]:
+    """The history's meta, its transactions, the nemesis's fault events and the Spark job's events
+    (from the saved Parquet when current; else flattened from the JSON lines)."""
     wanted = ["outcome", "invoke_time", "complete_time", "commit_at"]
-    if (pq / "txns.parquet").exists() and (pq / "meta.json").exists():
-        meta = json.loads((pq / "meta.json").read_text())
-        tx = pd.read_parquet(pq / "txns.parquet", columns=wanted)
+    if store.parquet_is_current(run_dir):
+        meta = store.read_meta(run_dir)
+        tx = store.read_table(run_dir, "txns", columns=wanted)
+        faults = store.read_table(run_dir, "faults")
+        spark = store.spark_events_of(store.read_table(run_dir, "spark_events"))
     else:
         tables = store.load(run_dir)
-        meta, tx = tables.meta, tables.txns[wanted]
+        meta, tx, faults, spark = tables.meta, tables.txns[wanted], tables.faults, store.spark_events(tables)
     tx = tx[tx["complete_time"].notna()]
     out = pd.DataFrame({"complete_s": tx["complete_time"].astype("float64") / 1e9, "outcome": tx["outcome"].astype(str)})
     started = tx["commit_at"].fillna(tx["invoke_time"]).astype("float64")
     out["latency_ms"] = np.where(out["outcome"] == "ok", (tx["complete_time"].astype("float64") - started) / 1e6, np.nan)
-    return meta, out.reset_index(drop=True)
-
-
-def _fault_events(run_dir: Path) -> list[dict[str, Any]]:
-    """The nemesis's fault events, in time order (they live in the runner's history file)."""
-    events = []
-    for path in sorted((run_dir / HISTORY_DIR).glob("runner*.jsonl")):
-        for line in path.read_bytes().splitlines():
-            if b'"fault"' not in line:
-                continue
-            try:
-                op = orjson.loads(line)
-            except orjson.JSONDecodeError:  # a line cut off by a killed runner
-                continue
-            if op.get("f") == FAULT:
-                events.append(op)
-    return sorted(events, key=lambda op: op["time"])
+    return meta, out.reset_index(drop=True), store.fault_events(faults), spark
 
 
 def _key(value: dict[str, Any]) -> tuple[str, ...]:
@@ -225,6 +208,30 @@ def timeline(txns: pd.DataFrame, duration_s: float, bin_s: float | None = None) 
     return out
 
 
+def is_position(v: Any) -> bool:
+    """``v`` is a position a check example names (``{"topic", "partition", "offset"}``)."""
+    return isinstance(v, dict) and set(v) == {"topic", "partition", "offset"}
+
+
+def position_text(p: dict[str, Any]) -> str:
+    """A position as a person reads it: ``t-0@5``."""
+    return f"{p['topic']}-{p['partition']}@{p['offset']}"
+
+
+def _example_positions(ex: dict[str, Any]) -> list[tuple[str, int, int | None]]:
+    """The places an example names: its own topic / partition (/ offset), and every position object
+    among its values (``positions``, ``orphan_output``, ``copies``, ``output``, ...), in that order."""
+    spots: list[tuple[str, int, int | None]] = []
+    if ex.get("topic") is not None and ex.get("partition") is not None:
+        off = ex.get("offset")
+        spots.append((str(ex["topic"]), int(ex["partition"]), int(off) if isinstance(off, (int, float)) else None))
+    for v in ex.values():
+        for p in v if isinstance(v, list) else [v]:
+            if is_position(p):
+                spots.append((str(p["topic"]), int(p["partition"]), int(p["offset"])))
+    return spots
+
+
 def anomaly_positions(verdict: dict[str, Any]) -> dict[tuple[str, int], dict[str, list[int]]]:
     """(topic, partition) -> check -> offsets, from every check's examples, in the order named."""
     found: dict[tuple[str, int], dict[str, list[int]]] = {}
@@ -232,15 +239,7 @@ def anomaly_positions(verdict: dict[str, Any]) -> dict[tuple[str, int], dict[str
         for ex in c.get("examples") or []:
             if not isinstance(ex, dict):
                 continue
-            spots: list[tuple[str, int, int | None]] = []
-            if ex.get("topic") is not None and ex.get("partition") is not None:
-                off = ex.get("offset")
-                spots.append((str(ex["topic"]), int(ex["partition"]), int(off) if isinstance(off, (int, float)) else None))
-            for pos in ex.get("positions") or []:
-                m = _POSITION.match(str(pos))
-                if m:
-                    spots.append((m["topic"], int(m["partition"]), int(m["offset"])))
-            for topic, part, off in spots:
+            for topic, part, off in _example_positions(ex):
                 offsets = found.setdefault((topic, part), {}).setdefault(name, [])
                 if off is not None and off not in offsets:
                     offsets.append(off)
@@ -252,24 +251,19 @@ def partition_views(run_dir: Path, verdict: dict[str, Any]) -> list[PartitionVie
     spots = list(anomaly_positions(verdict).items())[:MAX_PARTITION_VIEWS]
     if not spots:
         return []
-    pq = run_dir / store.PARQUET_DIR
-    if not (pq / "reads.parquet").exists():
+    if not store.parquet_is_current(run_dir):
         return [PartitionView(t, p, marks, pd.DataFrame(columns=["offset", "isolation", "writer", "order"]))
                 for (t, p), marks in spots]
-    writes = pd.read_parquet(pq / "writes.parquet", columns=["txn", "vid", "row"]).drop_duplicates("vid")
-    txns = pd.read_parquet(pq / "txns.parquet", columns=["txn", "process"])
+    writes = store.read_table(run_dir, "writes", columns=["txn", "vid", "row"]).drop_duplicates("vid")
+    txns = store.read_table(run_dir, "txns", columns=["txn", "process"])
     by_vid = writes.merge(txns, on="txn", how="left").set_index("vid")
     writer, order = by_vid["process"].astype(str), by_vid["row"].astype("float64")
     views = []
     for (topic, part), marks in spots:
-        reads = pd.read_parquet(pq / "reads.parquet", columns=["isolation", "offset", "vid"],
-                                filters=[("source", "==", SCAN), ("topic", "==", topic), ("partition", "==", part)])
+        reads = store.read_table(run_dir, "reads", columns=["isolation", "offset", "vid"],
+                                 filters=[("source", "==", SCAN), ("topic", "==", topic), ("partition", "==", part)])
         scan = pd.DataFrame({"offset": reads["offset"].astype("int64"), "isolation": reads["isolation"].astype(str),
                              "writer": writer.reindex(reads["vid"].to_numpy()).fillna("?").to_numpy(),
                              "order": order.reindex(reads["vid"].to_numpy()).to_numpy()})
         views.append(PartitionView(topic, part, marks, scan))
     return views
-
-
-def committed_only(view: PartitionView) -> pd.DataFrame:
-    return view.scan[view.scan["isolation"] == READ_COMMITTED]

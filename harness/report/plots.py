@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import itertools
-import re
 
 import matplotlib
 import pandas as pd
@@ -154,6 +153,3 @@ def partition_svg(view: PartitionView) -> str:
     axes[0, 0].set_title(f"{view.topic}-{view.partition}", fontsize=9, loc="left")
     return to_svg(fig)
 
-
-def svg_count(html: str) -> int:
-    return len(re.findall(r"<svg\b", html))

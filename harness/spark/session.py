@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -58,3 +61,15 @@ def session(app: str, kafka: bool = False, master: str | None = None, tmp_dir: P
     spark = b.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     return spark
+
+
+@contextmanager
+def checker_session() -> Iterator["SparkSession"]:
+    """A session for the checker's Spark engine, its shuffle spill in a temp folder (outside the run
+    folder); stopped, and the spill removed, at exit."""
+    with tempfile.TemporaryDirectory(prefix="eos-chaos-spark-", ignore_cleanup_errors=True) as tmp:
+        spark = session("eos-chaos-checker", tmp_dir=Path(tmp), memory=CHECKER_MEMORY)
+        try:
+            yield spark
+        finally:
+            spark.stop()

@@ -7,7 +7,7 @@ import random
 from typing import Any
 
 from harness.history.model import (
-    FAIL, GROUP_OFFSETS, INFO, INIT, INVOKE, OK, POLL, READ_COMMITTED, READ_UNCOMMITTED, SCAN, TXN, copy_value, tp_key,
+    FAIL, GROUP_OFFSETS, INFO, INIT, INVOKE, OK, POLL, READ_COMMITTED, READ_UNCOMMITTED, SCAN, TXN, Op, copy_value, tp_key,
 )
 from harness.history.store import Tables, flatten
 
@@ -54,10 +54,8 @@ class History:
         self._add(process="final", type=OK, f=GROUP_OFFSETS, value=offsets)
 
     def tables(self) -> Tables:
-        ops = [dict(o) for o in self.ops]
-        for i, o in enumerate(sorted(ops, key=lambda o: o["time"])):
-            o["index"] = i
-        return flatten(sorted(ops, key=lambda o: o["time"]))
+        ordered = sorted(self.ops, key=lambda o: o["time"])
+        return flatten([Op.from_json(o, index=i) for i, o in enumerate(ordered)])
 
 
 def clean(variant: str = "") -> History:

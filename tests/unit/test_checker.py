@@ -3,6 +3,7 @@ and random histories of a correct Kafka pass."""
 
 from __future__ import annotations
 
+import json
 import random
 
 import pytest
@@ -10,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.checker import CHECKS, check
-from harness.history.model import READ_COMMITTED
+from harness.checker.verdict import CheckResult, Verdict
+from harness.history.model import READ_COMMITTED, copy_value
 from tests.unit.histories import clean, simulate
 
 #: the checks these histories exercise (spark-exactly-once has its own: test_spark_check.py)
@@ -22,7 +24,7 @@ def counts(verdict: dict) -> dict[str, int]:
 
 
 def test_the_clean_history_is_valid_and_every_check_is_reported() -> None:
-    v = check(clean().tables())
+    v = check(clean().tables()).to_json()
     assert list(v["checks"]) == list(CHECKS)
     assert v["checks"]["spark-exactly-once"]["skipped"] and "skipped" not in v["checks"]["lso-stall"]
     assert counts(v) == {name: 0 for name in ANOMALIES}, v["checks"]
@@ -34,7 +36,7 @@ def test_the_clean_history_is_valid_and_every_check_is_reported() -> None:
 
 @pytest.mark.parametrize("anomaly", ANOMALIES)
 def test_each_anomaly_fires_alone(anomaly: str) -> None:
-    v = check(clean(anomaly).tables())
+    v = check(clean(anomaly).tables()).to_json()
     c = counts(v)
     assert c[anomaly] > 0, f"{anomaly} did not fire: {v['checks'][anomaly]}"
     assert {k: n for k, n in c.items() if k != anomaly and n} == {}, v["checks"]
@@ -43,11 +45,11 @@ def test_each_anomaly_fires_alone(anomaly: str) -> None:
 
 
 def test_lso_stall_names_the_partition_and_a_history_without_measurement_says_it_was_skipped() -> None:
-    ex = check(clean("lso-stall").tables())["checks"]["lso-stall"]["examples"]
+    ex = check(clean("lso-stall").tables()).to_json()["checks"]["lso-stall"]["examples"]
     assert ex == [{"partition": "t-1", "lagged_s": ">90.0", "bound_s": 90.0, "lso": None}]
     h = clean()
     h.ops = [o for o in h.ops if o["f"] != "lso"]
-    c = check(h.tables())["checks"]["lso-stall"]
+    c = check(h.tables()).to_json()["checks"]["lso-stall"]
     assert c["count"] == 0 and "no LSO measurement" in c["skipped"]
 
 
@@ -62,18 +64,18 @@ def test_values_behind_a_stalled_lso_are_not_lost_but_the_stall_is_reported(stal
             o["value"]["t-1"] = [r for r in o["value"]["t-1"] if r[0] < 2]
         if o["f"] == "lso":
             o["value"]["stalled_at"] = {"t-1": stalled_at}
-    v = check(h.tables())
+    v = check(h.tables()).to_json()
     assert v["checks"]["lso-stall"]["count"] == 1 and v["checks"]["lso-stall"]["examples"][0]["lso"] == stalled_at
     assert v["checks"]["lost-write"]["count"] == lost, v["checks"]["lost-write"]
 
 
 def test_zombie_commit_clean_twin_is_silent() -> None:
-    v = check(clean("zombie-commit-clean").tables())
+    v = check(clean("zombie-commit-clean").tables()).to_json()
     assert counts(v) == {name: 0 for name in ANOMALIES}, v["checks"]
 
 
 def test_examples_name_ops_processes_and_offsets() -> None:
-    ex = check(clean("aborted-read").tables())["checks"]["aborted-read"]["examples"][0]
+    ex = check(clean("aborted-read").tables()).to_json()["checks"]["aborted-read"]["examples"][0]
     assert ex["value"] == "c1" and ex["writer_process"] == "p1" and ex["reader"] == "r1"
     assert ex["topic"] == "t" and ex["partition"] == 0 and ex["offset"] == 4
     assert isinstance(ex["writer_op"], int) and isinstance(ex["read_op"], int)
@@ -84,7 +86,7 @@ def test_a_crashing_check_makes_the_verdict_unknown_not_false(monkeypatch: pytes
         raise KeyError("column")
 
     monkeypatch.setitem(CHECKS, "duplicate", boom)
-    v = check(clean().tables())
+    v = check(clean().tables()).to_json()
     assert v["valid"] == "unknown" and v["checks"]["duplicate"]["count"] is None
     assert "KeyError" in v["checks"]["duplicate"]["error"]
 
@@ -94,5 +96,30 @@ def test_a_crashing_check_makes_the_verdict_unknown_not_false(monkeypatch: pytes
        partitions=st.integers(1, 4), readers=st.integers(0, 3))
 def test_random_histories_of_a_correct_kafka_pass(seed: int, producers: int, txns: int, partitions: int, readers: int) -> None:
     h = simulate(random.Random(seed), producers, txns, partitions, readers)
-    v = check(h.tables())
+    v = check(h.tables()).to_json()
     assert v["valid"] is True, {k: c for k, c in v["checks"].items() if c["count"]}
+
+
+def test_examples_name_positions_as_objects() -> None:
+    ex = check(clean("duplicate").tables()).to_json()["checks"]["duplicate"]["examples"][0]
+    assert ex["value"] == "a1" and ex["positions"] == [{"topic": "t", "partition": 0, "offset": 0},
+                                                       {"topic": "t", "partition": 0, "offset": 8}]
+
+
+def test_an_orphan_copy_names_its_output_and_the_input_it_claims_as_positions() -> None:
+    h = clean()
+    for o in h.ops:
+        if o["f"] == "scan":
+            o["value"]["o-0"] = o["value"]["o-0"] + [(9, copy_value("t", 0, 40, "zz", "copier-1.0-9"))]
+    c = check(h.tables()).to_json()["checks"]["copy-exactly-once"]
+    assert c["count"] == 1 and c["examples"] == [{"orphan_output": {"topic": "o", "partition": 0, "offset": 9},
+                                                  "copies": {"topic": "t", "partition": 0, "offset": 40}}]
+
+
+def test_a_verdict_round_trips_through_its_json() -> None:
+    v = check(clean("duplicate").tables())
+    assert isinstance(v, Verdict) and v.valid is False and v.engine == "default"
+    assert list(v.to_json()) == ["format", "valid", "checks", "stats", "history", "engine"]
+    assert Verdict.from_json(json.loads(json.dumps(v.to_json()))) == v
+    crashed = CheckResult(None, error="KeyError: 'x'", traceback="...")
+    assert CheckResult.from_json(crashed.to_json()) == crashed and crashed.to_json()["count"] is None

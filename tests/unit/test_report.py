@@ -16,11 +16,12 @@ import orjson
 import pytest
 
 from harness import runinfo
-from harness.checker import check, write_verdict
+from harness.checker import check
+from harness.runner import write_verdict
 from harness.history import store
-from harness.report import REPORT_FILE, write_report
+from harness.report import REPORT_FILE, cell, write_report
 from harness.report.compare import compare
-from harness.report.data import fault_windows, label, load, node_lanes, spark_events
+from harness.report.data import anomaly_positions, fault_windows, label, load, node_lanes, spark_events
 from harness.report.plots import timeline_svg
 from tests.browser import render
 from tests.unit.histories import clean
@@ -52,7 +53,8 @@ def make_run(root: Path, variant: str = "", name: str = "unit-run") -> Path:
     all_ops, truncated = store.read_ops(run_dir)
     tables = store.flatten(all_ops, truncated)
     store.save(tables, run_dir)
-    verdict = check(tables, {"healed": True, "faults": 3, "nemesis_errors": []})
+    verdict = check(tables).to_json()
+    verdict["stats"].update({"healed": True, "faults": 3, "nemesis_errors": []})  # the run's facts
     write_verdict(verdict, run_dir)
     return run_dir
 
@@ -188,3 +190,23 @@ def test_a_page_that_fetches_from_the_network_is_caught(tmp_path: Path) -> None:
     shown = render(page)
     assert shown.requests == ["https://cdn.example.invalid/plot.js"], shown.requests
     assert shown.plots_rendered is None  # no self-check script: nothing claims to have rendered
+
+
+def test_partitions_to_show_come_from_the_position_objects_examples_name() -> None:
+    at = {"topic": "o", "partition": 1, "offset": 9}
+    verdict = {"checks": {
+        "duplicate": {"count": 1, "examples": [{"value": "a1", "positions": [{"topic": "t", "partition": 0, "offset": 0},
+                                                                             {"topic": "t", "partition": 0, "offset": 8}]}]},
+        "copy-exactly-once": {"count": 1, "examples": [{"orphan_output": at, "copies": {"topic": "t", "partition": 0,
+                                                                                        "offset": 40}}]},
+        "lost-write": {"count": 0, "examples": []}}}
+    assert anomaly_positions(verdict) == {("t", 0): {"duplicate": [0, 8], "copy-exactly-once": [40]},
+                                          ("o", 1): {"copy-exactly-once": [9]}}
+    assert cell(at) == "o-1@9" and cell({"topic": "o"}) == "topic: o"
+
+
+def test_fault_windows_come_from_the_histories_faults_table_not_the_runners_file(tmp_path: Path) -> None:
+    run_dir = make_run(tmp_path, name="run-parquet-only")
+    (run_dir / "history" / "runner.jsonl").unlink()  # only the Parquet history is left
+    assert [(w.kind, w.start_s, w.end_s) for w in load(run_dir).faults] == [("kill", 2, 6), ("partition", 3, 5),
+                                                                            ("pause", 7, None)]

@@ -80,7 +80,7 @@ def spark_history(variant: str = "", sink: str = "transactional") -> History:
 
 
 def spark_count(variant: str = "", sink: str = "transactional") -> tuple[int, dict]:
-    v = check(spark_history(variant, sink).tables())
+    v = check(spark_history(variant, sink).tables()).to_json()
     return v["checks"]["spark-exactly-once"]["count"], v
 
 
@@ -113,5 +113,5 @@ def test_spark_own_sink_without_a_replay_is_clean_and_with_one_duplicates() -> N
 def test_a_history_without_spark_skips_the_check() -> None:
     from tests.unit.histories import clean
 
-    v = check(clean().tables())
+    v = check(clean().tables()).to_json()
     assert v["checks"]["spark-exactly-once"]["skipped"] and "spark" not in v["stats"]

@@ -38,9 +38,9 @@ def both(h: History, tmp: Path, spark: Any) -> tuple[dict[str, Any], dict[str, A
     from harness.checker.spark_engine import check_run
 
     tables = h.tables()
-    default = check(tables)
+    default = check(tables).to_json()
     store.save(tables, tmp)
-    return default, check_run(tmp, spark=spark)
+    return default, check_run(tmp, spark=spark).to_json()
 
 
 def assert_same(default: dict[str, Any], by_spark: dict[str, Any]) -> None:
@@ -50,8 +50,19 @@ def assert_same(default: dict[str, Any], by_spark: dict[str, Any]) -> None:
         assert "error" not in s, f"{name} crashed on Spark: {s.get('traceback')}"
         assert (s["count"], s.get("skipped")) == (c["count"], c.get("skipped")), (name, s, c)
         assert len(s["examples"]) == len(c["examples"]), (name, s["examples"], c["examples"])
+        # positions are {topic, partition, offset} objects in both, under the same keys
+        assert sorted(map(_position_keys, s["examples"])) == sorted(map(_position_keys, c["examples"])), name
     assert list(by_spark["checks"]) == list(default["checks"])
     assert by_spark["stats"] == default["stats"]
+
+
+def _position_keys(example: dict[str, Any]) -> list[str]:
+    """The keys of an example whose value is a position object, or a non-empty list of them."""
+    def is_position(v: Any) -> bool:
+        return isinstance(v, dict) and set(v) == {"topic", "partition", "offset"}
+
+    return sorted(k for k, v in example.items()
+                  if is_position(v) or (isinstance(v, list) and v and all(is_position(x) for x in v)))
 
 
 #: checks whose examples both engines pick the same way (history order decides, no ties)
