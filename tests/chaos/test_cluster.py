@@ -66,7 +66,7 @@ def test_transaction_over_all_partitions_is_read_back_whole_through_the_proxies(
 
 
 def test_kill_leader_while_committing_keeps_every_committed_value(cluster: Cluster) -> None:
-    result = run_smoke(cluster, duration=25.0, topic=topic_name("killed"))
+    result = run_smoke(cluster, duration=25.0)
     assert result.killed_node is not None and result.nemesis_error is None, result.nemesis_error
     assert result.committed > 0
     assert result.passed, result.summary()
