@@ -23,7 +23,7 @@ from clusters.base import Cluster
 from clusters.health import admin_client
 from harness.history import store
 from harness.history.recorder import ENV_T0
-from harness.kafka_io import create_topic
+from harness.kafka.admin import create_topic
 from harness.supervisor import Supervisor
 from harness.workloads.common import WorkloadConfig
 

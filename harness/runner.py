@@ -36,7 +36,8 @@ from harness.history.model import (
     tp_key,
 )
 from harness.history.recorder import ENV_T0, Recorder, run_t0
-from harness.kafka_io import create_topic, lso_lag, read_all
+from harness.kafka.admin import create_topic
+from harness.kafka.reads import lso_lag, read_all
 from harness.scenario import Fault, Scenario
 from harness.supervisor import Supervisor
 from harness.workloads.common import WorkloadConfig

@@ -57,7 +57,6 @@ class SmokeResult:
             lines.append(f"nemesis failed: {self.nemesis_error}")
         if self.killed_node is None:
             lines.append("no broker was killed: the fault did not land, so the run tested nothing")
-        lines.append(f"report: {self.run_dir / 'report.html'}")
         return lines
 
     @property

@@ -37,7 +37,7 @@ from harness.history.model import (
     tp_key,
 )
 from harness.history.recorder import Recorder
-from harness.kafka_io import read_all
+from harness.kafka.reads import read_all
 from harness.workloads.common import Retired, Stop, WorkloadConfig, drop, init, new_producer, transaction
 
 ARM_FILE = "arm.json"

@@ -19,7 +19,9 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPar
 
 from harness.history.model import FAIL, copy_value, tp_key
 from harness.history.recorder import Recorder
-from harness.workloads.common import CALL_TIMEOUT_S, Retired, Stop, WorkloadConfig, drop, init, new_producer, transaction
+from harness.workloads.client import CALL_TIMEOUT_S, ClientError
+from harness.workloads.clients.confluent import client_errors
+from harness.workloads.common import Retired, Stop, WorkloadConfig, drop, init, new_producer, transaction
 
 POLL_TIMEOUT_S = 1.0
 GROUP = "eos-chaos-copier"
@@ -69,15 +71,17 @@ def main() -> None:
                                          (m.value() or b"").decode(), attempt)) for m in msgs]
 
                     def send_offsets() -> dict[str, Any]:
-                        pos = consumer.position(consumer.assignment())
-                        producer.send_offsets_to_transaction(pos, consumer.consumer_group_metadata(), CALL_TIMEOUT_S)
+                        with client_errors():  # the consumer's failures count as the transaction's
+                            pos = consumer.position(consumer.assignment())
+                            group = consumer.consumer_group_metadata()
+                        producer.send_offsets({(tp.topic, tp.partition): tp.offset for tp in pos}, group, CALL_TIMEOUT_S)
                         return {"offsets": {tp_key(tp.topic, tp.partition): tp.offset for tp in pos if tp.offset >= 0}}
 
                     outcome = transaction(rec, process, producer, txn_id, sends, rnd.random() < abort_share, rnd,
                                           before_commit=send_offsets)
                     if outcome == FAIL:
                         rewind(consumer)
-            except (Retired, KafkaException):
+            except (Retired, ClientError, KafkaException):
                 continue
             finally:
                 drop(producer)

@@ -9,9 +9,11 @@ from pathlib import Path
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
-from harness.history.model import INFO, OK, POLL, tp_key
+from harness.history.model import OK, POLL, tp_key
 from harness.history.recorder import Recorder
-from harness.workloads.common import Stop, WorkloadConfig, describe
+from harness.workloads.clients.confluent import error_facts
+from harness.workloads.common import Stop, WorkloadConfig
+from harness.workloads.outcome import Phase, classify
 
 #: One poll waits at most this long for records; it bounds how long a SIGTERM takes to act.
 POLL_TIMEOUT_S = 1.0
@@ -38,8 +40,9 @@ def main() -> None:
                     try:
                         msgs = c.consume(BATCH, POLL_TIMEOUT_S)
                     except KafkaException as exc:
-                        rec.complete(process, INFO, POLL, None, error=describe(exc))
-                        break
+                        facts = error_facts(exc)
+                        rec.complete(process, classify(Phase.POLL, facts).type, POLL, None, error=facts.describe())
+                        break  # a poll error retires this consumer: the next one starts from offset 0
                     seen: dict[str, list[list[object]]] = {}
                     for m in msgs:
                         if m.error() is None:

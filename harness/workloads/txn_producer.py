@@ -20,14 +20,14 @@ from __future__ import annotations
 import random
 import time
 
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 
-from harness.history.model import INFO, OK, SEND
+from harness.history.model import OK, SEND
 from harness.history.recorder import Recorder
-from harness.workloads.common import (
-    CALL_TIMEOUT_S, Retired, Stop, WorkloadConfig, describe, drop, init, new_producer, transaction,
-)
-
+from harness.workloads.client import CALL_TIMEOUT_S, ErrorFacts
+from harness.workloads.clients.confluent import error_facts, facts_of
+from harness.workloads.common import Retired, Stop, WorkloadConfig, drop, init, new_producer, transaction
+from harness.workloads.outcome import Phase, classify
 
 #: Upper bound when transactions are sized by time (``txn_ms``): keeps one history line reasonable,
 #: and a whole transaction within librdkafka's local queue (queue.buffering.max.messages, 100000).
@@ -115,15 +115,18 @@ def run_plain(cfg: WorkloadConfig, rec: Recorder, stop: Stop, rnd: random.Random
             p.produce(topic, value=value.encode(), partition=part, on_delivery=delivered)
             p.flush(CALL_TIMEOUT_S)
         except (KafkaException, BufferError) as exc:
-            rec.complete(process, INFO, SEND, None, error=describe(exc))
+            facts = error_facts(exc)
+            rec.complete(process, classify(Phase.PLAIN_SEND, facts).type, SEND, None, error=facts.describe())
             continue
+        err = result.get("err")
         if "err" not in result:
-            rec.complete(process, INFO, SEND, None, error="no delivery report in time")
-        elif result["err"] is None:
+            late = ErrorFacts("_TIMED_OUT", "no delivery report in time", timed_out=True)
+            rec.complete(process, classify(Phase.PLAIN_SEND, late).type, SEND, None, error=late.message)
+        elif err is None:
             rec.complete(process, OK, SEND, [topic, part, value, result["offset"]])
         else:
-            # A failed delivery after retries may still have been written (no idempotence): unknown.
-            rec.complete(process, INFO, SEND, None, error=str(result["err"]))
+            facts = facts_of(err) if isinstance(err, KafkaError) else ErrorFacts(type(err).__name__, str(err))
+            rec.complete(process, classify(Phase.PLAIN_SEND, facts).type, SEND, None, error=str(err))
     p.flush(CALL_TIMEOUT_S)
 
 

@@ -8,9 +8,10 @@ import pytest
 from confluent_kafka import Producer
 
 from clusters.base import Cluster, NodeState
-from clusters.health import admin_client
+from clusters.health import QUIET, admin_client
 from clusters.topology import Listener
-from harness.kafka_io import QUIET, create_topic, partition_isr, read_all
+from harness.kafka.admin import create_topic, partition_isr
+from harness.kafka.reads import read_all
 from harness.smoke import run_smoke
 from harness.wait import wait_until
 from tests.chaos.kafka_helpers import writes

@@ -3,22 +3,22 @@ history must PASS (the ``smoke`` scenario's expectation, applied as the runner a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from harness import scenario
 from harness.checker import check
 from harness.history.model import FAULT, NEMESIS, READ_UNCOMMITTED, tp_key
 from harness.history.store import flatten
 from harness.runner import as_expected
-from harness.smoke import summarise
+from harness.smoke import SmokeResult, summarise
 from tests.unit.histories import History
 
 Sends = list[tuple[str, int, str, int | None]]
 
 
-def smoke(ok: list[Sends] = [], fail: list[Sends] = [], info: list[Sends] = [],
-          read: list[tuple[int, str]] = (), killed: int | None = 1) -> Any:
+def smoke(ok: Sequence[Sends] = (), fail: Sequence[Sends] = (), info: Sequence[Sends] = (),
+          read: Sequence[tuple[int, str]] = (), killed: int | None = 1) -> SmokeResult:
     """The smoke result of one producer's transactions (on partition 0 of ``t``) and a final
     read_committed scan of ``read`` [(offset, value)]; ``killed``: the node the nemesis killed."""
     h = History()
