@@ -77,7 +77,7 @@ class Retired(Exception):
 
 def new_producer(cfg: WorkloadConfig, txn_id: str) -> Client:
     """A transactional producer for ``txn_id`` with the workload's settings and client overrides."""
-    timeout_ms = int(cfg.settings.get("transaction_timeout_ms", TRANSACTION_TIMEOUT_MS))
+    timeout_ms = int(cfg.settings.get("transaction_timeout_ms", TRANSACTION_TIMEOUT_MS))  # registry.Settings
     return ConfluentClient(cfg.bootstrap, txn_id, timeout_ms, cfg.client)
 
 

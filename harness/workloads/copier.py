@@ -6,7 +6,7 @@ consumed offsets in the same transaction (``send_offsets_to_transaction`` with t
 metadata, so a copier that lost its partitions is fenced by generation, KIP-447). A share of
 transactions is aborted on purpose, after which the copier rewinds to the committed offsets.
 
-Settings: ``input``, ``output`` (topics), ``group`` (consumer group), ``abort_share`` (0.1), ``batch`` (50).
+Settings: ``registry.CopierSettings``.
 """
 
 from __future__ import annotations
@@ -22,9 +22,10 @@ from harness.history.recorder import Recorder
 from harness.workloads.client import CALL_TIMEOUT_S, ClientError
 from harness.workloads.clients.confluent import client_errors
 from harness.workloads.common import Retired, Stop, WorkloadConfig, drop, init, new_producer, transaction
+from harness.workloads.registry import COPIER_GROUP, CopierSettings
 
 POLL_TIMEOUT_S = 1.0
-GROUP = "eos-chaos-copier"
+GROUP = COPIER_GROUP
 
 
 def rewind(c: Consumer) -> None:
@@ -42,16 +43,15 @@ def main() -> None:
     cfg = WorkloadConfig.from_argv()
     rnd = random.Random(f"{cfg.seed}/{cfg.name}")
     stop = Stop(cfg.max_seconds)
-    src, dst = cfg.settings["input"], cfg.settings["output"]
-    abort_share = float(cfg.settings.get("abort_share", 0.1))
-    batch = int(cfg.settings.get("batch", 50))
+    s = CopierSettings.model_validate(cfg.settings)
+    src, dst = s.input, s.output
     txn_id = f"eos-{cfg.name}"
     incarnation = 0
     with Recorder(Path(cfg.run_dir), cfg.name) as rec:
         while not stop:
             process = f"{cfg.name}.{incarnation}"
             incarnation += 1
-            consumer = Consumer({"bootstrap.servers": cfg.bootstrap, "group.id": cfg.settings.get("group", GROUP),
+            consumer = Consumer({"bootstrap.servers": cfg.bootstrap, "group.id": s.group,
                                  "enable.auto.commit": False,
                                  "isolation.level": "read_committed", "auto.offset.reset": "earliest",
                                  "logger": QUIET, **cfg.client})
@@ -61,7 +61,7 @@ def main() -> None:
                 consumer.subscribe([src])
                 seq = 0
                 while not stop:
-                    msgs = [m for m in consumer.consume(batch, POLL_TIMEOUT_S) if m.error() is None]
+                    msgs = [m for m in consumer.consume(s.batch, POLL_TIMEOUT_S) if m.error() is None]
                     if not msgs:
                         continue
                     attempt = f"{process}-{seq}"
@@ -77,7 +77,7 @@ def main() -> None:
                         producer.send_offsets({(tp.topic, tp.partition): tp.offset for tp in pos}, group, CALL_TIMEOUT_S)
                         return {"offsets": {tp_key(tp.topic, tp.partition): tp.offset for tp in pos if tp.offset >= 0}}
 
-                    outcome = transaction(rec, process, producer, txn_id, sends, rnd.random() < abort_share, rnd,
+                    outcome = transaction(rec, process, producer, txn_id, sends, rnd.random() < s.abort_share, rnd,
                                           before_commit=send_offsets)
                     if outcome == FAIL:
                         rewind(consumer)
