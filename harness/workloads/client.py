@@ -48,6 +48,8 @@ class ClientError(Exception):
 
 #: Called for each record the broker acknowledged: (the value sent, the offset it got).
 OnOffset = Callable[[bytes, int], None]
+#: One record a reader got: (topic, partition, offset, value).
+Record = tuple[str, int, int, str]
 
 
 class Client(Protocol):
@@ -79,3 +81,15 @@ class Client(Protocol):
 
     def close(self) -> None:
         """Let go of the producer without waiting; never raises (a fenced producer is dropped too)."""
+
+
+class Reader(Protocol):
+    """A read_committed consumer in assign mode over given partitions, from offset 0 (no group
+    membership, no committed offsets). ``poll`` raises ``ClientError`` when the client reports a
+    failure."""
+
+    def poll(self, max_records: int, timeout_s: float) -> list[Record]:
+        """The next records, at most ``max_records``, waiting at most ``timeout_s`` for the first."""
+
+    def close(self) -> None:
+        """Leave; never raises."""

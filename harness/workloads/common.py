@@ -20,14 +20,8 @@ from typing import Any
 
 from harness.history.model import FAIL, INIT, OK, TXN
 from harness.history.recorder import Recorder
-from harness.workloads.client import (
-    CALL_TIMEOUT_S,
-    TRANSACTION_TIMEOUT_MS,
-    Client,
-    ClientError,
-    ErrorFacts,
-)
-from harness.workloads.clients.confluent import ConfluentClient
+from harness.workloads.client import CALL_TIMEOUT_S, TRANSACTION_TIMEOUT_MS, Client, ClientError, ErrorFacts, Reader
+from harness.workloads.clients.confluent import ConfluentClient, ConfluentReader
 from harness.workloads.outcome import Phase, classify, retry_commit, should_abort
 
 #: How long a commit is retried in all (each call bounded by its own timeout): past this, the
@@ -79,6 +73,12 @@ def new_producer(cfg: WorkloadConfig, txn_id: str) -> Client:
     """A transactional producer for ``txn_id`` with the workload's settings and client overrides."""
     timeout_ms = int(cfg.settings.get("transaction_timeout_ms", TRANSACTION_TIMEOUT_MS))  # registry.Settings
     return ConfluentClient(cfg.bootstrap, txn_id, timeout_ms, cfg.client)
+
+
+def new_reader(cfg: WorkloadConfig) -> Reader:
+    """A read_committed reader of every partition of the workload's topics, from offset 0."""
+    parts = [(t, p) for t in cfg.topics for p in range(cfg.partitions)]
+    return ConfluentReader(cfg.bootstrap, f"eos-chaos-{cfg.name}", parts, cfg.client)
 
 
 def drop(producer: Client) -> None:

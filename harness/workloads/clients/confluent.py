@@ -7,10 +7,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from clusters.health import QUIET
-from harness.workloads.client import ClientError, ErrorFacts, OnOffset
+from harness.workloads.client import ClientError, ErrorFacts, OnOffset, Record
 
 #: Codes meaning "a newer instance of this transactional.id exists": retire this producer.
 FENCED_CODES = {KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH}
@@ -131,3 +131,23 @@ class ConfluentClient:
             self.producer.flush(0)
         except (KafkaException, SystemError):  # SystemError: see kafka_exception
             pass
+
+
+class ConfluentReader:
+    """A read_committed ``confluent_kafka.Consumer`` behind the ``Reader`` protocol."""
+
+    def __init__(self, bootstrap: str, group: str, partitions: list[tuple[str, int]],
+                 overrides: dict[str, Any] | None = None) -> None:
+        # group.id only because librdkafka wants one; assign mode commits nothing to it
+        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+                                  "isolation.level": "read_committed", "logger": QUIET, **(overrides or {})})
+        self.consumer.assign([TopicPartition(t, p, OFFSET_BEGINNING) for t, p in partitions])
+
+    def poll(self, max_records: int, timeout_s: float) -> list[Record]:
+        with client_errors():
+            msgs = self.consumer.consume(max_records, timeout_s)
+        return [(str(m.topic()), int(m.partition() or 0), int(m.offset() or 0), (m.value() or b"").decode())
+                for m in msgs if m.error() is None]
+
+    def close(self) -> None:
+        self.consumer.close()
