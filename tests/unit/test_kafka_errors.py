@@ -9,11 +9,7 @@ from confluent_kafka import KafkaError, KafkaException
 
 from harness.workloads.client import ClientError, ErrorFacts
 from harness.workloads.clients.confluent import (
-    client_errors,
-    describe,
-    error_facts,
-    kafka_error,
-    kafka_exception,
+    ConfluentClient, ConfluentReader, client_errors, describe, error_facts, kafka_error, kafka_exception,
 )
 
 
@@ -63,3 +59,15 @@ def test_other_exceptions_pass_unchanged_and_are_described_by_their_type() -> No
     with pytest.raises(SystemError), client_errors():
         raise SystemError("unrelated")
     assert describe(BufferError("queue full")) == "BufferError: queue full"
+
+
+def test_the_confluent_client_reports_failed_calls_as_client_errors() -> None:
+    # nothing listens at port 1: init times out (retriable: "retry call to resume")
+    client = ConfluentClient("127.0.0.1:1", "eos-unit", 60_000)
+    with pytest.raises(ClientError) as caught:
+        client.init(0.5)
+    assert caught.value.facts.timed_out and caught.value.facts.retriable, caught.value.facts
+    client.close()
+    reader = ConfluentReader("127.0.0.1:1", "eos-unit", [("t", 0)])
+    assert reader.poll(10, 0.2) == []
+    reader.close()
