@@ -93,3 +93,24 @@ class Reader(Protocol):
 
     def close(self) -> None:
         """Leave; never raises."""
+
+
+class GroupReader(Protocol):
+    """A read_committed consumer in a consumer group (subscribe mode), whose positions a
+    transaction commits (consume-transform-produce). Every call raises ``ClientError`` when the
+    client reports a failure."""
+
+    def poll(self, max_records: int, timeout_s: float) -> list[Record]:
+        """The next records, at most ``max_records``, waiting at most ``timeout_s`` for the first."""
+
+    def positions(self) -> dict[tuple[str, int], int]:
+        """``{(topic, partition): next offset}`` of the partitions assigned now (negative: none yet)."""
+
+    def group_metadata(self) -> object:
+        """The group generation ``Client.send_offsets`` needs (a client of the same library's)."""
+
+    def rewind(self, timeout_s: float) -> None:
+        """Back to the group's committed offsets (what an aborted transaction did not move)."""
+
+    def close(self) -> None:
+        """Leave the group; never raises."""

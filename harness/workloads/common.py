@@ -20,8 +20,10 @@ from typing import Any
 
 from harness.history.model import FAIL, INIT, OK, TXN
 from harness.history.recorder import Recorder
-from harness.workloads.client import CALL_TIMEOUT_S, TRANSACTION_TIMEOUT_MS, Client, ClientError, ErrorFacts, Reader
-from harness.workloads.clients.confluent import ConfluentClient, ConfluentReader
+from harness.workloads.client import (
+    CALL_TIMEOUT_S, TRANSACTION_TIMEOUT_MS, Client, ClientError, ErrorFacts, GroupReader, Reader,
+)
+from harness.workloads.clients.confluent import ConfluentClient, ConfluentGroupReader, ConfluentReader
 from harness.workloads.outcome import Phase, classify, retry_commit, should_abort
 
 #: How long a commit is retried in all (each call bounded by its own timeout): past this, the
@@ -79,6 +81,11 @@ def new_reader(cfg: WorkloadConfig) -> Reader:
     """A read_committed reader of every partition of the workload's topics, from offset 0."""
     parts = [(t, p) for t in cfg.topics for p in range(cfg.partitions)]
     return ConfluentReader(cfg.bootstrap, f"eos-chaos-{cfg.name}", parts, cfg.client)
+
+
+def new_group_reader(cfg: WorkloadConfig, group: str, topics: list[str]) -> GroupReader:
+    """A read_committed member of consumer group ``group`` subscribed to ``topics``."""
+    return ConfluentGroupReader(cfg.bootstrap, group, topics, cfg.client)
 
 
 def drop(producer: Client) -> None:

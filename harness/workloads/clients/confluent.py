@@ -133,15 +133,12 @@ class ConfluentClient:
             pass
 
 
-class ConfluentReader:
-    """A read_committed ``confluent_kafka.Consumer`` behind the ``Reader`` protocol."""
+class _Consumer:
+    """What both readers share: a read_committed ``confluent_kafka.Consumer``, its polls, its close."""
 
-    def __init__(self, bootstrap: str, group: str, partitions: list[tuple[str, int]],
-                 overrides: dict[str, Any] | None = None) -> None:
-        # group.id only because librdkafka wants one; assign mode commits nothing to it
+    def __init__(self, bootstrap: str, group: str, conf: dict[str, Any], overrides: dict[str, Any] | None) -> None:
         self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
-                                  "isolation.level": "read_committed", "logger": QUIET, **(overrides or {})})
-        self.consumer.assign([TopicPartition(t, p, OFFSET_BEGINNING) for t, p in partitions])
+                                  "isolation.level": "read_committed", "logger": QUIET, **conf, **(overrides or {})})
 
     def poll(self, max_records: int, timeout_s: float) -> list[Record]:
         with client_errors():
@@ -150,4 +147,42 @@ class ConfluentReader:
                 for m in msgs if m.error() is None]
 
     def close(self) -> None:
-        self.consumer.close()
+        try:
+            self.consumer.close()
+        except KafkaException:
+            pass  # a broken consumer is being dropped anyway
+
+
+class ConfluentReader(_Consumer):
+    """The ``Reader`` protocol: assign mode, from offset 0."""
+
+    def __init__(self, bootstrap: str, group: str, partitions: list[tuple[str, int]],
+                 overrides: dict[str, Any] | None = None) -> None:
+        # group.id only because librdkafka wants one; assign mode commits nothing to it
+        super().__init__(bootstrap, group, {}, overrides)
+        self.consumer.assign([TopicPartition(t, p, OFFSET_BEGINNING) for t, p in partitions])
+
+
+class ConfluentGroupReader(_Consumer):
+    """The ``GroupReader`` protocol: subscribe mode in ``group``, from its committed offsets."""
+
+    def __init__(self, bootstrap: str, group: str, topics: list[str], overrides: dict[str, Any] | None = None) -> None:
+        # a group without committed offsets starts from the beginning of the input
+        super().__init__(bootstrap, group, {"auto.offset.reset": "earliest"}, overrides)
+        self.consumer.subscribe(topics)
+
+    def positions(self) -> dict[tuple[str, int], int]:
+        with client_errors():
+            return {(tp.topic, tp.partition): tp.offset for tp in self.consumer.position(self.consumer.assignment())}
+
+    def group_metadata(self) -> object:
+        with client_errors():
+            return self.consumer.consumer_group_metadata()
+
+    def rewind(self, timeout_s: float) -> None:
+        with client_errors():
+            assigned = self.consumer.assignment()
+            if not assigned:
+                return
+            for tp in self.consumer.committed(assigned, timeout=timeout_s):
+                self.consumer.seek(TopicPartition(tp.topic, tp.partition, tp.offset if tp.offset >= 0 else OFFSET_BEGINNING))
