@@ -151,3 +151,28 @@ def test_a_failing_before_commit_callback_is_classified_like_the_transaction(tmp
 
     outcome, lines = run(tmp_path, ScriptedClient(), before_commit=send_offsets)
     assert outcome == "fail" and lines[1]["error"] == "_TRANSPORT: Broker transport failure"
+
+
+class Group:
+    """A ``GroupReader`` that only knows its positions (partition t-1 has none yet)."""
+
+    def positions(self) -> dict[tuple[str, int], int]:
+        return {("t", 0): 5, ("t", 1): -1001}
+
+    def group_metadata(self) -> object:
+        return "generation-3"
+
+
+def test_the_copier_commits_every_position_and_records_the_valid_ones(tmp_path: Path) -> None:
+    from harness.workloads.copier import send_offsets
+
+    sent: list[tuple[object, ...]] = []
+
+    class Recording(ScriptedClient):
+        def send_offsets(self, offsets: dict[tuple[str, int], int], group_metadata: object, timeout_s: float) -> None:
+            sent.append((offsets, group_metadata))
+
+    client = Recording()
+    outcome, lines = run(tmp_path, client, before_commit=lambda: send_offsets(Group(), client))  # type: ignore[arg-type]
+    assert outcome == "ok" and sent == [({("t", 0): 5, ("t", 1): -1001}, "generation-3")]
+    assert lines[1]["offsets"] == {"t-0": 5}
