@@ -14,7 +14,7 @@ from clusters.backends import Backend
 from clusters.base import Cluster
 from harness import scenario
 from harness.history import store
-from harness.history.model import FAULT, INIT, NEMESIS
+from harness.history.model import FAULT, INIT, INVOKE, NEMESIS
 from harness.runner import run
 from harness.runs import new_run_dir
 
@@ -89,7 +89,7 @@ def run_smoke(cluster: Cluster, duration: float = 30.0, run_dir: Path | None = N
 
 def summarise(run_dir: Path, verdict: dict[str, Any], ops: list[dict[str, Any]]) -> SmokeResult:
     """The smoke's result from a run's verdict and its history (for the producer and kill counts)."""
-    producers = len({op["process"] for op in ops if op.get("f") == INIT and op.get("type") == "invoke"})
+    producers = len({op["process"] for op in ops if op.get("f") == INIT and op.get("type") == INVOKE})
     kills = [op["value"].get("node") for op in ops
              if op.get("process") == NEMESIS and op.get("f") == FAULT and isinstance(op.get("value"), dict)
              and op["value"].get("kind") == "kill" and op["value"].get("phase") == "start"]
