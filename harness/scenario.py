@@ -39,7 +39,7 @@ class Strict(BaseModel):
 class Workload(Strict):
     kind: WorkloadKind
     count: int = Field(1, ge=1, le=16)
-    #: workload settings (see each workload module's docstring)
+    #: workload settings: each kind's model in harness/workloads/registry.py (names, defaults, bounds)
     settings: dict[str, Any] = {}
     #: librdkafka settings on top of the workload's own: how negative controls misconfigure a client
     client: dict[str, Any] = {}
