@@ -69,7 +69,7 @@ def bench_cluster_up(backend: Backend, arts: artifacts.Artifacts, runs: int, loa
             if load_s > 0:
                 from harness.smoke import run_smoke
 
-                res = run_smoke(cluster, duration=load_s, topic=f"bench-{i}")
+                res = run_smoke(cluster, duration=load_s)
                 log.info(f"run {i + 1}: smoke {'PASS' if res.passed else 'FAIL'}: {res.summary()}")
                 rss_load.values.append(cluster_rss_mb(cluster))
         log.info(f"run {i + 1}/{runs}: up {up.values[-1]:.1f}s, rss {rss_idle.values[-1]:.0f} MiB")

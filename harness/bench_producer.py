@@ -23,9 +23,10 @@ from clusters.base import Cluster
 from clusters.health import admin_client
 from harness.history import store
 from harness.history.recorder import ENV_T0
-from harness.kafka_io import create_topic
+from harness.kafka.admin import create_topic
 from harness.supervisor import Supervisor
 from harness.workloads.common import WorkloadConfig
+from harness.workloads.registry import TxnProducerSettings
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +42,8 @@ def ours(cluster: Cluster, run_dir: Path, seconds: float, record_bytes: int, txn
     sup = Supervisor(run_dir, env)
     cfg = WorkloadConfig(run_dir=str(run_dir), name="txn-producer-0", bootstrap=cluster.bootstrap, topics=[topic],
                          partitions=PARTITIONS, max_seconds=seconds + 600,
-                         settings={"values_per_txn": 100, "txn_ms": txn_ms, "abort_share": 0.0, "value_bytes": record_bytes})
+                         settings=TxnProducerSettings(values_per_txn=100, txn_ms=txn_ms, abort_share=0.0,
+                                                      value_bytes=record_bytes).model_dump(exclude_defaults=True))
     sup.start("txn-producer", cfg)
     time.sleep(seconds)  # the measurement window itself, not a synchronisation
     sup.stop_all()

@@ -185,15 +185,11 @@ def smoke(
         log.info(f"run folder {run_dir}")
         with backends.new_cluster(backend, arts, run_dir, port_base) as cluster:
             log.info("cluster healthy; producing")
-            result = run_smoke(cluster, duration)
+            result = run_smoke(cluster, duration, run_dir)
         verdict = "[bold green]PASS[/]" if result.passed else "[bold red]FAIL[/]"
         out.print(f"{verdict} {result.summary()}", highlight=False)
-        for label, items in (("missing", result.missing), ("duplicated", result.duplicated),
-                             ("aborted but read", result.aborted_read), ("never written", result.unknown_values)):
-            if items:
-                out.print(f"  {label}: {items[:10]}", highlight=False)
-        if result.nemesis_error:
-            out.print(f"  nemesis failed: {result.nemesis_error}", highlight=False)
+        for line in result.details():
+            out.print(f"  {line}", highlight=False)
         out.print(f"logs: {run_dir}/nodes/*/server.log, {run_dir}/toxiproxy.log ({backend.value} backend)", highlight=False)
         (run_dir / "smoke.txt").write_text(("PASS " if result.passed else "FAIL ") + result.summary() + "\n")
         if not result.passed:

@@ -36,10 +36,12 @@ from harness.history.model import (
     tp_key,
 )
 from harness.history.recorder import ENV_T0, Recorder, run_t0
-from harness.kafka_io import create_topic, lso_lag, read_all
+from harness.kafka.admin import create_topic
+from harness.kafka.reads import lso_lag, read_all
 from harness.runs import write_atomic
 from harness.scenario import Fault, Scenario
 from harness.supervisor import Supervisor
+from harness.workloads import registry
 from harness.workloads.common import WorkloadConfig
 from harness.workloads.copier import GROUP
 
@@ -99,15 +101,8 @@ def workload_configs(sc: Scenario, run_dir: Path, bootstrap: str, seed: int) -> 
                               partitions=sc.partitions, seed=seed, max_seconds=sc.duration + WORKLOAD_GRACE_S,
                               settings=settings, client=client)
 
-    out: list[tuple[str, WorkloadConfig, bool]] = []
-    for w in sc.workloads:
-        if w.kind == "zombie":
-            # two instances of one transactional.id; the nemesis starts the second at its moment
-            out += [(w.kind, config(f"zombie-{role}", {**w.settings, "role": role}, dict(w.client)), role == "first")
-                    for role in ("first", "second")]
-            continue
-        out += [(w.kind, config(f"{w.kind}-{i}", dict(w.settings), dict(w.client)), True) for i in range(w.count)]
-    return out
+    return [(w.kind, config(name, settings, dict(w.client)), now) for w in sc.workloads
+            for name, settings, now in registry.kind(w.kind).processes(w.count, dict(w.settings))]
 
 
 def cluster_that_is_up(backend: Backend, sc: Scenario, kafka_version: str | None = None,

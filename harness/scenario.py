@@ -9,12 +9,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from harness.errors import ConfigError
+from harness.workloads import registry
 
 LIBRARY = Path(__file__).resolve().parent / "scenarios"
-WorkloadKind = Literal["txn-producer", "reader", "copier", "zombie", "spark-job"]
+WorkloadKind = registry.KindName
 #: Process faults on brokers, network faults on the per-link proxies, and faults on workload processes.
 #: ``kill-leader`` is shorthand for ``kill`` with ``target: leader``.
 FaultKind = Literal["kill", "stop", "pause", "restart", "rolling-restart",
@@ -38,10 +39,17 @@ class Strict(BaseModel):
 class Workload(Strict):
     kind: WorkloadKind
     count: int = Field(1, ge=1, le=16)
-    #: workload settings (see each workload module's docstring)
+    #: workload settings: each kind's model in harness/workloads/registry.py (names, defaults, bounds)
     settings: dict[str, Any] = {}
     #: librdkafka settings on top of the workload's own: how negative controls misconfigure a client
     client: dict[str, Any] = {}
+
+    @field_validator("settings")
+    @classmethod
+    def _settings_of_kind(cls, settings: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        if "kind" in info.data:  # else the kind itself is wrong, and said so
+            registry.check_settings(info.data["kind"], settings)
+        return settings
 
 
 class Fault(Strict):
@@ -141,15 +149,9 @@ class Scenario(Strict):
             raise ValueError(f"faults {sorted(wanted & set(DRIVER_FAULTS))} need a spark-job workload; this scenario "
                              f"has {sorted(kinds)}")
         for w in self.workloads:
-            if w.kind != "spark-job":
-                continue
-            sink = w.settings.get("sink", "transactional")
-            if sink not in ("transactional", "builtin"):
-                raise ValueError(f"spark-job setting sink: {sink!r}; allowed: transactional, builtin")
-            need = ("input", "output") + (("markers",) if sink == "transactional" else ())
-            missing = [k for k in need if w.settings.get(k) not in self.topics]
+            missing = [k for k in registry.kind(w.kind).required_topics(w.settings) if w.settings.get(k) not in self.topics]
             if missing:
-                raise ValueError(f"a spark-job workload needs settings {missing}, each one of the scenario's "
+                raise ValueError(f"a {w.kind} workload needs settings {missing}, each one of the scenario's "
                                  f"topics {self.topics}")
         return self
 

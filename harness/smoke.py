@@ -1,123 +1,94 @@
-"""The smoke run behind ``make run``: commit transactions for ~30 s while one broker is killed -9
-and restarted, then read everything back (read_committed, DIRECT listener) and check that every
-committed value is there exactly once and nothing from an aborted transaction is."""
+"""The smoke run behind ``make run``: the library scenario ``smoke`` (one transactional producer for
+~30 s while the leader of a partition is killed -9 and restarted) through the ordinary pipeline
+(``harness.runner.run``: workloads, nemesis, heal, final reads over DIRECT, the real checker), and
+its verdict in one PASS/FAIL line."""
 
 from __future__ import annotations
 
-import logging
-import threading
-import time
-from collections import Counter
-from dataclasses import dataclass, field
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
+from clusters.backends import Backend
 from clusters.base import Cluster
-from clusters.health import admin_client
-from harness.kafka_io import (
-    TxnLedger,
-    TxnWriter,
-    create_topic,
-    partition_leader,
-    read_all,
-)
+from harness import scenario
+from harness.history import store
+from harness.runner import run
+from harness.runs import new_run_dir
 
-log = logging.getLogger(__name__)
-
-TOPIC = "eos-smoke"
-PARTITIONS = 3
-VALUES_PER_TXN = 6
-#: When, into the run, the leader of partition 0 is killed, and how long it stays down. The down
-#: time is shorter than transaction.timeout.ms so transactions survive it rather than expire.
-KILL_AT_S = 8.0
-DOWN_FOR_S = 6.0
+SCENARIO = "smoke"
+#: The checks the summary names, in its words; every other check that fires is "other anomalies".
+NAMED = {"lost-write": "missing", "duplicate": "duplicated", "aborted-read": "from aborted transactions"}
 
 
-
-@dataclass
+@dataclass(frozen=True)
 class SmokeResult:
-    ledger: TxnLedger
-    committed: int = 0
-    read: int = 0
-    missing: list[str] = field(default_factory=list)
-    duplicated: list[str] = field(default_factory=list)
-    aborted_read: list[str] = field(default_factory=list)
-    unknown_values: list[str] = field(default_factory=list)
-    killed_node: int | None = None
-    nemesis_error: str | None = None
+    """A smoke run's verdict (the real checker's) and the two facts its summary adds: how many
+    producer instances ran, and which node the nemesis killed (None: the fault never landed)."""
+
+    run_dir: Path
+    verdict: dict[str, Any]
+    producers: int
+    killed_node: int | None
+
+    @property
+    def committed(self) -> int:
+        return int(self.verdict["stats"].get("committed_values", 0))
+
+    @property
+    def read(self) -> int:
+        return int(self.verdict["stats"].get("reads", {}).get("final_committed", 0))
+
+    @property
+    def nemesis_error(self) -> str | None:
+        errors = self.verdict["stats"].get("nemesis_errors") or []
+        return "; ".join(errors) or None
+
+    def findings(self) -> dict[str, dict[str, Any]]:
+        """Every check that found something (or crashed): name -> its ``count`` and ``examples``."""
+        return {name: c for name, c in self.verdict["checks"].items() if c.get("count") != 0}
+
+    def details(self) -> list[str]:
+        """What a person needs after a FAIL: each finding's first examples, the nemesis's failure."""
+        lines = [f"{name}: {c.get('error') or c.get('examples', [])[:10]}" for name, c in self.findings().items()]
+        if self.nemesis_error:
+            lines.append(f"nemesis failed: {self.nemesis_error}")
+        if self.killed_node is None:
+            lines.append("no broker was killed: the fault did not land, so the run tested nothing")
+        return lines
 
     @property
     def passed(self) -> bool:
-        return (
-            self.committed > 0
-            and not (self.missing or self.duplicated or self.aborted_read or self.unknown_values)
-            and self.nemesis_error is None
-            and self.killed_node is not None
-        )
+        # as_expected: valid, healed, no nemesis error; a smoke that killed nothing tested nothing
+        return (self.verdict.get("as_expected") is True and self.committed > 0
+                and self.killed_node is not None and self.nemesis_error is None)
 
     def summary(self) -> str:
-        l = self.ledger
-        return (
-            f"transactions ok={len(l.ok)} fail={len(l.fail)} info={len(l.info)} (producers {l.producers}); "
-            f"committed values {self.committed}, read back {self.read}; missing {len(self.missing)}, "
-            f"duplicated {len(self.duplicated)}, from aborted transactions {len(self.aborted_read)}, "
-            f"never written {len(self.unknown_values)}; killed node {self.killed_node}"
-        )
+        txn = self.verdict["stats"]["txn"]
+        found = self.findings()
+        named = ", ".join(f"{words} {found.get(check, {}).get('count') or 0}" for check, words in NAMED.items())
+        others = sum(c.get("count") or 0 for name, c in found.items() if name not in NAMED)
+        return (f"transactions ok={txn['ok']} fail={txn['fail']} info={txn['info']} (producers {self.producers}); "
+                f"committed values {self.committed}, read back {self.read}; {named}, "
+                f"other anomalies {others}; killed node {self.killed_node}")
 
 
-def run_smoke(cluster: Cluster, duration: float = 30.0, topic: str = TOPIC) -> SmokeResult:
-    admin = admin_client(cluster.direct_bootstrap)
-    create_topic(admin, topic, PARTITIONS)
-    writer = TxnWriter(cluster.bootstrap)
-    result = SmokeResult(ledger=writer.ledger)
-    stop = threading.Event()
-
-    def nemesis() -> None:
-        # A timed schedule, not synchronisation: the fault lands mid-run whatever the producer does.
-        if stop.wait(KILL_AT_S):
-            return
-        try:
-            node = partition_leader(admin, topic, 0)
-            log.info(f"nemesis: kill -9 node {node} (leader of {topic}-0)")
-            cluster.kill(node)
-            result.killed_node = node
-            stop.wait(DOWN_FOR_S)
-            log.info(f"nemesis: restarting node {node}")
-            cluster.restart(node)
-            log.info(f"nemesis: node {node} is back")
-        except Exception as exc:  # noqa: BLE001 - reported in the result, the run still checks
-            result.nemesis_error = f"{type(exc).__name__}: {exc}"
-
-    thread = threading.Thread(target=nemesis, name="smoke-nemesis", daemon=True)
-    start = time.monotonic()
-    end = start + duration
-    thread.start()
-    try:
-        txn = 0
-        while time.monotonic() < end:
-            values = [f"{topic}-{txn}-{i}" for i in range(VALUES_PER_TXN)]
-            writer.write(topic, values, range(PARTITIONS), deadline=end)
-            txn += 1
-    finally:
-        stop.set()
-        writer.close()
-        thread.join(timeout=120)
-    log.info(f"producer done after {time.monotonic() - start:.0f}s: {len(writer.ledger.ok)} transactions committed")
-    cluster.wait_healthy()
-    back = read_all(cluster.direct_bootstrap, topic, PARTITIONS, "read_committed")
-    return check(result, back.values())
+def run_smoke(cluster: Cluster, duration: float = 30.0, run_dir: Path | None = None,
+              seed: int | None = None) -> SmokeResult:
+    """The ``smoke`` scenario, ``duration`` seconds long, on ``cluster`` (healthy, left up), in
+    ``run_dir`` (a new ``smoke-*`` folder if None); its result, report.html written."""
+    sc = scenario.load(SCENARIO).model_copy(update={"duration": duration})
+    run_dir = run_dir or new_run_dir("smoke")
+    s = seed if seed is not None else random.randrange(2**31)
+    result = run(sc, Backend(cluster.backend), s, run_dir, cluster=cluster, source=SCENARIO)
+    return summarise(run_dir, result.verdict, store.load(run_dir))
 
 
-def check(result: SmokeResult, read_values: list[str]) -> SmokeResult:
-    """Compare what the writer knows with what a read_committed scan found."""
-    l = result.ledger
-    seen = Counter(read_values)
-    committed = l.committed_values()
-    aborted = {v for txn in l.fail for v in txn}
-    maybe = {v for txn in l.info for v in txn}
-    result.committed = len(committed)
-    result.read = len(read_values)
-    result.missing = [v for v in committed if seen[v] == 0]
-    result.duplicated = [v for v, c in seen.items() if c > 1]
-    result.aborted_read = [v for v in seen if v in aborted]
-    known = aborted | maybe | set(committed)
-    result.unknown_values = [v for v in seen if v not in known]
-    return result
+def summarise(run_dir: Path, verdict: dict[str, Any], tables: store.Tables) -> SmokeResult:
+    """The smoke's result from a run's verdict and its history tables (producer instances: their
+    ``init`` calls; the killed node: the nemesis's first ``kill``)."""
+    producers = int(tables.inits["process"].nunique())
+    kills = [e["value"].get("node") for e in store.fault_events(tables.faults)
+             if e["value"].get("kind") == "kill" and e["value"].get("phase") == "start"]
+    return SmokeResult(run_dir, verdict, producers, kills[0] if kills else None)

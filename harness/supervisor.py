@@ -16,14 +16,14 @@ from dataclasses import asdict
 from pathlib import Path
 
 from clusters import procs
+from harness.workloads import registry
 from harness.workloads.common import WorkloadConfig
 
 log = logging.getLogger(__name__)
 
-MODULES = {"txn-producer": "harness.workloads.txn_producer", "reader": "harness.workloads.reader",
-           "copier": "harness.workloads.copier", "zombie": "harness.workloads.zombie", "spark-job": "harness.spark.job"}
+MODULES = registry.modules()
 #: Kinds the supervisor restarts whenever their process dies (the Spark driver: from its checkpoint).
-RESTARTED = ("spark-job",)
+RESTARTED = registry.restarted()
 #: How often the keeper looks for a dead driver; a restart takes ~20 s of JVM start anyway.
 KEEPER_INTERVAL_S = 0.5
 #: A workload acts on SIGTERM after the operation in hand: a commit can take up to 3 x 30 s of

@@ -15,8 +15,7 @@ the job's folder: at the next matching point the job records ``spark-fault`` and
 SIGSTOPs its whole group (``window``: ``in-txn`` after half the batch is written, ``after-commit``
 after the transaction committed and before Spark's commit log).
 
-Settings: ``input``, ``output``, ``markers`` (topics), ``sink`` (transactional | builtin),
-``trigger_ms`` (1000), ``max_offsets_per_trigger`` (5000).
+Settings: ``registry.SparkJobSettings`` (``input``, ``output``, ``markers`` topics, ``sink``, ...).
 """
 
 from __future__ import annotations
@@ -37,8 +36,9 @@ from harness.history.model import (
     tp_key,
 )
 from harness.history.recorder import Recorder
-from harness.kafka_io import read_all
+from harness.kafka.reads import read_all
 from harness.workloads.common import Retired, Stop, WorkloadConfig, drop, init, new_producer, transaction
+from harness.workloads.registry import SparkJobSettings
 
 ARM_FILE = "arm.json"
 WINDOWS = ("in-txn", "after-commit")
@@ -113,9 +113,9 @@ class Arming:
 
 def main() -> None:
     cfg = WorkloadConfig.from_argv()
-    s = cfg.settings
-    src, dst, markers = s["input"], s["output"], s.get("markers")
-    sink = s.get("sink", "transactional")
+    s = SparkJobSettings.model_validate(cfg.settings)
+    # markers: the scenario requires it for the transactional sink, the only one that writes it
+    src, dst, markers, sink = s.input, s.output, s.markers or "", s.sink
     query = cfg.name
     d = job_dir(Path(cfg.run_dir), cfg.name)
     incarnation = next_incarnation(d)
@@ -142,7 +142,7 @@ def main() -> None:
                   .option("subscribe", src)
                   .option("startingOffsets", "earliest")
                   .option("kafka.isolation.level", "read_committed")
-                  .option("maxOffsetsPerTrigger", int(s.get("max_offsets_per_trigger", 5000)))
+                  .option("maxOffsetsPerTrigger", s.max_offsets_per_trigger)
                   .load())
 
         def transactional_batch(df: Any, batch: int) -> None:
@@ -188,7 +188,7 @@ def main() -> None:
 
         q = (stream.writeStream.queryName(query.replace("-", "_"))
              .option("checkpointLocation", str(checkpoint))
-             .trigger(processingTime=f"{int(s.get('trigger_ms', 1000))} milliseconds")
+             .trigger(processingTime=f"{s.trigger_ms} milliseconds")
              .foreachBatch(transactional_batch if sink == "transactional" else builtin_batch)
              .start())
         reported = -1

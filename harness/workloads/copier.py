@@ -6,85 +6,65 @@ consumed offsets in the same transaction (``send_offsets_to_transaction`` with t
 metadata, so a copier that lost its partitions is fenced by generation, KIP-447). A share of
 transactions is aborted on purpose, after which the copier rewinds to the committed offsets.
 
-Settings: ``input``, ``output`` (topics), ``group`` (consumer group), ``abort_share`` (0.1), ``batch`` (50).
+Settings: ``registry.CopierSettings``.
 """
 
 from __future__ import annotations
 
 import random
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
-
 from harness.history.model import FAIL, copy_value, tp_key
 from harness.history.recorder import Recorder
-from harness.workloads.common import CALL_TIMEOUT_S, Retired, Stop, WorkloadConfig, drop, init, new_producer, transaction
+from harness.workloads.client import CALL_TIMEOUT_S, Client, ClientError, GroupReader
+from harness.workloads.common import Retired, Stop, WorkloadConfig, drop, init, new_group_reader, new_producer, transaction
+from harness.workloads.registry import COPIER_GROUP, CopierSettings
 
 POLL_TIMEOUT_S = 1.0
-GROUP = "eos-chaos-copier"
-
-
-def rewind(c: Consumer) -> None:
-    """Back to the group's committed offsets (what the aborted transaction did not move)."""
-    assigned = c.assignment()
-    if not assigned:
-        return
-    for tp in c.committed(assigned, timeout=CALL_TIMEOUT_S):
-        c.seek(TopicPartition(tp.topic, tp.partition, tp.offset if tp.offset >= 0 else OFFSET_BEGINNING))
+GROUP = COPIER_GROUP
 
 
 def main() -> None:
-    from clusters.health import QUIET
-
     cfg = WorkloadConfig.from_argv()
     rnd = random.Random(f"{cfg.seed}/{cfg.name}")
     stop = Stop(cfg.max_seconds)
-    src, dst = cfg.settings["input"], cfg.settings["output"]
-    abort_share = float(cfg.settings.get("abort_share", 0.1))
-    batch = int(cfg.settings.get("batch", 50))
+    s = CopierSettings.model_validate(cfg.settings)
     txn_id = f"eos-{cfg.name}"
     incarnation = 0
     with Recorder(Path(cfg.run_dir), cfg.name) as rec:
         while not stop:
             process = f"{cfg.name}.{incarnation}"
             incarnation += 1
-            consumer = Consumer({"bootstrap.servers": cfg.bootstrap, "group.id": cfg.settings.get("group", GROUP),
-                                 "enable.auto.commit": False,
-                                 "isolation.level": "read_committed", "auto.offset.reset": "earliest",
-                                 "logger": QUIET, **cfg.client})
+            consumer = new_group_reader(cfg, s.group, [s.input])
             producer = new_producer(cfg, txn_id)
             try:
                 init(rec, process, producer, txn_id)
-                consumer.subscribe([src])
                 seq = 0
                 while not stop:
-                    msgs = [m for m in consumer.consume(batch, POLL_TIMEOUT_S) if m.error() is None]
-                    if not msgs:
+                    records = consumer.poll(s.batch, POLL_TIMEOUT_S)
+                    if not records:
                         continue
                     attempt = f"{process}-{seq}"
                     seq += 1
-                    sends = [(dst, int(m.partition() or 0),
-                              copy_value(str(m.topic()), int(m.partition() or 0), int(m.offset() or 0),
-                                         (m.value() or b"").decode(), attempt)) for m in msgs]
-
-                    def send_offsets() -> dict[str, Any]:
-                        pos = consumer.position(consumer.assignment())
-                        producer.send_offsets_to_transaction(pos, consumer.consumer_group_metadata(), CALL_TIMEOUT_S)
-                        return {"offsets": {tp_key(tp.topic, tp.partition): tp.offset for tp in pos if tp.offset >= 0}}
-
-                    outcome = transaction(rec, process, producer, txn_id, sends, rnd.random() < abort_share, rnd,
-                                          before_commit=send_offsets)
+                    sends = [(s.output, p, copy_value(t, p, o, v, attempt)) for t, p, o, v in records]
+                    outcome = transaction(rec, process, producer, txn_id, sends, rnd.random() < s.abort_share, rnd,
+                                          before_commit=partial(send_offsets, consumer, producer))
                     if outcome == FAIL:
-                        rewind(consumer)
-            except (Retired, KafkaException):
+                        consumer.rewind(CALL_TIMEOUT_S)
+            except (Retired, ClientError):
                 continue
             finally:
                 drop(producer)
-                try:
-                    consumer.close()
-                except KafkaException:
-                    pass
+                consumer.close()
+
+
+def send_offsets(consumer: GroupReader, producer: Client) -> dict[str, Any]:
+    """Commit ``consumer``'s positions with the open transaction; the fields its completion records."""
+    pos = consumer.positions()
+    producer.send_offsets(pos, consumer.group_metadata(), CALL_TIMEOUT_S)
+    return {"offsets": {tp_key(t, p): o for (t, p), o in pos.items() if o >= 0}}
 
 
 if __name__ == "__main__":

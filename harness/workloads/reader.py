@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
-
-from harness.history.model import INFO, OK, POLL, tp_key
+from harness.history.model import OK, POLL, tp_key
 from harness.history.recorder import Recorder
-from harness.workloads.common import Stop, WorkloadConfig, describe
+from harness.workloads.client import ClientError
+from harness.workloads.common import Stop, WorkloadConfig, new_reader
+from harness.workloads.outcome import Phase, classify
 
 #: One poll waits at most this long for records; it bounds how long a SIGTERM takes to act.
 POLL_TIMEOUT_S = 1.0
@@ -19,8 +19,6 @@ BATCH = 500
 
 
 def main() -> None:
-    from clusters.health import QUIET
-
     cfg = WorkloadConfig.from_argv()
     stop = Stop(cfg.max_seconds)
     incarnation = 0
@@ -28,26 +26,22 @@ def main() -> None:
         while not stop:
             process = f"{cfg.name}.{incarnation}"
             incarnation += 1
-            c = Consumer({"bootstrap.servers": cfg.bootstrap, "group.id": f"eos-chaos-{cfg.name}",
-                          "enable.auto.commit": False, "isolation.level": "read_committed",
-                          "logger": QUIET, **cfg.client})
+            reader = new_reader(cfg)
             try:
-                c.assign([TopicPartition(t, p, OFFSET_BEGINNING) for t in cfg.topics for p in range(cfg.partitions)])
                 while not stop:
                     rec.invoke(process, POLL)
                     try:
-                        msgs = c.consume(BATCH, POLL_TIMEOUT_S)
-                    except KafkaException as exc:
-                        rec.complete(process, INFO, POLL, None, error=describe(exc))
-                        break
+                        records = reader.poll(BATCH, POLL_TIMEOUT_S)
+                    except ClientError as exc:
+                        outcome = classify(Phase.POLL, exc.facts)
+                        rec.complete(process, outcome.type, POLL, None, error=exc.facts.describe())
+                        break  # a poll error retires this consumer: the next one starts from offset 0
                     seen: dict[str, list[list[object]]] = {}
-                    for m in msgs:
-                        if m.error() is None:
-                            seen.setdefault(tp_key(str(m.topic()), int(m.partition() or 0)), []).append(
-                                [m.offset(), (m.value() or b"").decode()])
+                    for topic, partition, offset, value in records:
+                        seen.setdefault(tp_key(topic, partition), []).append([offset, value])
                     rec.complete(process, OK, POLL, seen)
             finally:
-                c.close()
+                reader.close()
 
 
 if __name__ == "__main__":

@@ -3,40 +3,30 @@ a share aborted on purpose. A fenced or stuck producer retires; the next incarna
 process id (``<name>.<n>``) and the same ``transactional.id``, whose ``init_transactions`` fences
 the old one.
 
-Settings: ``values_per_txn`` (default 6), ``abort_share`` (0.1), ``transactional`` (true; false =
-plain sends, one ``send`` op per value: the negative control for duplicates), ``topics`` (a subset
-of the scenario's), ``value_bytes`` (pad values to this size; benchmarks), ``txn_ms`` (size each
-transaction to take about this long instead: the count adapts to the last transaction's pace, so the
-values are still known, and recorded, before the transaction starts), ``hold_ms`` (keep each
-transaction open this long after its records are written, before the commit: a slow application),
-``transaction_timeout_ms`` (the producer's transaction.timeout.ms), ``commit_timeout_s`` and
-``abort_after_commit_timeout`` (see ``common.transaction``), ``idle_every``/``idle_ms`` (no
-transaction for ``idle_ms`` after every ``idle_every`` transactions: an idle application),
-``rate`` (values per second at most: a steady input for the Spark job; 0 = as fast as it goes).
+Settings: ``registry.TxnProducerSettings``.
 """
 
 from __future__ import annotations
 
 import random
 import time
+from pathlib import Path
 
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 
-from harness.history.model import INFO, OK, SEND
+from harness.history.model import OK, SEND
 from harness.history.recorder import Recorder
-from harness.workloads.common import (
-    CALL_TIMEOUT_S, Retired, Stop, WorkloadConfig, describe, drop, init, new_producer, transaction,
-)
+from harness.workloads.client import CALL_TIMEOUT_S, ErrorFacts
+from harness.workloads.clients.confluent import error_facts, facts_of
+from harness.workloads.common import Retired, Stop, WorkloadConfig, drop, init, new_producer, transaction
+from harness.workloads.outcome import Phase, classify
+from harness.workloads.registry import MAX_VALUES_PER_TXN, TxnProducerSettings
 
-
-#: Upper bound when transactions are sized by time (``txn_ms``): keeps one history line reasonable,
-#: and a whole transaction within librdkafka's local queue (queue.buffering.max.messages, 100000).
-MAX_VALUES_PER_TXN = 50_000
-
-
-def pick_sends(cfg: WorkloadConfig, rnd: random.Random, prefix: str, n: int) -> list[tuple[str, int, str]]:
-    topics = cfg.settings.get("topics") or cfg.topics
-    width = int(cfg.settings.get("value_bytes", 0))
+def pick_sends(cfg: WorkloadConfig, s: TxnProducerSettings, rnd: random.Random, prefix: str,
+               n: int) -> list[tuple[str, int, str]]:
+    """``n`` sends of unique values (``prefix-k``) to random partitions of the workload's topics."""
+    topics = s.topics or cfg.topics
+    width = s.value_bytes
     # choices(k=n) draws all at once: per-value calls into random are a visible cost at 100k values/s
     return list(zip(rnd.choices(topics, k=n), rnd.choices(range(cfg.partitions), k=n),
                     [f"{prefix}-{k}".ljust(width, ".") for k in range(n)]))
@@ -54,17 +44,10 @@ def idle(stop: Stop, seconds: float) -> None:
         time.sleep(0.2)  # idling is the workload's behaviour here, not a wait on anything
 
 
-def run_transactional(cfg: WorkloadConfig, rec: Recorder, stop: Stop, rnd: random.Random) -> None:
+def run_transactional(cfg: WorkloadConfig, s: TxnProducerSettings, rec: Recorder, stop: Stop,
+                      rnd: random.Random) -> None:
     txn_id = transactional_id(cfg.name)
-    per_txn = int(cfg.settings.get("values_per_txn", 6))
-    txn_ms = float(cfg.settings.get("txn_ms", 0))
-    hold_s = float(cfg.settings.get("hold_ms", 0)) / 1000
-    commit = {"commit_timeout_s": float(cfg.settings.get("commit_timeout_s", CALL_TIMEOUT_S)),
-              "abort_after_commit_timeout": bool(cfg.settings.get("abort_after_commit_timeout", False)),
-              "sole_writer": True}
-    idle_every, idle_s = int(cfg.settings.get("idle_every", 0)), float(cfg.settings.get("idle_ms", 0)) / 1000
-    abort_share = float(cfg.settings.get("abort_share", 0.1))
-    rate = float(cfg.settings.get("rate", 0))
+    per_txn = s.values_per_txn
     written, started = 0, time.monotonic()
     incarnation = 0
     while not stop:
@@ -75,19 +58,21 @@ def run_transactional(cfg: WorkloadConfig, rec: Recorder, stop: Stop, rnd: rando
             init(rec, process, producer, txn_id)
             seq = 0
             while not stop:
-                sends = pick_sends(cfg, rnd, f"{process}-{seq}", per_txn)
+                sends = pick_sends(cfg, s, rnd, f"{process}-{seq}", per_txn)
                 seq += 1
                 t0 = time.monotonic()
-                transaction(rec, process, producer, txn_id, sends, rnd.random() < abort_share, rnd, hold_s=hold_s, **commit)
-                if idle_every and seq % idle_every == 0:
-                    idle(stop, idle_s)
+                transaction(rec, process, producer, txn_id, sends, rnd.random() < s.abort_share, rnd,
+                            hold_s=s.hold_ms / 1000, commit_timeout_s=s.commit_timeout_s,
+                            abort_after_commit_timeout=s.abort_after_commit_timeout, sole_writer=True)
+                if s.idle_every and seq % s.idle_every == 0:
+                    idle(stop, s.idle_ms / 1000)
                 written += len(sends)
-                if rate:  # hold the pace: the next transaction starts when the rate allows it
-                    idle(stop, started + written / rate - time.monotonic())
-                if txn_ms:
+                if s.rate:  # hold the pace: the next transaction starts when the rate allows it
+                    idle(stop, started + written / s.rate - time.monotonic())
+                if s.txn_ms:
                     took_ms = max(1.0, (time.monotonic() - t0) * 1000)
                     # at most halve or double per step: one slow commit must not collapse the size
-                    scaled = int(per_txn * min(2.0, max(0.5, txn_ms / took_ms)))
+                    scaled = int(per_txn * min(2.0, max(0.5, s.txn_ms / took_ms)))
                     per_txn = max(1, min(MAX_VALUES_PER_TXN, scaled))
         except Retired:
             continue
@@ -95,7 +80,7 @@ def run_transactional(cfg: WorkloadConfig, rec: Recorder, stop: Stop, rnd: rando
             drop(producer)
 
 
-def run_plain(cfg: WorkloadConfig, rec: Recorder, stop: Stop, rnd: random.Random) -> None:
+def run_plain(cfg: WorkloadConfig, s: TxnProducerSettings, rec: Recorder, stop: Stop, rnd: random.Random) -> None:
     """Non-transactional sends: each value its own op, ok with the offset Kafka returned."""
     from clusters.health import QUIET
 
@@ -103,7 +88,7 @@ def run_plain(cfg: WorkloadConfig, rec: Recorder, stop: Stop, rnd: random.Random
     p = Producer({"bootstrap.servers": cfg.bootstrap, "linger.ms": 5, "logger": QUIET, **cfg.client})
     seq = 0
     while not stop:
-        topic, part, value = pick_sends(cfg, rnd, f"{process}-{seq}", 1)[0]
+        topic, part, value = pick_sends(cfg, s, rnd, f"{process}-{seq}", 1)[0]
         seq += 1
         rec.invoke(process, SEND, [topic, part, value])
         result: dict[str, object] = {}
@@ -115,15 +100,18 @@ def run_plain(cfg: WorkloadConfig, rec: Recorder, stop: Stop, rnd: random.Random
             p.produce(topic, value=value.encode(), partition=part, on_delivery=delivered)
             p.flush(CALL_TIMEOUT_S)
         except (KafkaException, BufferError) as exc:
-            rec.complete(process, INFO, SEND, None, error=describe(exc))
+            facts = error_facts(exc)
+            rec.complete(process, classify(Phase.PLAIN_SEND, facts).type, SEND, None, error=facts.describe())
             continue
+        err = result.get("err")
         if "err" not in result:
-            rec.complete(process, INFO, SEND, None, error="no delivery report in time")
-        elif result["err"] is None:
+            late = ErrorFacts("_TIMED_OUT", "no delivery report in time", timed_out=True)
+            rec.complete(process, classify(Phase.PLAIN_SEND, late).type, SEND, None, error=late.message)
+        elif err is None:
             rec.complete(process, OK, SEND, [topic, part, value, result["offset"]])
         else:
-            # A failed delivery after retries may still have been written (no idempotence): unknown.
-            rec.complete(process, INFO, SEND, None, error=str(result["err"]))
+            facts = facts_of(err) if isinstance(err, KafkaError) else ErrorFacts(type(err).__name__, str(err))
+            rec.complete(process, classify(Phase.PLAIN_SEND, facts).type, SEND, None, error=str(err))
     p.flush(CALL_TIMEOUT_S)
 
 
@@ -131,13 +119,12 @@ def main() -> None:
     cfg = WorkloadConfig.from_argv()
     rnd = random.Random(f"{cfg.seed}/{cfg.name}")
     stop = Stop(cfg.max_seconds)
-    from pathlib import Path
-
+    s = TxnProducerSettings.model_validate(cfg.settings)
     with Recorder(Path(cfg.run_dir), cfg.name) as rec:
-        if cfg.settings.get("transactional", True):
-            run_transactional(cfg, rec, stop, rnd)
+        if s.transactional:
+            run_transactional(cfg, s, rec, stop, rnd)
         else:
-            run_plain(cfg, rec, stop, rnd)
+            run_plain(cfg, s, rec, stop, rnd)
 
 
 if __name__ == "__main__":

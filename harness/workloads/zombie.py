@@ -4,7 +4,7 @@ half of it, announces ``zombie-ready`` and waits (the runner SIGSTOPs it meanwhi
 Resumed, the first writes the rest and tries to commit: Kafka must fence it. Every call's result
 is recorded.
 
-Settings: ``role`` (first | second), ``txn_id``.
+Settings: ``registry.ZombieSettings`` (``role`` set by the runner).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from pathlib import Path
 
 from harness.history.recorder import Recorder
 from harness.workloads.common import Retired, Stop, WorkloadConfig, drop, init, new_producer, transaction
+from harness.workloads.registry import ZombieSettings
 
 READY, GO = "zombie-ready", "zombie-go"
 #: The runner freezes the first instance, starts and finishes the second, then resumes the first:
@@ -26,7 +27,8 @@ def main() -> None:
     cfg = WorkloadConfig.from_argv()
     rnd = random.Random(f"{cfg.seed}/{cfg.name}")
     Stop(cfg.max_seconds)
-    role, txn_id = cfg.settings["role"], cfg.settings["txn_id"]
+    s = ZombieSettings.model_validate(cfg.settings)
+    role, txn_id = s.role, s.txn_id
     run_dir = Path(cfg.run_dir)
     process = f"{cfg.name}.0"
     sends = [(cfg.topics[k % len(cfg.topics)], k % cfg.partitions, f"{process}-0-{k}") for k in range(6)]

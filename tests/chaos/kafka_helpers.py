@@ -8,7 +8,7 @@ from typing import Iterator
 
 from confluent_kafka import Producer
 
-from harness.kafka_io import QUIET
+from clusters.health import QUIET
 
 
 def _keep_writing(bootstrap: str, topic: str, stop: threading.Event) -> None:

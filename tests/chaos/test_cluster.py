@@ -8,9 +8,10 @@ import pytest
 from confluent_kafka import Producer
 
 from clusters.base import Cluster, NodeState
-from clusters.health import admin_client
+from clusters.health import QUIET, admin_client
 from clusters.topology import Listener
-from harness.kafka_io import QUIET, create_topic, partition_isr, read_all
+from harness.kafka.admin import create_topic, partition_isr
+from harness.kafka.reads import read_all
 from harness.smoke import run_smoke
 from harness.wait import wait_until
 from tests.chaos.kafka_helpers import writes
@@ -66,7 +67,7 @@ def test_transaction_over_all_partitions_is_read_back_whole_through_the_proxies(
 
 
 def test_kill_leader_while_committing_keeps_every_committed_value(cluster: Cluster) -> None:
-    result = run_smoke(cluster, duration=25.0, topic=topic_name("killed"))
+    result = run_smoke(cluster, duration=25.0)
     assert result.killed_node is not None and result.nemesis_error is None, result.nemesis_error
     assert result.committed > 0
     assert result.passed, result.summary()

@@ -29,7 +29,7 @@ from clusters import procs
 from clusters.base import Cluster, NodeState
 from clusters.health import admin_client
 from harness.history.recorder import Recorder
-from harness.kafka_io import create_topic, partition_isr
+from harness.kafka.admin import create_topic, partition_isr
 from harness.scenario import Fault, Scenario, Workload
 from harness.supervisor import Supervisor
 from harness.wait import wait_until

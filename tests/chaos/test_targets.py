@@ -13,8 +13,8 @@ from confluent_kafka import Consumer, Producer
 from chaos.targets import group_coordinator, leader, transaction_coordinator
 from clusters.artifacts import fetch_kafka_tools, find_java
 from clusters.base import Cluster
-from clusters.health import admin_client
-from harness.kafka_io import QUIET, create_topic
+from clusters.health import QUIET, admin_client
+from harness.kafka.admin import create_topic
 
 pytestmark = pytest.mark.chaos
 

@@ -1,0 +1,113 @@
+"""Reading whole topics after a run, over the DIRECT listener no fault touches: every partition
+from offset 0 to its end (the final scans), and how long each partition's last stable offset took
+to reach its high watermark (LSO lag)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass
+
+from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+from clusters.health import QUIET
+from harness.errors import HarnessError, WaitTimeout
+from harness.wait import wait_until
+
+#: A whole-topic scan of a run's few hundred thousand records takes seconds; a stuck LSO is waited
+#: for separately (``lso_lag``), so this only bounds a broker that stops answering.
+READ_BACK_TIMEOUT_S = 120.0
+
+
+@dataclass
+class ReadBack:
+    """Everything a reader saw in a whole-topic scan: partition -> [(offset, value)]."""
+
+    records: dict[int, list[tuple[int, str]]]
+    end_offsets: dict[int, int]
+
+    def values(self) -> list[str]:
+        return [v for recs in self.records.values() for _, v in recs]
+
+
+def lso_lag(bootstrap: str, topic: str, partitions: int, bound: float) -> tuple[dict[int, float | None], dict[int, int]]:
+    """Per partition: seconds until its last stable offset reached its high watermark (no open
+    transaction), measured from now, None if it had not within ``bound`` seconds; and, for those,
+    the LSO it was stuck at."""
+    group = f"eos-chaos-lso-{uuid.uuid4().hex[:8]}"
+    base = {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False, "logger": QUIET}
+    committed = Consumer({**base, "isolation.level": "read_committed"})
+    uncommitted = Consumer({**base, "isolation.level": "read_uncommitted"})
+    lag: dict[int, float | None] = {p: None for p in range(partitions)}
+    stuck: dict[int, int] = {}
+    t0 = time.monotonic()
+    try:
+        while any(v is None for v in lag.values()) and time.monotonic() - t0 < bound:
+            for p in [p for p, v in lag.items() if v is None]:
+                tp = TopicPartition(topic, p)
+                lso = committed.get_watermark_offsets(tp, timeout=5)[1]
+                hw = uncommitted.get_watermark_offsets(tp, timeout=5)[1]
+                if lso == hw:
+                    lag[p] = round(time.monotonic() - t0, 3)
+                    stuck.pop(p, None)
+                else:
+                    stuck[p] = lso
+            if any(v is None for v in lag.values()):
+                time.sleep(0.2)  # polling the broker's offsets: there is no event to wait on
+        return lag, stuck
+    finally:
+        committed.close()
+        uncommitted.close()
+
+
+def read_all(bootstrap: str, topic: str, partitions: int, isolation: str = "read_committed",
+             timeout: float = READ_BACK_TIMEOUT_S, stable: bool = True) -> ReadBack:
+    """Read every partition of ``topic`` from offset 0 to its end.
+
+    For read_committed the end is the last stable offset; with ``stable`` we require it to equal
+    the high watermark (no transaction left open) within ``timeout``. Without (a transaction is
+    known to hang), the scan reads up to the LSO as it stands.
+    """
+    group = f"eos-chaos-readback-{uuid.uuid4().hex[:8]}"
+    base = {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+            "enable.partition.eof": True, "auto.offset.reset": "earliest", "logger": QUIET}
+    consumer = Consumer({**base, "isolation.level": isolation})
+    probe = Consumer({**base, "isolation.level": "read_uncommitted"})
+    try:
+        tps = [TopicPartition(topic, p, 0) for p in range(partitions)]
+        deadline = time.monotonic() + timeout
+        end: dict[int, int] = {}
+
+        def ends_settled() -> bool:
+            # Queried with the reader's isolation, the end is the LSO (read_committed) or the HW.
+            ends = {tp.partition: consumer.get_watermark_offsets(tp, timeout=5)[1] for tp in tps}
+            highs = {tp.partition: probe.get_watermark_offsets(tp, timeout=5)[1] for tp in tps}
+            end.clear()
+            end.update(ends)
+            return ends == highs or not stable
+
+        wait_until(ends_settled, timeout=timeout, what=f"the last stable offset of every partition of {topic} "
+                   "to reach its high watermark (no open transaction)", state=lambda: f"end offsets {end}")
+        consumer.assign(tps)
+        records: dict[int, list[tuple[int, str]]] = {p: [] for p in range(partitions)}
+        done = {p for p, off in end.items() if off == 0}
+        while len(done) < partitions:
+            if time.monotonic() > deadline:
+                pos = {tp.partition: tp.offset for tp in consumer.position(tps)}
+                raise WaitTimeout(f"read-back of {topic} did not reach the end offsets {end} within {timeout:.0f}s; positions {pos}")
+            msg = consumer.poll(1.0)
+            if msg is None:
+                continue
+            err = msg.error()
+            part, offset = int(msg.partition() or 0), int(msg.offset() or 0)
+            if err is not None:
+                if err.code() == KafkaError._PARTITION_EOF:
+                    if offset >= end[part]:
+                        done.add(part)
+                    continue
+                raise HarnessError(f"read-back of {topic} failed: {err}")
+            records[part].append((offset, (msg.value() or b"").decode()))
+        return ReadBack(records=records, end_offsets=end)
+    finally:
+        consumer.close()
+        probe.close()

@@ -1,0 +1,169 @@
+"""Every workload kind in one place: the module its processes run (``python -m MODULE CONFIG.json``),
+its settings (a pydantic model: names, defaults, bounds), how many processes one scenario entry
+makes, and whether the supervisor restarts a process that dies. ``harness.scenario`` validates
+settings with it, ``harness.runner`` names the processes with it, ``harness.supervisor`` starts and
+restarts them with it. Adding a kind: docs/ADDING.md."""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from harness.workloads.client import CALL_TIMEOUT_S, TRANSACTION_TIMEOUT_MS
+
+#: The kinds a scenario may name (``workloads[].kind``, ``faults[].workload``).
+KindName = Literal["txn-producer", "reader", "copier", "zombie", "spark-job"]
+#: Upper bound when transactions are sized by time (``txn_ms``): keeps one history line reasonable,
+#: and a whole transaction within librdkafka's local queue (queue.buffering.max.messages, 100000).
+MAX_VALUES_PER_TXN = 50_000
+#: The copier's consumer group unless its settings name one (the runner makes it unique per run).
+COPIER_GROUP = "eos-chaos-copier"
+
+
+class Settings(BaseModel):
+    """Settings common to every kind that writes transactions."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: the producer's transaction.timeout.ms (the incident replay that wants expiry sets it small);
+    #: at most the brokers' transaction.max.timeout.ms (15 min by default), else init fails
+    transaction_timeout_ms: int = Field(TRANSACTION_TIMEOUT_MS, ge=1000, le=900_000)
+
+
+class TxnProducerSettings(Settings):
+    values_per_txn: int = Field(6, ge=1, le=MAX_VALUES_PER_TXN)
+    #: share of transactions aborted on purpose
+    abort_share: float = Field(0.1, ge=0, le=1)
+    #: false: plain sends, one ``send`` op per value (the negative control for duplicates)
+    transactional: bool = True
+    #: a subset of the scenario's topics (empty: all of them)
+    topics: list[str] = []
+    #: pad values to this many bytes (benchmarks)
+    value_bytes: int = Field(0, ge=0, le=1_000_000)
+    #: size each transaction to take about this long instead (the count adapts to the last one's pace)
+    txn_ms: float = Field(0, ge=0)
+    #: keep each transaction open this long after its records are written, before the commit
+    hold_ms: float = Field(0, ge=0)
+    #: each commit call's timeout (a timed-out commit is retried)
+    commit_timeout_s: float = Field(CALL_TIMEOUT_S, gt=0, le=600)
+    #: try an abort after a commit timed out, as applications wrongly do (librdkafka refuses it)
+    abort_after_commit_timeout: bool = False
+    #: no transaction for ``idle_ms`` after every ``idle_every`` transactions (0: never idle)
+    idle_every: int = Field(0, ge=0)
+    idle_ms: float = Field(0, ge=0)
+    #: values per second at most (0: as fast as it goes)
+    rate: float = Field(0, ge=0)
+
+
+class ReaderSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class CopierSettings(Settings):
+    input: str
+    output: str
+    group: str = COPIER_GROUP
+    abort_share: float = Field(0.1, ge=0, le=1)
+    #: input records per transaction at most
+    batch: int = Field(50, ge=1, le=10_000)
+
+
+class ZombieSettings(Settings):
+    #: the transactional.id both instances use
+    txn_id: str = "eos-zombie"
+    #: set by the runner for each of the entry's two processes
+    role: Literal["first", "second"] = "first"
+
+
+class SparkJobSettings(Settings):
+    input: str
+    output: str
+    #: the compacted topic of per-batch markers (transactional sink only)
+    markers: str | None = None
+    #: transactional: our foreachBatch, one Kafka transaction per micro-batch; builtin: Spark's own sink
+    sink: Literal["transactional", "builtin"] = "transactional"
+    max_offsets_per_trigger: int = Field(5000, ge=1)
+    trigger_ms: int = Field(1000, ge=1)
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str
+    #: what ``python -m`` runs for each process of this kind
+    module: str
+    settings: type[BaseModel]
+    #: settings naming topics the scenario must declare (given the entry's settings)
+    topic_settings: tuple[str, ...] = ()
+    #: the supervisor restarts a process of this kind whenever it dies (the Spark driver: from its
+    #: checkpoint)
+    restarted: bool = False
+    #: one process per role (setting ``role``) instead of ``count`` alike; only the first starts with
+    #: the run, the nemesis starts the others at their moment (the zombie's second instance)
+    roles: tuple[str, ...] = ()
+
+    def processes(self, count: int, settings: dict[str, Any]) -> list[tuple[str, dict[str, Any], bool]]:
+        """(process name, settings, start with the run?) for one scenario entry of ``count``."""
+        if self.roles:
+            return [(f"{self.name}-{role}", {**settings, "role": role}, i == 0) for i, role in enumerate(self.roles)]
+        return [(f"{self.name}-{i}", dict(settings), True) for i in range(count)]
+
+    def required_topics(self, settings: dict[str, Any]) -> list[str]:
+        """The settings of this entry that must each name one of the scenario's topics."""
+        if self.name == "spark-job" and settings.get("sink", "transactional") != "transactional":
+            return [k for k in self.topic_settings if k != "markers"]
+        return list(self.topic_settings)
+
+
+KINDS: dict[str, Kind] = {k.name: k for k in (
+    Kind("txn-producer", "harness.workloads.txn_producer", TxnProducerSettings),
+    Kind("reader", "harness.workloads.reader", ReaderSettings),
+    Kind("copier", "harness.workloads.copier", CopierSettings, topic_settings=("input", "output")),
+    Kind("zombie", "harness.workloads.zombie", ZombieSettings, roles=("first", "second")),
+    Kind("spark-job", "harness.spark.job", SparkJobSettings, topic_settings=("input", "output", "markers"),
+         restarted=True),
+)}
+assert set(KINDS) == set(get_args(KindName)), "every kind a scenario may name is registered"
+
+
+def kind(name: str) -> Kind:
+    """The registered kind ``name`` (KeyError: none; a validated scenario only names known ones)."""
+    return KINDS[name]
+
+
+def modules() -> dict[str, str]:
+    """Kind name -> the module its processes run."""
+    return {k.name: k.module for k in KINDS.values()}
+
+
+def restarted() -> tuple[str, ...]:
+    """The kinds the supervisor restarts when their process dies."""
+    return tuple(k.name for k in KINDS.values() if k.restarted)
+
+
+def check_settings(name: str, settings: dict[str, Any]) -> None:
+    """Raise ValueError saying, in the scenario's words, which of ``settings`` a ``name`` workload
+    cannot take and what it allows."""
+    model = KINDS[name].settings
+    try:
+        model.model_validate(settings)
+    except ValidationError as exc:
+        problems = [_problem(e, model) for e in exc.errors()]
+        raise ValueError(f"{name} setting " + f"; {name} setting ".join(problems)) from None
+
+
+def _problem(e: Any, model: type[BaseModel]) -> str:
+    """One pydantic error about a settings dict as ``key: what is wrong; what is allowed``."""
+    key = ".".join(str(x) for x in e["loc"]) or "settings"
+    if e["type"] == "extra_forbidden":
+        close = difflib.get_close_matches(key, list(model.model_fields), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        return f"{key}: unknown (allowed: {', '.join(model.model_fields) or 'none'}){hint}"
+    if e["type"] == "literal_error":
+        allowed = ", ".join(str(a) for a in get_args(model.model_fields[str(e["loc"][0])].annotation))
+        return f"{key}: {e['input']!r}; allowed: {allowed}"
+    if e["type"] == "missing":
+        return f"{key}: required"
+    return f"{key}: {e['input']!r}: {e['msg']}"

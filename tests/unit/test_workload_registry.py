@@ -1,0 +1,76 @@
+"""The registry of workload kinds: what each kind runs, how many processes a scenario entry makes,
+which the supervisor restarts, and how a bad setting is reported (file, line, what is allowed)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from harness import scenario, supervisor
+from harness.errors import ConfigError
+from harness.runner import workload_configs
+from harness.workloads import registry
+
+
+@pytest.mark.parametrize("name", sorted(registry.KINDS))
+def test_every_kind_runs_a_module_that_exists(name: str) -> None:
+    assert importlib.util.find_spec(registry.kind(name).module) is not None
+
+
+def test_the_supervisor_starts_and_restarts_what_the_registry_says() -> None:
+    assert supervisor.MODULES == registry.modules()
+    assert supervisor.RESTARTED == ("spark-job",)
+
+
+def test_an_entry_makes_count_processes_and_the_zombie_two_with_the_second_started_later(tmp_path: Path) -> None:
+    sc = scenario.Scenario(name="s", description="-", workloads=[
+        scenario.Workload(kind="txn-producer", count=2, settings={"values_per_txn": 3}),
+        scenario.Workload(kind="zombie", count=1, settings={"txn_id": "z"})])
+    made = [(kind, cfg.name, cfg.settings, now) for kind, cfg, now in workload_configs(sc, tmp_path, "b:1", 7)]
+    assert made == [("txn-producer", "txn-producer-0", {"values_per_txn": 3}, True),
+                    ("txn-producer", "txn-producer-1", {"values_per_txn": 3}, True),
+                    ("zombie", "zombie-first", {"txn_id": "z", "role": "first"}, True),
+                    ("zombie", "zombie-second", {"txn_id": "z", "role": "second"}, False)]
+
+
+def test_defaults_are_the_ones_the_workloads_always_used() -> None:
+    t = registry.TxnProducerSettings()
+    assert (t.values_per_txn, t.abort_share, t.transactional, t.transaction_timeout_ms, t.commit_timeout_s) == \
+        (6, 0.1, True, 60_000, 30.0)
+    c = registry.CopierSettings(input="i", output="o")
+    assert (c.group, c.abort_share, c.batch) == ("eos-chaos-copier", 0.1, 50)
+    s = registry.SparkJobSettings(input="i", output="o")
+    assert (s.sink, s.trigger_ms, s.max_offsets_per_trigger) == ("transactional", 1000, 5000)
+
+
+def _load(tmp_path: Path, workloads: str) -> str:
+    f = tmp_path / "bad.yaml"
+    f.write_text("name: bad\ndescription: x\ntopics: [a, b]\nworkloads:\n" + workloads)
+    with pytest.raises(ConfigError) as info:
+        scenario.load(str(f))
+    return str(info.value)
+
+
+def test_a_setting_out_of_bounds_names_file_line_setting_and_bound(tmp_path: Path) -> None:
+    msg = _load(tmp_path, "  - kind: reader\n  - kind: txn-producer\n    settings: {values_per_txn: 0}\n")
+    assert f"{tmp_path / 'bad.yaml'}:7:" in msg, msg
+    assert "txn-producer setting values_per_txn: 0: Input should be greater than or equal to 1" in msg, msg
+
+
+def test_an_unknown_setting_lists_the_allowed_ones_and_the_closest(tmp_path: Path) -> None:
+    msg = _load(tmp_path, "  - kind: copier\n    settings: {input: a, output: b, abort_shar: 0.1}\n")
+    assert "copier setting abort_shar: unknown (allowed: transaction_timeout_ms, input, output, group, " \
+           "abort_share, batch); did you mean 'abort_share'?" in msg, msg
+
+
+def test_a_missing_setting_and_a_topic_the_scenario_lacks_are_reported(tmp_path: Path) -> None:
+    assert "copier setting output: required" in _load(tmp_path, "  - kind: copier\n    settings: {input: a}\n")
+    msg = _load(tmp_path, "  - kind: copier\n    settings: {input: a, output: c}\n")
+    assert "a copier workload needs settings ['output'], each one of the scenario's topics ['a', 'b']" in msg, msg
+
+
+def test_a_reader_takes_no_settings(tmp_path: Path) -> None:
+    msg = _load(tmp_path, "  - kind: reader\n    settings: {batch: 5}\n")
+    assert "reader setting batch: unknown (allowed: none)" in msg, msg
