@@ -160,7 +160,7 @@ def names() -> list[str]:
 
 def load(name_or_path: str) -> Scenario:
     path = Path(name_or_path)
-    if not path.suffix:
+    if not path.suffix and not path.is_file():  # a name; an existing file is loaded whatever its name
         path = LIBRARY / f"{name_or_path}.yaml"
         if not path.exists():
             raise ConfigError(f"unknown scenario {name_or_path!r}; known: {', '.join(names())}")
