@@ -22,6 +22,7 @@ from harness.cli.options import (
     JsonOut,
     KafkaVersion,
     PortBase,
+    finite_option,
     kafka_artifacts,
 )
 from harness.errors import HarnessError
@@ -46,7 +47,7 @@ def _print_series(header: str, series: Iterable[Series]) -> None:
 @guarded
 def bench_cluster(
     runs: int = typer.Option(3, "--runs", min=1, max=50),
-    load: float = typer.Option(30.0, "--load", min=0, help="Seconds of smoke load before the second RSS sample (0: none)."),
+    load: float = finite_option(30.0, "--load", 0, help="Seconds of smoke load before the second RSS sample (0: none)."),
     backend: Backend = BackendOpt,
     kafka_version: str = KafkaVersion,
     port_base: int | None = PortBase,
@@ -142,7 +143,7 @@ def _bench_on_one_cluster(name: str, runs: int, backend: Backend, port_base: int
 @app.command("producer")
 @guarded
 def bench_producer_cmd(
-    seconds: float = typer.Option(30.0, "--seconds", min=5, help="How long our txn-producer runs."),
+    seconds: float = finite_option(30.0, "--seconds", 5, help="How long our txn-producer runs."),
     record_bytes: int = typer.Option(100, "--record-size", min=16, max=100_000),
     txn_ms: int = typer.Option(100, "--txn-ms", min=10, max=60_000, help="Transaction length (both producers)."),
     runs: int = BenchRuns, backend: Backend = BackendOpt, port_base: int | None = PortBase, as_json: bool = JsonOut,
@@ -168,7 +169,7 @@ def bench_producer_cmd(
 @app.command("spark")
 @guarded
 def bench_spark_cmd(
-    seconds: float = typer.Option(90.0, "--seconds", min=45, help="How long each run's job runs."),
+    seconds: float = finite_option(90.0, "--seconds", 45, help="How long each run's job runs."),
     rate: int = typer.Option(1000, "--rate", min=10, max=100_000, help="Input records per second."),
     runs: int = BenchRuns, backend: Backend = BackendOpt, port_base: int | None = PortBase, as_json: bool = JsonOut,
 ) -> None:

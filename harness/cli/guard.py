@@ -43,8 +43,8 @@ def guarded(command: Callable[P, T]) -> Callable[P, T]:
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
         try:
             return command(*args, **kwargs)
-        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
-            raise  # typer's own exits and usage errors already carry their code and message
+        except (typer.Exit, typer.Abort, click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+            raise  # a command's chosen exit code, and usage errors, which carry their own message
         except HarnessError as exc:
             fail(exc)
         except KeyboardInterrupt:

@@ -9,7 +9,9 @@ import enum
 import logging
 import math
 import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -43,23 +45,30 @@ BenchRuns = typer.Option(3, "--runs", min=1, max=10)
 JsonOut = typer.Option(False, "--json", help="Machine-readable output.")
 
 
-def _duration(value: float | None) -> float | None:
-    # click's FloatRange lets nan through (every comparison with nan is false) and a bound of
-    # 24 h alone would name neither inf nor nan, so the whole rule is here.
-    if value is None:
-        return None
-    if not math.isfinite(value):
-        raise typer.BadParameter(f"{value} is not a number of seconds; give {MIN_DURATION_S:g} to {MAX_DURATION_S} "
-                                 "(24 h)")
-    if not MIN_DURATION_S <= value <= MAX_DURATION_S:
-        raise typer.BadParameter(f"{value:g} s is out of range; give {MIN_DURATION_S:g} to {MAX_DURATION_S} (24 h)")
-    return value
+def _within(low: float, high: float | None, why: str) -> Callable[[float | None], float | None]:
+    """A check that a float option's value is a number from ``low`` to ``high``. Not click's
+    ``FloatRange``: it lets nan through (every comparison with nan is false), and a dry run or a
+    deadline of nan or inf never ends."""
+
+    def check(value: float | None) -> float | None:
+        if value is not None and not (math.isfinite(value) and low <= value <= (math.inf if high is None else high)):
+            allowed = f"from {low:g} to {high:g}" if high is not None else f"of at least {low:g}"
+            raise typer.BadParameter(f"{value:g} is not allowed; give a number {allowed}{why}")
+        return value
+
+    return check
 
 
-def duration_option(help: str) -> float | None:
-    """An optional ``--duration`` override in seconds: finite, from 5 s to the scenario limit (24 h)."""
-    return typer.Option(None, "--duration", callback=_duration, metavar=f"{MIN_DURATION_S:g}..{MAX_DURATION_S}",
-                        help=help)  # type: ignore[no-any-return]
+def finite_option(default: float | None, flag: str, low: float, high: float | None = None, why: str = "", *,
+                  help: str) -> Any:
+    """A float option (seconds, hours) that must be a finite number from ``low`` to ``high``."""
+    bounds = f"{low:g}<=x<={high:g}" if high is not None else f"x>={low:g}"
+    return typer.Option(default, flag, callback=_within(low, high, why), metavar=f"<float> [{bounds}]", help=help)
+
+
+def duration_option(help: str) -> Any:
+    """An optional ``--duration`` override in seconds: from 5 s to the scenario limit (24 h)."""
+    return finite_option(None, "--duration", MIN_DURATION_S, MAX_DURATION_S, " (s; at most 24 h)", help=help)
 
 
 BROKER_KEY = re.compile(r"^[a-z][a-z0-9_.-]*$")

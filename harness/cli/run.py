@@ -21,6 +21,7 @@ from harness.cli.options import (
     KafkaVersion,
     PortBase,
     duration_option,
+    finite_option,
     kafka_artifacts,
 )
 from harness.cli.summary import FAIL, PASS, print_outcome, print_verdict
@@ -104,7 +105,7 @@ def run_cmd(
 @app.command()
 @guarded
 def smoke(
-    duration: float = typer.Option(30.0, "--duration", min=10, max=3600, help="Seconds of transactional writes."),
+    duration: float = finite_option(30.0, "--duration", 10, 3600, help="Seconds of transactional writes."),
     backend: Backend = BackendOpt,
     kafka_version: str = KafkaVersion,
     port_base: int | None = PortBase,

@@ -13,7 +13,7 @@ from clusters import artifacts, pins
 from clusters.backends import Backend
 from harness.cli.console import out
 from harness.cli.guard import EXIT_INTERRUPTED, guarded
-from harness.cli.options import BackendOpt, duration_option
+from harness.cli.options import BackendOpt, duration_option, finite_option
 from harness.errors import ConfigError
 from harness.runs import new_run_dir
 
@@ -26,7 +26,7 @@ app = typer.Typer()
 def soak_cmd(
     scenarios_opt: str = typer.Option(None, "--scenarios", metavar="A,B,...",
                                       help="Scenarios to repeat, in turn \\[default: every one that expects a valid run]."),
-    hours: float = typer.Option(None, "--hours", min=0.001, help="Start runs until this many hours have passed."),
+    hours: float | None = finite_option(None, "--hours", 0.001, help="Start runs until this many hours have passed."),
     runs: int = typer.Option(None, "--runs", min=1, help="This many runs \\[default: one of each scenario]."),
     seed: int = typer.Option(None, "--seed", help="Master seed; each run's seed is drawn from it \\[default: random]."),
     fail_fast: bool = typer.Option(False, "--fail-fast", help="Stop at the first run that is not as its scenario expects."),

@@ -69,6 +69,18 @@ def test_a_duration_that_is_not_5_s_to_24_h_is_refused_naming_the_flag(value: st
     assert no_real_run == []
 
 
+@pytest.mark.parametrize(("command", "flag", "allowed"), [
+    (["smoke"], "--duration", "from 10 to 3600"), (["soak"], "--hours", "of at least 0.001"),
+    (["bench", "producer"], "--seconds", "of at least 5"), (["bench", "spark"], "--seconds", "of at least 45"),
+    (["bench", "cluster"], "--load", "of at least 0"),
+])
+@pytest.mark.parametrize("value", ["inf", "nan"])
+def test_every_float_option_refuses_inf_and_nan(command: list[str], flag: str, allowed: str, value: str) -> None:
+    r = cli(*command, flag, value)
+    assert r.exit_code == 2, r.output
+    assert flag in r.output and f"give a number {allowed}" in r.output
+
+
 @pytest.mark.parametrize("value", ["5", "60", "86400"])
 def test_a_duration_within_the_limit_plans_a_schedule(value: str) -> None:
     r = cli("run", "leader-kill", "--dry-run", "--duration", value)
@@ -135,6 +147,13 @@ def _raise(exc: BaseException) -> Any:
     def boom(*args: Any, **kwargs: Any) -> Any:
         raise exc
     return boom
+
+
+def test_an_exit_code_a_command_chooses_passes_the_guard(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EOS_CHAOS_STATE", str(tmp_path / "state"))
+    r = cli("cluster", "status", "--backend", "local", "--json")
+    assert r.exit_code == 1, r.output
+    assert '"up": false' in r.stdout and "internal error" not in r.output
 
 
 def test_a_bug_is_one_line_without_traceback_exit_2(monkeypatch: pytest.MonkeyPatch) -> None:
