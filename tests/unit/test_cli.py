@@ -228,3 +228,35 @@ def test_a_soak_is_as_expected_only_if_every_run_was_and_the_cluster_healed() ->
     assert not s.as_expected
     s = Soak(7, ["baseline"], "local", 1, None, False, stopped_because="interrupted")
     assert s.interrupted
+
+
+# What run, check and smoke print at the end (harness.cli.summary), and the dry run's schedule.
+
+def test_check_prints_the_one_verdict_summary(tmp_path: Path) -> None:
+    from tests.unit.test_report import make_run
+
+    clean, dup = make_run(tmp_path, "", "clean"), make_run(tmp_path, "duplicate", "dup")
+    r = cli("check", str(clean))
+    assert r.exit_code == 0, r.output
+    assert r.stdout.startswith("VALID txn ok=") and f"run folder: {clean}" in r.stdout
+    assert "duplicate:" not in r.stdout
+    r = cli("check", str(dup))
+    assert r.exit_code == 1, r.output
+    assert r.stdout.startswith("INVALID txn ok=") and "  duplicate: " in r.stdout and f"run folder: {dup}" in r.stdout
+
+
+def test_print_outcome_is_the_smoke_summary_too(capsys: pytest.CaptureFixture[str]) -> None:
+    from harness.cli.summary import FAIL, print_outcome
+
+    print_outcome(FAIL, "transactions ok=3 [not markup]", ["missing: ['v-1']"], "logs: /x")
+    assert capsys.readouterr().out == "FAIL transactions ok=3 [not markup]\n  missing: ['v-1']\nlogs: /x\n"
+
+
+def test_the_dry_run_text_lists_the_json_schedule() -> None:
+    import json
+
+    planned = json.loads(cli("run", "flaky-network", "--seed", "5", "--dry-run", "--json").stdout)
+    text = cli("run", "flaky-network", "--seed", "5", "--dry-run").stdout.splitlines()
+    assert text[0] == f"flaky-network, seed 5, {planned['duration']:.0f}s:"
+    assert [line.split()[1] for line in text[1:]] == [f["kind"] for f in planned["schedule"]]
+    assert planned["schedule"], "flaky-network plans faults"
