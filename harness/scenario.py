@@ -166,11 +166,11 @@ def load(name_or_path: str) -> Scenario:
             raise ConfigError(f"unknown scenario {name_or_path!r}; known: {', '.join(names())}")
     if not path.exists():
         raise ConfigError(f"scenario file {path} does not exist")
-    text = path.read_text()
     try:
+        text = path.read_text()
         data = yaml.safe_load(text)
         root = yaml.compose(text)
-    except yaml.YAMLError as exc:
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
     try:
         return Scenario.model_validate(data)

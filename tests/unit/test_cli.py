@@ -260,3 +260,11 @@ def test_the_dry_run_text_lists_the_json_schedule() -> None:
     assert text[0] == f"flaky-network, seed 5, {planned['duration']:.0f}s:"
     assert [line.split()[1] for line in text[1:]] == [f["kind"] for f in planned["schedule"]]
     assert planned["schedule"], "flaky-network plans faults"
+
+
+def test_a_scenario_file_that_is_not_text_says_so(tmp_path: Path) -> None:
+    path = tmp_path / "scenario.bin"
+    path.write_bytes(b"name: x\n\xd0\xff\xfe\n")
+    r = cli("run", str(path), "--dry-run")
+    assert r.exit_code == 2, r.output
+    assert f"{path}: not valid YAML" in r.output and "internal error" not in r.output
