@@ -13,7 +13,6 @@ from rich.markup import escape
 
 from clusters import artifacts, backends, pins
 from clusters.backends import Backend
-from harness.cli import dryrun
 from harness.cli.console import err, out
 from harness.cli.guard import EXIT_INTERRUPTED, guarded
 from harness.cli.options import (
@@ -70,6 +69,9 @@ def run_cmd(
     Uses the backend's cluster that is up (healing it first), else starts one and takes it down
     after (unless --keep). Ctrl-C ends the run early: faults are healed, what ran is checked, exit 130."""
     from harness import runner, scenario
+    from harness.cli import (
+        dryrun,  # imports the schedule and pydantic models: only when a run needs them
+    )
 
     if as_json and not dry_run:
         # A run prints its verdict, not JSON: --json alone would start a real run by surprise.
