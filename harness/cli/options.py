@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 #: The longest scenario a run accepts: ``Scenario.duration``'s limit (harness/scenario.py).
 # TODO(merge): use the Scenario method that validates a duration override once it lands (faults).
 MAX_DURATION_S = 24 * 3600
-#: The shortest ``--duration`` override: less leaves no time for a fault and its heal.
+#: The shortest ``--duration`` override (the limit the flag has always had).
 MIN_DURATION_S = 5.0
 
 
