@@ -268,3 +268,23 @@ def test_a_scenario_file_that_is_not_text_says_so(tmp_path: Path) -> None:
     r = cli("run", str(path), "--dry-run")
     assert r.exit_code == 2, r.output
     assert f"{path}: not valid YAML" in r.output and "internal error" not in r.output
+
+
+def test_every_command_is_wrapped_in_the_one_guard() -> None:
+    import typer
+
+    from harness.cli.guard import guarded
+
+    guard_code = guarded(lambda: None).__code__
+
+    def commands(t: typer.Typer, prefix: str = "") -> Iterator[tuple[str, Any]]:
+        for c in t.registered_commands:
+            yield f"{prefix}{c.name or getattr(c.callback, '__name__', '?')}", c.callback
+        for g in t.registered_groups:
+            assert g.typer_instance is not None
+            yield from commands(g.typer_instance, f"{prefix}{g.name + ' ' if g.name else ''}")
+
+    found = dict(commands(app))
+    assert len(found) >= 20, sorted(found)  # every command the CLI had before the split
+    unguarded = [name for name, callback in found.items() if getattr(callback, "__code__", None) is not guard_code]
+    assert unguarded == []
