@@ -162,17 +162,17 @@ def names() -> list[str]:
 
 def load(name_or_path: str) -> Scenario:
     path = Path(name_or_path)
-    if not path.suffix:
+    if not path.suffix and not path.is_file():  # a name; an existing file is loaded whatever its name
         path = LIBRARY / f"{name_or_path}.yaml"
         if not path.exists():
             raise ConfigError(f"unknown scenario {name_or_path!r}; known: {', '.join(names())}")
     if not path.exists():
         raise ConfigError(f"scenario file {path} does not exist")
-    text = path.read_text()
     try:
+        text = path.read_text()
         data = yaml.safe_load(text)
         root = yaml.compose(text)
-    except yaml.YAMLError as exc:
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
     try:
         return Scenario.model_validate(data)

@@ -76,6 +76,16 @@ class Soak:
                 "valid": sum(r.valid is True for r in self.runs), "invalid": sum(r.valid is False for r in self.runs),
                 "errors": sum(r.error is not None for r in self.runs), "anomalies": anomalies}
 
+    @property
+    def interrupted(self) -> bool:
+        """Ended by Ctrl-C or SIGTERM (its summary is written all the same)."""
+        return self.stopped_because == "interrupted"
+
+    @property
+    def as_expected(self) -> bool:
+        """Every run as its scenario expects, and the cluster healed at the end."""
+        return not self.totals()["not_as_expected"] and self.healed_at_end is not False
+
     def replays(self) -> list[str]:
         """The command that replays each run that was not as expected (same scenario and seed)."""
         return [f"eos-chaos run {r.scenario} --backend {self.backend} --seed {r.seed}" for r in self.runs if r.failed]
@@ -99,6 +109,14 @@ def resolve(names: list[str] | None, duration: float | None) -> list[Scenario]:
         raise ConfigError(f"--scenarios: unknown {unknown}; allowed: {', '.join(known)} (or YAML files)")
     out = [scenario.load(n) for n in names]
     return [sc.model_copy(update={"duration": duration}) if duration else sc for sc in out]
+
+
+def runs_wanted(runs: int | None, hours: float | None, scenarios: int) -> int | None:
+    """How many runs a soak starts: ``runs``; none counted when it stops after ``hours``; else one
+    of each scenario. ``ConfigError`` when both are given."""
+    if hours is not None and runs is not None:
+        raise ConfigError("--hours and --runs: give one of them (a soak stops at a time or a number of runs)")
+    return runs if runs is not None or hours is not None else scenarios
 
 
 def seeds(master: int) -> Callable[[], int]:

@@ -1,0 +1,83 @@
+"""``eos-chaos cluster up|down|status``: a cluster that outlives one command."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+
+import typer
+
+from clusters import backends, state
+from clusters.backends import Backend
+from harness.cli.console import out
+from harness.cli.guard import guarded
+from harness.cli.options import (
+    BackendOpt,
+    BrokerConfig,
+    KafkaVersion,
+    PortBase,
+    kafka_artifacts,
+    parse_broker_config,
+)
+from harness.runs import new_run_dir
+
+log = logging.getLogger(__name__)
+app = typer.Typer(no_args_is_help=True, help="Bring a cluster up, down, or ask how it is.")
+
+
+@app.command("up")
+@guarded
+def cluster_up(backend: Backend = BackendOpt, kafka_version: str = KafkaVersion, port_base: int | None = PortBase,
+               broker_config: list[str] = BrokerConfig) -> None:
+    """Start a 3-node cluster that stays up until `eos-chaos cluster down`."""
+    overrides = parse_broker_config(broker_config)
+    arts = kafka_artifacts(kafka_version)
+    run_dir = new_run_dir("cluster")
+    cluster = backends.new_cluster(backend, arts, run_dir, port_base, overrides, detached=True)
+    t0 = time.monotonic()
+    log.info(f"starting {backend.value} cluster, Kafka {kafka_version}, run folder {run_dir}")
+    cluster.start()
+    s = cluster.status()
+    out.print(f"{backend.value} cluster up and healthy in {time.monotonic() - t0:.1f}s", highlight=False)
+    out.print(f"  bootstrap (through proxies): {s.bootstrap}\n  direct bootstrap: {s.direct_bootstrap}\n"
+              f"  toxiproxy: {s.toxiproxy}\n  logs: {run_dir}/nodes/", highlight=False)
+
+
+@app.command("down")
+@guarded
+def cluster_down(backend: Backend = BackendOpt) -> None:
+    """Stop the cluster and everything of ours left running (no error when nothing is up)."""
+    rec = state.load(backend.value)
+    if rec is None:
+        left = backends.reclaim(backend)
+        out.print(f"no {backend.value} cluster was up{f'; reclaimed {left} leftovers of crashed runs' if left else ''}")
+        return
+    backends.attach(rec).stop()
+    out.print(f"{backend.value} cluster down; logs kept in {rec.run_dir}", highlight=False)
+
+
+@app.command("status")
+@guarded
+def cluster_status(
+    backend: Backend = BackendOpt,
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+) -> None:
+    """Show the cluster's addresses and node states (exit 1 when no cluster is up)."""
+    rec = state.load(backend.value)
+    if rec is None:
+        if as_json:
+            out.print_json(json.dumps({"backend": backend.value, "up": False, "nodes": []}))
+        else:
+            out.print(f"no {backend.value} cluster is up")
+        raise typer.Exit(1)
+    s = backends.attach(rec).status().to_json()
+    s["up"] = True
+    if as_json:
+        print(json.dumps(s, indent=2))
+        return
+    out.print(f"{s['backend']} cluster, Kafka {s['kafka_version']}, run folder {s['run_dir']}", highlight=False)
+    out.print(f"  bootstrap {s['bootstrap']}\n  direct    {s['direct_bootstrap']}\n  toxiproxy {s['toxiproxy']}", highlight=False)
+    out.print(f"  active controller {s['active_controller']}", highlight=False)
+    for n in s["nodes"]:
+        out.print(f"  node {n['id']}: {n['state']} (pid {n['pid']})", highlight=False)

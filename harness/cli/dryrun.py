@@ -1,0 +1,28 @@
+"""``eos-chaos run NAME --dry-run``: the fault schedule a scenario and seed would play, started nothing."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from harness import schedule
+from harness.cli.console import out
+from harness.scenario import Scenario
+
+
+def plan(sc: Scenario, seed: int) -> dict[str, Any]:
+    """The planned run as JSON-ready data: scenario name, seed, duration and the schedule."""
+    return {"scenario": sc.name, "seed": seed, "duration": sc.duration,
+            "schedule": schedule.as_json(schedule.plan(sc, seed))}
+
+
+def print_plan(sc: Scenario, seed: int, as_json: bool) -> None:
+    """Print the plan as JSON, or one line per fault: when, what (and on which workload), how long."""
+    planned = plan(sc, seed)
+    if as_json:
+        print(json.dumps(planned, indent=2))
+        return
+    out.print(f"{sc.name}, seed {seed}, {sc.duration:.0f}s:", highlight=False)
+    for f in planned["schedule"]:
+        extra = f" ({f['workload']})" if f.get("workload") else ""
+        out.print(f"  {f['at']:7.1f}s  {f['kind']}{extra} for {f['duration']:.1f}s", highlight=False)

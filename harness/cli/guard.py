@@ -1,0 +1,60 @@
+"""The one place where errors become exit codes: every command is wrapped in ``guarded``.
+
+0 ok, 1 the thing tested failed, 2 bad input or environment, 130 interrupted. No user ever sees a
+traceback: an unexpected exception is one line on stderr (the traceback goes to the log at debug
+level, shown with ``eos-chaos -v``)."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import traceback
+from collections.abc import Callable
+from typing import NoReturn, ParamSpec, TypeVar
+
+import click
+import typer
+from rich.markup import escape
+
+from harness.cli.console import err
+from harness.errors import HarnessError
+
+log = logging.getLogger(__name__)
+P = ParamSpec("P")
+T = TypeVar("T")
+
+#: Exit code of a command ended by Ctrl-C or SIGTERM (128 + SIGINT, as shells report it).
+EXIT_INTERRUPTED = 130
+#: Exit code of an error the harness did not expect (a bug): the same as bad input or environment.
+EXIT_INTERNAL = 2
+
+
+def fail(exc: HarnessError) -> NoReturn:
+    """Print ``exc`` as one error line and exit with its code."""
+    err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+    raise typer.Exit(exc.exit_code)
+
+
+def guarded(command: Callable[P, T]) -> Callable[P, T]:
+    """``command`` with harness errors turned into their exit code, Ctrl-C into 130 (after the
+    command's own cleanup has run) and any other exception into a one-line "internal error" (2)."""
+
+    @functools.wraps(command)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return command(*args, **kwargs)
+        except (typer.Exit, typer.Abort, click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+            raise  # a command's chosen exit code, and usage errors, which carry their own message
+        except HarnessError as exc:
+            fail(exc)
+        except KeyboardInterrupt:
+            err.print("[yellow]interrupted; faults healed, and what this command started was taken down (unless --keep)[/]")
+            raise typer.Exit(EXIT_INTERRUPTED) from None
+        except Exception as exc:  # noqa: BLE001 - the last line of defence: a bug, said in one line
+            # The traceback in the message itself: the console handler prints messages only.
+            log.debug("internal error in %s:\n%s", command.__name__, traceback.format_exc().rstrip())
+            err.print(f"[bold red]internal error:[/] {escape(f'{type(exc).__name__}: {exc}')} "
+                      "(a bug in eos-chaos; eos-chaos -v ... shows the traceback)", highlight=False, soft_wrap=True)
+            raise typer.Exit(EXIT_INTERNAL) from None
+
+    return wrapper

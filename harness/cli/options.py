@@ -1,0 +1,107 @@
+"""Options shared by several commands, and the checks of their values at the command line.
+
+A help text that shows a default of its own writes it ``\\[default: ...]``: rich help treats an
+unescaped ``[...]`` as markup and drops it."""
+
+from __future__ import annotations
+
+import enum
+import logging
+import math
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from clusters import artifacts, pins
+from clusters.backends import Backend
+from harness.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+#: The longest scenario a run accepts: ``Scenario.duration``'s limit (harness/scenario.py).
+# TODO(merge): use the Scenario method that validates a duration override once it lands (faults).
+MAX_DURATION_S = 24 * 3600
+#: The shortest ``--duration`` override (the limit the flag has always had).
+MIN_DURATION_S = 5.0
+
+
+class Engine(str, enum.Enum):
+    default = "default"
+    spark = "spark"
+
+
+KafkaVersion = typer.Option(pins.KAFKA_VERSION, "--kafka-version", help="Apache Kafka release (Maven Central).")
+PortBase = typer.Option(None, "--port-base", min=1024, max=65000,
+                        help="First of node 1's 4 listener ports \\[default: 19092 local, 29092 compose].")
+BrokerConfig = typer.Option([], "--broker-config", metavar="KEY=VALUE",
+                            help="A broker setting on top of the harness defaults (repeatable), e.g. num.io.threads=4.")
+BackendOpt = typer.Option(Backend.local, "--backend", help="Where the cluster runs: local processes or Docker Compose.")
+EngineOpt = typer.Option(Engine.default, "--engine", help="default: numpy/pandas in memory; spark: Spark DataFrame "
+                         "jobs over the Parquet history (local[2], or $EOS_CHAOS_SPARK_MASTER) for histories larger than memory.")
+BenchRuns = typer.Option(3, "--runs", min=1, max=10)
+JsonOut = typer.Option(False, "--json", help="Machine-readable output.")
+
+
+def _within(low: float, high: float | None, why: str) -> Callable[[float | None], float | None]:
+    """A check that a float option's value is a number from ``low`` to ``high``. Not click's
+    ``FloatRange``: it lets nan through (every comparison with nan is false), and a dry run or a
+    deadline of nan or inf never ends."""
+
+    def check(value: float | None) -> float | None:
+        if value is not None and not (math.isfinite(value) and low <= value <= (math.inf if high is None else high)):
+            allowed = f"from {low:g} to {high:g}" if high is not None else f"of at least {low:g}"
+            raise typer.BadParameter(f"{value:g} is not allowed; give a number {allowed}{why}")
+        return value
+
+    return check
+
+
+def finite_option(default: float | None, flag: str, low: float, high: float | None = None, why: str = "", *,
+                  help: str) -> Any:
+    """A float option (seconds, hours) that must be a finite number from ``low`` to ``high``."""
+    bounds = f"{low:g}<=x<={high:g}" if high is not None else f"x>={low:g}"
+    return typer.Option(default, flag, callback=_within(low, high, why), metavar=f"<float> [{bounds}]", help=help)
+
+
+def duration_option(help: str) -> Any:
+    """An optional ``--duration`` override in seconds: from 5 s to the scenario limit (24 h)."""
+    return finite_option(None, "--duration", MIN_DURATION_S, MAX_DURATION_S, " (s; at most 24 h)", help=help)
+
+
+BROKER_KEY = re.compile(r"^[a-z][a-z0-9_.-]*$")
+
+
+def parse_broker_config(items: list[str]) -> dict[str, str]:
+    """``--broker-config KEY=VALUE`` items as a dict; a clear error for anything else."""
+    found: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not BROKER_KEY.match(key.strip()):
+            raise ConfigError(f"--broker-config {item!r}: expected KEY=VALUE with a Kafka broker property name "
+                              "(lower case, dots), e.g. --broker-config num.io.threads=4")
+        found[key.strip()] = value.strip()
+    return found
+
+
+def run_folder(arg: str, what: str = "run folder") -> Path:
+    """``arg`` as an existing folder; ``ConfigError`` saying whether it is missing or a file."""
+    path = Path(arg)
+    if path.is_file():
+        raise ConfigError(f"{path} is a file, not a {what} (give the folder that eos-chaos run made, "
+                          "e.g. results/<run id>)")
+    if not path.is_dir():
+        raise ConfigError(f"{what} {path} does not exist")
+    return path
+
+
+def kafka_artifacts(kafka_version: str) -> artifacts.Artifacts:
+    """Kafka and Toxiproxy for ``kafka_version``, fetched into the cache the first time."""
+    artifacts.parse_kafka_version(kafka_version)
+    have = artifacts.ready(kafka_version)
+    if have is not None:
+        return have
+    log.info(f"Kafka {kafka_version} or Toxiproxy not cached yet; fetching (once)")
+    return artifacts.ensure(kafka_version)

@@ -1,0 +1,78 @@
+"""``eos-chaos check``, ``report`` and ``compare``: what a finished run folder says, again."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import typer
+from rich.markup import escape
+
+from harness.cli.console import out
+from harness.cli.guard import guarded
+from harness.cli.options import Engine, EngineOpt, run_folder
+from harness.cli.summary import print_verdict
+
+app = typer.Typer()
+
+
+@app.command("check")
+@guarded
+def check_cmd(run_dir: str = typer.Argument(..., help="A run folder (with history/)."), engine: Engine = EngineOpt) -> None:
+    """Re-run the checker on a run folder's history alone; rewrites its verdict.json."""
+    from harness import runner
+    from harness.runner import write_verdict
+
+    d = run_folder(run_dir)
+    verdict = runner.rerun_check(d, engine.value)
+    write_verdict(verdict, d)
+    print_verdict(verdict, d)
+    if verdict["valid"] is not True:
+        raise typer.Exit(1)
+
+
+@app.command("report")
+@guarded
+def report_cmd(run_dir: str = typer.Argument(..., help="A finished run folder (with verdict.json)."),
+               out_file: str = typer.Option(None, "--out", help="Write here \\[default: RUN_DIR/report.html].")) -> None:
+    """(Re)make a run's self-contained report.html from its folder alone."""
+    from harness.report import write_report
+
+    started = time.perf_counter()
+    path = write_report(run_folder(run_dir), Path(out_file) if out_file else None)
+    out.print(f"{path} ({path.stat().st_size / 1e3:,.0f} kB, {time.perf_counter() - started:.1f}s)", highlight=False)
+
+
+@app.command("compare")
+@guarded
+def compare_cmd(run_a: str = typer.Argument(..., help="A finished run folder."),
+                run_b: str = typer.Argument(..., help="Another finished run folder."),
+                show_all: bool = typer.Option(False, "--all", help="Also the rows that are the same."),
+                as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")) -> None:
+    """What differs between two runs: verdict, checks, throughput, latency, outcomes, versions."""
+    from rich.table import Table
+
+    from harness.report.compare import as_json as to_json
+    from harness.report.compare import compare
+
+    a, b = run_folder(run_a), run_folder(run_b)
+    rows = compare(a, b)
+    if as_json:
+        print(json.dumps(to_json(a, b, rows), indent=2, default=str))
+        return
+    shown = [r for r in rows if show_all or r.differs]
+    if not shown:
+        out.print(f"no difference in {len(rows)} compared rows", highlight=False)
+        return
+    table = Table("", "", "A", "B", "change", box=None, highlight=False)
+    for col in table.columns:
+        col.overflow = "fold"
+    out.print(f"A: {a}\nB: {b}", highlight=False)
+    for r in shown:
+        mark = "[bold red]" if r.section in ("verdict", "checks") and r.differs else ""
+        table.add_row(r.section, f"{mark}{escape(r.key)}", escape(str(r.a)), escape(str(r.b)), escape(r.change))
+    out.print(table)
+    n = sum(r.differs for r in rows)
+    out.print(f"{n} of {len(rows)} rows differ (figures are single runs: small changes in throughput and latency are noise)",
+              highlight=False)

@@ -1,0 +1,130 @@
+"""``eos-chaos run``, ``smoke`` and ``scenarios``: one run of a scenario, and the list of them."""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+from collections.abc import Callable
+from pathlib import Path
+
+import typer
+from rich.markup import escape
+
+from clusters import artifacts, backends, pins
+from clusters.backends import Backend
+from harness.cli.console import err, out
+from harness.cli.guard import EXIT_INTERRUPTED, guarded
+from harness.cli.options import (
+    BackendOpt,
+    KafkaVersion,
+    PortBase,
+    duration_option,
+    finite_option,
+    kafka_artifacts,
+)
+from harness.cli.summary import FAIL, PASS, print_outcome, print_verdict
+from harness.errors import ConfigError
+from harness.runs import new_run_dir
+
+log = logging.getLogger(__name__)
+app = typer.Typer()
+
+#: How many values of each kind of smoke finding one line lists.
+SMOKE_ITEMS_SHOWN = 10
+
+
+@app.command()
+@guarded
+def scenarios(as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")) -> None:
+    """List the built-in scenarios: name and what each does."""
+    from harness import scenario
+
+    items = [(n, scenario.load(n).description) for n in scenario.names()]
+    if as_json:
+        print(json.dumps([{"name": n, "description": d} for n, d in items], indent=2))
+        return
+    for n, d in items:
+        out.print(f"[bold]{n}[/]  {escape(d)}", highlight=False)
+
+
+@app.command("run")
+@guarded
+def run_cmd(
+    name: str = typer.Argument(..., help="A built-in scenario (eos-chaos scenarios) or a YAML file."),
+    backend: Backend = BackendOpt,
+    seed: int = typer.Option(None, "--seed", help="Seed for the workloads' choices and the fault schedule "
+                             "(the same scenario and seed plan the same faults) \\[default: random]."),
+    duration: float | None = duration_option("Override the scenario's duration (s)."),
+    out_dir: str = typer.Option(None, "--out", help="Run folder \\[default: results/<run id>]."),
+    kafka_version: str = typer.Option(None, "--kafka-version",
+                                      help=f"Apache Kafka release \\[default: the cluster that is up, else {pins.KAFKA_VERSION}]."),
+    port_base: int | None = PortBase,
+    keep: bool = typer.Option(False, "--keep", help="Leave the cluster this run starts up afterwards (eos-chaos cluster down stops it)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the planned fault schedule; start nothing."),
+    as_json: bool = typer.Option(False, "--json", help="With --dry-run: the schedule as JSON."),
+) -> None:
+    """Run a scenario: cluster, workloads, faults, heal, final reads, verdict. Exit 0 valid, 1 not.
+
+    Uses the backend's cluster that is up (healing it first), else starts one and takes it down
+    after (unless --keep). Ctrl-C ends the run early: faults are healed, what ran is checked, exit 130."""
+    from harness import runner, scenario
+    from harness.cli import (
+        dryrun,  # imports the schedule and pydantic models: only when a run needs them
+    )
+
+    if as_json and not dry_run:
+        # A run prints its verdict, not JSON: --json alone would start a real run by surprise.
+        raise ConfigError("--json needs --dry-run (it prints the planned schedule as JSON; a run's verdict is "
+                          "in RUN_DIR/verdict.json)")
+    if kafka_version is not None:
+        artifacts.parse_kafka_version(kafka_version)
+    sc = scenario.load(name)
+    if duration is not None:
+        # TODO(merge): the faults engineer's validating Scenario override replaces this copy.
+        sc = sc.model_copy(update={"duration": duration})
+    s = seed if seed is not None else random.randrange(2**31)
+    if dry_run:
+        dryrun.print_plan(sc, s, as_json)
+        return
+    run_dir = Path(out_dir) if out_dir else new_run_dir(sc.name)
+    log.info(f"scenario {sc.name}, seed {s}, {backend.value} backend, run folder {run_dir}")
+    from harness.progress import Progress
+
+    def show(d: Path, secs: float, faults: Callable[[], list[str]]) -> Progress:
+        return Progress(d, secs, faults, console=err).start()
+
+    result = runner.run(sc, backend, s, run_dir, kafka_version, port_base=port_base, keep=keep, show=show,
+                        source=name)
+    print_verdict(result.verdict, run_dir)
+    if result.interrupted:
+        err.print("[yellow]interrupted: the run ended early; faults healed, what ran was checked[/]")
+        raise typer.Exit(EXIT_INTERRUPTED)
+    if not result.valid:
+        raise typer.Exit(1)
+
+
+@app.command()
+@guarded
+def smoke(
+    duration: float = finite_option(30.0, "--duration", 10, 3600, help="Seconds of transactional writes."),
+    backend: Backend = BackendOpt,
+    kafka_version: str = KafkaVersion,
+    port_base: int | None = PortBase,
+) -> None:
+    """A cluster + a transactional producer while a broker is killed -9; PASS when every
+    committed value is read back exactly once."""
+    from harness.smoke import run_smoke
+
+    arts = kafka_artifacts(kafka_version)
+    run_dir = new_run_dir("smoke")
+    log.info(f"run folder {run_dir}")
+    with backends.new_cluster(backend, arts, run_dir, port_base) as cluster:
+        log.info("cluster healthy; producing")
+        result = run_smoke(cluster, duration, run_dir)
+    details = [escape(line) for line in result.details()]
+    print_outcome(PASS if result.passed else FAIL, result.summary(), details,
+                  f"logs: {run_dir}/nodes/*/server.log, {run_dir}/toxiproxy.log ({backend.value} backend)")
+    (run_dir / "smoke.txt").write_text(("PASS " if result.passed else "FAIL ") + result.summary() + "\n")
+    if not result.passed:
+        raise typer.Exit(1)

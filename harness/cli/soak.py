@@ -1,0 +1,66 @@
+"""``eos-chaos soak``: many runs with fresh seeds on one cluster (the rules live in harness.soak)."""
+
+from __future__ import annotations
+
+import logging
+import random
+from pathlib import Path
+
+import typer
+from rich.markup import escape
+
+from clusters import artifacts, pins
+from clusters.backends import Backend
+from harness.cli.console import out
+from harness.cli.guard import EXIT_INTERRUPTED, guarded
+from harness.cli.options import BackendOpt, duration_option, finite_option
+from harness.errors import ConfigError
+from harness.runs import new_run_dir
+
+log = logging.getLogger(__name__)
+app = typer.Typer()
+
+
+@app.command("soak")
+@guarded
+def soak_cmd(
+    scenarios_opt: str = typer.Option(None, "--scenarios", metavar="A,B,...",
+                                      help="Scenarios to repeat, in turn \\[default: every one that expects a valid run]."),
+    hours: float | None = finite_option(None, "--hours", 0.001, help="Start runs until this many hours have passed."),
+    runs: int = typer.Option(None, "--runs", min=1, help="This many runs \\[default: one of each scenario]."),
+    seed: int = typer.Option(None, "--seed", help="Master seed; each run's seed is drawn from it \\[default: random]."),
+    fail_fast: bool = typer.Option(False, "--fail-fast", help="Stop at the first run that is not as its scenario expects."),
+    backend: Backend = BackendOpt,
+    duration: float | None = duration_option("Override every scenario's duration (s)."),
+    kafka_version: str = typer.Option(None, "--kafka-version", help=f"Apache Kafka release \\[default: {pins.KAFKA_VERSION}]."),
+    out_dir: str = typer.Option(None, "--out", help="Soak folder \\[default: results/<id>-soak]."),
+) -> None:
+    """Repeat scenarios with fresh seeds on one cluster; keep every run; write soak.html + soak.json.
+
+    Exit 0: every run as expected; 1: some were not; 130: interrupted (the summary is still written)."""
+    from harness import soak
+
+    if kafka_version is not None:
+        artifacts.parse_kafka_version(kafka_version)
+    names = [n.strip() for n in scenarios_opt.split(",") if n.strip()] if scenarios_opt else None
+    if scenarios_opt is not None and not names:
+        raise ConfigError("--scenarios is empty; give scenario names separated by commas (eos-chaos scenarios lists them)")
+    scs = soak.resolve(names, duration)
+    wanted = soak.runs_wanted(runs, hours, len(scs))
+    sources = names or [sc.name for sc in scs]
+    master = seed if seed is not None else random.randrange(2**31)
+    folder = Path(out_dir) if out_dir else new_run_dir("soak")
+    folder.mkdir(parents=True, exist_ok=True)
+    log.info(f"soak of {', '.join(sources)} on {backend.value}, seed {master}, "
+             + (f"{hours} h" if hours else f"{wanted} runs") + f"; folder {folder}")
+    result = soak.soak(scs, sources, backend, master, folder, runs=wanted, hours=hours, fail_fast=fail_fast,
+                       kafka_version=kafka_version)
+    t = result.totals()
+    out.print(escape(f"{t['runs']} runs, {t['as_expected']} as expected, {t['not_as_expected']} not; stopped: "
+                     f"{result.stopped_because}; {folder / soak.SOAK_HTML}"), highlight=False)
+    for cmd in result.replays():
+        out.print(escape(f"  replay: {cmd}"), highlight=False)
+    if result.interrupted:
+        raise typer.Exit(EXIT_INTERRUPTED)
+    if not result.as_expected:
+        raise typer.Exit(1)

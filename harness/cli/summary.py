@@ -1,0 +1,62 @@
+"""The few lines a command prints at the end of a run or a check: the verdict, what was found,
+and where the run folder is. ``run``, ``check`` and ``smoke`` all print through ``print_outcome``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from rich.markup import escape
+
+from harness.cli.console import out
+
+#: How a verdict's ``valid`` reads, and its colour.
+VALID, INVALID, UNKNOWN = "[bold green]VALID[/]", "[bold red]INVALID[/]", "[bold yellow]UNKNOWN[/]"
+#: The smoke run's words for the same two outcomes.
+PASS, FAIL = "[bold green]PASS[/]", "[bold red]FAIL[/]"
+#: How much of a check's examples one line shows.
+EXAMPLES_SHOWN, EXAMPLE_CHARS = 2, 300
+
+
+def print_outcome(label: str, headline: str, details: Iterable[str], where: str) -> None:
+    """Print ``label headline``, one indented line per detail (rich markup), then ``where``."""
+    out.print(f"{label} {escape(headline)}", highlight=False)
+    for line in details:
+        out.print(f"  {line}", highlight=False)
+    out.print(escape(where), highlight=False)
+
+
+def verdict_label(valid: object) -> str:
+    """VALID, INVALID or UNKNOWN (a check crashed), coloured."""
+    return VALID if valid is True else (UNKNOWN if valid == "unknown" else INVALID)
+
+
+def verdict_details(verdict: dict[str, Any]) -> list[str]:
+    """The findings of ``verdict``: each check that found something or crashed, faults not
+    applied, a failed heal, a truncated history, and whether the run is as its scenario expects."""
+    s = verdict["stats"]
+    lines = []
+    for name, c in verdict["checks"].items():
+        if c["count"]:
+            examples = json.dumps(c["examples"][:EXAMPLES_SHOWN], default=str)[:EXAMPLE_CHARS]
+            lines.append(escape(f"{name}: {c['count']}  e.g. {examples}"))
+        elif c["count"] is None:
+            lines.append(escape(f"{name}: check crashed: {c.get('error')}"))
+    for problem in s.get("nemesis_errors") or []:
+        lines.append(f"[yellow]fault not applied:[/] {escape(str(problem))}")
+    if s.get("healed") is False:
+        lines.append(f"[red]not healed:[/] {escape(str(s.get('heal_problems')))}")
+    if verdict["history"].get("truncated"):
+        lines.append(escape(f"note: {verdict['history']['note']}: {verdict['history']['truncated']}"))
+    if "as_expected" in verdict:
+        lines.append(f"as the scenario expects: {verdict['as_expected']}")
+    return lines
+
+
+def print_verdict(verdict: dict[str, Any], run_dir: object) -> None:
+    """The summary of a run's or a check's verdict."""
+    s = verdict["stats"]
+    headline = (f"txn ok={s['txn']['ok']} fail={s['txn']['fail']} info={s['txn']['info']}, "
+                f"committed values {s['committed_values']}, fenced {s['fenced']}")
+    print_outcome(verdict_label(verdict["valid"]), headline, verdict_details(verdict), f"run folder: {run_dir}")

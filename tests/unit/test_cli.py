@@ -1,0 +1,290 @@
+"""The command line in-process (typer's CliRunner), no cluster: refusals before anything starts,
+the help texts, run folders and scenario files given as paths, the error guard and -v/-q."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from harness import logs, runner, scenario
+from harness.cli import app
+from harness.errors import ConfigError
+from harness.scenario import LIBRARY
+from harness.soak import Soak, runs_wanted
+
+#: Wide enough that no help line wraps, so a default is found in one piece.
+WIDE = {"COLUMNS": "400", "TERMINAL_WIDTH": "400"}
+
+
+@pytest.fixture(autouse=True)
+def _restore_logging() -> Iterator[None]:
+    """Each invocation points the project's loggers at its console: put them back afterwards."""
+    saved = {n: (logging.getLogger(n).level, list(logging.getLogger(n).handlers)) for n in logs.ROOTS}
+    yield
+    for name, (level, handlers) in saved.items():
+        logger = logging.getLogger(name)
+        logger.setLevel(level)
+        logger.handlers[:] = handlers
+
+
+def cli(*args: str) -> Result:
+    return CliRunner(env=WIDE).invoke(app, list(args))
+
+
+@pytest.fixture
+def no_real_run(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Calls that would have started a real run (none may happen)."""
+    started: list[Any] = []
+    monkeypatch.setattr(runner, "run", lambda *a, **kw: started.append(a))
+    return started
+
+
+def test_json_without_dry_run_refuses_before_anything_starts(no_real_run: list[Any]) -> None:
+    r = cli("run", "baseline", "--json")
+    assert r.exit_code == 2, r.output
+    assert "--json needs --dry-run" in r.output
+    assert no_real_run == []
+
+
+def test_json_with_dry_run_prints_the_schedule(no_real_run: list[Any]) -> None:
+    r = cli("run", "leader-kill", "--seed", "3", "--dry-run", "--json")
+    assert r.exit_code == 0, r.output
+    assert '"scenario": "leader-kill"' in r.stdout and '"seed": 3' in r.stdout
+    assert no_real_run == []
+
+
+@pytest.mark.parametrize("value", ["inf", "-inf", "nan", "86401", "1e9", "4"])
+@pytest.mark.parametrize("command", [["run", "baseline", "--dry-run"], ["soak", "--runs", "1"]])
+def test_a_duration_that_is_not_5_s_to_24_h_is_refused_naming_the_flag(value: str, command: list[str],
+                                                                        no_real_run: list[Any]) -> None:
+    r = cli(*command, "--duration", value)
+    assert r.exit_code == 2, r.output
+    assert "--duration" in r.output and "24 h" in r.output
+    assert no_real_run == []
+
+
+@pytest.mark.parametrize(("command", "flag", "allowed"), [
+    (["smoke"], "--duration", "from 10 to 3600"), (["soak"], "--hours", "of at least 0.001"),
+    (["bench", "producer"], "--seconds", "of at least 5"), (["bench", "spark"], "--seconds", "of at least 45"),
+    (["bench", "cluster"], "--load", "of at least 0"),
+])
+@pytest.mark.parametrize("value", ["inf", "nan"])
+def test_every_float_option_refuses_inf_and_nan(command: list[str], flag: str, allowed: str, value: str) -> None:
+    r = cli(*command, flag, value)
+    assert r.exit_code == 2, r.output
+    assert flag in r.output and f"give a number {allowed}" in r.output
+
+
+@pytest.mark.parametrize("value", ["5", "60", "86400"])
+def test_a_duration_within_the_limit_plans_a_schedule(value: str) -> None:
+    r = cli("run", "leader-kill", "--dry-run", "--duration", value)
+    assert r.exit_code == 0, r.output
+    assert f"{float(value):.0f}s:" in r.stdout
+
+
+@pytest.mark.parametrize(("command", "defaults"), [
+    (["run"], ["[default: random]", "[default: results/<run id>]", "[default: the cluster that is up, else ",
+               "[default: 19092 local, 29092 compose]"]),
+    (["soak"], ["[default: every one that expects a valid run]", "[default: one of each scenario]",
+                "[default: random]", "[default: results/<id>-soak]", "Apache Kafka release [default: "]),
+    (["report"], ["[default: RUN_DIR/report.html]"]),
+    (["cluster", "up"], ["[default: 19092 local, 29092 compose]"]),
+])
+def test_help_shows_the_defaults_written_in_it(command: list[str], defaults: list[str]) -> None:
+    r = cli(*command, "--help")
+    assert r.exit_code == 0, r.output
+    for default in defaults:
+        assert default in r.stdout, f"{default!r} missing from {' '.join(command)} --help"
+
+
+def test_seed_help_says_what_the_seed_chooses_today() -> None:
+    r = cli("run", "--help")
+    assert "later" not in r.stdout and "fault schedule" in r.stdout
+
+
+@pytest.mark.parametrize("command", [["check"], ["report"], ["compare", "."]])
+def test_a_file_given_as_run_folder_is_called_a_file(command: list[str], tmp_path: Path) -> None:
+    afile = tmp_path / "verdict.json"
+    afile.write_text("{}")
+    r = cli(*command, str(afile))
+    assert r.exit_code == 2, r.output
+    assert "is a file, not a run folder" in r.output
+
+
+def test_a_missing_run_folder_is_said_to_not_exist(tmp_path: Path) -> None:
+    r = cli("check", str(tmp_path / "nope"))
+    assert r.exit_code == 2 and "does not exist" in r.output
+
+
+def test_a_scenario_file_without_yaml_suffix_is_loaded(tmp_path: Path) -> None:
+    path = tmp_path / "my-scenario"
+    shutil.copy(LIBRARY / "leader-kill.yaml", path)
+    r = cli("run", str(path), "--dry-run", "--seed", "1")
+    assert r.exit_code == 0, r.output
+    assert r.stdout.startswith("leader-kill, seed 1")
+
+
+def test_a_scenario_file_without_suffix_that_is_not_a_scenario_says_so(tmp_path: Path) -> None:
+    path = tmp_path / "notes"
+    path.write_text("name: x\nduration: 10\n")
+    r = cli("run", str(path), "--dry-run")
+    assert r.exit_code == 2, r.output
+    assert str(path) in r.output and "unknown scenario" not in r.output
+
+
+def test_an_unknown_scenario_name_lists_the_known_ones() -> None:
+    r = cli("run", "no-such-scenario", "--dry-run")
+    assert r.exit_code == 2 and "unknown scenario 'no-such-scenario'; known: baseline" in r.output
+
+
+def _raise(exc: BaseException) -> Any:
+    def boom(*args: Any, **kwargs: Any) -> Any:
+        raise exc
+    return boom
+
+
+def test_an_exit_code_a_command_chooses_passes_the_guard(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EOS_CHAOS_STATE", str(tmp_path / "state"))
+    r = cli("cluster", "status", "--backend", "local", "--json")
+    assert r.exit_code == 1, r.output
+    assert '"up": false' in r.stdout and "internal error" not in r.output
+
+
+def test_a_bug_is_one_line_without_traceback_exit_2(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scenario, "names", _raise(ZeroDivisionError("division by zero")))
+    r = cli("scenarios")
+    assert r.exit_code == 2, r.output
+    assert "internal error: ZeroDivisionError: division by zero" in r.output
+    assert "Traceback" not in r.output
+
+
+def test_with_v_a_bug_shows_its_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scenario, "names", _raise(ZeroDivisionError("division by zero")))
+    r = cli("-v", "scenarios")
+    assert r.exit_code == 2 and "Traceback" in r.output and "internal error" in r.output
+
+
+def test_a_harness_error_is_its_message_and_exit_code(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scenario, "names", _raise(ConfigError("bad [thing] here")))
+    r = cli("scenarios")
+    assert r.exit_code == 2 and "error: bad [thing] here" in r.output
+
+
+def test_ctrl_c_exits_130(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scenario, "names", _raise(KeyboardInterrupt()))
+    r = cli("scenarios")
+    assert r.exit_code == 130 and "interrupted" in r.output
+
+
+def _logs_a_line(*args: Any, **kwargs: Any) -> list[str]:
+    logging.getLogger("harness.scenario").info("an info line")
+    logging.getLogger("harness.scenario").warning("a warning line")
+    logging.getLogger("harness.scenario").debug("a debug line")
+    return []
+
+
+@pytest.mark.parametrize(("flags", "shown", "hidden"), [
+    ([], ["an info line", "a warning line"], ["a debug line"]),
+    (["-q"], ["a warning line"], ["an info line", "a debug line"]),
+    (["--quiet"], ["a warning line"], ["an info line"]),
+    (["-v"], ["a debug line", "an info line", "a warning line"], []),
+])
+def test_v_and_q_choose_which_log_lines_show(flags: list[str], shown: list[str], hidden: list[str],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scenario, "names", _logs_a_line)
+    r = cli(*flags, "scenarios")
+    assert r.exit_code == 0, r.output
+    for line in shown:
+        assert line in r.stderr
+    for line in hidden:
+        assert line not in r.stderr
+
+
+def test_v_and_q_together_are_refused() -> None:
+    r = cli("-v", "-q", "scenarios")
+    assert r.exit_code == 2 and "-v" in r.output
+
+
+# The soak's rules (harness.soak), which the CLI only turns into exit codes.
+
+def test_a_soak_runs_one_of_each_scenario_unless_told_runs_or_hours() -> None:
+    assert runs_wanted(None, None, 3) == 3
+    assert runs_wanted(5, None, 3) == 5
+    assert runs_wanted(None, 1.5, 3) is None
+    with pytest.raises(ConfigError, match="--hours and --runs: give one of them"):
+        runs_wanted(5, 1.5, 3)
+
+
+def test_a_soak_is_as_expected_only_if_every_run_was_and_the_cluster_healed() -> None:
+    s = Soak(7, ["baseline"], "local", 1, None, False, stopped_because="1 runs done", healed_at_end=True)
+    assert s.as_expected and not s.interrupted
+    s.healed_at_end = False
+    assert not s.as_expected
+    s = Soak(7, ["baseline"], "local", 1, None, False, stopped_because="interrupted")
+    assert s.interrupted
+
+
+# What run, check and smoke print at the end (harness.cli.summary), and the dry run's schedule.
+
+def test_check_prints_the_one_verdict_summary(tmp_path: Path) -> None:
+    from tests.unit.test_report import make_run
+
+    clean, dup = make_run(tmp_path, "", "clean"), make_run(tmp_path, "duplicate", "dup")
+    r = cli("check", str(clean))
+    assert r.exit_code == 0, r.output
+    assert r.stdout.startswith("VALID txn ok=") and f"run folder: {clean}" in r.stdout
+    assert "duplicate:" not in r.stdout
+    r = cli("check", str(dup))
+    assert r.exit_code == 1, r.output
+    assert r.stdout.startswith("INVALID txn ok=") and "  duplicate: " in r.stdout and f"run folder: {dup}" in r.stdout
+
+
+def test_print_outcome_is_the_smoke_summary_too(capsys: pytest.CaptureFixture[str]) -> None:
+    from harness.cli.summary import FAIL, print_outcome
+
+    print_outcome(FAIL, "transactions ok=3 [not markup]", ["missing: ['v-1']"], "logs: /x")
+    assert capsys.readouterr().out == "FAIL transactions ok=3 [not markup]\n  missing: ['v-1']\nlogs: /x\n"
+
+
+def test_the_dry_run_text_lists_the_json_schedule() -> None:
+    import json
+
+    planned = json.loads(cli("run", "flaky-network", "--seed", "5", "--dry-run", "--json").stdout)
+    text = cli("run", "flaky-network", "--seed", "5", "--dry-run").stdout.splitlines()
+    assert text[0] == f"flaky-network, seed 5, {planned['duration']:.0f}s:"
+    assert [line.split()[1] for line in text[1:]] == [f["kind"] for f in planned["schedule"]]
+    assert planned["schedule"], "flaky-network plans faults"
+
+
+def test_a_scenario_file_that_is_not_text_says_so(tmp_path: Path) -> None:
+    path = tmp_path / "scenario.bin"
+    path.write_bytes(b"name: x\n\xd0\xff\xfe\n")
+    r = cli("run", str(path), "--dry-run")
+    assert r.exit_code == 2, r.output
+    assert f"{path}: not valid YAML" in r.output and "internal error" not in r.output
+
+
+def test_every_command_is_wrapped_in_the_one_guard() -> None:
+    import typer
+
+    from harness.cli.guard import guarded
+
+    guard_code = guarded(lambda: None).__code__
+
+    def commands(t: typer.Typer, prefix: str = "") -> Iterator[tuple[str, Any]]:
+        for c in t.registered_commands:
+            yield f"{prefix}{c.name or getattr(c.callback, '__name__', '?')}", c.callback
+        for g in t.registered_groups:
+            assert g.typer_instance is not None
+            yield from commands(g.typer_instance, f"{prefix}{g.name + ' ' if g.name else ''}")
+
+    found = dict(commands(app))
+    assert len(found) >= 20, sorted(found)  # every command the CLI had before the split
+    unguarded = [name for name, callback in found.items() if getattr(callback, "__code__", None) is not guard_code]
+    assert unguarded == []
