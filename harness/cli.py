@@ -18,7 +18,7 @@ from clusters import artifacts, backends, pins, state
 from clusters.backends import Backend
 from harness import logs
 from harness.errors import ConfigError, HarnessError
-from harness.runs import new_run_dir
+from harness.runfolder import new_run_dir
 
 if TYPE_CHECKING:
     from clusters.base import Cluster

@@ -9,7 +9,6 @@ cluster is healed once more, and the summary is still written."""
 from __future__ import annotations
 
 import logging
-import json
 import random
 import time
 from dataclasses import asdict, dataclass, field
@@ -22,13 +21,12 @@ from clusters.backends import Backend
 from clusters.base import Cluster
 from harness import runner, scenario
 from harness.errors import ConfigError
-from harness.runs import new_run_dir, write_atomic
+from harness.runfolder import SOAK_HTML, SOAK_JSON, RunFolder, new_run_dir, write_json, write_text
 from harness.scenario import Scenario
 
 log = logging.getLogger(__name__)
 
-SOAK_JSON = "soak.json"
-SOAK_HTML = "soak.html"
+__all__ = ["SOAK_HTML", "SOAK_JSON", "soak"]  # the summary's names, for the CLI
 
 
 @dataclass
@@ -192,5 +190,6 @@ def _write(result: Soak, out: Path, started: float) -> None:
 
     result.seconds = round(time.monotonic() - started, 1)
     data = result.as_json()
-    write_atomic(out / SOAK_JSON, json.dumps(data, indent=2, default=str))
-    write_atomic(out / SOAK_HTML, render_soak(data, out))
+    folder = RunFolder(out)
+    write_json(folder.soak_json, data)
+    write_text(folder.soak_html, render_soak(data, out))

@@ -19,7 +19,7 @@ from harness.checker.checks import CHECKS as _CORE, Found, cols
 from harness.checker.spark import spark_exactly_once, spark_stats
 from harness.history.model import FAIL, INFO, OK
 from harness.history.store import Tables
-from harness.runs import write_atomic
+from harness.runfolder import write_text
 
 FORMAT = 1
 VERDICT_FILE = "verdict.json"
@@ -125,4 +125,4 @@ def _percentiles(ms: pd.Series) -> dict[str, float | None]:
 
 def write_verdict(verdict: dict[str, Any], run_dir: Path) -> Path:
     """Atomically (temp file + rename)."""
-    return write_atomic(run_dir / VERDICT_FILE, json.dumps(verdict, indent=2, default=str))
+    return write_text(run_dir / VERDICT_FILE, json.dumps(verdict, indent=2, default=str))

@@ -14,9 +14,9 @@ import jinja2
 from harness import runinfo
 from harness.checker import MEANING
 from harness.report.data import RunData, load
-from harness.runs import write_atomic
+from harness.runfolder import REPORT, RunFolder, write_text
 
-REPORT_FILE = "report.html"
+REPORT_FILE = REPORT
 
 _env = jinja2.Environment(loader=jinja2.PackageLoader("harness.report", "templates"),
                           autoescape=jinja2.select_autoescape(["html", "j2"]), undefined=jinja2.StrictUndefined,
@@ -86,4 +86,4 @@ def render(data: RunData) -> str:
 
 def write_report(run_dir: Path, out: Path | None = None) -> Path:
     """Write ``run_dir/report.html`` (or ``out``) atomically; return its path."""
-    return write_atomic(out or run_dir / REPORT_FILE, render(load(run_dir)))
+    return write_text(out or RunFolder(run_dir).report, render(load(run_dir)))

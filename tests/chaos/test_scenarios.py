@@ -11,7 +11,7 @@ import pytest
 from clusters.backends import Backend
 from clusters.base import Cluster
 from harness import runner, scenario
-from harness.runs import new_run_dir
+from harness.runfolder import new_run_dir
 
 pytestmark = pytest.mark.chaos
 
