@@ -393,18 +393,16 @@ EngineOpt = typer.Option(Engine.default, "--engine", help="default: numpy/pandas
 
 @app.command("check")
 def check_cmd(run_dir: str = typer.Argument(..., help="A run folder (with history/)."), engine: Engine = EngineOpt) -> None:
-    """Re-run the checker on a run folder's history alone; rewrites its verdict.json."""
+    """Re-run the checker on a run folder's history alone; rewrites verdict.json (keeping the run's facts and expectation) and report.html."""
 
     def body() -> None:
 
         from harness import runner
-        from harness.checker import write_verdict
 
         d = Path(run_dir)
         if not d.is_dir():
             raise ConfigError(f"run folder {d} does not exist")
         verdict = runner.rerun_check(d, engine.value)
-        write_verdict(verdict, d)
         _print_verdict(verdict, d)
         if verdict["valid"] is not True:
             raise typer.Exit(1)

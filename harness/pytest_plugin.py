@@ -274,11 +274,11 @@ class Verdict(dict):  # type: ignore[type-arg]
             if c["count"] and c["examples"]:
                 lines.append(f"first {name}: {json.dumps(c['examples'][0], default=str)}")
                 break
-        s = self["stats"]
-        if s.get("nemesis_errors"):
-            lines.append(f"faults that failed: {s['nemesis_errors']}")
-        if s.get("healed") is False:
-            lines.append(f"not healed: {s.get('heal_problems')}")
+        s, run = self["stats"], self.get("run") or {}
+        if run.get("nemesis_errors"):
+            lines.append(f"faults that failed: {run['nemesis_errors']}")
+        if run.get("healed") is False:
+            lines.append(f"not healed: {run.get('heal_problems')}")
         missing = [f"{k} {v}" for k, v in (("min_ok_txns", s["txn"]["ok"]), ("min_fenced", s["fenced"])) if exp.get(k, 0) > v]
         if missing:
             lines.append(f"below the scenario's minimum: {', '.join(missing)}")
@@ -326,7 +326,6 @@ def run_scenario(kafka_cluster: "Cluster", eos_options: EosOptions) -> Callable[
         run_dir = new_run_dir(f"pytest-{_slug(sc.name)}")
         result = runner.run_on_shared(sc, backend, s, run_dir, kafka_cluster, source=name)
         # the command the run recorded: with its duration and Kafka version, as the report shows it
-        recorded = json.loads((result.run_dir / "scenario.json").read_text()).get("command")
-        return Verdict(result.verdict, result.run_dir, name, s, backend.value, recorded)
+        return Verdict(result.verdict, result.run_dir, name, s, backend.value, result.journal.command)
 
     return run
