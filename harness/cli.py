@@ -524,10 +524,13 @@ def _print_verdict(verdict: dict, run_dir: object) -> None:  # type: ignore[type
             out.print(f"  {name}: {c['count']}  e.g. {json.dumps(c['examples'][:2], default=str)[:300]}", highlight=False)
         elif c["count"] is None:
             out.print(f"  {name}: check crashed: {c.get('error')}", highlight=False)
-    for problem in s.get("nemesis_errors") or []:
+    run = verdict.get("run") or {}  # verdict.json format 2: the run's facts (harness/outcome.py)
+    for problem in run.get("nemesis_errors") or []:
         out.print(f"  [yellow]fault not applied:[/] {problem}", highlight=False)
-    if s.get("healed") is False:
-        out.print(f"  [red]not healed:[/] {s.get('heal_problems')}", highlight=False)
+    if run.get("healed") is False:
+        out.print(f"  [red]not healed:[/] {run.get('heal_problems')}", highlight=False)
+    if verdict.get("note"):
+        out.print(f"  note: {verdict['note']}", highlight=False)
     if verdict["history"].get("truncated"):
         out.print(f"  note: {verdict['history']['note']}: {verdict['history']['truncated']}", highlight=False)
     if "as_expected" in verdict:

@@ -132,3 +132,28 @@ def test_a_runs_narrative_lands_in_its_run_log(tmp_path: Path, monkeypatch: pyte
     logging.getLogger("harness.runner").info("after the run")
     said = (tmp_path / "run" / "run.log").read_text()
     assert "chaos.nemesis: nemesis: kill {'node': 2}" in said and "after the run" not in said
+
+
+def test_the_report_reads_the_journal_and_still_shows_an_old_folder(tmp_path: Path) -> None:
+    from harness.report import render
+    from harness.report.data import load
+
+    run_dir = make_run(tmp_path, "", "reported")
+    folder = RunFolder(run_dir)
+    journal = Journal.load(folder)
+    assert journal is not None
+    journal.healed, journal.heal_problems, journal.command = False, ["node 2: down"], "eos-chaos run from-the-journal"
+    journal.save(folder)
+    runner.rerun_check(run_dir)
+    page = render(load(run_dir))
+    assert "Not healed at the end: node 2: down" in page and "eos-chaos run from-the-journal" in page
+    assert "Kafka</th><td>4.1.1" in page
+
+    # a folder made before journals: format 1, the facts among the stats, no versions recorded
+    folder.journal.unlink()
+    old = json.loads(folder.verdict.read_text())
+    old = {**old, "format": 1, "stats": {**old["stats"], "healed": False, "heal_problems": ["node 3: paused"]}}
+    del old["run"]
+    folder.verdict.write_text(json.dumps(old))
+    page = render(load(run_dir))
+    assert "Not healed at the end: node 3: paused" in page and "not recorded" in page
