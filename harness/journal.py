@@ -40,7 +40,8 @@ class FaultRun(BaseModel):
 class Journal(BaseModel):
     """Everything a run folder records about its run that is not in the history."""
 
-    model_config = ConfigDict(extra="forbid")
+    # a journal a newer eos-chaos wrote (more fields, same format) still reads: check and report work
+    model_config = ConfigDict(extra="ignore")
 
     format: int = FORMAT
     scenario: str
