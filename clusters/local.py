@@ -30,7 +30,7 @@ from clusters.artifacts import Artifacts
 from clusters.base import HEALTHY_TIMEOUT_S, NODE_START_TIMEOUT_S, ClusterStatus, NodeState, NodeStatus, Owned
 from clusters.topology import Topology
 from harness.errors import ClusterError, EnvironmentProblem, HarnessError, WaitTimeout
-from harness.runfolder import write_json
+from harness.runfolder import RunFolder, write_json
 from harness.wait import wait_until
 
 log = logging.getLogger(__name__)
@@ -126,7 +126,7 @@ class LocalCluster(Owned):
 
     # ---------------------------------------------------------------- paths
     def node_dir(self, node: int) -> Path:
-        return self.run_dir / "nodes" / f"n{node}"
+        return RunFolder(self.run_dir).nodes / f"n{node}"
 
     def _data_dir(self, node: int) -> Path:
         return self.node_dir(node) / "data"
