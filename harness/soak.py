@@ -21,12 +21,10 @@ from clusters.backends import Backend
 from clusters.base import Cluster
 from harness import runner, scenario
 from harness.errors import ConfigError
-from harness.runfolder import SOAK_HTML, SOAK_JSON, RunFolder, new_run_dir, write_json, write_text
+from harness.runfolder import SOAK_HTML, SOAK_JSON, new_run_dir, write_json, write_text
 from harness.scenario import Scenario
 
 log = logging.getLogger(__name__)
-
-__all__ = ["SOAK_HTML", "SOAK_JSON", "soak"]  # the summary's names, for the CLI
 
 
 @dataclass
@@ -190,6 +188,5 @@ def _write(result: Soak, out: Path, started: float) -> None:
 
     result.seconds = round(time.monotonic() - started, 1)
     data = result.as_json()
-    folder = RunFolder(out)
-    write_json(folder.soak_json, data)
-    write_text(folder.soak_html, render_soak(data, out))
+    write_json(out / SOAK_JSON, data)
+    write_text(out / SOAK_HTML, render_soak(data, out))
