@@ -40,6 +40,8 @@ class SoakRun:
     seconds: float
     error: str | None = None  # the run itself failed (no verdict)
     interrupted: bool = False  # Ctrl-C / SIGTERM during this run
+    #: the command the run recorded in its journal (with the soak's --duration and the Kafka version)
+    command: str | None = None
 
     @property
     def failed(self) -> bool:
@@ -73,8 +75,10 @@ class Soak:
                 "errors": sum(r.error is not None for r in self.runs), "anomalies": anomalies}
 
     def replays(self) -> list[str]:
-        """The command that replays each run that was not as expected (same scenario and seed)."""
-        return [f"eos-chaos run {r.scenario} --backend {self.backend} --seed {r.seed}" for r in self.runs if r.failed]
+        """The command that replays each run that was not as expected (same scenario and seed; as
+        the run recorded it, else built from them)."""
+        return [r.command or f"eos-chaos run {r.scenario} --backend {self.backend} --seed {r.seed}"
+                for r in self.runs if r.failed]
 
     def as_json(self) -> dict[str, Any]:
         return {**{k: v for k, v in asdict(self).items() if k != "runs"}, "totals": self.totals(),
@@ -179,7 +183,7 @@ def _one(sc: Scenario, source: str, backend: Backend, seed: int, out: Path, clus
     one = SoakRun(sc.name, seed, str(run_dir), v["valid"], v.get("as_expected"),
                   {k: c["count"] for k, c in v["checks"].items() if c["count"]}, tp.get("ok_txn_per_s"),
                   tp.get("committed_values_per_s"), round(time.monotonic() - t0, 1))
-    one.interrupted = res.interrupted
+    one.interrupted, one.command = res.interrupted, res.journal.command
     return one
 
 
