@@ -59,6 +59,9 @@ class Journal(BaseModel):
     finished: str | None = None
     #: the faults planned for this seed (harness/schedule.py), in start order
     schedule: list[dict[str, Any]] = Field(default_factory=list)
+    #: when the nemesis began its schedule, in seconds on the history's clock: a fault planned
+    #: ``at`` seconds in was due at ``schedule_t0_s + at`` (the cluster's start comes before it)
+    schedule_t0_s: float | None = None
     faults: list[FaultRun] = Field(default_factory=list)
     healed: bool | None = None
     heal_problems: list[str] = Field(default_factory=list)

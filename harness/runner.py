@@ -298,6 +298,7 @@ def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, fold
             if progress is not None:
                 progress.set_phase("running")
             thread = threading.Thread(target=nemesis.run, name="nemesis", daemon=True)
+            journal.schedule_t0_s = rec.now() / 1e9  # the nemesis counts its schedule from here
             thread.start()
             if sup.of_kind("zombie"):
                 zombie_thread = threading.Thread(target=_guarded(nemesis.zombie, nemesis.errors), name="zombie", daemon=True)
