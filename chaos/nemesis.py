@@ -245,19 +245,16 @@ class Nemesis:
         """Arm the Spark job to kill (kill-driver) or freeze (zombie-driver) itself at ``fault.window``
         of its next micro-batch, and wait until it has. A frozen driver is then succeeded by a new
         incarnation; after ``fault.duration`` the old one is resumed and must die fenced."""
-        import json
-        import os
 
         from clusters import procs
+        from harness.runfolder import write_json
         from harness.spark.job import ARM_FILE, job_dir
         from harness.wait import wait_until
 
         for name in self.sup.of_kind("spark-job"):
             proc = self.sup.procs[name]
             arm = job_dir(self.sup.run_dir, name) / ARM_FILE
-            tmp = arm.with_suffix(".tmp")
-            tmp.write_text(json.dumps({"window": fault.window, "signal": "kill" if kind == "kill-driver" else "stop"}))
-            os.replace(tmp, arm)
+            write_json(arm, {"window": fault.window, "signal": "kill" if kind == "kill-driver" else "stop"})
             self._start(kind, workload=name, window=fault.window, pid=proc.pid)
             fired = (lambda: proc.poll() is not None) if kind == "kill-driver" else (lambda: procs.stopped(proc.pid))
             try:

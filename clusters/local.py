@@ -14,8 +14,6 @@ from __future__ import annotations
 import logging
 import atexit
 import base64
-import json
-import os
 import shutil
 import signal
 import subprocess
@@ -32,6 +30,7 @@ from clusters.artifacts import Artifacts
 from clusters.base import HEALTHY_TIMEOUT_S, NODE_START_TIMEOUT_S, ClusterStatus, NodeState, NodeStatus, Owned
 from clusters.topology import Topology
 from harness.errors import ClusterError, EnvironmentProblem, HarnessError, WaitTimeout
+from harness.runfolder import RunFolder, write_json
 from harness.wait import wait_until
 
 log = logging.getLogger(__name__)
@@ -127,7 +126,7 @@ class LocalCluster(Owned):
 
     # ---------------------------------------------------------------- paths
     def node_dir(self, node: int) -> Path:
-        return self.run_dir / "nodes" / f"n{node}"
+        return RunFolder(self.run_dir).nodes / f"n{node}"
 
     def _data_dir(self, node: int) -> Path:
         return self.node_dir(node) / "data"
@@ -464,7 +463,4 @@ class LocalCluster(Owned):
         state.save(self._record())
 
     def _write_cluster_json(self) -> None:
-        path = self.run_dir / "cluster.json"
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.status().to_json(), indent=2))
-        os.replace(tmp, path)
+        write_json(self.run_dir / "cluster.json", self.status().to_json())

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from harness.paths import state_dir
+from harness.runfolder import write_json
 
 
 @dataclass
@@ -40,9 +40,7 @@ def save(record: ClusterRecord) -> None:
     """Atomically (temp file + rename): a crash never leaves half a record."""
     path = record_path(record.backend)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps(asdict(record), indent=2))
-    os.replace(tmp, path)
+    write_json(path, asdict(record))
 
 
 def load(backend: str) -> ClusterRecord | None:

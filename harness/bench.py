@@ -19,7 +19,7 @@ from clusters import artifacts, backends
 from clusters.backends import Backend
 from clusters.base import Cluster
 from harness.errors import EnvironmentProblem
-from harness.runs import new_run_dir
+from harness.runfolder import new_run_dir
 
 log = logging.getLogger(__name__)
 

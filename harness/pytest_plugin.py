@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import pytest
 
+from harness.runfolder import RunFolder
+
 if TYPE_CHECKING:
     from clusters.base import Cluster
     from harness.scenario import Fault
@@ -115,7 +117,7 @@ def kafka_cluster(eos_options: EosOptions) -> Iterator["Cluster"]:
     (and a Docker engine this fixture had to start is stopped again)."""
     from clusters import artifacts, backends
     from clusters.backends import Backend
-    from harness.runs import new_run_dir
+    from harness.runfolder import new_run_dir
 
     backend = Backend(eos_options.backend)
     had_engine = True
@@ -226,7 +228,7 @@ def _slug(text: str) -> str:
 @pytest.fixture
 def nemesis(kafka_cluster: "Cluster", request: pytest.FixtureRequest) -> Iterator[FaultInjector]:
     """Inject faults into ``kafka_cluster`` inside a test; healed and checked when the test ends."""
-    from harness.runs import new_run_dir
+    from harness.runfolder import new_run_dir
 
     inj = FaultInjector(kafka_cluster, new_run_dir(f"pytest-nemesis-{_slug(request.node.name)}"))
     try:
@@ -243,7 +245,7 @@ class Verdict(dict):  # type: ignore[type-arg]
         super().__init__(verdict)
         self.command = command or f"eos-chaos run {scenario} --backend {backend} --seed {seed}"
         self.run_dir = run_dir
-        self.report = run_dir / "report.html"
+        self.report = RunFolder(run_dir).report
         self.scenario = scenario
         self.seed = seed
         self.backend = backend
@@ -272,11 +274,11 @@ class Verdict(dict):  # type: ignore[type-arg]
             if c["count"] and c["examples"]:
                 lines.append(f"first {name}: {json.dumps(c['examples'][0], default=str)}")
                 break
-        s = self["stats"]
-        if s.get("nemesis_errors"):
-            lines.append(f"faults that failed: {s['nemesis_errors']}")
-        if s.get("healed") is False:
-            lines.append(f"not healed: {s.get('heal_problems')}")
+        s, run = self["stats"], self.get("run") or {}
+        if run.get("nemesis_errors"):
+            lines.append(f"faults that failed: {run['nemesis_errors']}")
+        if run.get("healed") is False:
+            lines.append(f"not healed: {run.get('heal_problems')}")
         missing = [f"{k} {v}" for k, v in (("min_ok_txns", s["txn"]["ok"]), ("min_fenced", s["fenced"])) if exp.get(k, 0) > v]
         if missing:
             lines.append(f"below the scenario's minimum: {', '.join(missing)}")
@@ -316,7 +318,7 @@ def run_scenario(kafka_cluster: "Cluster", eos_options: EosOptions) -> Callable[
     def run(name: str, seed: int | None = None, **overrides: Any) -> Verdict:
         from clusters.backends import Backend
         from harness import runner
-        from harness.runs import new_run_dir
+        from harness.runfolder import new_run_dir
 
         sc = _scenario(name, eos_options.duration, overrides)
         s = seed if seed is not None else (eos_options.seed if eos_options.seed is not None else random.randrange(2**31))
@@ -324,7 +326,6 @@ def run_scenario(kafka_cluster: "Cluster", eos_options: EosOptions) -> Callable[
         run_dir = new_run_dir(f"pytest-{_slug(sc.name)}")
         result = runner.run_on_shared(sc, backend, s, run_dir, kafka_cluster, source=name)
         # the command the run recorded: with its duration and Kafka version, as the report shows it
-        recorded = json.loads((result.run_dir / "scenario.json").read_text()).get("command")
-        return Verdict(result.verdict, result.run_dir, name, s, backend.value, recorded)
+        return Verdict(result.verdict, result.run_dir, name, s, backend.value, result.journal.command)
 
     return run

@@ -1,5 +1,5 @@
 """What a run folder records about how it was made: the versions of everything under test and the
-exact command that runs the same scenario again (``scenario.json``: ``versions``, ``command``)."""
+exact command that runs the same scenario again (``journal.json``: ``versions``, ``command``)."""
 
 from __future__ import annotations
 

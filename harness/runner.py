@@ -1,17 +1,19 @@
 """``eos-chaos run``: scenario -> cluster -> workloads + nemesis -> heal -> final reads -> history
 -> checker -> ``verdict.json``. Heal and teardown run whatever happens (exception, Ctrl-C).
 
-Run folder: ``scenario.json`` (resolved, with seed), ``history/*.jsonl`` (flushed as written),
-``history.parquet/`` (at the end), ``workloads/`` (configs and logs), ``nodes/`` (broker logs),
-``verdict.json``.
+Run folder (harness/runfolder.py): ``scenario.json`` (resolved, with seed and schedule; written once),
+``journal.json`` (the run facts: written at the start, rewritten as the run learns more),
+``run.log``, ``history/*.jsonl`` (flushed as written), ``history.parquet/`` (at the end),
+``workloads/`` (configs and logs), ``nodes/`` (broker logs), ``verdict.json`` (harness/outcome.py),
+``report.html``.
 """
 
 from __future__ import annotations
 
 import logging
-import json
 import os
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -23,8 +25,8 @@ from clusters import artifacts, backends, procs, state
 from clusters.backends import Backend
 from clusters.base import Cluster, NodeState
 from clusters.health import admin_client
-from harness import runinfo, schedule
-from harness.checker import VERDICT_FILE, check
+from harness import outcome, runinfo, schedule
+from harness.checker import check
 from harness.errors import ClusterError, ConfigError
 from harness.history import store
 from harness.history.model import (
@@ -36,9 +38,11 @@ from harness.history.model import (
     tp_key,
 )
 from harness.history.recorder import ENV_T0, Recorder, run_t0
+from harness.journal import Journal, fault_runs
 from harness.kafka.admin import create_topic
 from harness.kafka.reads import lso_lag, read_all
-from harness.runs import write_atomic
+from harness.logs import run_log
+from harness.runfolder import RunFolder, write_json
 from harness.scenario import Fault, Scenario
 from harness.supervisor import Supervisor
 from harness.workloads import registry
@@ -52,18 +56,29 @@ log = logging.getLogger(__name__)
 WORKLOAD_GRACE_S = 600.0
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunResult:
-    run_dir: Path
+    """A finished run: its folder, its ``verdict.json`` (harness/outcome.py) and its journal."""
+
+    folder: RunFolder
     verdict: dict[str, Any]
+    journal: Journal
+
+    @property
+    def run_dir(self) -> Path:
+        return self.folder.path
 
     @property
     def valid(self) -> bool:
         return self.verdict["valid"] is True
 
     @property
+    def as_expected(self) -> bool:
+        return self.verdict.get("as_expected") is True
+
+    @property
     def interrupted(self) -> bool:
-        return bool(self.verdict["stats"].get("interrupted"))
+        return self.journal.interrupted
 
 
 def physical(sc: Scenario, tag: str) -> Scenario:
@@ -158,20 +173,33 @@ def run(sc: Scenario, backend: Backend, seed: int, run_dir: Path, kafka_version:
     applied), else on the backend's cluster that is up, else on one started here (and stopped
     after unless ``keep``; ``attach=False``: always its own). ``show`` makes the progress display (harness/progress.py).
     A Ctrl-C during the run ends it early: heal, final reads and the verdict still happen
-    (``stats.interrupted``, ``RunResult.interrupted``)."""
-    run_dir.mkdir(parents=True, exist_ok=True)
-    sc = physical(sc, run_dir.name.rsplit("-", 1)[-1])
+    (``run.interrupted`` in verdict.json, ``RunResult.interrupted``). The run's narrative also goes
+    to its ``run.log``."""
+    folder = RunFolder(run_dir).create()
+    with run_log(folder.run_log):
+        return _run(sc, backend, seed, folder, kafka_version, cluster, port_base, keep, attach, show,
+                    source or sc.name, report)
+
+
+def _run(sc: Scenario, backend: Backend, seed: int, folder: RunFolder, kafka_version: str | None,
+         cluster: Cluster | None, port_base: int | None, keep: bool, attach: bool,
+         show: Callable[[Path, float, Callable[[], list[str]]], Any] | None, source: str, report: bool) -> RunResult:
+    run_dir = folder.path
+    sc = physical(sc, folder.name.rsplit("-", 1)[-1])
     faults = schedule.plan(sc, seed)
-    recorded = {**sc.model_dump(), "seed": seed, "backend": backend.value, "schedule": schedule.as_json(faults)}
-    (run_dir / "scenario.json").write_text(json.dumps(recorded, indent=2))
+    planned = schedule.as_json(faults)
+    write_json(folder.scenario, {**sc.model_dump(), "seed": seed, "backend": backend.value, "schedule": planned})
+    journal = Journal(scenario=sc.name, source=source, resolved=sc.model_dump(mode="json"), seed=seed,
+                      backend=backend.value, kafka_version=kafka_version, schedule=planned,
+                      expected=sc.expect.model_dump())
+    journal.save(folder)
     os.environ.pop(ENV_T0, None)
     t0 = run_t0()
-    extra: dict[str, Any] = {}
     own = False
     if cluster is None and attach:
         cluster = cluster_that_is_up(backend, sc, kafka_version, port_base)
         if cluster is not None:
-            extra["faulted_at_start"] = prepare_attached(cluster)
+            journal.faulted_at_start = prepare_attached(cluster)
     if cluster is None:
         arts = artifacts.ready(kafka_version) if kafka_version else None
         arts = arts or artifacts.ensure(kafka_version or artifacts.pins.KAFKA_VERSION)
@@ -182,25 +210,26 @@ def run(sc: Scenario, backend: Backend, seed: int, run_dir: Path, kafka_version:
             log.info(f"the cluster stays up after the run (--keep): eos-chaos cluster down --backend {backend.value}")
     # now the cluster (and so the Kafka version) is known
     kv = getattr(getattr(cluster, "artifacts", None), "kafka_version", kafka_version)
-    recorded.update(versions=runinfo.versions(kv),
-                    command=runinfo.rerun_command(source or sc.name, backend.value, seed, sc.duration, kv))
-    (run_dir / "scenario.json").write_text(json.dumps(recorded, indent=2))
+    journal.kafka_version, journal.versions = kv, runinfo.versions(kv)
+    journal.command = runinfo.rerun_command(source, backend.value, seed, sc.duration, kv)
+    journal.save(folder)
     try:
-        _run_on(sc, faults, cluster, seed, run_dir, t0, extra, show)
+        _run_on(sc, faults, cluster, seed, folder, t0, journal, show)
     finally:
         if own:
             cluster.stop()
     ops, truncated = store.read_ops(run_dir)
     tables = store.flatten(ops, truncated)
     store.save(tables, run_dir)
-    verdict = check(tables).to_json()
-    verdict["stats"].update(extra)  # run facts (the runfolder work moves them to ``run``)
-    verdict["expected"] = sc.expect.model_dump()
-    verdict["as_expected"] = as_expected(sc, verdict)
-    write_verdict(verdict, run_dir)
+    journal.faults = fault_runs(store.fault_events(tables.faults), planned)
+    journal.finished = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    journal.save(folder)
+    verdict = outcome.assemble(check(tables), journal, journal.expected)
+    outcome.write(verdict, folder)
     if report:
         _write_report(run_dir)
-    return RunResult(run_dir, verdict)
+    return RunResult(folder, verdict, journal)
+
 
 
 def run_on_shared(sc: Scenario, backend: Backend, seed: int, run_dir: Path, cluster: Cluster,
@@ -229,8 +258,9 @@ def _write_report(run_dir: Path) -> None:
         log.info(f"report.html could not be written ({type(exc).__name__}: {exc}); try: eos-chaos report {run_dir}")
 
 
-def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, run_dir: Path, t0: int,
-            extra: dict[str, Any], show: Callable[[Path, float, Callable[[], list[str]]], Any] | None) -> None:
+def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, folder: RunFolder, t0: int,
+            journal: Journal, show: Callable[[Path, float, Callable[[], list[str]]], Any] | None) -> None:
+    run_dir = folder.path
     with Recorder(run_dir, "runner") as rec:
         admin = admin_client(cluster.direct_bootstrap)
         # the Spark job's marker topic is compacted (one marker per batch id, kept forever)
@@ -251,6 +281,7 @@ def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, run_
             if progress is not None:
                 progress.set_phase("running")
             thread = threading.Thread(target=nemesis.run, name="nemesis", daemon=True)
+            journal.schedule_t0_s = rec.now() / 1e9  # the nemesis counts its schedule from here
             thread.start()
             if sup.of_kind("zombie"):
                 zombie_thread = threading.Thread(target=_guarded(nemesis.zombie, nemesis.errors), name="zombie", daemon=True)
@@ -258,7 +289,7 @@ def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, run_
             try:
                 nemesis.stop.wait(sc.duration)
             except KeyboardInterrupt:
-                extra["interrupted"] = True
+                journal.interrupted = True
                 log.info("interrupted: stopping the workloads, healing, then checking what ran")
         finally:
             if progress is not None:
@@ -269,8 +300,9 @@ def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, run_
                 if th is not None:
                     th.join(timeout=300)
             problems = heal_all(cluster)
-            extra.update(healed=not problems, heal_problems=problems, faults=nemesis.faults,
-                         nemesis_errors=nemesis.errors, workloads_killed_at_stop=killed)
+            journal.healed, journal.heal_problems = not problems, problems
+            journal.nemesis_errors, journal.workloads_killed_at_stop = list(nemesis.errors), killed
+            journal.save(folder)  # the heal is on record even if the final reads fail
         log.info("healed; final reads over the DIRECT listener" if not problems else f"heal problems: {problems}")
         if progress is not None:
             progress.set_phase("final reads")
@@ -326,52 +358,25 @@ def final_reads(cluster: Cluster, sc: Scenario, rec: Recorder) -> None:
                                             if tp.offset >= 0}, type_="ok")
 
 
-def errors_seen(ops: list[dict[str, Any]]) -> dict[str, int]:
-    """How often the clients met each error (by name), counting the errors of retried commits and
-    of failed aborts too: what an incident replay must show it reproduced."""
-    seen: dict[str, int] = {}
-    for op in ops:
-        msgs = [op.get("error"), op.get("abort_error"), *(op.get("commit_retries") or []),
-                *(op.get("aborts_refused") or [])]
-        for m in msgs:
-            if isinstance(m, str) and m and m != "aborted on purpose":
-                name = m.split(":", 1)[0].strip()  # workloads describe errors as "NAME: message"
-                seen[name] = seen.get(name, 0) + 1
-    return dict(sorted(seen.items()))
-
-
-def as_expected(sc: Scenario, verdict: dict[str, Any]) -> bool:
-    e = sc.expect
-    s = verdict["stats"]
-    ok = verdict["valid"] is e.valid and all((verdict["checks"].get(c, {}).get("count") or 0) > 0 for c in e.fires)
-    # a fault that could not be applied means the run did not test what the scenario says
-    met = s.get("errors_seen") or {}
-    spark = s.get("spark") or {}
-    return (ok and s["txn"]["ok"] >= e.min_ok_txns and s["fenced"] >= e.min_fenced and bool(s.get("healed", True))
-            and not s.get("nemesis_errors") and all(met.get(name, 0) > 0 for name in e.errors)
-            and spark.get("batches", 0) >= e.min_spark_batches and spark.get("replays_skipped", 0) >= e.min_replays_skipped)
-
 
 def rerun_check(run_dir: Path, engine: str = "default") -> dict[str, Any]:
-    """``eos-chaos check RUN_DIR``: the checker again, from the folder's history alone."""
-    old = {}
-    if (run_dir / "verdict.json").exists():
-        old = {k: v for k, v in json.loads((run_dir / "verdict.json").read_text())["stats"].items()
-               if k in ("healed", "heal_problems", "faults", "nemesis_errors", "workloads_killed_at_stop",
-                        "interrupted", "faulted_at_start", "errors_seen")}
+    """``eos-chaos check RUN_DIR``: the checker again, from the folder's history alone, assembled
+    with its journal's run facts and its expectation (the journal's; for an older folder, the old
+    verdict's) into a new ``verdict.json``; the report is made again from it. Returns the verdict."""
+    folder = RunFolder(run_dir)
+    journal = Journal.load(folder)
+    old = outcome.load(folder) or {}
+    expected = journal.expected if journal is not None else old.get("expected")
     if engine == "spark":
         from harness.checker.spark_engine import check_run
         from harness.spark.session import checker_session
 
         with checker_session() as spark:
-            verdict = check_run(run_dir, spark).to_json()
+            checked = check_run(run_dir, spark)
     else:
-        verdict = check(store.load(run_dir)).to_json()
-    verdict["stats"].update(old)
+        checked = check(store.load(run_dir))
+    verdict = outcome.assemble(checked, journal, expected)
+    outcome.write(verdict, folder)
+    if folder.scenario.exists():  # a bare history (copied out of a run) has no report to make
+        _write_report(run_dir)
     return verdict
-
-
-def write_verdict(verdict: dict[str, Any], run_dir: Path) -> Path:
-    """Atomically (temp file + rename); moved here from the checker, which only reads history."""
-    return write_atomic(run_dir / VERDICT_FILE, json.dumps(verdict, indent=2, default=str))
-

@@ -15,7 +15,7 @@ from clusters.base import Cluster
 from harness import scenario
 from harness.history import store
 from harness.runner import run
-from harness.runs import new_run_dir
+from harness.runfolder import new_run_dir
 
 SCENARIO = "smoke"
 #: The checks the summary names, in its words; every other check that fires is "other anomalies".
@@ -42,7 +42,7 @@ class SmokeResult:
 
     @property
     def nemesis_error(self) -> str | None:
-        errors = self.verdict["stats"].get("nemesis_errors") or []
+        errors = (self.verdict.get("run") or {}).get("nemesis_errors") or []
         return "; ".join(errors) or None
 
     def findings(self) -> dict[str, dict[str, Any]]:

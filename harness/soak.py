@@ -9,7 +9,6 @@ cluster is healed once more, and the summary is still written."""
 from __future__ import annotations
 
 import logging
-import json
 import random
 import time
 from dataclasses import asdict, dataclass, field
@@ -22,13 +21,10 @@ from clusters.backends import Backend
 from clusters.base import Cluster
 from harness import runner, scenario
 from harness.errors import ConfigError
-from harness.runs import new_run_dir, write_atomic
+from harness.runfolder import SOAK_HTML, SOAK_JSON, new_run_dir, write_json, write_text
 from harness.scenario import Scenario
 
 log = logging.getLogger(__name__)
-
-SOAK_JSON = "soak.json"
-SOAK_HTML = "soak.html"
 
 
 @dataclass
@@ -44,6 +40,8 @@ class SoakRun:
     seconds: float
     error: str | None = None  # the run itself failed (no verdict)
     interrupted: bool = False  # Ctrl-C / SIGTERM during this run
+    #: the command the run recorded in its journal (with the soak's --duration and the Kafka version)
+    command: str | None = None
 
     @property
     def failed(self) -> bool:
@@ -87,8 +85,10 @@ class Soak:
         return not self.totals()["not_as_expected"] and self.healed_at_end is not False
 
     def replays(self) -> list[str]:
-        """The command that replays each run that was not as expected (same scenario and seed)."""
-        return [f"eos-chaos run {r.scenario} --backend {self.backend} --seed {r.seed}" for r in self.runs if r.failed]
+        """The command that replays each run that was not as expected (same scenario and seed; as
+        the run recorded it, else built from them)."""
+        return [r.command or f"eos-chaos run {r.scenario} --backend {self.backend} --seed {r.seed}"
+                for r in self.runs if r.failed]
 
     def as_json(self) -> dict[str, Any]:
         return {**{k: v for k, v in asdict(self).items() if k != "runs"}, "totals": self.totals(),
@@ -201,7 +201,7 @@ def _one(sc: Scenario, source: str, backend: Backend, seed: int, out: Path, clus
     one = SoakRun(sc.name, seed, str(run_dir), v["valid"], v.get("as_expected"),
                   {k: c["count"] for k, c in v["checks"].items() if c["count"]}, tp.get("ok_txn_per_s"),
                   tp.get("committed_values_per_s"), round(time.monotonic() - t0, 1))
-    one.interrupted = res.interrupted
+    one.interrupted, one.command = res.interrupted, res.journal.command
     return one
 
 
@@ -210,5 +210,5 @@ def _write(result: Soak, out: Path, started: float) -> None:
 
     result.seconds = round(time.monotonic() - started, 1)
     data = result.as_json()
-    write_atomic(out / SOAK_JSON, json.dumps(data, indent=2, default=str))
-    write_atomic(out / SOAK_HTML, render_soak(data, out))
+    write_json(out / SOAK_JSON, data)
+    write_text(out / SOAK_HTML, render_soak(data, out))

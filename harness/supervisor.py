@@ -16,6 +16,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from clusters import procs
+from harness.runfolder import RunFolder
 from harness.workloads import registry
 from harness.workloads.common import WorkloadConfig
 
@@ -50,11 +51,11 @@ class Supervisor:
         self.kinds[cfg.name], self.configs[cfg.name] = kind, cfg
 
     def start(self, kind: str, cfg: WorkloadConfig) -> None:
-        path = self.run_dir / "workloads" / f"{cfg.name}.json"
+        path = RunFolder(self.run_dir).workloads / f"{cfg.name}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(asdict(cfg), indent=2))
         cmd = [sys.executable, "-m", MODULES[kind], str(path)]
-        self.procs[cfg.name] = procs.spawn(cmd, self.run_dir / "workloads" / f"{cfg.name}.log", cwd=Path.cwd(), env=self.env)
+        self.procs[cfg.name] = procs.spawn(cmd, path.parent / f"{cfg.name}.log", cwd=Path.cwd(), env=self.env)
         self.kinds[cfg.name], self.configs[cfg.name] = kind, cfg
 
     def of_kind(self, kind: str) -> list[str]:

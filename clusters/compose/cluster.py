@@ -29,6 +29,7 @@ from clusters.compose.images import Images, ensure_images
 from clusters.compose.plan import LABEL, LABEL_CLUSTER, LABEL_OWNER, ComposePlan, compose_yaml, toxiproxy_json
 from clusters.local import STARTED_MESSAGE, new_cluster_id
 from harness.errors import ClusterError, EnvironmentProblem
+from harness.runfolder import RunFolder
 from harness.wait import wait_until
 
 log = logging.getLogger(__name__)
@@ -235,7 +236,7 @@ class ComposeCluster(Owned):
 
     def _keep_log(self, c: Container) -> None:
         service = c.labels.get("com.docker.compose.service", c.name)
-        dest = (self.run_dir / "nodes" / service.replace("broker-", "n") / "server.log" if service.startswith("broker-")
+        dest = (RunFolder(self.run_dir).nodes / service.replace("broker-", "n") / "server.log" if service.startswith("broker-")
                 else self.run_dir / f"{service}.log")
         dest.parent.mkdir(parents=True, exist_ok=True)
         try:

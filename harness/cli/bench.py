@@ -26,7 +26,7 @@ from harness.cli.options import (
     kafka_artifacts,
 )
 from harness.errors import HarnessError
-from harness.runs import new_run_dir
+from harness.runfolder import new_run_dir
 
 if TYPE_CHECKING:
     from clusters.base import Cluster

@@ -20,7 +20,7 @@ from harness.cli.options import (
     kafka_artifacts,
     parse_broker_config,
 )
-from harness.runs import new_run_dir
+from harness.runfolder import new_run_dir
 
 log = logging.getLogger(__name__)
 app = typer.Typer(no_args_is_help=True, help="Bring a cluster up, down, or ask how it is.")

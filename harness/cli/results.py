@@ -20,13 +20,12 @@ app = typer.Typer()
 @app.command("check")
 @guarded
 def check_cmd(run_dir: str = typer.Argument(..., help="A run folder (with history/)."), engine: Engine = EngineOpt) -> None:
-    """Re-run the checker on a run folder's history alone; rewrites its verdict.json."""
+    """Re-run the checker on a run folder's history alone; rewrites verdict.json (keeping the run's facts and
+    expectation) and report.html."""
     from harness import runner
-    from harness.runner import write_verdict
 
     d = run_folder(run_dir)
     verdict = runner.rerun_check(d, engine.value)
-    write_verdict(verdict, d)
     print_verdict(verdict, d)
     if verdict["valid"] is not True:
         raise typer.Exit(1)

@@ -25,7 +25,7 @@ from harness.cli.options import (
 )
 from harness.cli.summary import FAIL, PASS, print_outcome, print_verdict
 from harness.errors import ConfigError
-from harness.runs import new_run_dir
+from harness.runfolder import new_run_dir
 
 log = logging.getLogger(__name__)
 app = typer.Typer()

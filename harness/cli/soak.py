@@ -15,7 +15,7 @@ from harness.cli.console import out
 from harness.cli.guard import EXIT_INTERRUPTED, guarded
 from harness.cli.options import BackendOpt, duration_option, finite_option
 from harness.errors import ConfigError
-from harness.runs import new_run_dir
+from harness.runfolder import new_run_dir
 
 log = logging.getLogger(__name__)
 app = typer.Typer()

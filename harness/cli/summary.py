@@ -35,7 +35,6 @@ def verdict_label(valid: object) -> str:
 def verdict_details(verdict: dict[str, Any]) -> list[str]:
     """The findings of ``verdict``: each check that found something or crashed, faults not
     applied, a failed heal, a truncated history, and whether the run is as its scenario expects."""
-    s = verdict["stats"]
     lines = []
     for name, c in verdict["checks"].items():
         if c["count"]:
@@ -43,10 +42,13 @@ def verdict_details(verdict: dict[str, Any]) -> list[str]:
             lines.append(escape(f"{name}: {c['count']}  e.g. {examples}"))
         elif c["count"] is None:
             lines.append(escape(f"{name}: check crashed: {c.get('error')}"))
-    for problem in s.get("nemesis_errors") or []:
+    run = verdict.get("run") or {}  # verdict.json format 2: the run's facts (harness/outcome.py)
+    for problem in run.get("nemesis_errors") or []:
         lines.append(f"[yellow]fault not applied:[/] {escape(str(problem))}")
-    if s.get("healed") is False:
-        lines.append(f"[red]not healed:[/] {escape(str(s.get('heal_problems')))}")
+    if run.get("healed") is False:
+        lines.append(f"[red]not healed:[/] {escape(str(run.get('heal_problems')))}")
+    if verdict.get("note"):
+        lines.append(escape(f"note: {verdict['note']}"))
     if verdict["history"].get("truncated"):
         lines.append(escape(f"note: {verdict['history']['note']}: {verdict['history']['truncated']}"))
     if "as_expected" in verdict:

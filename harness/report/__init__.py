@@ -13,10 +13,11 @@ import jinja2
 
 from harness import runinfo
 from harness.checker import MEANING
+from harness.journal import Journal
 from harness.report.data import RunData, is_position, load, position_text
-from harness.runs import write_atomic
+from harness.runfolder import REPORT, RunFolder, write_text
 
-REPORT_FILE = "report.html"
+REPORT_FILE = REPORT
 
 _env = jinja2.Environment(loader=jinja2.PackageLoader("harness.report", "templates"),
                           autoescape=jinja2.select_autoescape(["html", "j2"]), undefined=jinja2.StrictUndefined,
@@ -58,12 +59,23 @@ def flat(d: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
     return rows
 
 
-def rerun(scenario: dict[str, Any]) -> str:
-    """The recorded re-run command; for runs made before it was recorded, the same built from the scenario."""
+def rerun(scenario: dict[str, Any], journal: Journal | None = None) -> str:
+    """The re-run command the journal recorded; for runs made before, the one ``scenario.json``
+    recorded, or the same built from the scenario."""
+    if journal is not None and journal.command:
+        return journal.command
     if scenario.get("command"):
         return str(scenario["command"])
     return runinfo.rerun_command(scenario.get("name", "?"), scenario.get("backend", "local"), int(scenario.get("seed", 0)),
                                  float(scenario.get("duration", 0)), (scenario.get("versions") or {}).get("kafka"))
+
+
+def run_facts(verdict: dict[str, Any]) -> dict[str, Any]:
+    """How the run went apart from its history: verdict.json's ``run`` (format 2); a format-1
+    verdict kept these facts among its ``stats``."""
+    if verdict.get("format", 1) >= 2:
+        return verdict.get("run") or {}
+    return verdict.get("stats") or {}
 
 
 def render(data: RunData) -> str:
@@ -75,11 +87,15 @@ def render(data: RunData) -> str:
                "columns": list(dict.fromkeys(k for ex in (c.get("examples") or []) if isinstance(ex, dict) for k in ex))}
               for name, c in v.get("checks", {}).items()]
     stats = dict(v.get("stats", {}))
+    journal = Journal.load(RunFolder(data.run_dir))
     return _env.get_template("report.html.j2").render(
         title=f"{data.scenario.get('name', data.run_dir.name)} · {data.run_dir.name}",
-        run_id=data.run_dir.name, v=v, sc=data.scenario, checks=checks,
-        anomalous=[c for c in checks if c["count"]], versions=data.scenario.get("versions") or {},
-        command=rerun(data.scenario), duration_s=data.duration_s,
+        run_id=data.run_dir.name, v=v, run=run_facts(v), sc=data.scenario, checks=checks,
+        anomalous=[c for c in checks if c["count"]],
+        versions=journal.versions if journal is not None else data.scenario.get("versions") or {},
+        seed=journal.seed if journal is not None else data.scenario.get("seed"),
+        backend=journal.backend if journal is not None else data.scenario.get("backend"),
+        command=rerun(data.scenario, journal), duration_s=data.duration_s,
         timeline=timeline_svg(data), faults=data.faults, spark_ran=data.spark_batches is not None,
         partitions=[(p, partition_svg(p)) for p in data.partitions],
         stats=flat(stats), expected=v.get("expected"), generated=time.strftime("%Y-%m-%d %H:%M:%S %Z"),
@@ -88,4 +104,4 @@ def render(data: RunData) -> str:
 
 def write_report(run_dir: Path, out: Path | None = None) -> Path:
     """Write ``run_dir/report.html`` (or ``out``) atomically; return its path."""
-    return write_atomic(out or run_dir / REPORT_FILE, render(load(run_dir)))
+    return write_text(out or RunFolder(run_dir).report, render(load(run_dir)))

@@ -1,16 +1,16 @@
 """``eos-chaos compare RUN_A RUN_B``: what differs between two runs — the verdict, each check's
 count, throughput, commit latency, transaction outcomes, and how they were run (scenario, seed,
-backend, versions). Read from each folder's ``verdict.json`` and ``scenario.json`` alone."""
+backend, versions). Read from each folder's ``verdict.json``, ``scenario.json`` and ``journal.json`` alone."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.checker import VERDICT_FILE
 from harness.errors import ConfigError
+from harness.journal import Journal
+from harness.runfolder import RunFolder
 
 #: Figures compared, as (section, path in the verdict's stats).
 FIGURES: list[tuple[str, tuple[str, ...]]] = [
@@ -44,16 +44,18 @@ class Row:
 
 
 def _run(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The folder's verdict, and how it was run: ``scenario.json`` with the journal's versions (a
+    folder made before runs kept a journal: those ``scenario.json`` recorded)."""
     if not path.is_dir():
         raise ConfigError(f"run folder {path} does not exist")
-    try:
-        verdict = json.loads((path / VERDICT_FILE).read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"{path} has no {VERDICT_FILE}: not a finished run (eos-chaos check {path} makes one)") from None
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{path / VERDICT_FILE}: not valid JSON ({exc})") from None
-    sc_path = path / "scenario.json"
-    scenario = json.loads(sc_path.read_text()) if sc_path.exists() else {}
+    folder = RunFolder(path)
+    verdict = folder.read_json(folder.verdict)
+    if verdict is None:
+        raise ConfigError(f"{path} has no {folder.verdict.name}: not a finished run (eos-chaos check {path} makes one)")
+    scenario = folder.read_json(folder.scenario) or {}
+    journal = Journal.load(folder)
+    if journal is not None:
+        scenario["versions"] = journal.versions
     return verdict, scenario
 
 

@@ -8,13 +8,14 @@ from pathlib import Path
 from typing import Any
 
 from harness.report import _env
+from harness.runfolder import RunFolder
 
 
 def render_soak(data: dict[str, Any], out: Path) -> str:
     rows = []
     for r in data["runs"]:
         run_dir = Path(r["run_dir"])
-        report = run_dir / "report.html"
+        report = RunFolder(run_dir).report
         rows.append({**r, "name": run_dir.name,
                      "link": os.path.relpath(report, out) if report.exists() else None})
     title = out.name if "soak" in out.name else f"soak {out.name}"

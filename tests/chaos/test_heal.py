@@ -95,8 +95,8 @@ def test_runner_stopped_mid_fault_heals_and_writes_its_verdict(cluster: Cluster,
     assert rc == 130, said
     assert _faulted(cluster) == []
     verdict = json.loads((out / "verdict.json").read_text())
-    s = verdict["stats"]
-    assert s["interrupted"] is True and s["healed"] is True and s["faults"] == 3, s
+    run_facts = verdict["run"]
+    assert run_facts["interrupted"] is True and run_facts["healed"] is True and verdict["stats"]["faults"] == 3, verdict
     assert verdict["valid"] is True, {k: c["count"] for k, c in verdict["checks"].items() if c["count"]}
     left = [t for t in procs.tagged_processes() if t.cluster_id == cluster.cluster_id and t.owner == proc.pid]
     assert left == [], left
@@ -117,7 +117,7 @@ def test_runner_killed_mid_fault_is_healed_by_the_next_run(cluster: Cluster, tmp
             env, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "healing before the run" in r.stderr and "reclaiming process" in r.stderr, r.stderr
-    s = json.loads((out / "verdict.json").read_text())["stats"]
+    s = json.loads((out / "verdict.json").read_text())["run"]
     assert len(s["faulted_at_start"]) >= 6 and s["healed"] is True, s
     assert _faulted(cluster) == []
     assert not any(procs.alive(pid) for pid in orphans)

@@ -19,7 +19,7 @@ from clusters import procs, state
 from clusters.local import LocalCluster
 from clusters.topology import Topology
 from harness.errors import ClusterError
-from harness.runs import new_run_dir
+from harness.runfolder import new_run_dir
 from harness.wait import wait_until
 from tests.chaos.cli_helpers import CLI, path_with, run, wait_for_line
 

@@ -11,7 +11,7 @@ import pytest
 from clusters.backends import Backend
 from clusters.base import Cluster
 from harness import runner, scenario
-from harness.runs import new_run_dir
+from harness.runfolder import new_run_dir
 
 pytestmark = pytest.mark.chaos
 
@@ -19,11 +19,11 @@ pytestmark = pytest.mark.chaos
 def run(cluster: Cluster, name: str) -> dict:
     sc = scenario.load(name)
     seed = random.randrange(2**31)
-    result = runner.run(sc, Backend(cluster.backend), seed, new_run_dir(f"pytest-{name}"), print, cluster=cluster)
+    result = runner.run(sc, Backend(cluster.backend), seed, new_run_dir(f"pytest-{name}"), cluster=cluster)
     v = result.verdict
-    print(json.dumps({k: v[k] for k in ("valid", "as_expected", "stats")}, default=str)[:2000])
-    assert v["stats"]["healed"] is True, v["stats"]["heal_problems"]
-    assert v["stats"]["nemesis_errors"] == [], v["stats"]["nemesis_errors"]
+    print(json.dumps({k: v[k] for k in ("valid", "as_expected", "stats", "run")}, default=str)[:2000])
+    assert v["run"]["healed"] is True, v["run"]["heal_problems"]
+    assert v["run"]["nemesis_errors"] == [], v["run"]["nemesis_errors"]
     assert (result.run_dir / "history.parquet" / "meta.json").exists()
     return v
 

@@ -19,7 +19,8 @@ INVALID = {
     "checks": {"duplicate": {"count": 6, "examples": [{"value": "txn-producer-0.0-1459-0",
                                                       "positions": ["eos-a-2@247", "eos-a-2@248"]}]},
                "lost-write": {"count": 0, "examples": []}},
-    "stats": {"txn": {"ok": 10, "fail": 0, "info": 0}, "fenced": 0, "healed": True, "nemesis_errors": []},
+    "stats": {"txn": {"ok": 10, "fail": 0, "info": 0}, "fenced": 0},
+    "run": {"healed": True, "nemesis_errors": []},
 }
 
 # Stands in for the cluster run: what the plugin does with the verdict is what is tested here.
@@ -83,8 +84,8 @@ def test_a_failing_scenario_says_what_fired_and_where_the_report_is(pytester: py
 def test_summary_names_unmet_minimums_and_unhealed_faults(tmp_path) -> None:  # type: ignore[no-untyped-def]
     v = dict(INVALID, valid=True, expected={"valid": True, "min_fenced": 1},
              checks={"duplicate": {"count": 0, "examples": []}},
-             stats={"txn": {"ok": 5}, "fenced": 0, "healed": False, "heal_problems": ["node 2: down"],
-                    "nemesis_errors": ["kill at 5.0s: LookupError"]})
+             stats={"txn": {"ok": 5}, "fenced": 0},
+             run={"healed": False, "heal_problems": ["node 2: down"], "nemesis_errors": ["kill at 5.0s: LookupError"]})
     text = Verdict(v, tmp_path, "leader-kill", 1, "compose", "eos-chaos run leader-kill --backend compose --seed 1 --duration 20").summary()
     assert "checks: none fired" in text and "below the scenario's minimum: min_fenced 0" in text
     assert "not healed: ['node 2: down']" in text and "faults that failed: ['kill at 5.0s: LookupError']" in text

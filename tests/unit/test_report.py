@@ -15,14 +15,15 @@ from pathlib import Path
 import orjson
 import pytest
 
-from harness import runinfo
+from harness import outcome, runinfo
 from harness.checker import check
-from harness.runner import write_verdict
 from harness.history import store
+from harness.journal import Journal
 from harness.report import REPORT_FILE, cell, write_report
 from harness.report.compare import compare
 from harness.report.data import anomaly_positions, fault_windows, label, load, node_lanes, spark_events
 from harness.report.plots import timeline_svg
+from harness.runfolder import RunFolder
 from tests.browser import render
 from tests.unit.histories import clean
 
@@ -37,7 +38,7 @@ FAULTS = [
 
 
 def make_run(root: Path, variant: str = "", name: str = "unit-run") -> Path:
-    """A run folder as ``eos-chaos run`` leaves it: scenario.json, history, Parquet, verdict."""
+    """A run folder as ``eos-chaos run`` leaves it: scenario.json, journal.json, history, Parquet, verdict."""
     run_dir = root / name
     (run_dir / "history").mkdir(parents=True)
     h = clean(variant)
@@ -45,17 +46,17 @@ def make_run(root: Path, variant: str = "", name: str = "unit-run") -> Path:
     ops += [{"time": at * SECOND, "process": "nemesis", "type": "info" if v["phase"] == "start" else "ok",
              "f": "fault", "value": v} for at, v in FAULTS]
     (run_dir / "history" / "runner.jsonl").write_bytes(b"".join(orjson.dumps(o) + b"\n" for o in ops))
-    (run_dir / "scenario.json").write_text(json.dumps({
-        "name": name, "description": f"hand-written history ({variant or 'clean'})", "duration": 10.0, "seed": 7,
-        "backend": "local", "versions": {"kafka": "4.1.1", "confluent_kafka": "2.12.0", "librdkafka": "2.12.0",
-                                         "pyspark": "4.0.0", "python": "3.11.7", "eos_chaos": "0.1.0"},
-        "command": f"eos-chaos run {name} --backend local --seed 7 --duration 10"}))
+    scenario = {"name": name, "description": f"hand-written history ({variant or 'clean'})", "duration": 10.0}
+    (run_dir / "scenario.json").write_text(json.dumps({**scenario, "seed": 7, "backend": "local"}))
+    journal = Journal(scenario=name, source=name, resolved=scenario, seed=7, backend="local", kafka_version="4.1.1",
+                      versions={"kafka": "4.1.1", "confluent_kafka": "2.12.0", "librdkafka": "2.12.0",
+                                "pyspark": "4.0.0", "python": "3.11.7", "eos_chaos": "0.1.0"},
+                      command=f"eos-chaos run {name} --backend local --seed 7 --duration 10", healed=True)
+    journal.save(RunFolder(run_dir))
     all_ops, truncated = store.read_ops(run_dir)
     tables = store.flatten(all_ops, truncated)
     store.save(tables, run_dir)
-    verdict = check(tables).to_json()
-    verdict["stats"].update({"healed": True, "faults": 3, "nemesis_errors": []})  # the run's facts
-    write_verdict(verdict, run_dir)
+    outcome.write(outcome.assemble(check(tables), journal, journal.expected), RunFolder(run_dir))
     return run_dir
 
 

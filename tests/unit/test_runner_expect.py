@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.runner import as_expected, errors_seen
+from harness.history.model import Op
+from harness.history.store import flatten
+from harness.outcome import as_expected
 from harness.scenario import Expect, Scenario, Workload
 
 
@@ -16,17 +18,18 @@ def test_errors_seen_counts_every_error_a_client_met_by_name() -> None:
         {"f": "txn", "type": "fail", "error": "_FENCED: Failed to end transaction", "abort_error": "_FENCED: fenced"},
         {"f": "poll", "type": "ok"},
     ]
-    assert errors_seen(ops) == {"_CONFLICT": 1, "_FENCED": 2, "_TIMED_OUT": 1}
+    history = [Op.from_json({"time": i, "process": f"p{i}", **op}, index=i) for i, op in enumerate(ops)]
+    assert flatten(history).meta["errors_seen"] == {"_CONFLICT": 1, "_FENCED": 2, "_TIMED_OUT": 1}
 
 
 def _verdict(seen: dict[str, int]) -> dict[str, Any]:
-    return {"valid": True, "checks": {}, "stats": {"txn": {"ok": 50}, "fenced": 0, "healed": True,
-                                                     "nemesis_errors": [], "errors_seen": seen}}
+    return {"valid": True, "checks": {}, "stats": {"txn": {"ok": 50}, "fenced": 0, "errors_seen": seen},
+            "run": {"healed": True, "nemesis_errors": []}}
 
 
 def test_an_incident_replay_is_as_expected_only_if_its_errors_were_met() -> None:
     sc = Scenario(name="replay", description="-", workloads=[Workload(kind="txn-producer")],
                   expect=Expect(errors=["_TIMED_OUT", "_CONFLICT"]))
-    assert as_expected(sc, _verdict({"_TIMED_OUT": 3, "_CONFLICT": 1})) is True
-    assert as_expected(sc, _verdict({"_TIMED_OUT": 3})) is False, "the refused abort never happened"
-    assert as_expected(sc.model_copy(update={"expect": Expect()}), _verdict({})) is True
+    assert as_expected(_verdict({"_TIMED_OUT": 3, "_CONFLICT": 1}), sc.expect) is True
+    assert as_expected(_verdict({"_TIMED_OUT": 3}), sc.expect) is False, "the refused abort never happened"
+    assert as_expected(_verdict({}), Expect()) is True

@@ -9,7 +9,7 @@ from pathlib import Path
 from harness import scenario
 from harness.checker import check
 from harness.history.model import FAULT, NEMESIS, READ_UNCOMMITTED, tp_key
-from harness.runner import as_expected
+from harness.outcome import as_expected
 from harness.smoke import SmokeResult, summarise
 from tests.unit.histories import History
 
@@ -32,8 +32,8 @@ def smoke(ok: Sequence[Sends] = (), fail: Sequence[Sends] = (), info: Sequence[S
         h._add(process=NEMESIS, type="info", f=FAULT, value={"kind": "kill", "phase": "start", "node": killed})
     tables = h.tables()
     verdict = check(tables).to_json()
-    verdict["stats"].update({"healed": True, "heal_problems": [], "nemesis_errors": []})
-    verdict["as_expected"] = as_expected(scenario.load("smoke"), verdict)
+    verdict["run"] = {"healed": True, "heal_problems": [], "nemesis_errors": []}
+    verdict["as_expected"] = as_expected(verdict, scenario.load("smoke").expect)
     return summarise(Path("smoke-run"), verdict, tables)
 
 

@@ -59,3 +59,9 @@ def test_soak_page_lists_runs_totals_and_replays(tmp_path: Path) -> None:
     assert "eos-chaos run leader-kill --backend local --seed 2" in words
     assert "INVALID (not as expected)" in words and "duplicate: 2" in words
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page)
+
+
+def test_a_replay_is_the_command_the_run_recorded() -> None:
+    s = Soak(7, ["baseline"], "local", 1, None, False)
+    s.runs = [run("baseline", 1, False, False, command="eos-chaos run baseline --backend local --seed 1 --duration 15")]
+    assert s.replays() == ["eos-chaos run baseline --backend local --seed 1 --duration 15"]  # the soak's --duration
