@@ -18,7 +18,8 @@ from typing import Any, Callable
 
 from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 
-from chaos.nemesis import Nemesis, heal_all
+from chaos.heal import heal_all
+from chaos.nemesis import Nemesis
 from clusters import artifacts, backends, procs, state
 from clusters.backends import Backend
 from clusters.base import Cluster, NodeState
@@ -243,7 +244,7 @@ def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, run_
             create_topic(admin, topic, sc.partitions, config={"cleanup.policy": "compact"} if topic in compacted else None)
         env = {**os.environ, **procs.tags(cluster.cluster_id, os.getpid()), ENV_T0: str(t0)}
         sup = Supervisor(run_dir, env)
-        nemesis = Nemesis(sc, cluster, sup, rec, faults, seed)
+        nemesis = Nemesis(cluster, sup, rec, faults, seed, sc.target_defaults())
         thread: threading.Thread | None = None
         zombie_thread: threading.Thread | None = None
         progress = show(run_dir, sc.duration, nemesis.active_faults) if show else None

@@ -16,6 +16,7 @@ import numpy as np
 import orjson
 import pandas as pd
 
+from chaos.faults import node_states
 from harness.checker import VERDICT_FILE
 from harness.errors import ConfigError
 from harness.history import store
@@ -23,7 +24,7 @@ from harness.history.model import FAULT, READ_COMMITTED, SCAN, SPARK_BATCH, SPAR
 from harness.history.recorder import HISTORY_DIR
 
 #: Broker process faults and the state a node is in during their window.
-NODE_STATE = {"kill": "down", "stop": "down", "restart": "down", "rolling-restart": "down", "pause": "paused"}
+NODE_STATE = node_states()
 #: At most this many partitions get an offset view (the first ones the examples name).
 MAX_PARTITION_VIEWS = 4
 _POSITION = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)@(?P<offset>\d+)$")

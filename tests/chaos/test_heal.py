@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from chaos.nemesis import heal_all
+from chaos.heal import heal_all
 from clusters import procs, state
 from clusters.base import Cluster, NodeState
 from harness.wait import wait_until
