@@ -5,7 +5,7 @@ interrupted, a fault that failed half-way): every link clean, every node up, the
 from __future__ import annotations
 
 import logging
-from typing import Callable
+from collections.abc import Callable
 
 from clusters.base import Cluster, NodeState
 

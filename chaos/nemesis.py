@@ -11,8 +11,8 @@ import logging
 import random
 import threading
 import time
+from collections.abc import Sequence
 from contextlib import nullcontext
-from typing import Sequence
 
 from confluent_kafka.admin import AdminClient
 
@@ -26,6 +26,9 @@ from harness.history.model import FAULT, NEMESIS
 from harness.history.recorder import Recorder
 
 log = logging.getLogger(__name__)
+
+#: Roles need their `of` (a run's defaults come from its scenario: Scenario.target_defaults()).
+NO_DEFAULTS = TargetDefaults()
 
 #: A fault asked to end (run over) finishes its current step: a node restart (~10-60 s) at worst.
 FAULT_END_TIMEOUT_S = 240.0
@@ -46,7 +49,7 @@ def _label(kind: str, value: dict[str, object]) -> str:
 
 class Nemesis:
     def __init__(self, cluster: Cluster, control: WorkloadControl, rec: Recorder, plan: Sequence[Fault] = (),
-                 seed: int = 0, defaults: TargetDefaults = TargetDefaults()) -> None:
+                 seed: int = 0, defaults: TargetDefaults = NO_DEFAULTS) -> None:
         self.rnd = random.Random(f"{seed}/nemesis")  # "random" targets: reproducible per seed
         self.plan = list(plan)
         self.cluster = cluster

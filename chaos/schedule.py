@@ -6,7 +6,8 @@ under test may still behave differently. ``eos-chaos run NAME --seed S --dry-run
 from __future__ import annotations
 
 import random
-from typing import Any, Protocol, Sequence
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 from chaos.faults import Fault, parse
 

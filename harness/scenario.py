@@ -78,7 +78,7 @@ class Scenario(Strict):
     expect: Expect = Expect()
 
     @model_validator(mode="after")
-    def _workloads_for_faults(self) -> "Scenario":
+    def _workloads_for_faults(self) -> Scenario:
         kinds = {w.kind for w in self.workloads}
         wanted = {f.kind for f in self.faults} | {k for k, _ in (self.mix.kinds if self.mix else [])}
         for needed in get_args(WorkloadKind):
@@ -104,7 +104,7 @@ class Scenario(Strict):
                                  f"topics {self.topics}")
         return self
 
-    def with_duration(self, seconds: float, flag: str = "--duration") -> "Scenario":
+    def with_duration(self, seconds: float, flag: str = "--duration") -> Scenario:
         """This scenario lasting ``seconds`` instead; ConfigError naming ``flag`` unless
         0 < seconds <= 24 h (inf and nan included)."""
         if not (math.isfinite(seconds) and 0 < seconds <= MAX_DURATION_S):

@@ -7,7 +7,7 @@ Adding a kind: a model with ``kind: Literal[...]`` and ``apply``, listed in ``Fa
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, TypeAdapter
 
@@ -25,13 +25,13 @@ from chaos.faults.network import (
 from chaos.faults.process import Kill, KillLeader, Pause, Restart, RollingRestart, Stop
 from chaos.faults.workload import KillDriver, KillWorkload, PauseWorkload, ZombieDriver
 
-__all__ = ["Fault", "FaultBase", "FaultContext", "FaultKind", "Heal", "REGISTRY", "Target", "parse"]
+__all__ = ["REGISTRY", "Fault", "FaultBase", "FaultContext", "FaultKind", "Heal", "Target", "parse"]
 
 #: Process faults on brokers, network faults on the per-link proxies, and faults on workload processes.
 Fault = Annotated[
-    Union[Kill, KillLeader, Stop, Pause, Restart, RollingRestart,
-          Partition, Flap, Latency, Bandwidth, ResetPeer, Blackhole, Slicer, DropResponses,
-          KillWorkload, PauseWorkload, KillDriver, ZombieDriver],
+    (Kill | KillLeader | Stop | Pause | Restart | RollingRestart
+     | Partition | Flap | Latency | Bandwidth | ResetPeer | Blackhole | Slicer | DropResponses
+     | KillWorkload | PauseWorkload | KillDriver | ZombieDriver),
     Field(discriminator="kind"),
 ]
 #: Every kind's name (a scenario's ``mix`` draws from these).
@@ -42,7 +42,7 @@ FaultKind = Literal["kill", "kill-leader", "stop", "pause", "restart", "rolling-
 _ADAPTER: TypeAdapter[Fault] = TypeAdapter(Fault)
 #: kind -> its model
 REGISTRY: dict[str, type[FaultBase]] = {
-    str(cls.model_fields["kind"].default): cls for cls in Fault.__args__[0].__args__  # type: ignore[attr-defined]
+    str(cls.model_fields["kind"].default): cls for cls in Fault.__args__[0].__args__
 }
 
 

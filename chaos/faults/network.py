@@ -27,7 +27,7 @@ class _LinkFault(FaultBase):
     listeners: Listeners = "all"
 
     @model_validator(mode="after")
-    def _directed_has_peer(self) -> "_LinkFault":
+    def _directed_has_peer(self) -> _LinkFault:
         if self.partition == "directed" and self.peer is None:
             raise ValueError("a directed partition needs `peer` (the other end)")
         return self
@@ -91,10 +91,10 @@ class Flap(_LinkFault):
 
 class _ToxicFault(_LinkFault):
     #: toxic parameters (chaos/toxics.py), e.g. {latency_ms: 200, jitter_ms: 50}
-    params: dict[str, float] = {}
+    params: dict[str, float] = Field(default_factory=dict)
 
     @model_validator(mode="after")
-    def _known_params(self) -> "_ToxicFault":
+    def _known_params(self) -> _ToxicFault:
         toxics.specs(self.kind, self.params)  # raises naming the allowed parameters
         return self
 

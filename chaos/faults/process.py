@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Callable, Literal
+from collections.abc import Callable
+from typing import Literal
 
 from chaos.faults.base import FaultBase, FaultContext, Heal, Target, no_heal
 

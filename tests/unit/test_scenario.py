@@ -105,8 +105,8 @@ def test_the_duration_override_gives_a_scenario_of_that_length() -> None:
     ("faults:\n  - at: 5\n    kind: kil\n", 7, "faults[0] (kil at 5s) kind: 'kil' is not a fault kind; allowed: kill, "),
     ("faults:\n  - {at: 5}\n", 6, "faults[0].kind: missing; a fault needs a kind, one of: kill, "),
     ("faults:\n  - {at: 5, kind: kill, params: {latency_ms: 5}}\n", 6,
-     "faults[0] (kill at 5s) params: `params` is for latency, bandwidth, reset-peer, blackhole, slicer and "
-     "drop-responses only, not kill"),
+     ("faults[0] (kill at 5s) params: `params` is for latency, bandwidth, reset-peer, blackhole, slicer and "
+      "drop-responses only, not kill")),
     ("faults:\n  - {at: 5, kind: kill-workload}\n", 6, "faults[0] (kill-workload at 5s) workload: missing (required)"),
     ("faults:\n  - {at: 5, kind: latency, listeners: clients}\n", 6,
      "faults[0] (latency at 5s) listeners: 'clients'; allowed: internal, controller, client, all; did you mean 'client'?"),
