@@ -12,6 +12,7 @@ from typing import Any, Literal, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_core import PydanticCustomError
 
 from chaos.faults import REGISTRY, Fault, FaultKind, needing
 from chaos.targets import TargetDefaults
@@ -21,6 +22,11 @@ LIBRARY = Path(__file__).resolve().parent / "scenarios"
 WorkloadKind = Literal["txn-producer", "reader", "copier", "zombie", "spark-job"]
 #: A run lasts at most a day: longer is a typo (or ``inf``), and a dry run of it would never end.
 MAX_DURATION_S = 24 * 3600.0
+
+
+def _invalid(where: tuple[str | int, ...], message: str) -> PydanticCustomError:
+    """A problem found across fields, located at ``where`` (pydantic would place it at the root)."""
+    return PydanticCustomError("scenario", "{message}", {"message": message, "where": where})
 
 
 class Strict(BaseModel):
@@ -89,19 +95,19 @@ class Scenario(Strict):
         for i, f in enumerate(self.faults):
             workload = getattr(f, "workload", None)
             if workload is not None and workload not in allowed:
-                raise ValueError(f"faults[{i}] ({f.kind} at {f.at:g}s) workload: {workload!r}; allowed: "
-                                 f"{', '.join(allowed)}")
-        for w in self.workloads:
+                raise _invalid(("faults", i, "workload"), f"{workload!r}; allowed: {', '.join(allowed)}")
+        for i, w in enumerate(self.workloads):
             if w.kind != "spark-job":
                 continue
             sink = w.settings.get("sink", "transactional")
             if sink not in ("transactional", "builtin"):
-                raise ValueError(f"spark-job setting sink: {sink!r}; allowed: transactional, builtin")
+                raise _invalid(("workloads", i, "settings", "sink"),
+                               f"spark-job setting sink: {sink!r}; allowed: transactional, builtin")
             need = ("input", "output") + (("markers",) if sink == "transactional" else ())
             missing = [k for k in need if w.settings.get(k) not in self.topics]
             if missing:
-                raise ValueError(f"a spark-job workload needs settings {missing}, each one of the scenario's "
-                                 f"topics {self.topics}")
+                raise _invalid(("workloads", i, "settings"), f"a spark-job workload needs settings {missing}, "
+                                                              f"each one of the scenario's topics {self.topics}")
         return self
 
     def with_duration(self, seconds: float, flag: str = "--duration") -> Scenario:
@@ -162,7 +168,7 @@ def load(name_or_path: str) -> Scenario:
 
 def _problem(path: Path, root: yaml.Node | None, data: Any, e: Any) -> str:
     """One pydantic error as ``file:line: where: what (allowed: ...)``."""
-    loc = tuple(e["loc"])
+    loc = tuple((e.get("ctx") or {}).get("where", e["loc"]))
     if e["type"] in ("union_tag_invalid", "union_tag_not_found"):
         loc += ("kind",)  # the fault's kind is what is wrong
     words, located = _where(loc, data)

@@ -123,7 +123,7 @@ def test_faults_are_named_in_the_scenario_s_own_words(tmp_path: Path, body: str,
 
 def test_kill_workload_names_the_allowed_workload_kinds(tmp_path: Path) -> None:
     msg = _load_error(tmp_path, "faults:\n  - {at: 5, kind: kill-workload, workload: readr}\n")
-    assert "faults[0] (kill-workload at 5s) workload: 'readr'; allowed: txn-producer, reader, copier" in msg, msg
+    assert "FILE:6: faults[0] (kill-workload at 5s) workload: 'readr'; allowed: txn-producer, reader, copier" in msg, msg
 
 
 @pytest.mark.parametrize("text, what", [("- a\n- b\n", "not list"), ("", "not an empty file")])
