@@ -84,8 +84,9 @@ def physical(sc: Scenario, tag: str) -> Scenario:
         workloads.append(w.model_copy(update={"settings": settings}))
     faults = []
     for f in sc.faults:
-        if f.of and "/" in f.of and f.of.rpartition("/")[0] in names:  # leader of "topic/partition"
-            topic, _, part = f.of.rpartition("/")
+        of = getattr(f, "of", None)  # only faults that target a node have `of`
+        if of and "/" in of and of.rpartition("/")[0] in names:  # leader of "topic/partition"
+            topic, _, part = of.rpartition("/")
             f = f.model_copy(update={"of": f"{names[topic]}/{part}"})
         faults.append(f)
     return sc.model_copy(update={"topics": [names[t] for t in sc.topics], "workloads": workloads, "faults": faults})

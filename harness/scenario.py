@@ -18,6 +18,9 @@ from chaos.faults import REGISTRY, Fault, FaultKind, needing
 from chaos.targets import TargetDefaults
 from harness.errors import ConfigError
 
+#: ``Fault`` is re-exported: a scenario's faults, as the runner and the plugin name them.
+__all__ = ["LIBRARY", "MAX_DURATION_S", "Expect", "Fault", "Mix", "Scenario", "Workload", "WorkloadKind", "load", "names"]
+
 LIBRARY = Path(__file__).resolve().parent / "scenarios"
 WorkloadKind = Literal["txn-producer", "reader", "copier", "zombie", "spark-job"]
 #: A run lasts at most a day: longer is a typo (or ``inf``), and a dry run of it would never end.
@@ -178,7 +181,8 @@ def _problem(path: Path, root: yaml.Node | None, data: Any, e: Any) -> str:
 def _where(loc: tuple[Any, ...], data: Any) -> tuple[str, tuple[Any, ...]]:
     """``loc`` in the scenario's own words (``faults[0] (kill at 5s) target``) and the part of it
     that exists in the file. pydantic's union tags (``kill``, ``literal[...]``) are dropped."""
-    words, located, node = "", [], data
+    words, node = "", data
+    located: list[Any] = []
     tag = None  # a fault's kind, which pydantic puts in the path right after the fault
     for i, key in enumerate(loc):
         if key == tag:
@@ -293,4 +297,5 @@ def _fields_at(loc: tuple[Any, ...], data: Any) -> list[str]:
 
 
 #: Every field name a scenario file may hold (to tell a missing field from a pydantic union tag).
-_FIELDS = {f for m in (Scenario, Workload, Mix, Expect, *REGISTRY.values()) for f in m.model_fields}
+_MODELS: list[type[BaseModel]] = [Scenario, Workload, Mix, Expect, *REGISTRY.values()]
+_FIELDS = {f for m in _MODELS for f in m.model_fields}

@@ -216,3 +216,14 @@ def test_a_fault_that_fails_is_recorded_and_the_nemesis_goes_on(tmp_path: Path) 
     nem, _ = nemesis(tmp_path)
     nem._guarded(faults.parse({"at": 3, "kind": "kill", "target": "group-coordinator"}))
     assert nem.errors == ["kill at 3.0s: LookupError: group-coordinator without `of`: the scenario has no copier group"]
+
+
+def test_every_library_scenario_s_faults_survive_the_per_run_renaming() -> None:
+    """The runner renames topics in ``of``, which only faults that target a node have."""
+    from harness import runner, scenario
+
+    for name in scenario.names():
+        sc = runner.physical(scenario.load(name), "t1")
+        assert sc.target_defaults().topic == sc.topics[0], name
+        leaders_of = [f.of for f in sc.faults if "/" in str(getattr(f, "of", None))]
+        assert all(of.rpartition("/")[0] in sc.topics for of in leaders_of), (name, leaders_of)
