@@ -8,7 +8,7 @@ from __future__ import annotations
 import difflib
 import math
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -25,6 +25,10 @@ LIBRARY = Path(__file__).resolve().parent / "scenarios"
 WorkloadKind = Literal["txn-producer", "reader", "copier", "zombie", "spark-job"]
 #: A run lasts at most a day: longer is a typo (or ``inf``), and a dry run of it would never end.
 MAX_DURATION_S = 24 * 3600.0
+
+
+#: A finite, non-negative number of seconds (up to a run's longest).
+Seconds = Annotated[float, Field(ge=0, le=MAX_DURATION_S, allow_inf_nan=False)]
 
 
 def _invalid(where: tuple[str | int, ...], message: str) -> PydanticCustomError:
@@ -49,12 +53,13 @@ class Mix(Strict):
     """Faults drawn from the seed: one at a time, each ``duration`` long, ``gap`` apart."""
 
     #: (kind, weight) pairs
-    kinds: list[tuple[FaultKind, float]]
-    start: float = Field(5.0, ge=0, description="seconds before the first fault")
-    duration: tuple[float, float] = (3.0, 8.0)
-    gap: tuple[float, float] = (3.0, 10.0)
+    kinds: list[tuple[FaultKind, Seconds]]
+    start: Seconds = Field(5.0, description="seconds before the first fault")
+    #: (shortest, longest) of a fault; a nan here would make planning loop for ever
+    duration: tuple[Seconds, Seconds] = (3.0, 8.0)
+    gap: tuple[Seconds, Seconds] = (3.0, 10.0)
     #: no fault may still run this close to the end (workloads get a calm tail before heal)
-    quiet_end: float = Field(5.0, ge=0)
+    quiet_end: Seconds = 5.0
     #: kill-workload: which workload kinds may be hit
     workloads: list[WorkloadKind] = []
 

@@ -138,3 +138,10 @@ def test_an_existing_file_without_yaml_suffix_is_loaded(tmp_path: Path) -> None:
     f = tmp_path / "mine"
     f.write_text("name: mine\ndescription: x\nworkloads:\n  - kind: reader\n")
     assert scenario.load(str(f)).name == "mine"
+
+
+@pytest.mark.parametrize("mix", ["{kinds: [[kill, 1]], duration: [.nan, 3]}", "{kinds: [[kill, 1]], gap: [1, .inf]}",
+                                 "{kinds: [[kill, .nan]]}", "{kinds: [[kill, 1]], start: -1}"])
+def test_a_mix_of_numbers_that_are_not_seconds_is_rejected(tmp_path: Path, mix: str) -> None:
+    msg = _load_error(tmp_path, f"mix: {mix}\n")
+    assert "FILE:5: mix." in msg, msg
