@@ -155,7 +155,7 @@ class FaultInjector:
     def _fault(self, kind: str, duration: float, fields: dict[str, Any]) -> "Fault":
         from pydantic import ValidationError
 
-        from chaos.faults import parse
+        from chaos.faults import parse, problems
 
         if kind in ("kill-workload", "pause-workload", "kill-driver", "zombie-driver"):
             raise pytest.UsageError(f"nemesis fault {kind!r} acts on eos-chaos workloads; in your own test, stop "
@@ -163,7 +163,7 @@ class FaultInjector:
         try:
             return parse({"at": 0, "kind": kind, "duration": duration, **fields})
         except ValidationError as exc:
-            raise pytest.UsageError(f"nemesis fault {kind} {fields}: {exc}") from None
+            raise pytest.UsageError(f"nemesis fault {kind} {fields}: {'; '.join(problems(exc))}") from None
 
     def inject(self, kind: str, duration: float = 30.0, **fields: Any) -> None:
         """Start ``kind`` now for ``duration`` seconds, in the background (``heal`` ends it early);

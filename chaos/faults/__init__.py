@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, TypeAdapter
+from pydantic import Field, TypeAdapter, ValidationError
 
 from chaos.faults.base import FaultBase, FaultContext, Heal, Target
 from chaos.faults.network import (
@@ -64,3 +64,15 @@ def node_states() -> dict[str, str]:
 def needing(workload: str) -> list[str]:
     """Kinds that need a workload of kind ``workload`` in the scenario (driver faults: spark-job)."""
     return [k for k, cls in REGISTRY.items() if cls.needs_workload == workload]
+
+
+def problems(exc: ValidationError) -> list[str]:
+    """``exc`` (from ``parse``) as ``field: what is wrong`` lines, without pydantic's union tags."""
+    out = []
+    for e in exc.errors():
+        fields = [str(x) for x in e["loc"] if isinstance(x, str) and x not in REGISTRY]
+        msg = {"extra_forbidden": "unknown key", "missing": "missing (required)"}.get(e["type"], e["msg"])
+        if e["type"] == "union_tag_invalid":
+            fields, msg = ["kind"], f"{e['ctx']['tag']!r} is not a fault kind; allowed: {', '.join(REGISTRY)}"
+        out.append(f"{'.'.join(fields) + ': ' if fields else ''}{msg.removeprefix('Value error, ')}")
+    return out

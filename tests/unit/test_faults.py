@@ -227,3 +227,16 @@ def test_every_library_scenario_s_faults_survive_the_per_run_renaming() -> None:
         assert sc.target_defaults().topic == sc.topics[0], name
         leaders_of = [f.of for f in sc.faults if "/" in str(getattr(f, "of", None))]
         assert all(of.rpartition("/")[0] in sc.topics for of in leaders_of), (name, leaders_of)
+
+
+@pytest.mark.parametrize("data, expected", [
+    ({"at": 0, "kind": "kill", "target": "leeder"}, "target: 'leeder' is not a target; allowed: a node id (1, 2, 3) or"),
+    ({"at": 0, "kind": "kill", "window": "in-txn"}, "window: unknown key"),
+    ({"at": 0, "kind": "kil"}, "kind: 'kil' is not a fault kind; allowed: kill, kill-leader,"),
+    ({"at": 0, "kind": "kill-workload"}, "workload: missing (required)"),
+])
+def test_problems_name_the_field_in_the_fault_s_words(data: dict[str, Any], expected: str) -> None:
+    with pytest.raises(ValidationError) as info:
+        faults.parse(data)
+    said = "; ".join(faults.problems(info.value))
+    assert said.startswith(expected) and "literal[" not in said and "Value error" not in said, said
