@@ -9,7 +9,7 @@ node), ``directed`` (one link A -> B), ``clients-from-node`` (the clients' link 
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from clusters.topology import CLIENT_SOURCE, Link, Listener, Topology
 

@@ -11,10 +11,23 @@ broker places it: ``__transaction_state`` (``__consumer_offsets``) partition
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 from typing import Protocol
 
 TXN_STATE_TOPIC = "__transaction_state"
 OFFSETS_TOPIC = "__consumer_offsets"
+
+
+@dataclass(frozen=True)
+class TargetDefaults:
+    """What a role is of when a fault gives no ``of``: plain data from the run's scenario."""
+
+    #: leader: this topic's partition 0
+    topic: str | None = None
+    #: coordinator: of this transactional.id (the first txn-producer's)
+    transactional_id: str | None = None
+    #: group-coordinator: of this consumer group (the copier's)
+    group: str | None = None
 
 
 class _Admin(Protocol):

@@ -51,6 +51,6 @@ def specs(kind: str, params: dict[str, Any] | None = None) -> list[ToxicSpec]:
             raise ValueError(f"{kind}: unknown parameter {key!r}; allowed: {', '.join(allowed) or 'none'}")
         if not isinstance(value, (int, float)) or value < 0:
             raise ValueError(f"{kind}: {key} must be a number >= 0, not {value!r}")
-        attrs[PARAMS[key]] = int(round(value))  # Toxiproxy's attributes are integers (400 on 200.0)
+        attrs[PARAMS[key]] = round(value)  # Toxiproxy's attributes are integers (400 on 200.0)
     streams = ["upstream", "downstream"] if stream == "both" else [stream]
     return [ToxicSpec(f"eos-{kind}-{s}", toxic_type, s, attrs) for s in streams]

@@ -151,21 +151,21 @@ class FaultInjector:
         self.run_dir = run_dir
         self._rec = Recorder(run_dir, "nemesis")
         scenario = Scenario(name="pytest", description="faults injected by a test", workloads=[])
-        self._nemesis = Nemesis(scenario, cluster, Supervisor(run_dir, dict(os.environ)), self._rec, plan=[])
+        self._nemesis = Nemesis(cluster, Supervisor(run_dir, dict(os.environ)), self._rec, defaults=scenario.target_defaults())
         self._threads: list[threading.Thread] = []
 
     def _fault(self, kind: str, duration: float, fields: dict[str, Any]) -> "Fault":
         from pydantic import ValidationError
 
-        from harness.scenario import Fault
+        from chaos.faults import parse, problems
 
         if kind in ("kill-workload", "pause-workload", "kill-driver", "zombie-driver"):
             raise pytest.UsageError(f"nemesis fault {kind!r} acts on eos-chaos workloads; in your own test, stop "
                                     "your own processes. Allowed here: broker and network faults")
         try:
-            return Fault(at=0, kind=kind, duration=duration, **fields)
+            return parse({"at": 0, "kind": kind, "duration": duration, **fields})
         except ValidationError as exc:
-            raise pytest.UsageError(f"nemesis fault {kind} {fields}: {exc}") from None
+            raise pytest.UsageError(f"nemesis fault {kind} {fields}: {'; '.join(problems(exc))}") from None
 
     def inject(self, kind: str, duration: float = 30.0, **fields: Any) -> None:
         """Start ``kind`` now for ``duration`` seconds, in the background (``heal`` ends it early);
@@ -201,7 +201,8 @@ class FaultInjector:
 
     def heal(self) -> None:
         """End every fault, heal the cluster, wait until it is healthy; fail the test if it is not."""
-        from chaos.nemesis import FAULT_END_TIMEOUT_S, heal_all
+        from chaos.heal import heal_all
+        from chaos.nemesis import FAULT_END_TIMEOUT_S
 
         self._nemesis.stop.set()
         for th in self._threads:

@@ -20,12 +20,14 @@ from typing import Any, Callable
 
 from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 
-from chaos.nemesis import Nemesis, heal_all
+from chaos.heal import heal_all
+from chaos.nemesis import Nemesis
 from clusters import artifacts, backends, procs, state
 from clusters.backends import Backend
 from clusters.base import Cluster, NodeState
 from clusters.health import admin_client
-from harness import outcome, runinfo, schedule
+from chaos import schedule
+from harness import outcome, runinfo
 from harness.checker import check
 from harness.errors import ClusterError, ConfigError
 from harness.history import store
@@ -47,7 +49,6 @@ from harness.scenario import Fault, Scenario
 from harness.supervisor import Supervisor
 from harness.workloads import registry
 from harness.workloads.common import WorkloadConfig
-from harness.workloads.copier import GROUP
 
 log = logging.getLogger(__name__)
 
@@ -97,12 +98,13 @@ def physical(sc: Scenario, tag: str) -> Scenario:
     for w in sc.workloads:
         settings = {k: mapped(v) for k, v in w.settings.items()}
         if w.kind == "copier":
-            settings.setdefault("group", f"{GROUP}.{tag}")
+            settings.setdefault("group", f"{registry.COPIER_GROUP}.{tag}")
         workloads.append(w.model_copy(update={"settings": settings}))
     faults = []
     for f in sc.faults:
-        if f.of and "/" in f.of and f.of.rpartition("/")[0] in names:  # leader of "topic/partition"
-            topic, _, part = f.of.rpartition("/")
+        of = getattr(f, "of", None)  # only faults that target a node have `of`
+        if of and "/" in of and of.rpartition("/")[0] in names:  # leader of "topic/partition"
+            topic, _, part = of.rpartition("/")
             f = f.model_copy(update={"of": f"{names[topic]}/{part}"})
         faults.append(f)
     return sc.model_copy(update={"topics": [names[t] for t in sc.topics], "workloads": workloads, "faults": faults})
@@ -269,7 +271,7 @@ def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, fold
             create_topic(admin, topic, sc.partitions, config={"cleanup.policy": "compact"} if topic in compacted else None)
         env = {**os.environ, **procs.tags(cluster.cluster_id, os.getpid()), ENV_T0: str(t0)}
         sup = Supervisor(run_dir, env)
-        nemesis = Nemesis(sc, cluster, sup, rec, faults, seed)
+        nemesis = Nemesis(cluster, sup, rec, faults, seed, sc.target_defaults())
         thread: threading.Thread | None = None
         zombie_thread: threading.Thread | None = None
         progress = show(run_dir, sc.duration, nemesis.active_faults) if show else None
@@ -351,7 +353,7 @@ def final_reads(cluster: Cluster, sc: Scenario, rec: Recorder) -> None:
     if any(w.kind == "copier" for w in sc.workloads):
         admin = admin_client(cluster.direct_bootstrap)
         copier = next(w for w in sc.workloads if w.kind == "copier")
-        src, group = copier.settings["input"], copier.settings.get("group", GROUP)
+        src, group = copier.settings["input"], copier.settings.get("group", registry.COPIER_GROUP)
         req = ConsumerGroupTopicPartitions(group, [TopicPartition(src, p) for p in range(sc.partitions)])
         res = admin.list_consumer_group_offsets([req])[group].result(timeout=60)
         rec.event("final", GROUP_OFFSETS, {tp_key(tp.topic, tp.partition): tp.offset for tp in res.topic_partitions

@@ -5,31 +5,36 @@ anything starts, and an error names the file, the field and what is allowed.
 
 from __future__ import annotations
 
+import difflib
+import math
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
+from chaos.faults import REGISTRY, Fault, FaultKind, needing
+from chaos.targets import TargetDefaults
 from harness.errors import ConfigError
 from harness.workloads import registry
 
+#: ``Fault`` is re-exported: a scenario's faults, as the runner and the plugin name them.
+__all__ = ["LIBRARY", "MAX_DURATION_S", "Expect", "Fault", "Mix", "Scenario", "Workload", "WorkloadKind", "load", "names"]
+
 LIBRARY = Path(__file__).resolve().parent / "scenarios"
 WorkloadKind = registry.KindName
-#: Process faults on brokers, network faults on the per-link proxies, and faults on workload processes.
-#: ``kill-leader`` is shorthand for ``kill`` with ``target: leader``.
-FaultKind = Literal["kill", "stop", "pause", "restart", "rolling-restart",
-                    "partition", "latency", "bandwidth", "reset-peer", "blackhole", "slicer", "flap", "drop-responses",
-                    "kill-workload", "pause-workload", "kill-leader", "kill-driver", "zombie-driver"]
-PROCESS_FAULTS = ("kill", "stop", "pause", "restart", "rolling-restart", "kill-leader")
-#: Faults on the Spark job's driver at a chosen point of a micro-batch (harness/spark/job.py):
-#: kill-driver SIGKILLs it there (the supervisor restarts it from its checkpoint); zombie-driver
-#: freezes it there, starts a new incarnation, and after ``duration`` resumes the old one, which
-#: Kafka must fence.
-DRIVER_FAULTS = ("kill-driver", "zombie-driver")
-TOXIC_FAULTS = ("latency", "bandwidth", "reset-peer", "blackhole", "slicer", "drop-responses")
-#: A node id, ``random``, or a role resolved when the fault starts.
-Role = Literal["random", "all", "leader", "coordinator", "group-coordinator", "controller"]
+#: A run lasts at most a day: longer is a typo (or ``inf``), and a dry run of it would never end.
+MAX_DURATION_S = 24 * 3600.0
+
+
+#: A finite, non-negative number of seconds (up to a run's longest).
+Seconds = Annotated[float, Field(ge=0, le=MAX_DURATION_S, allow_inf_nan=False)]
+
+
+def _invalid(where: tuple[str | int, ...], message: str) -> PydanticCustomError:
+    """A problem found across fields, located at ``where`` (pydantic would place it at the root)."""
+    return PydanticCustomError("scenario", "{message}", {"message": message, "where": where})
 
 
 class Strict(BaseModel):
@@ -52,64 +57,17 @@ class Workload(Strict):
         return settings
 
 
-class Fault(Strict):
-    at: float = Field(ge=0, description="seconds into the run")
-    kind: FaultKind
-    #: how long the fault lasts before it is healed (a killed node stays down this long)
-    duration: float = Field(5.0, ge=0)
-    #: kill-workload / pause-workload: which workload kind
-    workload: WorkloadKind | None = None
-    #: repeat every this many seconds until the run ends (0: once)
-    every: float = Field(0.0, ge=0)
-    #: the node: an id, random, or a role resolved at fault time
-    target: Role | int = "random"
-    #: what the role is of: leader -> "topic/partition" (default: first topic, partition 0);
-    #: coordinator -> a transactional.id (default: the first txn-producer's); group-coordinator -> a group
-    of: str | None = None
-    #: partition / flap: which links (see chaos/partitions.py)
-    partition: Literal["isolate-node", "majority-minority", "directed", "clients-from-node", "bridge"] = "isolate-node"
-    #: partition kind "directed": the other end (a node id or a role)
-    peer: Role | int | None = None
-    #: network faults: which listeners' links
-    listeners: Literal["internal", "controller", "client", "all"] = "all"
-    #: toxic parameters (chaos/toxics.py), e.g. {latency_ms: 200, jitter_ms: 50}
-    params: dict[str, float] = {}
-    #: flap: seconds cut, then as many healed, over and over for ``duration``
-    period: float = Field(1.0, gt=0)
-    #: kill-driver / zombie-driver: where in a micro-batch: inside its open transaction, after the
-    #: transaction committed but before Spark's commit log, or whichever comes first
-    window: Literal["in-txn", "after-commit", "any"] = "any"
-
-    @model_validator(mode="after")
-    def _consistent(self) -> "Fault":
-        from chaos.toxics import specs
-
-        if isinstance(self.target, int) and not 1 <= self.target <= 3:
-            raise ValueError(f"target {self.target}: node ids are 1, 2, 3 (or random, leader, coordinator, "
-                             "group-coordinator, controller)")
-        if self.window != "any" and self.kind not in DRIVER_FAULTS:
-            raise ValueError(f"`window` is for {' and '.join(DRIVER_FAULTS)} only, not {self.kind}")
-        if self.kind in ("kill-workload", "pause-workload") and self.workload is None:
-            raise ValueError(f"{self.kind} needs `workload` (txn-producer, reader, copier, zombie)")
-        if self.kind in TOXIC_FAULTS:
-            specs(self.kind, self.params)  # raises with the allowed parameters
-        elif self.params:
-            raise ValueError(f"{self.kind} takes no params (toxic faults do: {', '.join(TOXIC_FAULTS)})")
-        if self.partition == "directed" and self.kind in ("partition", "flap") and self.peer is None:
-            raise ValueError("a directed partition needs `peer` (the other end)")
-        return self
-
-
 class Mix(Strict):
     """Faults drawn from the seed: one at a time, each ``duration`` long, ``gap`` apart."""
 
     #: (kind, weight) pairs
-    kinds: list[tuple[FaultKind, float]]
-    start: float = Field(5.0, ge=0, description="seconds before the first fault")
-    duration: tuple[float, float] = (3.0, 8.0)
-    gap: tuple[float, float] = (3.0, 10.0)
+    kinds: list[tuple[FaultKind, Seconds]]
+    start: Seconds = Field(5.0, description="seconds before the first fault")
+    #: (shortest, longest) of a fault; a nan here would make planning loop for ever
+    duration: tuple[Seconds, Seconds] = (3.0, 8.0)
+    gap: tuple[Seconds, Seconds] = (3.0, 10.0)
     #: no fault may still run this close to the end (workloads get a calm tail before heal)
-    quiet_end: float = Field(5.0, ge=0)
+    quiet_end: Seconds = 5.0
     #: kill-workload: which workload kinds may be hit
     workloads: list[WorkloadKind] = []
 
@@ -132,7 +90,7 @@ class Expect(Strict):
 class Scenario(Strict):
     name: str
     description: str
-    duration: float = Field(45.0, gt=0, le=24 * 3600)
+    duration: float = Field(45.0, gt=0, le=MAX_DURATION_S, allow_inf_nan=False)
     topics: list[str] = ["eos-a", "eos-b"]
     partitions: int = Field(3, ge=1, le=64)
     workloads: list[Workload]
@@ -142,18 +100,42 @@ class Scenario(Strict):
     expect: Expect = Expect()
 
     @model_validator(mode="after")
-    def _workloads_for_faults(self) -> "Scenario":
+    def _workloads_for_faults(self) -> Scenario:
         kinds = {w.kind for w in self.workloads}
         wanted = {f.kind for f in self.faults} | {k for k, _ in (self.mix.kinds if self.mix else [])}
-        if wanted & set(DRIVER_FAULTS) and "spark-job" not in kinds:
-            raise ValueError(f"faults {sorted(wanted & set(DRIVER_FAULTS))} need a spark-job workload; this scenario "
-                             f"has {sorted(kinds)}")
-        for w in self.workloads:
+        for needed in get_args(WorkloadKind):
+            if wanted & set(needing(needed)) and needed not in kinds:
+                raise ValueError(f"faults {sorted(wanted & set(needing(needed)))} need a {needed} workload; this "
+                                 f"scenario has {sorted(kinds)}")
+        allowed = get_args(WorkloadKind)
+        for i, f in enumerate(self.faults):
+            workload = getattr(f, "workload", None)
+            if workload is not None and workload not in allowed:
+                raise _invalid(("faults", i, "workload"), f"{workload!r}; allowed: {', '.join(allowed)}")
+        for i, w in enumerate(self.workloads):
             missing = [k for k in registry.kind(w.kind).required_topics(w.settings) if w.settings.get(k) not in self.topics]
             if missing:
-                raise ValueError(f"a {w.kind} workload needs settings {missing}, each one of the scenario's "
-                                 f"topics {self.topics}")
+                raise _invalid(("workloads", i, "settings"), f"a {w.kind} workload needs settings {missing}, "
+                                                              f"each one of the scenario's topics {self.topics}")
         return self
+
+    def with_duration(self, seconds: float, flag: str = "--duration") -> Scenario:
+        """This scenario lasting ``seconds`` instead; ConfigError naming ``flag`` unless
+        0 < seconds <= 24 h (inf and nan included)."""
+        if not (math.isfinite(seconds) and 0 < seconds <= MAX_DURATION_S):
+            raise ConfigError(f"{flag} {seconds}: a run lasts more than 0 and at most {MAX_DURATION_S:.0f} "
+                              "seconds (24 h)")
+        return self.model_copy(update={"duration": seconds})
+
+    def target_defaults(self) -> TargetDefaults:
+        """What fault roles are of when a fault gives no ``of``: the first topic, the first
+        txn-producer's transactional.id, the (first) copier's group."""
+        from harness.workloads.txn_producer import transactional_id
+
+        groups = [str(w.settings.get("group", registry.COPIER_GROUP)) for w in self.workloads if w.kind == "copier"]
+        return TargetDefaults(topic=self.topics[0] if self.topics else None,
+                              transactional_id=transactional_id("txn-producer-0"),
+                              group=groups[0] if groups else None)
 
 
 def names() -> list[str]:
@@ -161,6 +143,8 @@ def names() -> list[str]:
 
 
 def load(name_or_path: str) -> Scenario:
+    """The scenario of that name in the library, or in that file; ConfigError (naming the file, the
+    line, the field in the scenario's own words and what is allowed) if it is not valid."""
     path = Path(name_or_path)
     if not path.suffix and not path.is_file():  # a name; an existing file is loaded whatever its name
         path = LIBRARY / f"{name_or_path}.yaml"
@@ -174,12 +158,102 @@ def load(name_or_path: str) -> Scenario:
         root = yaml.compose(text)
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}:1: a scenario is a mapping (name, description, workloads, faults, ...), "
+                          f"not {type(data).__name__ if data is not None else 'an empty file'}")
     try:
-        return Scenario.model_validate(data)
+        sc = Scenario.model_validate(data)
     except ValidationError as exc:
-        problems = [f"{path}:{_line(root, e['loc'])}: {'.'.join(str(x) for x in e['loc'])}: {_message(e, data)}"
-                    for e in exc.errors()]
+        problems = [_problem(path, root, data, e) for e in exc.errors()]
         raise ConfigError("invalid scenario:\n  " + "\n  ".join(problems)) from exc
+    late = [i for i, f in enumerate(sc.faults) if f.at > sc.duration]
+    if late:
+        problems = [f"{path}:{_line(root, ('faults', i, 'at'))}: {_where(('faults', i, 'at'), data)[0]}: "
+                    f"{sc.faults[i].at:g}s is past the scenario's end (duration {sc.duration:g}s)" for i in late]
+        raise ConfigError("invalid scenario:\n  " + "\n  ".join(problems))
+    return sc
+
+
+def _problem(path: Path, root: yaml.Node | None, data: Any, e: Any) -> str:
+    """One pydantic error as ``file:line: where: what (allowed: ...)``."""
+    loc = tuple((e.get("ctx") or {}).get("where", e["loc"]))
+    if e["type"] in ("union_tag_invalid", "union_tag_not_found"):
+        loc += ("kind",)  # the fault's kind is what is wrong
+    words, located = _where(loc, data)
+    return f"{path}:{_line(root, located)}: {words + ': ' if words else ''}{_message(e, located, data)}"
+
+
+def _where(loc: tuple[Any, ...], data: Any) -> tuple[str, tuple[Any, ...]]:
+    """``loc`` in the scenario's own words (``faults[0] (kill at 5s) target``) and the part of it
+    that exists in the file. pydantic's union tags (``kill``, ``literal[...]``) are dropped."""
+    words, node = "", data
+    located: list[Any] = []
+    tag = None  # a fault's kind, which pydantic puts in the path right after the fault
+    for i, key in enumerate(loc):
+        if key == tag:
+            tag = None
+            continue
+        tag = None
+        if isinstance(node, list) and isinstance(key, int) and key < len(node):
+            node = node[key]
+            words += f"[{key}]"
+            if located == ["faults"] and isinstance(node, dict):
+                tag = node.get("kind")
+                if "at" in node and "kind" in node:
+                    words += f" ({node['kind']} at {node['at']}s)"
+        elif isinstance(node, dict) and str(key) in node:
+            node = node[str(key)]
+            words += (" " if words.endswith(")") else "." if words else "") + str(key)
+        elif i == len(loc) - 1 and str(key) in _FIELDS:  # a missing field
+            words += (" " if words.endswith(")") else "." if words else "") + str(key)
+            continue
+        else:
+            continue
+        located.append(key)
+    return words, tuple(located)
+
+
+def _message(e: Any, loc: tuple[Any, ...], data: Any) -> str:
+    """pydantic's message in the scenario's words, with the allowed keys or values and a "did you
+    mean" where one is close."""
+    kind = e["type"]
+    if kind == "extra_forbidden":
+        owners = [k for k, m in REGISTRY.items() if str(loc[-1]) in m.model_fields]
+        node = _at(loc[:-1], data)
+        if owners and loc[0] == "faults" and isinstance(node, dict):
+            return f"`{loc[-1]}` is for {_and(owners)} only, not {node.get('kind')}"
+        return f"unknown key (allowed: {', '.join(_fields_at(loc[:-1], data))}){_did_you_mean(loc[-1], _fields_at(loc[:-1], data))}"
+    if kind == "literal_error":
+        allowed = [x.strip(" '") for x in str(e["ctx"]["expected"]).replace(" or ", ", ").split(",")]
+        return f"{e.get('input')!r}; allowed: {', '.join(allowed)}{_did_you_mean(e.get('input'), allowed)}"
+    if kind == "union_tag_invalid":
+        return (f"{e['ctx']['tag']!r} is not a fault kind; allowed: {', '.join(REGISTRY)}"
+                f"{_did_you_mean(e['ctx']['tag'], list(REGISTRY))}")
+    if kind == "union_tag_not_found":
+        return f"missing; a fault needs a kind, one of: {', '.join(REGISTRY)}"
+    if kind == "missing":
+        return "missing (required)"
+    if kind in ("model_type", "dict_type", "model_attributes_type"):
+        return f"should be a mapping (key: value), not {type(e.get('input')).__name__}"
+    msg = str(e["msg"])
+    return msg.removeprefix("Value error, ").replace("Input should be", "should be")
+
+
+def _at(loc: tuple[Any, ...], data: Any) -> Any:
+    """The value at ``loc`` in the file's data (None where there is none)."""
+    for key in loc:
+        data = data[key] if isinstance(data, (list, dict)) and (key in data if isinstance(data, dict) else key < len(data)) else None
+    return data
+
+
+def _and(items: list[str]) -> str:
+    """``a, b and c``."""
+    return " and ".join(items) if len(items) <= 2 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+def _did_you_mean(value: Any, allowed: list[str]) -> str:
+    close = difflib.get_close_matches(str(value), allowed, n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def _line(root: yaml.Node | None, loc: tuple[Any, ...]) -> int:
@@ -203,33 +277,30 @@ def _line(root: yaml.Node | None, loc: tuple[Any, ...]) -> int:
     return line
 
 
-def _message(e: Any, data: Any) -> str:
-    """pydantic's message, with the allowed keys or values and a "did you mean" where one is close."""
-    import difflib
-
-    if e["type"] == "extra_forbidden":
-        allowed = _fields_at(e["loc"][:-1], data)
-        close = difflib.get_close_matches(str(e["loc"][-1]), allowed, n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
-        return f"unknown key (allowed: {', '.join(allowed)}){hint}"
-    if e["type"] == "literal_error":
-        allowed = [x.strip(" '") for x in str(e["ctx"]["expected"]).replace(" or ", ", ").split(",")]
-        close = difflib.get_close_matches(str(e.get("input")), allowed, n=1)
-        return str(e["msg"]) + (f"; did you mean {close[0]!r}?" if close else "")
-    return str(e["msg"])
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    """The pydantic models an annotation holds (``list[Workload]`` -> Workload; ``list[Fault]`` ->
+    every fault kind's model)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [m for arg in get_args(annotation) for m in _models_in(arg)]
 
 
 def _fields_at(loc: tuple[Any, ...], data: Any) -> list[str]:
-    """The keys the model allows at ``loc`` (e.g. ("workloads", 0) -> Workload's fields)."""
-    model: type[BaseModel] = Scenario
+    """The keys the model allows at ``loc`` (e.g. ("faults", 0) -> the fault kind's fields)."""
+    models: list[type[BaseModel]] = [Scenario]
     for key in loc:
         if isinstance(key, int):
             continue
-        field = model.model_fields.get(str(key))
-        inner = getattr(field, "annotation", None)
-        args = getattr(inner, "__args__", ())
-        candidates = [a for a in (inner, *args) if isinstance(a, type) and issubclass(a, BaseModel)]
-        if not candidates:
+        field = models[0].model_fields.get(str(key))
+        models = _models_in(field.annotation) if field is not None else []
+        if not models:
             return []
-        model = candidates[0]
-    return list(model.model_fields)
+    node = _at(loc, data)
+    if len(models) > 1 and isinstance(node, dict):
+        models = [REGISTRY[node["kind"]]] if node.get("kind") in REGISTRY else models
+    return list(models[0].model_fields)
+
+
+#: Every field name a scenario file may hold (to tell a missing field from a pydantic union tag).
+_MODELS: list[type[BaseModel]] = [Scenario, Workload, Mix, Expect, *REGISTRY.values()]
+_FIELDS = {f for m in _MODELS for f in m.model_fields}

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from chaos.nemesis import heal_all
+from chaos.heal import heal_all
 from clusters import artifacts, backends
 from clusters.backends import Backend
 from clusters.base import Cluster

@@ -5,8 +5,8 @@ the cluster's process tags, so a crashed harness's workloads are reclaimed like 
 
 from __future__ import annotations
 
-import logging
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -15,10 +15,14 @@ import threading
 from dataclasses import asdict
 from pathlib import Path
 
+from chaos.control import DriverAction, Incarnation
 from clusters import procs
-from harness.runfolder import RunFolder
+from harness.runfolder import RunFolder, write_json
+from harness.spark.job import ARM_FILE, job_dir
+from harness.wait import wait_until
 from harness.workloads import registry
 from harness.workloads.common import WorkloadConfig
+from harness.workloads.zombie import GO, READY
 
 log = logging.getLogger(__name__)
 
@@ -30,9 +34,20 @@ KEEPER_INTERVAL_S = 0.5
 #: A workload acts on SIGTERM after the operation in hand: a commit can take up to 3 x 30 s of
 #: retries under faults (workloads/common.py); after that it is killed.
 STOP_TIMEOUT_S = 120.0
+#: An armed driver fault fires at the job's next micro-batch: after a restart that is the JVM start
+#: plus the replayed batch (~20-40 s here, under load); generous because faults may slow it.
+DRIVER_ARMED_TIMEOUT_S = 180.0
+#: A resumed zombie driver's next Kafka call is fenced and the driver exits: seconds.
+ZOMBIE_DRIVER_EXIT_TIMEOUT_S = 120.0
+#: The zombie's first instance announces itself within seconds of starting (one init + 3 sends).
+ZOMBIE_READY_TIMEOUT_S = 120.0
+#: What an armed driver does to itself (harness/spark/job.py's SIGNALS).
+DRIVER_SIGNALS: dict[DriverAction, str] = {"kill": "kill", "freeze": "stop"}
 
 
 class Supervisor:
+    """The workload processes of one run; implements ``chaos.control.WorkloadControl``."""
+
     def __init__(self, run_dir: Path, env: dict[str, str]) -> None:
         self.run_dir = run_dir
         self.env = env
@@ -45,6 +60,7 @@ class Supervisor:
         self._stopping = threading.Event()
         self._lock = threading.RLock()
         self._keeper: threading.Thread | None = None
+        self._armed: dict[str, str] = {}  # driver name -> the window its armed fault waits for
 
     def register(self, kind: str, cfg: WorkloadConfig) -> None:
         """Known but not started yet (the zombie's second instance, started by the nemesis)."""
@@ -79,9 +95,48 @@ class Supervisor:
     def resume(self, name: str) -> None:
         _signal_group(self.procs[name], signal.SIGCONT)
 
-    def resume_zombie(self, old: subprocess.Popen[bytes]) -> None:
-        """Resume an older incarnation ``new_incarnation`` returned."""
-        _signal_group(old, signal.SIGCONT)
+    def restarts_itself(self, name: str) -> bool:
+        return self.kinds[name] in RESTARTED
+
+    def start_registered(self, name: str) -> None:
+        self.start(self.kinds[name], self.configs[name])
+
+    def arm_driver(self, name: str, window: str, action: DriverAction) -> int:
+        arm = job_dir(self.run_dir, name) / ARM_FILE
+        write_json(arm, {"window": window, "signal": DRIVER_SIGNALS[action]})  # the job reads it whole or not at all
+        self._armed[name] = window
+        return self.procs[name].pid
+
+    def await_driver_fault(self, name: str, action: DriverAction, stop: threading.Event) -> bool:
+        proc, arm = self.procs[name], job_dir(self.run_dir, name) / ARM_FILE
+
+        def fired() -> bool:
+            return proc.poll() is not None if action == "kill" else procs.stopped(proc.pid)
+
+        try:
+            wait_until(lambda: fired() or stop.is_set(), timeout=DRIVER_ARMED_TIMEOUT_S,
+                       what=f"{name} (pid {proc.pid}) to reach the {self._armed.get(name)} window of a micro-batch and "
+                            f"{'die' if action == 'kill' else 'freeze'} there",
+                       state=lambda: f"process alive: {proc.poll() is None}, armed: {arm.exists()}")
+        finally:
+            arm.unlink(missing_ok=True)  # never left armed for a later incarnation
+        return fired()
+
+    def end_zombie(self, name: str, old: Incarnation) -> None:
+        zombie = next(p for p in self.zombies.get(name, []) if p is old)
+        _signal_group(zombie, signal.SIGCONT)
+        wait_until(lambda: zombie.poll() is not None, timeout=ZOMBIE_DRIVER_EXIT_TIMEOUT_S,
+                   what=f"the resumed old driver of {name} (pid {zombie.pid}) to be fenced and exit",
+                   state=lambda: f"alive: {zombie.poll() is None}")
+
+    def await_zombie_ready(self, name: str) -> None:
+        ready = self.run_dir / READY
+        wait_until(lambda: ready.exists() or not self.alive(name), timeout=ZOMBIE_READY_TIMEOUT_S,
+                   what=f"zombie {name} to open its transaction ({ready})",
+                   state=lambda: f"alive: {self.alive(name)}")
+
+    def release_zombie(self) -> None:
+        (self.run_dir / GO).write_text("go")
 
     def new_incarnation(self, name: str) -> subprocess.Popen[bytes]:
         """Start a new process of ``name`` while the current one lives on (frozen): the current one

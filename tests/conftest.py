@@ -12,7 +12,7 @@ from typing import Iterator
 
 import pytest
 
-from chaos.nemesis import heal_all
+from chaos.heal import heal_all
 from clusters import artifacts, backends
 from clusters.backends import Backend
 from clusters.base import Cluster

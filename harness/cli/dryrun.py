@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from harness import schedule
+from chaos import schedule
 from harness.cli.console import out
 from harness.scenario import Scenario
 

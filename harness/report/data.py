@@ -15,13 +15,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from chaos.faults import node_states
 from harness.checker import VERDICT_FILE
 from harness.errors import ConfigError
 from harness.history import store
 from harness.history.model import SCAN, SPARK_BATCH, SPARK_SKIP, SPARK_START
 
 #: Broker process faults and the state a node is in during their window.
-NODE_STATE = {"kill": "down", "stop": "down", "restart": "down", "rolling-restart": "down", "pause": "paused"}
+NODE_STATE = node_states()
 #: At most this many partitions get an offset view (the first ones the examples name).
 MAX_PARTITION_VIEWS = 4
 _LINK_NODE = re.compile(r"n(\d+)")

@@ -24,13 +24,14 @@ from typing import Any, Iterator
 
 import pytest
 
+from chaos import faults
 from chaos.nemesis import Nemesis
+from chaos.targets import TargetDefaults
 from clusters import procs
 from clusters.base import Cluster, NodeState
 from clusters.health import admin_client
 from harness.history.recorder import Recorder
 from harness.kafka.admin import create_topic, partition_isr
-from harness.scenario import Fault, Scenario, Workload
 from harness.supervisor import Supervisor
 from harness.wait import wait_until
 from harness.workloads.common import WorkloadConfig
@@ -99,16 +100,15 @@ def topic(cluster: Cluster) -> str:
 
 @pytest.fixture
 def nemesis(cluster: Cluster, topic: str, tmp_path: Path) -> Iterator[Nemesis]:
-    sc = Scenario(name="effects", description="fault effects", topics=[topic], workloads=[Workload(kind="reader")])
     with Recorder(tmp_path, "nemesis") as rec:
-        yield Nemesis(sc, cluster, Supervisor(tmp_path, dict(os.environ), print), rec, print)
+        yield Nemesis(cluster, Supervisor(tmp_path, dict(os.environ)), rec, defaults=TargetDefaults(topic=topic))
 
 
 @contextmanager
 def fault_on(nem: Nemesis, **fields: Any) -> Iterator[None]:
     """The fault on (for up to 10 minutes) inside the block; ended through the nemesis after it,
     and its own ending must leave every link clean."""
-    fault = Fault.model_validate({"at": 0, "duration": 600, **fields})
+    fault = faults.parse({"at": 0, "duration": 600, **fields})
     th = threading.Thread(target=nem._guarded, args=(fault,), daemon=True)
     th.start()
     wait_until(lambda: nem.active_faults() or nem.errors or None, timeout=60, what=f"the nemesis to start {fields}")
@@ -270,7 +270,8 @@ def test_restart_and_rolling_restart_replace_the_processes(cluster: Cluster, nem
 
 # ---------------------------------------------------------------- workload faults
 def test_kill_and_pause_workload(cluster: Cluster, nemesis: Nemesis, topic: str, tmp_path: Path) -> None:
-    sup = nemesis.sup
+    sup = nemesis.control
+    assert isinstance(sup, Supervisor)
     sup.start("reader", WorkloadConfig(run_dir=str(tmp_path), name="reader-0", bootstrap=cluster.bootstrap,
                                        topics=[topic], partitions=3, seed=1, max_seconds=600))
     try:

@@ -6,13 +6,14 @@ next run on that cluster finds them, reclaims and heals them before it starts.""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 from pathlib import Path
 
 import pytest
 
-from chaos.nemesis import heal_all
+from chaos.heal import heal_all
 from clusters import procs, state
 from clusters.base import Cluster, NodeState
 from harness.wait import wait_until
@@ -46,14 +47,15 @@ def _hang_toxiproxy(cluster: Cluster) -> None:
         cluster.container("toxiproxy").pause()  # type: ignore[attr-defined]
 
 
-def test_heal_escalates_to_restarting_a_hung_toxiproxy(cluster: Cluster) -> None:
+def test_heal_escalates_to_restarting_a_hung_toxiproxy(cluster: Cluster, caplog: pytest.LogCaptureFixture) -> None:
     tox = cluster.toxiproxy
     tox.add_toxic("n1-to-n2-internal", "latency", {"latency": 500}, name="slow")
     tox.set_enabled("client-to-n3", False)
     assert len(tox.unhealed()) == 2
     _hang_toxiproxy(cluster)
-    said: list[str] = []
-    problems = heal_all(cluster, said.append)
+    with caplog.at_level(logging.INFO, logger="chaos.heal"):
+        problems = heal_all(cluster)
+    said = [r.getMessage() for r in caplog.records]
     assert problems == [], problems
     assert any("escalating to 'restart toxiproxy'" in m for m in said), said
     assert tox.unhealed() == [] and len(tox.proxies()) == 15

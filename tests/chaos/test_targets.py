@@ -20,7 +20,7 @@ pytestmark = pytest.mark.chaos
 
 
 def kafka_tool(main_class: str, *args: str) -> str:
-    tools = fetch_kafka_tools(print)
+    tools = fetch_kafka_tools()
     proc = subprocess.run([str(find_java()[0]), "-cp", f"{tools}/*", main_class, *args], capture_output=True, text=True,
                           timeout=120, stdin=subprocess.DEVNULL)
     assert proc.returncode == 0, proc.stdout + proc.stderr

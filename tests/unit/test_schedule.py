@@ -8,7 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness import scenario, schedule
+from chaos import schedule
+from harness import scenario
 
 CLI = str(Path(sys.executable).parent / "eos-chaos")
 

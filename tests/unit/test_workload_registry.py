@@ -56,7 +56,7 @@ def _load(tmp_path: Path, workloads: str) -> str:
 def test_a_setting_out_of_bounds_names_file_line_setting_and_bound(tmp_path: Path) -> None:
     msg = _load(tmp_path, "  - kind: reader\n  - kind: txn-producer\n    settings: {values_per_txn: 0}\n")
     assert f"{tmp_path / 'bad.yaml'}:7:" in msg, msg
-    assert "txn-producer setting values_per_txn: 0: Input should be greater than or equal to 1" in msg, msg
+    assert "txn-producer setting values_per_txn: 0: should be greater than or equal to 1" in msg, msg
 
 
 def test_an_unknown_setting_lists_the_allowed_ones_and_the_closest(tmp_path: Path) -> None:

@@ -1,0 +1,74 @@
+"""What the nemesis needs of the workload processes it faults: ``WorkloadControl``, a protocol
+``harness.supervisor.Supervisor`` implements. chaos/ drives workloads only through it, so it never
+imports the workloads, the Spark job or the supervisor.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Literal, Protocol
+
+#: What an armed driver fault does to the Spark driver at its window: SIGKILL or SIGSTOP it.
+DriverAction = Literal["kill", "freeze"]
+
+
+class Incarnation(Protocol):
+    """An older process of a workload, left alive (frozen) while a newer one runs."""
+
+    @property
+    def pid(self) -> int: ...
+
+    def poll(self) -> int | None: ...
+
+
+class WorkloadControl(Protocol):
+    def of_kind(self, kind: str) -> list[str]:
+        """The names of the workload processes of ``kind`` (``reader-0``, ...)."""
+        ...
+
+    def alive(self, name: str) -> bool: ...
+
+    def kill(self, name: str) -> None: ...
+
+    def pause(self, name: str) -> None: ...
+
+    def resume(self, name: str) -> None: ...
+
+    def restart(self, name: str) -> None: ...
+
+    def restarts_itself(self, name: str) -> bool:
+        """True when the supervisor restarts ``name`` whenever it dies (a Spark driver)."""
+        ...
+
+    def arm_driver(self, name: str, window: str, action: DriverAction) -> int:
+        """Arm the Spark driver ``name`` to ``action`` itself at ``window`` of its next
+        micro-batch; returns the pid of the process armed."""
+        ...
+
+    def await_driver_fault(self, name: str, action: DriverAction, stop: threading.Event) -> bool:
+        """Whether the armed driver did it (False: ``stop`` came first); disarmed either way."""
+        ...
+
+    def new_incarnation(self, name: str) -> Incarnation:
+        """Start a new process of ``name`` while the current (frozen) one lives on; returns the old one."""
+        ...
+
+    def end_zombie(self, name: str, old: Incarnation) -> None:
+        """Resume ``old`` and wait until it is fenced and exits."""
+        ...
+
+    def await_zombie_ready(self, name: str) -> None:
+        """Wait until the zombie's first instance ``name`` has opened its transaction (or died)."""
+        ...
+
+    def start_registered(self, name: str) -> None:
+        """Start ``name``, registered but not started (the zombie's second instance)."""
+        ...
+
+    def release_zombie(self) -> None:
+        """Let the resumed first zombie instance go on to its commit."""
+        ...
+
+    def wait(self, name: str, timeout: float) -> int:
+        """``name``'s exit code, once it has exited (``subprocess.TimeoutExpired`` after ``timeout``)."""
+        ...

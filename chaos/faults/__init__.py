@@ -1,0 +1,78 @@
+"""The fault catalogue: one pydantic model per fault kind (``chaos.faults.process``, ``.network``,
+``.workload``), the ``Fault`` union discriminated on ``kind``, and the registry of kinds.
+
+A fault is data until the nemesis calls its ``apply(ctx)``, which starts it and returns its heal.
+Adding a kind: a model with ``kind: Literal[...]`` and ``apply``, listed in ``Fault`` and ``FaultKind``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, TypeAdapter, ValidationError
+
+from chaos.faults.base import FaultBase, FaultContext, Heal, Target
+from chaos.faults.network import (
+    Bandwidth,
+    Blackhole,
+    DropResponses,
+    Flap,
+    Latency,
+    Partition,
+    ResetPeer,
+    Slicer,
+)
+from chaos.faults.process import Kill, KillLeader, Pause, Restart, RollingRestart, Stop
+from chaos.faults.workload import KillDriver, KillWorkload, PauseWorkload, ZombieDriver
+
+__all__ = ["REGISTRY", "Fault", "FaultBase", "FaultContext", "FaultKind", "Heal", "Target", "parse"]
+
+#: Process faults on brokers, network faults on the per-link proxies, and faults on workload processes.
+Fault = Annotated[
+    (Kill | KillLeader | Stop | Pause | Restart | RollingRestart
+     | Partition | Flap | Latency | Bandwidth | ResetPeer | Blackhole | Slicer | DropResponses
+     | KillWorkload | PauseWorkload | KillDriver | ZombieDriver),
+    Field(discriminator="kind"),
+]
+#: Every kind's name (a scenario's ``mix`` draws from these).
+FaultKind = Literal["kill", "kill-leader", "stop", "pause", "restart", "rolling-restart",
+                    "partition", "flap", "latency", "bandwidth", "reset-peer", "blackhole", "slicer", "drop-responses",
+                    "kill-workload", "pause-workload", "kill-driver", "zombie-driver"]
+
+_ADAPTER: TypeAdapter[Fault] = TypeAdapter(Fault)
+#: kind -> its model
+REGISTRY: dict[str, type[FaultBase]] = {
+    str(cls.model_fields["kind"].default): cls for cls in Fault.__args__[0].__args__
+}
+
+
+def parse(data: dict[str, Any]) -> Fault:
+    """The fault ``data`` describes (``{"at": 5, "kind": "kill", ...}``); pydantic's ValidationError if invalid."""
+    return _ADAPTER.validate_python(data)
+
+
+def broker_process_kinds() -> list[str]:
+    """Kinds that act on broker processes (never two at a time)."""
+    return [k for k, cls in REGISTRY.items() if cls.broker_process]
+
+
+def node_states() -> dict[str, str]:
+    """Kind -> the state (``down``, ``paused``) its target node is in during the fault's window."""
+    return {k: cls.node_state for k, cls in REGISTRY.items() if cls.node_state is not None}
+
+
+def needing(workload: str) -> list[str]:
+    """Kinds that need a workload of kind ``workload`` in the scenario (driver faults: spark-job)."""
+    return [k for k, cls in REGISTRY.items() if cls.needs_workload == workload]
+
+
+def problems(exc: ValidationError) -> list[str]:
+    """``exc`` (from ``parse``) as ``field: what is wrong`` lines, without pydantic's union tags."""
+    out = []
+    for e in exc.errors():
+        fields = [str(x) for x in e["loc"] if isinstance(x, str) and x not in REGISTRY]
+        msg = {"extra_forbidden": "unknown key", "missing": "missing (required)"}.get(e["type"], e["msg"])
+        if e["type"] == "union_tag_invalid":
+            fields, msg = ["kind"], f"{e['ctx']['tag']!r} is not a fault kind; allowed: {', '.join(REGISTRY)}"
+        out.append(f"{'.'.join(fields) + ': ' if fields else ''}{msg.removeprefix('Value error, ')}")
+    return out

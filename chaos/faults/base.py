@@ -1,0 +1,89 @@
+"""What every fault kind shares: its time fields, the context it acts through, and ``Heal``."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated, Any, ClassVar, Literal, Protocol
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+
+from chaos.control import WorkloadControl
+from clusters.base import Cluster
+
+#: Undoes what ``apply`` did and records the fault's stop event(s).
+Heal = Callable[[], None]
+#: A scenario runs at most a day (harness.scenario): no fault time is longer.
+MAX_SECONDS = 24 * 3600.0
+#: Roles resolved when the fault starts (chaos/targets.py); ``all`` is every node (network faults).
+Role = Literal["random", "all", "leader", "coordinator", "group-coordinator", "controller"]
+ROLES: tuple[str, ...] = Role.__args__  # type: ignore[attr-defined]
+#: Node ids of the 3-broker cluster.
+NODE_IDS = (1, 2, 3)
+
+
+def _target(value: Any) -> Any:
+    """One message for a bad target (instead of one per member of ``Role | int``)."""
+    ok = value in ROLES or (isinstance(value, int) and not isinstance(value, bool) and value in NODE_IDS)
+    if not ok:
+        raise ValueError(f"{value!r} is not a target; allowed: a node id ({', '.join(map(str, NODE_IDS))}) "
+                         f"or {', '.join(ROLES)}")
+    return value
+
+
+#: A node id, ``random``, or a role resolved at fault time.
+Target = Annotated[Role | int, BeforeValidator(_target)]
+
+
+class Recorder(Protocol):
+    def __call__(self, kind: str, **value: object) -> None: ...
+
+
+class Resolver(Protocol):
+    def __call__(self, target: str | int, of: str | None = None) -> int: ...
+
+
+@dataclass(frozen=True)
+class FaultContext:
+    """What a fault acts through: the cluster, target resolution, the workload processes, the
+    nemesis's event recording (``start``/``end``: the history's fault events) and its stop event."""
+
+    cluster: Cluster
+    resolve: Resolver
+    control: WorkloadControl
+    start: Recorder
+    end: Recorder
+    stop: threading.Event
+
+
+def no_heal() -> None:
+    """The heal of a fault that ended by itself inside ``apply``."""
+
+
+class FaultBase(BaseModel):
+    """Fields every fault has. Subclasses set ``kind`` to a literal (the union's tag)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: str
+    at: float = Field(ge=0, le=MAX_SECONDS, allow_inf_nan=False, description="seconds into the run")
+    #: how long the fault lasts before it is healed (a killed node stays down this long)
+    duration: float = Field(5.0, ge=0, le=MAX_SECONDS, allow_inf_nan=False)
+    #: repeat every this many seconds until the run ends (0: once)
+    every: float = Field(0.0, ge=0, le=MAX_SECONDS, allow_inf_nan=False)
+
+    #: The nemesis waits ``duration`` (or the run's end) between ``apply`` and the heal; False for
+    #: faults that end by themselves (a restart, a driver kill).
+    holds: ClassVar[bool] = True
+    #: Broker process faults never overlap (the nemesis serialises them): a node still restarting
+    #: from one kill must not be killed, paused or restarted by the next.
+    broker_process: ClassVar[bool] = False
+    #: The state a node is in during the fault's window (the report's node lanes), if any.
+    node_state: ClassVar[str | None] = None
+    #: The workload kind the fault needs in the scenario, if any.
+    needs_workload: ClassVar[str | None] = None
+
+    def apply(self, ctx: FaultContext) -> Heal:
+        """Start the fault (recording its start event with the resolved target); returns its heal."""
+        raise NotImplementedError

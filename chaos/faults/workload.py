@@ -1,0 +1,106 @@
+"""Faults on workload processes (through ``chaos.control.WorkloadControl``): kill or freeze a
+workload kind's processes, and the Spark driver faults armed at a point of a micro-batch."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from chaos.control import DriverAction, Incarnation
+from chaos.faults.base import FaultBase, FaultContext, Heal, no_heal
+
+
+class _WorkloadFault(FaultBase):
+    #: which workload kind's processes (every process of it)
+    workload: str
+
+
+class KillWorkload(_WorkloadFault):
+    """SIGKILL the processes; restarted after ``duration``, unless the run ended first (then they
+    stay gone, as a crashed client that never comes back: its open transaction is left to the
+    coordinator's timeout) or the supervisor restarts them itself."""
+
+    kind: Literal["kill-workload"] = "kill-workload"
+
+    def apply(self, ctx: FaultContext) -> Heal:
+        names = ctx.control.of_kind(self.workload)
+        for name in names:
+            ctx.start(self.kind, workload=name)
+            ctx.control.kill(name)
+
+        def heal() -> None:
+            over = ctx.stop.is_set()
+            for name in names:
+                if not over and not ctx.control.restarts_itself(name):
+                    ctx.control.restart(name)
+                ctx.end(self.kind, workload=name)
+
+        return heal
+
+
+class PauseWorkload(_WorkloadFault):
+    """SIGSTOP the processes; resumed after ``duration``."""
+
+    kind: Literal["pause-workload"] = "pause-workload"
+
+    def apply(self, ctx: FaultContext) -> Heal:
+        names = ctx.control.of_kind(self.workload)
+        for name in names:
+            ctx.start(self.kind, workload=name)
+            ctx.control.pause(name)
+
+        def heal() -> None:
+            for name in names:
+                ctx.control.resume(name)
+                ctx.end(self.kind, workload=name)
+
+        return heal
+
+
+class _DriverFault(FaultBase):
+    """Faults on the Spark job's driver at a chosen point of a micro-batch (harness/spark/job.py)."""
+
+    needs_workload = "spark-job"
+    #: where in a micro-batch: inside its open transaction, after the transaction committed but
+    #: before Spark's commit log, or whichever comes first
+    window: Literal["in-txn", "after-commit", "any"] = "any"
+
+    def _armed(self, ctx: FaultContext, name: str, action: DriverAction) -> bool:
+        """Arm ``name``, record the start, wait until it fired (False: the run ended first)."""
+        pid = ctx.control.arm_driver(name, self.window, action)
+        ctx.start(self.kind, workload=name, window=self.window, pid=pid)
+        return ctx.control.await_driver_fault(name, action, ctx.stop)
+
+
+class KillDriver(_DriverFault):
+    """SIGKILL the driver at ``window``; the supervisor restarts it from its checkpoint."""
+
+    kind: Literal["kill-driver"] = "kill-driver"
+    holds = False
+
+    def apply(self, ctx: FaultContext) -> Heal:
+        for name in ctx.control.of_kind("spark-job"):
+            self._armed(ctx, name, "kill")
+            ctx.end(self.kind, workload=name)
+        return no_heal
+
+
+class ZombieDriver(_DriverFault):
+    """Freeze the driver at ``window`` and start a new incarnation; after ``duration`` resume the
+    old one, which Kafka must fence (it exits)."""
+
+    kind: Literal["zombie-driver"] = "zombie-driver"
+
+    def apply(self, ctx: FaultContext) -> Heal:
+        zombies: list[tuple[str, Incarnation]] = []
+        for name in ctx.control.of_kind("spark-job"):
+            if self._armed(ctx, name, "freeze"):
+                zombies.append((name, ctx.control.new_incarnation(name)))
+            else:
+                ctx.end(self.kind, workload=name)
+
+        def heal() -> None:
+            for name, old in zombies:
+                ctx.control.end_zombie(name, old)
+                ctx.end(self.kind, workload=name)
+
+        return heal

@@ -1,0 +1,59 @@
+"""Heal-all: what runs at the end of every run whatever happened (faults ended early, the runner
+interrupted, a fault that failed half-way): every link clean, every node up, the cluster healthy.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from clusters.base import Cluster, NodeState
+
+log = logging.getLogger(__name__)
+
+
+def heal_network(cluster: Cluster) -> list[str]:
+    """What is still wrong with the links (empty = healed) after bringing every link back to a
+    clean proxy, escalating while the last step did not heal: ``/reset``, then delete and recreate
+    every proxy, then restart the Toxiproxy server. Each API call has a timeout
+    (clusters/toxiproxy.py), so a hung server costs seconds, not the run."""
+    steps: list[tuple[str, Callable[[], None]]] = [
+        ("reset", cluster.toxiproxy.reset),
+        ("recreate proxies", lambda: cluster.toxiproxy.recreate(cluster.proxy_specs())),
+        ("restart toxiproxy", cluster.restart_toxiproxy),
+    ]
+    problems: list[str] = []
+    for i, (name, step) in enumerate(steps):
+        if i:
+            log.info(f"heal: escalating to '{name}' ({problems[-1]})")
+        try:
+            step()
+            left = cluster.toxiproxy.unhealed()
+        except Exception as exc:  # noqa: BLE001 - the next step is the answer
+            problems.append(f"toxiproxy {name}: {exc}")
+            continue
+        if not left:
+            return []
+        problems.append(f"after toxiproxy {name}, still faulted links: {left}")
+    return problems
+
+
+def heal_all(cluster: Cluster) -> list[str]:
+    """What could not be healed (empty = healed) after healing the network (escalating, see
+    ``heal_network``), resuming and restarting every node and waiting until the cluster is healthy."""
+    problems = heal_network(cluster)
+    for n in cluster.topology.node_ids:
+        try:
+            state = cluster.node_state(n)
+            if state is NodeState.PAUSED:
+                cluster.resume(n)
+            elif state is NodeState.DOWN:
+                log.info(f"heal: restarting node {n}")
+                cluster.restart(n)
+        except Exception as exc:  # noqa: BLE001
+            problems.append(f"node {n}: {exc}")
+    try:
+        cluster.wait_healthy()
+    except Exception as exc:  # noqa: BLE001
+        problems.append(f"health: {exc}")
+    return problems

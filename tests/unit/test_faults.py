@@ -1,0 +1,242 @@
+"""Faults as data: one model per kind in one registry, each with only its own fields; the nemesis
+applies them through fakes of the cluster and the workload processes and records the same events
+a run records."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any, get_args
+
+import pytest
+from pydantic import ValidationError
+
+from chaos import faults
+from chaos.nemesis import Nemesis
+from clusters.topology import Topology
+from harness.history.recorder import Recorder
+
+
+def test_the_registry_holds_every_kind_once() -> None:
+    assert list(faults.REGISTRY) == list(get_args(faults.FaultKind))
+    assert faults.node_states() == {"kill": "down", "kill-leader": "down", "stop": "down", "pause": "paused",
+                                    "restart": "down", "rolling-restart": "down"}
+    assert set(faults.broker_process_kinds()) == {"kill", "kill-leader", "stop", "pause", "restart", "rolling-restart"}
+    assert faults.needing("spark-job") == ["kill-driver", "zombie-driver"]
+
+
+@pytest.mark.parametrize("data", [
+    {"at": 1, "kind": "kill", "params": {"latency_ms": 5}},
+    {"at": 1, "kind": "latency", "window": "in-txn"},
+    {"at": 1, "kind": "kill-workload"},
+    {"at": 1, "kind": "kill-workload", "workload": "reader", "target": 1},
+    {"at": 1, "kind": "rolling-restart", "target": 1},
+    {"at": 1, "kind": "kill-leader", "target": 2},
+    {"at": 1, "kind": "flap", "params": {}},
+    {"at": float("inf"), "kind": "kill"},
+    {"at": 1, "kind": "kill", "duration": float("nan")},
+])
+def test_each_kind_takes_only_its_own_fields(data: dict[str, Any]) -> None:
+    with pytest.raises(ValidationError):
+        faults.parse(data)
+
+
+def test_a_fault_dumps_only_its_own_fields() -> None:
+    assert faults.parse({"at": 8, "kind": "kill-leader", "duration": 6}).model_dump() == {
+        "kind": "kill-leader", "at": 8.0, "duration": 6.0, "every": 0.0, "target": "leader", "of": None}
+    assert set(faults.parse({"at": 1, "kind": "kill-workload", "workload": "copier"}).model_dump()) == {
+        "kind", "at", "duration", "every", "workload"}
+
+
+def test_chaos_imports_no_workload_scenario_or_supervisor_module() -> None:
+    code = ("import sys, chaos.nemesis, chaos.faults, chaos.schedule, chaos.heal, chaos.control; "
+            "print([m for m in sys.modules if m.startswith(('harness.workloads', 'harness.spark', "
+            "'harness.supervisor', 'harness.scenario'))])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert json.loads(out.stdout.replace("'", '"')) == []
+
+
+# ---------------------------------------------------------------- the nemesis, through fakes
+class FakeToxiproxy:
+    def __init__(self, calls: list[tuple[Any, ...]]) -> None:
+        self.calls = calls
+
+    def set_enabled(self, link: str, enabled: bool) -> None:
+        self.calls.append(("enabled", link, enabled))
+
+    def add_toxic(self, link: str, type_: str, attributes: dict[str, Any], stream: str, name: str) -> None:
+        self.calls.append(("add", link, name, attributes["latency"]))
+
+    def remove_toxic(self, link: str, name: str) -> None:
+        self.calls.append(("remove", link, name))
+
+
+class FakeCluster:
+    direct_bootstrap = "127.0.0.1:1"
+
+    def __init__(self) -> None:
+        self.topology = Topology()
+        self.calls: list[tuple[Any, ...]] = []
+        self.toxiproxy = FakeToxiproxy(self.calls)
+
+    def __getattr__(self, action: str) -> Any:  # kill, stop_node, pause, resume, restart, wait_healthy
+        return lambda *args: self.calls.append((action, *args))
+
+
+class FakeControl:
+    def __init__(self, names: dict[str, list[str]], restarted: tuple[str, ...] = ()) -> None:
+        self.names, self.restarted = names, restarted
+        self.calls: list[tuple[Any, ...]] = []
+
+    def of_kind(self, kind: str) -> list[str]:
+        return self.names.get(kind, [])
+
+    def restarts_itself(self, name: str) -> bool:
+        return name in self.restarted
+
+    def arm_driver(self, name: str, window: str, action: str) -> int:
+        self.calls.append(("arm", name, window, action))
+        return 42
+
+    def await_driver_fault(self, name: str, action: str, stop: threading.Event) -> bool:
+        return True
+
+    def new_incarnation(self, name: str) -> str:
+        self.calls.append(("new", name))
+        return "old"
+
+    def wait(self, name: str, timeout: float) -> int:
+        self.calls.append(("wait", name))
+        return 0
+
+    def __getattr__(self, action: str) -> Any:  # kill, pause, resume, restart, end_zombie, ...
+        return lambda *args: self.calls.append((action, *args))
+
+
+@pytest.fixture
+def events(tmp_path: Path) -> Any:
+    def read() -> list[dict[str, Any]]:
+        lines = (tmp_path / "history" / "nemesis.jsonl").read_text().splitlines()
+        return [{"type": op["type"], **op["value"]} for op in map(json.loads, lines)]
+    return read
+
+
+def nemesis(tmp_path: Path, control: FakeControl | None = None) -> tuple[Nemesis, FakeCluster]:
+    cluster = FakeCluster()
+    rec = Recorder(tmp_path, "nemesis")
+    return Nemesis(cluster, control or FakeControl({}), rec), cluster  # type: ignore[arg-type]
+
+
+def run_one(nem: Nemesis, **fields: Any) -> None:
+    nem._guarded(faults.parse({"at": 0, "duration": 0.01, **fields}))
+    assert nem.errors == [] and nem.active_faults() == []
+
+
+def test_kill_takes_the_node_down_for_its_duration_and_records_start_and_stop(tmp_path: Path, events: Any) -> None:
+    nem, cluster = nemesis(tmp_path)
+    run_one(nem, kind="kill", target=2)
+    assert cluster.calls == [("kill", 2), ("restart", 2)]
+    assert events() == [{"type": "info", "kind": "kill", "phase": "start", "node": 2, "target": 2, "of": None},
+                        {"type": "ok", "kind": "kill", "phase": "stop", "node": 2}]
+
+
+def test_kill_leader_is_recorded_as_a_kill_of_the_leader(tmp_path: Path, events: Any) -> None:
+    nem, cluster = nemesis(tmp_path)
+    nem.resolve = lambda target, of=None: {"leader": 3}[str(target)]  # type: ignore[method-assign]
+    run_one(nem, kind="kill-leader")
+    assert cluster.calls == [("kill", 3), ("restart", 3)]
+    assert events()[0] == {"type": "info", "kind": "kill", "phase": "start", "node": 3, "target": "leader", "of": None}
+
+
+def test_pause_restart_and_rolling_restart(tmp_path: Path, events: Any) -> None:
+    nem, cluster = nemesis(tmp_path)
+    run_one(nem, kind="pause", target=1)
+    run_one(nem, kind="restart", target=1)
+    run_one(nem, kind="rolling-restart")
+    assert cluster.calls == [("pause", 1), ("resume", 1), ("restart", 1)] + [
+        c for n in (1, 2, 3) for c in (("restart", n), ("wait_healthy",))]
+    assert [(e["kind"], e["phase"], e["node"]) for e in events()][-2:] == [("rolling-restart", "start", 3),
+                                                                           ("rolling-restart", "stop", 3)]
+
+
+def test_a_toxic_is_added_to_each_link_and_removed_at_the_heal(tmp_path: Path, events: Any) -> None:
+    nem, cluster = nemesis(tmp_path)
+    run_one(nem, kind="latency", target=1, listeners="client", params={"latency_ms": 300})
+    assert cluster.calls == [("add", "client-to-n1", f"eos-latency-{s}", 300) for s in ("upstream", "downstream")] + [
+        ("remove", "client-to-n1", f"eos-latency-{s}") for s in ("upstream", "downstream")]
+    assert events() == [{"type": "info", "kind": "latency", "phase": "start", "links": ["client-to-n1"], "target": 1,
+                         "of": None, "nodes": [1]},
+                        {"type": "ok", "kind": "latency", "phase": "stop", "links": ["client-to-n1"]}]
+
+
+def test_a_partition_cuts_every_link_of_the_node_and_heals_them(tmp_path: Path) -> None:
+    nem, cluster = nemesis(tmp_path)
+    run_one(nem, kind="partition", target="all", listeners="controller")
+    cut = [c[1] for c in cluster.calls if c[2] is False]
+    assert len(cut) == 6 and [c[1] for c in cluster.calls if c[2] is True] == cut
+
+
+def test_kill_workload_restarts_unless_the_run_ended_or_the_supervisor_does(tmp_path: Path) -> None:
+    control = FakeControl({"reader": ["reader-0"], "spark-job": ["spark-job-0"]}, restarted=("spark-job-0",))
+    nem, _ = nemesis(tmp_path, control)
+    run_one(nem, kind="kill-workload", workload="reader")
+    run_one(nem, kind="kill-workload", workload="spark-job")
+    assert control.calls == [("kill", "reader-0"), ("restart", "reader-0"), ("kill", "spark-job-0")]
+    control.calls.clear()
+    heal = faults.parse({"at": 0, "kind": "kill-workload", "workload": "reader"}).apply(nem._context())
+    nem.stop.set()  # the run ended during the fault: the client stays gone
+    heal()
+    assert control.calls == [("kill", "reader-0")]
+
+
+def test_zombie_driver_freezes_starts_a_new_incarnation_and_ends_the_old_one(tmp_path: Path, events: Any) -> None:
+    control = FakeControl({"spark-job": ["spark-job-0"]})
+    nem, _ = nemesis(tmp_path, control)
+    run_one(nem, kind="zombie-driver", window="in-txn")
+    assert control.calls == [("arm", "spark-job-0", "in-txn", "freeze"), ("new", "spark-job-0"),
+                             ("end_zombie", "spark-job-0", "old")]
+    assert events()[0] == {"type": "info", "kind": "zombie-driver", "phase": "start", "workload": "spark-job-0",
+                           "window": "in-txn", "pid": 42}
+
+
+def test_the_zombie_workload_steps(tmp_path: Path, events: Any) -> None:
+    control = FakeControl({"zombie": ["zombie-first", "zombie-second"]})
+    nem, _ = nemesis(tmp_path, control)
+    nem.zombie()
+    assert control.calls == [("await_zombie_ready", "zombie-first"), ("pause", "zombie-first"),
+                             ("start_registered", "zombie-second"), ("wait", "zombie-second"),
+                             ("resume", "zombie-first"), ("release_zombie",)]
+    assert [e["phase"] for e in events()] == ["start", "stop"]
+
+
+def test_a_fault_that_fails_is_recorded_and_the_nemesis_goes_on(tmp_path: Path) -> None:
+    nem, _ = nemesis(tmp_path)
+    nem._guarded(faults.parse({"at": 3, "kind": "kill", "target": "group-coordinator"}))
+    assert nem.errors == ["kill at 3.0s: LookupError: group-coordinator without `of`: the scenario has no copier group"]
+
+
+def test_every_library_scenario_s_faults_survive_the_per_run_renaming() -> None:
+    """The runner renames topics in ``of``, which only faults that target a node have."""
+    from harness import runner, scenario
+
+    for name in scenario.names():
+        sc = runner.physical(scenario.load(name), "t1")
+        assert sc.target_defaults().topic == sc.topics[0], name
+        leaders_of = [f.of for f in sc.faults if "/" in str(getattr(f, "of", None))]
+        assert all(of.rpartition("/")[0] in sc.topics for of in leaders_of), (name, leaders_of)
+
+
+@pytest.mark.parametrize("data, expected", [
+    ({"at": 0, "kind": "kill", "target": "leeder"}, "target: 'leeder' is not a target; allowed: a node id (1, 2, 3) or"),
+    ({"at": 0, "kind": "kill", "window": "in-txn"}, "window: unknown key"),
+    ({"at": 0, "kind": "kil"}, "kind: 'kil' is not a fault kind; allowed: kill, kill-leader,"),
+    ({"at": 0, "kind": "kill-workload"}, "workload: missing (required)"),
+])
+def test_problems_name_the_field_in_the_fault_s_words(data: dict[str, Any], expected: str) -> None:
+    with pytest.raises(ValidationError) as info:
+        faults.parse(data)
+    said = "; ".join(faults.problems(info.value))
+    assert said.startswith(expected) and "literal[" not in said and "Value error" not in said, said
