@@ -78,7 +78,7 @@ def run_smoke(cluster: Cluster, duration: float = 30.0, run_dir: Path | None = N
               seed: int | None = None) -> SmokeResult:
     """The ``smoke`` scenario, ``duration`` seconds long, on ``cluster`` (healthy, left up), in
     ``run_dir`` (a new ``smoke-*`` folder if None); its result, report.html written."""
-    sc = scenario.load(SCENARIO).model_copy(update={"duration": duration})
+    sc = scenario.load(SCENARIO).with_duration(duration, flag="--duration")
     run_dir = run_dir or new_run_dir("smoke")
     s = seed if seed is not None else random.randrange(2**31)
     result = run(sc, Backend(cluster.backend), s, run_dir, cluster=cluster, source=SCENARIO)

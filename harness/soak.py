@@ -108,7 +108,7 @@ def resolve(names: list[str] | None, duration: float | None) -> list[Scenario]:
     if unknown:
         raise ConfigError(f"--scenarios: unknown {unknown}; allowed: {', '.join(known)} (or YAML files)")
     out = [scenario.load(n) for n in names]
-    return [sc.model_copy(update={"duration": duration}) if duration else sc for sc in out]
+    return [sc.with_duration(duration, flag="--duration") if duration else sc for sc in out]
 
 
 def runs_wanted(runs: int | None, hours: float | None, scenarios: int) -> int | None:

@@ -81,8 +81,7 @@ def run_cmd(
         artifacts.parse_kafka_version(kafka_version)
     sc = scenario.load(name)
     if duration is not None:
-        # TODO(merge): the faults engineer's validating Scenario override replaces this copy.
-        sc = sc.model_copy(update={"duration": duration})
+        sc = sc.with_duration(duration, flag="--duration")
     s = seed if seed is not None else random.randrange(2**31)
     if dry_run:
         dryrun.print_plan(sc, s, as_json)

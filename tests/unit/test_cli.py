@@ -288,3 +288,10 @@ def test_every_command_is_wrapped_in_the_one_guard() -> None:
     assert len(found) >= 20, sorted(found)  # every command the CLI had before the split
     unguarded = [name for name, callback in found.items() if getattr(callback, "__code__", None) is not guard_code]
     assert unguarded == []
+
+
+def test_the_flag_limit_is_the_scenario_limit() -> None:
+    from harness import scenario
+    from harness.cli import options
+
+    assert options.MAX_DURATION_S == scenario.MAX_DURATION_S
