@@ -12,7 +12,7 @@ from rich.markup import escape
 from harness.cli.console import out
 from harness.cli.guard import guarded
 from harness.cli.options import Engine, EngineOpt, run_folder
-from harness.cli.summary import print_verdict
+from harness.cli.summary import exit_code, print_verdict
 
 app = typer.Typer()
 
@@ -27,8 +27,8 @@ def check_cmd(run_dir: str = typer.Argument(..., help="A run folder (with histor
     d = run_folder(run_dir)
     verdict = runner.rerun_check(d, engine.value)
     print_verdict(verdict, d)
-    if verdict["valid"] is not True:
-        raise typer.Exit(1)
+    if exit_code(verdict):
+        raise typer.Exit(exit_code(verdict))
 
 
 @app.command("report")

@@ -23,7 +23,7 @@ from harness.cli.options import (
     finite_option,
     kafka_artifacts,
 )
-from harness.cli.summary import FAIL, PASS, print_outcome, print_verdict
+from harness.cli.summary import FAIL, PASS, exit_code, print_outcome, print_verdict
 from harness.errors import ConfigError
 from harness.runfolder import new_run_dir
 
@@ -64,7 +64,7 @@ def run_cmd(
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the planned fault schedule; start nothing."),
     as_json: bool = typer.Option(False, "--json", help="With --dry-run: the schedule as JSON."),
 ) -> None:
-    """Run a scenario: cluster, workloads, faults, heal, final reads, verdict. Exit 0 valid, 1 not.
+    """Run a scenario: cluster, workloads, faults, heal, final reads, verdict. Exit 0 valid, 1 invalid, 3 unknown.
 
     Uses the backend's cluster that is up (healing it first), else starts one and takes it down
     after (unless --keep). Ctrl-C ends the run early: faults are healed, what ran is checked, exit 130."""
@@ -99,8 +99,8 @@ def run_cmd(
     if result.interrupted:
         err.print("[yellow]interrupted: the run ended early; faults healed, what ran was checked[/]")
         raise typer.Exit(EXIT_INTERRUPTED)
-    if not result.valid:
-        raise typer.Exit(1)
+    if exit_code(result.verdict):
+        raise typer.Exit(exit_code(result.verdict))
 
 
 @app.command()

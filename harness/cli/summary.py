@@ -62,3 +62,13 @@ def print_verdict(verdict: dict[str, Any], run_dir: object) -> None:
     headline = (f"txn ok={s['txn']['ok']} fail={s['txn']['fail']} info={s['txn']['info']}, "
                 f"committed values {s['committed_values']}, fenced {s['fenced']}")
     print_outcome(verdict_label(verdict["valid"]), headline, verdict_details(verdict), f"run folder: {run_dir}")
+
+
+#: A verdict's exit code: 0 valid, 1 invalid (a finding), 3 unknown (a check crashed, or there was
+#: nothing to judge) -- never 1, which would pass an unknown off as a finding, nor 2 (bad input).
+EXIT_CODES = {True: 0, False: 1, "unknown": 3}
+
+
+def exit_code(verdict: dict[str, Any]) -> int:
+    """The exit code ``verdict`` stands for (``EXIT_CODES``)."""
+    return EXIT_CODES.get(verdict["valid"], 3)

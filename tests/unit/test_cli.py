@@ -245,6 +245,21 @@ def test_check_prints_the_one_verdict_summary(tmp_path: Path) -> None:
     assert r.stdout.startswith("INVALID txn ok=") and "  duplicate: " in r.stdout and f"run folder: {dup}" in r.stdout
 
 
+def test_an_unknown_verdict_is_exit_3_never_a_finding(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness import checker
+    from tests.unit.test_report import make_run
+
+    run = make_run(tmp_path, "", "crashing")
+
+    def crash(t: object) -> object:
+        raise RuntimeError("a check that crashes")
+
+    monkeypatch.setitem(checker.CHECKS, "duplicate", crash)
+    r = cli("check", str(run))
+    assert r.exit_code == 3, r.output
+    assert r.stdout.startswith("UNKNOWN") and "duplicate: check crashed: RuntimeError" in r.stdout, r.stdout
+
+
 def test_print_outcome_is_the_smoke_summary_too(capsys: pytest.CaptureFixture[str]) -> None:
     from harness.cli.summary import FAIL, print_outcome
 
