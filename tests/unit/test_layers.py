@@ -1,0 +1,52 @@
+"""Layering is a rule (docs/ARCHITECTURE.md): the import-linter contracts in pyproject.toml hold for
+the code as it is, and they catch a violation planted in a copy of it (the negative control)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("harness", "chaos", "clusters")
+LINT_TIMEOUT_S = 120.0  # parsing ~100 modules takes a second or two; generous for a loaded machine
+
+
+def lint_imports(tree: Path) -> subprocess.CompletedProcess[str]:
+    """``lint-imports`` with the project's contracts over the packages under ``tree``."""
+    exe = Path(sys.executable).with_name("lint-imports")
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    return subprocess.run([str(exe), "--config", str(ROOT / "pyproject.toml"), "--no-cache"], cwd=tree, env=env,
+                          capture_output=True, text=True, timeout=LINT_TIMEOUT_S)
+
+
+def copy_tree(dest: Path) -> Path:
+    for pkg in PACKAGES:
+        shutil.copytree(ROOT / pkg, dest / pkg, ignore=shutil.ignore_patterns("__pycache__", "*.yaml", "templates"))
+    return dest
+
+
+def test_the_code_keeps_every_contract() -> None:
+    r = lint_imports(ROOT)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "0 broken" in r.stdout, r.stdout
+
+
+@pytest.mark.parametrize("module, planted, contract", [
+    ("harness/checker/arrays.py", "import harness.runner", "The checker reads histories only"),
+    ("harness/checker/arrays.py", "import clusters.procs", "The checker reads histories only"),
+    ("chaos/nemesis.py", "import harness.workloads.copier", "Chaos never imports workloads"),
+    ("clusters/procs.py", "import chaos.heal", "Layers"),
+    ("harness/history/store.py", "import harness.checker", "Layers"),
+])
+def test_a_planted_violation_breaks_its_contract(tmp_path: Path, module: str, planted: str, contract: str) -> None:
+    tree = copy_tree(tmp_path)
+    path = tree / module
+    path.write_text(path.read_text() + f"\n{planted}  # planted by the test\n")
+    r = lint_imports(tree)
+    assert r.returncode != 0, r.stdout
+    assert f"{contract} BROKEN" in r.stdout.splitlines(), r.stdout
