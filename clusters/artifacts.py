@@ -8,19 +8,19 @@ warm set-up only stats a few files.
 
 from __future__ import annotations
 
-import logging
 import concurrent.futures
 import contextlib
 import fcntl
 import hashlib
+import logging
 import os
 import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
 
 from clusters import pins
 from harness.errors import ConfigError, EnvironmentProblem

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import socket
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 from clusters.topology import Listener, Topology
 

@@ -84,7 +84,7 @@ class Topology:
         object.__setattr__(self, "links", tuple(links))
 
     @classmethod
-    def at(cls, port_base: int = DEFAULT_PORT_BASE) -> "Topology":
+    def at(cls, port_base: int = DEFAULT_PORT_BASE) -> Topology:
         """The topology for ``port_base``; the Toxiproxy API port moves with it (18474 at 19092), so
         clusters at different port bases share no port."""
         return cls(port_base=port_base, api_port=port_base - (DEFAULT_PORT_BASE - TOXIPROXY_API_PORT))

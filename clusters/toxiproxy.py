@@ -7,8 +7,9 @@ Python 2 ``future`` package. This wrapper is small and talks the documented REST
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 import requests
 

@@ -9,8 +9,8 @@ and a delivery report per record (for the offsets). No faults; aborts off.
 
 from __future__ import annotations
 
-import logging
 import json
+import logging
 import os
 import re
 import subprocess

@@ -14,7 +14,6 @@ from harness import runner
 from harness.scenario import Scenario
 
 
-
 def scenario(seconds: float, rate: int) -> Scenario:
     """The job and its input; one driver kill (wherever the batch is) two thirds into the run, so
     the steady batches before it dominate the micro-batch time."""

@@ -6,8 +6,9 @@ from the folder, keeping the expectation."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping, Protocol
+from typing import Any, Protocol
 
 from harness.journal import Journal
 from harness.runfolder import RunFolder, write_json

@@ -12,9 +12,9 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import orjson
 from rich.console import Console
@@ -104,7 +104,7 @@ class Progress:
         self._thread = threading.Thread(target=self._loop, name="progress", daemon=True)
         self._live: Live | None = None
 
-    def start(self) -> "Progress":
+    def start(self) -> Progress:
         if self.live:
             self._live = Live(self._panel(), console=self.console, refresh_per_second=2, transient=True)
             self._live.start()
@@ -159,7 +159,7 @@ class Progress:
             self._live.stop()
         self._plain()  # the last state stays on screen (the live panel is transient)
 
-    def __enter__(self) -> "Progress":
+    def __enter__(self) -> Progress:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

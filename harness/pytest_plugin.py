@@ -20,10 +20,11 @@ import os
 import random
 import re
 import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -112,7 +113,7 @@ def eos_options(pytestconfig: pytest.Config) -> EosOptions:
 
 
 @pytest.fixture(scope="session")
-def kafka_cluster(eos_options: EosOptions) -> Iterator["Cluster"]:
+def kafka_cluster(eos_options: EosOptions) -> Iterator[Cluster]:
     """A 3-node KRaft cluster for the whole session, on ``--eos-backend``; taken down at the end
     (and a Docker engine this fixture had to start is stopped again)."""
     from clusters import artifacts, backends
@@ -141,7 +142,7 @@ class FaultInjector:
     latency, kill, pause, ... with the same fields as a scenario's ``faults`` entries). Events go to
     ``run_dir/history/nemesis.jsonl``."""
 
-    def __init__(self, cluster: "Cluster", run_dir: Path) -> None:
+    def __init__(self, cluster: Cluster, run_dir: Path) -> None:
         from chaos.nemesis import Nemesis
         from harness.history.recorder import Recorder
         from harness.scenario import Scenario
@@ -154,7 +155,7 @@ class FaultInjector:
         self._nemesis = Nemesis(cluster, Supervisor(run_dir, dict(os.environ)), self._rec, defaults=scenario.target_defaults())
         self._threads: list[threading.Thread] = []
 
-    def _fault(self, kind: str, duration: float, fields: dict[str, Any]) -> "Fault":
+    def _fault(self, kind: str, duration: float, fields: dict[str, Any]) -> Fault:
         from pydantic import ValidationError
 
         from chaos.faults import parse, problems
@@ -227,7 +228,7 @@ def _slug(text: str) -> str:
 
 
 @pytest.fixture
-def nemesis(kafka_cluster: "Cluster", request: pytest.FixtureRequest) -> Iterator[FaultInjector]:
+def nemesis(kafka_cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[FaultInjector]:
     """Inject faults into ``kafka_cluster`` inside a test; healed and checked when the test ends."""
     from harness.runfolder import new_run_dir
 
@@ -312,7 +313,7 @@ def _scenario(name: str, duration: float | None, overrides: dict[str, Any]) -> A
 
 
 @pytest.fixture
-def run_scenario(kafka_cluster: "Cluster", eos_options: EosOptions) -> Callable[..., Verdict]:
+def run_scenario(kafka_cluster: Cluster, eos_options: EosOptions) -> Callable[..., Verdict]:
     """``run_scenario(name, seed=None, **overrides)``: run a scenario on ``kafka_cluster`` and return
     its ``Verdict``. ``overrides`` replace scenario fields (``duration=60``, ``faults=[...]``)."""
 

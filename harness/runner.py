@@ -14,19 +14,20 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 
+from chaos import schedule
 from chaos.heal import heal_all
 from chaos.nemesis import Nemesis
 from clusters import artifacts, backends, procs, state
 from clusters.backends import Backend
 from clusters.base import Cluster, NodeState
 from clusters.health import admin_client
-from chaos import schedule
 from harness import outcome, runinfo
 from harness.checker import check
 from harness.errors import ClusterError, ConfigError

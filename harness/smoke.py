@@ -14,8 +14,8 @@ from clusters.backends import Backend
 from clusters.base import Cluster
 from harness import scenario
 from harness.history import store
-from harness.runner import run
 from harness.runfolder import new_run_dir
+from harness.runner import run
 
 SCENARIO = "smoke"
 #: The checks the summary names, in its words; every other check that fires is "other anomalies".

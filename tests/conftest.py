@@ -8,7 +8,7 @@ backend's cluster, and tears the first down first: one cluster at a time on the 
 from __future__ import annotations
 
 import os
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 

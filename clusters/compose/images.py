@@ -10,8 +10,8 @@ changed.
 
 from __future__ import annotations
 
-import logging
 import hashlib
+import logging
 import re
 import shutil
 import subprocess

@@ -46,7 +46,7 @@ class ComposePlan:
     overrides: tuple[tuple[str, str], ...] = ()
 
     @classmethod
-    def at(cls, port_base: int = PORT_BASE, overrides: tuple[tuple[str, str], ...] = ()) -> "ComposePlan":
+    def at(cls, port_base: int = PORT_BASE, overrides: tuple[tuple[str, str], ...] = ()) -> ComposePlan:
         """The plan for ``port_base``: API port and subnets move with it (the defaults at 29092)."""
         second_octet = 213 + (port_base - PORT_BASE) // 100 % 40
         return cls(Topology(), port_base, port_base - API_PORT_BELOW_BASE, f"10.{second_octet}", overrides)

@@ -5,17 +5,18 @@ talks to Kafka, and it imports nothing of the project but the history package.
 from __future__ import annotations
 
 import traceback
-from functools import partial
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from harness.checker.checks import CHECKS as _CORE, Found, cols
+from harness.checker.checks import CHECKS as _CORE
+from harness.checker.checks import Found, cols
 from harness.checker.spark import spark_exactly_once, spark_stats
-from harness.history.model import FAIL, FAULT_START, INFO, OK
 from harness.checker.verdict import CheckResult, Verdict, validity
+from harness.history.model import FAIL, FAULT_START, INFO, OK
 from harness.history.store import Tables, spark_events
 
 #: the run folder's file of the verdict (written by the run, never by the checker)

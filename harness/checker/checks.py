@@ -13,14 +13,15 @@ Views used throughout:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from harness.history.model import COPY_PREFIX, FAIL, OK, Position, position
 from harness.checker.arrays import NO_OFFSET, OUTCOME_CODES, Cols, build, span
+from harness.history.model import COPY_PREFIX, FAIL, OK, Position, position
 from harness.history.store import Tables, with_values
 
 MAX_EXAMPLES = 5
@@ -78,7 +79,7 @@ def duplicate(t: Tables) -> Found:
     """A value visible at more than one position to read_committed readers."""
     c = cols(t)
     lo, hi = span(c.r_vid[c.cv], c.r_pos[c.cv], c.n_values)
-    dup = np.flatnonzero((lo < hi))
+    dup = np.flatnonzero(lo < hi)
     if len(dup) == 0:
         return Found(0)
     examples = []

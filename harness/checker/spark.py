@@ -28,7 +28,15 @@ import pandas as pd
 
 from harness.checker.checks import MAX_EXAMPLES, Found, final_committed
 from harness.history.model import (
-    MARKER_PREFIX, OK, SPARK_BATCH, SPARK_FAULT, SPARK_PREFIX, SPARK_PROGRESS, SPARK_SKIP, SPARK_START, position,
+    MARKER_PREFIX,
+    OK,
+    SPARK_BATCH,
+    SPARK_FAULT,
+    SPARK_PREFIX,
+    SPARK_PROGRESS,
+    SPARK_SKIP,
+    SPARK_START,
+    position,
 )
 from harness.history.store import Tables, spark_events, with_values
 

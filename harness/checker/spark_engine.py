@@ -23,7 +23,18 @@ from harness.checker.checks import MAX_EXAMPLES, Found, lso_stall_of
 from harness.checker.verdict import Verdict
 from harness.history import store
 from harness.history.model import (
-    COPY_PREFIX, FAIL, INFO, MARKER_PREFIX, OK, POLL, READ_COMMITTED, SCAN, SPARK_PREFIX, TXN, FAULT_START, position,
+    COPY_PREFIX,
+    FAIL,
+    FAULT_START,
+    INFO,
+    MARKER_PREFIX,
+    OK,
+    POLL,
+    READ_COMMITTED,
+    SCAN,
+    SPARK_PREFIX,
+    TXN,
+    position,
 )
 
 if TYPE_CHECKING:
@@ -35,14 +46,14 @@ OFFSET_BITS, PART_BITS = 40, 16
 class SparkHistory:
     """The run's tables as Spark DataFrames, with the columns the checks share."""
 
-    def __init__(self, spark: "SparkSession", run_dir: Path) -> None:
+    def __init__(self, spark: SparkSession, run_dir: Path) -> None:
         from pyspark.sql import functions as F
 
         self.spark = spark
         self.meta: dict[str, Any] = store.read_meta(run_dir)
         self.events = store.spark_events_of(store.read_table(run_dir, "spark_events"))
 
-        def rd(table: str) -> "DataFrame":
+        def rd(table: str) -> DataFrame:
             return spark.read.parquet(str(store.table_file(run_dir, table)))
 
         self.txns = rd("txns")
@@ -70,7 +81,7 @@ class SparkHistory:
         for df in self._cached:
             df.unpersist()
 
-    def value_of(self, df: "DataFrame") -> "DataFrame":
+    def value_of(self, df: DataFrame) -> DataFrame:
         return df.join(self.values, "vid", "left")
 
 
@@ -80,7 +91,7 @@ def _pos(tid: Any, part: Any, off: Any) -> Any:
     return F.shiftleft(tid.cast("long"), 56).bitwiseOR(F.shiftleft(part.cast("long"), OFFSET_BITS)).bitwiseOR(off.cast("long"))
 
 
-def _rows(df: "DataFrame", cols: list[str], order: list[str]) -> list[dict[str, Any]]:
+def _rows(df: DataFrame, cols: list[str], order: list[str]) -> list[dict[str, Any]]:
     return [{k: _plain(r[k]) for k in cols} for r in df.orderBy(*order).limit(MAX_EXAMPLES).collect()]
 
 
@@ -151,7 +162,7 @@ def aborted_read(h: SparkHistory) -> Found:
     return Found(n, examples)
 
 
-def _visible_per_txn(h: SparkHistory, where: Any) -> "DataFrame":
+def _visible_per_txn(h: SparkHistory, where: Any) -> DataFrame:
     from pyspark.sql import functions as F
 
     fc = h.fc_vids.withColumn("in_fc", F.lit(1))
@@ -187,7 +198,7 @@ def inconsistent_offsets(h: SparkHistory) -> Found:
     return Found(n, examples)
 
 
-def _process_order(h: SparkHistory) -> "DataFrame":
+def _process_order(h: SparkHistory) -> DataFrame:
     """Each process's rank in order of first appearance in the transactions table (the default
     engine's factorize order), for examples in the same order."""
     from pyspark.sql import functions as F
@@ -214,7 +225,7 @@ def nonmonotonic_send(h: SparkHistory) -> Found:
     return Found(n, ex)
 
 
-def _polls_with_prev(h: SparkHistory) -> "DataFrame":
+def _polls_with_prev(h: SparkHistory) -> DataFrame:
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -460,7 +471,7 @@ def stats(h: SparkHistory) -> dict[str, Any]:
     }
 
 
-def _spark_percentiles(lat: "DataFrame") -> dict[str, float | None]:
+def _spark_percentiles(lat: DataFrame) -> dict[str, float | None]:
     """Exact percentiles (Spark's ``percentile`` interpolates linearly, as numpy does)."""
     from pyspark.sql import functions as F
 

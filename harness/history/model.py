@@ -147,7 +147,7 @@ class Op:
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def from_json(cls, line: Mapping[str, Any], index: int | None = None) -> "Op":
+    def from_json(cls, line: Mapping[str, Any], index: int | None = None) -> Op:
         """The op of one decoded JSON line; ``index`` overrides the line's own (merging assigns it)."""
         fields = dict(_UNSET)
         extra = {}

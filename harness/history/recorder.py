@@ -76,7 +76,7 @@ class Recorder:
         with self._lock:
             self._f.close()
 
-    def __enter__(self) -> "Recorder":
+    def __enter__(self) -> Recorder:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -26,8 +26,26 @@ import pandas as pd
 
 from harness.errors import ConfigError
 from harness.history.model import (
-    FAULT, FENCED, GROUP_OFFSETS, INFO, INIT, INVOKE, LSO, OK, POLL, READ_COMMITTED, RETIRED, SCAN, SEND, SPARK_EVENTS,
-    TXN, Op, Send, error_names, sends_of, split_tp,
+    FAULT,
+    FENCED,
+    GROUP_OFFSETS,
+    INFO,
+    INIT,
+    INVOKE,
+    LSO,
+    OK,
+    POLL,
+    READ_COMMITTED,
+    RETIRED,
+    SCAN,
+    SEND,
+    SPARK_EVENTS,
+    TXN,
+    Op,
+    Send,
+    error_names,
+    sends_of,
+    split_tp,
 )
 from harness.history.recorder import HISTORY_DIR
 

@@ -5,7 +5,7 @@ this repository's ``tests/chaos/test_library.py``. About 35 minutes per backend.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import pytest
 
@@ -15,6 +15,6 @@ pytestmark = [pytest.mark.chaos, pytest.mark.library]
 
 
 @pytest.mark.parametrize("name", scenario.names())
-def test_scenario(run_scenario: Callable[..., "object"], name: str) -> None:
+def test_scenario(run_scenario: Callable[..., object], name: str) -> None:
     verdict = run_scenario(name)
     verdict.check_expected()  # type: ignore[attr-defined]

@@ -38,7 +38,8 @@ class Row:
     @property
     def change(self) -> str:
         """Relative change of a figure (``+12.5%``), or empty."""
-        if self.section in ("throughput", "latency", "transactions") and isinstance(self.a, (int, float)) and isinstance(self.b, (int, float)) and not isinstance(self.a, bool) and self.a:
+        numbers = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (self.a, self.b))
+        if self.section in ("throughput", "latency", "transactions") and numbers and self.a:
             return f"{(self.b - self.a) / abs(self.a) * 100:+.1f}%"
         return ""
 

@@ -65,7 +65,7 @@ def timeline_svg(data: RunData) -> str:
         ax_lat.set_yscale("log")
     ax_lat.set_ylabel("commit latency ms")
     ax_lat.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
-    for i, (node, spans) in enumerate(sorted(lanes.items())):
+    for i, (_node, spans) in enumerate(sorted(lanes.items())):
         ax_nodes.broken_barh([(0, end)], (i - 0.35, 0.7), color="#e6f2e6")
         for state in STATE_COLOURS:
             mine = [(a, max(b - a, end / 500)) for a, b, s in spans if s == state]
@@ -127,7 +127,7 @@ def partition_svg(view: PartitionView) -> str:
                              gridspec_kw={"hspace": 0.45})
     windows = [(None, None)] + ([(max(0, marks[0] - 15), max(0, marks[0] - 15) + 30)] if marks else [])
     for ax, (lo, hi) in zip(axes[:, 0], windows):
-        def cut(df: pd.DataFrame) -> pd.DataFrame:
+        def cut(df: pd.DataFrame, lo: int | None = lo, hi: int | None = hi) -> pd.DataFrame:
             return df if lo is None else df[(df["offset"] >= lo) & (df["offset"] <= hi)]
         dense = lo is None
         for i, w in enumerate(writers):

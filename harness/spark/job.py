@@ -32,7 +32,17 @@ from typing import Any
 from confluent_kafka import KafkaException
 
 from harness.history.model import (
-    OK, READ_COMMITTED, SPARK_BATCH, SPARK_FAULT, SPARK_PROGRESS, SPARK_SKIP, SPARK_START, marker_key, marker_value, parse_marker, spark_value,
+    OK,
+    READ_COMMITTED,
+    SPARK_BATCH,
+    SPARK_FAULT,
+    SPARK_PROGRESS,
+    SPARK_SKIP,
+    SPARK_START,
+    marker_key,
+    marker_value,
+    parse_marker,
+    spark_value,
     tp_key,
 )
 from harness.history.recorder import Recorder

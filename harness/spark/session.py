@@ -35,7 +35,7 @@ def spark_env() -> dict[str, str]:
 
 
 def session(app: str, kafka: bool = False, master: str | None = None, tmp_dir: Path | None = None,
-            conf: dict[str, str] | None = None, memory: str = JOB_MEMORY) -> "SparkSession":
+            conf: dict[str, str] | None = None, memory: str = JOB_MEMORY) -> SparkSession:
     """A new (or the process's existing) Spark session named ``app``; ``kafka`` adds the connector,
     ``conf`` overrides settings (tests: tiny data wants no code generation)."""
     os.environ.update(spark_env())
@@ -64,7 +64,7 @@ def session(app: str, kafka: bool = False, master: str | None = None, tmp_dir: P
 
 
 @contextmanager
-def checker_session() -> Iterator["SparkSession"]:
+def checker_session() -> Iterator[SparkSession]:
     """A session for the checker's Spark engine, its shuffle spill in a temp folder (outside the run
     folder); stopped, and the spill removed, at exit."""
     with tempfile.TemporaryDirectory(prefix="eos-chaos-spark-", ignore_cleanup_errors=True) as tmp:

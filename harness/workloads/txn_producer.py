@@ -22,6 +22,7 @@ from harness.workloads.common import Retired, Stop, WorkloadConfig, drop, init, 
 from harness.workloads.outcome import Phase, classify
 from harness.workloads.registry import MAX_VALUES_PER_TXN, TxnProducerSettings
 
+
 def pick_sends(cfg: WorkloadConfig, s: TxnProducerSettings, rnd: random.Random, prefix: str,
                n: int) -> list[tuple[str, int, str]]:
     """``n`` sends of unique values (``prefix-k``) to random partitions of the workload's topics."""
@@ -93,7 +94,7 @@ def run_plain(cfg: WorkloadConfig, s: TxnProducerSettings, rec: Recorder, stop: 
         rec.invoke(process, SEND, [topic, part, value])
         result: dict[str, object] = {}
 
-        def delivered(err, msg) -> None:  # type: ignore[no-untyped-def]
+        def delivered(err, msg, result: dict[str, object] = result) -> None:  # type: ignore[no-untyped-def]
             result["err"], result["offset"] = err, (msg.offset() if err is None else None)
 
         try:

@@ -7,7 +7,20 @@ import random
 from typing import Any
 
 from harness.history.model import (
-    FAIL, GROUP_OFFSETS, INFO, INIT, INVOKE, OK, POLL, READ_COMMITTED, READ_UNCOMMITTED, SCAN, TXN, Op, copy_value, tp_key,
+    FAIL,
+    GROUP_OFFSETS,
+    INFO,
+    INIT,
+    INVOKE,
+    OK,
+    POLL,
+    READ_COMMITTED,
+    READ_UNCOMMITTED,
+    SCAN,
+    TXN,
+    Op,
+    copy_value,
+    tp_key,
 )
 from harness.history.store import Tables, flatten
 

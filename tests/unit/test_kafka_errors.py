@@ -9,7 +9,13 @@ from confluent_kafka import KafkaError, KafkaException
 
 from harness.workloads.client import ClientError, ErrorFacts
 from harness.workloads.clients.confluent import (
-    ConfluentClient, ConfluentReader, client_errors, describe, error_facts, kafka_error, kafka_exception,
+    ConfluentClient,
+    ConfluentReader,
+    client_errors,
+    describe,
+    error_facts,
+    kafka_error,
+    kafka_exception,
 )
 
 

@@ -8,7 +8,15 @@ import pytest
 
 from harness.checker import check
 from harness.history.model import (
-    FAIL, SPARK_BATCH, SPARK_FAULT, SPARK_PROGRESS, SPARK_SKIP, SPARK_START, marker_value, spark_value, tp_key,
+    FAIL,
+    SPARK_BATCH,
+    SPARK_FAULT,
+    SPARK_PROGRESS,
+    SPARK_SKIP,
+    SPARK_START,
+    marker_value,
+    spark_value,
+    tp_key,
 )
 from tests.unit.histories import History
 

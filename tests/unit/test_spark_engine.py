@@ -8,8 +8,9 @@ generation and with one shuffle partition: compiling each query would cost more 
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
