@@ -25,14 +25,16 @@ KILL_WAIT_S = 30.0
 TERM_WAIT_S = 60.0
 
 
-def spawn(cmd: Sequence[str], log_file: Path, cwd: Path, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+def spawn(cmd: Sequence[str], log_file: Path, cwd: Path, env: dict[str, str] | None = None,
+          pass_fds: Sequence[int] = ()) -> subprocess.Popen[bytes]:
     """Start ``cmd`` in its own session (a Ctrl-C at the terminal reaches only the harness, which
-    then tears down in order), output appended to ``log_file``."""
+    then tears down in order), output appended to ``log_file``; ``pass_fds`` are inherited (a
+    workload's lifeline, harness/lifeline.py)."""
     log_file.parent.mkdir(parents=True, exist_ok=True)
     with open(log_file, "ab") as out:
         return subprocess.Popen(
             list(cmd), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            cwd=cwd, env=env, start_new_session=True, close_fds=True,
+            cwd=cwd, env=env, start_new_session=True, close_fds=True, pass_fds=tuple(pass_fds),
         )
 
 

@@ -16,6 +16,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from clusters import procs
+from harness import lifeline
 from harness.workloads.common import WorkloadConfig
 
 log = logging.getLogger(__name__)
@@ -54,7 +55,9 @@ class Supervisor:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(asdict(cfg), indent=2))
         cmd = [sys.executable, "-m", MODULES[kind], str(path)]
-        self.procs[cfg.name] = procs.spawn(cmd, self.run_dir / "workloads" / f"{cfg.name}.log", cwd=Path.cwd(), env=self.env)
+        line = lifeline.handoff()  # the workload stops by itself when this process dies, even by SIGKILL
+        self.procs[cfg.name] = procs.spawn(cmd, self.run_dir / "workloads" / f"{cfg.name}.log", cwd=Path.cwd(),
+                                           env={**self.env, **line.env}, pass_fds=line.pass_fds)
         self.kinds[cfg.name], self.configs[cfg.name] = kind, cfg
 
     def of_kind(self, kind: str) -> list[str]:

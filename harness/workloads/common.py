@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
+from harness import lifeline
 from harness.history.model import FAIL, FENCED, INFO, INIT, OK, RETIRED, TXN
 from harness.history.recorder import Recorder
 from harness.kafka_io import CALL_TIMEOUT_S, commit_with_retries, kafka_error, kafka_exception
@@ -52,13 +53,15 @@ class WorkloadConfig:
 
 
 class Stop:
-    """Set by SIGTERM/SIGINT or the safety deadline; loops check it between operations."""
+    """Set by SIGTERM/SIGINT, the runner's death (harness/lifeline.py) or the safety deadline;
+    loops check it between operations."""
 
     def __init__(self, max_seconds: float) -> None:
         self._deadline = time.monotonic() + max_seconds
         self._flag = False
         signal.signal(signal.SIGTERM, self._set)
         signal.signal(signal.SIGINT, self._set)
+        lifeline.watch(lambda: self._set(signal.SIGTERM, None))
 
     def _set(self, signum: int, frame: object) -> None:
         self._flag = True
