@@ -63,6 +63,38 @@ def cmdline(pid: int) -> list[str]:
         return []
 
 
+def describe(pid: int) -> str:
+    """What a process of ours runs, in a few words: ``node 2``, ``toxiproxy``, ``workload reader-0``."""
+    return describe_cmdline(cmdline(pid))
+
+
+def describe_cmdline(cmd: Sequence[str]) -> str:
+    """``describe`` of a command line."""
+    cmd = list(cmd)
+    if not cmd:
+        return "(gone)"
+    if "kafka.Kafka" in cmd:
+        return _node_of(cmd[-1])
+    if "kafka.tools.StorageTool" in cmd:
+        return "storage formatter of " + _node_of(cmd[-1])
+    if "-m" in cmd[:-1]:
+        module = cmd[cmd.index("-m") + 1]
+        args = cmd[cmd.index("-m") + 2:]
+        if module.startswith(("harness.workloads.", "harness.spark.")) and args:
+            return f"workload {Path(args[0]).stem}"  # its config file is named after it
+        return f"python -m {module}"
+    if any("org.apache.spark" in arg for arg in cmd):
+        return "spark driver JVM"
+    name = Path(cmd[0]).name
+    return "toxiproxy" if "toxiproxy" in name else " ".join([name, *cmd[1:]])[:80]
+
+
+def _node_of(properties: str) -> str:
+    """``node 2`` for a node's ``.../nodes/n2/server.properties``."""
+    folder = Path(properties).parent.name
+    return f"node {folder[1:]}" if folder[:1] == "n" and folder[1:].isdigit() else f"kafka ({properties})"
+
+
 def signal_pid(pid: int, sig: signal.Signals) -> bool:
     """Send ``sig``; False if the process is already gone."""
     try:
