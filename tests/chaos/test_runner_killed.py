@@ -22,6 +22,9 @@ from clusters.base import NodeState
 from harness import lifeline
 from harness.wait import wait_until
 from tests.chaos.cli_helpers import run, start, wait_for_line
+#: node 3 down, client-to-n1 cut, latency on node 2's INTERNAL links, the reader frozen (a frozen
+#: process cannot notice anything: reclaim's job); all for far longer than the test waits
+from tests.chaos.test_heal import MID_FAULT_FROZEN
 from tests.conftest import selected_backends
 
 pytestmark = pytest.mark.chaos
@@ -33,23 +36,6 @@ START_TIMEOUT_S = 360.0
 #: The lifeline's grace plus a margin for a loaded machine.
 STOP_BY_ITSELF_S = lifeline.LOST_GRACE_S + 10.0
 
-#: Faults that stay on far longer than the test waits: node 3 down, latency on node 2's internal
-#: links, the reader frozen (a frozen process cannot notice anything: reclaim's job).
-KILLED_MID_FAULT = """\
-name: killed-mid-fault
-description: "A runner killed while its faults are on, for the reclaim test."
-duration: 300
-workloads:
-  - kind: txn-producer
-    count: 1
-  - kind: reader
-    count: 1
-faults:
-  - {at: 2, kind: kill, target: 3, duration: 280}
-  - {at: 2, kind: latency, target: 2, listeners: internal, duration: 280, params: {latency_ms: 200}}
-  - {at: 2, kind: pause-workload, workload: reader, duration: 280}
-"""
-
 
 def _workloads(owner: int) -> dict[str, int]:
     """The runner's workload processes, by name."""
@@ -59,8 +45,8 @@ def _workloads(owner: int) -> dict[str, int]:
 
 @pytest.mark.parametrize("backend", selected_backends())
 def test_runner_killed_mid_fault_leaves_nothing_behind(backend: str, iso_env: dict[str, str], tmp_path: Path) -> None:
-    scenario = tmp_path / "killed-mid-fault.yaml"
-    scenario.write_text(KILLED_MID_FAULT)
+    scenario = tmp_path / "mid-fault.yaml"
+    scenario.write_text(MID_FAULT_FROZEN)
     proc = start(["run", str(scenario), "--backend", backend, "--seed", "1", "--out", str(tmp_path / "run"),
                   "--port-base", str(ALT_PORT_BASE[backend])], iso_env)
     try:
