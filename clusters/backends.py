@@ -7,13 +7,19 @@ else in the harness imports a backend module directly, so workloads and faults r
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Mapping
+from typing import TYPE_CHECKING
 
 from clusters import state
 from clusters.artifacts import Artifacts
-from clusters.base import Cluster
+from clusters.base import Cluster, ClusterStatus
+from clusters.reclaim import Owner, Reclaimed, dead_runs_processes, link_faults, processes
 from clusters.topology import DEFAULT_PORT_BASE, Topology
+
+if TYPE_CHECKING:
+    import docker
 
 
 
@@ -58,21 +64,65 @@ def attach(rec: state.ClusterRecord) -> Cluster:
     return LocalCluster.attach(rec)
 
 
-def reclaim(backend: Backend) -> int:
-    """Remove what crashed runs of ``backend`` left behind (runs still going are left alone)."""
+def reclaim(backend: Backend) -> Reclaimed:
+    """Remove what runs of ``backend`` that are over left behind (runs still going are left alone):
+    host processes on every backend, containers, networks and volumes on compose. Returns what went."""
     if backend is Backend.compose:
         from clusters.compose.cluster import reclaim_leftovers
-        from clusters.compose.engine import docker_answers
 
-        if not docker_answers():
-            return 0  # no engine, nothing of ours can be running in it
-        import docker
-
-        client = docker.from_env(timeout=60)
-        try:
-            return reclaim_leftovers(client)
-        finally:
-            client.close()
+        with _docker() as client:
+            if client is not None:
+                return reclaim_leftovers(client)
     from clusters.local import reclaim_orphans
 
-    return reclaim_orphans()
+    return reclaim_orphans()  # host processes: the local backend's, or a compose run's without an engine
+
+
+def would_reclaim(backend: Backend, rec: state.ClusterRecord | None) -> Reclaimed:
+    """What a start or ``cluster down`` of ``backend`` would reclaim now (nothing is touched): the
+    recorded cluster when its owner is dead, with the faults left on its links, and whatever other
+    runs that are over left behind."""
+    found = Reclaimed()
+    if rec is not None and Owner(rec.owner_pid).dead:
+        cluster = attach(rec)
+        found += cluster.leftovers() + link_faults(cluster.toxiproxy)
+    if backend is Backend.compose:
+        from clusters.compose.cluster import dead_runs_leftovers
+
+        with _docker() as client:
+            if client is not None:
+                return found + dead_runs_leftovers(client)
+    return found + processes(dead_runs_processes(backend.value))
+
+
+def status(rec: state.ClusterRecord) -> ClusterStatus:
+    """The recorded cluster's status with its owner and what a start or ``cluster down`` would reclaim."""
+    s = attach(rec).status()
+    s.owner = Owner(rec.owner_pid)
+    s.would_reclaim = would_reclaim(Backend(rec.backend), rec)
+    return s
+
+
+def down(rec: state.ClusterRecord) -> Reclaimed:
+    """Stop the recorded cluster and reclaim what other runs that are over left; returns what went
+    (the faults still on its links included: they go with its Toxiproxy)."""
+    cluster = attach(rec)
+    faults = link_faults(cluster.toxiproxy)
+    return cluster.stop() + faults + reclaim(Backend(rec.backend))
+
+
+@contextmanager
+def _docker() -> Iterator[docker.DockerClient | None]:
+    """A Docker client, or None when no engine answers (then nothing of ours runs in it)."""
+    from clusters.compose.engine import docker_answers
+
+    if not docker_answers():
+        yield None
+        return
+    import docker
+
+    client = docker.from_env(timeout=60)
+    try:
+        yield client
+    finally:
+        client.close()

@@ -8,8 +8,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from clusters.toxiproxy import ProxySpec, Toxiproxy
+from clusters.reclaim import Owner, Reclaimed
 from clusters.topology import Topology
+from clusters.toxiproxy import ProxySpec, Toxiproxy
 
 #: A 3-node KRaft cluster on two cores comes up in ~10-20 s; allow for a machine under load.
 HEALTHY_TIMEOUT_S = 120.0
@@ -44,10 +45,17 @@ class ClusterStatus:
     cluster_id: str
     active_controller: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    #: who will stop it (filled by ``backends.status``, which reads the record)
+    owner: Owner | None = None
+    #: what a start or ``cluster down`` would reclaim now: a dead owner's cluster, workloads of
+    #: killed runs, faults left on its links, other dead runs' leftovers
+    would_reclaim: Reclaimed = field(default_factory=Reclaimed)
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         d["nodes"] = [{"id": n.id, "state": n.state.value, "pid": n.pid} for n in self.nodes]
+        d["owner"] = self.owner.to_json() if self.owner is not None else None
+        d["would_reclaim"] = self.would_reclaim.to_json()
         return d
 
 
@@ -76,15 +84,20 @@ class Cluster(Protocol):
     run_dir: Path
     cluster_id: str
 
-    def __enter__(self) -> "Cluster": ...
+    def __enter__(self) -> Cluster: ...
 
     def __exit__(self, *exc: object) -> None: ...
 
     def start(self) -> None:
         """Bring everything up (reclaiming leftovers of a crashed run first) and wait until healthy."""
 
-    def stop(self) -> None:
-        """Take everything down; nothing is left running. Safe to call twice or after a failed start."""
+    def stop(self) -> Reclaimed:
+        """Take everything down; nothing is left running. Safe to call twice or after a failed start.
+        Returns what was running (nothing the second time)."""
+
+    def leftovers(self) -> Reclaimed:
+        """Everything of this cluster that exists now, as ``stop`` would name it: processes (its
+        runs' workloads on the host included), containers, networks, volumes."""
 
     def wait_healthy(self, timeout: float = HEALTHY_TIMEOUT_S) -> None:
         """3 brokers registered, a raft leader, no under-replicated or leaderless partitions."""

@@ -11,24 +11,25 @@ Layout of a run folder::
 
 from __future__ import annotations
 
-import logging
 import atexit
 import base64
+import logging
 import shutil
 import signal
 import subprocess
 import threading
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 import psutil
 
-from clusters.toxiproxy import ProxySpec, Toxiproxy
-from clusters import health, procs, render, state
+from clusters import health, procs, reclaim, render, state
 from clusters.artifacts import Artifacts
 from clusters.base import HEALTHY_TIMEOUT_S, NODE_START_TIMEOUT_S, ClusterStatus, NodeState, NodeStatus, Owned
+from clusters.reclaim import Reclaimed
 from clusters.topology import Topology
+from clusters.toxiproxy import ProxySpec, Toxiproxy
 from harness.errors import ClusterError, EnvironmentProblem, HarnessError, WaitTimeout
 from harness.runfolder import RunFolder, write_json
 from harness.wait import wait_until
@@ -45,7 +46,7 @@ TOXIPROXY_START_TIMEOUT_S = 20.0
 
 
 # Clusters this process owns; stopped at interpreter exit if a caller forgot (or was interrupted).
-_OWNED: set["LocalCluster"] = set()
+_OWNED: set[LocalCluster] = set()
 
 
 @atexit.register
@@ -62,19 +63,10 @@ def new_cluster_id() -> str:
             return cid
 
 
-def reclaim_orphans() -> int:
+def reclaim_orphans() -> Reclaimed:
     """Kill processes of ours whose owner died, or detached ones no cluster record claims.
-    A run that is still going (its owner alive) is left alone. Returns how many were killed."""
-    rec = state.load(BACKEND)
-    claimed = rec.cluster_id if rec is not None else None
-    killed = 0
-    for t in procs.tagged_processes():
-        if t.cluster_id == claimed or not (t.orphaned or t.owner == 0):
-            continue
-        log.info(f"reclaiming orphaned process {t.pid} of cluster {t.cluster_id}: {' '.join(procs.cmdline(t.pid))[:100]}")
-        procs.kill_hard(t.pid, "orphaned eos-chaos process")
-        killed += 1
-    return killed
+    A run that is still going (its owner alive) is left alone. Returns what was killed."""
+    return reclaim.kill_processes(reclaim.dead_runs_processes(BACKEND), "its run is over")
 
 
 class LocalCluster(Owned):
@@ -105,7 +97,7 @@ class LocalCluster(Owned):
 
     # ---------------------------------------------------------------- attach / context manager
     @classmethod
-    def attach(cls, rec: state.ClusterRecord) -> "LocalCluster":
+    def attach(cls, rec: state.ClusterRecord) -> LocalCluster:
         """A handle on a cluster another process started (for ``cluster down`` / ``status``)."""
         arts = Artifacts(rec.kafka_version, Path(rec.kafka_libs), Path(rec.toxiproxy_bin), Path(rec.java))
         topo = Topology(net=rec.net, port_base=rec.port_base, api_port=rec.api_port)
@@ -117,7 +109,7 @@ class LocalCluster(Owned):
         c._started = True
         return c
 
-    def __enter__(self) -> "LocalCluster":
+    def __enter__(self) -> LocalCluster:
         self.start()
         return self
 
@@ -168,12 +160,14 @@ class LocalCluster(Owned):
         if self.detached:
             _OWNED.discard(self)  # ``cluster up``: the cluster outlives this process on purpose
 
-    def stop(self) -> None:
-        """Kill every process of this cluster, drop the data, keep the logs. Idempotent."""
+    def stop(self) -> Reclaimed:
+        """Kill every process of this cluster (and of runs on it), drop the data, keep the logs.
+        Returns what was running. Idempotent."""
         with self._lock:
             _OWNED.discard(self)
             if not self._started:
-                return
+                return Reclaimed()
+            gone = self.leftovers()
             errors: list[str] = []
             for n, pid in sorted(self._pids.items()):
                 if self._is_ours(pid):
@@ -188,7 +182,8 @@ class LocalCluster(Owned):
             self._admin = None
             for n in self.topology.node_ids:
                 shutil.rmtree(self._data_dir(n), ignore_errors=True)
-            # Anything else carrying our tag (storage formatters, a node mid-restart) goes too.
+            # Anything else carrying our tag (storage formatters, a node mid-restart, workloads of a
+            # run on this cluster) goes too.
             for t in procs.tagged_processes():
                 if t.cluster_id == self.cluster_id:
                     procs.kill_hard(t.pid, f"process {t.pid} of cluster {self.cluster_id}")
@@ -197,6 +192,11 @@ class LocalCluster(Owned):
             self._started = False
             if errors or left:
                 raise ClusterError(f"cluster {self.cluster_id} did not stop cleanly: {errors} still running: {left}")
+            return gone
+
+    def leftovers(self) -> Reclaimed:
+        """Every process of this cluster that runs now: nodes, Toxiproxy, workloads of runs on it."""
+        return reclaim.processes([t for t in procs.tagged_processes() if t.cluster_id == self.cluster_id])
 
     def _reclaim_leftovers(self) -> None:
         """Stop what a crashed run left behind; refuse to touch a cluster that is legitimately up."""
@@ -214,7 +214,9 @@ class LocalCluster(Owned):
                     "one cluster at a time on this machine. Wait for it, or stop that process."
                 )
             log.info(f"reclaiming leftovers of a crashed run ({rec.run_dir}): pids {running}")
-            LocalCluster.attach(rec).stop()
+            gone = LocalCluster.attach(rec).stop()
+            if gone:
+                log.info(f"reclaimed: {', '.join(gone.lines())}")
         reclaim_orphans()
 
     def _is_ours(self, pid: int) -> bool:
@@ -435,7 +437,8 @@ class LocalCluster(Owned):
         return self.topology.direct_bootstrap
 
     def status(self) -> ClusterStatus:
-        nodes = [NodeStatus(n, self.node_state(n), self._pids.get(n)) for n in self.topology.node_ids]
+        # the pid of a running node only: a killed node's last pid names nothing (or someone else)
+        nodes = [NodeStatus(n, self.node_state(n), self._pid(n) or None) for n in self.topology.node_ids]
         return ClusterStatus(
             backend=BACKEND,
             kafka_version=self.artifacts.kafka_version,

@@ -7,9 +7,9 @@ import os
 import signal
 import socket
 import subprocess
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
 
 import psutil
 
@@ -25,14 +25,16 @@ KILL_WAIT_S = 30.0
 TERM_WAIT_S = 60.0
 
 
-def spawn(cmd: Sequence[str], log_file: Path, cwd: Path, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+def spawn(cmd: Sequence[str], log_file: Path, cwd: Path, env: dict[str, str] | None = None,
+          pass_fds: Sequence[int] = ()) -> subprocess.Popen[bytes]:
     """Start ``cmd`` in its own session (a Ctrl-C at the terminal reaches only the harness, which
-    then tears down in order), output appended to ``log_file``."""
+    then tears down in order), output appended to ``log_file``; ``pass_fds`` are inherited (a
+    workload's lifeline, harness/lifeline.py)."""
     log_file.parent.mkdir(parents=True, exist_ok=True)
     with open(log_file, "ab") as out:
         return subprocess.Popen(
             list(cmd), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            cwd=cwd, env=env, start_new_session=True, close_fds=True,
+            cwd=cwd, env=env, start_new_session=True, close_fds=True, pass_fds=tuple(pass_fds),
         )
 
 
@@ -59,6 +61,38 @@ def cmdline(pid: int) -> list[str]:
         return psutil.Process(pid).cmdline()
     except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
         return []
+
+
+def describe(pid: int) -> str:
+    """What a process of ours runs, in a few words: ``node 2``, ``toxiproxy``, ``workload reader-0``."""
+    return describe_cmdline(cmdline(pid))
+
+
+def describe_cmdline(cmd: Sequence[str]) -> str:
+    """``describe`` of a command line."""
+    cmd = list(cmd)
+    if not cmd:
+        return "(gone)"
+    if "kafka.Kafka" in cmd:
+        return _node_of(cmd[-1])
+    if "kafka.tools.StorageTool" in cmd:
+        return "storage formatter of " + _node_of(cmd[-1])
+    if "-m" in cmd[:-1]:
+        module = cmd[cmd.index("-m") + 1]
+        args = cmd[cmd.index("-m") + 2:]
+        if module.startswith(("harness.workloads.", "harness.spark.")) and args:
+            return f"workload {Path(args[0]).stem}"  # its config file is named after it
+        return f"python -m {module}"
+    if any("org.apache.spark" in arg for arg in cmd):
+        return "spark driver JVM"
+    name = Path(cmd[0]).name
+    return "toxiproxy" if "toxiproxy" in name else " ".join([name, *cmd[1:]])[:80]
+
+
+def _node_of(properties: str) -> str:
+    """``node 2`` for a node's ``.../nodes/n2/server.properties``."""
+    folder = Path(properties).parent.name
+    return f"node {folder[1:]}" if folder[:1] == "n" and folder[1:].isdigit() else f"kafka ({properties})"
 
 
 def signal_pid(pid: int, sig: signal.Signals) -> bool:
@@ -189,7 +223,7 @@ def check_free(binds: Iterable[tuple[str, str]]) -> None:
         if exc is not None and exc.errno == errno.EADDRINUSE and not _owner(port):
             # no listener to name: most likely a process that is still exiting
             try:
-                wait_until(lambda: _bind_error(addr) is None, timeout=PORT_RELEASE_GRACE_S,
+                wait_until(lambda addr=addr: _bind_error(addr) is None, timeout=PORT_RELEASE_GRACE_S,
                            what=f"port {addr} to be released", interval=0.2)
                 exc = None
             except WaitTimeout:

@@ -55,6 +55,10 @@ def load(backend: str) -> ClusterRecord | None:
     return ClusterRecord(**data)
 
 
+#: Every backend that leaves a record (``clusters.backends.Backend``'s values).
+BACKENDS = ("local", "compose")
+
+
 def clear(backend: str, cluster_id: str | None = None) -> None:
     """Remove the record (only if it is still ours when ``cluster_id`` is given)."""
     current = load(backend)

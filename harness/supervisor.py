@@ -17,6 +17,7 @@ from pathlib import Path
 
 from chaos.control import DriverAction, Incarnation
 from clusters import procs
+from harness import lifeline
 from harness.runfolder import RunFolder, write_json
 from harness.spark.job import ARM_FILE, job_dir
 from harness.wait import wait_until
@@ -71,7 +72,9 @@ class Supervisor:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(asdict(cfg), indent=2))
         cmd = [sys.executable, "-m", MODULES[kind], str(path)]
-        self.procs[cfg.name] = procs.spawn(cmd, path.parent / f"{cfg.name}.log", cwd=Path.cwd(), env=self.env)
+        line = lifeline.handoff()  # the workload stops by itself when this process dies, even by SIGKILL
+        self.procs[cfg.name] = procs.spawn(cmd, path.parent / f"{cfg.name}.log", cwd=Path.cwd(),
+                                           env={**self.env, **line.env}, pass_fds=line.pass_fds)
         self.kinds[cfg.name], self.configs[cfg.name] = kind, cfg
 
     def of_kind(self, kind: str) -> list[str]:

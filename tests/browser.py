@@ -24,7 +24,7 @@ def ensure_chromium() -> str:
     found = shutil.which("chromium") or shutil.which("chromium-browser")
     if found:
         return found
-    apt_install(["chromium"], "the report's browser test", print)
+    apt_install(["chromium"], "the report's browser test")
     found = shutil.which("chromium")
     if not found:
         raise RuntimeError("chromium was installed but is not on PATH")

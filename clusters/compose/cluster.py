@@ -3,24 +3,24 @@ and the Docker SDK (kill, stop, pause, restart, logs)."""
 
 from __future__ import annotations
 
-import logging
 import atexit
 import dataclasses
+import functools
 import json
+import logging
 import os
 import subprocess
 import threading
 import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Mapping
 
 import docker
 from confluent_kafka.admin import AdminClient
 from docker.errors import APIError, NotFound
 from docker.models.containers import Container
 
-from clusters.toxiproxy import ProxySpec, Toxiproxy
-from clusters import health, procs, state
+from clusters import health, procs, reclaim, state
 from clusters.artifacts import Artifacts
 from clusters.base import HEALTHY_TIMEOUT_S, NODE_START_TIMEOUT_S, ClusterStatus, NodeState, NodeStatus, Owned
 from clusters.compose.cli import find_compose
@@ -28,6 +28,8 @@ from clusters.compose.engine import ensure_engine
 from clusters.compose.images import Images, ensure_images
 from clusters.compose.plan import LABEL, LABEL_CLUSTER, LABEL_OWNER, ComposePlan, compose_yaml, toxiproxy_json
 from clusters.local import STARTED_MESSAGE, new_cluster_id
+from clusters.reclaim import Leftover, Reclaimed
+from clusters.toxiproxy import ProxySpec, Toxiproxy
 from harness.errors import ClusterError, EnvironmentProblem
 from harness.runfolder import RunFolder
 from harness.wait import wait_until
@@ -41,7 +43,7 @@ UP_TIMEOUT_S = 240
 TOXIPROXY_RESTART_TIMEOUT_S = 60.0
 
 # Clusters this process owns; stopped at interpreter exit if a caller forgot (or was interrupted).
-_OWNED: set["ComposeCluster"] = set()
+_OWNED: set[ComposeCluster] = set()
 
 
 @atexit.register
@@ -82,7 +84,7 @@ class ComposeCluster(Owned):
         self._started = False
 
     @classmethod
-    def attach(cls, rec: state.ClusterRecord) -> "ComposeCluster":
+    def attach(cls, rec: state.ClusterRecord) -> ComposeCluster:
         """A handle on a cluster another process started (for ``cluster down`` / ``status``)."""
         arts = Artifacts(rec.kafka_version, Path(rec.kafka_libs), Path(rec.toxiproxy_bin), Path(rec.java))
         plan = ComposePlan.at(rec.port_base)
@@ -104,7 +106,7 @@ class ComposeCluster(Owned):
             images=dict(self.images.__dict__) if self.images else {},
         )
 
-    def __enter__(self) -> "ComposeCluster":
+    def __enter__(self) -> ComposeCluster:
         self.start()
         return self
 
@@ -194,7 +196,9 @@ class ComposeCluster(Owned):
                     f"a compose cluster owned by running process {rec.owner_pid} is up (project {rec.project}); "
                     "one cluster at a time on this machine. Wait for it, or stop that process.")
             log.info(f"reclaiming leftovers of a crashed run (project {rec.project}, run folder {rec.run_dir})")
-            ComposeCluster.attach(rec).stop()
+            gone = ComposeCluster.attach(rec).stop()
+            if gone:
+                log.info(f"reclaimed: {', '.join(gone.lines())}")
         reclaim_leftovers(self.docker)
 
     def _containers(self) -> list[Container]:
@@ -207,14 +211,16 @@ class ComposeCluster(Owned):
         except APIError as exc:
             return f"(no logs: {exc})"
 
-    def stop(self) -> None:
-        """Keep each container's log in the run folder, then remove containers, networks, volumes.
-        Idempotent; safe after a failed start."""
+    def stop(self) -> Reclaimed:
+        """Keep each container's log in the run folder, then remove containers, networks, volumes,
+        and the host processes of runs on it (workloads). Returns what there was. Idempotent; safe
+        after a failed start."""
         with self._lock:
             _OWNED.discard(self)
             if not self._started:
-                return
+                return Reclaimed()
             self._started = False
+            gone = self.leftovers()
             self._tox.close()
             self._admin = None
             for c in self._containers():
@@ -225,11 +231,25 @@ class ComposeCluster(Owned):
                 c.remove(force=True, v=True)
             for n in self._networks():
                 n.remove()
+            # The workloads of runs on this cluster are host processes: they go with it.
+            reclaim.kill_processes(self._host_processes(), f"its cluster (project {self.project}) is stopping")
             left, nets = self._containers(), self._networks()
             state.clear(BACKEND, self.cluster_id)
             if down.returncode != 0 and (left or nets):
                 raise ClusterError(f"project {self.project} did not come down cleanly: {down.stderr.strip()[-400:]}; "
                                    f"containers {[c.name for c in left]}, networks {[n.name for n in nets]}")
+            return gone
+
+    def _host_processes(self) -> list[procs.Tagged]:
+        return [t for t in procs.tagged_processes() if t.cluster_id == self.cluster_id]
+
+    def leftovers(self) -> Reclaimed:
+        """This cluster's containers, networks and volumes, and the host processes of runs on it."""
+        found = Reclaimed([Leftover("container", c.name) for c in self._containers()]
+                          + [Leftover("network", n.name) for n in self._networks()]
+                          + [Leftover("volume", v.name) for v in self.docker.volumes.list(
+                              filters={"label": f"{LABEL_CLUSTER}={self.cluster_id}"})])
+        return found + reclaim.processes(self._host_processes())
 
     def _networks(self) -> list:  # type: ignore[type-arg]
         return self.docker.networks.list(filters={"label": f"{LABEL_CLUSTER}={self.cluster_id}"})
@@ -371,27 +391,39 @@ def _claimed_elsewhere(labels: Mapping[str, str], claimed: str | None) -> bool:
     return labels.get(LABEL_CLUSTER) == claimed or (owner.isdigit() and owner != "0" and procs.alive(int(owner)))
 
 
-def reclaim_leftovers(client: docker.DockerClient) -> int:
-    """Remove containers, networks and volumes labelled ``eos-chaos`` whose run is over: the owner
-    process died, or it was detached and no record claims it. Returns how many were removed."""
+def _dead_runs_resources(client: docker.DockerClient) -> list[tuple[Leftover, Callable[[], None]]]:
+    """Containers, networks and volumes labelled ``eos-chaos`` whose run is over (the owner process
+    died, or it was detached and no record claims it), each with how to remove it."""
     rec = state.load(BACKEND)
     claimed = rec.cluster_id if rec is not None else None
-    removed = 0
+    found: list[tuple[Leftover, Callable[[], None]]] = []
     for c in client.containers.list(all=True, filters={"label": LABEL}):
         if not _claimed_elsewhere(c.labels, claimed):
-            log.info(f"reclaiming leftover container {c.name}")
-            c.remove(force=True, v=True)
-            removed += 1
+            found.append((Leftover("container", c.name), functools.partial(c.remove, force=True, v=True)))
     for n in client.networks.list(filters={"label": LABEL}):
         if not _claimed_elsewhere(n.attrs.get("Labels") or {}, claimed):
-            log.info(f"reclaiming leftover network {n.name}")
-            n.remove()
-            removed += 1
+            found.append((Leftover("network", n.name), n.remove))
     for v in client.volumes.list(filters={"label": LABEL}):
         if not _claimed_elsewhere(v.attrs.get("Labels") or {}, claimed):
-            v.remove(force=True)
-            removed += 1
-    return removed
+            found.append((Leftover("volume", v.name), functools.partial(v.remove, force=True)))
+    return found
+
+
+def dead_runs_leftovers(client: docker.DockerClient) -> Reclaimed:
+    """What ``reclaim_leftovers`` would remove now (nothing is touched)."""
+    return Reclaimed([item for item, _ in _dead_runs_resources(client)]) + reclaim.processes(
+        reclaim.dead_runs_processes(BACKEND))
+
+
+def reclaim_leftovers(client: docker.DockerClient) -> Reclaimed:
+    """Remove what runs that are over left: containers, networks, volumes, and their host processes
+    (workloads). Runs still going are left alone. Returns what was removed."""
+    gone = Reclaimed()
+    for item, remove in _dead_runs_resources(client):
+        log.info(f"reclaiming leftover {item}")
+        remove()
+        gone.add(item)
+    return gone + reclaim.kill_processes(reclaim.dead_runs_processes(BACKEND), "its run is over")
 
 
 def check_subnets_free(client: docker.DockerClient, plan: ComposePlan) -> None:

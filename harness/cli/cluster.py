@@ -10,6 +10,7 @@ import typer
 
 from clusters import backends, state
 from clusters.backends import Backend
+from clusters.reclaim import Owner
 from harness.cli.console import out
 from harness.cli.guard import guarded
 from harness.cli.options import (
@@ -51,10 +52,18 @@ def cluster_down(backend: Backend = BackendOpt) -> None:
     rec = state.load(backend.value)
     if rec is None:
         left = backends.reclaim(backend)
-        out.print(f"no {backend.value} cluster was up{f'; reclaimed {left} leftovers of crashed runs' if left else ''}")
+        out.print(f"no {backend.value} cluster was up{'; reclaimed what runs that are over left:' if left else ''}")
+        for line in left.lines():
+            out.print(f"  {line}", highlight=False)
         return
-    backends.attach(rec).stop()
+    owner = Owner(rec.owner_pid)
+    gone = backends.down(rec)
     out.print(f"{backend.value} cluster down; logs kept in {rec.run_dir}", highlight=False)
+    if gone:
+        out.print(f"{'reclaimed (its owner, pid ' + str(owner.pid) + ', was dead)' if owner.dead else 'took down'}:",
+                  highlight=False)
+    for line in gone.lines():
+        out.print(f"  {line}", highlight=False)
 
 
 @app.command("status")
@@ -71,13 +80,19 @@ def cluster_status(
         else:
             out.print(f"no {backend.value} cluster is up")
         raise typer.Exit(1)
-    s = backends.attach(rec).status().to_json()
-    s["up"] = True
+    status = backends.status(rec)
+    s = status.to_json()
+    s["up"] = any(n["state"] != "down" for n in s["nodes"])
     if as_json:
         print(json.dumps(s, indent=2))
         return
     out.print(f"{s['backend']} cluster, Kafka {s['kafka_version']}, run folder {s['run_dir']}", highlight=False)
+    out.print(f"  owner     {Owner(rec.owner_pid)}", highlight=False)
     out.print(f"  bootstrap {s['bootstrap']}\n  direct    {s['direct_bootstrap']}\n  toxiproxy {s['toxiproxy']}", highlight=False)
     out.print(f"  active controller {s['active_controller']}", highlight=False)
     for n in s["nodes"]:
-        out.print(f"  node {n['id']}: {n['state']} (pid {n['pid']})", highlight=False)
+        out.print(f"  node {n['id']}: {n['state']}" + (f" (pid {n['pid']})" if n["pid"] else ""), highlight=False)
+    if status.would_reclaim:
+        out.print(f"  a start or `eos-chaos cluster down --backend {s['backend']}` would reclaim:", highlight=False)
+    for line in status.would_reclaim.lines():
+        out.print(f"    {line}", highlight=False)

@@ -18,10 +18,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness import lifeline
 from harness.history.model import FAIL, INIT, OK, TXN
 from harness.history.recorder import Recorder
 from harness.workloads.client import (
-    CALL_TIMEOUT_S, TRANSACTION_TIMEOUT_MS, Client, ClientError, ErrorFacts, GroupReader, Reader,
+    CALL_TIMEOUT_S,
+    TRANSACTION_TIMEOUT_MS,
+    Client,
+    ClientError,
+    ErrorFacts,
+    GroupReader,
+    Reader,
 )
 from harness.workloads.clients.confluent import ConfluentClient, ConfluentGroupReader, ConfluentReader
 from harness.workloads.outcome import Phase, classify, retry_commit, should_abort
@@ -52,13 +59,15 @@ class WorkloadConfig:
 
 
 class Stop:
-    """Set by SIGTERM/SIGINT or the safety deadline; loops check it between operations."""
+    """Set by SIGTERM/SIGINT, the runner's death (harness/lifeline.py) or the safety deadline;
+    loops check it between operations."""
 
     def __init__(self, max_seconds: float) -> None:
         self._deadline = time.monotonic() + max_seconds
         self._flag = False
         signal.signal(signal.SIGTERM, self._set)
         signal.signal(signal.SIGINT, self._set)
+        lifeline.watch(lambda: self._set(signal.SIGTERM, None))
 
     def _set(self, signum: int, frame: object) -> None:
         self._flag = True

@@ -11,8 +11,8 @@ import os
 import shutil
 import signal
 import socket
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import docker
 import pytest
@@ -35,7 +35,7 @@ ALT_PLAN = ComposePlan.at(ALT_PORT_BASE)
 
 @pytest.fixture(scope="module")
 def client() -> Iterator[docker.DockerClient]:
-    ensure_engine(print)
+    ensure_engine()
     c = docker.from_env(timeout=120)
     yield c
     c.close()
@@ -114,7 +114,7 @@ def test_failing_debootstrap_names_the_step_and_keeps_no_rootfs(
     monkeypatch.setattr(images, "apt_source", lambda: ("http://127.0.0.1:9/debian", "eos-chaos-test"))
     monkeypatch.setenv("EOS_CHAOS_CACHE", str(tmp_path / "cache"))
     with pytest.raises(EnvironmentProblem) as info:
-        images.base_image(client, print)
+        images.base_image(client)
     assert "image build step 'debootstrap' failed" in str(info.value), str(info.value)
     assert list((tmp_path / "cache" / "images").glob("*")) == []
     assert not [t for i in client.images.list(name="eos-chaos/base") for t in i.tags if ":eos-chaos-test" in t]

@@ -39,6 +39,13 @@ faults:
 """
 
 
+#: The same, and the reader frozen: a frozen workload cannot notice its runner's death (the others
+#: stop by themselves, harness/lifeline.py), so a SIGKILLed runner leaves it for the next run to reclaim.
+MID_FAULT_FROZEN = MID_FAULT + """\
+  - {at: 2, kind: pause-workload, workload: reader, duration: 280}
+"""
+
+
 def _hang_toxiproxy(cluster: Cluster) -> None:
     """Make the Toxiproxy API hang, as it can under load: the process (or container) frozen."""
     if cluster.backend == "local":
@@ -61,9 +68,9 @@ def test_heal_escalates_to_restarting_a_hung_toxiproxy(cluster: Cluster, caplog:
     assert tox.unhealed() == [] and len(tox.proxies()) == 15
 
 
-def _mid_fault_run(cluster: Cluster, tmp_path: Path) -> tuple[object, Path, dict[str, str]]:
+def _mid_fault_run(cluster: Cluster, tmp_path: Path, text: str = MID_FAULT) -> tuple[object, Path, dict[str, str]]:
     scenario = tmp_path / "mid-fault.yaml"
-    scenario.write_text(MID_FAULT)
+    scenario.write_text(text)
     out = tmp_path / "run"
     env = dict(os.environ)  # the session's state folder: the run uses the session cluster
     proc = start(["run", str(scenario), "--backend", cluster.backend, "--seed", "1", "--out", str(out)], env)
@@ -106,13 +113,15 @@ def test_runner_stopped_mid_fault_heals_and_writes_its_verdict(cluster: Cluster,
 
 
 def test_runner_killed_mid_fault_is_healed_by_the_next_run(cluster: Cluster, tmp_path: Path) -> None:
-    proc, _, env = _mid_fault_run(cluster, tmp_path)
-    proc.kill()  # SIGKILL: the runner heals nothing, its workloads run on
+    proc, _, env = _mid_fault_run(cluster, tmp_path, MID_FAULT_FROZEN)
+    wait_until(lambda: any(procs.stopped(t.pid) for t in procs.tagged_processes() if t.owner == proc.pid),
+               timeout=60, what="the reader to be frozen")
+    proc.kill()  # SIGKILL: the runner heals nothing, its frozen workload stays
     proc.wait(timeout=60)
     left_faults = _faulted(cluster)
     assert len(left_faults) >= 6, left_faults
     orphans = [t.pid for t in procs.tagged_processes() if t.cluster_id == cluster.cluster_id and t.owner == proc.pid]
-    assert orphans, "the killed runner's workloads should still be running"
+    assert orphans, "the killed runner's frozen workload should still be running"
 
     out = tmp_path / "next"
     r = run(["run", "baseline", "--backend", cluster.backend, "--duration", "10", "--seed", "2", "--out", str(out)],
