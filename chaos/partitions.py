@@ -1,7 +1,7 @@
 """Which directed links a network fault touches: pure functions of the topology, a fault kind, the
 node(s) it was resolved to at fault time, and the listeners it is aimed at.
 
-Kinds (DESIGN.md): ``isolate-node`` (every link into and out of the node, clients' too),
+Kinds: ``isolate-node`` (every link into and out of the node, clients' too),
 ``majority-minority`` (the node alone on one side, the other nodes together; clients keep every
 node), ``directed`` (one link A -> B), ``clients-from-node`` (the clients' link to the node),
 ``bridge`` (the node talks to everyone, the other two not to each other).

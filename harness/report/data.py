@@ -2,7 +2,7 @@
 and node states (from the nemesis's events), throughput and commit latency over time (from the
 transactions table), and for each partition an anomaly names, what Kafka kept there.
 
-Everything here reads files; nothing talks to Kafka (DESIGN: data flows one way)."""
+Everything here reads files; nothing talks to Kafka (docs/ARCHITECTURE.md: data flows one way)."""
 
 from __future__ import annotations
 
