@@ -47,6 +47,7 @@ from harness.kafka.reads import lso_lag, read_all
 from harness.logs import run_log
 from harness.runfolder import RunFolder, write_json
 from harness.scenario import Fault, Scenario
+from harness.spark.session import require_pyspark
 from harness.supervisor import Supervisor
 from harness.workloads import registry
 from harness.workloads.common import WorkloadConfig
@@ -178,6 +179,8 @@ def run(sc: Scenario, backend: Backend, seed: int, run_dir: Path, kafka_version:
     A Ctrl-C during the run ends it early: heal, final reads and the verdict still happen
     (``run.interrupted`` in verdict.json, ``RunResult.interrupted``). The run's narrative also goes
     to its ``run.log``."""
+    if any(w.kind == "spark-job" for w in sc.workloads):
+        require_pyspark(f"scenario {sc.name} (a spark-job workload)")  # before anything starts
     folder = RunFolder(run_dir).create()
     with run_log(folder.run_log):
         return _run(sc, backend, seed, folder, kafka_version, cluster, port_base, keep, attach, show,

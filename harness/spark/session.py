@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from clusters import artifacts
+from harness.errors import EnvironmentProblem
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -28,6 +29,16 @@ SHUFFLE_PARTITIONS = 4
 JOB_MEMORY, CHECKER_MEMORY = "1g", "4g"
 
 
+def require_pyspark(why: str) -> None:
+    """EnvironmentProblem naming the extra to install when PySpark is not (it is the ``spark`` extra,
+    so a plain install stays light)."""
+    import importlib.util
+
+    if importlib.util.find_spec("pyspark") is None:
+        raise EnvironmentProblem(f"{why} needs PySpark, which is not installed: pip install 'eos-chaos[spark]' "
+                                 "(make setup installs it)")
+
+
 def spark_env() -> dict[str, str]:
     """Environment for a process that starts Spark: bind to loopback only, never look up the
     host name on the network."""
@@ -38,6 +49,7 @@ def session(app: str, kafka: bool = False, master: str | None = None, tmp_dir: P
             conf: dict[str, str] | None = None, memory: str = JOB_MEMORY) -> SparkSession:
     """A new (or the process's existing) Spark session named ``app``; ``kafka`` adds the connector,
     ``conf`` overrides settings (tests: tiny data wants no code generation)."""
+    require_pyspark(f"Spark ({app})")
     os.environ.update(spark_env())
     from pyspark.sql import SparkSession
 
