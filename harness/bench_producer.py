@@ -9,7 +9,6 @@ and a delivery report per record (for the offsets). No faults; aborts off.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
@@ -24,6 +23,7 @@ from clusters.health import admin_client
 from harness.history import store
 from harness.history.recorder import ENV_T0
 from harness.kafka.admin import create_topic
+from harness.runfolder import write_json
 from harness.supervisor import Supervisor
 from harness.workloads.common import WorkloadConfig
 from harness.workloads.registry import TxnProducerSettings
@@ -89,4 +89,4 @@ def bench(arts: Artifacts, cluster: Cluster, run_dir: Path, seconds: float, reco
 
 
 def write(result: dict[str, Any], run_dir: Path) -> None:
-    (run_dir / "bench-producer.json").write_text(json.dumps(result, indent=2))
+    write_json(run_dir / "bench-producer.json", result)

@@ -26,7 +26,7 @@ from harness.cli.options import (
     kafka_artifacts,
 )
 from harness.errors import HarnessError
-from harness.runfolder import new_run_dir
+from harness.runfolder import new_run_dir, write_json
 
 if TYPE_CHECKING:
     from clusters.base import Cluster
@@ -132,7 +132,7 @@ def _bench_on_one_cluster(name: str, runs: int, backend: Backend, port_base: int
             samples.append(one_run(cluster, run_dir / f"run{i + 1}"))
             log.info(f"run {i + 1}/{runs}: {json.dumps(samples[-1], default=str)[:300]}")
     result = {**summary(samples), "backend": backend.value, "runs": samples, "machine": machine()}
-    (run_dir / f"{name}.json").write_text(json.dumps(result, indent=2))
+    write_json(run_dir / f"{name}.json", result)
     if as_json:
         print(json.dumps(result, indent=2))
         return None

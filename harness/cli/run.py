@@ -25,7 +25,7 @@ from harness.cli.options import (
 )
 from harness.cli.summary import FAIL, PASS, exit_code, print_outcome, print_verdict
 from harness.errors import ConfigError
-from harness.runfolder import new_run_dir
+from harness.runfolder import new_run_dir, write_text
 
 log = logging.getLogger(__name__)
 app = typer.Typer()
@@ -124,6 +124,6 @@ def smoke(
     details = [escape(line) for line in result.details()]
     print_outcome(PASS if result.passed else FAIL, result.summary(), details,
                   f"logs: {run_dir}/nodes/*/server.log, {run_dir}/toxiproxy.log ({backend.value} backend)")
-    (run_dir / "smoke.txt").write_text(("PASS " if result.passed else "FAIL ") + result.summary() + "\n")
+    write_text(run_dir / "smoke.txt", ("PASS " if result.passed else "FAIL ") + result.summary() + "\n")
     if not result.passed:
         raise typer.Exit(1)
