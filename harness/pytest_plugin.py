@@ -309,7 +309,7 @@ def _scenario(name: str, duration: float | None, overrides: dict[str, Any]) -> A
     try:
         return Scenario.model_validate(fields)
     except ValidationError as exc:
-        raise pytest.UsageError(f"run_scenario({name!r}, {overrides}): {exc}") from None
+        raise pytest.UsageError(f"run_scenario({name!r}, {overrides}): " + "; ".join(scenario.problems(exc, fields))) from None
 
 
 @pytest.fixture

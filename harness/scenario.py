@@ -174,6 +174,18 @@ def load(name_or_path: str) -> Scenario:
     return sc
 
 
+def problems(exc: ValidationError, data: Any) -> list[str]:
+    """``exc`` (a scenario validated from ``data``, not from a file) as one line per problem, in the
+    scenario's own words (``faults[0] (kill at 5s) target: ...``): what the pytest plugin says of
+    ``run_scenario`` overrides."""
+    out = []
+    for e in exc.errors():
+        loc = tuple((e.get("ctx") or {}).get("where", e["loc"])) + (("kind",) if e["type"].startswith("union_tag") else ())
+        words, located = _where(loc, data)
+        out.append(f"{words + ': ' if words else ''}{_message(e, located, data)}")
+    return out
+
+
 def _problem(path: Path, root: yaml.Node | None, data: Any, e: Any) -> str:
     """One pydantic error as ``file:line: where: what (allowed: ...)``."""
     loc = tuple((e.get("ctx") or {}).get("where", e["loc"]))

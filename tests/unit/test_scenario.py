@@ -145,3 +145,14 @@ def test_an_existing_file_without_yaml_suffix_is_loaded(tmp_path: Path) -> None:
 def test_a_mix_of_numbers_that_are_not_seconds_is_rejected(tmp_path: Path, mix: str) -> None:
     msg = _load_error(tmp_path, f"mix: {mix}\n")
     assert "FILE:5: mix." in msg, msg
+
+
+def test_problems_of_overrides_are_in_the_scenarios_words() -> None:
+    import pydantic
+
+    data = {**scenario.load("txn-baseline").model_dump(), "faults": [{"at": 1, "kind": "kill", "target": "leeder"}]}
+    with pytest.raises(pydantic.ValidationError) as info:
+        scenario.Scenario.model_validate(data)
+    said = scenario.problems(info.value, data)
+    assert said and said[0].startswith("faults[0] (kill at 1s) target: 'leeder' is not a target"), said
+    assert not any("literal[" in p or "faults.0" in p for p in said), said
