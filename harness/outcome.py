@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
+from harness.checker.verdict import Verdict
 from harness.journal import Journal
 from harness.runfolder import RunFolder, write_json
 from harness.scenario import Expect
@@ -20,18 +21,12 @@ NO_JOURNAL = ("no journal.json (a run made before runs kept one): the run's fact
               "interruption) are unknown and left out of as_expected")
 
 
-class _Verdict(Protocol):
-    """The checker's typed verdict (harness/checker/verdict.py), as far as this module needs it."""
-
-    def to_json(self) -> dict[str, Any]: ...
-
-
-def assemble(verdict: _Verdict | Mapping[str, Any], journal: Journal | None,
+def assemble(verdict: Verdict | Mapping[str, Any], journal: Journal | None,
              expected: Mapping[str, Any] | None) -> dict[str, Any]:
     """``verdict.json``'s content: the checker's ``verdict``, the ``journal``'s run facts (None: an
     old folder without one, then ``run`` is None and a ``note`` says so) and the expectation (None:
     none known, then neither ``expected`` nor ``as_expected``)."""
-    out = verdict.to_json() if hasattr(verdict, "to_json") else dict(verdict)  # type: ignore[union-attr]
+    out = verdict.to_json() if isinstance(verdict, Verdict) else dict(verdict)
     out["format"] = FORMAT
     out["run"] = journal.run_facts() if journal is not None else None
     if journal is None:

@@ -15,7 +15,7 @@ from harness.cli.console import out
 from harness.cli.guard import EXIT_INTERRUPTED, guarded
 from harness.cli.options import BackendOpt, duration_option, finite_option
 from harness.errors import ConfigError
-from harness.runfolder import new_run_dir
+from harness.runfolder import SOAK_HTML, new_run_dir
 
 log = logging.getLogger(__name__)
 app = typer.Typer()
@@ -57,7 +57,7 @@ def soak_cmd(
                        kafka_version=kafka_version)
     t = result.totals()
     out.print(escape(f"{t['runs']} runs, {t['as_expected']} as expected, {t['not_as_expected']} not; stopped: "
-                     f"{result.stopped_because}; {folder / soak.SOAK_HTML}"), highlight=False)
+                     f"{result.stopped_because}; {folder / SOAK_HTML}"), highlight=False)
     for cmd in result.replays():
         out.print(escape(f"  replay: {cmd}"), highlight=False)
     if result.interrupted:
