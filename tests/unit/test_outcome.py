@@ -62,11 +62,10 @@ def test_as_expected_holds_when_every_part_is_met() -> None:
 
 
 def test_the_checkers_typed_verdict_is_taken_through_to_json() -> None:
-    class Typed:
-        def to_json(self) -> dict[str, Any]:
-            return _checked()
+    from harness.checker.verdict import Verdict
 
-    assert outcome.assemble(Typed(), _journal(), None)["run"]["healed"] is True
+    typed = Verdict.from_json(_checked())
+    assert outcome.assemble(typed, _journal(), None)["run"]["healed"] is True
 
 
 def test_check_keeps_the_expectation_and_the_run_facts(tmp_path: Path) -> None:
