@@ -33,6 +33,7 @@ MEANING: dict[str, str] = {
     "duplicate": "a value visible more than once to read_committed readers",
     "lost-write": "a value of a transaction acknowledged committed (ok) missing from the final read_committed scan",
     "aborted-read": "a read_committed reader saw a value of a transaction that definitely aborted (fail); Jepsen's G1a",
+    "phantom-read": "a read_committed reader saw a value no process of the run ever wrote (a phantom or garbage read)",
     "torn-transaction": "some but not all values of one transaction visible to read_committed",
     "inconsistent-offsets": "one partition offset observed holding different values",
     "nonmonotonic-send": "a producer's later transaction landed at lower offsets in a partition than its earlier one",

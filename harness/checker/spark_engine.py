@@ -153,12 +153,32 @@ def aborted_read(h: SparkHistory) -> Found:
     n = seen.select("vid").distinct().count()
     if not n:
         return Found(0)
-    first = seen.groupBy("vid").agg(F.min("row").alias("row")).join(seen, ["vid", "row"])
-    reads = h.value_of(first).orderBy("row").limit(MAX_EXAMPLES).collect()
+    reads = _first_reads(h, seen)
     writers = _first_writers(h, [r.vid for r in reads])
     examples = [{"value": r.value, "writer_op": writers[r.vid].txn if r.vid in writers else None,
                  "writer_process": writers[r.vid].w_proc if r.vid in writers else None, "read_op": r.op,
                  "reader": r.process, "topic": r.topic, "partition": r.partition, "offset": r.offset} for r in reads]
+    return Found(n, examples)
+
+
+def _first_reads(h: SparkHistory, seen: DataFrame) -> list[Any]:
+    """The first ``MAX_EXAMPLES`` of each value's first read in ``seen``, in history order, with values."""
+    from pyspark.sql import functions as F
+
+    first = seen.groupBy("vid").agg(F.min("row").alias("row")).join(seen, ["vid", "row"])
+    return h.value_of(first).orderBy("row").limit(MAX_EXAMPLES).collect()
+
+
+def phantom_read(h: SparkHistory) -> Found:
+    """The default engine's check: committed reads, on topics some recorded send wrote to, of values
+    no recorded send wrote."""
+    seen = (h.reads.where("cv").join(h.writes.select("tid").distinct(), "tid", "left_semi")
+            .join(h.writes.select("vid"), "vid", "left_anti"))
+    n = seen.select("vid").distinct().count()
+    if not n:
+        return Found(0)
+    examples = [{"value": r.value, "reader": r.process, "read_op": r.op, "position": position(r.topic, r.partition, r.offset)}
+                for r in _first_reads(h, seen)]
     return Found(n, examples)
 
 
@@ -423,8 +443,9 @@ def lso(h: SparkHistory) -> Found:
 
 
 CHECKS = {
-    "duplicate": duplicate, "lost-write": lost_write, "aborted-read": aborted_read, "torn-transaction": torn_transaction,
-    "inconsistent-offsets": inconsistent_offsets, "nonmonotonic-send": nonmonotonic_send,
+    "duplicate": duplicate, "lost-write": lost_write, "aborted-read": aborted_read,
+    "phantom-read": phantom_read, "torn-transaction": torn_transaction, "inconsistent-offsets": inconsistent_offsets,
+    "nonmonotonic-send": nonmonotonic_send,
     "nonmonotonic-poll": nonmonotonic_poll, "poll-skip": poll_skip, "zombie-commit": zombie_commit,
     "copy-exactly-once": copy_exactly_once, "spark-exactly-once": spark_exactly_once, "lso-stall": lso,
 }

@@ -112,6 +112,8 @@ def clean(variant: str = "") -> History:
         polls[0] = [committed[0][:2], committed[0][1:]]  # offset 2 again
     if variant == "poll-skip":
         polls[0] = [committed[0][:1], committed[0][2:]]  # never got b1 at 2
+    if variant == "phantom-read":
+        polls[0] = [committed[0][:2], committed[0][2:] + [(9, "g1")]]  # g1: nobody ever wrote it
     for k in range(2):
         h.poll("r1", {tp_key("t", p): polls[p][k] for p in (0, 1) if polls[p][k]})
 

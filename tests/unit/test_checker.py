@@ -81,6 +81,25 @@ def test_examples_name_ops_processes_and_offsets() -> None:
     assert isinstance(ex["writer_op"], int) and isinstance(ex["read_op"], int)
 
 
+def test_a_phantom_read_names_the_value_reader_op_and_position() -> None:
+    c = check(clean("phantom-read").tables()).to_json()["checks"]["phantom-read"]
+    assert c["count"] == 1 and len(c["examples"]) == 1
+    ex = c["examples"][0]
+    assert ex["value"] == "g1" and ex["reader"] == "r1" and isinstance(ex["read_op"], int)
+    assert ex["position"] == {"topic": "t", "partition": 0, "offset": 9}
+
+
+def test_phantom_read_counts_values_and_sees_the_final_scan_but_not_topics_no_recorded_send_wrote() -> None:
+    h = clean("phantom-read")
+    for o in h.ops:
+        if o["f"] == "scan" and o["isolation"] == READ_COMMITTED:
+            o["value"]["o-1"] = o["value"]["o-1"] + [(20, "g1"), (21, "g2")]  # g1 again, and a second phantom
+            o["value"]["x-0"] = [(0, "unrecorded")]  # a topic only an unrecorded writer fills (Spark's own sink)
+    c = check(h.tables()).to_json()["checks"]["phantom-read"]
+    assert c["count"] == 2, c
+    assert [(e["value"], e["reader"]) for e in c["examples"]] == [("g1", "r1"), ("g2", "final")]
+
+
 def test_a_crashing_check_makes_the_verdict_unknown_not_false(monkeypatch: pytest.MonkeyPatch) -> None:
     def boom(t):  # type: ignore[no-untyped-def]
         raise KeyError("column")

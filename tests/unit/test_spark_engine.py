@@ -67,7 +67,7 @@ def _position_keys(example: dict[str, Any]) -> list[str]:
 
 
 #: checks whose examples both engines pick the same way (history order decides, no ties)
-SAME_EXAMPLES = ("lost-write", "aborted-read", "torn-transaction", "nonmonotonic-poll", "poll-skip", "zombie-commit",
+SAME_EXAMPLES = ("lost-write", "aborted-read", "phantom-read", "torn-transaction", "nonmonotonic-poll", "poll-skip", "zombie-commit",
                  "duplicate", "inconsistent-offsets")
 
 
