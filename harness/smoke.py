@@ -19,7 +19,8 @@ from harness.runner import run
 
 SCENARIO = "smoke"
 #: The checks the summary names, in its words; every other check that fires is "other anomalies".
-NAMED = {"lost-write": "missing", "duplicate": "duplicated", "aborted-read": "from aborted transactions"}
+NAMED = {"lost-write": "missing", "duplicate": "duplicated", "aborted-read": "from aborted transactions",
+         "phantom-read": "never written"}
 
 
 @dataclass(frozen=True)

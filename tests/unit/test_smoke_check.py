@@ -46,7 +46,8 @@ def test_clean_history_passes() -> None:
     assert r.passed, r.summary()
     assert r.committed == 3 and r.read == 3 and r.producers == 1 and r.killed_node == 1
     assert r.summary().startswith("transactions ok=1 fail=1 info=1 (producers 1); committed values 3, read back 3; "
-                                  "missing 0, duplicated 0, from aborted transactions 0, other anomalies 0; killed node 1")
+                                  "missing 0, duplicated 0, from aborted transactions 0, never written 0, other anomalies 0; "
+                                  "killed node 1")
 
 
 def test_lost_committed_value_fails() -> None:
@@ -65,6 +66,13 @@ def test_aborted_read_fails() -> None:
     r = smoke(ok=[A], fail=[[("t", 0, "x", None)]], read=[(0, "a"), (1, "b"), (3, "x")])
     assert not r.passed and r.findings()["aborted-read"]["count"] == 1, r.summary()
     assert "from aborted transactions 1" in r.summary()
+
+
+def test_value_nobody_wrote_fails() -> None:
+    r = smoke(ok=[A], read=[(0, "a"), (1, "b"), (3, "ghost")])
+    assert not r.passed and r.findings()["phantom-read"]["count"] == 1, r.summary()
+    assert r.findings()["phantom-read"]["examples"][0]["value"] == "ghost"
+    assert "never written 1" in r.summary() and "other anomalies 0" in r.summary()
 
 
 def test_no_fault_injected_fails() -> None:
