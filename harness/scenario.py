@@ -152,6 +152,8 @@ def load(name_or_path: str) -> Scenario:
             raise ConfigError(f"unknown scenario {name_or_path!r}; known: {', '.join(names())}")
     if not path.exists():
         raise ConfigError(f"scenario file {path} does not exist")
+    if path.is_dir():
+        raise ConfigError(f"scenario file {path} is a folder, not a YAML file")
     try:
         text = path.read_text()
         data = yaml.safe_load(text)

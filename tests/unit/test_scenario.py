@@ -156,3 +156,10 @@ def test_problems_of_overrides_are_in_the_scenarios_words() -> None:
     said = scenario.problems(info.value, data)
     assert said and said[0].startswith("faults[0] (kill at 1s) target: 'leeder' is not a target"), said
     assert not any("literal[" in p or "faults.0" in p for p in said), said
+
+
+def test_a_folder_given_as_a_scenario_says_so(tmp_path: Path) -> None:
+    folder = tmp_path / "looks-like.yaml"
+    folder.mkdir()
+    with pytest.raises(ConfigError, match="is a folder, not a YAML file"):
+        scenario.load(str(folder))
