@@ -24,7 +24,7 @@ from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 from chaos import schedule
 from chaos.heal import heal_all
 from chaos.nemesis import Nemesis
-from clusters import artifacts, backends, procs, state
+from clusters import artifacts, backends, procs, reclaim, state
 from clusters.backends import Backend
 from clusters.base import Cluster, NodeState
 from clusters.health import admin_client
@@ -154,10 +154,8 @@ def prepare_attached(cluster: Cluster) -> list[str]:
     """Make a cluster this run did not start fit to run on: reclaim workloads a killed run left
     running on it, and heal whatever fault such a run left in place. Returns what was found
     faulted (recorded in the verdict)."""
-    for t in procs.tagged_processes():
-        if t.cluster_id == cluster.cluster_id and t.orphaned:
-            log.info(f"reclaiming process {t.pid} a killed run left on the cluster: {' '.join(procs.cmdline(t.pid))[:100]}")
-            procs.kill_hard(t.pid, "orphaned workload")
+    orphans = [t for t in procs.tagged_processes() if t.cluster_id == cluster.cluster_id and t.orphaned]
+    reclaim.kill_processes(orphans, "a killed run left it on the cluster")
     found = [f"link {p}" for p in cluster.toxiproxy.unhealed()]
     found += [f"node {n} {cluster.node_state(n).value}" for n in cluster.topology.node_ids
               if cluster.node_state(n) is not NodeState.UP]

@@ -3,6 +3,7 @@ workload kind's processes, and the Spark driver faults armed at a point of a mic
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal
 
 from chaos.control import DriverAction, Incarnation
@@ -13,6 +14,14 @@ class _WorkloadFault(FaultBase):
     #: which workload kind's processes (every process of it)
     workload: str
 
+    def _hit(self, ctx: FaultContext, act: Callable[[str], None]) -> list[str]:
+        """``act`` on every process of ``workload``, each recorded as started; their names."""
+        names = ctx.control.of_kind(self.workload)
+        for name in names:
+            ctx.start(self.kind, workload=name)
+            act(name)
+        return names
+
 
 class KillWorkload(_WorkloadFault):
     """SIGKILL the processes; restarted after ``duration``, unless the run ended first (then they
@@ -22,10 +31,7 @@ class KillWorkload(_WorkloadFault):
     kind: Literal["kill-workload"] = "kill-workload"
 
     def apply(self, ctx: FaultContext) -> Heal:
-        names = ctx.control.of_kind(self.workload)
-        for name in names:
-            ctx.start(self.kind, workload=name)
-            ctx.control.kill(name)
+        names = self._hit(ctx, ctx.control.kill)
 
         def heal() -> None:
             over = ctx.stop.is_set()
@@ -43,10 +49,7 @@ class PauseWorkload(_WorkloadFault):
     kind: Literal["pause-workload"] = "pause-workload"
 
     def apply(self, ctx: FaultContext) -> Heal:
-        names = ctx.control.of_kind(self.workload)
-        for name in names:
-            ctx.start(self.kind, workload=name)
-            ctx.control.pause(name)
+        names = self._hit(ctx, ctx.control.pause)
 
         def heal() -> None:
             for name in names:
