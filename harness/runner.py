@@ -115,12 +115,12 @@ def physical(sc: Scenario, tag: str) -> Scenario:
 def workload_configs(sc: Scenario, run_dir: Path, bootstrap: str, seed: int) -> list[tuple[str, WorkloadConfig, bool]]:
     """(kind, config, start now?) for every workload process of the scenario."""
 
-    def config(name: str, settings: dict[str, Any], client: dict[str, Any]) -> WorkloadConfig:
+    def config(name: str, settings: dict[str, Any], client: dict[str, Any], library: str) -> WorkloadConfig:
         return WorkloadConfig(run_dir=str(run_dir), name=name, bootstrap=bootstrap, topics=list(sc.topics),
                               partitions=sc.partitions, seed=seed, max_seconds=sc.duration + WORKLOAD_GRACE_S,
-                              settings=settings, client=client)
+                              settings=settings, client=client, library=library)
 
-    return [(w.kind, config(name, settings, dict(w.client)), now) for w in sc.workloads
+    return [(w.kind, config(name, settings, dict(w.client), w.library), now) for w in sc.workloads
             for name, settings, now in registry.kind(w.kind).processes(w.count, dict(w.settings))]
 
 

@@ -18,6 +18,8 @@ from chaos.faults import REGISTRY, Fault, FaultKind, needing
 from chaos.targets import TargetDefaults
 from harness.errors import ConfigError
 from harness.workloads import registry
+from harness.workloads.clients import DEFAULT_LIBRARY
+from harness.workloads.clients import parse as parse_library
 
 #: ``Fault`` is re-exported: a scenario's faults, as the runner and the plugin name them.
 __all__ = ["LIBRARY", "MAX_DURATION_S", "Expect", "Fault", "Mix", "Scenario", "Workload", "WorkloadKind", "load", "names"]
@@ -46,7 +48,9 @@ class Workload(Strict):
     count: int = Field(1, ge=1, le=16)
     #: workload settings: each kind's model in harness/workloads/registry.py (names, defaults, bounds)
     settings: dict[str, Any] = {}
-    #: librdkafka settings on top of the workload's own: how negative controls misconfigure a client
+    #: the client library its processes run on: ``NAME`` or ``NAME@VERSION`` (harness/workloads/clients)
+    library: str = DEFAULT_LIBRARY
+    #: the library's own settings on top of the workload's: how negative controls misconfigure a client
     client: dict[str, Any] = {}
 
     @field_validator("settings")
@@ -55,6 +59,11 @@ class Workload(Strict):
         if "kind" in info.data:  # else the kind itself is wrong, and said so
             registry.check_settings(info.data["kind"], settings)
         return settings
+
+    @model_validator(mode="after")
+    def _library_of_kind(self) -> Workload:
+        registry.check_library(self.kind, self.library, self.settings)
+        return self
 
 
 class Mix(Strict):
@@ -126,6 +135,22 @@ class Scenario(Strict):
             raise ConfigError(f"{flag} {seconds}: a run lasts more than 0 and at most {MAX_DURATION_S:.0f} "
                               "seconds (24 h)")
         return self.model_copy(update={"duration": seconds})
+
+    def with_library(self, library: str, flag: str = "--library") -> Scenario:
+        """This scenario with every workload that can choose running on ``library``; ConfigError
+        naming ``flag`` for an unknown library. Kinds bound to one library keep theirs."""
+        try:
+            parse_library(library)
+        except ValueError as exc:
+            raise ConfigError(f"{flag}: {exc}") from None
+        workloads = [w.model_copy(update={"library": library})
+                     if parse_library(library).name in registry.kind(w.kind).libraries else w for w in self.workloads]
+        for w in workloads:
+            try:
+                registry.check_library(w.kind, w.library, w.settings)
+            except ValueError as exc:
+                raise ConfigError(f"{flag} {library}: {exc}") from None
+        return self.model_copy(update={"workloads": workloads})
 
     def target_defaults(self) -> TargetDefaults:
         """What fault roles are of when a fault gives no ``of``: the first topic, the first

@@ -30,7 +30,7 @@ from harness.workloads.client import (
     GroupReader,
     Reader,
 )
-from harness.workloads.clients.confluent import ConfluentClient, ConfluentGroupReader, ConfluentReader
+from harness.workloads.clients import DEFAULT_LIBRARY, open_group_reader, open_producer, open_reader
 from harness.workloads.outcome import Phase, classify, retry_commit, should_abort
 
 #: How long a commit is retried in all (each call bounded by its own timeout): past this, the
@@ -49,7 +49,9 @@ class WorkloadConfig:
     #: safety net: exit by itself this long after start even if nobody sends SIGTERM
     max_seconds: float = 3600.0
     settings: dict[str, Any] = field(default_factory=dict)
-    client: dict[str, Any] = field(default_factory=dict)  # librdkafka overrides (negative controls)
+    client: dict[str, Any] = field(default_factory=dict)  # the library's own settings (negative controls)
+    #: the client library (``NAME`` or ``NAME@VERSION``, see harness/workloads/clients)
+    library: str = DEFAULT_LIBRARY
 
     @classmethod
     def from_argv(cls) -> WorkloadConfig:
@@ -83,18 +85,18 @@ class Retired(Exception):
 def new_producer(cfg: WorkloadConfig, txn_id: str) -> Client:
     """A transactional producer for ``txn_id`` with the workload's settings and client overrides."""
     timeout_ms = int(cfg.settings.get("transaction_timeout_ms", TRANSACTION_TIMEOUT_MS))  # registry.Settings
-    return ConfluentClient(cfg.bootstrap, txn_id, timeout_ms, cfg.client)
+    return open_producer(cfg.library, cfg.bootstrap, txn_id, timeout_ms, cfg.client)
 
 
 def new_reader(cfg: WorkloadConfig) -> Reader:
     """A read_committed reader of every partition of the workload's topics, from offset 0."""
     parts = [(t, p) for t in cfg.topics for p in range(cfg.partitions)]
-    return ConfluentReader(cfg.bootstrap, f"eos-chaos-{cfg.name}", parts, cfg.client)
+    return open_reader(cfg.library, cfg.bootstrap, f"eos-chaos-{cfg.name}", parts, cfg.client)
 
 
 def new_group_reader(cfg: WorkloadConfig, group: str, topics: list[str]) -> GroupReader:
     """A read_committed member of consumer group ``group`` subscribed to ``topics``."""
-    return ConfluentGroupReader(cfg.bootstrap, group, topics, cfg.client)
+    return open_group_reader(cfg.library, cfg.bootstrap, group, topics, cfg.client)
 
 
 def drop(producer: Client) -> None:

@@ -13,6 +13,7 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.workloads.client import CALL_TIMEOUT_S, TRANSACTION_TIMEOUT_MS
+from harness.workloads.clients import DEFAULT_LIBRARY, LIBRARIES, parse
 
 #: The kinds a scenario may name (``workloads[].kind``, ``faults[].workload``).
 KindName = Literal["txn-producer", "reader", "copier", "zombie", "spark-job"]
@@ -103,6 +104,8 @@ class Kind:
     #: one process per role (setting ``role``) instead of ``count`` alike; only the first starts with
     #: the run, the nemesis starts the others at their moment (the zombie's second instance)
     roles: tuple[str, ...] = ()
+    #: the client libraries (``harness.workloads.clients.LIBRARIES``) its processes can run on
+    libraries: tuple[str, ...] = LIBRARIES
 
     def processes(self, count: int, settings: dict[str, Any]) -> list[tuple[str, dict[str, Any], bool]]:
         """(process name, settings, start with the run?) for one scenario entry of ``count``."""
@@ -123,7 +126,7 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("copier", "harness.workloads.copier", CopierSettings, topic_settings=("input", "output")),
     Kind("zombie", "harness.workloads.zombie", ZombieSettings, roles=("first", "second")),
     Kind("spark-job", "harness.spark.job", SparkJobSettings, topic_settings=("input", "output", "markers"),
-         restarted=True),
+         restarted=True, libraries=(DEFAULT_LIBRARY,)),
 )}
 assert set(KINDS) == set(get_args(KindName)), "every kind a scenario may name is registered"
 
@@ -141,6 +144,16 @@ def modules() -> dict[str, str]:
 def restarted() -> tuple[str, ...]:
     """The kinds the supervisor restarts when their process dies."""
     return tuple(k.name for k in KINDS.values() if k.restarted)
+
+
+def check_library(name: str, library: str, settings: dict[str, Any]) -> None:
+    """Raise ValueError unless a ``name`` workload with ``settings`` can run on ``library``."""
+    lib = parse(library)
+    allowed = KINDS[name].libraries
+    if lib.name not in allowed:
+        raise ValueError(f"a {name} workload runs on {', '.join(allowed)} only, not {lib}")
+    if name == "txn-producer" and settings.get("transactional") is False and lib.name != DEFAULT_LIBRARY:
+        raise ValueError(f"a txn-producer with transactional: false runs on {DEFAULT_LIBRARY} only, not {lib}")
 
 
 def check_settings(name: str, settings: dict[str, Any]) -> None:

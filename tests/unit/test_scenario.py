@@ -36,7 +36,7 @@ def test_unknown_key_and_bad_kind_name_file_and_field(tmp_path: Path) -> None:
         scenario.load(str(f))
     msg = str(info.value)
     assert f"{f}:4: workloads[0].kind" in msg and "'txn-producer'" in msg, msg
-    assert f"{f}:5: workloads[0].cont: unknown key (allowed: kind, count, settings, client); did you mean 'count'?" in msg, msg
+    assert f"{f}:5: workloads[0].cont: unknown key (allowed: kind, count, settings, library, client); did you mean 'count'?" in msg, msg
     assert "did you mean 'txn-producer'?" in msg, msg
 
 
@@ -163,3 +163,26 @@ def test_a_folder_given_as_a_scenario_says_so(tmp_path: Path) -> None:
     folder.mkdir()
     with pytest.raises(ConfigError, match="is a folder, not a YAML file"):
         scenario.load(str(folder))
+
+
+@pytest.mark.parametrize("library, expected", [
+    ("nope", "unknown client library; allowed: confluent-kafka, java, kafka-python"),
+    ("java@x", "expected java@MAJOR.MINOR.PATCH"),
+    ("confluent-kafka@1.0.0", "only java takes a version"),
+])
+def test_bad_library_names_what_is_allowed(tmp_path: Path, library: str, expected: str) -> None:
+    f = tmp_path / "bad.yaml"
+    f.write_text(f"name: bad\ndescription: x\nworkloads:\n  - kind: txn-producer\n    library: {library!r}\n")
+    with pytest.raises(ConfigError, match=expected) as info:
+        scenario.load(str(f))
+    assert info.value.exit_code == 2 and f"{f}:4: workloads[0]" in str(info.value)
+
+
+def test_with_library_moves_every_workload_that_can_choose() -> None:
+    sc = scenario.load("spark-broker-kill").with_library("java@3.9.1")
+    libs = {w.kind: w.library for w in sc.workloads}
+    assert libs["spark-job"] == "confluent-kafka", "the Spark job is bound to confluent-kafka"
+    assert {k: v for k, v in libs.items() if k != "spark-job"} and all(
+        v == "java@3.9.1" for k, v in libs.items() if k != "spark-job")
+    with pytest.raises(ConfigError, match="--library: library 'nope'"):
+        sc.with_library("nope")

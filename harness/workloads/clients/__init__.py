@@ -1,2 +1,85 @@
 """Implementations of the ``Client`` protocol (harness/workloads/client.py), one module per client
-library: ``confluent`` (confluent-kafka / librdkafka)."""
+library, and the choice between them.
+
+A workload entry names its library with ``library:`` (``client:`` holds that library's own
+settings): ``NAME`` or ``NAME@VERSION``. The names are ``LIBRARIES``; only ``java`` takes a
+version (a ``kafka-clients`` release on Maven Central; none: ``DEFAULT_JAVA_VERSION``).
+``open_producer`` / ``open_reader`` / ``open_group_reader`` import the chosen implementation only
+when it is used, so a workload of one library never loads another.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from harness.workloads.client import Client, GroupReader, Reader
+
+DEFAULT_LIBRARY = "confluent-kafka"
+#: Every client library a workload may name.
+LIBRARIES = ("confluent-kafka", "java", "kafka-python")
+#: The ``kafka-clients`` release ``java`` means without a version: the newest 4.x on Maven Central.
+DEFAULT_JAVA_VERSION = "4.4.0"
+_VERSION_RE = re.compile(r"^\d+\.\d+\.\d+$")
+
+
+@dataclass(frozen=True)
+class Library:
+    """A parsed ``library:`` value."""
+
+    name: str
+    version: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.name}@{self.version}" if self.version else self.name
+
+
+def parse(spec: str) -> Library:
+    """``NAME`` or ``NAME@VERSION`` as a ``Library``; ValueError saying what is allowed."""
+    name, _, version = spec.strip().partition("@")
+    if name not in LIBRARIES:
+        raise ValueError(f"library {spec!r}: unknown client library; allowed: {', '.join(LIBRARIES)} "
+                         f"(java@VERSION picks a kafka-clients release, e.g. java@3.9.1)")
+    if name != "java":
+        if version:
+            raise ValueError(f"library {spec!r}: only java takes a version (java@VERSION)")
+        return Library(name)
+    version = version or DEFAULT_JAVA_VERSION
+    if not _VERSION_RE.match(version):
+        raise ValueError(f"library {spec!r}: {version!r} is not a release version; expected java@MAJOR.MINOR.PATCH, "
+                         f"e.g. java@{DEFAULT_JAVA_VERSION}")
+    return Library(name, version)
+
+
+def open_producer(library: str, bootstrap: str, txn_id: str, transaction_timeout_ms: int,
+                  overrides: dict[str, Any]) -> Client:
+    """A transactional producer of ``library`` for ``txn_id`` (``overrides``: the library's own settings)."""
+    lib = parse(library)
+    if lib.name == "confluent-kafka":
+        from harness.workloads.clients.confluent import ConfluentClient
+
+        return ConfluentClient(bootstrap, txn_id, transaction_timeout_ms, overrides)
+    raise NotImplementedError(f"no producer of {lib} yet")
+
+
+def open_reader(library: str, bootstrap: str, group: str, partitions: list[tuple[str, int]],
+                overrides: dict[str, Any]) -> Reader:
+    """A read_committed reader of ``library`` over ``partitions`` from offset 0 (assign mode)."""
+    lib = parse(library)
+    if lib.name == "confluent-kafka":
+        from harness.workloads.clients.confluent import ConfluentReader
+
+        return ConfluentReader(bootstrap, group, partitions, overrides)
+    raise NotImplementedError(f"no reader of {lib} yet")
+
+
+def open_group_reader(library: str, bootstrap: str, group: str, topics: list[str],
+                      overrides: dict[str, Any]) -> GroupReader:
+    """A read_committed member of consumer group ``group`` of ``library``, subscribed to ``topics``."""
+    lib = parse(library)
+    if lib.name == "confluent-kafka":
+        from harness.workloads.clients.confluent import ConfluentGroupReader
+
+        return ConfluentGroupReader(bootstrap, group, topics, overrides)
+    raise NotImplementedError(f"no group reader of {lib} yet")
