@@ -26,6 +26,25 @@ from harness.scenario import Scenario
 from harness.soak import SoakRun
 from tests.unit.test_cli import WIDE, _restore_logging  # noqa: F401 - the fixture puts the loggers back after each invocation
 
+#: What new_cluster was called with (the fake below, which also takes the cluster-level keyword).
+NEW_CLUSTER_CALLS: list[dict[str, Any]] = []
+
+
+@pytest.fixture(autouse=True)
+def _levels_supported(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``clusters.backends.new_cluster`` with the ``transaction_version`` keyword of issue 15's
+    cluster side (not in every build: the matrix refuses levels without it)."""
+
+    def new_cluster(backend: Backend, arts: Any, run_dir: Path, port_base: int | None = None,
+                    overrides: dict[str, str] | None = None, detached: bool = False,
+                    transaction_version: int | None = None) -> str:
+        NEW_CLUSTER_CALLS.append({"overrides": overrides, **({"transaction_version": transaction_version}
+                                                             if transaction_version is not None else {})})
+        return "cluster"
+
+    NEW_CLUSTER_CALLS.clear()
+    monkeypatch.setattr(matrix.backends, "new_cluster", new_cluster)
+
 
 def cli(*args: str) -> Result:
     return CliRunner(env=WIDE).invoke(app, ["matrix", *args])
@@ -155,6 +174,19 @@ def test_an_out_folder_that_is_a_file_or_holds_other_things_is_refused(fakes: Fa
     r = cli("--scenarios", "baseline", "--out", str(tmp_path / "d"))
     assert r.exit_code == 2 and "holds other files but no matrix.json" in r.output
     assert fakes.runs == []
+
+
+def test_levels_are_refused_while_clusters_cannot_be_formatted_at_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(matrix.backends, "new_cluster", lambda backend, arts, run_dir, port_base=None, overrides=None: None)
+    with pytest.raises(ConfigError, match="cannot format a cluster at a transaction version yet; give default"):
+        definition(levels="default,2")
+    assert definition(levels="default").levels == [None]
+
+
+def test_the_level_reaches_new_cluster_only_when_it_is_not_the_default(tmp_path: Path) -> None:
+    matrix.level_cluster(Backend.local, None, tmp_path, None, {})  # type: ignore[arg-type]
+    matrix.level_cluster(Backend.local, None, tmp_path, 2, {"a": "b"})  # type: ignore[arg-type]
+    assert NEW_CLUSTER_CALLS == [{"overrides": {}}, {"overrides": {"a": "b"}, "transaction_version": 2}]
 
 
 # ---- running: clusters, exit codes, matrix.json ----
