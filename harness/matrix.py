@@ -396,9 +396,12 @@ def run_matrix(m: Matrix, scs: dict[tuple[str, str], Scenario], out: Path) -> Ma
                     shared, shared_own = _start(backend, d.kafka_version, group, out), True
                 cluster_runs(m, keys, scs, shared, seeds, out, started, prior)
                 continue
-            if shared is not None and not made_way:
-                log.info("the cluster that is up makes way for the clusters of the other transaction versions")
-                shared.stop()
+            if shared is not None and not made_way:  # one cluster at a time
+                if shared_own:
+                    m.heal_problems += soak.heal_at_end(shared, own=True)
+                else:
+                    log.info("the cluster that is up makes way for the clusters of the other transaction versions")
+                    shared.stop()
                 made_way = True
             with _own_cluster(backend, d.kafka_version, group, out, m.heal_problems) as cluster:
                 cluster_runs(m, keys, scs, cluster, seeds, out, started, prior)

@@ -211,6 +211,12 @@ def test_the_default_level_runs_on_the_cluster_that_is_up_and_other_levels_make_
     assert [x[2] for x in fakes.runs] == ["default", "2"]
 
 
+def test_a_default_level_cluster_of_its_own_goes_down_before_the_next_level(fakes: Fakes, tmp_path: Path) -> None:
+    r = cli("--scenarios", "baseline", "--transaction-versions", "default,1", "--seed", "5", "--out", str(tmp_path / "m"))
+    assert r.exit_code == 0, r.output
+    assert fakes.events == ["start tv-default", "stop tv-default", "start tv-1", "stop tv-1"]
+
+
 def test_a_scenario_with_broker_settings_gets_a_cluster_of_its_level_with_them(fakes: Fakes, tmp_path: Path) -> None:
     r = cli("--scenarios", "incident-txn-expiry,baseline", "--transaction-versions", "2", "--duration", "10",
             "--seed", "1", "--out", str(tmp_path / "m"))
