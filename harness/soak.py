@@ -158,7 +158,7 @@ def soak(scs: list[Scenario], sources: list[str], backend: Backend, seed: int, o
             sc, source = scs[i % len(scs)], sources[i % len(sources)]
             s = next_seed()
             i += 1
-            one = _one(sc, source, backend, s, out, cluster)
+            one = one_run(sc, source, backend, s, out, cluster)
             result.runs.append(one)
             _write(result, out, started)
             log.info(f"soak [{i}{f'/{runs}' if runs else ''}] {sc.name} seed {s}: "
@@ -174,19 +174,28 @@ def soak(scs: list[Scenario], sources: list[str], backend: Backend, seed: int, o
         result.stopped_because = "interrupted"
     finally:
         if cluster is not None:
-            try:
-                problems = heal_all(cluster)
-            except Exception as exc:  # noqa: BLE001 - recorded in the summary
-                problems = [f"{type(exc).__name__}: {exc}"]
+            problems = heal_at_end(cluster, own)
             result.healed_at_end, result.heal_problems = not problems, problems
-            if own:
-                cluster.stop()
         result.stopped_because = result.stopped_because or "stopped by an error"
         _write(result, out, started)
     return result
 
 
-def _one(sc: Scenario, source: str, backend: Backend, seed: int, out: Path, cluster: Cluster) -> SoakRun:
+def heal_at_end(cluster: Cluster, own: bool) -> list[str]:
+    """Heal ``cluster`` once more after many runs (and stop it when ``own``: started by the caller);
+    returns what did not heal (a heal that crashed included), for the summary."""
+    try:
+        problems = heal_all(cluster)
+    except Exception as exc:  # noqa: BLE001 - recorded in the summary
+        problems = [f"{type(exc).__name__}: {exc}"]
+    if own:
+        cluster.stop()
+    return problems
+
+
+def one_run(sc: Scenario, source: str, backend: Backend, seed: int, out: Path, cluster: Cluster) -> SoakRun:
+    """One run of ``sc`` on the shared ``cluster``, in a new run folder under ``out``. A run cut
+    short by Ctrl-C says ``interrupted``; one that broke without a verdict says its ``error``."""
     run_dir = new_run_dir(sc.name, out)
     t0 = time.monotonic()
     try:

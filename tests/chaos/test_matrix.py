@@ -1,0 +1,55 @@
+"""``eos-chaos matrix`` on the test session's cluster (the default transaction version runs on the
+cluster that is up): a 2-cell x 1-seed matrix, ``baseline`` (valid) and the negative control
+``negative-aborted-read`` (a finding), 10 s each on confluent-kafka. matrix.json and matrix.html
+are written, the finding is exit 1 with its replay command and report, and the same command again
+resumes with nothing left to run. Local backend only: the matrix is backend-independent, the runner
+under it runs on both backends elsewhere."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from clusters.base import Cluster
+from harness.soak import seeds
+
+pytestmark = pytest.mark.chaos
+MATRIX_TIMEOUT_S = 400
+
+
+def matrix(out: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "harness", "matrix", "--scenarios", "baseline,negative-aborted-read",
+                           "--clients", "confluent-kafka", "--seeds", "1", "--seed", "3", "--duration", "10",
+                           "--backend", "local", "--out", str(out)],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL,
+                          env={**os.environ, "CI": "true"}, timeout=MATRIX_TIMEOUT_S)
+
+
+def test_a_two_cell_matrix_writes_its_grid_and_a_finding_is_exit_1(cluster: Cluster, tmp_path: Path) -> None:
+    if cluster.backend != "local":
+        pytest.skip("the matrix is backend-independent; the runner under it runs on both backends elsewhere")
+    out = tmp_path / "matrix"
+    proc = matrix(out)
+    assert proc.returncode == 1, proc.stdout[-3000:]
+    data = json.loads((out / "matrix.json").read_text())
+    seed = seeds(3)()
+    assert data["run_seeds"] == [seed] and data["totals"] == {"runs": 2, "wanted": 2, "valid": 1, "invalid": 1, "unknown": 0}
+    assert data["healed_at_end"] is True and data["stopped_because"] == "every run done"
+    ok, bad = data["cells"]
+    assert (ok["scenario"], ok["state"], ok["transaction_version"], ok["first_failing"]) == ("baseline", "valid", None, None)
+    assert (bad["scenario"], bad["state"], bad["reproduction_rate"]) == ("negative-aborted-read", "invalid", 1.0)
+    assert bad["checks"]["aborted-read"]["runs"] == 1 and bad["checks"]["aborted-read"]["anomalies"] > 0
+    first = bad["first_failing"]
+    assert first["seed"] == seed and f"eos-chaos run negative-aborted-read --backend local --seed {seed}" in first["replay"]
+    assert first["replay"].endswith("--library confluent-kafka") and "replay: " + first["replay"] in proc.stdout
+    assert (out / first["report"]).exists()
+    page = (out / "matrix.html").read_text()
+    assert 'class="cell valid"' in page and 'class="cell invalid"' in page and f'href="{first["report"]}"' in page
+    again = matrix(out)  # resume: nothing left to run, no cluster touched, the same verdict
+    assert again.returncode == 1 and "2/2 runs" in again.stdout, again.stdout[-3000:]
+    assert json.loads((out / "matrix.json").read_text())["sessions"] == 2
