@@ -52,8 +52,8 @@ def test_the_fault_changes_the_level_while_transactions_run_and_its_heal_restore
     before = features.finalized(cluster.direct_bootstrap)[TV]
     to = 0 if before else max(release.transaction_versions(kafka_version(cluster))[0])
     base = scenario.load("txn-baseline").model_dump()
-    sc = Scenario.model_validate({**base, "name": "txn-set-transaction-version", "duration": 16,
-                                  "faults": [{"at": 3, "kind": "set-transaction-version", "level": to, "duration": 8}],
+    sc = Scenario.model_validate({**base, "name": "txn-set-transaction-version", "duration": 12,
+                                  "faults": [{"at": 2, "kind": "set-transaction-version", "level": to, "duration": 6}],
                                   "expect": {"valid": True, "min_ok_txns": 20}})
     result = runner.run(sc, Backend(cluster.backend), 7, new_run_dir("pytest-set-transaction-version"), cluster=cluster)
     v = result.verdict
