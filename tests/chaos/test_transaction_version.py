@@ -35,7 +35,8 @@ def kafka_version(cluster: Cluster) -> str:
 def test_the_session_cluster_runs_its_releases_default_and_supports_the_tables_levels(cluster: Cluster) -> None:
     levels, default = release.transaction_versions(kafka_version(cluster))
     found = features.supported_and_finalized(cluster.direct_bootstrap)
-    assert features.finalized(cluster.direct_bootstrap)[TV] == default == cluster.feature_levels()[TV]
+    asked = cluster.transaction_version  # --eos-transaction-version, else None: the release's default
+    assert features.finalized(cluster.direct_bootstrap)[TV] == (default if asked is None else asked) == cluster.feature_levels()[TV]
     assert found.finalized["metadata.version"] > 0
     lo, hi = found.supported.get(TV, (0, 0))
     assert tuple(range(lo, hi + 1)) == levels, found.supported
