@@ -8,6 +8,7 @@ import logging
 from collections.abc import Callable
 
 from clusters.base import Cluster, NodeState
+from harness.kafka import features
 
 log = logging.getLogger(__name__)
 
@@ -56,4 +57,19 @@ def heal_all(cluster: Cluster) -> list[str]:
         cluster.wait_healthy()
     except Exception as exc:  # noqa: BLE001
         problems.append(f"health: {exc}")
-    return problems
+        return problems  # a feature update needs a healthy controller
+    return problems + heal_features(cluster)
+
+
+def heal_features(cluster: Cluster) -> list[str]:
+    """Put every feature level the cluster was formatted at back (``Cluster.feature_levels``: a
+    ``set-transaction-version`` a killed run never healed); what could not be, as problems."""
+    try:
+        have = features.finalized(cluster.direct_bootstrap)
+        for name, level in cluster.feature_levels().items():
+            if have.get(name) != level:
+                log.info(f"heal: {name} {have.get(name)} -> {level} (the level the cluster was formatted at)")
+                features.update(cluster.direct_bootstrap, name, level)
+    except Exception as exc:  # noqa: BLE001 - reported as a heal problem
+        return [f"features: {exc}"]
+    return []

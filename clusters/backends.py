@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from clusters import state
 from clusters.artifacts import Artifacts
 from clusters.base import Cluster, ClusterStatus
+from clusters.features import check_transaction_version
 from clusters.reclaim import Owner, Reclaimed, dead_runs_processes, link_faults, processes
 from clusters.topology import DEFAULT_PORT_BASE, Topology
 
@@ -41,16 +42,21 @@ def new_cluster(
     port_base: int | None = None,
     overrides: Mapping[str, str] | None = None,
     detached: bool = False,
+    transaction_version: int | None = None,
 ) -> Cluster:
+    """A cluster of ``backend`` (not started). ``transaction_version``: the ``transaction.version``
+    its storage is formatted at (None: the Kafka release's default); a level the release does not
+    accept is a ``ConfigError`` here, before anything starts."""
+    check_transaction_version(arts.kafka_version, transaction_version)
     base = port_base or default_port_base(backend)
     if backend is Backend.compose:
         from clusters.compose.cluster import ComposeCluster
         from clusters.compose.plan import ComposePlan
 
-        return ComposeCluster(arts, run_dir, ComposePlan.at(base), overrides, detached)
+        return ComposeCluster(arts, run_dir, ComposePlan.at(base), overrides, detached, transaction_version)
     from clusters.local import LocalCluster
 
-    return LocalCluster(arts, run_dir, Topology.at(base), overrides, detached)
+    return LocalCluster(arts, run_dir, Topology.at(base), overrides, detached, transaction_version)
 
 
 def attach(rec: state.ClusterRecord) -> Cluster:

@@ -83,6 +83,8 @@ class Cluster(Protocol):
     topology: Topology
     run_dir: Path
     cluster_id: str
+    #: the transaction.version asked for at format time; None: the Kafka release's default
+    transaction_version: int | None
 
     def __enter__(self) -> Cluster: ...
 
@@ -124,6 +126,11 @@ class Cluster(Protocol):
         ...
 
     def status(self) -> ClusterStatus: ...
+
+    def feature_levels(self) -> dict[str, int]:
+        """The finalized feature levels the cluster was formatted at (``transaction.version`` as
+        asked, or the release's default): what a heal restores after a fault changed them."""
+        ...
 
     @property
     def toxiproxy(self) -> Toxiproxy:

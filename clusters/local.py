@@ -24,7 +24,7 @@ from pathlib import Path
 
 import psutil
 
-from clusters import health, procs, reclaim, render, state
+from clusters import features, health, procs, reclaim, render, state
 from clusters.artifacts import Artifacts
 from clusters.base import HEALTHY_TIMEOUT_S, NODE_START_TIMEOUT_S, ClusterStatus, NodeState, NodeStatus, Owned
 from clusters.reclaim import Reclaimed
@@ -81,8 +81,10 @@ class LocalCluster(Owned):
         topology: Topology | None = None,
         overrides: Mapping[str, str] | None = None,
         detached: bool = False,
+        transaction_version: int | None = None,
     ) -> None:
         self.artifacts = artifacts
+        self.transaction_version = transaction_version
         self.run_dir = run_dir
         self.topology = topology or Topology()
         self.overrides = dict(overrides or {})
@@ -101,7 +103,8 @@ class LocalCluster(Owned):
         """A handle on a cluster another process started (for ``cluster down`` / ``status``)."""
         arts = Artifacts(rec.kafka_version, Path(rec.kafka_libs), Path(rec.toxiproxy_bin), Path(rec.java))
         topo = Topology(net=rec.net, port_base=rec.port_base, api_port=rec.api_port)
-        c = cls(arts, Path(rec.run_dir), topo, rec.overrides, detached=rec.owner_pid is None)
+        c = cls(arts, Path(rec.run_dir), topo, rec.overrides, detached=rec.owner_pid is None,
+                transaction_version=rec.transaction_version)
         c.cluster_id = rec.cluster_id
         c._pids = {int(k): v for k, v in rec.node_pids.items()}
         c._tox_pid = rec.toxiproxy_pid
@@ -247,7 +250,7 @@ class LocalCluster(Owned):
             cmd = self._java(
                 f"-Dlog4j2.configurationFile={d / 'log4j2.properties'}",
                 "kafka.tools.StorageTool", "format", "-t", self.cluster_id, "-c", str(d / "server.properties"),
-                heap="256m",
+                *features.format_args(self.transaction_version), heap="256m",
             )
             running[n] = procs.spawn(cmd, d / "format.log", cwd=d, env=self._env())
         for n, p in running.items():
@@ -460,7 +463,11 @@ class LocalCluster(Owned):
             owner_pid=self._owner or None, toxiproxy_pid=self._tox_pid,
             node_pids={str(k): v for k, v in self._pids.items()}, kafka_libs=str(self.artifacts.kafka_libs),
             toxiproxy_bin=str(self.artifacts.toxiproxy_bin), java=str(self.artifacts.java), overrides=self.overrides,
+            transaction_version=self.transaction_version,
         )
+
+    def feature_levels(self) -> dict[str, int]:
+        return features.intended_levels(self.artifacts.kafka_version, self.transaction_version)
 
     def _save_record(self) -> None:
         state.save(self._record())

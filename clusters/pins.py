@@ -48,3 +48,16 @@ SPARK_KAFKA_CONNECTOR = f"org.apache.spark:spark-sql-kafka-0-10_{SCALA_BINARY}"
 #: Repositories Spark's parent POM adds next to Maven Central; the fetch routes them to Central
 #: (the one repository Maven itself knows), so only Central is ever asked.
 SPARK_EXTRA_REPOSITORIES = ("gcs-maven-central-mirror",)
+
+#: ``transaction.version`` (KIP-890) by Kafka release line: the levels ``kafka-storage format
+#: --feature transaction.version=N`` accepts, and the level it picks without the flag. Found by
+#: formatting with each release (3.9.1, 4.0.0, 4.3.1, 4.4.0): 3.9 knows levels 1 and 2 only as
+#: unstable (behind unstable.feature.versions.enable), so it takes 0 alone; from 4.0 on, 0..2 and
+#: 2 by default. A newer release line than the last row is taken to be like it (its storage tool
+#: and its brokers' SupportedFeatures have the last word: ``clusters/features.py``).
+TRANSACTION_VERSIONS: tuple[tuple[tuple[int, int], tuple[int, ...], int], ...] = (
+    ((3, 9), (0,), 0),
+    ((4, 0), (0, 1, 2), 2),
+)
+#: Every level any release defines (the flag's range).
+TRANSACTION_VERSION_RANGE = (0, 2)

@@ -30,6 +30,8 @@ class ClusterRecord:
     #: compose backend: the Compose project and the images it runs.
     project: str = ""
     images: dict[str, str] = field(default_factory=dict)
+    #: the transaction.version its storage was formatted at; None: the Kafka release's default
+    transaction_version: int | None = None
 
 
 def record_path(backend: str) -> Path:

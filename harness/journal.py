@@ -53,6 +53,12 @@ class Journal(BaseModel):
     backend: str
     kafka_version: str | None = None
     versions: dict[str, Any] = Field(default_factory=dict)
+    #: the transaction.version the run asked the cluster to be formatted at (None: any; the
+    #: release's default for a cluster the run starts)
+    transaction_version_asked: int | None = None
+    #: the cluster's finalized feature levels read back when the run began (harness/kafka/features.py):
+    #: ``transaction.version``, ``metadata.version``, ...; the level in force, not the flag
+    features: dict[str, int] = Field(default_factory=dict)
     #: the command that runs the same scenario again (harness/runinfo.py)
     command: str | None = None
     started: str = Field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%S%z"))
@@ -94,7 +100,13 @@ class Journal(BaseModel):
         """``verdict.json``'s ``run`` section: how the run went, apart from what the history shows."""
         return {"healed": self.healed, "heal_problems": self.heal_problems, "nemesis_errors": self.nemesis_errors,
                 "interrupted": self.interrupted, "faulted_at_start": self.faulted_at_start,
-                "workloads_killed_at_stop": self.workloads_killed_at_stop}
+                "workloads_killed_at_stop": self.workloads_killed_at_stop,
+                "transaction_version": self.transaction_version, "features": self.features}
+
+    @property
+    def transaction_version(self) -> int | None:
+        """The transaction.version read back when the run began (None: not recorded)."""
+        return self.features.get("transaction.version")
 
 
 def fault_runs(events: list[dict[str, Any]], schedule: list[dict[str, Any]]) -> list[FaultRun]:

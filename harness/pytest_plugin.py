@@ -58,6 +58,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 help="where kafka_cluster runs: local processes or Docker Compose [default: $EOS_CHAOS_BACKEND, else local]")
     g.addoption("--eos-kafka-version", default=None, metavar="X.Y.Z",
                 help="Apache Kafka release kafka_cluster runs (fetched once from Maven Central) [default: eos-chaos's pin]")
+    g.addoption("--eos-transaction-version", type=int, choices=(0, 1, 2), default=None, metavar="0|1|2",
+                help="transaction.version kafka_cluster is formatted at (KIP-890 part 2 is 2) [default: the Kafka release's]")
     g.addoption("--eos-duration", type=_positive, default=None, metavar="SECONDS",
                 help="run every scenario this long instead of its own duration")
     g.addoption("--eos-seed", type=int, default=None, metavar="N",
@@ -88,6 +90,16 @@ def pytest_configure(config: pytest.Config) -> None:
             parse_kafka_version(version)
         except ConfigError as exc:
             raise pytest.UsageError(str(exc).replace("--kafka-version", "--eos-kafka-version")) from None
+    level = config.getoption("--eos-transaction-version", None)
+    if level is not None:
+        from clusters import pins
+        from clusters.features import check_transaction_version
+        from harness.errors import ConfigError
+
+        try:
+            check_transaction_version(version or pins.KAFKA_VERSION, level, flag="--eos-transaction-version")
+        except ConfigError as exc:
+            raise pytest.UsageError(str(exc)) from None
     if config.getoption("--eos-library", False):
         from harness import pytest_library
 
@@ -101,6 +113,7 @@ class EosOptions:
     duration: float | None
     seed: int | None
     kafka_version: str | None = None
+    transaction_version: int | None = None
 
 
 @pytest.fixture(scope="session")
@@ -109,7 +122,7 @@ def eos_options(pytestconfig: pytest.Config) -> EosOptions:
     if backend not in BACKENDS:
         raise pytest.UsageError(f"EOS_CHAOS_BACKEND={backend!r}; allowed: {', '.join(BACKENDS)}")
     return EosOptions(backend, pytestconfig.getoption("--eos-duration"), pytestconfig.getoption("--eos-seed"),
-                      pytestconfig.getoption("--eos-kafka-version"))
+                      pytestconfig.getoption("--eos-kafka-version"), pytestconfig.getoption("--eos-transaction-version"))
 
 
 @pytest.fixture(scope="session")
@@ -128,7 +141,8 @@ def kafka_cluster(eos_options: EosOptions) -> Iterator[Cluster]:
         had_engine = docker_answers()
     arts = artifacts.ensure(eos_options.kafka_version or artifacts.pins.KAFKA_VERSION)
     try:
-        with backends.new_cluster(backend, arts, new_run_dir(f"pytest-{backend.value}")) as cluster:
+        with backends.new_cluster(backend, arts, new_run_dir(f"pytest-{backend.value}"),
+                                  transaction_version=eos_options.transaction_version) as cluster:
             yield cluster
     finally:
         if not had_engine:

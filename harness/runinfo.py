@@ -30,9 +30,12 @@ def versions(kafka_version: str | None) -> dict[str, Any]:
     }
 
 
-def rerun_command(source: str, backend: str, seed: int, duration: float, kafka_version: str | None) -> str:
+def rerun_command(source: str, backend: str, seed: int, duration: float, kafka_version: str | None,
+                  transaction_version: int | None = None) -> str:
     """``eos-chaos run`` with everything that decides the schedule and the cluster spelled out."""
     args = ["eos-chaos", "run", source, "--backend", backend, "--seed", str(seed), "--duration", f"{duration:g}"]
     if kafka_version:
         args += ["--kafka-version", kafka_version]
+    if transaction_version is not None:
+        args += ["--transaction-version", str(transaction_version)]
     return shlex.join(args)

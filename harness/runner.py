@@ -27,6 +27,7 @@ from chaos.nemesis import Nemesis
 from clusters import artifacts, backends, procs, reclaim, state
 from clusters.backends import Backend
 from clusters.base import Cluster, NodeState
+from clusters.features import TRANSACTION_VERSION, check_transaction_version, intended_levels
 from clusters.health import admin_client
 from harness import outcome, runinfo
 from harness.checker import check
@@ -43,6 +44,7 @@ from harness.history.model import (
 from harness.history.recorder import ENV_T0, Recorder, run_t0
 from harness.journal import Journal, fault_runs
 from harness.kafka.admin import create_topic
+from harness.kafka.features import METADATA_VERSION, finalized
 from harness.kafka.reads import lso_lag, read_all
 from harness.logs import run_log
 from harness.runfolder import RunFolder, write_json
@@ -57,6 +59,8 @@ log = logging.getLogger(__name__)
 #: Past the scenario's duration, how long the workloads may run on by themselves (safety net only;
 #: the runner stops them with SIGTERM at the end of the duration).
 WORKLOAD_GRACE_S = 600.0
+#: Reading the finalized features of a healthy cluster: one round trip; generous for a loaded machine.
+FEATURES_TIMEOUT_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -125,10 +129,11 @@ def workload_configs(sc: Scenario, run_dir: Path, bootstrap: str, seed: int) -> 
 
 
 def cluster_that_is_up(backend: Backend, sc: Scenario, kafka_version: str | None = None,
-                       port_base: int | None = None) -> Cluster | None:
+                       port_base: int | None = None, transaction_version: int | None = None) -> Cluster | None:
     """The ``backend`` cluster another command left up (``cluster up``, ``run --keep``, a test
-    session), if it can run ``sc``: same Kafka version and port base when asked for, and the
-    scenario's broker settings in place (a running broker cannot take them). ConfigError otherwise."""
+    session), if it can run ``sc``: same Kafka version, port base and transaction.version when
+    asked for (the level it was formatted at, which every heal restores), and the scenario's broker
+    settings in place (a running broker cannot take them). ConfigError otherwise."""
     rec = state.load(backend.value)
     if rec is None or (rec.owner_pid is not None and not procs.alive(rec.owner_pid)):
         return None  # none, or its owner crashed: a new start reclaims it
@@ -138,6 +143,13 @@ def cluster_that_is_up(backend: Backend, sc: Scenario, kafka_version: str | None
         wrong.append(f"it runs Kafka {rec.kafka_version}, --kafka-version asks for {kafka_version}")
     if port_base and port_base != rec.port_base:
         wrong.append(f"it listens at port base {rec.port_base}, --port-base asks for {port_base}")
+    if transaction_version is not None:
+        if not kafka_version:
+            check_transaction_version(rec.kafka_version, transaction_version)
+        at = intended_levels(rec.kafka_version, rec.transaction_version)[TRANSACTION_VERSION]
+        if at != transaction_version:
+            how = "the release's default" if rec.transaction_version is None else "--transaction-version"
+            wrong.append(f"it runs at transaction.version {at} ({how}), --transaction-version asks for {transaction_version}")
     missing = {k: v for k, v in sc.broker_config.items() if rec.overrides.get(k) != v}
     if missing:
         wrong.append(f"scenario {sc.name} needs broker settings {missing}, it has {rec.overrides or 'none of its own'}")
@@ -170,24 +182,26 @@ def prepare_attached(cluster: Cluster) -> list[str]:
 def run(sc: Scenario, backend: Backend, seed: int, run_dir: Path, kafka_version: str | None = None,
         cluster: Cluster | None = None, port_base: int | None = None, keep: bool = False, attach: bool = True,
         show: Callable[[Path, float, Callable[[], list[str]]], Any] | None = None, source: str | None = None,
-        report: bool = True) -> RunResult:
+        report: bool = True, transaction_version: int | None = None) -> RunResult:
     """Run ``sc``: on ``cluster`` (a test session's; the scenario's broker settings are then not
     applied), else on the backend's cluster that is up, else on one started here (and stopped
     after unless ``keep``; ``attach=False``: always its own). ``show`` makes the progress display (harness/progress.py).
     A Ctrl-C during the run ends it early: heal, final reads and the verdict still happen
     (``run.interrupted`` in verdict.json, ``RunResult.interrupted``). The run's narrative also goes
-    to its ``run.log``."""
+    to its ``run.log``. ``transaction_version``: the level the cluster must be formatted at (a
+    cluster that is up at another is refused; one started here is formatted so; None: any)."""
     if any(w.kind == "spark-job" for w in sc.workloads):
         require_pyspark(f"scenario {sc.name} (a spark-job workload)")  # before anything starts
     folder = RunFolder(run_dir).create()
     with run_log(folder.run_log):
         return _run(sc, backend, seed, folder, kafka_version, cluster, port_base, keep, attach, show,
-                    source or sc.name, report)
+                    source or sc.name, report, transaction_version)
 
 
 def _run(sc: Scenario, backend: Backend, seed: int, folder: RunFolder, kafka_version: str | None,
          cluster: Cluster | None, port_base: int | None, keep: bool, attach: bool,
-         show: Callable[[Path, float, Callable[[], list[str]]], Any] | None, source: str, report: bool) -> RunResult:
+         show: Callable[[Path, float, Callable[[], list[str]]], Any] | None, source: str, report: bool,
+         transaction_version: int | None = None) -> RunResult:
     run_dir = folder.path
     sc = physical(sc, folder.name.rsplit("-", 1)[-1])
     faults = schedule.plan(sc, seed)
@@ -195,29 +209,36 @@ def _run(sc: Scenario, backend: Backend, seed: int, folder: RunFolder, kafka_ver
     write_json(folder.scenario, {**sc.model_dump(), "seed": seed, "backend": backend.value, "schedule": planned})
     journal = Journal(scenario=sc.name, source=source, resolved=sc.model_dump(mode="json"), seed=seed,
                       backend=backend.value, kafka_version=kafka_version, schedule=planned,
-                      expected=sc.expect.model_dump())
+                      expected=sc.expect.model_dump(), transaction_version_asked=transaction_version)
     journal.save(folder)
     os.environ.pop(ENV_T0, None)
     t0 = run_t0()
     own = False
     if cluster is None and attach:
-        cluster = cluster_that_is_up(backend, sc, kafka_version, port_base)
+        cluster = cluster_that_is_up(backend, sc, kafka_version, port_base, transaction_version)
         if cluster is not None:
+            check_fault_levels(faults, _kafka_version(cluster, kafka_version))
             journal.faulted_at_start = prepare_attached(cluster)
     if cluster is None:
         arts = artifacts.ready(kafka_version) if kafka_version else None
         arts = arts or artifacts.ensure(kafka_version or artifacts.pins.KAFKA_VERSION)
-        cluster = backends.new_cluster(backend, arts, run_dir, port_base, overrides=sc.broker_config, detached=keep)
+        cluster = backends.new_cluster(backend, arts, run_dir, port_base, overrides=sc.broker_config, detached=keep,
+                                       transaction_version=transaction_version)
+        check_fault_levels(faults, arts.kafka_version)  # before anything starts
         own = not keep
         cluster.start()
         if keep:
             log.info(f"the cluster stays up after the run (--keep): eos-chaos cluster down --backend {backend.value}")
     # now the cluster (and so the Kafka version) is known
-    kv = getattr(getattr(cluster, "artifacts", None), "kafka_version", kafka_version)
+    kv = _kafka_version(cluster, kafka_version)
     journal.kafka_version, journal.versions = kv, runinfo.versions(kv)
-    journal.command = runinfo.rerun_command(source, backend.value, seed, sc.duration, kv)
-    journal.save(folder)
     try:
+        # the levels in force, read back (not the flag): what the run's clients met at its start
+        journal.features = finalized(cluster.direct_bootstrap, FEATURES_TIMEOUT_S)
+        journal.command = runinfo.rerun_command(source, backend.value, seed, sc.duration, kv, journal.transaction_version)
+        journal.save(folder)
+        log.info(f"transaction.version {journal.transaction_version}, metadata.version "
+                 f"{journal.features.get(METADATA_VERSION)} (read back from the cluster)")
         _run_on(sc, faults, cluster, seed, folder, t0, journal, show)
     finally:
         if own:
@@ -236,6 +257,19 @@ def _run(sc: Scenario, backend: Backend, seed: int, folder: RunFolder, kafka_ver
 
 
 
+def _kafka_version(cluster: Cluster, asked: str | None) -> str | None:
+    return getattr(getattr(cluster, "artifacts", None), "kafka_version", asked)
+
+
+def check_fault_levels(faults: list[Fault], kafka_version: str | None) -> None:
+    """Every ``set-transaction-version`` fault's level must be one the release accepts
+    (ConfigError before the run starts; the fault asks the running brokers again when it applies)."""
+    for f in faults:
+        level = getattr(f, "level", None)
+        if f.kind == "set-transaction-version" and kafka_version and level is not None:
+            check_transaction_version(kafka_version, level, flag=f"fault set-transaction-version at {f.at:g}s: level")
+
+
 def run_on_shared(sc: Scenario, backend: Backend, seed: int, run_dir: Path, cluster: Cluster,
                   source: str | None = None) -> RunResult:
     """Run ``sc`` on a cluster shared by many runs (a test session's, a soak's). A scenario with
@@ -245,7 +279,7 @@ def run_on_shared(sc: Scenario, backend: Backend, seed: int, run_dir: Path, clus
         return run(sc, backend, seed, run_dir, cluster=cluster, source=source)
     cluster.stop()
     try:
-        return run(sc, backend, seed, run_dir, attach=False, source=source)
+        return run(sc, backend, seed, run_dir, attach=False, source=source, transaction_version=cluster.transaction_version)
     finally:
         cluster.start()
 

@@ -128,9 +128,11 @@ def seeds(master: int) -> Callable[[], int]:
 
 def soak(scs: list[Scenario], sources: list[str], backend: Backend, seed: int, out: Path,
          runs: int | None = None, hours: float | None = None, fail_fast: bool = False,
-         kafka_version: str | None = None) -> Soak:
+         kafka_version: str | None = None, transaction_version: int | None = None) -> Soak:
     """Run the soak; always writes its summary (``soak.json``, ``soak.html``) before returning or
-    raising. A KeyboardInterrupt ends it early (``stopped_because: interrupted``)."""
+    raising. A KeyboardInterrupt ends it early (``stopped_because: interrupted``).
+    ``transaction_version``: the level the soak's cluster is formatted at (None: any that is up, or
+    the release's default)."""
     result = Soak(seed, sources, backend.value, runs, hours, fail_fast)
     next_seed = seeds(seed)
     started = time.monotonic()
@@ -139,12 +141,13 @@ def soak(scs: list[Scenario], sources: list[str], backend: Backend, seed: int, o
     own = False
     try:
         cluster = runner.cluster_that_is_up(backend, next((s for s in scs if not s.broker_config), scs[0]).model_copy(
-            update={"broker_config": {}}), kafka_version)
+            update={"broker_config": {}}), kafka_version, transaction_version=transaction_version)
         if cluster is not None:
             runner.prepare_attached(cluster)
         else:
             arts = artifacts.ensure(kafka_version or artifacts.pins.KAFKA_VERSION)
-            cluster = backends.new_cluster(backend, arts, new_run_dir("soak-cluster", out))
+            cluster = backends.new_cluster(backend, arts, new_run_dir("soak-cluster", out),
+                                           transaction_version=transaction_version)
             own = True
             cluster.start()
         i = 0

@@ -36,7 +36,9 @@ def arts() -> artifacts.Artifacts:
 @pytest.fixture(scope="session", params=selected_backends())
 def session_cluster(request: pytest.FixtureRequest, arts: artifacts.Artifacts) -> Iterator[Cluster]:
     backend = Backend(request.param)
-    with backends.new_cluster(backend, arts, new_run_dir(f"pytest-{backend.value}")) as cluster:
+    # the plugin's --eos-transaction-version runs the whole suite at that level
+    level = request.config.getoption("--eos-transaction-version", None)
+    with backends.new_cluster(backend, arts, new_run_dir(f"pytest-{backend.value}"), transaction_version=level) as cluster:
         yield cluster
 
 

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, TypeAdapter, ValidationError
 
 from chaos.faults.base import FaultBase, FaultContext, Heal, Target
+from chaos.faults.feature import SetTransactionVersion
 from chaos.faults.network import (
     Bandwidth,
     Blackhole,
@@ -27,17 +28,18 @@ from chaos.faults.workload import KillDriver, KillWorkload, PauseWorkload, Zombi
 
 __all__ = ["REGISTRY", "Fault", "FaultBase", "FaultContext", "FaultKind", "Heal", "Target", "parse"]
 
-#: Process faults on brokers, network faults on the per-link proxies, and faults on workload processes.
+#: Process faults on brokers, network faults on the per-link proxies, faults on workload processes,
+#: and a change of the cluster's transaction.version.
 Fault = Annotated[
     (Kill | KillLeader | Stop | Pause | Restart | RollingRestart
      | Partition | Flap | Latency | Bandwidth | ResetPeer | Blackhole | Slicer | DropResponses
-     | KillWorkload | PauseWorkload | KillDriver | ZombieDriver),
+     | KillWorkload | PauseWorkload | KillDriver | ZombieDriver | SetTransactionVersion),
     Field(discriminator="kind"),
 ]
 #: Every kind's name (a scenario's ``mix`` draws from these).
 FaultKind = Literal["kill", "kill-leader", "stop", "pause", "restart", "rolling-restart",
                     "partition", "flap", "latency", "bandwidth", "reset-peer", "blackhole", "slicer", "drop-responses",
-                    "kill-workload", "pause-workload", "kill-driver", "zombie-driver"]
+                    "kill-workload", "pause-workload", "kill-driver", "zombie-driver", "set-transaction-version"]
 
 _ADAPTER: TypeAdapter[Fault] = TypeAdapter(Fault)
 #: kind -> its model

@@ -20,7 +20,7 @@ from confluent_kafka.admin import AdminClient
 from docker.errors import APIError, NotFound
 from docker.models.containers import Container
 
-from clusters import health, procs, reclaim, state
+from clusters import features, health, procs, reclaim, state
 from clusters.artifacts import Artifacts
 from clusters.base import HEALTHY_TIMEOUT_S, NODE_START_TIMEOUT_S, ClusterStatus, NodeState, NodeStatus, Owned
 from clusters.compose.cli import find_compose
@@ -64,8 +64,10 @@ class ComposeCluster(Owned):
         plan: ComposePlan | None = None,
         overrides: Mapping[str, str] | None = None,
         detached: bool = False,
+        transaction_version: int | None = None,
     ) -> None:
         self.artifacts = artifacts
+        self.transaction_version = transaction_version
         self.run_dir = run_dir
         self.plan = plan or ComposePlan()
         if overrides:
@@ -88,7 +90,8 @@ class ComposeCluster(Owned):
         """A handle on a cluster another process started (for ``cluster down`` / ``status``)."""
         arts = Artifacts(rec.kafka_version, Path(rec.kafka_libs), Path(rec.toxiproxy_bin), Path(rec.java))
         plan = ComposePlan.at(rec.port_base)
-        c = cls(arts, Path(rec.run_dir), plan, rec.overrides, detached=rec.owner_pid is None)
+        c = cls(arts, Path(rec.run_dir), plan, rec.overrides, detached=rec.owner_pid is None,
+                transaction_version=rec.transaction_version)
         c.cluster_id, c.project = rec.cluster_id, rec.project
         c.images = Images(rec.images["kafka"], rec.images["toxiproxy"], rec.images["source"]) if rec.images else None
         c._compose_cmd = find_compose()
@@ -103,8 +106,11 @@ class ComposeCluster(Owned):
             owner_pid=self._owner or None, kafka_libs=str(self.artifacts.kafka_libs),
             toxiproxy_bin=str(self.artifacts.toxiproxy_bin), java=str(self.artifacts.java),
             overrides=dict(self.plan.overrides), project=self.project,
-            images=dict(self.images.__dict__) if self.images else {},
+            images=dict(self.images.__dict__) if self.images else {}, transaction_version=self.transaction_version,
         )
+
+    def feature_levels(self) -> dict[str, int]:
+        return features.intended_levels(self.artifacts.kafka_version, self.transaction_version)
 
     def __enter__(self) -> ComposeCluster:
         self.start()
@@ -124,7 +130,8 @@ class ComposeCluster(Owned):
         assert self.images is not None
         return dict(os.environ, EOS_CLUSTER_ID=self.cluster_id, EOS_KAFKA_IMAGE=self.images.kafka,
                     EOS_TOXIPROXY_IMAGE=self.images.toxiproxy, EOS_PROJECT=self.project,
-                    EOS_CHAOS_OWNER=str(self._owner))
+                    EOS_CHAOS_OWNER=str(self._owner),
+                    EOS_FORMAT_FEATURES=" ".join(features.format_args(self.transaction_version)[1::2]))
 
     def _compose(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         cmd = [*self._compose_cmd, "-p", self.project, "-f", str(self.run_dir / "docker-compose.yml"), *args]
@@ -147,7 +154,9 @@ class ComposeCluster(Owned):
                 return
             ensure_engine()
             self._compose_cmd = find_compose()
-            self.images = ensure_images(self.artifacts)
+            # The official image formats its storage without feature flags; the local stand-in takes
+            # them (EOS_FORMAT_FEATURES, images/kafka/run), so a level asked for needs the stand-in.
+            self.images = ensure_images(self.artifacts, prefer_local=self.transaction_version is not None)
             self._reclaim_leftovers()
             procs.check_free(self.plan.host_binds())
             check_subnets_free(self.docker, self.plan)

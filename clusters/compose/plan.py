@@ -117,6 +117,9 @@ class ComposePlan:
         props.update(dict(self.overrides))  # last, as in the local backend
         env = {_env_name(k): v for k, v in props.items()}
         env["CLUSTER_ID"] = "${EOS_CLUSTER_ID:?set EOS_CLUSTER_ID to a Kafka cluster id}"
+        # feature levels to format the storage at (``name=level ...``; empty: the release's defaults).
+        # Read by the local stand-in image's run script; the official image does not take it.
+        env["EOS_FORMAT_FEATURES"] = "${EOS_FORMAT_FEATURES:-}"
         env["KAFKA_HEAP_OPTS"] = f"-Xms{render.HEAP} -Xmx{render.HEAP}"
         env["KAFKA_JVM_PERFORMANCE_OPTS"] = " ".join(o for o in render.JVM_OPTS if not o.startswith(("-Xms", "-Xmx")))
         return env

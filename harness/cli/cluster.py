@@ -8,7 +8,7 @@ import time
 
 import typer
 
-from clusters import backends, state
+from clusters import artifacts, backends, state
 from clusters.backends import Backend
 from clusters.reclaim import Owner
 from harness.cli.console import out
@@ -18,6 +18,8 @@ from harness.cli.options import (
     BrokerConfig,
     KafkaVersion,
     PortBase,
+    TransactionVersion,
+    cluster_features,
     kafka_artifacts,
     parse_broker_config,
 )
@@ -30,17 +32,26 @@ app = typer.Typer(no_args_is_help=True, help="Bring a cluster up, down, or ask h
 @app.command("up")
 @guarded
 def cluster_up(backend: Backend = BackendOpt, kafka_version: str = KafkaVersion, port_base: int | None = PortBase,
-               broker_config: list[str] = BrokerConfig) -> None:
+               broker_config: list[str] = BrokerConfig, transaction_version: int | None = TransactionVersion) -> None:
     """Start a 3-node cluster that stays up until `eos-chaos cluster down`."""
+    from clusters.features import check_transaction_version
+
     overrides = parse_broker_config(broker_config)
+    artifacts.parse_kafka_version(kafka_version)
+    check_transaction_version(kafka_version, transaction_version)  # before a fetch, too
     arts = kafka_artifacts(kafka_version)
     run_dir = new_run_dir("cluster")
-    cluster = backends.new_cluster(backend, arts, run_dir, port_base, overrides, detached=True)
+    cluster = backends.new_cluster(backend, arts, run_dir, port_base, overrides, detached=True,
+                                   transaction_version=transaction_version)
     t0 = time.monotonic()
     log.info(f"starting {backend.value} cluster, Kafka {kafka_version}, run folder {run_dir}")
     cluster.start()
     s = cluster.status()
     out.print(f"{backend.value} cluster up and healthy in {time.monotonic() - t0:.1f}s", highlight=False)
+    read = cluster_features(s.direct_bootstrap)
+    asked = "the release's default" if transaction_version is None else f"asked {transaction_version}"
+    out.print(f"  transaction.version {read['transaction_version']} ({asked}), "
+              f"metadata.version {(read['features'] or {}).get('metadata.version')}", highlight=False)
     out.print(f"  bootstrap (through proxies): {s.bootstrap}\n  direct bootstrap: {s.direct_bootstrap}\n"
               f"  toxiproxy: {s.toxiproxy}\n  logs: {run_dir}/nodes/", highlight=False)
 
@@ -83,6 +94,11 @@ def cluster_status(
     status = backends.status(rec)
     s = status.to_json()
     s["up"] = any(n["state"] != "down" for n in s["nodes"])
+    # the levels in force, read back from the cluster (a fault may have changed them), and the one
+    # its storage was formatted at (null: the Kafka release's default)
+    s["transaction_version_formatted"] = rec.transaction_version
+    s.update(cluster_features(s["direct_bootstrap"]) if s["up"] else
+             {"transaction_version": None, "features": None, "features_error": "no node is up"})
     if as_json:
         print(json.dumps(s, indent=2))
         return
@@ -90,6 +106,9 @@ def cluster_status(
     out.print(f"  owner     {Owner(rec.owner_pid)}", highlight=False)
     out.print(f"  bootstrap {s['bootstrap']}\n  direct    {s['direct_bootstrap']}\n  toxiproxy {s['toxiproxy']}", highlight=False)
     out.print(f"  active controller {s['active_controller']}", highlight=False)
+    out.print(f"  transaction.version {s['transaction_version']}"
+              + (f" (formatted at {rec.transaction_version})" if rec.transaction_version is not None else "")
+              + (f"; features: {s['features']}" if s.get("features") else f" ({s.get('features_error')})"), highlight=False)
     for n in s["nodes"]:
         out.print(f"  node {n['id']}: {n['state']}" + (f" (pid {n['pid']})" if n["pid"] else ""), highlight=False)
     if status.would_reclaim:

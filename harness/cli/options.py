@@ -38,6 +38,18 @@ PortBase = typer.Option(None, "--port-base", min=1024, max=65000,
                         help="First of node 1's 4 listener ports \\[default: 19092 local, 29092 compose].")
 BrokerConfig = typer.Option([], "--broker-config", metavar="KEY=VALUE",
                             help="A broker setting on top of the harness defaults (repeatable), e.g. num.io.threads=4.")
+def _transaction_version(value: int | None) -> int | None:
+    lo, hi = pins.TRANSACTION_VERSION_RANGE
+    if value is not None and not lo <= value <= hi:
+        raise typer.BadParameter(f"{value} is not a transaction.version; allowed: "
+                                 f"{', '.join(map(str, range(lo, hi + 1)))} (which the Kafka release accepts: 0 on 3.9, 0-2 from 4.0)")
+    return value
+
+
+TransactionVersion = typer.Option(
+    None, "--transaction-version", callback=_transaction_version, metavar="0|1|2",
+    help="transaction.version the cluster's storage is formatted at: 0 classic, 1 flexible transaction records, "
+         "2 KIP-890 part 2 (epoch bump per transaction; Kafka 4.0+) \\[default: the Kafka release's: 2 from 4.0, 0 on 3.9].")
 BackendOpt = typer.Option(Backend.local, "--backend", help="Where the cluster runs: local processes or Docker Compose.")
 EngineOpt = typer.Option(Engine.default, "--engine", help="default: numpy/pandas in memory; spark: Spark DataFrame "
                          "jobs over the Parquet history (local[2], or $EOS_CHAOS_SPARK_MASTER) for histories larger than memory.")
@@ -84,6 +96,19 @@ def parse_broker_config(items: list[str]) -> dict[str, str]:
                               "(lower case, dots), e.g. --broker-config num.io.threads=4")
         found[key.strip()] = value.strip()
     return found
+
+
+def cluster_features(bootstrap: str, timeout_s: float = 10.0) -> dict[str, Any]:
+    """``transaction_version`` and ``features`` as read back from the cluster (what ``status``
+    shows); both None, with ``features_error``, when it does not answer."""
+    from harness.errors import HarnessError
+    from harness.kafka import features
+
+    try:
+        found = features.finalized(bootstrap, timeout_s)
+    except HarnessError as exc:
+        return {"transaction_version": None, "features": None, "features_error": str(exc)}
+    return {"transaction_version": found.get(features.TRANSACTION_VERSION), "features": found}
 
 
 def run_folder(arg: str, what: str = "run folder") -> Path:

@@ -13,12 +13,14 @@ from rich.markup import escape
 
 from clusters import artifacts, backends, pins
 from clusters.backends import Backend
+from clusters.features import check_transaction_version
 from harness.cli.console import err, out
 from harness.cli.guard import EXIT_INTERRUPTED, guarded
 from harness.cli.options import (
     BackendOpt,
     KafkaVersion,
     PortBase,
+    TransactionVersion,
     duration_option,
     finite_option,
     kafka_artifacts,
@@ -61,6 +63,7 @@ def run_cmd(
                                       help=f"Apache Kafka release \\[default: the cluster that is up, else {pins.KAFKA_VERSION}]."),
     port_base: int | None = PortBase,
     keep: bool = typer.Option(False, "--keep", help="Leave the cluster this run starts up afterwards (eos-chaos cluster down stops it)."),
+    transaction_version: int | None = TransactionVersion,
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the planned fault schedule; start nothing."),
     as_json: bool = typer.Option(False, "--json", help="With --dry-run: the schedule as JSON."),
 ) -> None:
@@ -79,6 +82,7 @@ def run_cmd(
                           "in RUN_DIR/verdict.json)")
     if kafka_version is not None:
         artifacts.parse_kafka_version(kafka_version)
+        check_transaction_version(kafka_version, transaction_version)
     sc = scenario.load(name)
     if duration is not None:
         sc = sc.with_duration(duration, flag="--duration")
@@ -94,7 +98,7 @@ def run_cmd(
         return Progress(d, secs, faults, console=err).start()
 
     result = runner.run(sc, backend, s, run_dir, kafka_version, port_base=port_base, keep=keep, show=show,
-                        source=name)
+                        source=name, transaction_version=transaction_version)
     print_verdict(result.verdict, run_dir)
     if result.interrupted:
         err.print("[yellow]interrupted: the run ended early; faults healed, what ran was checked[/]")

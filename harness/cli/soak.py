@@ -11,9 +11,10 @@ from rich.markup import escape
 
 from clusters import artifacts, pins
 from clusters.backends import Backend
+from clusters.features import check_transaction_version
 from harness.cli.console import out
 from harness.cli.guard import EXIT_INTERRUPTED, guarded
-from harness.cli.options import BackendOpt, duration_option, finite_option
+from harness.cli.options import BackendOpt, TransactionVersion, duration_option, finite_option
 from harness.errors import ConfigError
 from harness.runfolder import SOAK_HTML, new_run_dir
 
@@ -34,6 +35,7 @@ def soak_cmd(
     duration: float | None = duration_option("Override every scenario's duration (s)."),
     kafka_version: str = typer.Option(None, "--kafka-version", help=f"Apache Kafka release \\[default: {pins.KAFKA_VERSION}]."),
     out_dir: str = typer.Option(None, "--out", help="Soak folder \\[default: results/<id>-soak]."),
+    transaction_version: int | None = TransactionVersion,
 ) -> None:
     """Repeat scenarios with fresh seeds on one cluster; keep every run; write soak.html + soak.json.
 
@@ -42,6 +44,7 @@ def soak_cmd(
 
     if kafka_version is not None:
         artifacts.parse_kafka_version(kafka_version)
+        check_transaction_version(kafka_version, transaction_version)
     names = [n.strip() for n in scenarios_opt.split(",") if n.strip()] if scenarios_opt else None
     if scenarios_opt is not None and not names:
         raise ConfigError("--scenarios is empty; give scenario names separated by commas (eos-chaos scenarios lists them)")
@@ -54,7 +57,7 @@ def soak_cmd(
     log.info(f"soak of {', '.join(sources)} on {backend.value}, seed {master}, "
              + (f"{hours} h" if hours else f"{wanted} runs") + f"; folder {folder}")
     result = soak.soak(scs, sources, backend, master, folder, runs=wanted, hours=hours, fail_fast=fail_fast,
-                       kafka_version=kafka_version)
+                       kafka_version=kafka_version, transaction_version=transaction_version)
     t = result.totals()
     out.print(escape(f"{t['runs']} runs, {t['as_expected']} as expected, {t['not_as_expected']} not; stopped: "
                      f"{result.stopped_because}; {folder / SOAK_HTML}"), highlight=False)

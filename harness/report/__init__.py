@@ -93,6 +93,7 @@ def render(data: RunData) -> str:
         run_id=data.run_dir.name, v=v, run=run_facts(v), sc=data.scenario, checks=checks,
         anomalous=[c for c in checks if c["count"]],
         versions=journal.versions if journal is not None else data.scenario.get("versions") or {},
+        features=journal.features if journal is not None else {},
         seed=journal.seed if journal is not None else data.scenario.get("seed"),
         backend=journal.backend if journal is not None else data.scenario.get("backend"),
         command=rerun(data.scenario, journal), duration_s=data.duration_s,

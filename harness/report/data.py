@@ -158,7 +158,8 @@ def _nodes(v: dict[str, Any]) -> list[int]:
 
 
 def label(v: dict[str, Any]) -> str:
-    """``kill n3 (leader)``, ``latency n1,n2,n3 (all, 12 links)``, ``kill-driver spark-job-0 in-txn``."""
+    """``kill n3 (leader)``, ``latency n1,n2,n3 (all, 12 links)``, ``kill-driver spark-job-0 in-txn``,
+    ``set-transaction-version 2 -> 0``."""
     kind = v["kind"]
     nodes = _nodes(v)
     target = v.get("target")
@@ -167,6 +168,8 @@ def label(v: dict[str, Any]) -> str:
         parts.append(str(v["workload"]))
     if v.get("window"):
         parts.append(str(v["window"]))
+    if v.get("before") is not None and v.get("level") is not None:  # set-transaction-version
+        parts.append(f"{v['before']} -> {v['level']}")
     if nodes:
         parts.append(",".join(f"n{n}" for n in nodes))
     why = [str(target)] if target is not None and not isinstance(target, int) else []

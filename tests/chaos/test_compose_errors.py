@@ -68,6 +68,17 @@ def test_docker_host_that_does_not_answer_is_not_replaced_by_our_own_engine(iso_
     assert f"DOCKER_HOST=unix://{tmp_path}/no-engine.sock" in r.stderr and "unset DOCKER_HOST" in r.stderr, r.stderr
 
 
+@pytest.mark.parametrize("args, says", [
+    (["--kafka-version", "3.9.1", "--transaction-version", "2"], "Kafka 3.9.1 cannot be formatted at transaction.version=2"),
+    (["--transaction-version", "5"], "5 is not a transaction.version; allowed: 0, 1, 2"),
+])
+def test_a_transaction_version_the_release_does_not_take_starts_nothing(client: docker.DockerClient, iso_env: dict[str, str],
+                                                                        args: list[str], says: str) -> None:
+    r = run(["cluster", "up", "--backend", "compose", "--port-base", str(ALT_PORT_BASE), *args], dict(iso_env, COLUMNS="400"))
+    assert r.returncode == 2 and says in r.stderr, r.stderr
+    assert ours_left(client) == []
+
+
 def test_busy_port_names_the_address_and_starts_nothing(client: docker.DockerClient, iso_env: dict[str, str]) -> None:
     port = ALT_PORT_BASE + 10  # node 2's CLIENT proxy
     blocker = socket.socket()

@@ -46,6 +46,19 @@ def test_bad_kafka_version_is_a_usage_error(iso_env: dict[str, str], version: st
     assert ours_left() == []
 
 
+@pytest.mark.parametrize("args, says", [
+    (["cluster", "up", "--kafka-version", "3.9.1", "--transaction-version", "2"],
+     "--transaction-version 2: Kafka 3.9.1 cannot be formatted at transaction.version=2; it accepts 0"),
+    (["run", "txn-baseline", "--kafka-version", "3.9.1", "--transaction-version", "1"], "it accepts 0 (default 0)"),
+    (["cluster", "up", "--transaction-version", "3"], "3 is not a transaction.version; allowed: 0, 1, 2"),
+])
+def test_a_transaction_version_the_release_does_not_take_starts_nothing(iso_env: dict[str, str], args: list[str],
+                                                                        says: str) -> None:
+    r = run(args, dict(iso_env, COLUMNS="400"))  # no wrapped lines in typer's error box
+    assert r.returncode == 2 and says in r.stderr, r.stderr
+    assert ours_left() == []
+
+
 def test_kafka_version_missing_from_maven_central(iso_env: dict[str, str]) -> None:
     r = run(["setup", "--kafka-version", "4.99.0"], iso_env)
     assert r.returncode == 2, r.stderr

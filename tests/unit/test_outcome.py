@@ -20,7 +20,8 @@ from harness.runfolder import RunFolder
 from harness.scenario import Expect
 from tests.unit.test_report import FAULTS, SECOND, make_run
 
-FACTS = ("healed", "heal_problems", "nemesis_errors", "interrupted", "faulted_at_start", "workloads_killed_at_stop")
+FACTS = ("healed", "heal_problems", "nemesis_errors", "interrupted", "faulted_at_start", "workloads_killed_at_stop",
+         "transaction_version", "features")
 
 
 def _checked(**stats: Any) -> dict[str, Any]:

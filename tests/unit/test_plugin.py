@@ -42,7 +42,8 @@ def test_markers_and_options_are_registered(pytester: pytest.Pytester) -> None:
     markers = pytester.runpytest("--markers").stdout.str()
     assert "@pytest.mark.chaos:" in markers and "@pytest.mark.library:" in markers
     helptext = pytester.runpytest("--help").stdout.str()
-    for opt in ("--eos-backend", "--eos-kafka-version", "--eos-duration", "--eos-seed", "--eos-results", "--eos-library"):
+    for opt in ("--eos-backend", "--eos-kafka-version", "--eos-duration", "--eos-seed", "--eos-results", "--eos-library",
+                "--eos-transaction-version"):
         assert opt in helptext
 
 
@@ -52,6 +53,9 @@ def test_markers_and_options_are_registered(pytester: pytest.Pytester) -> None:
     (["--eos-backend", "k8s"], "invalid choice: 'k8s'"),
     (["--eos-kafka-version", "4.x"], "--eos-kafka-version '4.x' is not a release version"),
     (["--eos-kafka-version", "3.0.0"], "--eos-kafka-version 3.0.0 is older than"),
+    (["--eos-transaction-version", "3"], "invalid choice: 3 (choose from 0, 1, 2)"),
+    (["--eos-transaction-version", "2", "--eos-kafka-version", "3.9.1"],
+     "--eos-transaction-version 2: Kafka 3.9.1 cannot be formatted at transaction.version=2"),
 ])
 def test_bad_option_values_are_usage_errors_that_say_what_is_allowed(pytester: pytest.Pytester, args: list[str], says: str) -> None:
     done = pytester.runpytest(*args)

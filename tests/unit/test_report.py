@@ -51,7 +51,8 @@ def make_run(root: Path, variant: str = "", name: str = "unit-run") -> Path:
     journal = Journal(scenario=name, source=name, resolved=scenario, seed=7, backend="local", kafka_version="4.1.1",
                       versions={"kafka": "4.1.1", "confluent_kafka": "2.12.0", "librdkafka": "2.12.0",
                                 "pyspark": "4.0.0", "python": "3.11.7", "eos_chaos": "0.1.0"},
-                      command=f"eos-chaos run {name} --backend local --seed 7 --duration 10", healed=True)
+                      command=f"eos-chaos run {name} --backend local --seed 7 --duration 10", healed=True,
+                      features={"transaction.version": 2, "metadata.version": 33})
     journal.save(RunFolder(run_dir))
     all_ops, truncated = store.read_ops(run_dir)
     tables = store.flatten(all_ops, truncated)
@@ -82,6 +83,9 @@ def test_an_invalid_run_leads_with_its_verdict_and_examples(runs: dict[str, Path
     assert "eos-chaos run run-duplicate --backend local --seed 7 --duration 10" in words
     assert "Kafka 4.1.1" in words
     assert "librdkafka 2.12.0" in words
+    # the header names the transaction protocol the cluster ran, as read back from it
+    header = words[:words.index("Checks")]
+    assert "transaction.version 2 (KIP-890 part 2: epoch bumped after every transaction), metadata.version 33" in header
 
 
 def test_a_valid_run_has_no_anomaly_sections(runs: dict[str, Path]) -> None:
@@ -130,12 +134,14 @@ def test_runs_record_whole_versions_and_a_command_that_parses_back() -> None:
     cmd = runinfo.rerun_command("my scenario.yaml", "compose", 7, 30.0, "4.3.1")
     assert shlex.split(cmd) == ["eos-chaos", "run", "my scenario.yaml", "--backend", "compose", "--seed", "7",
                                 "--duration", "30", "--kafka-version", "4.3.1"]
+    assert runinfo.rerun_command("s", "local", 7, 30.0, "4.4.0", 0).endswith("--kafka-version 4.4.0 --transaction-version 0")
 
 
 def test_labels_name_the_resolved_target() -> None:
     assert label({"kind": "latency", "links": ["a", "b"], "nodes": [1, 2, 3], "target": "all"}) == "latency n1,n2,n3 (all 2 links)"
     assert label({"kind": "kill-driver", "workload": "spark-job-0", "window": "in-txn"}) == "kill-driver spark-job-0 in-txn"
     assert label({"kind": "kill", "node": 3, "target": "coordinator", "of": "tx-1"}) == "kill n3 (coordinator of tx-1)"
+    assert label({"kind": "set-transaction-version", "level": 0, "before": 2, "after": 0}) == "set-transaction-version 2 -> 0"
 
 
 def test_the_report_is_one_file_that_names_no_address(runs: dict[str, Path]) -> None:
