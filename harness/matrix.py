@@ -13,7 +13,6 @@ same ``--out`` resumes: finished runs are kept, a run cut short by Ctrl-C is dis
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
 import logging
 import os
@@ -28,6 +27,7 @@ from typing import Any, NamedTuple
 from clusters import artifacts, backends, pins
 from clusters.backends import Backend
 from clusters.base import Cluster
+from clusters.features import check_transaction_version
 from harness import runinfo, runner, soak
 from harness.errors import ConfigError
 from harness.runfolder import new_run_dir, write_json, write_text
@@ -109,10 +109,6 @@ def parse_levels(text: str | None) -> list[Level]:
             raise ConfigError(f"--transaction-versions: {g!r} is not a transaction version; allowed: "
                               f"{', '.join(str(v) for v in LEVELS)} or {DEFAULT_LEVEL} (Kafka's own)")
     _no_duplicates("--transaction-versions", levels, given)
-    if any(lv is not None for lv in levels) and "transaction_version" not in inspect.signature(backends.new_cluster).parameters:
-        # the clusters' side of issue 15 (a level set at format time) is not in this build yet
-        raise ConfigError("--transaction-versions: this eos-chaos cannot format a cluster at a transaction version "
-                          f"yet; give {DEFAULT_LEVEL}")
     return levels
 
 
@@ -191,6 +187,8 @@ def define(scenarios: str | None, clients_: str | None, levels: str | None, seed
     _no_duplicates("--scenarios", names, names)
     libs = parse_clients(clients_)
     lvls = parse_levels(levels)
+    for lv in lvls:  # a level the release does not take is refused before any cell runs
+        check_transaction_version(kafka_version or pins.KAFKA_VERSION, lv, flag="--transaction-versions")
     if seeds < 1:
         raise ConfigError(f"--seeds {seeds}: give 1 or more runs per cell")
     scs = soak.resolve(names, duration)
@@ -349,8 +347,7 @@ def level_cluster(backend: Backend, arts: artifacts.Artifacts, run_dir: Path, le
     place the level reaches a cluster."""
     if level is None:
         return backends.new_cluster(backend, arts, run_dir, overrides=overrides)
-    # transaction_version is new_cluster's keyword from the cluster-level change (issue 15)
-    return backends.new_cluster(backend, arts, run_dir, overrides=overrides, transaction_version=level)  # type: ignore[call-arg]
+    return backends.new_cluster(backend, arts, run_dir, overrides=overrides, transaction_version=level)
 
 
 class Group(NamedTuple):

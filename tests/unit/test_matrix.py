@@ -176,11 +176,11 @@ def test_an_out_folder_that_is_a_file_or_holds_other_things_is_refused(fakes: Fa
     assert fakes.runs == []
 
 
-def test_levels_are_refused_while_clusters_cannot_be_formatted_at_one(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(matrix.backends, "new_cluster", lambda backend, arts, run_dir, port_base=None, overrides=None: None)
-    with pytest.raises(ConfigError, match="cannot format a cluster at a transaction version yet; give default"):
-        definition(levels="default,2")
-    assert definition(levels="default").levels == [None]
+def test_a_level_the_release_does_not_take_is_refused_before_anything_runs(fakes: Fakes, tmp_path: Path) -> None:
+    r = cli("--scenarios", "baseline", "--transaction-versions", "default,2", "--kafka-version", "3.9.1",
+            "--out", str(tmp_path / "m"))
+    assert r.exit_code == 2 and "--transaction-versions" in r.output and "3.9" in r.output, r.output
+    assert fakes.runs == [] and fakes.events == []
 
 
 def test_the_level_reaches_new_cluster_only_when_it_is_not_the_default(tmp_path: Path) -> None:
