@@ -28,9 +28,12 @@ def local_only(kafka_cluster: Any) -> None:
 
 
 def test_txn_baseline_is_valid_on_kafka_python(run_scenario: Any) -> None:
-    # one leader kill, early enough that the node is back before the run ends
-    v = run_scenario("txn-baseline", duration=15, workloads=on_kafka_python(0.1),
-                     faults=[{"at": 5, "kind": "kill-leader", "duration": 4}], expect={"valid": True, "min_ok_txns": 20})
+    # one leader kill, early: the producers wait out the failover (~11 s here: the dead broker's
+    # session timeout, then the election) and have some seconds left to commit after it. A producer
+    # whose transaction coordinator was the node killed stalls until its 30 s flush deadline
+    # (docs/CLIENTS-PYTHON.md), so the minimum is what the other one commits.
+    v = run_scenario("txn-baseline", duration=20, workloads=on_kafka_python(0.1),
+                     faults=[{"at": 5, "kind": "kill-leader", "duration": 4}], expect={"valid": True, "min_ok_txns": 10})
     assert v.valid and v["as_expected"] is True, v.summary()
     assert v["stats"]["reads"]["polled"] > 0 and v["stats"]["faults"] == 1, v["stats"]
 
