@@ -178,6 +178,7 @@ def transaction(rec: Recorder, process: str, producer: Client, txn_id: str,
             try:
                 producer.abort(CALL_TIMEOUT_S)
             except ClientError as abort_exc:
+                met.append(abort_exc.facts)
                 refused.append(abort_exc.facts.describe())  # then the commit is retried: the right handling
 
     try:
@@ -213,6 +214,7 @@ def transaction(rec: Recorder, process: str, producer: Client, txn_id: str,
                 producer.abort(CALL_TIMEOUT_S)
                 aborted = True
             except ClientError as abort_exc:
+                met.append(abort_exc.facts)  # an abort that timed out may still be on its way too
                 extra["abort_error"] = abort_exc.facts.describe()
         met.append(exc.facts)
         outcome = classify(phase, exc.facts, sole_writer=sole_writer, aborted=aborted)

@@ -163,6 +163,12 @@ def test_without_the_setting_a_commit_retried_to_success_keeps_the_producer(tmp_
     assert outcome == "ok" and [op["f"] for op in lines] == ["txn", "txn"]
 
 
+def test_an_abort_that_timed_out_is_indefinite_too(tmp_path: Path) -> None:
+    _, lines = run(tmp_path, ScriptedClient(flush=[TRANSPORT], abort=[TIMEOUT]), recreate_on_indefinite=True)
+    assert lines[1]["type"] == "fail" and lines[2]["f"] == "recreated", lines
+    assert lines[2]["value"] == "a call timed out (_TIMED_OUT: Timed out)"
+
+
 def test_a_fenced_producer_records_its_fence_not_a_recreation(tmp_path: Path) -> None:
     _, lines = run(tmp_path, ScriptedClient(commit=[FENCE]), recreate_on_indefinite=True)
     assert [op["f"] for op in lines[2:]] == ["fenced"]
