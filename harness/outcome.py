@@ -47,6 +47,7 @@ def as_expected(v: Mapping[str, Any], e: Expect) -> bool:
     return (v["valid"] is e.valid
             and all((checks.get(c, {}).get("count") or 0) > 0 for c in e.fires)
             and s["txn"]["ok"] >= e.min_ok_txns and s["fenced"] >= e.min_fenced
+            and s.get("recreated", 0) >= e.min_recreated
             and run.get("healed") is not False and not run.get("nemesis_errors")
             and all(seen.get(name, 0) > 0 for name in e.errors)
             and spark.get("batches", 0) >= e.min_spark_batches

@@ -295,7 +295,8 @@ class Verdict(dict):  # type: ignore[type-arg]
             lines.append(f"faults that failed: {run['nemesis_errors']}")
         if run.get("healed") is False:
             lines.append(f"not healed: {run.get('heal_problems')}")
-        missing = [f"{k} {v}" for k, v in (("min_ok_txns", s["txn"]["ok"]), ("min_fenced", s["fenced"])) if exp.get(k, 0) > v]
+        missing = [f"{k} {v}" for k, v in (("min_ok_txns", s["txn"]["ok"]), ("min_fenced", s["fenced"]),
+                                           ("min_recreated", s.get("recreated", 0))) if exp.get(k, 0) > v]
         if missing:
             lines.append(f"below the scenario's minimum: {', '.join(missing)}")
         lines.append(f"report: {self.report}")

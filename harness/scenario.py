@@ -87,6 +87,8 @@ class Expect(Strict):
     fires: list[str] = []
     min_ok_txns: int = 0
     min_fenced: int = 0
+    #: producers dropped after an indefinite outcome (txn-producer ``recreate_on_indefinite``)
+    min_recreated: int = 0
     #: error names the clients must have met (``stats.errors_seen``): proof that an incident
     #: replay reproduced the incident, e.g. ``_TIMED_OUT`` for a commit that timed out
     errors: list[str] = []

@@ -98,6 +98,7 @@ def stats(t: Tables) -> dict[str, Any]:
         "written_values": int(len(t.writes)),
         "fenced": len(t.meta.get("fenced", [])),
         "retired": len(t.meta.get("retired", [])),
+        "recreated": len(t.meta.get("recreated", [])),
         "errors_seen": dict(t.meta.get("errors_seen") or {}),
         "faults": int((t.faults["phase"] == FAULT_START).sum()),
         "throughput": {"ok_txn_per_s": round(len(ok_tx) / duration_s, 2),

@@ -482,6 +482,7 @@ def stats(h: SparkHistory) -> dict[str, Any]:
         "written_values": int(h.writes.count()),
         "fenced": len(h.meta.get("fenced", [])),
         "retired": len(h.meta.get("retired", [])),
+        "recreated": len(h.meta.get("recreated", [])),
         "errors_seen": dict(h.meta.get("errors_seen") or {}),
         "faults": int(h.faults.where(F.col("phase") == FAULT_START).count()),
         "throughput": {"ok_txn_per_s": round(n_ok / duration_s, 2),

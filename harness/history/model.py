@@ -23,6 +23,9 @@ Values written are strings unique in the whole run. Shapes of ``value``:
 - ``group-offsets``: the copier group's committed offsets after heal ``{"topic-partition": offset}``.
 - ``fenced``: a producer retired because Kafka fenced it (value: the error).
 - ``retired``: a producer retired after another fatal error (value: the error).
+- ``recreated``: a producer dropped after a transaction whose outcome was indefinite, so that the
+  next incarnation's ``init_transactions`` fences what the old epoch may still have in flight
+  (txn-producer setting ``recreate_on_indefinite``; value: why, ``outcome.indefinite``).
 - ``lso``: after heal, per partition the seconds until its last stable offset reached its high
   watermark (null: not within the bound) ``{"bound_s": 90, "lag_s": {"topic-partition": 0.2}}``.
 - ``fault``: nemesis events (process ``nemesis``), value ``{"kind", "targets", ...}``.
@@ -57,6 +60,8 @@ COMPLETIONS = (OK, FAIL, INFO)
 
 TXN, SEND, INIT, POLL, SCAN, GROUP_OFFSETS, FENCED, RETIRED, FAULT, LSO = (
     "txn", "send", "init", "poll", "scan", "group-offsets", "fenced", "retired", "fault", "lso")
+#: a producer dropped on purpose after an indefinite outcome (``recreate_on_indefinite``)
+RECREATED = "recreated"
 SPARK_START, SPARK_BATCH, SPARK_SKIP, SPARK_FAULT, SPARK_PROGRESS = (
     "spark-start", "spark-batch", "spark-skip", "spark-fault", "spark-progress")
 SPARK_EVENTS = (SPARK_START, SPARK_BATCH, SPARK_SKIP, SPARK_FAULT, SPARK_PROGRESS)

@@ -36,6 +36,7 @@ from harness.history.model import (
     OK,
     POLL,
     READ_COMMITTED,
+    RECREATED,
     RETIRED,
     SCAN,
     SEND,
@@ -258,6 +259,7 @@ def flatten(ops: Sequence[Op], truncated: list[str] | None = None) -> Tables:
     fault_rows: list[tuple[int, str | None, str | None, str]] = []
     fenced: list[str] = []
     retired: list[str] = []
+    recreated: list[str] = []
     lso: dict[str, Any] | None = None
     # the Spark job's own events, and the nemesis's faults on workloads (driver kills): few per run
     spark: list[_SparkRow] = []
@@ -283,6 +285,8 @@ def flatten(ops: Sequence[Op], truncated: list[str] | None = None) -> Tables:
             fenced.append(op.process)
         elif f == RETIRED:
             retired.append(op.process)
+        elif f == RECREATED:
+            recreated.append(op.process)
         elif f == LSO:
             lso = op.value
         if f == FAULT:
@@ -304,7 +308,8 @@ def flatten(ops: Sequence[Op], truncated: list[str] | None = None) -> Tables:
     inits = pd.DataFrame(init_rows, columns=["op", "process", "txn_id", "outcome", "invoke_time", "complete_time"])
     inits = inits.astype({"op": "int64", "invoke_time": "int64", "complete_time": "Int64"})
     groups = pd.DataFrame(group_rows, columns=["topic", "partition", "offset"]).astype({"partition": "int64", "offset": "int64"})
-    meta = {"ops": len(ops), "truncated": truncated or [], "fenced": sorted(set(fenced)), "retired": sorted(set(retired)), "lso": lso,
+    meta = {"ops": len(ops), "truncated": truncated or [], "fenced": sorted(set(fenced)), "retired": sorted(set(retired)),
+            "recreated": sorted(set(recreated)), "lso": lso,
             "errors_seen": _errors_seen(ops),
             "duration_ns": (ops[-1].time - ops[0].time) if ops else 0}
     return Tables(ops_df, txns, writes.frame(), reads.frame(), inits, groups, _faults_frame(fault_rows),

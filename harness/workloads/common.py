@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import lifeline
-from harness.history.model import FAIL, INIT, OK, TXN
+from harness.history.model import FAIL, INIT, OK, RECREATED, TXN
 from harness.history.recorder import Recorder
 from harness.workloads.client import (
     CALL_TIMEOUT_S,
@@ -31,7 +31,7 @@ from harness.workloads.client import (
     Reader,
 )
 from harness.workloads.clients import DEFAULT_LIBRARY, open_group_reader, open_producer, open_reader
-from harness.workloads.outcome import Phase, classify, retry_commit, should_abort
+from harness.workloads.outcome import Phase, classify, indefinite, retry_commit, should_abort
 
 #: How long a commit is retried in all (each call bounded by its own timeout): past this, the
 #: outcome of the commit is unknown and the producer retires.
@@ -138,7 +138,7 @@ def transaction(rec: Recorder, process: str, producer: Client, txn_id: str,
                 pause: tuple[int, Callable[[], None]] | None = None, hold_s: float = 0.0,
                 commit_timeout_s: float = CALL_TIMEOUT_S, abort_after_commit_timeout: bool = False,
                 sole_writer: bool = False, keys: dict[int, bytes] | None = None,
-                invoke_extra: dict[str, Any] | None = None) -> str:
+                invoke_extra: dict[str, Any] | None = None, recreate_on_indefinite: bool = False) -> str:
     """One recorded transaction; returns its outcome (``ok``, or ``fail`` when aborted). Outcomes of
     errors: ``outcome.classify``. ``abort``: abort it on purpose (``fail``).
     ``before_commit`` (the copier's ``send_offsets``) returns extra fields to record; it raises
@@ -154,6 +154,10 @@ def transaction(rec: Recorder, process: str, producer: Client, txn_id: str,
     ``outcome.classify``: a fence during commit is then a definite abort).
     ``keys``: record keys by send index (a compacted topic needs them); ``invoke_extra``: fields
     recorded with the invoke (the Spark job's batch id and offset ranges).
+    ``recreate_on_indefinite``: when the transaction's outcome was indefinite (``outcome.indefinite``:
+    a call timed out, the commit was retried, or the outcome is unknown), record a ``recreated``
+    event saying why and retire this producer even if the transaction committed, so that the next
+    one's ``init_transactions`` fences whatever this epoch may still have in flight.
     Raises ``Retired`` after recording when this producer must be replaced."""
     rec.invoke(process, TXN, [["send", t, p, v] for t, p, v in sends], txn_id=txn_id, **(invoke_extra or {}))
     offsets: dict[bytes, int] = {}
@@ -165,13 +169,16 @@ def transaction(rec: Recorder, process: str, producer: Client, txn_id: str,
     extra: dict[str, Any] = {}
     retries: list[str] = []
     refused: list[str] = []
+    met: list[ErrorFacts] = []  # every error the transaction met: retried commits' and the last
 
     def on_retry(facts: ErrorFacts) -> None:
+        met.append(facts)
         retries.append(facts.describe())
         if abort_after_commit_timeout and facts.timed_out:
             try:
                 producer.abort(CALL_TIMEOUT_S)
             except ClientError as abort_exc:
+                met.append(abort_exc.facts)
                 refused.append(abort_exc.facts.describe())  # then the commit is retried: the right handling
 
     try:
@@ -207,19 +214,35 @@ def transaction(rec: Recorder, process: str, producer: Client, txn_id: str,
                 producer.abort(CALL_TIMEOUT_S)
                 aborted = True
             except ClientError as abort_exc:
+                met.append(abort_exc.facts)  # an abort that timed out may still be on its way too
                 extra["abort_error"] = abort_exc.facts.describe()
+        met.append(exc.facts)
         outcome = classify(phase, exc.facts, sole_writer=sole_writer, aborted=aborted)
         error = exc.facts.describe()
         rec.complete(process, outcome.type, TXN, None, error=error, txn_id=txn_id, commit_at=commit_at, **extra)
         if outcome.event is not None:
-            rec.event(process, outcome.event, error)
+            rec.event(process, outcome.event, error)  # fenced or fatal: retired for that reason
+        elif recreate_on_indefinite:
+            _recreate_if_indefinite(rec, process, outcome.type, met, bool(retries))
         if outcome.retire:
             raise Retired(error) from exc
         return outcome.type
     done = [["send", t, p, v, offsets.get(b)] for (t, p, v), b in zip(sends, encoded)]
     extra.update(_retried(retries, refused))
     rec.complete(process, OK, TXN, done, txn_id=txn_id, commit_at=commit_at, **extra)
+    if recreate_on_indefinite:
+        _recreate_if_indefinite(rec, process, OK, met, bool(retries))
     return OK
+
+
+def _recreate_if_indefinite(rec: Recorder, process: str, outcome_type: str, met: list[ErrorFacts],
+                            commit_retried: bool) -> None:
+    """Record why and raise ``Retired`` when the transaction's outcome was indefinite
+    (``outcome.indefinite``); nothing otherwise."""
+    reason = indefinite(outcome_type, met, commit_retried)
+    if reason is not None:
+        rec.event(process, RECREATED, reason)
+        raise Retired(f"recreated: {reason}")
 
 
 def _retried(retries: list[str], refused: list[str]) -> dict[str, list[str]]:

@@ -6,6 +6,7 @@ client and every workload applies the same rules (tests/unit/test_outcome.py hol
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 
@@ -81,3 +82,30 @@ def classify(phase: Phase, facts: ErrorFacts, sole_writer: bool = False, aborted
         return Outcome(FAIL, retire=True)
     # A commit whose result is unknown (timeout, lost connection, an abort refused or failing).
     return Outcome(INFO, retire=True)
+
+
+def indefinite(outcome_type: str, met: Sequence[ErrorFacts], commit_retried: bool) -> str | None:
+    """Why a transaction that ended as ``outcome_type``, after meeting the errors ``met`` (each
+    retried commit's and the final one), may have left a request of this producer epoch in flight;
+    None: it cannot have. A producer set to ``recreate_on_indefinite`` is then dropped and a new one
+    inits the same ``transactional.id``: that bumps the epoch, so the late request is fenced instead
+    of landing on the next transaction of the same epoch (KAFKA-17754: with the classic transaction
+    protocol a delayed EndTxn commits or aborts whatever transaction that epoch has open then).
+
+    - an unknown outcome (``info``): nobody knows what was sent and not answered;
+    - a call that timed out: the client gave up waiting, not the request; it may be queued in the
+      client, in a slow link or in the broker;
+    - a commit that needed more than one call, even one that then succeeded: the first EndTxn may
+      have gone out on a connection that died (its response lost) and still reach the coordinator
+      after the retry did; the success only says one copy arrived.
+
+    A definite error (a broker's answer: fenced, an abortable error, an abort that went through
+    without any of the above) proves its request was handled, so nothing of it is left in flight."""
+    if outcome_type == INFO:
+        return "the transaction's outcome is unknown"
+    timed_out = next((f for f in met if f.timed_out), None)
+    if timed_out is not None:
+        return f"a call timed out ({timed_out.describe()})"
+    if commit_retried:
+        return "its commit was retried"
+    return None

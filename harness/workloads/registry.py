@@ -57,6 +57,11 @@ class TxnProducerSettings(Settings):
     idle_ms: float = Field(0, ge=0)
     #: values per second at most (0: as fast as it goes)
     rate: float = Field(0, ge=0)
+    #: drop the producer after any transaction whose outcome was indefinite (a call timed out, the
+    #: commit was retried, or its outcome is unknown) and init a new incarnation of the same
+    #: transactional.id, whose epoch bump fences what the old epoch may still have in flight
+    #: (KAFKA-17754: clients without KIP-890; docs/CLIENTS-PYTHON.md)
+    recreate_on_indefinite: bool = False
 
 
 class ReaderSettings(BaseModel):

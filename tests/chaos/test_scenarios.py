@@ -17,6 +17,11 @@ pytestmark = pytest.mark.chaos
 
 
 def run(cluster: Cluster, name: str) -> dict:
+    return run_full(cluster, name).verdict
+
+
+def run_full(cluster: Cluster, name: str) -> runner.RunResult:
+    """``name`` run on ``cluster``, healed, its faults all applied; its verdict and run folder."""
     sc = scenario.load(name)
     seed = random.randrange(2**31)
     result = runner.run(sc, Backend(cluster.backend), seed, new_run_dir(f"pytest-{name}"), cluster=cluster)
@@ -25,7 +30,7 @@ def run(cluster: Cluster, name: str) -> dict:
     assert v["run"]["healed"] is True, v["run"]["heal_problems"]
     assert v["run"]["nemesis_errors"] == [], v["run"]["nemesis_errors"]
     assert (result.run_dir / "history.parquet" / "meta.json").exists()
-    return v
+    return result
 
 
 def run_on_local_only(cluster: Cluster, name: str, why: str) -> dict:
@@ -98,3 +103,24 @@ def test_negative_control_spark_builtin_sink_is_caught(cluster: Cluster) -> None
     found = v["checks"]["spark-exactly-once"]
     assert v["valid"] is False and found["count"] > 0, anomalies(v)
     assert {e["anomaly"] for e in found["examples"]} == {"duplicate-output"}, found
+
+
+def test_recreate_on_indefinite_starts_a_new_incarnation_after_each_timed_out_commit(cluster: Cluster) -> None:
+    if cluster.backend != "local":
+        pytest.skip("the decision lives in the workload, the same on every backend: run once (local)")
+    result = run_full(cluster, "incident-commit-timeout-recreate")
+    v = result.verdict
+    assert v["valid"] is True and v["as_expected"] is True, (anomalies(v), v["stats"])
+    lines = [json.loads(x) for x in (result.run_dir / "history" / "txn-producer-0.jsonl").read_text().splitlines()]
+    timed_out = [i for i, op in enumerate(lines) if op["f"] == "txn" and op["type"] != "invoke"
+                 and "_TIMED_OUT" in " ".join(op.get("commit_retries", []) + [op.get("error") or ""])]
+    assert timed_out, "no commit timed out: the scenario did not reproduce the incident"
+    for i in timed_out:
+        process = lines[i]["process"]
+        n = int(process.rpartition(".")[2])
+        following = [op for op in lines[i + 1:] if op["type"] in ("invoke", "info")][:2]
+        # the retired incarnation records why, and the next one (<name>.<n+1>) inits before anything else
+        assert following[0]["f"] == "recreated" and following[0]["process"] == process, following
+        assert len(following) < 2 or (following[1]["f"] == "init"
+                                      and following[1]["process"] == f"txn-producer-0.{n + 1}"), following
+    assert v["stats"]["recreated"] >= len(timed_out), v["stats"]

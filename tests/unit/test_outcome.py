@@ -49,6 +49,7 @@ def test_the_run_facts_are_under_run_and_the_stats_hold_history_figures_only() -
     (_journal(), Expect(fires=["duplicate"]), {}, "the check that must fire did not"),
     (_journal(), Expect(min_ok_txns=51), {}, "too few transactions committed"),
     (_journal(), Expect(min_fenced=2), {}, "too few producers fenced"),
+    (_journal(), Expect(min_recreated=1), {}, "no producer recreated after an indefinite outcome"),
     (_journal(), Expect(errors=["_TIMED_OUT"]), {}, "the incident's error was never met"),
     (_journal(), Expect(min_spark_batches=1), {}, "no Spark batch"),
 ])
@@ -57,8 +58,9 @@ def test_as_expected_fails_on_each_unmet_part(journal: Journal, expect: Expect, 
 
 
 def test_as_expected_holds_when_every_part_is_met() -> None:
-    expect = Expect(min_ok_txns=50, min_fenced=1, errors=["_TIMED_OUT"], min_spark_batches=1)
-    v = outcome.assemble(_checked(errors_seen={"_TIMED_OUT": 1}, spark={"batches": 3}), _journal(), expect.model_dump())
+    expect = Expect(min_ok_txns=50, min_fenced=1, errors=["_TIMED_OUT"], min_spark_batches=1, min_recreated=1)
+    v = outcome.assemble(_checked(errors_seen={"_TIMED_OUT": 1}, spark={"batches": 3}, recreated=1), _journal(),
+                         expect.model_dump())
     assert v["as_expected"] is True
 
 

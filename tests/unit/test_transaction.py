@@ -137,6 +137,43 @@ def test_retried_commits_and_refused_aborts_are_recorded_with_the_ok(tmp_path: P
     assert lines[1]["aborts_refused"] == [refused.describe()] * 2
 
 
+def test_recreate_on_indefinite_retires_after_a_commit_retried_to_success(tmp_path: Path) -> None:
+    client = ScriptedClient(commit=[TIMEOUT])
+    outcome, lines = run(tmp_path, client, recreate_on_indefinite=True)
+    assert outcome is None and client.calls.count("commit") == 2  # committed, then retired
+    assert lines[1]["type"] == "ok" and lines[1]["commit_retries"] == ["_TIMED_OUT: Timed out"]
+    assert lines[2] == {"process": "p.0", "type": "info", "f": "recreated",
+                        "value": "a call timed out (_TIMED_OUT: Timed out)"}
+
+
+def test_recreate_on_indefinite_records_why_an_unknown_commit_retired(tmp_path: Path) -> None:
+    fatal_timeout = ErrorFacts("_TIMED_OUT", "Timed out", timed_out=True)  # not retriable: info at once
+    _, lines = run(tmp_path, ScriptedClient(commit=[fatal_timeout]), recreate_on_indefinite=True)
+    assert lines[1]["type"] == "info"
+    assert lines[2] == {"process": "p.0", "type": "info", "f": "recreated", "value": "the transaction's outcome is unknown"}
+
+
+def test_a_clean_commit_keeps_the_producer_with_the_setting(tmp_path: Path) -> None:
+    outcome, lines = run(tmp_path, ScriptedClient(), recreate_on_indefinite=True)
+    assert outcome == "ok" and [op["f"] for op in lines] == ["txn", "txn"]
+
+
+def test_without_the_setting_a_commit_retried_to_success_keeps_the_producer(tmp_path: Path) -> None:
+    outcome, lines = run(tmp_path, ScriptedClient(commit=[TIMEOUT]))
+    assert outcome == "ok" and [op["f"] for op in lines] == ["txn", "txn"]
+
+
+def test_an_abort_that_timed_out_is_indefinite_too(tmp_path: Path) -> None:
+    _, lines = run(tmp_path, ScriptedClient(flush=[TRANSPORT], abort=[TIMEOUT]), recreate_on_indefinite=True)
+    assert lines[1]["type"] == "fail" and lines[2]["f"] == "recreated", lines
+    assert lines[2]["value"] == "a call timed out (_TIMED_OUT: Timed out)"
+
+
+def test_a_fenced_producer_records_its_fence_not_a_recreation(tmp_path: Path) -> None:
+    _, lines = run(tmp_path, ScriptedClient(commit=[FENCE]), recreate_on_indefinite=True)
+    assert [op["f"] for op in lines[2:]] == ["fenced"]
+
+
 @pytest.mark.parametrize("facts", [ErrorFacts("INVALID_TXN_STATE", "abortable", txn_requires_abort=True)])
 def test_an_abortable_commit_error_is_aborted_and_a_fail(tmp_path: Path, facts: ErrorFacts) -> None:
     client = ScriptedClient(commit=[facts])

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from harness.history.model import FAIL, FENCED, INFO, RETIRED
+from harness.history.model import FAIL, FENCED, INFO, OK, RETIRED
 from harness.workloads.client import ErrorFacts
 from harness.workloads.outcome import (
     Outcome,
     Phase,
     classify,
+    indefinite,
     retry_commit,
     should_abort,
 )
@@ -76,3 +77,24 @@ def test_should_abort(rule: str, phase: Phase, facts: ErrorFacts, expected: bool
                                                          txn_requires_abort=True), False)])
 def test_retry_commit_only_on_retriable_errors_that_need_no_abort(facts: ErrorFacts, expected: bool) -> None:
     assert retry_commit(facts) is expected
+
+
+# (rule, outcome type, errors met, commit retried, expected reason; None: definite, keep the producer)
+INDEFINITE = [
+    ("a clean commit", OK, [], False, None),
+    ("an abort on purpose", FAIL, [], False, None),
+    ("an error before commit, then an abort that went through", FAIL, [NOT_LEADER], False, None),
+    ("an abortable commit error, aborted", FAIL, [ABORTABLE], False, None),
+    ("a sole writer fenced during commit: the coordinator aborted it", FAIL, [FENCE], False, None),
+    ("a commit whose outcome is unknown", INFO, [TIMEOUT, TIMEOUT], True, "the transaction's outcome is unknown"),
+    ("a commit that timed out, retried until it committed: the first EndTxn may still be on its way",
+     OK, [TIMEOUT], True, "a call timed out (_TIMED_OUT: Timed out)"),
+    ("a flush that timed out, then aborted: its produce requests may still be on their way",
+     FAIL, [TIMEOUT], False, "a call timed out (_TIMED_OUT: Timed out)"),
+    ("a commit retried after a lost connection, then committed", OK, [TRANSPORT], True, "its commit was retried"),
+]
+
+
+@pytest.mark.parametrize("rule, outcome_type, met, retried, expected", INDEFINITE, ids=[r[0] for r in INDEFINITE])
+def test_indefinite(rule: str, outcome_type: str, met: list[ErrorFacts], retried: bool, expected: str | None) -> None:
+    assert indefinite(outcome_type, met, retried) == expected

@@ -60,6 +60,10 @@ def open_producer(library: str, bootstrap: str, txn_id: str, transaction_timeout
         from harness.workloads.clients.confluent import ConfluentClient
 
         return ConfluentClient(bootstrap, txn_id, transaction_timeout_ms, overrides)
+    if lib.name == "kafka-python":
+        from harness.workloads.clients.kafka_python import KafkaPythonClient
+
+        return KafkaPythonClient(bootstrap, txn_id, transaction_timeout_ms, overrides)
     raise NotImplementedError(f"no producer of {lib} yet")
 
 
@@ -71,6 +75,10 @@ def open_reader(library: str, bootstrap: str, group: str, partitions: list[tuple
         from harness.workloads.clients.confluent import ConfluentReader
 
         return ConfluentReader(bootstrap, group, partitions, overrides)
+    if lib.name == "kafka-python":
+        from harness.workloads.clients.kafka_python import KafkaPythonReader
+
+        return KafkaPythonReader(bootstrap, group, partitions, overrides)
     raise NotImplementedError(f"no reader of {lib} yet")
 
 
@@ -82,4 +90,8 @@ def open_group_reader(library: str, bootstrap: str, group: str, topics: list[str
         from harness.workloads.clients.confluent import ConfluentGroupReader
 
         return ConfluentGroupReader(bootstrap, group, topics, overrides)
+    if lib.name == "kafka-python":
+        from harness.workloads.clients.kafka_python import KafkaPythonGroupReader
+
+        return KafkaPythonGroupReader(bootstrap, group, topics, overrides)
     raise NotImplementedError(f"no group reader of {lib} yet")
