@@ -1,92 +1,334 @@
-"""``eos-chaos bench producer``: our txn-producer workload and Kafka's own ``ProducerPerformance``
-(kafka-tools, transactional), one after the other on the same healthy cluster, same record size and
-the same transaction length in time (``ProducerPerformance`` only sizes transactions by time, so ours
-runs with ``txn_ms``); their rates and the ratio (ours / Kafka's).
+"""``eos-chaos bench producer`` and ``bench txn-rate``: transactional producers side by side on one
+healthy cluster, each measured over a steady-state window after an uncounted warm-up, the runs
+interleaved (A B C A B C ...) so that drift of the machine spreads over all of them.
 
-Ours includes what makes it a test workload: a history line per transaction, flushed as written,
-and a delivery report per record (for the offsets). No faults; aborts off.
+A producer is either a client library (``confluent-kafka``, ``java@VERSION``: our txn-producer
+workload on that library, with everything that makes it a test workload -- a history line per
+transaction flushed as written, every record's acknowledged offset) or ``producer-performance``
+(Kafka's own tool, transactional). Every one writes the same records per transaction (ours fixed by
+``values_per_txn``; ProducerPerformance sizes transactions by time only, so its duration is
+calibrated to hold that many at its own pace), the same record size, to a fresh topic of the same
+partitions, acks=all with idempotence. The arithmetic is ``harness.bench_window``.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import re
+import random
+import signal
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from clusters.artifacts import Artifacts
+import orjson
+
+from clusters import procs
+from clusters.artifacts import Artifacts, fetch_kafka_tools
 from clusters.base import Cluster
 from clusters.health import admin_client
+from harness.bench_window import (
+    DEFAULT_LIBRARIES,
+    DEFAULT_PRODUCERS,
+    PRODUCER_PERFORMANCE,
+    Txn,
+    covered_s,
+    parse_periodic,
+    periodic_window,
+    spread_of,
+    workload_window,
+)
+from harness.errors import ConfigError, HarnessError
 from harness.history import store
-from harness.history.recorder import ENV_T0
+from harness.history.model import INVOKE, OK, TXN, sends_of
+from harness.history.recorder import ENV_T0, HISTORY_DIR
 from harness.kafka.admin import create_topic
-from harness.runfolder import write_json
 from harness.supervisor import Supervisor
+from harness.wait import wait_until
+from harness.workloads.clients import DEFAULT_LIBRARY, parse
 from harness.workloads.common import WorkloadConfig
-from harness.workloads.registry import TxnProducerSettings
+from harness.workloads.registry import TxnProducerSettings, check_library
 
 log = logging.getLogger(__name__)
 
 PARTITIONS = 6
-#: ProducerPerformance's summary line: "N records sent, X records/sec (Y MB/sec), ..."
-SUMMARY = re.compile(r"(\d+) records sent, ([\d.]+) records/sec")
+#: ProducerPerformance prints a line this often (ms): 1 s gives the steady-state window a fine edge.
+PP_INTERVAL_MS = 1000
+#: Its ``--num-records``: more than any window needs; it is stopped once its lines cover the window.
+PP_RECORDS = 10**11
+#: Its first transactions' duration while calibrating, before its rate is known.
+PP_CALIBRATION_TXN_MS = 100
+#: The calibration run's window, after the warm-up.
+PP_CALIBRATION_S = 5.0
+#: A producer's process start, its init_transactions (a JVM for Java) and its first transaction.
+START_TIMEOUT_S = 120.0
+#: How long a stopped producer may take to finish its transaction and exit.
+EXIT_TIMEOUT_S = 60.0
+#: The txn-baseline scenario's producer (harness/scenarios/txn-baseline.yaml), for ``bench txn-rate``.
+BASELINE_VALUES_PER_TXN = 6
+BASELINE_ABORT_SHARE = 0.1
+#: Both sides' producer settings, beyond what each workload or tool sets itself: acks=all and
+#: idempotence are what transactions imply; linger.ms 5 is librdkafka's and the Java client's default.
+PP_PROPS = ("acks=all", "enable.idempotence=true", "linger.ms=5")
 
 
-def ours(cluster: Cluster, run_dir: Path, seconds: float, record_bytes: int, txn_ms: int) -> dict[str, Any]:
-    topic = f"bench-ours-{run_dir.name.rsplit('-', 1)[-1]}"
-    create_topic(admin_client(cluster.direct_bootstrap), topic, PARTITIONS)
-    env = dict(os.environ, **{ENV_T0: str(time.monotonic_ns())})
-    sup = Supervisor(run_dir, env)
-    cfg = WorkloadConfig(run_dir=str(run_dir), name="txn-producer-0", bootstrap=cluster.bootstrap, topics=[topic],
-                         partitions=PARTITIONS, max_seconds=seconds + 600,
-                         settings=TxnProducerSettings(values_per_txn=100, txn_ms=txn_ms, abort_share=0.0,
-                                                      value_bytes=record_bytes).model_dump(exclude_defaults=True))
-    sup.start("txn-producer", cfg)
-    time.sleep(seconds)  # the measurement window itself, not a synchronisation
-    sup.stop_all()
+@dataclass(frozen=True)
+class Shape:
+    """What every producer of one benchmark writes, and how it is measured."""
+
+    records_per_txn: int
+    record_bytes: int
+    warmup_s: float
+    seconds: float
+    abort_share: float = 0.0
+    partitions: int = PARTITIONS
+
+    def to_json(self) -> dict[str, Any]:
+        return {"records_per_txn": self.records_per_txn, "record_bytes": self.record_bytes, "warmup_s": self.warmup_s,
+                "seconds": self.seconds, "abort_share": self.abort_share, "partitions": self.partitions,
+                "acks": "all", "idempotence": True, "transactional": True}
+
+
+def parse_producers(spec: str, *, flag: str = "--producers", allow_tool: bool = True) -> list[str]:
+    """``a,b,c`` as producer names (libraries normalised: ``java`` -> ``java@4.4.0``); ConfigError
+    naming the flag, the item and what is allowed, for an unknown, duplicated or empty one."""
+    items = [x.strip() for x in spec.split(",")]
+    allowed = f"{', '.join(DEFAULT_PRODUCERS if allow_tool else DEFAULT_LIBRARIES)} (java@VERSION for another kafka-clients)"
+    if not spec.strip() or any(not x for x in items):
+        raise ConfigError(f"{flag} {spec!r}: give a comma-separated list without empty items; allowed: {allowed}")
+    found: list[str] = []
+    for item in items:
+        if item == PRODUCER_PERFORMANCE and allow_tool:
+            name = item
+        else:
+            try:
+                lib = parse(item)
+                check_library("txn-producer", str(lib), {})
+            except ValueError as exc:
+                tool = f"; or {PRODUCER_PERFORMANCE} (Kafka's own tool)" if allow_tool else ""
+                raise ConfigError(f"{flag}: {exc}{tool}") from None
+            name = str(lib)
+        if name in found:
+            raise ConfigError(f"{flag} {spec!r}: {name} is named twice")
+        found.append(name)
+    return found
+
+
+def _slug(name: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in name)
+
+
+def _tagged_env(cluster: Cluster, t0_ns: int) -> dict[str, str]:
+    """Our process tags (a crashed benchmark's producers are reclaimed like a run's) and the clock."""
+    return {**os.environ, **procs.tags(cluster.cluster_id, os.getpid()), ENV_T0: str(t0_ns)}
+
+
+def _fresh_topic(cluster: Cluster, prefix: str, partitions: int) -> str:
+    topic = f"bench-{prefix}-{random.randbytes(3).hex()}"
+    create_topic(admin_client(cluster.direct_bootstrap), topic, partitions)
+    return topic
+
+
+def _first_txn_ns(history: Path) -> int | None:
+    """When the first transaction of a workload's history began (ns of the history's clock)."""
+    try:
+        with open(history, "rb") as fh:
+            for line in fh:
+                if b'"f":"txn"' in line and line.endswith(b"\n"):
+                    op = orjson.loads(line)
+                    if op.get("type") == INVOKE and op.get("f") == TXN:
+                        return int(op["time"])
+    except FileNotFoundError:
+        return None
+    return None
+
+
+def history_txns(run_dir: Path) -> list[Txn]:
+    """The transactions of a workload's history (paired invoke and completion per process)."""
     ops, _ = store.read_ops(run_dir)
-    t = store.flatten(ops)
-    ok = t.txns[t.txns["outcome"] == "ok"]
-    span_s = (ok["complete_time"].max() - ok["invoke_time"].min()) / 1e9
-    records = int(len(t.writes[t.writes["txn"].isin(ok["txn"])]))
-    took_ms = float(((ok["complete_time"] - ok["invoke_time"]).astype("int64") / 1e6).median())
-    return {"records": records, "records_per_s": round(records / span_s, 1), "txns": len(ok),
-            "records_per_txn_median": int(t.writes.groupby("txn").size().median()), "txn_ms_median": round(took_ms, 1)}
+    open_: dict[str, Any] = {}
+    txns: list[Txn] = []
+    for op in ops:
+        if op.f != TXN:
+            continue
+        if op.type == INVOKE:
+            open_[op.process] = op
+            continue
+        inv = open_.pop(op.process, None)
+        if inv is None:
+            continue
+        sends = sends_of(inv, op)
+        missing = sum(1 for s in sends if s.offset is None) if op.type == OK else 0
+        txns.append(Txn(inv.time, op.time, op.type, len(sends), missing))
+    return txns
 
 
-def kafkas(arts: Artifacts, cluster: Cluster, run_dir: Path, num_records: int, record_bytes: int, txn_ms: int,
-           timeout: float) -> dict[str, Any]:
-    topic = f"bench-kafka-{run_dir.name.rsplit('-', 1)[-1]}"
-    create_topic(admin_client(cluster.direct_bootstrap), topic, PARTITIONS)
-    from clusters.artifacts import fetch_kafka_tools
+def run_workload(cluster: Cluster, run_dir: Path, library: str, shape: Shape) -> dict[str, Any]:
+    """Our txn-producer on ``library``: started, left to run warm-up + window from its first
+    transaction, stopped (it finishes the transaction in hand), measured from its history."""
+    topic = _fresh_topic(cluster, _slug(library), shape.partitions)
+    sup = Supervisor(run_dir, _tagged_env(cluster, time.monotonic_ns()))
+    t0 = int(sup.env[ENV_T0])
+    name = "txn-producer-0"
+    # txn_ms 0: a fixed size, no adaptive sizing
+    settings = TxnProducerSettings.model_validate({"values_per_txn": shape.records_per_txn, "txn_ms": 0,
+                                                   "abort_share": shape.abort_share, "value_bytes": shape.record_bytes})
+    cfg = WorkloadConfig(run_dir=str(run_dir), name=name, bootstrap=cluster.bootstrap, topics=[topic],
+                         partitions=shape.partitions, max_seconds=START_TIMEOUT_S + shape.warmup_s + shape.seconds + 600,
+                         settings=settings.model_dump(exclude_defaults=True), library=library)
+    history = run_dir / HISTORY_DIR / f"{name}.jsonl"
+    log_file = run_dir / "workloads" / f"{name}.log"
 
+    def died() -> str | None:
+        code = sup.procs[name].poll()
+        return None if code is None else f"the {library} producer exited with code {code}:\n{procs.tail(log_file)}"
+
+    try:
+        sup.start("txn-producer", cfg)
+        first = wait_until(lambda: _first_txn_ns(history), timeout=START_TIMEOUT_S, fatal=died,
+                           what=f"the {library} producer's first transaction", state=lambda: procs.tail(log_file, 5))
+        end = t0 + first + int((shape.warmup_s + shape.seconds) * 1e9)
+        # the warm-up and the window themselves: a measured duration, not a wait on anything
+        time.sleep(max(0.0, (end - time.monotonic_ns()) / 1e9))
+        early = died()
+    finally:
+        sup.stop_all()
+    txns = history_txns(run_dir)
+    try:
+        m = workload_window(txns, shape.warmup_s, shape.seconds)
+    except ValueError as exc:
+        raise HarnessError(f"{library}: {exc}" + (f"\n{early}" if early else "")) from None
+    missing = sum(t.offsets_missing for t in txns)
+    if missing:
+        raise HarnessError(f"{library}: {missing} acknowledged records of committed transactions lack their offset "
+                           f"in the history ({run_dir}): the workload must record every delivery")
+    return {**m.to_json(), "topic": topic, "offsets_missing": missing}
+
+
+@contextmanager
+def _spawned(cmd: list[str], log_file: Path, env: dict[str, str]) -> Iterator[subprocess.Popen[bytes]]:
+    """A process of ours in its own group, SIGTERMed (then killed) on the way out, whatever happened."""
+    p = procs.spawn(cmd, log_file, cwd=Path.cwd(), env=env)
+    try:
+        yield p
+    finally:
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            if p.poll() is not None:
+                break
+            try:
+                os.killpg(p.pid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                p.wait(timeout=procs.TERM_WAIT_S if sig == signal.SIGTERM else procs.KILL_WAIT_S)
+            except subprocess.TimeoutExpired:
+                continue
+
+
+def pp_command(arts: Artifacts, tools: Path, bootstrap: str, topic: str, shape: Shape, txn_ms: int) -> list[str]:
+    """ProducerPerformance's command line: transactional, our record size, no throttle, a line a second."""
+    return [str(arts.java), "-Xmx512m", "-Duser.language=en", "-Duser.country=US", "-cp", f"{tools}/*",
+            "org.apache.kafka.tools.ProducerPerformance", "--bootstrap-server", bootstrap, "--topic", topic,
+            "--num-records", str(PP_RECORDS), "--record-size", str(shape.record_bytes), "--throughput", "-1",
+            "--transactional-id", f"bench-pp-{topic}", "--transaction-duration-ms", str(txn_ms),
+            "--reporting-interval", str(PP_INTERVAL_MS), "--command-property", *PP_PROPS]
+
+
+def run_producer_performance(arts: Artifacts, cluster: Cluster, run_dir: Path, shape: Shape, txn_ms: int) -> dict[str, Any]:
+    """ProducerPerformance until its periodic lines cover warm-up + window, then stopped; measured
+    from those lines (``bench_window.periodic_window``)."""
     tools = fetch_kafka_tools()
-    cmd = [str(arts.java), "-Xmx512m", "-cp", f"{tools}/*", "org.apache.kafka.tools.ProducerPerformance",
-           "--topic", topic, "--num-records", str(num_records), "--record-size", str(record_bytes),
-           "--throughput", "-1", "--transactional-id", f"bench-pp-{topic}", "--transaction-duration-ms", str(txn_ms),
-           "--producer-props", f"bootstrap.servers={cluster.bootstrap}", "linger.ms=5"]
-    log.info(f"ProducerPerformance: {num_records} records of {record_bytes} B, transactions of {txn_ms} ms")
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
-    (run_dir / "producer-performance.log").write_text(proc.stdout + proc.stderr)
-    m = SUMMARY.findall(proc.stdout)
-    if proc.returncode != 0 or not m:
-        raise RuntimeError(f"ProducerPerformance failed (exit {proc.returncode}):\n{(proc.stdout + proc.stderr)[-1500:]}")
-    sent, rate = m[-1]
-    return {"records": int(sent), "records_per_s": float(rate), "transaction_duration_ms": txn_ms}
+    topic = _fresh_topic(cluster, "pp", shape.partitions)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    out = run_dir / "producer-performance.log"
+    end = shape.warmup_s + shape.seconds
+    with _spawned(pp_command(arts, tools, cluster.bootstrap, topic, shape, txn_ms), out,
+                  _tagged_env(cluster, time.monotonic_ns())) as p:
+
+        def lines_cover() -> bool:
+            return covered_s(parse_periodic(out.read_text(errors="replace"))) >= end
+
+        def died() -> str | None:
+            code = p.poll()
+            return None if code is None else f"ProducerPerformance exited with code {code}:\n{procs.tail(out)}"
+
+        wait_until(lines_cover, timeout=START_TIMEOUT_S + end, interval=0.5, fatal=died,
+                   what=f"ProducerPerformance's periodic lines to cover {end:g}s",
+                   state=lambda: f"{covered_s(parse_periodic(out.read_text(errors='replace'))):.1f}s covered; "
+                                 f"last lines:\n{procs.tail(out, 5)}")
+    m = periodic_window(parse_periodic(out.read_text(errors="replace")), shape.warmup_s, shape.seconds,
+                        PP_INTERVAL_MS / 1000)
+    # It sizes transactions by time: the records one holds are at least those sent while it is open
+    # (its rate counts the commits' pauses too, so this is a lower bound).
+    at_least = m.records_per_s * txn_ms / 1000
+    return {**m.to_json(), "records_per_txn": None, "records_per_txn_at_least": round(at_least, 1),
+            "transaction_duration_ms": txn_ms, "topic": topic}
 
 
-def bench(arts: Artifacts, cluster: Cluster, run_dir: Path, seconds: float, record_bytes: int, txn_ms: int) -> dict[str, Any]:
-    a = ours(cluster, run_dir / "ours", seconds, record_bytes, txn_ms)
-    # Enough records for Kafka's tool to run about as long as ours did, if it were 5x faster.
-    num = max(10_000, int(a["records_per_s"] * seconds * 5))
-    (run_dir / "kafka").mkdir(parents=True, exist_ok=True)
-    k = kafkas(arts, cluster, run_dir / "kafka", num, record_bytes, txn_ms, timeout=seconds * 20 + 120)
-    return {"ours": a, "kafka_producer_performance": k, "ratio": round(a["records_per_s"] / k["records_per_s"], 3),
-            "record_bytes": record_bytes}
+def calibrate_producer_performance(arts: Artifacts, cluster: Cluster, run_dir: Path, shape: Shape) -> dict[str, Any]:
+    """A short, uncounted ProducerPerformance run to learn its pace, hence the transaction duration
+    at which its transactions hold ``records_per_txn`` records."""
+    short = Shape(shape.records_per_txn, shape.record_bytes, shape.warmup_s, PP_CALIBRATION_S, partitions=shape.partitions)
+    got = run_producer_performance(arts, cluster, run_dir, short, PP_CALIBRATION_TXN_MS)
+    txn_ms = max(1, round(1000 * shape.records_per_txn / got["records_per_s"]))
+    log.info(f"ProducerPerformance calibration: {got['records_per_s']} records/s at {PP_CALIBRATION_TXN_MS} ms "
+             f"transactions -> {txn_ms} ms for {shape.records_per_txn} records")
+    return {"records_per_s": got["records_per_s"], "at_txn_ms": PP_CALIBRATION_TXN_MS, "txn_ms": txn_ms}
 
 
-def write(result: dict[str, Any], run_dir: Path) -> None:
-    write_json(run_dir / "bench-producer.json", result)
+def bench_producers(arts: Artifacts, cluster: Cluster, run_dir: Path, producers: list[str], shape: Shape,
+                    runs: int) -> dict[str, Any]:
+    """Each producer ``runs`` times, interleaved; per producer the runs, their spread and its ratio
+    to ProducerPerformance's median (when it was among them)."""
+    samples: dict[str, list[dict[str, Any]]] = {p: [] for p in producers}
+    result: dict[str, Any] = {"shape": shape.to_json(), "order": []}
+    txn_ms = 0
+    if PRODUCER_PERFORMANCE in producers:
+        cal = calibrate_producer_performance(arts, cluster, run_dir / "pp-calibration", shape)
+        txn_ms = cal["txn_ms"]
+        result["producer_performance"] = {"calibration": cal, "transaction_duration_ms": txn_ms, "props": list(PP_PROPS),
+                                          "reporting_interval_ms": PP_INTERVAL_MS}
+    for i in range(runs):
+        for p in producers:
+            d = run_dir / f"run{i + 1}" / _slug(p)
+            if p == PRODUCER_PERFORMANCE:
+                got = run_producer_performance(arts, cluster, d, shape, txn_ms)
+            else:
+                got = run_workload(cluster, d, p, shape)
+            samples[p].append(got)
+            result["order"].append(p)
+            log.info(f"run {i + 1}/{runs}, {p}: {got['records_per_s']} records/s over {got['window_s']}")
+    result["producers"] = summarise(samples, "records_per_s", PRODUCER_PERFORMANCE)
+    return result
+
+
+def summarise(samples: dict[str, list[dict[str, Any]]], key: str, reference: str | None) -> dict[str, Any]:
+    """Per series: its runs, the spread of ``key`` over them, and its median / the reference's."""
+    out: dict[str, Any] = {}
+    ref = spread_of([s[key] for s in samples[reference]]).median if reference in samples else None
+    for name, runs in samples.items():
+        sp = spread_of([s[key] for s in runs])
+        out[name] = {"runs": runs, key: sp.to_json(2 if key == "txns_per_s" else 1),
+                     "ratio": round(sp.median / ref, 3) if ref else None}
+    return out
+
+
+def bench_txn_rate(cluster: Cluster, run_dir: Path, libraries: list[str], warmup_s: float, seconds: float,
+                   runs: int) -> dict[str, Any]:
+    """Committed transactions per second of one txn-producer per library, in txn-baseline's shape
+    (6 values per transaction, a tenth aborted on purpose), runs interleaved."""
+    shape = Shape(BASELINE_VALUES_PER_TXN, 0, warmup_s, seconds, abort_share=BASELINE_ABORT_SHARE)
+    samples: dict[str, list[dict[str, Any]]] = {lib: [] for lib in libraries}
+    for i in range(runs):
+        for lib in libraries:
+            got = run_workload(cluster, run_dir / f"run{i + 1}" / _slug(lib), lib, shape)
+            samples[lib].append(got)
+            log.info(f"run {i + 1}/{runs}, {lib}: {got['txns_per_s']} committed txns/s")
+    ref = DEFAULT_LIBRARY if DEFAULT_LIBRARY in libraries else None
+    return {"shape": {**shape.to_json(), "record_bytes": None, "scenario": "txn-baseline (one producer)"},
+            "libraries": summarise(samples, "txns_per_s", ref)}
+

@@ -1,0 +1,147 @@
+"""The arithmetic of ``bench producer`` / ``bench txn-rate`` on synthetic data: the steady-state
+windows (warm-up left out), ProducerPerformance's periodic lines, median and spread, and the
+producer list the command line accepts."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.bench_window import NOISY_SPREAD, Periodic, Txn, covered_s, parse_periodic, periodic_window, spread_of, workload_window
+
+S = 1_000_000_000  # ns per second
+
+
+def steady(start_s: float, every_s: float, until_s: float, records: int = 500, outcome: str = "ok",
+           took_s: float = 0.01) -> list[Txn]:
+    """A transaction completing every ``every_s`` from ``start_s`` until ``until_s``."""
+    n = int(round((until_s - start_s) / every_s)) + 1
+    return [Txn(round((start_s + k * every_s - took_s) * S), round((start_s + k * every_s) * S), outcome, records)
+            for k in range(n)]
+
+
+def test_the_warm_up_is_not_counted_and_the_window_is_the_steady_rate() -> None:
+    # a slow start (one commit a second for 5 s from t=100 s), then 10 commits a second
+    txns = [Txn(100 * S, 100 * S + S // 2, "ok", 500)] + steady(101, 1.0, 105) + steady(105.1, 0.1, 130)
+    m = workload_window(txns, warmup_s=5, seconds=20)
+    # the window is 105..125 s from the first transaction's begin at 100 s: commits at 105.1 .. 125.0
+    assert m.txns == 200
+    assert m.records_per_s == pytest.approx(200 * 500 / 20)
+    assert m.txns_per_s == pytest.approx(10)
+    assert m.records_per_txn == 500
+    assert m.window_s == (5, 25)
+    assert m.txn_ms_p50 == pytest.approx(10)
+
+
+def test_counted_with_the_warm_up_the_rate_would_be_lower() -> None:
+    txns = [Txn(0, S // 2, "ok", 500)] + steady(1, 1.0, 5) + steady(5.1, 0.1, 30)
+    assert workload_window(txns, 0, 25).records_per_s < workload_window(txns, 5, 20).records_per_s
+
+
+def test_aborted_and_unknown_transactions_count_no_records() -> None:
+    txns = steady(0.05, 0.1, 30) + steady(0.06, 0.5, 30, outcome="fail") + steady(0.07, 1.0, 30, outcome="info")
+    m = workload_window(txns, 5, 20)
+    assert m.txns == 200
+    assert m.records == 200 * 500
+    assert m.aborted_per_s == pytest.approx(40 / 20)
+
+
+def test_a_history_that_ends_before_the_window_does_is_refused() -> None:
+    txns = steady(0.1, 0.1, 18)
+    with pytest.raises(ValueError, match="before the window's end at 25s"):
+        workload_window(txns, 5, 20)
+    with pytest.raises(ValueError, match="no transaction"):
+        workload_window([], 5, 20)
+
+
+PP_OUTPUT = """\
+SLF4J(W): No SLF4J providers were found.
+{lines}
+1200 records sent, 4000.000000 records/sec (0.38 MB/sec), 3.10 ms avg latency, 44.00 ms max latency, 2 ms 50th, 9 ms 95th, 20 ms 99th, 44 ms 99.9th.
+"""
+
+
+def pp_lines(rates: list[float], seconds: float = 1.02) -> str:
+    return "\n".join(f"{int(r * seconds)} records sent, {r:.1f} records/sec (0.38 MB/sec), 3.2 ms avg latency, "
+                     f"41.0 ms max latency." for r in rates)
+
+
+def test_periodic_lines_are_parsed_and_the_total_line_is_not() -> None:
+    got = parse_periodic(PP_OUTPUT.format(lines=pp_lines([1000.0, 2000.0])))
+    assert [p.records for p in got] == [1020, 2040]
+    assert [p.per_s for p in got] == [1000.0, 2000.0]
+    assert got[0].seconds == pytest.approx(1.02)
+    assert covered_s(got) == pytest.approx(2.04)
+
+
+def test_the_periodic_window_leaves_the_warm_up_out() -> None:
+    # 5 slow lines (warm-up), then 30 lines at 50k/s; each line covers 1.02 s
+    lines = parse_periodic(pp_lines([5000.0] * 5 + [50000.0] * 30))
+    m = periodic_window(lines, warmup_s=5, seconds=20, interval_s=1.0)
+    assert m.records_per_s == pytest.approx(50000, rel=1e-3)
+    # the first line inside starts at 5.1 s (5 x 1.02), the last ends by 25.5 s
+    assert m.window_s[0] == pytest.approx(5.1)
+    assert 24.5 <= m.window_s[1] <= 25.5
+    assert m.records == pytest.approx(50000 * (m.window_s[1] - m.window_s[0]), rel=1e-3)
+
+
+def test_the_periodic_window_picks_the_lines_inside_it_only() -> None:
+    lines = [Periodic(1000, 1000.0)] * 5 + [Periodic(2000, 2000.0)] * 20 + [Periodic(9000, 9000.0)] * 5
+    m = periodic_window(lines, 5, 20, 1.0)
+    assert m.records_per_s == pytest.approx(2000)
+    assert m.window_s == pytest.approx((5, 25))
+
+
+def test_periodic_lines_that_stop_short_of_the_window_are_refused() -> None:
+    with pytest.raises(ValueError, match="reach 10.2s, not the window's end at 25s"):
+        periodic_window(parse_periodic(pp_lines([1000.0] * 10)), 5, 20, 1.0)
+
+
+def test_median_spread_and_noise() -> None:
+    sp = spread_of([100.0, 90.0, 110.0])
+    assert (sp.median, sp.low, sp.high) == (100.0, 90.0, 110.0)
+    assert sp.spread == pytest.approx(0.2)
+    assert not sp.noisy  # exactly 20% is the limit, not above it
+    assert spread_of([100.0, 79.0, 100.0]).noisy
+    assert spread_of([5.0]).spread == 0
+    assert NOISY_SPREAD == 0.2
+    assert sp.to_json() == {"values": [100.0, 90.0, 110.0], "median": 100.0, "min": 90.0, "max": 110.0,
+                            "spread_pct": 20.0, "noisy": False}
+    with pytest.raises(ValueError):
+        spread_of([])
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["producer", "--producers", "foo"], "library 'foo': unknown client library"),
+    (["producer", "--producers", "confluent-kafka,producer-performance,confluent-kafka"], "confluent-kafka is named twice"),
+    (["producer", "--producers", "confluent-kafka,,producer-performance"], "without empty items"),
+    (["producer", "--producers", "java@4.x"], "not a release version"),
+    (["producer", "--records-per-txn", "0"], "--records-per-txn"),
+    (["producer", "--record-size", "2"], "--record-size"),
+    (["producer", "--warmup", "-1"], "--warmup"),
+    (["producer", "--seconds", "inf"], "--seconds"),
+    (["producer", "--runs", "0"], "--runs"),
+    (["txn-rate", "--libraries", "producer-performance"], "unknown client library"),
+    (["txn-rate", "--seconds", "nan"], "--seconds"),
+])
+def test_bad_bench_input_exits_2_naming_it_and_starts_nothing(monkeypatch: pytest.MonkeyPatch, args: list[str],
+                                                               says: str) -> None:
+    from typer.testing import CliRunner
+
+    from clusters import artifacts, backends
+    from harness.cli import app
+
+    started: list[object] = []
+    monkeypatch.setattr(backends, "new_cluster", lambda *a, **kw: started.append(a))
+    monkeypatch.setattr(artifacts, "ensure", lambda *a, **kw: started.append(a))
+    r = CliRunner(env={"COLUMNS": "400", "TERMINAL_WIDTH": "400"}).invoke(app, ["bench", *args])
+    assert r.exit_code == 2, r.output
+    assert says in r.output
+    assert started == []
+
+
+def test_the_producer_list_is_normalised() -> None:
+    from harness.bench_producer import parse_producers
+
+    assert parse_producers(" confluent-kafka , java ,producer-performance") == [
+        "confluent-kafka", "java@4.4.0", "producer-performance"]
+    assert parse_producers("java@3.9.1", flag="--libraries", allow_tool=False) == ["java@3.9.1"]
