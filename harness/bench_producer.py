@@ -14,6 +14,7 @@ partitions, acks=all with idempotence. The arithmetic is ``harness.bench_window`
 from __future__ import annotations
 
 import logging
+import math
 import os
 import random
 import signal
@@ -30,16 +31,19 @@ import orjson
 from clusters import procs
 from clusters.artifacts import Artifacts, fetch_kafka_tools
 from clusters.base import Cluster
-from clusters.health import admin_client
+from clusters.health import QUIET, admin_client
 from harness.bench_window import (
     DEFAULT_LIBRARIES,
     DEFAULT_PRODUCERS,
     PRODUCER_PERFORMANCE,
     Txn,
+    commits_in_window,
     covered_s,
+    fit_txn_cost,
     parse_periodic,
     periodic_window,
     spread_of,
+    txn_log_status,
     workload_window,
 )
 from harness.errors import ConfigError, HarnessError
@@ -60,10 +64,11 @@ PARTITIONS = 6
 PP_INTERVAL_MS = 1000
 #: Its ``--num-records``: more than any window needs; it is stopped once its lines cover the window.
 PP_RECORDS = 10**11
-#: Its first transactions' duration while calibrating, before its rate is known.
-PP_CALIBRATION_TXN_MS = 100
-#: The calibration run's window, after the warm-up.
+#: Calibration runs at most (each a warm-up and a short window) before the measured ones.
+PP_CALIBRATION_STEPS = 6
 PP_CALIBRATION_S = 5.0
+#: Reading the coordinator's log of one transactional.id: a few thousand entries.
+READ_TIMEOUT_S = 60.0
 #: A producer's process start, its init_transactions (a JVM for Java) and its first transaction.
 START_TIMEOUT_S = 120.0
 #: How long a stopped producer may take to finish its transaction and exit.
@@ -229,24 +234,59 @@ def _spawned(cmd: list[str], log_file: Path, env: dict[str, str]) -> Iterator[su
                 continue
 
 
-def pp_command(arts: Artifacts, tools: Path, bootstrap: str, topic: str, shape: Shape, txn_ms: int) -> list[str]:
+def pp_command(arts: Artifacts, tools: Path, bootstrap: str, topic: str, txn_id: str, shape: Shape, txn_ms: int) -> list[str]:
     """ProducerPerformance's command line: transactional, our record size, no throttle, a line a second."""
     return [str(arts.java), "-Xmx512m", "-Duser.language=en", "-Duser.country=US", "-cp", f"{tools}/*",
             "org.apache.kafka.tools.ProducerPerformance", "--bootstrap-server", bootstrap, "--topic", topic,
             "--num-records", str(PP_RECORDS), "--record-size", str(shape.record_bytes), "--throughput", "-1",
-            "--transactional-id", f"bench-pp-{topic}", "--transaction-duration-ms", str(txn_ms),
+            "--transactional-id", txn_id, "--transaction-duration-ms", str(txn_ms),
             "--reporting-interval", str(PP_INTERVAL_MS), "--command-property", *PP_PROPS]
 
 
+def read_txn_log(cluster: Cluster, txn_id: str) -> list[tuple[int, int]]:
+    """``(status, timestamp ms)`` of every ``__transaction_state`` entry of ``txn_id``, read over
+    DIRECT from the partition the coordinator keeps it in, up to that partition's end."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    from chaos.targets import TXN_STATE_TOPIC, coordinator_partition
+
+    admin = admin_client(cluster.direct_bootstrap)
+    parts = len(admin.list_topics(topic=TXN_STATE_TOPIC, timeout=10).topics[TXN_STATE_TOPIC].partitions)
+    tp = TopicPartition(TXN_STATE_TOPIC, coordinator_partition(txn_id, parts), OFFSET_BEGINNING)
+    c = Consumer({"bootstrap.servers": cluster.direct_bootstrap, "group.id": f"eos-chaos-bench-{txn_id}",
+                  "enable.auto.commit": False, "logger": QUIET})
+    found: list[tuple[int, int]] = []
+    try:
+        end = c.get_watermark_offsets(tp, timeout=10)[1]
+        c.assign([tp])
+        pos = [0]
+
+        def read_to_end() -> bool:
+            for m in c.consume(1000, 1.0):
+                if m.error() is None:
+                    pos[0] = max(pos[0], (m.offset() or 0) + 1)
+                    st = txn_log_status(m.key(), m.value(), txn_id)
+                    if st is not None:
+                        found.append((st, m.timestamp()[1]))
+            return pos[0] >= end
+
+        wait_until(read_to_end, timeout=READ_TIMEOUT_S, interval=0.0, max_interval=0.0,
+                   what=f"{TXN_STATE_TOPIC}-{tp.partition} read to its end ({end})", state=lambda: f"at offset {pos[0]}")
+    finally:
+        c.close()
+    return found
+
+
 def run_producer_performance(arts: Artifacts, cluster: Cluster, run_dir: Path, shape: Shape, txn_ms: int) -> dict[str, Any]:
-    """ProducerPerformance until its periodic lines cover warm-up + window, then stopped; measured
-    from those lines (``bench_window.periodic_window``)."""
+    """ProducerPerformance until its periodic lines cover warm-up + window, then stopped; records/s
+    from those lines (``bench_window.periodic_window``), its transactions from the coordinator's log."""
     tools = fetch_kafka_tools()
     topic = _fresh_topic(cluster, "pp", shape.partitions)
+    txn_id = f"bench-pp-{topic}"
     run_dir.mkdir(parents=True, exist_ok=True)
     out = run_dir / "producer-performance.log"
     end = shape.warmup_s + shape.seconds
-    with _spawned(pp_command(arts, tools, cluster.bootstrap, topic, shape, txn_ms), out,
+    with _spawned(pp_command(arts, tools, cluster.bootstrap, topic, txn_id, shape, txn_ms), out,
                   _tagged_env(cluster, time.monotonic_ns())) as p:
 
         def lines_cover() -> bool:
@@ -260,24 +300,37 @@ def run_producer_performance(arts: Artifacts, cluster: Cluster, run_dir: Path, s
                    what=f"ProducerPerformance's periodic lines to cover {end:g}s",
                    state=lambda: f"{covered_s(parse_periodic(out.read_text(errors='replace'))):.1f}s covered; "
                                  f"last lines:\n{procs.tail(out, 5)}")
-    m = periodic_window(parse_periodic(out.read_text(errors="replace")), shape.warmup_s, shape.seconds,
-                        PP_INTERVAL_MS / 1000)
-    # It sizes transactions by time: the records one holds are at least those sent while it is open
-    # (its rate counts the commits' pauses too, so this is a lower bound).
-    at_least = m.records_per_s * txn_ms / 1000
-    return {**m.to_json(), "records_per_txn": None, "records_per_txn_at_least": round(at_least, 1),
+    try:
+        m = periodic_window(parse_periodic(out.read_text(errors="replace")), shape.warmup_s, shape.seconds,
+                            PP_INTERVAL_MS / 1000)
+        commits = commits_in_window(read_txn_log(cluster, txn_id), shape.warmup_s, shape.seconds)
+    except ValueError as exc:
+        raise HarnessError(f"{PRODUCER_PERFORMANCE}: {exc} ({out})") from None
+    txns_per_s = commits / shape.seconds
+    return {**m.to_json(), "txns": commits, "txns_per_s": round(txns_per_s, 2),
+            "records_per_txn": round(m.records_per_s / txns_per_s, 1) if commits else None,
             "transaction_duration_ms": txn_ms, "topic": topic}
 
 
 def calibrate_producer_performance(arts: Artifacts, cluster: Cluster, run_dir: Path, shape: Shape) -> dict[str, Any]:
-    """A short, uncounted ProducerPerformance run to learn its pace, hence the transaction duration
-    at which its transactions hold ``records_per_txn`` records."""
+    """Short, uncounted ProducerPerformance runs at transaction durations of 1, 2, 4, ... ms until
+    its transactions hold ``records_per_txn`` records or more: the duration whose size came closest
+    is the one the measured runs use, and every step is a point of its ``TxnCost`` line."""
     short = Shape(shape.records_per_txn, shape.record_bytes, shape.warmup_s, PP_CALIBRATION_S, partitions=shape.partitions)
-    got = run_producer_performance(arts, cluster, run_dir, short, PP_CALIBRATION_TXN_MS)
-    txn_ms = max(1, round(1000 * shape.records_per_txn / got["records_per_s"]))
-    log.info(f"ProducerPerformance calibration: {got['records_per_s']} records/s at {PP_CALIBRATION_TXN_MS} ms "
-             f"transactions -> {txn_ms} ms for {shape.records_per_txn} records")
-    return {"records_per_s": got["records_per_s"], "at_txn_ms": PP_CALIBRATION_TXN_MS, "txn_ms": txn_ms}
+    steps: list[dict[str, Any]] = []
+    txn_ms = 1
+    for i in range(PP_CALIBRATION_STEPS):
+        got = run_producer_performance(arts, cluster, run_dir / f"step{i + 1}", short, txn_ms)
+        steps.append({"txn_ms": txn_ms, "records_per_txn": got["records_per_txn"], "records_per_s": got["records_per_s"]})
+        log.info(f"ProducerPerformance calibration {i + 1}: {steps[-1]}")
+        if (got["records_per_txn"] or 0) >= shape.records_per_txn:
+            break
+        txn_ms *= 2
+    sized = [s for s in steps if s["records_per_txn"]]
+    if not sized:
+        raise HarnessError(f"{PRODUCER_PERFORMANCE} committed no transaction while calibrating ({run_dir})")
+    best = min(sized, key=lambda s: abs(math.log(s["records_per_txn"] / shape.records_per_txn)))
+    return {"steps": steps, "txn_ms": best["txn_ms"]}
 
 
 def bench_producers(arts: Artifacts, cluster: Cluster, run_dir: Path, producers: list[str], shape: Shape,
@@ -286,24 +339,41 @@ def bench_producers(arts: Artifacts, cluster: Cluster, run_dir: Path, producers:
     to ProducerPerformance's median (when it was among them)."""
     samples: dict[str, list[dict[str, Any]]] = {p: [] for p in producers}
     result: dict[str, Any] = {"shape": shape.to_json(), "order": []}
-    txn_ms = 0
+    cal: dict[str, Any] = {}
     if PRODUCER_PERFORMANCE in producers:
         cal = calibrate_producer_performance(arts, cluster, run_dir / "pp-calibration", shape)
-        txn_ms = cal["txn_ms"]
-        result["producer_performance"] = {"calibration": cal, "transaction_duration_ms": txn_ms, "props": list(PP_PROPS),
-                                          "reporting_interval_ms": PP_INTERVAL_MS}
     for i in range(runs):
         for p in producers:
             d = run_dir / f"run{i + 1}" / _slug(p)
             if p == PRODUCER_PERFORMANCE:
-                got = run_producer_performance(arts, cluster, d, shape, txn_ms)
+                got = run_producer_performance(arts, cluster, d, shape, cal["txn_ms"])
             else:
                 got = run_workload(cluster, d, p, shape)
             samples[p].append(got)
             result["order"].append(p)
-            log.info(f"run {i + 1}/{runs}, {p}: {got['records_per_s']} records/s over {got['window_s']}")
+            log.info(f"run {i + 1}/{runs}, {p}: {got['records_per_s']} records/s, {got['records_per_txn']} records/txn")
+    if cal:
+        result["producer_performance"] = {**at_wanted_size(samples[PRODUCER_PERFORMANCE], cal["steps"], shape.records_per_txn),
+                                          "calibration": cal, "props": list(PP_PROPS), "reporting_interval_ms": PP_INTERVAL_MS}
     result["producers"] = summarise(samples, "records_per_s", PRODUCER_PERFORMANCE)
     return result
+
+
+def at_wanted_size(runs: list[dict[str, Any]], steps: list[dict[str, Any]], wanted: int) -> dict[str, Any]:
+    """Move each ProducerPerformance run to ``wanted`` records per transaction along the
+    ``TxnCost`` line fitted to every run and calibration step (in place: ``records_per_s`` becomes
+    the moved figure, ``records_per_s_measured`` keeps the measured one). No move without a line
+    that rises (two sizes at least, a positive cost per record)."""
+    points = [(r["records_per_txn"], r["records_per_s"]) for r in [*steps, *runs] if r["records_per_txn"]]
+    cost = fit_txn_cost(points)
+    for r in runs:
+        r["records_per_s_measured"] = r["records_per_s"]
+        if cost is not None and cost.per_record_ms > 0 and r["records_per_txn"]:
+            r["records_per_s"] = round(cost.rate_at(r["records_per_txn"], r["records_per_s"], wanted), 1)
+    if cost is None or cost.per_record_ms <= 0:
+        return {"txn_cost": None, "moved_to_records_per_txn": None}
+    return {"txn_cost": {"fixed_ms": round(cost.fixed_ms, 2), "per_record_ms": round(cost.per_record_ms, 5)},
+            "moved_to_records_per_txn": wanted}
 
 
 def summarise(samples: dict[str, list[dict[str, Any]]], key: str, reference: str | None) -> dict[str, Any]:

@@ -10,7 +10,9 @@ What each side counts (docs/BENCHMARKS.md says the same for readers):
   ``warmup_s`` after the first transaction began (the producer's ``init_transactions`` is before it);
 - ProducerPerformance: the records its periodic lines report acknowledged, over those lines' own
   elapsed times, for the lines whose interval lies inside the window. Its clock starts right after
-  ``initTransactions`` too, so both warm-ups are measured from the same point.
+  ``initTransactions`` too, so both warm-ups are measured from the same point. Its transactions are
+  counted from the transaction coordinator's log (``__transaction_state``): the CompleteCommit
+  entries of its ``transactional.id`` inside the window, timed from its first Ongoing entry.
 """
 
 from __future__ import annotations
@@ -142,6 +144,69 @@ def periodic_window(lines: Sequence[Periodic], warmup_s: float, seconds: float, 
     span = sum(p.seconds for p in picked)
     return Measured(records_per_s=records / span, txns_per_s=0.0, aborted_per_s=0.0, records=records, txns=0,
                     window_s=(first, last), records_per_txn=0.0, txn_ms_p50=None)
+
+
+#: ``TransactionLogValue.TransactionStatus`` (Kafka's ``TransactionState`` ids).
+ONGOING, COMPLETE_COMMIT = 1, 4
+#: Where the status byte is in a ``__transaction_state`` value: after the version (int16),
+#: ProducerId (int64), ProducerEpoch (int16) and TransactionTimeoutMs (int32). Fixed in versions 0
+#: and 1 (version 1's additions are tagged fields, which go at the end).
+_STATUS_AT = 2 + 8 + 2 + 4
+
+
+def txn_log_status(key: bytes | None, value: bytes | None, txn_id: str) -> int | None:
+    """The status of a ``__transaction_state`` record of ``txn_id`` (None: another id's, or a
+    tombstone). The key is a version (int16) and the id as a string (int16 length, UTF-8)."""
+    want = txn_id.encode()
+    if key is None or value is None or len(value) <= _STATUS_AT or key[4:] != want:
+        return None
+    if int.from_bytes(key[2:4], "big") != len(want):
+        return None
+    return value[_STATUS_AT]
+
+
+def commits_in_window(states: Sequence[tuple[int, int]], warmup_s: float, seconds: float) -> int:
+    """How many transactions committed within the window, from ``(status, timestamp ms)`` entries
+    of one transactional.id's log, timed from its first Ongoing entry. ValueError when the log does
+    not reach the window's end."""
+    starts = [ts for st, ts in states if st == ONGOING]
+    if not starts:
+        raise ValueError("the transaction log holds no transaction of ProducerPerformance")
+    t0 = min(starts)
+    lo, hi = t0 + warmup_s * 1000, t0 + (warmup_s + seconds) * 1000
+    if max(ts for _, ts in states) < hi:
+        raise ValueError(f"the transaction log of ProducerPerformance ends before the window's end at "
+                         f"{warmup_s + seconds:g}s")
+    return sum(1 for st, ts in states if st == COMPLETE_COMMIT and lo < ts <= hi)
+
+
+@dataclass(frozen=True)
+class TxnCost:
+    """A producer's time per transaction as a line in the records it holds: ``fixed_ms`` (begin,
+    commit, markers: paid once per transaction) + ``per_record_ms`` x records. Fitted to runs of
+    ProducerPerformance at several transaction sizes (it sizes them by time only, so it cannot be
+    given exactly N); a run at s records is then moved along the line to N."""
+
+    fixed_ms: float
+    per_record_ms: float
+
+    def rate_at(self, records_per_txn: float, records_per_s: float, wanted: int) -> float:
+        """A run's records/s had its transactions held ``wanted`` records instead of ``records_per_txn``:
+        its own time per transaction, plus the line's slope times the difference."""
+        took_ms = 1000 * records_per_txn / records_per_s + self.per_record_ms * (wanted - records_per_txn)
+        return 1000 * wanted / took_ms if took_ms > 0 else records_per_s
+
+
+def fit_txn_cost(points: Sequence[tuple[float, float]]) -> TxnCost | None:
+    """Least squares of time per transaction (ms) on records per transaction over ``(records per
+    transaction, records/s)`` points; None without two distinct sizes."""
+    pts = [(n, 1000 * n / r) for n, r in points if n > 0 and r > 0]
+    if len({round(n) for n, _ in pts}) < 2:
+        return None
+    mean_n = statistics.fmean(n for n, _ in pts)
+    mean_t = statistics.fmean(t for _, t in pts)
+    slope = sum((n - mean_n) * (t - mean_t) for n, t in pts) / sum((n - mean_n) ** 2 for n, _ in pts)
+    return TxnCost(fixed_ms=mean_t - slope * mean_n, per_record_ms=slope)
 
 
 @dataclass(frozen=True)

@@ -200,10 +200,10 @@ def bench_producer_cmd(
         return
 
     def per_txn(s: dict[str, Any]) -> str:
-        last = s["runs"][-1]
-        if last.get("records_per_txn_at_least") is not None:
-            return f">= {min(r['records_per_txn_at_least'] for r in s['runs']):,.0f} ({last['transaction_duration_ms']} ms)"
-        return f"{last['records_per_txn']:,.0f}"
+        sizes = [r["records_per_txn"] for r in s["runs"] if r["records_per_txn"]]
+        shown = f"{statistics.median(sizes):,.0f}" if sizes else "?"
+        timed = [r["transaction_duration_ms"] for r in s["runs"] if "transaction_duration_ms" in r]
+        return shown + (f" ({', '.join(str(t) for t in timed)} ms)" if timed else "")
 
     title = (f"records/s, {records_per_txn} records of {record_bytes} B per transaction, {warmup:g}s warm-up, "
              f"{seconds:g}s window, median of {runs}" + (f"; ratio to {PRODUCER_PERFORMANCE}" if PRODUCER_PERFORMANCE in names else ""))

@@ -145,3 +145,64 @@ def test_the_producer_list_is_normalised() -> None:
     assert parse_producers(" confluent-kafka , java ,producer-performance") == [
         "confluent-kafka", "java@4.4.0", "producer-performance"]
     assert parse_producers("java@3.9.1", flag="--libraries", allow_tool=False) == ["java@3.9.1"]
+
+
+def txn_log_key(txn_id: str) -> bytes:
+    raw = txn_id.encode()
+    return b"\x00\x00" + len(raw).to_bytes(2, "big") + raw
+
+
+def txn_log_value(status: int, version: int = 1) -> bytes:
+    # version, ProducerId, ProducerEpoch, TransactionTimeoutMs, TransactionStatus, then the rest
+    return (version.to_bytes(2, "big") + (7).to_bytes(8, "big") + (3).to_bytes(2, "big") + (60000).to_bytes(4, "big")
+            + bytes([status]) + b"\x01" + (0).to_bytes(16, "big") + b"\x00")
+
+
+def test_transaction_log_entries_of_one_id_are_read_and_others_skipped() -> None:
+    from harness.bench_window import COMPLETE_COMMIT, txn_log_status
+
+    assert txn_log_status(txn_log_key("bench-pp-x"), txn_log_value(COMPLETE_COMMIT), "bench-pp-x") == COMPLETE_COMMIT
+    assert txn_log_status(txn_log_key("bench-pp-x"), txn_log_value(2, version=0), "bench-pp-x") == 2
+    assert txn_log_status(txn_log_key("bench-pp-xy"), txn_log_value(4), "bench-pp-x") is None
+    assert txn_log_status(txn_log_key("other"), txn_log_value(4), "bench-pp-x") is None
+    assert txn_log_status(txn_log_key("bench-pp-x"), None, "bench-pp-x") is None  # a tombstone
+
+
+def test_commits_in_the_window_are_counted_from_the_first_ongoing() -> None:
+    from harness.bench_window import COMPLETE_COMMIT, ONGOING, commits_in_window
+
+    t0 = 1_700_000_000_000
+    # init (Empty) before the first transaction; then a commit every 100 ms for 30 s
+    states = [(0, t0 - 500)] + [(ONGOING, t0)]
+    states += [(s, t0 + ms) for ms in range(100, 30_001, 100) for s in (ONGOING, 2, COMPLETE_COMMIT)]
+    assert commits_in_window(states, 5, 20) == 200
+    with pytest.raises(ValueError, match="ends before the window's end at 35s"):
+        commits_in_window(states, 5, 30)
+    with pytest.raises(ValueError, match="no transaction"):
+        commits_in_window([(0, t0)], 5, 20)
+
+
+def test_the_cost_line_fits_time_per_transaction_and_moves_a_run_to_the_wanted_size() -> None:
+    from harness.bench_window import fit_txn_cost
+
+    # 50 ms per transaction + 0.04 ms per record, exactly
+    def rate(n: float) -> float:
+        return 1000 * n / (50 + 0.04 * n)
+
+    cost = fit_txn_cost([(n, rate(n)) for n in (100.0, 1000.0, 3000.0)])
+    assert cost is not None
+    assert cost.fixed_ms == pytest.approx(50)
+    assert cost.per_record_ms == pytest.approx(0.04)
+    # a run at 2000 records per transaction, moved to 500, is the rate at 500
+    assert cost.rate_at(2000, rate(2000), 500) == pytest.approx(rate(500))
+    # a run that was 10% slower than the line stays slower after the move, by its own time per transaction
+    slow = cost.rate_at(2000, rate(2000) / 1.1, 500)
+    assert slow < rate(500)
+    assert cost.rate_at(500, 1234.0, 500) == 1234.0  # at the wanted size: unchanged
+
+
+def test_no_cost_line_without_two_sizes() -> None:
+    from harness.bench_window import fit_txn_cost
+
+    assert fit_txn_cost([(500.0, 1000.0), (500.0, 1100.0)]) is None
+    assert fit_txn_cost([]) is None
