@@ -172,19 +172,24 @@ def history_txns(run_dir: Path) -> list[Txn]:
     return txns
 
 
+def workload_config(run_dir: Path, library: str, shape: Shape, bootstrap: str, topic: str) -> WorkloadConfig:
+    """Our txn-producer as ``bench producer`` runs it: on ``library``, exactly ``records_per_txn``
+    records per transaction (``txn_ms`` 0: no adaptive sizing), values padded to the record size."""
+    settings = TxnProducerSettings.model_validate({"values_per_txn": shape.records_per_txn, "txn_ms": 0,
+                                                   "abort_share": shape.abort_share, "value_bytes": shape.record_bytes})
+    return WorkloadConfig(run_dir=str(run_dir), name="txn-producer-0", bootstrap=bootstrap, topics=[topic],
+                          partitions=shape.partitions, max_seconds=START_TIMEOUT_S + shape.warmup_s + shape.seconds + 600,
+                          settings=settings.model_dump(exclude_defaults=True), library=library)
+
+
 def run_workload(cluster: Cluster, run_dir: Path, library: str, shape: Shape) -> dict[str, Any]:
     """Our txn-producer on ``library``: started, left to run warm-up + window from its first
     transaction, stopped (it finishes the transaction in hand), measured from its history."""
     topic = _fresh_topic(cluster, _slug(library), shape.partitions)
     sup = Supervisor(run_dir, _tagged_env(cluster, time.monotonic_ns()))
     t0 = int(sup.env[ENV_T0])
-    name = "txn-producer-0"
-    # txn_ms 0: a fixed size, no adaptive sizing
-    settings = TxnProducerSettings.model_validate({"values_per_txn": shape.records_per_txn, "txn_ms": 0,
-                                                   "abort_share": shape.abort_share, "value_bytes": shape.record_bytes})
-    cfg = WorkloadConfig(run_dir=str(run_dir), name=name, bootstrap=cluster.bootstrap, topics=[topic],
-                         partitions=shape.partitions, max_seconds=START_TIMEOUT_S + shape.warmup_s + shape.seconds + 600,
-                         settings=settings.model_dump(exclude_defaults=True), library=library)
+    cfg = workload_config(run_dir, library, shape, cluster.bootstrap, topic)
+    name = cfg.name
     history = run_dir / HISTORY_DIR / f"{name}.jsonl"
     log_file = run_dir / "workloads" / f"{name}.log"
 

@@ -206,3 +206,17 @@ def test_no_cost_line_without_two_sizes() -> None:
 
     assert fit_txn_cost([(500.0, 1000.0), (500.0, 1100.0)]) is None
     assert fit_txn_cost([]) is None
+
+
+@pytest.mark.parametrize("library", ["confluent-kafka", "java@4.4.0"])
+def test_a_library_runs_our_workload_with_a_fixed_transaction_size(library: str, tmp_path: object) -> None:
+    from pathlib import Path
+
+    from harness.bench_producer import Shape, workload_config
+    from harness.workloads.registry import TxnProducerSettings
+
+    cfg = workload_config(Path(str(tmp_path)), library, Shape(500, 100, 5, 20), "127.0.0.1:1", "t")
+    assert cfg.library == library
+    s = TxnProducerSettings.model_validate(cfg.settings)
+    assert (s.values_per_txn, s.txn_ms, s.abort_share, s.value_bytes, s.transactional) == (500, 0, 0.0, 100, True)
+    assert cfg.max_seconds > 5 + 20
