@@ -208,6 +208,14 @@ def bench_producer_cmd(
     title = (f"records/s, {records_per_txn} records of {record_bytes} B per transaction, {warmup:g}s warm-up, "
              f"{seconds:g}s window, median of {runs}" + (f"; ratio to {PRODUCER_PERFORMANCE}" if PRODUCER_PERFORMANCE in names else ""))
     out.print(_spread_table(title, result["producers"], "records_per_s", "records/s", per_txn, "records/txn"))
+    pp = result.get("producer_performance")
+    if pp is not None:
+        measured = ", ".join(f"{r['records_per_s_measured']:,}" for r in result["producers"][PRODUCER_PERFORMANCE]["runs"])
+        line = pp["txn_cost"]
+        how = (f"moved to {records_per_txn} records per transaction along its time per transaction, "
+               f"{line['fixed_ms']} ms + {line['per_record_ms']} ms x records" if line else "not moved (no rising cost line)")
+        out.print(f"{PRODUCER_PERFORMANCE} sizes transactions by time ({pp['calibration']['txn_ms']} ms, calibrated): its runs "
+                  f"were {how}; measured at their own sizes: {measured} records/s", highlight=False)
 
 
 @app.command("txn-rate")

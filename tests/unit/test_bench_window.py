@@ -220,3 +220,28 @@ def test_a_library_runs_our_workload_with_a_fixed_transaction_size(library: str,
     s = TxnProducerSettings.model_validate(cfg.settings)
     assert (s.values_per_txn, s.txn_ms, s.abort_share, s.value_bytes, s.transactional) == (500, 0, 0.0, 100, True)
     assert cfg.max_seconds > 5 + 20
+
+
+def test_the_table_shows_median_spread_ratio_and_how_producer_performance_was_moved(monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from harness.cli import app
+    from harness.cli import bench as cli_bench
+
+    def run(rate: float, size: float, **extra: object) -> dict[str, object]:
+        return {"records_per_s": rate, "records_per_txn": size, **extra}
+
+    ours = [run(9000.0, 500), run(10000.0, 500), run(12500.0, 500)]
+    pp = [run(v, 1100, records_per_s_measured=v * 2, transaction_duration_ms=4) for v in (10000.0, 11000.0, 10500.0)]
+    result = {"producers": {"confluent-kafka": {"runs": ours, "records_per_s": spread_of([9000, 10000, 12500]).to_json(),
+                                                "ratio": 0.952},
+                            "producer-performance": {"runs": pp, "records_per_s": spread_of([10000, 11000, 10500]).to_json(),
+                                                     "ratio": 1.0}},
+              "producer_performance": {"txn_cost": {"fixed_ms": 50.0, "per_record_ms": 0.01}, "calibration": {"txn_ms": 4}}}
+    monkeypatch.setattr(cli_bench, "_on_one_cluster", lambda *a, **kw: result)
+    r = CliRunner(env={"COLUMNS": "400", "TERMINAL_WIDTH": "400"}).invoke(
+        app, ["bench", "producer", "--producers", "confluent-kafka,producer-performance"])
+    assert r.exit_code == 0, r.output
+    assert "10,000.0" in r.output and "35.0% noisy" in r.output and "0.952" in r.output
+    assert "1,100 (4, 4, 4 ms)" in r.output
+    assert "50.0 ms + 0.01 ms x records" in r.output and "20,000.0, 22,000.0, 21,000.0" in r.output
