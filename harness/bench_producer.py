@@ -368,14 +368,14 @@ def at_wanted_size(runs: list[dict[str, Any]], steps: list[dict[str, Any]], want
     """Move each ProducerPerformance run to ``wanted`` records per transaction along the
     ``TxnCost`` line fitted to every run and calibration step (in place: ``records_per_s`` becomes
     the moved figure, ``records_per_s_measured`` keeps the measured one). No move without a line
-    that rises (two sizes at least, a positive cost per record)."""
+    (fewer than two sizes)."""
     points = [(r["records_per_txn"], r["records_per_s"]) for r in [*steps, *runs] if r["records_per_txn"]]
     cost = fit_txn_cost(points)
     for r in runs:
         r["records_per_s_measured"] = r["records_per_s"]
-        if cost is not None and cost.per_record_ms > 0 and r["records_per_txn"]:
+        if cost is not None and r["records_per_txn"]:
             r["records_per_s"] = round(cost.rate_at(r["records_per_txn"], r["records_per_s"], wanted), 1)
-    if cost is None or cost.per_record_ms <= 0:
+    if cost is None:
         return {"txn_cost": None, "moved_to_records_per_txn": None}
     return {"txn_cost": {"fixed_ms": round(cost.fixed_ms, 2), "per_record_ms": round(cost.per_record_ms, 5)},
             "moved_to_records_per_txn": wanted}

@@ -199,13 +199,16 @@ class TxnCost:
 
 def fit_txn_cost(points: Sequence[tuple[float, float]]) -> TxnCost | None:
     """Least squares of time per transaction (ms) on records per transaction over ``(records per
-    transaction, records/s)`` points; None without two distinct sizes."""
+    transaction, records/s)`` points, its slope held to >= 0; None without two distinct sizes."""
     pts = [(n, 1000 * n / r) for n, r in points if n > 0 and r > 0]
     if len({round(n) for n, _ in pts}) < 2:
         return None
     mean_n = statistics.fmean(n for n, _ in pts)
     mean_t = statistics.fmean(t for _, t in pts)
     slope = sum((n - mean_n) * (t - mean_t) for n, t in pts) / sum((n - mean_n) ** 2 for n, _ in pts)
+    # No transaction gets cheaper by holding more records: a falling line is noise around a flat one
+    # (least squares held to a slope >= 0 is then the flat line through the mean).
+    slope = max(0.0, slope)
     return TxnCost(fixed_ms=mean_t - slope * mean_n, per_record_ms=slope)
 
 

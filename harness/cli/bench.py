@@ -213,7 +213,7 @@ def bench_producer_cmd(
         measured = ", ".join(f"{r['records_per_s_measured']:,}" for r in result["producers"][PRODUCER_PERFORMANCE]["runs"])
         line = pp["txn_cost"]
         how = (f"moved to {records_per_txn} records per transaction along its time per transaction, "
-               f"{line['fixed_ms']} ms + {line['per_record_ms']} ms x records" if line else "not moved (no rising cost line)")
+               f"{line['fixed_ms']} ms + {line['per_record_ms']} ms x records" if line else "not moved (all at one size: no cost line)")
         out.print(f"{PRODUCER_PERFORMANCE} sizes transactions by time ({pp['calibration']['txn_ms']} ms, calibrated): its runs "
                   f"were {how}; measured at their own sizes: {measured} records/s", highlight=False)
 

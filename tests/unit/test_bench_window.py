@@ -201,6 +201,18 @@ def test_the_cost_line_fits_time_per_transaction_and_moves_a_run_to_the_wanted_s
     assert cost.rate_at(500, 1234.0, 500) == 1234.0  # at the wanted size: unchanged
 
 
+def test_a_falling_cost_line_is_noise_around_a_flat_one() -> None:
+    from harness.bench_window import fit_txn_cost
+
+    # time per transaction 82, 96, 75, 64, 66 ms at growing sizes: no cost per record to see
+    points = [(90.4, 1103.4), (803.5, 8356.7), (969.5, 12845.9), (937.6, 14720.4), (607.5, 9143.4)]
+    cost = fit_txn_cost(points)
+    assert cost is not None and cost.per_record_ms == 0
+    assert cost.fixed_ms == pytest.approx(sum(1000 * n / r for n, r in points) / len(points))
+    # flat: a run keeps its own transactions per second, each holding the wanted records
+    assert cost.rate_at(969.5, 12845.9, 500) == pytest.approx(500 * 12845.9 / 969.5)
+
+
 def test_no_cost_line_without_two_sizes() -> None:
     from harness.bench_window import fit_txn_cost
 
