@@ -73,9 +73,11 @@ READ_TIMEOUT_S = 60.0
 START_TIMEOUT_S = 120.0
 #: How long a stopped producer may take to finish its transaction and exit.
 EXIT_TIMEOUT_S = 60.0
-#: The txn-baseline scenario's producer (harness/scenarios/txn-baseline.yaml), for ``bench txn-rate``.
+#: The txn-baseline scenario's producer (harness/scenarios/txn-baseline.yaml, the scenario defaults'
+#: two topics of 3 partitions), for ``bench txn-rate``.
 BASELINE_VALUES_PER_TXN = 6
 BASELINE_ABORT_SHARE = 0.1
+BASELINE_TOPICS, BASELINE_PARTITIONS = 2, 3
 #: Both sides' producer settings, beyond what each workload or tool sets itself: acks=all and
 #: idempotence are what transactions imply; linger.ms 5 is librdkafka's and the Java client's default.
 PP_PROPS = ("acks=all", "enable.idempotence=true", "linger.ms=5")
@@ -90,11 +92,13 @@ class Shape:
     warmup_s: float
     seconds: float
     abort_share: float = 0.0
-    partitions: int = PARTITIONS
+    partitions: int = PARTITIONS  # per topic
+    topics: int = 1
 
     def to_json(self) -> dict[str, Any]:
         return {"records_per_txn": self.records_per_txn, "record_bytes": self.record_bytes, "warmup_s": self.warmup_s,
-                "seconds": self.seconds, "abort_share": self.abort_share, "partitions": self.partitions,
+                "seconds": self.seconds, "abort_share": self.abort_share, "topics": self.topics,
+                "partitions": self.partitions,
                 "acks": "all", "idempotence": True, "transactional": True}
 
 
@@ -172,12 +176,12 @@ def history_txns(run_dir: Path) -> list[Txn]:
     return txns
 
 
-def workload_config(run_dir: Path, library: str, shape: Shape, bootstrap: str, topic: str) -> WorkloadConfig:
+def workload_config(run_dir: Path, library: str, shape: Shape, bootstrap: str, topics: list[str]) -> WorkloadConfig:
     """Our txn-producer as ``bench producer`` runs it: on ``library``, exactly ``records_per_txn``
     records per transaction (``txn_ms`` 0: no adaptive sizing), values padded to the record size."""
     settings = TxnProducerSettings.model_validate({"values_per_txn": shape.records_per_txn, "txn_ms": 0,
                                                    "abort_share": shape.abort_share, "value_bytes": shape.record_bytes})
-    return WorkloadConfig(run_dir=str(run_dir), name="txn-producer-0", bootstrap=bootstrap, topics=[topic],
+    return WorkloadConfig(run_dir=str(run_dir), name="txn-producer-0", bootstrap=bootstrap, topics=topics,
                           partitions=shape.partitions, max_seconds=START_TIMEOUT_S + shape.warmup_s + shape.seconds + 600,
                           settings=settings.model_dump(exclude_defaults=True), library=library)
 
@@ -185,10 +189,10 @@ def workload_config(run_dir: Path, library: str, shape: Shape, bootstrap: str, t
 def run_workload(cluster: Cluster, run_dir: Path, library: str, shape: Shape) -> dict[str, Any]:
     """Our txn-producer on ``library``: started, left to run warm-up + window from its first
     transaction, stopped (it finishes the transaction in hand), measured from its history."""
-    topic = _fresh_topic(cluster, _slug(library), shape.partitions)
+    topics = [_fresh_topic(cluster, _slug(library), shape.partitions) for _ in range(shape.topics)]
     sup = Supervisor(run_dir, _tagged_env(cluster, time.monotonic_ns()))
     t0 = int(sup.env[ENV_T0])
-    cfg = workload_config(run_dir, library, shape, cluster.bootstrap, topic)
+    cfg = workload_config(run_dir, library, shape, cluster.bootstrap, topics)
     name = cfg.name
     history = run_dir / HISTORY_DIR / f"{name}.jsonl"
     log_file = run_dir / "workloads" / f"{name}.log"
@@ -216,7 +220,7 @@ def run_workload(cluster: Cluster, run_dir: Path, library: str, shape: Shape) ->
     if missing:
         raise HarnessError(f"{library}: {missing} acknowledged records of committed transactions lack their offset "
                            f"in the history ({run_dir}): the workload must record every delivery")
-    return {**m.to_json(), "topic": topic, "offsets_missing": missing}
+    return {**m.to_json(), "topics": topics, "offsets_missing": missing}
 
 
 @contextmanager
@@ -396,7 +400,8 @@ def bench_txn_rate(cluster: Cluster, run_dir: Path, libraries: list[str], warmup
                    runs: int) -> dict[str, Any]:
     """Committed transactions per second of one txn-producer per library, in txn-baseline's shape
     (6 values per transaction, a tenth aborted on purpose), runs interleaved."""
-    shape = Shape(BASELINE_VALUES_PER_TXN, 0, warmup_s, seconds, abort_share=BASELINE_ABORT_SHARE)
+    shape = Shape(BASELINE_VALUES_PER_TXN, 0, warmup_s, seconds, abort_share=BASELINE_ABORT_SHARE,
+                  partitions=BASELINE_PARTITIONS, topics=BASELINE_TOPICS)
     samples: dict[str, list[dict[str, Any]]] = {lib: [] for lib in libraries}
     for i in range(runs):
         for lib in libraries:

@@ -227,7 +227,7 @@ def test_a_library_runs_our_workload_with_a_fixed_transaction_size(library: str,
     from harness.bench_producer import Shape, workload_config
     from harness.workloads.registry import TxnProducerSettings
 
-    cfg = workload_config(Path(str(tmp_path)), library, Shape(500, 100, 5, 20), "127.0.0.1:1", "t")
+    cfg = workload_config(Path(str(tmp_path)), library, Shape(500, 100, 5, 20), "127.0.0.1:1", ["t"])
     assert cfg.library == library
     s = TxnProducerSettings.model_validate(cfg.settings)
     assert (s.values_per_txn, s.txn_ms, s.abort_share, s.value_bytes, s.transactional) == (500, 0, 0.0, 100, True)
