@@ -71,8 +71,11 @@ PP_CALIBRATION_S = 5.0
 READ_TIMEOUT_S = 60.0
 #: A producer's process start, its init_transactions (a JVM for Java) and its first transaction.
 START_TIMEOUT_S = 120.0
-#: How long a stopped producer may take to finish its transaction and exit.
-EXIT_TIMEOUT_S = 60.0
+#: Our producer runs on this long past the window's end before it is stopped, so that its history
+#: reaches past that end: a transaction completed just before the end is recorded (with its
+#: 5000-record line written) a millisecond or two before the producer sees the stop, and would
+#: otherwise be its last. Nothing after the end is counted.
+RUN_ON_S = 1.0
 #: The txn-baseline scenario's producer (harness/scenarios/txn-baseline.yaml, the scenario defaults'
 #: two topics of 3 partitions), for ``bench txn-rate``.
 BASELINE_VALUES_PER_TXN = 6
@@ -205,7 +208,7 @@ def run_workload(cluster: Cluster, run_dir: Path, library: str, shape: Shape) ->
         sup.start("txn-producer", cfg)
         first = wait_until(lambda: _first_txn_ns(history), timeout=START_TIMEOUT_S, fatal=died,
                            what=f"the {library} producer's first transaction", state=lambda: procs.tail(log_file, 5))
-        end = t0 + first + int((shape.warmup_s + shape.seconds) * 1e9)
+        end = t0 + first + int((shape.warmup_s + shape.seconds + RUN_ON_S) * 1e9)
         # the warm-up and the window themselves: a measured duration, not a wait on anything
         time.sleep(max(0.0, (end - time.monotonic_ns()) / 1e9))
         early = died()
