@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import statistics
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -12,6 +13,7 @@ import typer
 
 from clusters import artifacts, backends, pins
 from clusters.backends import Backend
+from harness.bench_window import DEFAULT_LIBRARIES, DEFAULT_PRODUCERS, PRODUCER_PERFORMANCE
 from harness.cli.console import out
 from harness.cli.guard import guarded
 from harness.cli.options import (
@@ -27,8 +29,12 @@ from harness.cli.options import (
 )
 from harness.errors import HarnessError
 from harness.runfolder import new_run_dir, write_json
+from harness.workloads.clients import DEFAULT_LIBRARY
+from harness.workloads.registry import MAX_VALUES_PER_TXN
 
 if TYPE_CHECKING:
+    from rich.table import Table
+
     from clusters.base import Cluster
     from harness.bench import Series
 
@@ -120,50 +126,122 @@ def bench_checker_cmd(
 def _bench_on_one_cluster(name: str, runs: int, backend: Backend, port_base: int | None,
                           one_run: Callable[[Cluster, Path], dict[str, Any]],
                           summary: Callable[[list[dict[str, Any]]], dict[str, Any]], as_json: bool) -> dict[str, Any] | None:
-    """``runs`` samples of ``one_run`` on one healthy cluster, saved as ``<run folder>/<name>.json``
-    with their medians (``summary``) and the machine; printed as JSON with ``as_json`` (then None)."""
+    """``runs`` samples of ``one_run`` on one healthy cluster with their medians (``summary``);
+    saved and printed as ``_on_one_cluster`` does."""
+
+    def measure(arts: artifacts.Artifacts, cluster: Cluster, run_dir: Path) -> dict[str, Any]:
+        samples = []
+        for i in range(runs):
+            samples.append(one_run(cluster, run_dir / f"run{i + 1}"))
+            log.info(f"run {i + 1}/{runs}: {json.dumps(samples[-1], default=str)[:300]}")
+        return {**summary(samples), "runs": samples}
+
+    return _on_one_cluster(name, backend, port_base, measure, as_json)
+
+
+def _on_one_cluster(name: str, backend: Backend, port_base: int | None,
+                    measure: Callable[[artifacts.Artifacts, Cluster, Path], dict[str, Any]], as_json: bool) -> dict[str, Any] | None:
+    """``measure`` on one healthy cluster of its own, saved as ``<run folder>/<name>.json`` with the
+    machine and versions; printed as JSON with ``as_json`` (then None)."""
     from harness.bench import machine
 
     arts = artifacts.ensure(pins.KAFKA_VERSION)
     run_dir = new_run_dir(name)
-    samples = []
     with backends.new_cluster(backend, arts, run_dir, port_base) as cluster:
-        for i in range(runs):
-            samples.append(one_run(cluster, run_dir / f"run{i + 1}"))
-            log.info(f"run {i + 1}/{runs}: {json.dumps(samples[-1], default=str)[:300]}")
-    result = {**summary(samples), "backend": backend.value, "runs": samples, "machine": machine()}
+        result = measure(arts, cluster, run_dir)
+    result = {**result, "backend": backend.value, "kafka_version": pins.KAFKA_VERSION,
+              "kafka_tools_version": pins.KAFKA_TOOLS_VERSION, "machine": machine(), "run_dir": str(run_dir)}
     write_json(run_dir / f"{name}.json", result)
     if as_json:
         print(json.dumps(result, indent=2))
         return None
-    out.print(f"machine: {result['machine']}", highlight=False)
+    out.print(f"machine: {result['machine']}; Kafka {pins.KAFKA_VERSION}, {backend.value} backend; {run_dir}", highlight=False)
     return result
+
+
+def _spread_table(title: str, series: dict[str, Any], key: str, unit: str, extra: Callable[[dict[str, Any]], str],
+                  extra_header: str) -> Table:
+    """One row per producer: median, min-max, spread (noisy above 20%), ratio, runs, and ``extra``."""
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left")
+    for col in ("producer", f"median {unit}", "min - max", "spread", "ratio", extra_header, "runs"):
+        table.add_column(col, justify="left" if col == "producer" else "right")
+    for name, s in series.items():
+        sp = s[key]
+        spread = f"{sp['spread_pct']}%" + (" noisy" if sp["noisy"] else "")
+        ratio = "" if s["ratio"] is None else f"{s['ratio']:.3f}"
+        table.add_row(name, f"{sp['median']:,}", f"{sp['min']:,} - {sp['max']:,}", spread, ratio, extra(s),
+                      ", ".join(f"{v:,}" for v in sp["values"]))
+    return table
 
 
 @app.command("producer")
 @guarded
 def bench_producer_cmd(
-    seconds: float = finite_option(30.0, "--seconds", 5, help="How long our txn-producer runs."),
-    record_bytes: int = typer.Option(100, "--record-size", min=16, max=100_000),
-    txn_ms: int = typer.Option(100, "--txn-ms", min=10, max=60_000, help="Transaction length (both producers)."),
+    producers: str = typer.Option(",".join(DEFAULT_PRODUCERS), "--producers",
+                                  help="Comma-separated: a client library (our txn-producer on it: confluent-kafka, "
+                                       "java@VERSION) or producer-performance (Kafka's tool)."),
+    records_per_txn: int = typer.Option(500, "--records-per-txn", min=1, max=MAX_VALUES_PER_TXN,
+                                         help="Records in every transaction (every producer)."),
+    record_bytes: int = typer.Option(100, "--record-size", min=16, max=100_000, help="Bytes per record value."),
+    warmup: float = finite_option(5.0, "--warmup", 0, 600, help="Seconds from the first transaction not counted."),
+    seconds: float = finite_option(20.0, "--seconds", 5, 3600, help="The steady-state window measured after the warm-up."),
     runs: int = BenchRuns, backend: Backend = BackendOpt, port_base: int | None = PortBase, as_json: bool = JsonOut,
 ) -> None:
-    """Our txn-producer vs Kafka's ProducerPerformance on one healthy cluster (median of --runs)."""
-    import statistics
+    """Transactional producers side by side: records/s in a steady-state window, runs interleaved (median, spread, ratio to ProducerPerformance)."""
+    from harness.bench_producer import Shape, bench_producers, parse_producers
 
-    from harness.bench_producer import bench
+    names = parse_producers(producers)
+    shape = Shape(records_per_txn, record_bytes, warmup, seconds)
+    result = _on_one_cluster("bench-producer", backend, port_base,
+                             lambda arts, c, d: bench_producers(arts, c, d, names, shape, runs), as_json)
+    if result is None:
+        return
 
-    def summary(samples: list[dict[str, Any]]) -> dict[str, Any]:
-        return {"ours_records_per_s": statistics.median(s["ours"]["records_per_s"] for s in samples),
-                "kafka_records_per_s": statistics.median(s["kafka_producer_performance"]["records_per_s"] for s in samples),
-                "ratio": statistics.median(s["ratio"] for s in samples), "record_bytes": record_bytes, "txn_ms": txn_ms}
+    def per_txn(s: dict[str, Any]) -> str:
+        sizes = [r["records_per_txn"] for r in s["runs"] if r["records_per_txn"]]
+        shown = f"{statistics.median(sizes):,.0f}" if sizes else "?"
+        timed = [r["transaction_duration_ms"] for r in s["runs"] if "transaction_duration_ms" in r]
+        return shown + (f" ({', '.join(str(t) for t in timed)} ms)" if timed else "")
 
-    arts = artifacts.ensure(pins.KAFKA_VERSION)
-    result = _bench_on_one_cluster("bench-producer", runs, backend, port_base,
-                                   lambda c, d: bench(arts, c, d, seconds, record_bytes, txn_ms), summary, as_json)
-    if result is not None:
-        out.print(f"median of {runs}: ours {result['ours_records_per_s']} records/s, ProducerPerformance "
-                  f"{result['kafka_records_per_s']} records/s, ratio {result['ratio']}", highlight=False)
+    title = (f"records/s, {records_per_txn} records of {record_bytes} B per transaction, {warmup:g}s warm-up, "
+             f"{seconds:g}s window, median of {runs}" + (f"; ratio to {PRODUCER_PERFORMANCE}" if PRODUCER_PERFORMANCE in names else ""))
+    out.print(_spread_table(title, result["producers"], "records_per_s", "records/s", per_txn, "records/txn"))
+    pp = result.get("producer_performance")
+    if pp is not None:
+        measured = ", ".join(f"{r['records_per_s_measured']:,}" for r in result["producers"][PRODUCER_PERFORMANCE]["runs"])
+        line = pp["txn_cost"]
+        how = (f"moved to {records_per_txn} records per transaction along its time per transaction, "
+               f"{line['fixed_ms']} ms + {line['per_record_ms']} ms x records" if line else "not moved (all at one size: no cost line)")
+        out.print(f"{PRODUCER_PERFORMANCE} sizes transactions by time ({pp['calibration']['txn_ms']} ms, calibrated): its runs "
+                  f"were {how}; measured at their own sizes: {measured} records/s", highlight=False)
+
+
+@app.command("txn-rate")
+@guarded
+def bench_txn_rate_cmd(
+    libraries: str = typer.Option(",".join(DEFAULT_LIBRARIES), "--libraries",
+                                  help="Comma-separated client libraries: confluent-kafka, java@VERSION."),
+    warmup: float = finite_option(5.0, "--warmup", 0, 600, help="Seconds from the first transaction not counted."),
+    seconds: float = finite_option(20.0, "--seconds", 5, 3600, help="The steady-state window measured after the warm-up."),
+    runs: int = BenchRuns, backend: Backend = BackendOpt, port_base: int | None = PortBase, as_json: bool = JsonOut,
+) -> None:
+    """Committed transactions/s of one txn-producer per library in txn-baseline's shape (6 values, 10% aborted), runs interleaved."""
+    from harness.bench_producer import bench_txn_rate, parse_producers
+
+    names = parse_producers(libraries, flag="--libraries", allow_tool=False)
+    result = _on_one_cluster("bench-txn-rate", backend, port_base,
+                             lambda arts, c, d: bench_txn_rate(c, d, names, warmup, seconds, runs), as_json)
+    if result is None:
+        return
+
+    def aborted(s: dict[str, Any]) -> str:
+        return f"{statistics.median(r['aborted_per_s'] for r in s['runs']):.2f}"
+
+    out.print(_spread_table(f"committed transactions/s (txn-baseline's producer), {warmup:g}s warm-up, {seconds:g}s window, "
+                            f"median of {runs}; ratio to {DEFAULT_LIBRARY}", result["libraries"], "txns_per_s", "txns/s",
+                            aborted, "aborted/s"))
 
 
 @app.command("spark")
