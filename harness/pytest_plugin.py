@@ -66,6 +66,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 help="where run folders go [default: $EOS_CHAOS_RESULTS, else results/ in pytest's rootdir]")
     g.addoption("--eos-library", action="store_true",
                 help="add the scenario library: one test per scenario, negative controls expect invalid")
+    g.addoption("--eos-client", default=None, metavar="LIB",
+                help="run every scenario's workloads on this client library: confluent-kafka, java or java@VERSION "
+                     "(a scenario that cannot is skipped) [default: each workload's own]")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -88,6 +91,14 @@ def pytest_configure(config: pytest.Config) -> None:
             parse_kafka_version(version)
         except ConfigError as exc:
             raise pytest.UsageError(str(exc).replace("--kafka-version", "--eos-kafka-version")) from None
+    client = config.getoption("--eos-client", None)
+    if client:
+        from harness.workloads.clients import parse
+
+        try:
+            parse(client)
+        except ValueError as exc:
+            raise pytest.UsageError(f"--eos-client: {exc}") from None
     if config.getoption("--eos-library", False):
         from harness import pytest_library
 
@@ -101,6 +112,8 @@ class EosOptions:
     duration: float | None
     seed: int | None
     kafka_version: str | None = None
+    #: ``--eos-client``: the client library every workload that can choose runs on
+    client: str | None = None
 
 
 @pytest.fixture(scope="session")
@@ -109,7 +122,7 @@ def eos_options(pytestconfig: pytest.Config) -> EosOptions:
     if backend not in BACKENDS:
         raise pytest.UsageError(f"EOS_CHAOS_BACKEND={backend!r}; allowed: {', '.join(BACKENDS)}")
     return EosOptions(backend, pytestconfig.getoption("--eos-duration"), pytestconfig.getoption("--eos-seed"),
-                      pytestconfig.getoption("--eos-kafka-version"))
+                      pytestconfig.getoption("--eos-kafka-version"), pytestconfig.getoption("--eos-client"))
 
 
 @pytest.fixture(scope="session")
@@ -323,6 +336,13 @@ def run_scenario(kafka_cluster: Cluster, eos_options: EosOptions) -> Callable[..
         from harness.runfolder import new_run_dir
 
         sc = _scenario(name, eos_options.duration, overrides)
+        if eos_options.client is not None:
+            from harness.errors import ConfigError
+
+            try:
+                sc = sc.with_library(eos_options.client, flag="--eos-client")
+            except ConfigError as exc:
+                pytest.skip(str(exc))  # e.g. a non-transactional producer, which only confluent-kafka runs
         s = seed if seed is not None else (eos_options.seed if eos_options.seed is not None else random.randrange(2**31))
         backend = Backend(kafka_cluster.backend)
         run_dir = new_run_dir(f"pytest-{_slug(sc.name)}")

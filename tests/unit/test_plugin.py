@@ -42,7 +42,7 @@ def test_markers_and_options_are_registered(pytester: pytest.Pytester) -> None:
     markers = pytester.runpytest("--markers").stdout.str()
     assert "@pytest.mark.chaos:" in markers and "@pytest.mark.library:" in markers
     helptext = pytester.runpytest("--help").stdout.str()
-    for opt in ("--eos-backend", "--eos-kafka-version", "--eos-duration", "--eos-seed", "--eos-results", "--eos-library"):
+    for opt in ("--eos-backend", "--eos-kafka-version", "--eos-duration", "--eos-seed", "--eos-results", "--eos-library", "--eos-client"):
         assert opt in helptext
 
 
@@ -52,6 +52,7 @@ def test_markers_and_options_are_registered(pytester: pytest.Pytester) -> None:
     (["--eos-backend", "k8s"], "invalid choice: 'k8s'"),
     (["--eos-kafka-version", "4.x"], "--eos-kafka-version '4.x' is not a release version"),
     (["--eos-kafka-version", "3.0.0"], "--eos-kafka-version 3.0.0 is older than"),
+    (["--eos-client", "jav"], "--eos-client: library 'jav': unknown client library; allowed: confluent-kafka, java"),
 ])
 def test_bad_option_values_are_usage_errors_that_say_what_is_allowed(pytester: pytest.Pytester, args: list[str], says: str) -> None:
     done = pytester.runpytest(*args)
