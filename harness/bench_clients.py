@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import random
+import secrets
 import statistics
 import time
 from pathlib import Path
@@ -36,8 +37,13 @@ def bench(cluster: Cluster, run_dir: Path, name: str, libraries: list[str], seco
     samples: list[dict[str, Any]] = []
     for i in range(runs):
         for library in libraries:
-            samples.append(one_run(cluster, run_dir / f"run{i + 1}-{library.replace('@', '-')}", name, library, seconds))
+            # the folder name's last part tags the run's topics (runner.physical): unique per run, or
+            # later runs would read (and be checked against) an earlier run's records
+            folder = run_dir / f"{library.replace('@', '_').replace('.', '_')}_run{i + 1}-{secrets.token_hex(3)}"
+            samples.append(one_run(cluster, folder, name, library, seconds))
             log.info(f"run {i + 1}/{runs} {library}: {samples[-1]['ok_txn_per_s']} committed txn/s")
+            if not samples[-1]["valid"]:
+                log.warning(f"run {i + 1}/{runs} {library} was not valid: see {folder}/verdict.json")
     medians = {lib: statistics.median(s["ok_txn_per_s"] for s in samples if s["library"] == lib) for lib in libraries}
     return {"scenario": name, "seconds": seconds, "ok_txn_per_s_median": medians, "samples": samples}
 

@@ -63,7 +63,9 @@ final class Facts {
         Boolean abortableState = producer == null ? null : state(producer, "hasAbortableError");
         boolean fatal = fatalState != null ? fatalState : fatalClass;
         f.put("name", name);
-        f.put("message", message(e));
+        String message = message(e);
+        // the name is the class already (no Kafka error code): do not say it twice in ``NAME: message``
+        f.put("message", name.equals(e.getClass().getSimpleName()) ? message.substring(name.length() + 2) : message);
         f.put("retriable", e instanceof RetriableException);
         f.put("fatal", fatal);
         f.put("txn_requires_abort", !fatal && (abortableState != null ? abortableState || abortableClass : abortableClass));
