@@ -276,6 +276,25 @@ def _maven_fetch(what: str, pom: str, d: Path, missing: Callable[[str], ConfigEr
     return libs
 
 
+def maven_fetch(what: str, pom: str, d: Path, missing: Callable[[str], ConfigError | None] | None = None) -> Path:
+    """Resolve ``pom``'s runtime dependencies from Maven Central into ``d/libs``, cached behind a
+    marker of the POM (the Java client bridge's libraries, harness/workloads/clients/java_build.py)."""
+    return _maven_fetch(what, pom, d, missing)
+
+
+def maven_ready(pom: str, d: Path) -> Path | None:
+    """``d/libs`` if a complete ``maven_fetch`` of ``pom`` is there (no locking, no fetching)."""
+    marker = d / ".complete"
+    return d / "libs" if marker.is_file() and marker.read_text().strip() == _fingerprint(pom) else None
+
+
+@contextlib.contextmanager
+def cache_lock() -> Iterator[None]:
+    """Hold the set-up lock of the cache (builds that share it must not race)."""
+    with _cache_lock():
+        yield
+
+
 def go_env() -> dict[str, str]:
     """Environment for Go builds: module and build caches inside our cache (so "empty cache" means
     empty), writable so that a plain `rm -rf` of the cache works; static binaries."""

@@ -21,6 +21,13 @@ KAFKA_EXCLUDES = ("org.apache.kafka:kafka-tools-api",)
 #: need not match the broker. kafka-tools 4.4.0 is not on Maven Central; 4.3.1 is the newest there.
 KAFKA_TOOLS_VERSION = "4.3.1"
 
+#: The Java client bridge (harness/jvm, docs/CLIENTS.md): ``library: java`` means kafka-clients
+#: ``DEFAULT_JAVA_VERSION`` (harness/workloads/clients); the set-up also builds the newest 3.x (no
+#: transaction.version 2, KIP-890 part 2), so both protocols' clients are ready for the tests.
+JAVA_CLIENT_3X_VERSION = "3.9.2"
+#: The bridge's JSON library and its log backend (kafka-clients logs through slf4j; stderr, errors only).
+JACKSON_VERSION = "2.21.2"
+
 #: Toxiproxy server, built from the Go module proxy.
 TOXIPROXY_MODULE = "github.com/Shopify/toxiproxy/v2"
 TOXIPROXY_VERSION = "v2.12.0"

@@ -83,6 +83,9 @@ def describe_cmdline(cmd: Sequence[str]) -> str:
         if module.startswith(("harness.workloads.", "harness.spark.")) and args:
             return f"workload {Path(args[0]).stem}"  # its config file is named after it
         return f"python -m {module}"
+    if "eoschaos.Bridge" in cmd:  # harness/workloads/clients/java.py: a workload's Java client
+        owner = next((a.split("=", 1)[1] for a in cmd if a.startswith("-Deos.chaos.client.of=")), "a workload")
+        return f"java client JVM of {owner}"
     if any("org.apache.spark" in arg for arg in cmd):
         return "spark driver JVM"
     name = Path(cmd[0]).name

@@ -68,6 +68,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 help="where run folders go [default: $EOS_CHAOS_RESULTS, else results/ in pytest's rootdir]")
     g.addoption("--eos-library", action="store_true",
                 help="add the scenario library: one test per scenario, negative controls expect invalid")
+    g.addoption("--eos-client", default=None, metavar="LIB",
+                help="run every scenario's workloads on this client library: confluent-kafka, java or java@VERSION "
+                     "(a scenario that cannot is skipped) [default: each workload's own]")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -100,6 +103,14 @@ def pytest_configure(config: pytest.Config) -> None:
             check_transaction_version(version or pins.KAFKA_VERSION, level, flag="--eos-transaction-version")
         except ConfigError as exc:
             raise pytest.UsageError(str(exc)) from None
+    client = config.getoption("--eos-client", None)
+    if client:
+        from harness.workloads.clients import parse
+
+        try:
+            parse(client)
+        except ValueError as exc:
+            raise pytest.UsageError(f"--eos-client: {exc}") from None
     if config.getoption("--eos-library", False):
         from harness import pytest_library
 
@@ -114,6 +125,8 @@ class EosOptions:
     seed: int | None
     kafka_version: str | None = None
     transaction_version: int | None = None
+    #: ``--eos-client``: the client library every workload that can choose runs on
+    client: str | None = None
 
 
 @pytest.fixture(scope="session")
@@ -122,7 +135,8 @@ def eos_options(pytestconfig: pytest.Config) -> EosOptions:
     if backend not in BACKENDS:
         raise pytest.UsageError(f"EOS_CHAOS_BACKEND={backend!r}; allowed: {', '.join(BACKENDS)}")
     return EosOptions(backend, pytestconfig.getoption("--eos-duration"), pytestconfig.getoption("--eos-seed"),
-                      pytestconfig.getoption("--eos-kafka-version"), pytestconfig.getoption("--eos-transaction-version"))
+                      pytestconfig.getoption("--eos-kafka-version"), pytestconfig.getoption("--eos-transaction-version"),
+                      pytestconfig.getoption("--eos-client"))
 
 
 @pytest.fixture(scope="session")
@@ -338,6 +352,13 @@ def run_scenario(kafka_cluster: Cluster, eos_options: EosOptions) -> Callable[..
         from harness.runfolder import new_run_dir
 
         sc = _scenario(name, eos_options.duration, overrides)
+        if eos_options.client is not None:
+            from harness.errors import ConfigError
+
+            try:
+                sc = sc.with_library(eos_options.client, flag="--eos-client")
+            except ConfigError as exc:
+                pytest.skip(str(exc))  # e.g. a non-transactional producer, which only confluent-kafka runs
         s = seed if seed is not None else (eos_options.seed if eos_options.seed is not None else random.randrange(2**31))
         backend = Backend(kafka_cluster.backend)
         run_dir = new_run_dir(f"pytest-{_slug(sc.name)}")

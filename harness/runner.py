@@ -51,7 +51,7 @@ from harness.runfolder import RunFolder, write_json
 from harness.scenario import Fault, Scenario
 from harness.spark.session import require_pyspark
 from harness.supervisor import Supervisor
-from harness.workloads import registry
+from harness.workloads import clients, registry
 from harness.workloads.common import WorkloadConfig
 
 log = logging.getLogger(__name__)
@@ -192,6 +192,7 @@ def run(sc: Scenario, backend: Backend, seed: int, run_dir: Path, kafka_version:
     cluster that is up at another is refused; one started here is formatted so; None: any)."""
     if any(w.kind == "spark-job" for w in sc.workloads):
         require_pyspark(f"scenario {sc.name} (a spark-job workload)")  # before anything starts
+    clients.prepare(w.library for w in sc.workloads)  # a Java client is built (or refused) before anything starts
     folder = RunFolder(run_dir).create()
     with run_log(folder.run_log):
         return _run(sc, backend, seed, folder, kafka_version, cluster, port_base, keep, attach, show,

@@ -265,3 +265,42 @@ def bench_spark_cmd(
                             ("micro-batch time (Spark trigger), p95", "trigger_ms_p95", "ms"),
                             ("restart to first batch after a driver kill", "restart_to_first_batch_s", "s")):
         out.print(Series(name, unit, [s[key] for s in result["runs"] if s[key] is not None]).line(), highlight=False)
+
+
+#: ``bench clients --library``: repeatable; both libraries by default.
+LibrariesOpt = typer.Option(["confluent-kafka", "java"], "--library", metavar="LIB",
+                            help="A client library to run it on (repeat the flag for each).")
+
+
+@app.command("clients")
+@guarded
+def bench_clients_cmd(
+    scenario_name: str = typer.Option("txn-baseline", "--scenario", help="The scenario every library runs."),
+    libraries: list[str] = LibrariesOpt,
+    seconds: float = finite_option(30.0, "--seconds", 10, help="Each run's duration."),
+    runs: int = BenchRuns, backend: Backend = BackendOpt, port_base: int | None = PortBase, as_json: bool = JsonOut,
+) -> None:
+    """Committed transactions per second of each client library on one scenario (median of --runs,
+    interleaved, one healthy cluster), and the Java bridge's start-up time."""
+    from harness import scenario
+    from harness.bench import Series
+    from harness.bench_clients import bench, jvm_startup
+    from harness.workloads.clients import parse, prepare
+
+    sc = scenario.load(scenario_name)
+    for lib in libraries:
+        sc.with_library(lib, flag="--library")  # refuses an unknown library or kind before anything starts
+    prepare(libraries)
+    java_versions = sorted({v for v in (parse(lib).version for lib in libraries) if v})
+    startup = {v: jvm_startup(v, runs) for v in java_versions}
+    result = _bench_on_one_cluster("bench-clients", 1, backend, port_base,
+                                   lambda c, d: bench(c, d, scenario_name, libraries, seconds, runs),
+                                   lambda samples: {**samples[0], "jvm_startup_s": startup}, as_json)
+    if result is None:
+        return
+    for lib in libraries:
+        values = [s["ok_txn_per_s"] for s in result["samples"] if s["library"] == lib]
+        out.print(Series(f"{scenario_name} on {lib}: committed transactions", "/s", values).line(), highlight=False)
+    for version, took in startup.items():
+        out.print(Series(f"java bridge start-up (kafka-clients {version}), process start to first answer", "s", took).line(),
+                  highlight=False)

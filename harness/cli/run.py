@@ -66,6 +66,9 @@ def run_cmd(
     transaction_version: int | None = TransactionVersion,
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the planned fault schedule; start nothing."),
     as_json: bool = typer.Option(False, "--json", help="With --dry-run: the schedule as JSON."),
+    library: str | None = typer.Option(None, "--library", metavar="LIB",
+                                       help="Run every workload that can choose on this client library: confluent-kafka, "
+                                            "java or java@VERSION (a kafka-clients release) \\[default: the scenario's]."),
 ) -> None:
     """Run a scenario: cluster, workloads, faults, heal, final reads, verdict. Exit 0 valid, 1 invalid, 3 unknown.
 
@@ -86,6 +89,8 @@ def run_cmd(
     sc = scenario.load(name)
     if duration is not None:
         sc = sc.with_duration(duration, flag="--duration")
+    if library is not None:
+        sc = sc.with_library(library, flag="--library")
     s = seed if seed is not None else random.randrange(2**31)
     if dry_run:
         dryrun.print_plan(sc, s, as_json)

@@ -43,7 +43,7 @@ def test_markers_and_options_are_registered(pytester: pytest.Pytester) -> None:
     assert "@pytest.mark.chaos:" in markers and "@pytest.mark.library:" in markers
     helptext = pytester.runpytest("--help").stdout.str()
     for opt in ("--eos-backend", "--eos-kafka-version", "--eos-duration", "--eos-seed", "--eos-results", "--eos-library",
-                "--eos-transaction-version"):
+                "--eos-transaction-version", "--eos-client"):
         assert opt in helptext
 
 
@@ -56,6 +56,7 @@ def test_markers_and_options_are_registered(pytester: pytest.Pytester) -> None:
     (["--eos-transaction-version", "3"], "invalid choice: 3 (choose from 0, 1, 2)"),
     (["--eos-transaction-version", "2", "--eos-kafka-version", "3.9.1"],
      "--eos-transaction-version 2: Kafka 3.9.1 cannot be formatted at transaction.version=2"),
+    (["--eos-client", "jav"], "--eos-client: library 'jav': unknown client library; allowed: confluent-kafka, java"),
 ])
 def test_bad_option_values_are_usage_errors_that_say_what_is_allowed(pytester: pytest.Pytester, args: list[str], says: str) -> None:
     done = pytester.runpytest(*args)
