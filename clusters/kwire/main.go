@@ -2,6 +2,7 @@
 //
 //	kwire -api 127.10.0.253:18475 -events wire.log \
 //	      -link client-to-n1=127.10.250.1:19092=127.10.1.1:19092 [-link ...]
+//	kwire -ping http://127.0.0.1:18475      (exit 0 if that API answers: a container healthcheck)
 //
 // Every link passes requests through unchanged until a rule (added over the HTTP API) matches a
 // request's API on that link: then it is held, its response dropped, or an error answered.
@@ -17,6 +18,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 )
 
 const version = "1"
@@ -40,7 +42,17 @@ func main() {
 	api := flag.String("api", "127.0.0.1:18475", "address of the HTTP control API")
 	events := flag.String("events", "", "event log file (JSON lines); default stdout")
 	flag.Var(&links, "link", "NAME=LISTEN=UPSTREAM (repeatable)")
+	ping := flag.String("ping", "", "only ask the API at this URL for its version: exit 0 if it answers (a container healthcheck)")
 	flag.Parse()
+	if *ping != "" {
+		c := http.Client{Timeout: 2 * time.Second}
+		resp, err := c.Get(strings.TrimRight(*ping, "/") + "/version")
+		if err != nil || resp.StatusCode != 200 {
+			fmt.Fprintf(os.Stderr, "kwire: %s does not answer: %v\n", *ping, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if len(links) == 0 {
 		fmt.Fprintln(os.Stderr, "kwire: at least one -link NAME=LISTEN=UPSTREAM is needed")
 		os.Exit(2)

@@ -36,14 +36,7 @@ var ErrorCodes = map[string]int16{
 }
 
 // ErrorName is the name of code ("code-<n>" for one not in ErrorCodes).
-func ErrorName(code int16) string {
-	for n, c := range ErrorCodes {
-		if c == code {
-			return n
-		}
-	}
-	return fmt.Sprintf("code-%d", code)
-}
+func ErrorName(code int16) string { return nameOf(ErrorCodes, code, "code-%d") }
 
 type partitions struct {
 	name string   // topic name (versions that name topics)

@@ -39,13 +39,16 @@ var APINames = map[string]int16{
 }
 
 // APIName is the name of key ("api-<key>" for one not in APINames).
-func APIName(key int16) string {
-	for n, k := range APINames {
-		if k == key {
+func APIName(key int16) string { return nameOf(APINames, key, "api-%d") }
+
+// nameOf is the name table gives value, or format filled with the value.
+func nameOf(table map[string]int16, value int16, format string) string {
+	for n, v := range table {
+		if v == value {
 			return n
 		}
 	}
-	return fmt.Sprintf("api-%d", key)
+	return fmt.Sprintf(format, value)
 }
 
 // flexibleFrom: the first version of each API whose request uses header v2 and whose response uses
@@ -215,12 +218,11 @@ func (d *Decoder) Skip(n int) {
 }
 
 // NullableString: int16 length (-1 = null), then bytes.
-func (d *Decoder) NullableString() *string {
-	n := int(d.Int16())
-	if d.Err != nil || n < 0 {
-		return nil
-	}
-	if !d.need(n) {
+func (d *Decoder) NullableString() *string { return d.str(int(d.Int16())) }
+
+// str reads n bytes as a string (nil for n < 0: null).
+func (d *Decoder) str(n int) *string {
+	if d.Err != nil || n < 0 || !d.need(n) {
 		return nil
 	}
 	s := string(d.b[d.pos : d.pos+n])
@@ -243,18 +245,7 @@ func (d *Decoder) String(flex bool) string {
 }
 
 // CompactNullableString: uvarint length+1 (0 = null), then bytes.
-func (d *Decoder) CompactNullableString() *string {
-	n := int(d.Uvarint()) - 1
-	if d.Err != nil || n < 0 {
-		return nil
-	}
-	if !d.need(n) {
-		return nil
-	}
-	s := string(d.b[d.pos : d.pos+n])
-	d.pos += n
-	return &s
-}
+func (d *Decoder) CompactNullableString() *string { return d.str(int(d.Uvarint()) - 1) }
 
 // OptString reads a nullable string, compact in flexible versions.
 func (d *Decoder) OptString(flex bool) *string {

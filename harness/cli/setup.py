@@ -23,7 +23,7 @@ def setup(kafka_version: str = KafkaVersion) -> None:
     arts = artifacts.ensure(kafka_version)
     spark = artifacts.ensure_spark()
     out.print(f"ready in {time.monotonic() - t0:.1f}s: kafka {arts.kafka_version} ({arts.kafka_libs}), "
-              f"toxiproxy ({arts.toxiproxy_bin}), spark-sql-kafka ({len(spark)} jars), java {arts.java}",
+              f"toxiproxy ({arts.toxiproxy_bin}), wire proxy ({arts.kwire_bin}), spark-sql-kafka ({len(spark)} jars), java {arts.java}",
               highlight=False)
 
 
