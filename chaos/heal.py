@@ -1,5 +1,6 @@
 """Heal-all: what runs at the end of every run whatever happened (faults ended early, the runner
-interrupted, a fault that failed half-way): every link clean, every node up, the cluster healthy.
+interrupted, a fault that failed half-way): every link clean (Toxiproxy and the wire proxy: no
+rule, nothing held), every node up, the cluster healthy.
 """
 
 from __future__ import annotations
@@ -8,7 +9,9 @@ import logging
 from collections.abc import Callable
 
 from clusters.base import Cluster, NodeState
+from harness.errors import WaitTimeout
 from harness.kafka import features
+from harness.wait import wait_until
 
 log = logging.getLogger(__name__)
 
@@ -39,10 +42,46 @@ def heal_network(cluster: Cluster) -> list[str]:
     return problems
 
 
+#: A reset releases every held request at once; delivering them takes milliseconds.
+WIRE_RELEASE_TIMEOUT_S = 10.0
+
+
+def heal_wire(cluster: Cluster) -> list[str]:
+    """What is still wrong with the wire proxy (empty = healed) after removing every rule and
+    delivering every held request (``/reset``), escalating to a restart of the proxy when that did
+    not do it. Held requests are delivered by the proxy's connections after the reset answers, so
+    healed means: no rule, and nothing held, within ``WIRE_RELEASE_TIMEOUT_S``."""
+    steps: list[tuple[str, Callable[[], object]]] = [("reset", cluster.wire.reset), ("restart", cluster.restart_wire)]
+    problems: list[str] = []
+    for i, (name, step) in enumerate(steps):
+        if i:
+            log.info(f"heal: escalating to wire proxy '{name}' ({problems[-1]})")
+        try:
+            step()
+            _wait_wire_clean(cluster)
+            return []
+        except WaitTimeout as exc:
+            problems.append(f"after wire proxy {name}: {exc}")
+        except Exception as exc:  # noqa: BLE001 - the next step is the answer
+            problems.append(f"wire proxy {name}: {exc}")
+    return problems
+
+
+def _wait_wire_clean(cluster: Cluster) -> None:
+    left: list[str] = []
+
+    def clean() -> bool:
+        left[:] = cluster.wire.unhealed()
+        return not left
+
+    wait_until(clean, timeout=WIRE_RELEASE_TIMEOUT_S, what="the wire proxy to have no rule and nothing held",
+               state=lambda: f"still: {left}")
+
+
 def heal_all(cluster: Cluster) -> list[str]:
     """What could not be healed (empty = healed) after healing the network (escalating, see
     ``heal_network``), resuming and restarting every node and waiting until the cluster is healthy."""
-    problems = heal_network(cluster)
+    problems = heal_network(cluster) + heal_wire(cluster)
     for n in cluster.topology.node_ids:
         try:
             state = cluster.node_state(n)

@@ -42,6 +42,8 @@ class Artifacts:
     kafka_libs: Path
     toxiproxy_bin: Path
     java: Path
+    #: the wire proxy (clusters/kwire/), built from the repository's own Go source
+    kwire_bin: Path | None = None
 
 
 def parse_kafka_version(version: str) -> tuple[int, int, int]:
@@ -302,6 +304,17 @@ def go_env() -> dict[str, str]:
                 GOMODCACHE=str(cache_dir() / "go" / "mod"), GOCACHE=str(cache_dir() / "go" / "build"))
 
 
+def _run_go(cmd: list[str], what: str, env: dict[str, str], cwd: Path | None = None) -> None:
+    """Run a Go build; ``EnvironmentProblem`` with the tail of its output if it fails."""
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=FETCH_TIMEOUT_S, env=env, cwd=cwd)
+    except subprocess.TimeoutExpired as exc:
+        raise EnvironmentProblem(f"`go {cmd[1]}` of {what} did not finish within {FETCH_TIMEOUT_S}s") from exc
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
+        raise EnvironmentProblem(f"building {what} failed (exit {proc.returncode}):\n{tail}")
+
+
 def build_toxiproxy() -> Path:
     """Build the pinned Toxiproxy server from the Go module proxy into the cache; return the binary."""
     target, cli = toxiproxy_bin(), toxiproxy_cli()
@@ -312,18 +325,43 @@ def build_toxiproxy() -> Path:
     log.info(f"toxiproxy {pins.TOXIPROXY_VERSION}: building {pins.TOXIPROXY_MODULE}/cmd/server and cmd/cli with Go")
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
-        env = dict(go_env(), GOBIN=tmp)
         cmd = [go, "install", *(f"{pins.TOXIPROXY_MODULE}/cmd/{c}@{pins.TOXIPROXY_VERSION}" for c in ("server", "cli"))]
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=FETCH_TIMEOUT_S, env=env)
-        except subprocess.TimeoutExpired as exc:
-            raise EnvironmentProblem(f"`go install` of Toxiproxy did not finish within {FETCH_TIMEOUT_S}s") from exc
-        if proc.returncode != 0:
-            tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
-            raise EnvironmentProblem(f"building Toxiproxy {pins.TOXIPROXY_VERSION} failed (exit {proc.returncode}):\n{tail}")
+        _run_go(cmd, f"Toxiproxy {pins.TOXIPROXY_VERSION}", dict(go_env(), GOBIN=tmp))
         (Path(tmp) / "cli").rename(cli)
         (Path(tmp) / "server").rename(target)
     log.info(f"toxiproxy {pins.TOXIPROXY_VERSION}: built {target}")
+    return target
+
+
+#: The wire proxy's Go source (standard library only: building it needs no network).
+KWIRE_SOURCE = Path(__file__).resolve().parent / "kwire"
+
+
+def _kwire_digest() -> str:
+    files = sorted(p for p in KWIRE_SOURCE.iterdir() if p.name == "go.mod" or
+                   (p.suffix == ".go" and not p.name.endswith("_test.go")))
+    return hashlib.sha256(b"".join(p.name.encode() + b"\0" + p.read_bytes() for p in files)).hexdigest()[:16]
+
+
+def kwire_bin() -> Path:
+    """The wire proxy binary of the current source (a changed source is a new path: rebuilt)."""
+    return cache_dir() / "kwire" / _kwire_digest() / "kwire"
+
+
+def build_kwire() -> Path:
+    """Build the wire proxy from ``clusters/kwire`` into the cache; return the binary."""
+    target = kwire_bin()
+    if target.is_file() and os.access(target, os.X_OK):
+        log.info(f"kwire: cached at {target}")
+        return target
+    go = _require_tool("go", "build the wire proxy (clusters/kwire)", "apt-get install golang-go (1.22+)")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+        # GOTOOLCHAIN=local: never fetch another Go; the module needs none of the network.
+        cmd = [go, "build", "-trimpath", "-o", str(Path(tmp) / "kwire"), "."]
+        _run_go(cmd, f"the wire proxy ({KWIRE_SOURCE})", dict(go_env(), GOTOOLCHAIN="local"), cwd=KWIRE_SOURCE)
+        (Path(tmp) / "kwire").rename(target)
+    log.info(f"kwire: built {target}")
     return target
 
 
@@ -348,7 +386,8 @@ def ensure(kafka_version: str = pins.KAFKA_VERSION) -> Artifacts:
             kafka_f = pool.submit(fetch_kafka, kafka_version)
             tox_f = pool.submit(build_toxiproxy)
             libs, tox = kafka_f.result(), tox_f.result()
-    return Artifacts(kafka_version=kafka_version, kafka_libs=libs, toxiproxy_bin=tox, java=java)
+        kwire = build_kwire()
+    return Artifacts(kafka_version=kafka_version, kafka_libs=libs, toxiproxy_bin=tox, java=java, kwire_bin=kwire)
 
 
 def ensure_spark() -> list[Path]:
@@ -360,8 +399,8 @@ def ensure_spark() -> list[Path]:
 def ready(kafka_version: str) -> Artifacts | None:
     """The artifacts if all are already cached, without fetching or locking (for ``cluster up``)."""
     libs = kafka_ready(kafka_version)
-    tox = toxiproxy_bin()
-    if libs is None or not tox.is_file():
+    tox, kwire = toxiproxy_bin(), kwire_bin()
+    if libs is None or not tox.is_file() or not kwire.is_file():
         return None
     java, _ = find_java()
-    return Artifacts(kafka_version=kafka_version, kafka_libs=libs, toxiproxy_bin=tox, java=java)
+    return Artifacts(kafka_version=kafka_version, kafka_libs=libs, toxiproxy_bin=tox, java=java, kwire_bin=kwire)

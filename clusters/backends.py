@@ -91,7 +91,7 @@ def would_reclaim(backend: Backend, rec: state.ClusterRecord | None) -> Reclaime
     found = Reclaimed()
     if rec is not None and Owner(rec.owner_pid).dead:
         cluster = attach(rec)
-        found += cluster.leftovers() + link_faults(cluster.toxiproxy)
+        found += cluster.leftovers() + link_faults(cluster.toxiproxy, cluster.wire)
     if backend is Backend.compose:
         from clusters.compose.cluster import dead_runs_leftovers
 
@@ -113,7 +113,7 @@ def down(rec: state.ClusterRecord) -> Reclaimed:
     """Stop the recorded cluster and reclaim what other runs that are over left; returns what went
     (the faults still on its links included: they go with its Toxiproxy)."""
     cluster = attach(rec)
-    faults = link_faults(cluster.toxiproxy)
+    faults = link_faults(cluster.toxiproxy, cluster.wire)
     return cluster.stop() + faults + reclaim(Backend(rec.backend))
 
 

@@ -11,6 +11,7 @@ from typing import Any, Protocol, runtime_checkable
 from clusters.reclaim import Owner, Reclaimed
 from clusters.topology import Topology
 from clusters.toxiproxy import ProxySpec, Toxiproxy
+from clusters.wireproxy import WireProxy
 
 #: A 3-node KRaft cluster on two cores comes up in ~10-20 s; allow for a machine under load.
 HEALTHY_TIMEOUT_S = 120.0
@@ -144,6 +145,19 @@ class Cluster(Protocol):
     def restart_toxiproxy(self) -> None:
         """Kill the Toxiproxy server and start it again with every proxy, healthy: the last step of a
         heal, for a server whose API hangs."""
+
+    @property
+    def wire(self) -> WireProxy:
+        """The API of the wire proxy on the clients' links (request-aware faults)."""
+        ...
+
+    @property
+    def wire_events(self) -> Path:
+        """The wire proxy's event log (JSON lines: every request a rule matched, and what became of it)."""
+        ...
+
+    def restart_wire(self) -> None:
+        """Kill the wire proxy and start it again without rules: the last step of its heal."""
 
     @property
     def bootstrap(self) -> str: ...

@@ -4,6 +4,7 @@ Layout of a run folder::
 
     cluster.json            what was started (versions, addresses, pids)
     toxiproxy.log
+    wire.log, wire-events.jsonl   the wire proxy's log and its event log (every matched request)
     nodes/n<id>/            server.properties, hosts, log4j2.properties, server.log, stdout.log, data/
 
 ``data/`` is removed at stop; configs and logs stay for the person reading the run.
@@ -19,7 +20,7 @@ import signal
 import subprocess
 import threading
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import psutil
@@ -30,6 +31,7 @@ from clusters.base import HEALTHY_TIMEOUT_S, NODE_START_TIMEOUT_S, ClusterStatus
 from clusters.reclaim import Reclaimed
 from clusters.topology import Topology
 from clusters.toxiproxy import ProxySpec, Toxiproxy
+from clusters.wireproxy import WireProxy
 from harness.errors import ClusterError, EnvironmentProblem, HarnessError, WaitTimeout
 from harness.runfolder import RunFolder, write_json
 from harness.wait import wait_until
@@ -43,6 +45,11 @@ STARTED_MESSAGE = "Kafka Server started"
 FORMAT_TIMEOUT_S = 120.0
 #: Toxiproxy answers its API within a second of exec.
 TOXIPROXY_START_TIMEOUT_S = 20.0
+#: So does the wire proxy (a static Go binary).
+WIRE_START_TIMEOUT_S = 20.0
+#: The wire proxy's files in a run folder.
+WIRE_LOG = "wire.log"
+WIRE_EVENTS = "wire-events.jsonl"
 
 
 # Clusters this process owns; stopped at interpreter exit if a caller forgot (or was interrupted).
@@ -93,6 +100,8 @@ class LocalCluster(Owned):
         self._pids: dict[int, int] = {}
         self._tox_pid: int | None = None
         self._tox: Toxiproxy | None = None
+        self._wire_pid: int | None = None
+        self._wire: WireProxy | None = None
         self._admin = None
         self._lock = threading.RLock()
         self._started = False
@@ -101,13 +110,15 @@ class LocalCluster(Owned):
     @classmethod
     def attach(cls, rec: state.ClusterRecord) -> LocalCluster:
         """A handle on a cluster another process started (for ``cluster down`` / ``status``)."""
-        arts = Artifacts(rec.kafka_version, Path(rec.kafka_libs), Path(rec.toxiproxy_bin), Path(rec.java))
+        arts = Artifacts(rec.kafka_version, Path(rec.kafka_libs), Path(rec.toxiproxy_bin), Path(rec.java),
+                         Path(rec.kwire_bin) if rec.kwire_bin else None)
         topo = Topology(net=rec.net, port_base=rec.port_base, api_port=rec.api_port)
         c = cls(arts, Path(rec.run_dir), topo, rec.overrides, detached=rec.owner_pid is None,
                 transaction_version=rec.transaction_version)
         c.cluster_id = rec.cluster_id
         c._pids = {int(k): v for k, v in rec.node_pids.items()}
         c._tox_pid = rec.toxiproxy_pid
+        c._wire_pid = rec.wire_pid
         c._attached_owner = rec.owner_pid or 0
         c._started = True
         return c
@@ -149,6 +160,7 @@ class LocalCluster(Owned):
             for n in self.topology.node_ids:
                 self._render_node(n)
             self._format_storage()
+            self._start_wire()
             self._start_toxiproxy()
             self._save_record()
             for n in self.topology.node_ids:
@@ -180,8 +192,12 @@ class LocalCluster(Owned):
                         errors.append(str(exc))
             if self._tox_pid and self._is_ours(self._tox_pid):
                 procs.terminate(self._tox_pid, "toxiproxy", timeout=10)
+            if self._wire_pid and self._is_ours(self._wire_pid):
+                procs.terminate(self._wire_pid, "wire proxy", timeout=10)
             if self._tox is not None:
                 self._tox.close()
+            if self._wire is not None:
+                self._wire.close()
             self._admin = None
             for n in self.topology.node_ids:
                 shutil.rmtree(self._data_dir(n), ignore_errors=True)
@@ -265,19 +281,26 @@ class LocalCluster(Owned):
                 )
 
     # ---------------------------------------------------------------- toxiproxy
-    def _start_toxiproxy(self) -> None:
-        topo = self.topology
-        cmd = [str(self.artifacts.toxiproxy_bin), "-host", topo.api_host, "-port", str(topo.api_port)]
-        log_file = self.run_dir / "toxiproxy.log"
+    def _spawn_server(self, cmd: list[str], log_file: Path, ping: Callable[[], bool], what: str, url: str,
+                      timeout: float, pid_attr: str) -> None:
+        """Start a server of the cluster (tagged, logging to ``log_file``; its pid in ``pid_attr`` at
+        once, so a failed start stops it) and wait until its API at ``url`` answers. Fails at once,
+        with its log, if it exits."""
         p = procs.spawn(cmd, log_file, cwd=self.run_dir, env=self._env())
-        self._tox_pid = p.pid
-        tox = Toxiproxy(topo.toxiproxy_url)
+        setattr(self, pid_attr, p.pid)
 
         def exited() -> str | None:
             rc = p.poll()
-            return None if rc is None else f"toxiproxy exited with code {rc}; log:\n{procs.tail(log_file)}"
+            return None if rc is None else f"{what} exited with code {rc}; log:\n{procs.tail(log_file)}"
 
-        wait_until(tox.ping, timeout=TOXIPROXY_START_TIMEOUT_S, what=f"the Toxiproxy API at {topo.toxiproxy_url}", fatal=exited)
+        wait_until(ping, timeout=timeout, what=f"the API of {what} at {url}", fatal=exited)
+
+    def _start_toxiproxy(self) -> None:
+        topo = self.topology
+        cmd = [str(self.artifacts.toxiproxy_bin), "-host", topo.api_host, "-port", str(topo.api_port)]
+        tox = Toxiproxy(topo.toxiproxy_url)
+        self._spawn_server(cmd, self.run_dir / "toxiproxy.log", tox.ping, "Toxiproxy", topo.toxiproxy_url,
+                           TOXIPROXY_START_TIMEOUT_S, "_tox_pid")
         tox.populate(self.proxy_specs())
         self._tox = tox
 
@@ -298,6 +321,38 @@ class LocalCluster(Owned):
         if self._tox is None:
             self._tox = Toxiproxy(self.topology.toxiproxy_url)
         return self._tox
+
+    # ---------------------------------------------------------------- wire proxy
+    def _start_wire(self) -> None:
+        """The wire proxy on every client link, between Toxiproxy and the nodes (clusters/kwire)."""
+        topo = self.topology
+        if self.artifacts.kwire_bin is None:
+            raise EnvironmentProblem("the wire proxy is not built (eos-chaos setup builds it)")
+        cmd = [str(self.artifacts.kwire_bin), "-api", topo.wire_api, "-events", str(self.run_dir / WIRE_EVENTS)]
+        cmd += [arg for w in topo.wire_hops() for arg in ("-link", f"{w.link.name}={w.listen}={w.upstream}")]
+        wire = WireProxy(topo.wire_url)
+        self._spawn_server(cmd, self.run_dir / WIRE_LOG, wire.ping, "the wire proxy", topo.wire_url,
+                           WIRE_START_TIMEOUT_S, "_wire_pid")
+        self._wire = wire
+
+    def restart_wire(self) -> None:
+        if self._wire_pid and self._is_ours(self._wire_pid):
+            procs.kill_hard(self._wire_pid, "wire proxy")
+        if self._wire is not None:
+            self._wire.close()
+            self._wire = None
+        self._start_wire()
+        self._save_record()
+
+    @property
+    def wire_events(self) -> Path:
+        return self.run_dir / WIRE_EVENTS
+
+    @property
+    def wire(self) -> WireProxy:
+        if self._wire is None:
+            self._wire = WireProxy(self.topology.wire_url)
+        return self._wire
 
     # ---------------------------------------------------------------- nodes
     def _spawn_node(self, n: int) -> int:
@@ -452,7 +507,8 @@ class LocalCluster(Owned):
             run_dir=str(self.run_dir),
             cluster_id=self.cluster_id,
             active_controller=self.active_controller(),
-            extra={"toxiproxy_pid": self._tox_pid, "toxiproxy_up": procs.alive(self._tox_pid)},
+            extra={"toxiproxy_pid": self._tox_pid, "toxiproxy_up": procs.alive(self._tox_pid),
+                   "wire": self.topology.wire_url, "wire_pid": self._wire_pid, "wire_up": procs.alive(self._wire_pid)},
         )
 
     def _record(self) -> state.ClusterRecord:
@@ -460,7 +516,8 @@ class LocalCluster(Owned):
         return state.ClusterRecord(
             backend=BACKEND, cluster_id=self.cluster_id, run_dir=str(self.run_dir),
             kafka_version=self.artifacts.kafka_version, net=t.net, port_base=t.port_base, api_port=t.api_port,
-            owner_pid=self._owner or None, toxiproxy_pid=self._tox_pid,
+            owner_pid=self._owner or None, toxiproxy_pid=self._tox_pid, wire_pid=self._wire_pid,
+            kwire_bin=str(self.artifacts.kwire_bin or ""),
             node_pids={str(k): v for k, v in self._pids.items()}, kafka_libs=str(self.artifacts.kafka_libs),
             toxiproxy_bin=str(self.artifacts.toxiproxy_bin), java=str(self.artifacts.java), overrides=self.overrides,
             transaction_version=self.transaction_version,

@@ -89,6 +89,8 @@ def describe_cmdline(cmd: Sequence[str]) -> str:
     if any("org.apache.spark" in arg for arg in cmd):
         return "spark driver JVM"
     name = Path(cmd[0]).name
+    if name == "kwire":
+        return "wire proxy"
     return "toxiproxy" if "toxiproxy" in name else " ".join([name, *cmd[1:]])[:80]
 
 

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from clusters import procs, state
 from clusters.toxiproxy import Toxiproxy
+from clusters.wireproxy import WireProxy
 from harness.errors import FaultError
 
 log = logging.getLogger(__name__)
@@ -103,14 +104,19 @@ def dead_runs_processes(backend: str) -> list[procs.Tagged]:
             and (t.orphaned or (t.owner == 0 and (own is None or t.cluster_id != own.cluster_id)))]
 
 
-def link_faults(tox: Toxiproxy) -> Reclaimed:
-    """The faults still on Toxiproxy's links (toxics, disabled proxies); nothing when the API does
-    not answer (a dead or frozen server takes its faults with it when it is stopped)."""
-    try:
-        return Reclaimed([Leftover("link fault", problem) for problem in tox.unhealed()])
-    except FaultError as exc:
-        log.info(f"cannot list the faults left on the links: {exc}")
-        return Reclaimed()
+def link_faults(tox: Toxiproxy, wire: WireProxy | None = None) -> Reclaimed:
+    """The faults still on the links: Toxiproxy's (toxics, disabled proxies) and the wire proxy's
+    (rules, held requests); nothing from a server whose API does not answer (a dead or frozen
+    server takes its faults with it when it is stopped)."""
+    found = Reclaimed()
+    for server in (tox, wire):
+        if server is None:
+            continue
+        try:
+            found += Reclaimed([Leftover("link fault", problem) for problem in server.unhealed()])
+        except FaultError as exc:
+            log.info(f"cannot list the faults left on the links: {exc}")
+    return found
 
 
 @dataclass(frozen=True)

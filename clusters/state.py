@@ -25,6 +25,9 @@ class ClusterRecord:
     node_pids: dict[str, int] = field(default_factory=dict)
     kafka_libs: str = ""
     toxiproxy_bin: str = ""
+    #: local backend: the wire proxy (clusters/kwire) and its binary
+    wire_pid: int | None = None
+    kwire_bin: str = ""
     java: str = ""
     overrides: dict[str, str] = field(default_factory=dict)
     #: compose backend: the Compose project and the images it runs.

@@ -12,6 +12,10 @@ names ``kafka-<dst>`` through their own hosts file (``-Djdk.net.hosts.file``) to
 ``127.<net>.<self>.<dst>``; clients get IP addresses advertised on the CLIENT listener
 (``127.<net>.0.<dst>``), which are the client proxies. DIRECT is advertised as the real socket and
 never faulted. All of 127.0.0.0/8 routes to the loopback interface on Linux, so no set-up is needed.
+
+The clients' links go through the wire proxy too (clusters/kwire/, docs/WIRE-FAULTS.md), chained
+behind Toxiproxy: client -> Toxiproxy ``127.<net>.0.<dst>`` -> wire proxy ``127.<net>.250.<dst>``
+-> node ``dst``'s CLIENT socket. Advertised addresses do not change; the wire proxy only adds a hop.
 """
 
 from __future__ import annotations
@@ -26,6 +30,9 @@ DEFAULT_NET = 10
 DEFAULT_PORT_BASE = 19092
 TOXIPROXY_API_HOST_OCTET = 254
 TOXIPROXY_API_PORT = 18474
+#: The third octet of the wire proxy's listeners (``127.<net>.250.<dst>``), and its API's host octet.
+WIRE_SOURCE = 250
+WIRE_API_HOST_OCTET = 253
 
 
 class Listener(str, enum.Enum):
@@ -105,8 +112,29 @@ class Topology:
         return f"{self.ip(node, node)}:{self.port(listener)}"
 
     def proxy(self, link: Link) -> Proxy:
+        """Toxiproxy's proxy for ``link``; a client link's upstream is the wire proxy."""
         port = self.port(link.listener)
-        return Proxy(link, f"{self.ip(link.src, link.dst)}:{port}", self.bind(link.dst, link.listener))
+        upstream = self.wire(link).listen if link.src == CLIENT_SOURCE else self.bind(link.dst, link.listener)
+        return Proxy(link, f"{self.ip(link.src, link.dst)}:{port}", upstream)
+
+    def wire(self, link: Link) -> Proxy:
+        """The wire proxy's hop of client link ``link``: from behind Toxiproxy to the node."""
+        if link.src != CLIENT_SOURCE:
+            raise ValueError(f"{link.name}: only the clients' links go through the wire proxy")
+        return Proxy(link, f"{self.ip(WIRE_SOURCE, link.dst)}:{self.port(Listener.CLIENT)}", self.bind(link.dst, Listener.CLIENT))
+
+    def wire_hops(self) -> list[Proxy]:
+        """Every client link's wire proxy hop (what the wire proxy is started with)."""
+        return [self.wire(link) for link in self.links if link.src == CLIENT_SOURCE]
+
+    @property
+    def wire_api(self) -> str:
+        """host:port of the wire proxy's control API (next to Toxiproxy's port)."""
+        return f"{self.ip(CLIENT_SOURCE, WIRE_API_HOST_OCTET)}:{self.api_port + 1}"
+
+    @property
+    def wire_url(self) -> str:
+        return f"http://{self.wire_api}"
 
     def proxies(self) -> list[Proxy]:
         return [self.proxy(link) for link in self.links]
@@ -149,4 +177,6 @@ class Topology:
         out = [(self.bind(n, lst), f"node {n} {lst.value} listener") for n in self.node_ids for lst in Listener]
         out += [(p.listen, f"proxy {p.link.name}") for p in self.proxies()]
         out.append((f"{self.api_host}:{self.api_port}", "Toxiproxy API"))
+        out += [(w.listen, f"wire proxy {w.link.name}") for w in self.wire_hops()]
+        out.append((self.wire_api, "wire proxy API"))
         return out

@@ -88,6 +88,10 @@ class Toxiproxy:
         """Disable = the proxy stops listening and drops its open connections: a clean cut."""
         self._call("POST", f"/proxies/{name}", {"enabled": enabled})
 
+    def set_upstream(self, name: str, upstream: str) -> None:
+        """Point a proxy at another upstream (its open connections are closed)."""
+        self._call("POST", f"/proxies/{name}", {"upstream": upstream})
+
     def add_toxic(
         self,
         proxy: str,

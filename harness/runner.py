@@ -168,7 +168,7 @@ def prepare_attached(cluster: Cluster) -> list[str]:
     faulted (recorded in the verdict)."""
     orphans = [t for t in procs.tagged_processes() if t.cluster_id == cluster.cluster_id and t.orphaned]
     reclaim.kill_processes(orphans, "a killed run left it on the cluster")
-    found = [f"link {p}" for p in cluster.toxiproxy.unhealed()]
+    found = [f"link {p}" for p in cluster.toxiproxy.unhealed() + cluster.wire.unhealed()]
     found += [f"node {n} {cluster.node_state(n).value}" for n in cluster.topology.node_ids
               if cluster.node_state(n) is not NodeState.UP]
     if found:

@@ -1,5 +1,5 @@
 """The fault catalogue: one pydantic model per fault kind (``chaos.faults.process``, ``.network``,
-``.workload``), the ``Fault`` union discriminated on ``kind``, and the registry of kinds.
+``.wire``, ``.workload``), the ``Fault`` union discriminated on ``kind``, and the registry of kinds.
 
 A fault is data until the nemesis calls its ``apply(ctx)``, which starts it and returns its heal.
 Adding a kind: a model with ``kind: Literal[...]`` and ``apply``, listed in ``Fault`` and ``FaultKind``.
@@ -24,6 +24,7 @@ from chaos.faults.network import (
     Slicer,
 )
 from chaos.faults.process import Kill, KillLeader, Pause, Restart, RollingRestart, Stop
+from chaos.faults.wire import DropApiResponses, ErrorResponses, HoldRequests
 from chaos.faults.workload import KillDriver, KillWorkload, PauseWorkload, ZombieDriver
 
 __all__ = ["REGISTRY", "Fault", "FaultBase", "FaultContext", "FaultKind", "Heal", "Target", "parse"]
@@ -33,12 +34,14 @@ __all__ = ["REGISTRY", "Fault", "FaultBase", "FaultContext", "FaultKind", "Heal"
 Fault = Annotated[
     (Kill | KillLeader | Stop | Pause | Restart | RollingRestart
      | Partition | Flap | Latency | Bandwidth | ResetPeer | Blackhole | Slicer | DropResponses
+     | HoldRequests | DropApiResponses | ErrorResponses
      | KillWorkload | PauseWorkload | KillDriver | ZombieDriver | SetTransactionVersion),
     Field(discriminator="kind"),
 ]
 #: Every kind's name (a scenario's ``mix`` draws from these).
 FaultKind = Literal["kill", "kill-leader", "stop", "pause", "restart", "rolling-restart",
                     "partition", "flap", "latency", "bandwidth", "reset-peer", "blackhole", "slicer", "drop-responses",
+                    "hold-requests", "drop-api-responses", "error-responses",
                     "kill-workload", "pause-workload", "kill-driver", "zombie-driver", "set-transaction-version"]
 
 _ADAPTER: TypeAdapter[Fault] = TypeAdapter(Fault)

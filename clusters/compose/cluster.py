@@ -26,10 +26,19 @@ from clusters.base import HEALTHY_TIMEOUT_S, NODE_START_TIMEOUT_S, ClusterStatus
 from clusters.compose.cli import find_compose
 from clusters.compose.engine import ensure_engine
 from clusters.compose.images import Images, ensure_images
-from clusters.compose.plan import LABEL, LABEL_CLUSTER, LABEL_OWNER, ComposePlan, compose_yaml, toxiproxy_json
+from clusters.compose.plan import (
+    LABEL,
+    LABEL_CLUSTER,
+    LABEL_OWNER,
+    WIRE_SERVICE,
+    ComposePlan,
+    compose_yaml,
+    toxiproxy_json,
+)
 from clusters.local import STARTED_MESSAGE, new_cluster_id
 from clusters.reclaim import Leftover, Reclaimed
 from clusters.toxiproxy import ProxySpec, Toxiproxy
+from clusters.wireproxy import WireProxy
 from harness.errors import ClusterError, EnvironmentProblem
 from harness.runfolder import RunFolder
 from harness.wait import wait_until
@@ -81,6 +90,7 @@ class ComposeCluster(Owned):
         self._compose_cmd: list[str] = []
         self._docker: docker.DockerClient | None = None
         self._tox = Toxiproxy(self.plan.toxiproxy_url)
+        self._wire = WireProxy(self.plan.wire_url)
         self._admin: AdminClient | None = None
         self._lock = threading.RLock()
         self._started = False
@@ -166,6 +176,7 @@ class ComposeCluster(Owned):
             self.run_dir.mkdir(parents=True, exist_ok=True)
             (self.run_dir / "docker-compose.yml").write_text(compose_yaml(self.plan))
             (self.run_dir / "toxiproxy.json").write_text(toxiproxy_json(self.plan))
+            (self.run_dir / "wire").mkdir(exist_ok=True)  # the wire proxy's event log, bind-mounted
             state.save(self._record())
             log.info(f"compose project {self.project}: up (images {self.images.source})")
             up = self._compose("up", "-d", "--wait", "--wait-timeout", str(UP_TIMEOUT_S), timeout=UP_TIMEOUT_S + 60)
@@ -231,6 +242,7 @@ class ComposeCluster(Owned):
             self._started = False
             gone = self.leftovers()
             self._tox.close()
+            self._wire.close()
             self._admin = None
             for c in self._containers():
                 self._keep_log(c)
@@ -366,6 +378,23 @@ class ComposeCluster(Owned):
         self._tox.populate(self.proxy_specs())
 
     @property
+    def wire(self) -> WireProxy:
+        return self._wire
+
+    @property
+    def wire_events(self) -> Path:
+        return self.run_dir / "wire" / "wire-events.jsonl"
+
+    def restart_wire(self) -> None:
+        c = self.container(WIRE_SERVICE)
+        c.reload()
+        if c.status == "paused":
+            c.unpause()
+        c.restart(timeout=5)  # it starts without rules
+        wait_until(self._wire.ping, timeout=TOXIPROXY_RESTART_TIMEOUT_S, what=f"the wire proxy's API at {self.plan.wire_url}",
+                   state=lambda: f"container {c.name} {c.status}")
+
+    @property
     def bootstrap(self) -> str:
         return self.plan.bootstrap
 
@@ -379,7 +408,8 @@ class ComposeCluster(Owned):
             backend=BACKEND, kafka_version=self.artifacts.kafka_version, bootstrap=self.bootstrap,
             direct_bootstrap=self.direct_bootstrap, toxiproxy=self.plan.toxiproxy_url, nodes=nodes,
             run_dir=str(self.run_dir), cluster_id=self.cluster_id, active_controller=self.active_controller(),
-            extra={"project": self.project, "images": self.images.__dict__ if self.images else None},
+            extra={"project": self.project, "images": self.images.__dict__ if self.images else None,
+                   "wire": self.plan.wire_url},
         )
 
 

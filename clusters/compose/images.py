@@ -155,10 +155,12 @@ def kafka_image(client: docker.DockerClient, arts: artifacts.Artifacts) -> str:
 
 
 def toxiproxy_image(client: docker.DockerClient) -> str:
-    server, cli = artifacts.toxiproxy_bin(), artifacts.toxiproxy_cli()
+    server, cli, kwire = artifacts.toxiproxy_bin(), artifacts.toxiproxy_cli(), artifacts.build_kwire()
     dockerfile = (HERE / "toxiproxy" / "Dockerfile").read_bytes()
-    tag = f"eos-chaos/toxiproxy:{pins.TOXIPROXY_VERSION.lstrip('v')}-{_digest(dockerfile, server.read_bytes(), cli.read_bytes())}"
-    context = {"Dockerfile": HERE / "toxiproxy" / "Dockerfile", "toxiproxy-server": server, "toxiproxy-cli": cli}
+    digest = _digest(dockerfile, server.read_bytes(), cli.read_bytes(), kwire.read_bytes())
+    tag = f"eos-chaos/toxiproxy:{pins.TOXIPROXY_VERSION.lstrip('v')}-{digest}"
+    context = {"Dockerfile": HERE / "toxiproxy" / "Dockerfile", "toxiproxy-server": server, "toxiproxy-cli": cli,
+               "kwire": kwire}
     return _ensure_built(client, tag, "toxiproxy image", context)
 
 

@@ -9,6 +9,11 @@ points at Toxiproxy's address on ``src<A>``, where the proxy for link A -> B lis
 proxy address names its destination by port and its source by network.
 
 Host side: clients reach the CLIENT proxies and the DIRECT listeners on 127.0.0.1 only.
+
+The clients' links go through the wire proxy (clusters/kwire, docs/WIRE-FAULTS.md) behind
+Toxiproxy, as on the local backend: Toxiproxy's client proxy -> service ``wire`` on ``core`` (same
+port as the node's CLIENT listener) -> ``broker-<N>``. It runs from the Toxiproxy image (which carries
+its binary) with its own entrypoint; its API is published on the host next to Toxiproxy's.
 """
 
 from __future__ import annotations
@@ -27,6 +32,9 @@ API_PORT_BELOW_BASE = PORT_BASE - TOXIPROXY_API_PORT
 #: Private bridge subnets the harness creates and removes: ``<prefix>.<A>.0/24`` for network src<A>.
 SUBNET_PREFIX = "10.213"
 TOXIPROXY_HOST_OCTET = 254
+#: The wire proxy's service, and where it writes its event log (``wire/`` of the run folder).
+WIRE_SERVICE = "wire"
+WIRE_EVENTS_IN_CONTAINER = "/wire/wire-events.jsonl"
 LABEL = "eos-chaos"
 #: Which cluster a container/network/volume belongs to, and which process will take it down
 #: ("0" = detached, `eos-chaos cluster up`): how a later start tells a crashed run's leftovers
@@ -80,16 +88,36 @@ class ComposePlan:
         return f"http://127.0.0.1:{self.api_port}"
 
     def proxy(self, link: Link) -> tuple[str, str]:
-        """(listen, upstream) of ``link`` inside the Toxiproxy container."""
+        """(listen, upstream) of ``link`` inside the Toxiproxy container; a client link's upstream is
+        the wire proxy."""
         port = self.port(link.dst, link.listener)
-        listen = f"0.0.0.0:{port}" if link.src == CLIENT_SOURCE else f"{self.toxiproxy_ip(link.src)}:{port}"
-        return listen, f"{self.service(link.dst)}:{port}"
+        if link.src == CLIENT_SOURCE:
+            return f"0.0.0.0:{port}", f"{WIRE_SERVICE}:{port}"
+        return f"{self.toxiproxy_ip(link.src)}:{port}", f"{self.service(link.dst)}:{port}"
+
+    def wire_args(self) -> list[str]:
+        """The wire proxy's command line: every client link from Toxiproxy to its broker."""
+        args = [f"-api=0.0.0.0:{self.wire_api_port}", f"-events={WIRE_EVENTS_IN_CONTAINER}"]
+        for link in self.topology.links:
+            if link.src == CLIENT_SOURCE:
+                port = self.port(link.dst, Listener.CLIENT)
+                args.append(f"-link={link.name}=0.0.0.0:{port}={self.service(link.dst)}:{port}")
+        return args
+
+    @property
+    def wire_api_port(self) -> int:
+        return self.api_port + 1
+
+    @property
+    def wire_url(self) -> str:
+        return f"http://127.0.0.1:{self.wire_api_port}"
 
     def host_binds(self) -> list[tuple[str, str]]:
         """What the cluster publishes on the host, for the busy-port check."""
         out = [(f"127.0.0.1:{self.port(n, Listener.CLIENT)}", f"client proxy to node {n}") for n in self.topology.node_ids]
         out += [(f"127.0.0.1:{self.port(n, Listener.DIRECT)}", f"node {n} DIRECT listener") for n in self.topology.node_ids]
         out.append((f"127.0.0.1:{self.api_port}", "Toxiproxy API"))
+        out.append((f"127.0.0.1:{self.wire_api_port}", "wire proxy API"))
         return out
 
     def broker_env(self, node: int) -> dict[str, str]:
@@ -159,6 +187,20 @@ class ComposePlan:
                 "interval": "2s", "timeout": "2s", "retries": 30,
             },
         }
+        services[WIRE_SERVICE] = {
+            "image": "${EOS_TOXIPROXY_IMAGE:?set by eos-chaos: the locally built toxiproxy image}",
+            "entrypoint": ["/kwire"],
+            "command": self.wire_args(),
+            "labels": labels,
+            # the event log lands in the run folder (this file's folder), like the local backend's
+            "volumes": ["./wire:/wire"],
+            "networks": {"core": {}},
+            "ports": [f"127.0.0.1:{self.wire_api_port}:{self.wire_api_port}"],
+            "healthcheck": {
+                "test": ["CMD", "/kwire", f"-ping=http://127.0.0.1:{self.wire_api_port}"],
+                "interval": "2s", "timeout": "2s", "retries": 30,
+            },
+        }
         networks: dict[str, Any] = {"core": {"labels": labels}}
         for n in nodes:
             networks[f"src{n}"] = {"labels": labels, "ipam": {"config": [{"subnet": self.subnet(n)}]}}
@@ -188,7 +230,8 @@ HEADER = """\
 #   docker compose -p eos-chaos-manual up -d --wait
 # (`eos-chaos images` prints the image tags; with a registry, apache/kafka:<version> works for
 # Kafka too.) Clients: bootstrap 127.0.0.1:29092,29102,29112 through the
-# proxies, 127.0.0.1:29095,29105,29115 direct; Toxiproxy API http://127.0.0.1:28474.
+# proxies, 127.0.0.1:29095,29105,29115 direct; Toxiproxy API http://127.0.0.1:28474, wire proxy
+# API http://127.0.0.1:28475 (its event log: ./wire/wire-events.jsonl).
 """
 
 

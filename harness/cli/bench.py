@@ -304,3 +304,26 @@ def bench_clients_cmd(
     for version, took in startup.items():
         out.print(Series(f"java bridge start-up (kafka-clients {version}), process start to first answer", "s", took).line(),
                   highlight=False)
+
+
+@app.command("wire")
+@guarded
+def bench_wire_cmd(
+    count: int = typer.Option(2000, "--round-trips", min=100, max=1_000_000, help="Round trips per side and run."),
+    runs: int = BenchRuns, backend: Backend = BackendOpt, port_base: int | None = PortBase, as_json: bool = JsonOut,
+) -> None:
+    """The wire proxy's added latency: ApiVersions round trips through a client link with and without it (median of --runs)."""
+    import statistics
+
+    from harness.bench import Series
+    from harness.bench_wire import bench
+
+    keys = ("with_p50_us", "without_p50_us", "added_p50_us", "with_p99_us", "without_p99_us", "added_p99_us")
+    counter = iter(range(runs))
+    result = _bench_on_one_cluster("bench-wire", runs, backend, port_base, lambda c, d: bench(c, count, next(counter)),
+                                   lambda samples: {k: statistics.median(s[k] for s in samples) for k in keys}, as_json)
+    if result is None:
+        return
+    for key in keys:
+        out.print(Series(f"ApiVersions round trip, {key.replace('_us', '').replace('_', ' ')}", "us",
+                         [s[key] for s in result["runs"]]).line(), highlight=False)

@@ -28,7 +28,7 @@ def setup(kafka_version: str = KafkaVersion) -> None:
     java_clients = [DEFAULT_JAVA_VERSION, pins.JAVA_CLIENT_3X_VERSION]
     prepare(f"java@{v}" for v in java_clients)
     out.print(f"ready in {time.monotonic() - t0:.1f}s: kafka {arts.kafka_version} ({arts.kafka_libs}), "
-              f"toxiproxy ({arts.toxiproxy_bin}), spark-sql-kafka ({len(spark)} jars), "
+              f"toxiproxy ({arts.toxiproxy_bin}), wire proxy ({arts.kwire_bin}), spark-sql-kafka ({len(spark)} jars), "
               f"java client bridge (kafka-clients {', '.join(java_clients)}), java {arts.java}",
               highlight=False)
 

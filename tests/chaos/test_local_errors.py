@@ -150,7 +150,7 @@ def test_crashed_run_is_reclaimed_by_the_next_start(iso_env: dict[str, str]) -> 
         proc.kill()  # SIGKILL: no cleanup runs, like a crashed harness
         proc.wait(timeout=30)
     leftovers = [t for t in procs.tagged_processes() if t.owner == proc.pid]
-    assert len(leftovers) == 4, leftovers  # 3 brokers + toxiproxy survive the crash
+    assert len(leftovers) == 5, leftovers  # 3 brokers, toxiproxy and the wire proxy survive the crash
 
     up = run(["cluster", "up", "--port-base", str(ALT_PORT_BASE)], iso_env)
     assert up.returncode == 0, up.stderr

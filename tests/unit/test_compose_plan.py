@@ -62,3 +62,15 @@ def test_advertised_listeners_route_clients_through_proxies_and_peers_by_name():
         "CLIENT://127.0.0.1:29112,INTERNAL://kafka-3:29113,CONTROLLER://kafka-3:29114,DIRECT://127.0.0.1:29115"
     )
     assert env["KAFKA_CONTROLLER_QUORUM_VOTERS"] == "1@kafka-1:29094,2@kafka-2:29104,3@kafka-3:29114"
+
+
+def test_client_links_go_through_the_wire_proxy_behind_toxiproxy() -> None:
+    plan = ComposePlan()
+    cfg = {p["name"]: p for p in plan.toxiproxy_config()}
+    port = plan.port(2, Listener.CLIENT)
+    assert cfg["client-to-n2"]["upstream"] == f"wire:{port}"  # Toxiproxy -> wire proxy -> broker
+    wire = plan.compose()["services"]["wire"]
+    assert f"-link=client-to-n2=0.0.0.0:{port}=broker-2:{port}" in wire["command"]
+    assert wire["entrypoint"] == ["/kwire"] and wire["networks"] == {"core": {}}
+    assert wire["ports"] == [f"127.0.0.1:{plan.api_port + 1}:{plan.api_port + 1}"] and plan.wire_url.endswith(str(plan.api_port + 1))
+    assert ("127.0.0.1:28475", "wire proxy API") in plan.host_binds()

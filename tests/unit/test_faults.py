@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from chaos import faults
 from chaos.nemesis import Nemesis
 from clusters.topology import Topology
+from clusters.wireproxy import Rule
 from harness.history.recorder import Recorder
 
 
@@ -74,6 +75,18 @@ class FakeToxiproxy:
         self.calls.append(("remove", link, name))
 
 
+class FakeWire:
+    def __init__(self, calls: list[tuple[Any, ...]]) -> None:
+        self.calls = calls
+
+    def add_rule(self, rule: Rule) -> int:
+        self.calls.append(("rule", rule))
+        return 7
+
+    def remove_rule(self, rule_id: int) -> None:
+        self.calls.append(("remove-rule", rule_id))
+
+
 class FakeCluster:
     direct_bootstrap = "127.0.0.1:1"
 
@@ -81,6 +94,7 @@ class FakeCluster:
         self.topology = Topology()
         self.calls: list[tuple[Any, ...]] = []
         self.toxiproxy = FakeToxiproxy(self.calls)
+        self.wire = FakeWire(self.calls)
 
     def __getattr__(self, action: str) -> Any:  # kill, stop_node, pause, resume, restart, wait_healthy
         return lambda *args: self.calls.append((action, *args))
@@ -240,3 +254,87 @@ def test_problems_name_the_field_in_the_fault_s_words(data: dict[str, Any], expe
         faults.parse(data)
     said = "; ".join(faults.problems(info.value))
     assert said.startswith(expected) and "literal[" not in said and "Value error" not in said, said
+
+
+# ---------------------------------------------------------------- request-aware faults (the wire proxy)
+def test_hold_requests_holds_endtxn_on_the_coordinator_s_client_link_until_the_heal(tmp_path: Path, events: Any) -> None:
+    nem, cluster = nemesis(tmp_path)
+    nem.resolve = lambda target, of=None: {"coordinator": 2}[str(target)]  # type: ignore[method-assign]
+    run_one(nem, kind="hold-requests", until="client-gone", hold_ms=1500)
+    assert cluster.calls == [("rule", Rule(apis=("EndTxn",), action="hold", links=("client-to-n2",), hold_ms=1500,
+                                           until="client-gone")), ("remove-rule", 7)]
+    assert events() == [{"type": "info", "kind": "hold-requests", "phase": "start", "links": ["client-to-n2"],
+                         "nodes": [2], "target": "coordinator", "of": None, "api": ["EndTxn"]},
+                        {"type": "ok", "kind": "hold-requests", "phase": "stop", "links": ["client-to-n2"]}]
+
+
+def test_error_and_drop_responses_make_the_rules_they_say(tmp_path: Path) -> None:
+    nem, cluster = nemesis(tmp_path)
+    run_one(nem, kind="error-responses", api=["EndTxn", "AddOffsetsToTxn"], error="CONCURRENT_TRANSACTIONS",
+            target="all", count=3)
+    run_one(nem, kind="drop-api-responses", api="Produce", target=1, count=1)
+    rules = [c[1] for c in cluster.calls if c[0] == "rule"]
+    assert rules == [
+        Rule(apis=("EndTxn", "AddOffsetsToTxn"), action="error", links=("client-to-n1", "client-to-n2", "client-to-n3"),
+             error="CONCURRENT_TRANSACTIONS", count=3),
+        Rule(apis=("Produce",), action="drop-response", links=("client-to-n1",), count=1)]
+
+
+@pytest.mark.parametrize("data, expected", [
+    ({"kind": "error-responses", "api": "Metadata"}, "the wire proxy cannot answer Metadata with an error"),
+    ({"kind": "error-responses", "error": "NOT_AN_ERROR"}, "error: Input should be"),
+    ({"kind": "hold-requests", "api": "EndTx"}, "api: unknown API 'EndTx'; allowed: Produce,"),
+    ({"kind": "hold-requests", "api": []}, "api: [] is not an API name or a list of them"),
+    ({"kind": "hold-requests", "until": "later"}, "until: Input should be 'timeout' or 'client-gone'"),
+    ({"kind": "hold-requests", "hold_ms": -1}, "hold_ms: Input should be greater than or equal to 0"),
+    ({"kind": "drop-api-responses", "hold_ms": 5}, "hold_ms: unknown key"),
+    ({"kind": "error-responses", "until": "timeout"}, "until: unknown key"),
+])
+def test_wire_faults_refuse_what_the_proxy_cannot_do(data: dict[str, Any], expected: str) -> None:
+    with pytest.raises(ValidationError) as info:
+        faults.parse({"at": 0, **data})
+    said = "; ".join(faults.problems(info.value))
+    assert said.startswith(expected), said
+
+
+def test_the_python_tables_match_the_proxy_s() -> None:
+    """API names, error names and the synthesizable APIs are the Go proxy's (clusters/kwire)."""
+    import re
+
+    from clusters import wireproxy
+
+    src = Path(__file__).resolve().parents[2] / "clusters" / "kwire"
+    wire_go, synth_go = (src / "wire.go").read_text(), (src / "synth.go").read_text()
+    api_table = dict(re.findall(r'"(\w+)": (\d+)', wire_go.split("var APINames")[1].split("}")[0]))
+    error_table = dict(re.findall(r'"(\w+)": (-?\d+)', synth_go.split("var ErrorCodes")[1].split("}")[0]))
+    assert set(wireproxy.APIS) <= set(api_table)
+    assert set(wireproxy.ERRORS) <= set(error_table)
+    consts = dict(re.findall(r"api(\w+)\s+int16 = (\d+)", wire_go))
+    synth = re.search(r"var Synthesizable = \[\]int16\{(.*)\}", synth_go)
+    assert synth is not None
+    keys = {consts[name.strip().removeprefix("api")] for name in synth[1].split(",")}
+    assert {api_table[a] for a in wireproxy.SYNTHESIZABLE} == keys
+
+
+class _HealWire:
+    def __init__(self, stuck: bool) -> None:
+        self.stuck, self.calls = stuck, [] # type: ignore[var-annotated]
+
+    def reset(self) -> None:
+        self.calls.append("reset")
+
+    def unhealed(self) -> list[str]:
+        return ["wire rule 1: hold EndTxn on client-to-n1"] if self.stuck else []
+
+
+def test_heal_wire_resets_and_escalates_to_a_restart_when_a_rule_stays(monkeypatch: pytest.MonkeyPatch) -> None:
+    from chaos import heal
+
+    monkeypatch.setattr(heal, "WIRE_RELEASE_TIMEOUT_S", 0.2)
+    cluster = FakeCluster()
+    cluster.wire = _HealWire(stuck=False)  # type: ignore[assignment]
+    assert heal.heal_wire(cluster) == [] and cluster.wire.calls == ["reset"]  # type: ignore[arg-type]
+    cluster.wire = _HealWire(stuck=True)  # type: ignore[assignment]
+    problems = heal.heal_wire(cluster)  # type: ignore[arg-type]
+    assert ("restart_wire",) in cluster.calls
+    assert len(problems) == 2 and "still: ['wire rule 1: hold EndTxn on client-to-n1']" in problems[-1], problems

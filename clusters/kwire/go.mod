@@ -1,0 +1,3 @@
+module eos-chaos/kwire
+
+go 1.22

@@ -1,0 +1,257 @@
+// Rules: which requests (link, API) get which action, and the registry of held requests that a
+// rule's removal or a heal releases.
+package main
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Actions a rule can take on the requests it matches.
+const (
+	ActHold         = "hold"
+	ActDropResponse = "drop-response"
+	ActError        = "error"
+	UntilTimeout    = "timeout"
+	UntilClientGone = "client-gone"
+	maxHoldMs       = 24 * 3600 * 1000
+)
+
+// RuleSpec is a rule as the API takes it (JSON).
+type RuleSpec struct {
+	// Links the rule applies to (link names such as client-to-n1); empty = every link.
+	Links []string `json:"links"`
+	// APIs by name (EndTxn) or number ("26").
+	APIs   []string `json:"apis"`
+	Action string   `json:"action"`
+	// hold: how long, from when the request arrived (until=timeout) or from when the client closed
+	// its connection (until=client-gone).
+	HoldMs int64  `json:"hold_ms"`
+	Until  string `json:"until"`
+	// error: the error code, by name (NOT_COORDINATOR) or number.
+	Error string `json:"error"`
+	// At most this many requests are matched (0: no limit).
+	Count int `json:"count"`
+}
+
+// Rule is a validated rule.
+type Rule struct {
+	ID        int      `json:"id"`
+	Spec      RuleSpec `json:"spec"`
+	Matched   int      `json:"matched"`
+	apis      map[int16]bool
+	links     map[string]bool
+	errorCode int16
+}
+
+// Validate checks spec against what the proxy can do and the links it has.
+func Validate(spec RuleSpec, known map[string]bool) (*Rule, error) {
+	r := &Rule{Spec: spec, apis: map[int16]bool{}, links: map[string]bool{}}
+	if len(spec.APIs) == 0 {
+		return nil, fmt.Errorf("apis: name at least one API (e.g. EndTxn)")
+	}
+	for _, a := range spec.APIs {
+		key, ok := APINames[a]
+		if !ok {
+			n, err := strconv.Atoi(a)
+			if err != nil || n < 0 || n > 32767 {
+				return nil, fmt.Errorf("apis: unknown API %q; use a number or one of %v", a, sortedKeys(APINames))
+			}
+			key = int16(n)
+		}
+		if spec.Action == ActError && !canSynthesize(key) {
+			names := []string{}
+			for _, k := range Synthesizable {
+				names = append(names, APIName(k))
+			}
+			return nil, fmt.Errorf("apis: cannot synthesize a %s response; action error supports %v", APIName(key), names)
+		}
+		r.apis[key] = true
+	}
+	for _, l := range spec.Links {
+		if !known[l] {
+			return nil, fmt.Errorf("links: no link %q; links: %v", l, sortedKeys(known))
+		}
+		r.links[l] = true
+	}
+	switch spec.Action {
+	case ActHold:
+		if spec.Until == "" {
+			r.Spec.Until = UntilTimeout
+		} else if spec.Until != UntilTimeout && spec.Until != UntilClientGone {
+			return nil, fmt.Errorf("until: %q; allowed: %s, %s", spec.Until, UntilTimeout, UntilClientGone)
+		}
+		if spec.HoldMs < 0 || spec.HoldMs > maxHoldMs {
+			return nil, fmt.Errorf("hold_ms: %d; allowed 0..%d", spec.HoldMs, maxHoldMs)
+		}
+	case ActDropResponse:
+	case ActError:
+		code, ok := ErrorCodes[spec.Error]
+		if !ok {
+			n, err := strconv.Atoi(spec.Error)
+			if err != nil || n < -1 || n > 32767 {
+				return nil, fmt.Errorf("error: %q is not an error name or code; names: %v", spec.Error, sortedKeys(ErrorCodes))
+			}
+			code = int16(n)
+		}
+		r.errorCode = code
+	default:
+		return nil, fmt.Errorf("action: %q; allowed: %s, %s, %s", spec.Action, ActHold, ActDropResponse, ActError)
+	}
+	if spec.Count < 0 {
+		return nil, fmt.Errorf("count: %d; allowed: 0 (no limit) or more", spec.Count)
+	}
+	return r, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// heldReq is a request held by a rule: closed release delivers it at once.
+type heldReq struct {
+	rule    int
+	release chan struct{}
+	once    sync.Once
+}
+
+func (h *heldReq) free() { h.once.Do(func() { close(h.release) }) }
+
+// Rules is the proxy's rule set and its held requests.
+type Rules struct {
+	mu    sync.Mutex
+	next  int
+	rules []*Rule
+	held  map[*heldReq]bool
+	known map[string]bool
+}
+
+func NewRules(links []string) *Rules {
+	known := map[string]bool{}
+	for _, l := range links {
+		known[l] = true
+	}
+	return &Rules{next: 1, held: map[*heldReq]bool{}, known: known}
+}
+
+// Add validates and installs a rule.
+func (rs *Rules) Add(spec RuleSpec) (*Rule, error) {
+	r, err := Validate(spec, rs.known)
+	if err != nil {
+		return nil, err
+	}
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	r.ID = rs.next
+	rs.next++
+	rs.rules = append(rs.rules, r)
+	return r, nil
+}
+
+// Match is the first rule that takes a request of api on link (counting it), or nil.
+func (rs *Rules) Match(link string, api int16) *Rule {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	for _, r := range rs.rules {
+		if !r.apis[api] || (len(r.links) > 0 && !r.links[link]) || (r.Spec.Count > 0 && r.Matched >= r.Spec.Count) {
+			continue
+		}
+		r.Matched++
+		cp := *r
+		return &cp
+	}
+	return nil
+}
+
+// Hold registers a held request of rule id; nil when the rule is gone (deliver at once).
+func (rs *Rules) Hold(id int) *heldReq {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	for _, r := range rs.rules {
+		if r.ID == id {
+			h := &heldReq{rule: id, release: make(chan struct{})}
+			rs.held[h] = true
+			return h
+		}
+	}
+	return nil
+}
+
+// Done forgets a held request (delivered or given up).
+func (rs *Rules) Done(h *heldReq) {
+	rs.mu.Lock()
+	delete(rs.held, h)
+	rs.mu.Unlock()
+}
+
+// Remove drops rule id and releases what it holds; false if there is no such rule.
+func (rs *Rules) Remove(id int) bool {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	for i, r := range rs.rules {
+		if r.ID == id {
+			rs.rules = append(rs.rules[:i], rs.rules[i+1:]...)
+			for h := range rs.held {
+				if h.rule == id {
+					h.free()
+				}
+			}
+			return true
+		}
+	}
+	return false
+}
+
+// Reset drops every rule and releases every held request; returns how many rules and held requests.
+func (rs *Rules) Reset() (int, int) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	n, h := len(rs.rules), len(rs.held)
+	rs.rules = nil
+	for hr := range rs.held {
+		hr.free()
+	}
+	return n, h
+}
+
+// Snapshot: the rules and how many requests are held now.
+func (rs *Rules) Snapshot() ([]Rule, int) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	out := make([]Rule, 0, len(rs.rules))
+	for _, r := range rs.rules {
+		out = append(out, *r)
+	}
+	return out, len(rs.held)
+}
+
+// waitHold blocks until a held request may go: hold_ms after arrival (until=timeout), or hold_ms
+// after the client closed (until=client-gone), or at once when released (rule removed, heal).
+func waitHold(r *Rule, h *heldReq, arrived time.Time, clientGone <-chan struct{}, goneAt func() time.Time) {
+	if h == nil {
+		return
+	}
+	hold := time.Duration(r.Spec.HoldMs) * time.Millisecond
+	if r.Spec.Until == UntilClientGone {
+		select {
+		case <-clientGone:
+		case <-h.release:
+			return
+		}
+		arrived = goneAt()
+	}
+	t := time.NewTimer(time.Until(arrived.Add(hold)))
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-h.release:
+	}
+}

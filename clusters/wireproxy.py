@@ -1,0 +1,115 @@
+"""The wire proxy's control API (clusters/kwire/, docs/WIRE-FAULTS.md): rules that hold a chosen
+Kafka request, drop its response or answer it with an error, on a chosen client link.
+
+One instance per server, a timeout on every call, never through an ``HTTP_PROXY`` from the
+environment (the API is on loopback), like ``clusters.toxiproxy``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import requests
+
+from harness.errors import FaultError
+
+#: Every API call returns within this; the proxy answers in microseconds when healthy.
+CALL_TIMEOUT_S = 5.0
+
+#: The client APIs a rule may name (the proxy also takes numbers; these are the ones scenarios use).
+APIS = ("Produce", "Fetch", "ListOffsets", "Metadata", "OffsetCommit", "OffsetFetch", "FindCoordinator",
+        "JoinGroup", "Heartbeat", "LeaveGroup", "SyncGroup", "ApiVersions", "InitProducerId",
+        "AddPartitionsToTxn", "AddOffsetsToTxn", "EndTxn", "TxnOffsetCommit")
+#: APIs whose error responses the proxy can synthesize (an error code, or the request's topics and
+#: partitions echoed with it); the proxy refuses the others too.
+SYNTHESIZABLE = ("Produce", "InitProducerId", "AddPartitionsToTxn", "AddOffsetsToTxn", "EndTxn", "TxnOffsetCommit")
+#: Error names a rule may answer with (Kafka's ``Errors``; the proxy has the same table).
+ERRORS = ("UNKNOWN_SERVER_ERROR", "NOT_LEADER_OR_FOLLOWER", "REQUEST_TIMED_OUT", "NETWORK_EXCEPTION",
+          "COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR", "NOT_ENOUGH_REPLICAS",
+          "NOT_ENOUGH_REPLICAS_AFTER_APPEND", "INVALID_PRODUCER_EPOCH", "INVALID_TXN_STATE",
+          "INVALID_PRODUCER_ID_MAPPING", "CONCURRENT_TRANSACTIONS", "TRANSACTION_COORDINATOR_FENCED",
+          "OUT_OF_ORDER_SEQUENCE_NUMBER", "DUPLICATE_SEQUENCE_NUMBER", "UNKNOWN_PRODUCER_ID", "PRODUCER_FENCED",
+          "KAFKA_STORAGE_ERROR", "TRANSACTION_ABORTABLE", "LEADER_NOT_AVAILABLE", "UNKNOWN_TOPIC_OR_PARTITION")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """What the proxy does with requests of ``apis`` on ``links`` (all links when empty)."""
+
+    apis: tuple[str, ...]
+    action: str  # hold | drop-response | error
+    links: tuple[str, ...] = ()
+    hold_ms: int = 0
+    until: str = "timeout"  # hold: timeout | client-gone
+    error: str = ""
+    count: int = 0  # at most this many requests (0: no limit)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"apis": list(self.apis), "action": self.action, "links": list(self.links), "hold_ms": self.hold_ms,
+                "until": self.until, "error": self.error, "count": self.count}
+
+
+@dataclass
+class WireStats:
+    links: dict[str, dict[str, Any]] = field(default_factory=dict)
+    rules: list[dict[str, Any]] = field(default_factory=list)
+    held: int = 0
+
+
+class WireProxy:
+    """One wire proxy's API."""
+
+    def __init__(self, url: str, timeout: float = CALL_TIMEOUT_S) -> None:
+        self.url = url.rstrip("/")
+        self.timeout = timeout
+        self._http = requests.Session()
+        self._http.trust_env = False
+
+    def _call(self, method: str, path: str, body: Any = None, ok: Iterable[int] = (200, 201)) -> Any:
+        try:
+            resp = self._http.request(method, self.url + path, json=body, timeout=self.timeout)
+        except requests.RequestException as exc:
+            raise FaultError(f"wire proxy {method} {path} at {self.url} failed: {exc}") from exc
+        if resp.status_code not in ok:
+            try:
+                why = resp.json()["error"]
+            except (ValueError, KeyError, TypeError):
+                why = resp.text.strip()[:300]
+            raise FaultError(f"wire proxy {method} {path} answered {resp.status_code}: {why}")
+        return resp.json() if resp.content else None
+
+    def ping(self) -> bool:
+        try:
+            return self._http.get(self.url + "/version", timeout=self.timeout).status_code == 200
+        except requests.RequestException:
+            return False
+
+    def add_rule(self, rule: Rule) -> int:
+        """Install ``rule``; returns its id (for ``remove_rule``)."""
+        return int(self._call("POST", "/rules", rule.to_json())["id"])
+
+    def remove_rule(self, rule_id: int) -> None:
+        """Remove a rule and deliver what it holds; a rule already gone (a reset) is fine."""
+        self._call("DELETE", f"/rules/{rule_id}", ok=(200, 404))
+
+    def reset(self) -> dict[str, int]:
+        """Remove every rule and deliver everything held: ``{"rules": n, "released": m}``."""
+        return dict(self._call("POST", "/reset"))
+
+    def stats(self) -> WireStats:
+        d = self._call("GET", "/stats")
+        return WireStats(links=d["links"], rules=d["rules"] or [], held=int(d["held"]))
+
+    def unhealed(self) -> list[str]:
+        """Rules still installed and requests still held. Empty = healed."""
+        s = self.stats()
+        problems = [f"wire rule {r['id']}: {r['spec']['action']} {','.join(r['spec']['apis'])} on "
+                    f"{','.join(r['spec']['links'] or ['every link'])}" for r in s.rules]
+        if s.held:
+            problems.append(f"wire proxy: {s.held} request(s) held")
+        return problems
+
+    def close(self) -> None:
+        self._http.close()
