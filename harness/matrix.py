@@ -134,7 +134,7 @@ class Definition:
     #: scenario -> fingerprint of the scenario as run (duration applied)
     fingerprints: dict[str, str] = field(default_factory=dict)
     #: scenario -> what it expects (negative controls: invalid)
-    expect_valid: dict[str, bool] = field(default_factory=dict)
+    expect_valid: dict[str, bool | None] = field(default_factory=dict)
 
     def run_seeds(self) -> list[int]:
         """The seed of run i of every cell: the soak's draws from the master seed."""

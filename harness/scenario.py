@@ -82,7 +82,9 @@ class Mix(Strict):
 
 
 class Expect(Strict):
-    valid: bool = True
+    #: the verdict the run must reach; null: a hunt (kip890-*), where either verdict is an answer and
+    #: only the other expectations (minimums, a healed run) decide whether the run tested anything
+    valid: bool | None = True
     #: checks that must find something (negative controls)
     fires: list[str] = []
     min_ok_txns: int = 0

@@ -64,6 +64,17 @@ def test_as_expected_holds_when_every_part_is_met() -> None:
     assert v["as_expected"] is True
 
 
+@pytest.mark.parametrize("valid", [True, False])
+def test_a_hunt_takes_either_verdict_but_not_an_unmet_minimum(valid: bool) -> None:
+    """``valid: null`` (the kip890-* hunts): a finding and a clean run are both answers; a run that
+    committed too little or did not heal is not."""
+    hunt = Expect(valid=None, min_ok_txns=50)
+    assert outcome.assemble({**_checked(), "valid": valid}, _journal(), hunt.model_dump())["as_expected"] is True
+    too_few = Expect(valid=None, min_ok_txns=51)
+    assert outcome.assemble({**_checked(), "valid": valid}, _journal(), too_few.model_dump())["as_expected"] is False
+    assert outcome.assemble({**_checked(), "valid": valid}, _journal(healed=False), hunt.model_dump())["as_expected"] is False
+
+
 def test_the_checkers_typed_verdict_is_taken_through_to_json() -> None:
     from harness.checker.verdict import Verdict
 
