@@ -227,12 +227,19 @@ def bench_txn_rate_cmd(
     seconds: float = finite_option(20.0, "--seconds", 5, 3600, help="The steady-state window measured after the warm-up."),
     runs: int = BenchRuns, backend: Backend = BackendOpt, port_base: int | None = PortBase, as_json: bool = JsonOut,
 ) -> None:
-    """Committed transactions/s of one txn-producer per library in txn-baseline's shape (6 values, 10% aborted), runs interleaved."""
+    """Committed transactions/s of one txn-producer per library in txn-baseline's shape (6 values, 10% aborted), runs
+    interleaved; and the Java bridge's start-up for each java@VERSION asked."""
+    from harness.bench import Series
+    from harness.bench_clients import jvm_startup
     from harness.bench_producer import bench_txn_rate, parse_producers
+    from harness.workloads.clients import parse, prepare
 
     names = parse_producers(libraries, flag="--libraries", allow_tool=False)
+    prepare(names)
+    startup = {v: jvm_startup(v, runs) for v in sorted({v for v in (parse(n).version for n in names) if v})}
     result = _on_one_cluster("bench-txn-rate", backend, port_base,
-                             lambda arts, c, d: bench_txn_rate(c, d, names, warmup, seconds, runs), as_json)
+                             lambda arts, c, d: {**bench_txn_rate(c, d, names, warmup, seconds, runs),
+                                                         "jvm_startup_s": startup}, as_json)
     if result is None:
         return
 
@@ -242,6 +249,9 @@ def bench_txn_rate_cmd(
     out.print(_spread_table(f"committed transactions/s (txn-baseline's producer), {warmup:g}s warm-up, {seconds:g}s window, "
                             f"median of {runs}; ratio to {DEFAULT_LIBRARY}", result["libraries"], "txns_per_s", "txns/s",
                             aborted, "aborted/s"))
+    for version, took in startup.items():
+        out.print(Series(f"java bridge start-up (kafka-clients {version}), process start to first answer", "s", took).line(),
+                  highlight=False)
 
 
 @app.command("spark")
@@ -265,45 +275,6 @@ def bench_spark_cmd(
                             ("micro-batch time (Spark trigger), p95", "trigger_ms_p95", "ms"),
                             ("restart to first batch after a driver kill", "restart_to_first_batch_s", "s")):
         out.print(Series(name, unit, [s[key] for s in result["runs"] if s[key] is not None]).line(), highlight=False)
-
-
-#: ``bench clients --library``: repeatable; both libraries by default.
-LibrariesOpt = typer.Option(["confluent-kafka", "java"], "--library", metavar="LIB",
-                            help="A client library to run it on (repeat the flag for each).")
-
-
-@app.command("clients")
-@guarded
-def bench_clients_cmd(
-    scenario_name: str = typer.Option("txn-baseline", "--scenario", help="The scenario every library runs."),
-    libraries: list[str] = LibrariesOpt,
-    seconds: float = finite_option(30.0, "--seconds", 10, help="Each run's duration."),
-    runs: int = BenchRuns, backend: Backend = BackendOpt, port_base: int | None = PortBase, as_json: bool = JsonOut,
-) -> None:
-    """Committed transactions per second of each client library on one scenario (median of --runs,
-    interleaved, one healthy cluster), and the Java bridge's start-up time."""
-    from harness import scenario
-    from harness.bench import Series
-    from harness.bench_clients import bench, jvm_startup
-    from harness.workloads.clients import parse, prepare
-
-    sc = scenario.load(scenario_name)
-    for lib in libraries:
-        sc.with_library(lib, flag="--library")  # refuses an unknown library or kind before anything starts
-    prepare(libraries)
-    java_versions = sorted({v for v in (parse(lib).version for lib in libraries) if v})
-    startup = {v: jvm_startup(v, runs) for v in java_versions}
-    result = _bench_on_one_cluster("bench-clients", 1, backend, port_base,
-                                   lambda c, d: bench(c, d, scenario_name, libraries, seconds, runs),
-                                   lambda samples: {**samples[0], "jvm_startup_s": startup}, as_json)
-    if result is None:
-        return
-    for lib in libraries:
-        values = [s["ok_txn_per_s"] for s in result["samples"] if s["library"] == lib]
-        out.print(Series(f"{scenario_name} on {lib}: committed transactions", "/s", values).line(), highlight=False)
-    for version, took in startup.items():
-        out.print(Series(f"java bridge start-up (kafka-clients {version}), process start to first answer", "s", took).line(),
-                  highlight=False)
 
 
 @app.command("wire")
