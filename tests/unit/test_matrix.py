@@ -390,6 +390,12 @@ def test_the_page_shows_every_cell_state_in_its_colour(tmp_path: Path) -> None:
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page), "the page loads nothing from anywhere"
 
 
+def test_a_hunt_row_says_either_verdict_is_an_answer_and_a_control_row_says_expected_invalid() -> None:
+    d = definition(scenarios="baseline,negative-duplicates,kip890-late-commit", clients_="confluent-kafka", seeds=1)
+    words = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", render_matrix(Matrix(d).as_json(Path(".")), "m")))
+    assert words.count("hunt: either verdict is an answer") == 1 and words.count("negative control: expected invalid") == 1
+
+
 def test_an_empty_matrix_page_says_no_runs() -> None:
     page = render_matrix(Matrix(definition(seeds=1)).as_json(), "m")
     assert "NO RUNS" in page and page.count('class="cell pending"') == 8
