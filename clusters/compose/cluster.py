@@ -149,7 +149,7 @@ class ComposeCluster(Owned):
 
     def container(self, node: int | str) -> Container:
         service = node if isinstance(node, str) else self.plan.service(node)
-        found = self.docker.containers.list(all=True, filters={
+        found = self.docker.containers.list(all=True, ignore_removed=True, filters={
             "label": [f"com.docker.compose.project={self.project}", f"com.docker.compose.service={service}"]})
         if not found:
             raise ClusterError(f"no container for {service} in project {self.project}")
@@ -222,7 +222,10 @@ class ComposeCluster(Owned):
         reclaim_leftovers(self.docker)
 
     def _containers(self) -> list[Container]:
-        return self.docker.containers.list(all=True, filters={"label": f"{LABEL_CLUSTER}={self.cluster_id}"})
+        # ignore_removed: a container compose removes between the SDK's list and its inspect of each
+        # (a Ctrl-C during `up`, while compose still tears down) is gone, not an error
+        return self.docker.containers.list(all=True, filters={"label": f"{LABEL_CLUSTER}={self.cluster_id}"},
+                                           ignore_removed=True)
 
     @staticmethod
     def _tail(c: Container, lines: int = 30) -> str:
@@ -249,7 +252,10 @@ class ComposeCluster(Owned):
             down = self._compose("down", "-v", "--remove-orphans", "-t", "5", timeout=180)
             # Whatever compose did not remove (a half-created project) goes by label.
             for c in self._containers():
-                c.remove(force=True, v=True)
+                try:
+                    c.remove(force=True, v=True)
+                except NotFound:
+                    pass  # removed meanwhile: what we wanted
             for n in self._networks():
                 n.remove()
             # The workloads of runs on this cluster are host processes: they go with it.
@@ -436,7 +442,7 @@ def _dead_runs_resources(client: docker.DockerClient) -> list[tuple[Leftover, Ca
     rec = state.load(BACKEND)
     claimed = rec.cluster_id if rec is not None else None
     found: list[tuple[Leftover, Callable[[], None]]] = []
-    for c in client.containers.list(all=True, filters={"label": LABEL}):
+    for c in client.containers.list(all=True, filters={"label": LABEL}, ignore_removed=True):
         if not _claimed_elsewhere(c.labels, claimed):
             found.append((Leftover("container", c.name), functools.partial(c.remove, force=True, v=True)))
     for n in client.networks.list(filters={"label": LABEL}):

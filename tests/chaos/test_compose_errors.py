@@ -153,7 +153,7 @@ def test_crashed_run_is_reclaimed_by_the_next_start(client: docker.DockerClient,
         proc.kill()  # SIGKILL: no cleanup runs, like a crashed harness
         proc.wait(timeout=30)
     leftovers = [c.name for c in client.containers.list(filters={"label": f"{LABEL_OWNER}={proc.pid}"})]
-    assert len(leftovers) == 4, leftovers  # 3 brokers + toxiproxy survive the crash
+    assert len(leftovers) == 5, leftovers  # 3 brokers, toxiproxy and the wire proxy survive the crash
 
     up = run(["cluster", "up", "--backend", "compose", "--port-base", str(ALT_PORT_BASE)], iso_env)
     assert up.returncode == 0, up.stderr
@@ -179,7 +179,7 @@ def test_stop_is_idempotent_and_removes_the_record(arts: artifacts.Artifacts, cl
     assert state.load("compose") is None
     assert ours_left(client) == []
     logs = sorted(p.relative_to(cluster.run_dir).as_posix() for p in cluster.run_dir.rglob("*.log"))
-    assert logs == ["nodes/n1/server.log", "nodes/n2/server.log", "nodes/n3/server.log", "toxiproxy.log"], logs
+    assert logs == ["nodes/n1/server.log", "nodes/n2/server.log", "nodes/n3/server.log", "toxiproxy.log", "wire.log"], logs
     with pytest.raises(ClusterError):
         cluster.container(1)
 
