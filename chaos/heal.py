@@ -21,25 +21,11 @@ def heal_network(cluster: Cluster) -> list[str]:
     clean proxy, escalating while the last step did not heal: ``/reset``, then delete and recreate
     every proxy, then restart the Toxiproxy server. Each API call has a timeout
     (clusters/toxiproxy.py), so a hung server costs seconds, not the run."""
-    steps: list[tuple[str, Callable[[], None]]] = [
+    return _escalate("", [
         ("reset", cluster.toxiproxy.reset),
         ("recreate proxies", lambda: cluster.toxiproxy.recreate(cluster.proxy_specs())),
         ("restart toxiproxy", cluster.restart_toxiproxy),
-    ]
-    problems: list[str] = []
-    for i, (name, step) in enumerate(steps):
-        if i:
-            log.info(f"heal: escalating to '{name}' ({problems[-1]})")
-        try:
-            step()
-            left = cluster.toxiproxy.unhealed()
-        except Exception as exc:  # noqa: BLE001 - the next step is the answer
-            problems.append(f"toxiproxy {name}: {exc}")
-            continue
-        if not left:
-            return []
-        problems.append(f"after toxiproxy {name}, still faulted links: {left}")
-    return problems
+    ], lambda: cluster.toxiproxy.unhealed(), what="toxiproxy", left_says="still faulted links")
 
 
 #: A reset releases every held request at once; delivering them takes milliseconds.
@@ -51,31 +37,46 @@ def heal_wire(cluster: Cluster) -> list[str]:
     delivering every held request (``/reset``), escalating to a restart of the proxy when that did
     not do it. Held requests are delivered by the proxy's connections after the reset answers, so
     healed means: no rule, and nothing held, within ``WIRE_RELEASE_TIMEOUT_S``."""
-    steps: list[tuple[str, Callable[[], object]]] = [("reset", cluster.wire.reset), ("restart", cluster.restart_wire)]
+    return _escalate("wire proxy ", [("reset", cluster.wire.reset), ("restart", cluster.restart_wire)],
+                     lambda: _wire_left(cluster), what="wire proxy", left_says="still")
+
+
+def _escalate(label: str, steps: list[tuple[str, Callable[[], object]]], left: Callable[[], list[str]], what: str,
+              left_says: str) -> list[str]:
+    """Run ``steps`` in order until ``left()`` finds nothing wrong after one: [] when healed, else
+    what each step left (a step that failed is answered by the next). ``label`` prefixes the
+    escalation's log line."""
     problems: list[str] = []
     for i, (name, step) in enumerate(steps):
         if i:
-            log.info(f"heal: escalating to wire proxy '{name}' ({problems[-1]})")
+            log.info(f"heal: escalating to {label}'{name}' ({problems[-1]})")
         try:
             step()
-            _wait_wire_clean(cluster)
-            return []
-        except WaitTimeout as exc:
-            problems.append(f"after wire proxy {name}: {exc}")
+            still = left()
         except Exception as exc:  # noqa: BLE001 - the next step is the answer
-            problems.append(f"wire proxy {name}: {exc}")
+            problems.append(f"{what} {name}: {exc}")
+            continue
+        if not still:
+            return []
+        problems.append(f"after {what} {name}, {left_says}: {still}")
     return problems
 
 
-def _wait_wire_clean(cluster: Cluster) -> None:
+def _wire_left(cluster: Cluster) -> list[str]:
+    """What the wire proxy still holds or has as rules once ``WIRE_RELEASE_TIMEOUT_S`` passed
+    (held requests are delivered just after a reset answers); [] as soon as it is clean."""
     left: list[str] = []
 
     def clean() -> bool:
         left[:] = cluster.wire.unhealed()
         return not left
 
-    wait_until(clean, timeout=WIRE_RELEASE_TIMEOUT_S, what="the wire proxy to have no rule and nothing held",
-               state=lambda: f"still: {left}")
+    try:
+        wait_until(clean, timeout=WIRE_RELEASE_TIMEOUT_S, what="the wire proxy to have no rule and nothing held",
+                   state=lambda: f"still: {left}")
+    except WaitTimeout:
+        return left
+    return []
 
 
 def heal_all(cluster: Cluster) -> list[str]:
