@@ -92,7 +92,9 @@ class LocalCluster(Owned):
     ) -> None:
         self.artifacts = artifacts
         self.transaction_version = transaction_version
-        self.run_dir = run_dir
+        # absolute: the processes run with the run folder as their working directory, so a
+        # relative path (``--out results/x``) handed to them would point inside it
+        self.run_dir = run_dir.absolute()
         self.topology = topology or Topology()
         self.overrides = dict(overrides or {})
         self.detached = detached

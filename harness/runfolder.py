@@ -41,6 +41,9 @@ HISTORY = "history"
 HISTORY_PARQUET = "history.parquet"
 WORKLOADS = "workloads"
 NODES = "nodes"
+#: the wire proxy's event log (clusters/kwire): the cluster's own when the run started the cluster,
+#: else the run's slice of a shared cluster's, copied at the end of the run
+WIRE_EVENTS = "wire-events.jsonl"
 SOAK_JSON = "soak.json"
 SOAK_HTML = "soak.html"
 
@@ -128,6 +131,10 @@ class RunFolder:
     @property
     def nodes(self) -> Path:
         return self.path / NODES
+
+    @property
+    def wire_events(self) -> Path:
+        return self.path / WIRE_EVENTS
 
     @property
     def soak_json(self) -> Path:

@@ -10,6 +10,7 @@ Run folder (harness/runfolder.py): ``scenario.json`` (resolved, with seed and sc
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
@@ -47,7 +48,7 @@ from harness.kafka.admin import create_topic
 from harness.kafka.features import METADATA_VERSION, finalized
 from harness.kafka.reads import lso_lag, read_all
 from harness.logs import run_log
-from harness.runfolder import RunFolder, write_json
+from harness.runfolder import RunFolder, write_json, write_text
 from harness.scenario import Fault, Scenario
 from harness.spark.session import require_pyspark
 from harness.supervisor import Supervisor
@@ -300,6 +301,7 @@ def _write_report(run_dir: Path) -> None:
 def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, folder: RunFolder, t0: int,
             journal: Journal, show: Callable[[Path, float, Callable[[], list[str]]], Any] | None) -> None:
     run_dir = folder.path
+    started_us = time.time_ns() // 1000  # the wire proxy stamps its events with wall-clock microseconds
     with Recorder(run_dir, "runner") as rec:
         admin = admin_client(cluster.direct_bootstrap)
         # the Spark job's marker topic is compacted (one marker per batch id, kept forever)
@@ -339,6 +341,7 @@ def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, fold
                 if th is not None:
                     th.join(timeout=300)
             problems = heal_all(cluster)
+            keep_wire_events(cluster, folder, started_us)
             journal.healed, journal.heal_problems = not problems, problems
             journal.nemesis_errors, journal.workloads_killed_at_stop = list(nemesis.errors), killed
             journal.save(folder)  # the heal is on record even if the final reads fail
@@ -352,6 +355,31 @@ def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, fold
                 progress.close()
 
 
+def keep_wire_events(cluster: Cluster, folder: RunFolder, since_us: int) -> None:
+    """The wire proxy's events of this run into its folder. A cluster the run started writes them
+    there already; a shared one (a matrix's, a soak's, a test session's) keeps one log for all its
+    runs, so the run keeps its own slice: the events from its start on (after heal, so the late
+    deliveries the heal flushed are in). A log that cannot be read is said, never fails the run."""
+    source = cluster.wire_events
+    if source.absolute() == folder.wire_events.absolute() or not source.exists():
+        return
+    try:
+        with source.open() as f:
+            kept = [line for line in f if _stamp_us(line) >= since_us]
+        write_text(folder.wire_events, "".join(kept))
+    except OSError as exc:
+        log.info(f"the wire proxy's events could not be kept in the run folder ({exc}); they are in {source}")
+
+
+def _stamp_us(line: str) -> int:
+    """An event line's wall-clock stamp; -1 for a line that is not a whole event (the proxy may be
+    writing the last one as we read)."""
+    try:
+        return int(json.loads(line).get("unix_us", -1))
+    except (ValueError, AttributeError, TypeError):
+        return -1
+
+
 def _guarded(fn: Callable[[], None], errors: list[str]) -> Callable[[], None]:
     def body() -> None:
         try:
@@ -361,24 +389,14 @@ def _guarded(fn: Callable[[], None], errors: list[str]) -> Callable[[], None]:
     return body
 
 
-#: After heal, every partition's last stable offset must reach its high watermark within this long.
-#: Longer than transaction.timeout.ms (60 s, workloads/common.py) plus the coordinator's abort
-#: check interval (5 s, clusters/render.py): a transaction left open by a killed producer is
-#: aborted by then; past it, a transaction hangs.
-LSO_BOUND_S = 90.0
-
-
 def final_reads(cluster: Cluster, sc: Scenario, rec: Recorder) -> None:
     """How long each partition's LSO took to catch up; every partition from offset 0 to its end,
     read_committed and read_uncommitted; and the copier group's committed offsets: all over DIRECT,
     which no fault touches."""
-    lags: dict[str, float | None] = {}
-    stalled_at: dict[str, int] = {}
-    for topic in sc.topics:
-        lag, stuck = lso_lag(cluster.direct_bootstrap, topic, sc.partitions, LSO_BOUND_S)
-        lags.update({tp_key(topic, p): v for p, v in lag.items()})
-        stalled_at.update({tp_key(topic, p): v for p, v in stuck.items()})
-    rec.event("final", LSO, {"bound_s": LSO_BOUND_S, "lag_s": lags, "stalled_at": stalled_at}, type_="ok")
+    lag, stuck = lso_lag(cluster.direct_bootstrap, sc.topics, sc.partitions, sc.lso_bound_s)
+    lags = {tp_key(t, p): v for (t, p), v in lag.items()}
+    stalled_at = {tp_key(t, p): v for (t, p), v in stuck.items()}
+    rec.event("final", LSO, {"bound_s": sc.lso_bound_s, "lag_s": lags, "stalled_at": stalled_at}, type_="ok")
     for iso in (READ_COMMITTED, READ_UNCOMMITTED):
         value: dict[str, list[list[object]]] = {}
         for topic in sc.topics:

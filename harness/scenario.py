@@ -28,6 +28,11 @@ LIBRARY = Path(__file__).resolve().parent / "scenarios"
 WorkloadKind = registry.KindName
 #: A run lasts at most a day: longer is a typo (or ``inf``), and a dry run of it would never end.
 MAX_DURATION_S = 24 * 3600.0
+#: After heal, every partition's last stable offset must reach its high watermark within this long
+#: (the scenario's ``lso_bound_s``). Longer than transaction.timeout.ms (60 s, workloads/client.py)
+#: plus the coordinator's abort check interval (5 s, clusters/render.py): a transaction left open by
+#: a killed producer is aborted by then; past it, a transaction hangs and lso-stall reports it.
+LSO_BOUND_S = 90.0
 
 
 #: A finite, non-negative number of seconds (up to a run's longest).
@@ -110,6 +115,11 @@ class Scenario(Strict):
     faults: list[Fault] = []
     mix: Mix | None = None
     broker_config: dict[str, str] = {}
+    #: how long the final reads wait for every partition's LSO to reach its end before lso-stall
+    #: reports it stuck. Shorter than the default only where no producer that may be killed
+    #: mid-transaction has the default 60 s transaction timeout (negative-lso-stall: its only
+    #: producer's timeout is 10 min, so it hangs whatever the bound)
+    lso_bound_s: float = Field(LSO_BOUND_S, ge=10, le=3600, allow_inf_nan=False)
     expect: Expect = Expect()
 
     @model_validator(mode="after")

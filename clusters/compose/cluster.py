@@ -77,7 +77,7 @@ class ComposeCluster(Owned):
     ) -> None:
         self.artifacts = artifacts
         self.transaction_version = transaction_version
-        self.run_dir = run_dir
+        self.run_dir = run_dir.absolute()  # bind mounts and the processes need it absolute
         self.plan = plan or ComposePlan()
         if overrides:
             self.plan = dataclasses.replace(self.plan, overrides=tuple(sorted(overrides.items())))

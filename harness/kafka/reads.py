@@ -30,28 +30,30 @@ class ReadBack:
         return [v for recs in self.records.values() for _, v in recs]
 
 
-def lso_lag(bootstrap: str, topic: str, partitions: int, bound: float) -> tuple[dict[int, float | None], dict[int, int]]:
-    """Per partition: seconds until its last stable offset reached its high watermark (no open
-    transaction), measured from now, None if it had not within ``bound`` seconds; and, for those,
-    the LSO it was stuck at."""
+def lso_lag(bootstrap: str, topics: list[str], partitions: int,
+            bound: float) -> tuple[dict[tuple[str, int], float | None], dict[tuple[str, int], int]]:
+    """Per (topic, partition): seconds until its last stable offset reached its high watermark (no
+    open transaction), measured from now, None if it had not within ``bound`` seconds; and, for
+    those, the LSO it was stuck at. One deadline for all topics: a stuck partition in every topic
+    costs one ``bound``, and every lag is measured from the same zero."""
     group = f"eos-chaos-lso-{uuid.uuid4().hex[:8]}"
     base = {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False, "logger": QUIET}
     committed = Consumer({**base, "isolation.level": "read_committed"})
     uncommitted = Consumer({**base, "isolation.level": "read_uncommitted"})
-    lag: dict[int, float | None] = {p: None for p in range(partitions)}
-    stuck: dict[int, int] = {}
+    lag: dict[tuple[str, int], float | None] = {(t, p): None for t in topics for p in range(partitions)}
+    stuck: dict[tuple[str, int], int] = {}
     t0 = time.monotonic()
     try:
         while any(v is None for v in lag.values()) and time.monotonic() - t0 < bound:
-            for p in [p for p, v in lag.items() if v is None]:
-                tp = TopicPartition(topic, p)
+            for t, p in [k for k, v in lag.items() if v is None]:
+                tp = TopicPartition(t, p)
                 lso = committed.get_watermark_offsets(tp, timeout=5)[1]
                 hw = uncommitted.get_watermark_offsets(tp, timeout=5)[1]
                 if lso == hw:
-                    lag[p] = round(time.monotonic() - t0, 3)
-                    stuck.pop(p, None)
+                    lag[(t, p)] = round(time.monotonic() - t0, 3)
+                    stuck.pop((t, p), None)
                 else:
-                    stuck[p] = lso
+                    stuck[(t, p)] = lso
             if any(v is None for v in lag.values()):
                 time.sleep(0.2)  # polling the broker's offsets: there is no event to wait on
         return lag, stuck

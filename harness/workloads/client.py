@@ -12,7 +12,7 @@ from typing import Protocol
 
 #: The producer's transaction.timeout.ms: larger than the outages our scenarios inject, so
 #: transactions survive them rather than expire (the incident scenario that wants expiry sets its
-#: own, smaller, value), and smaller than the runner's LSO bound (runner.LSO_BOUND_S), so a
+#: own, smaller, value), and smaller than the runner's LSO bound (scenario.LSO_BOUND_S), so a
 #: transaction a killed producer left open is aborted by the coordinator before the final reads.
 TRANSACTION_TIMEOUT_MS = 60_000
 #: Per transactional call; generous because brokers may be down or slow. A commit normally takes

@@ -20,14 +20,18 @@ from harness.soak import seeds
 
 pytestmark = pytest.mark.chaos
 MATRIX_TIMEOUT_S = 400
+REPO = Path(__file__).resolve().parents[2]
 
 
 def matrix(out: Path) -> subprocess.CompletedProcess[str]:
+    # run from the folder above ``out`` with a relative --out, as a user types it: nothing the
+    # matrix hands its processes may depend on the working directory
     return subprocess.run([sys.executable, "-m", "harness", "matrix", "--scenarios", "baseline,negative-aborted-read",
                            "--clients", "confluent-kafka", "--seeds", "1", "--seed", "3", "--duration", "10",
-                           "--backend", "local", "--out", str(out)],
+                           "--backend", "local", "--out", out.name],
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL,
-                          env={**os.environ, "CI": "true"}, timeout=MATRIX_TIMEOUT_S)
+                          cwd=out.parent, env={**os.environ, "CI": "true", "PYTHONPATH": str(REPO)},
+                          timeout=MATRIX_TIMEOUT_S)
 
 
 def test_a_two_cell_matrix_writes_its_grid_and_a_finding_is_exit_1(cluster: Cluster, tmp_path: Path) -> None:

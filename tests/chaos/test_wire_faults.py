@@ -261,3 +261,6 @@ def test_a_scenario_with_late_commits_records_them_and_heals(run_scenario, clust
     late = [e for e in map(json.loads, lines) if e["unix_us"] >= since_us and e["event"] == "deliver"
             and e["client_gone"] and e["details"]["transactional_id"] == "eos-txn-producer-0"]
     assert 1 <= len(late) <= 2, late  # count: 2 -- delivered after the producer had closed the connection
+    # the run on the session's shared cluster keeps its own slice of the proxy's events
+    kept = [json.loads(x) for x in (v.run_dir / "wire-events.jsonl").read_text().splitlines()]
+    assert kept and min(e["unix_us"] for e in kept) >= since_us and all(e in kept for e in late), kept[:3]

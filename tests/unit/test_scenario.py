@@ -85,6 +85,21 @@ def test_a_duration_that_is_not_a_number_of_seconds_up_to_a_day_is_rejected(tmp_
     assert msg.startswith("invalid scenario:\n  FILE:5: duration: "), msg
 
 
+@pytest.mark.parametrize("bound", ["5", ".inf", "4000"])
+def test_an_lso_bound_outside_10_s_to_an_hour_is_rejected(tmp_path: Path, bound: str) -> None:
+    msg = _load_error(tmp_path, f"lso_bound_s: {bound}\n")
+    assert msg.startswith("invalid scenario:\n  FILE:5: lso_bound_s: "), msg
+
+
+def test_the_lso_bound_defaults_to_90_s_and_the_negative_control_waits_less() -> None:
+    assert scenario.load("txn-baseline").lso_bound_s == scenario.LSO_BOUND_S == 90
+    hanging = scenario.load("negative-lso-stall")
+    # its only producer's transaction outlives any bound: shortening the wait cannot hide the stall
+    assert hanging.lso_bound_s == 20
+    assert all(w.settings["transaction_timeout_ms"] > 1000 * scenario.LSO_BOUND_S
+               for w in hanging.workloads if w.kind == "txn-producer")
+
+
 @pytest.mark.parametrize("seconds", [float("inf"), float("nan"), 0.0, -1.0, 24 * 3600 + 1.0])
 def test_the_duration_override_is_checked_and_names_its_flag(seconds: float) -> None:
     with pytest.raises(ConfigError, match=r"^--eos-duration .*at most 86400 seconds") as info:
