@@ -135,7 +135,7 @@ def commit_with_retries(producer: Client, timeout_s: float, on_retry: Callable[[
 def transaction(rec: Recorder, process: str, producer: Client, txn_id: str,
                 sends: list[tuple[str, int, str]], abort: bool, rnd: random.Random,
                 before_commit: Callable[[], dict[str, Any]] | None = None,
-                pause: tuple[int, Callable[[], None]] | None = None, hold_s: float = 0.0,
+                pause: tuple[int, Callable[[], None]] | None = None, hold_s: float = 0.0, gap_s: float = 0.0,
                 commit_timeout_s: float = CALL_TIMEOUT_S, abort_after_commit_timeout: bool = False,
                 sole_writer: bool = False, keys: dict[int, bytes] | None = None,
                 invoke_extra: dict[str, Any] | None = None, recreate_on_indefinite: bool = False) -> str:
@@ -144,6 +144,9 @@ def transaction(rec: Recorder, process: str, producer: Client, txn_id: str,
     ``before_commit`` (the copier's ``send_offsets``) returns extra fields to record; it raises
     ``ClientError`` for a failed call, classified like the transaction's own.
     ``pause`` = (k, fn): after the first k sends are written, call fn (the zombie waits there).
+    ``gap_s``: between two sends, flush what was sent and wait this long (an application that
+    works between its writes): the transaction is then open, with some of its partitions added
+    and written, for most of its life -- what a late EndTxn must hit to tear it (KAFKA-17754).
     ``hold_s``: keep the transaction open this long after its records are written, before the
     commit (an application that processes slowly; what a crash must be able to hit).
     ``commit_timeout_s``: each commit call's timeout; a timed-out commit is retried (and, with
@@ -190,6 +193,9 @@ def transaction(rec: Recorder, process: str, producer: Client, txn_id: str,
             if pause is not None and k == pause[0]:
                 producer.flush(CALL_TIMEOUT_S)
                 pause[1]()
+            if gap_s and k:
+                producer.flush(CALL_TIMEOUT_S)
+                time.sleep(gap_s)  # simulated work between writes, not a wait on anything
             producer.send(t, p, encoded[k], (keys or {}).get(k), delivered)
         if before_commit is not None:
             extra = before_commit()

@@ -48,6 +48,8 @@ class TxnProducerSettings(Settings):
     txn_ms: float = Field(0, ge=0)
     #: keep each transaction open this long after its records are written, before the commit
     hold_ms: float = Field(0, ge=0)
+    #: between two sends of a transaction, flush and wait this long (work between writes)
+    send_gap_ms: float = Field(0, ge=0, le=60_000)
     #: each commit call's timeout (a timed-out commit is retried)
     commit_timeout_s: float = Field(CALL_TIMEOUT_S, gt=0, le=600)
     #: try an abort after a commit timed out, as applications wrongly do (librdkafka refuses it)

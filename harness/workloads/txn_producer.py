@@ -63,7 +63,7 @@ def run_transactional(cfg: WorkloadConfig, s: TxnProducerSettings, rec: Recorder
                 seq += 1
                 t0 = time.monotonic()
                 transaction(rec, process, producer, txn_id, sends, rnd.random() < s.abort_share, rnd,
-                            hold_s=s.hold_ms / 1000, commit_timeout_s=s.commit_timeout_s,
+                            hold_s=s.hold_ms / 1000, gap_s=s.send_gap_ms / 1000, commit_timeout_s=s.commit_timeout_s,
                             abort_after_commit_timeout=s.abort_after_commit_timeout, sole_writer=True,
                             recreate_on_indefinite=s.recreate_on_indefinite)
                 if s.idle_every and seq % s.idle_every == 0:
