@@ -6,7 +6,7 @@ imports the workloads, the Spark job or the supervisor.
 from __future__ import annotations
 
 import threading
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 #: What an armed driver fault does to the Spark driver at its window: SIGKILL or SIGSTOP it.
 DriverAction = Literal["kill", "freeze"]
@@ -71,4 +71,36 @@ class WorkloadControl(Protocol):
 
     def wait(self, name: str, timeout: float) -> int:
         """``name``'s exit code, once it has exited (``subprocess.TimeoutExpired`` after ``timeout``)."""
+        ...
+
+    def arm_executor(self, name: str, action: DriverAction) -> None:
+        """Arm the executors of Spark job ``name``: the first task to get inside its transaction
+        does ``action`` to its executor JVM (and its own Python worker)."""
+        ...
+
+    def await_executor_fault(self, name: str, stop: threading.Event) -> dict[str, Any] | None:
+        """What the armed task recorded (``executor_pid``, ``worker_pid``, ``batch``, ``tp``) once it
+        fired (None: ``stop`` came first); disarmed either way."""
+        ...
+
+
+class SparkControl(Protocol):
+    """What the nemesis needs of a standalone Spark cluster (clusters/spark.py implements it)."""
+
+    def executors(self) -> list[dict[str, Any]]:
+        """The executor JVMs running now: ``pid``, ``worker`` (1-based), ``executor_id``, ``app_id``."""
+        ...
+
+    def worker_ids(self) -> list[int]: ...
+
+    def kill_worker(self, i: int) -> int:
+        """SIGKILL worker ``i``; its pid."""
+        ...
+
+    def start_worker(self, i: int) -> None:
+        """Start worker ``i`` again and wait until the master has it."""
+        ...
+
+    def signal_tree(self, pid: int, sig: int) -> list[int]:
+        """Send ``sig`` to ``pid`` and every process under it (an executor and its Python workers)."""
         ...

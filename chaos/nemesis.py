@@ -17,7 +17,7 @@ from contextlib import nullcontext
 from confluent_kafka.admin import AdminClient
 
 from chaos import targets
-from chaos.control import WorkloadControl
+from chaos.control import SparkControl, WorkloadControl
 from chaos.faults import Fault, FaultContext
 from chaos.targets import TargetDefaults
 from clusters.base import Cluster
@@ -49,11 +49,12 @@ def _label(kind: str, value: dict[str, object]) -> str:
 
 class Nemesis:
     def __init__(self, cluster: Cluster, control: WorkloadControl, rec: Recorder, plan: Sequence[Fault] = (),
-                 seed: int = 0, defaults: TargetDefaults = NO_DEFAULTS) -> None:
+                 seed: int = 0, defaults: TargetDefaults = NO_DEFAULTS, spark: SparkControl | None = None) -> None:
         self.rnd = random.Random(f"{seed}/nemesis")  # "random" targets: reproducible per seed
         self.plan = list(plan)
         self.cluster = cluster
         self.control = control
+        self.spark = spark
         self.rec = rec
         self.defaults = defaults
         self.stop = threading.Event()
@@ -94,7 +95,7 @@ class Nemesis:
 
     def _context(self) -> FaultContext:
         return FaultContext(cluster=self.cluster, resolve=self.resolve, control=self.control,
-                            start=self._start, end=self._end, stop=self.stop)
+                            start=self._start, end=self._end, stop=self.stop, rnd=self.rnd, spark=self.spark)
 
     def run(self) -> None:
         """Returns once every started fault has ended (``stop`` ends them early). Each fault starts

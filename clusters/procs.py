@@ -23,6 +23,10 @@ ENV_OWNER = "EOS_CHAOS_OWNER"  # pid of the process that will stop it; "0" = det
 #: A killed process is gone within milliseconds; a SIGTERMed broker does a controlled shutdown.
 KILL_WAIT_S = 30.0
 TERM_WAIT_S = 60.0
+#: A standalone Spark cluster's JVMs (clusters/spark.py) by their main class.
+SPARK_DAEMONS = {"org.apache.spark.deploy.master.Master": "spark master",
+                 "org.apache.spark.deploy.worker.Worker": "spark worker",
+                 "org.apache.spark.executor.CoarseGrainedExecutorBackend": "spark executor"}
 
 
 def spawn(cmd: Sequence[str], log_file: Path, cwd: Path, env: dict[str, str] | None = None,
@@ -86,6 +90,9 @@ def describe_cmdline(cmd: Sequence[str]) -> str:
     if "eoschaos.Bridge" in cmd:  # harness/workloads/clients/java.py: a workload's Java client
         owner = next((a.split("=", 1)[1] for a in cmd if a.startswith("-Deos.chaos.client.of=")), "a workload")
         return f"java client JVM of {owner}"
+    for cls, what in SPARK_DAEMONS.items():  # clusters/spark.py: a standalone Spark cluster's JVMs
+        if cls in cmd:
+            return what
     if any("org.apache.spark" in arg for arg in cmd):
         return "spark driver JVM"
     name = Path(cmd[0]).name

@@ -30,6 +30,7 @@ from clusters.backends import Backend
 from clusters.base import Cluster, NodeState
 from clusters.features import TRANSACTION_VERSION, check_transaction_version, intended_levels
 from clusters.health import admin_client
+from clusters.spark import EXECUTOR_CONF, SparkStandalone
 from harness import outcome, runinfo
 from harness.checker import check
 from harness.errors import ClusterError, ConfigError
@@ -50,6 +51,7 @@ from harness.kafka.reads import lso_lag, read_all
 from harness.logs import run_log
 from harness.runfolder import RunFolder, write_json, write_text
 from harness.scenario import Fault, Scenario
+from harness.spark.job import ENV_JOB_CONF, ENV_JOB_MASTER
 from harness.spark.session import require_pyspark
 from harness.supervisor import Supervisor
 from harness.workloads import clients, registry
@@ -309,8 +311,9 @@ def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, fold
         for topic in sc.topics:
             create_topic(admin, topic, sc.partitions, config={"cleanup.policy": "compact"} if topic in compacted else None)
         env = {**os.environ, **procs.tags(cluster.cluster_id, os.getpid()), ENV_T0: str(t0)}
+        spark = start_spark_cluster(sc, cluster, run_dir, env)
         sup = Supervisor(run_dir, env)
-        nemesis = Nemesis(cluster, sup, rec, faults, seed, sc.target_defaults())
+        nemesis = Nemesis(cluster, sup, rec, faults, seed, sc.target_defaults(), spark=spark)
         thread: threading.Thread | None = None
         zombie_thread: threading.Thread | None = None
         progress = show(run_dir, sc.duration, nemesis.active_faults) if show else None
@@ -340,7 +343,7 @@ def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, fold
             for th in (thread, zombie_thread):
                 if th is not None:
                     th.join(timeout=300)
-            problems = heal_all(cluster)
+            problems = heal_all(cluster) + stop_spark_cluster(spark)
             keep_wire_events(cluster, folder, started_us)
             journal.healed, journal.heal_problems = not problems, problems
             journal.nemesis_errors, journal.workloads_killed_at_stop = list(nemesis.errors), killed
@@ -353,6 +356,32 @@ def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, fold
         finally:
             if progress is not None:
                 progress.close()
+
+
+def start_spark_cluster(sc: Scenario, cluster: Cluster, run_dir: Path, env: dict[str, str]) -> SparkStandalone | None:
+    """The run's standalone Spark cluster (``spark: standalone``), started and named to the Spark
+    job through ``env``; None for ``spark: local``."""
+    if sc.spark != "standalone":
+        return None
+    spark = SparkStandalone(run_dir / "spark-cluster", cluster.cluster_id)
+    spark.start()
+    log.info(f"Spark standalone cluster: master {spark.master_url}, workers {spark.worker_ids()} (pids "
+             f"{sorted(spark.worker_pids.values())})")
+    env[ENV_JOB_MASTER], env[ENV_JOB_CONF] = spark.master_url, json.dumps(EXECUTOR_CONF)
+    return spark
+
+
+def stop_spark_cluster(spark: SparkStandalone | None) -> list[str]:
+    """Heal the Spark cluster (every paused process resumed, every worker up and registered: the
+    proof its faults ended), then stop it; what could not be healed."""
+    if spark is None:
+        return []
+    try:
+        problems = [f"spark: {p}" for p in spark.heal()]
+    finally:
+        gone = spark.stop()
+    log.info(f"Spark standalone cluster stopped ({len(gone)} processes)" + (f"; heal problems: {problems}" if problems else ""))
+    return problems
 
 
 def keep_wire_events(cluster: Cluster, folder: RunFolder, since_us: int) -> None:

@@ -8,13 +8,13 @@ from __future__ import annotations
 import difflib
 import math
 from pathlib import Path
-from typing import Annotated, Any, get_args
+from typing import Annotated, Any, Literal, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from chaos.faults import REGISTRY, Fault, FaultKind, needing
+from chaos.faults import REGISTRY, Fault, FaultKind, needing, spark_cluster_kinds
 from chaos.targets import TargetDefaults
 from harness.errors import ConfigError
 from harness.workloads import registry
@@ -120,6 +120,9 @@ class Scenario(Strict):
     #: mid-transaction has the default 60 s transaction timeout (negative-lso-stall: its only
     #: producer's timeout is 10 min, so it hangs whatever the bound)
     lso_bound_s: float = Field(LSO_BOUND_S, ge=10, le=3600, allow_inf_nan=False)
+    #: where the Spark job runs: local (``local[2]`` inside its driver) or standalone (a master and
+    #: two workers the run starts, clusters/spark.py; executor and worker faults need it)
+    spark: Literal["local", "standalone"] = "local"
     expect: Expect = Expect()
 
     @model_validator(mode="after")
@@ -130,6 +133,12 @@ class Scenario(Strict):
             if wanted & set(needing(needed)) and needed not in kinds:
                 raise ValueError(f"faults {sorted(wanted & set(needing(needed)))} need a {needed} workload; this "
                                  f"scenario has {sorted(kinds)}")
+        cluster_faults = sorted(wanted & set(spark_cluster_kinds()))
+        if cluster_faults and self.spark != "standalone":
+            raise _invalid(("spark",), f"faults {cluster_faults} act on a standalone Spark cluster; set spark: standalone "
+                                       f"(it is {self.spark})")
+        if self.spark == "standalone" and "spark-job" not in kinds:
+            raise _invalid(("spark",), f"standalone: a Spark cluster runs a spark-job workload; this scenario has {sorted(kinds)}")
         allowed = get_args(WorkloadKind)
         for i, f in enumerate(self.faults):
             workload = getattr(f, "workload", None)

@@ -14,12 +14,14 @@ import sys
 import threading
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from chaos.control import DriverAction, Incarnation
 from clusters import procs
 from harness import lifeline
 from harness.runfolder import RunFolder, write_json
 from harness.spark.job import ARM_FILE, job_dir
+from harness.spark.sink import EXECUTOR_ARM_FILE
 from harness.wait import wait_until
 from harness.workloads import registry
 from harness.workloads.common import WorkloadConfig
@@ -124,6 +126,31 @@ class Supervisor:
         finally:
             arm.unlink(missing_ok=True)  # never left armed for a later incarnation
         return fired()
+
+    def arm_executor(self, name: str, action: DriverAction) -> None:
+        write_json(job_dir(self.run_dir, name) / EXECUTOR_ARM_FILE, {"signal": DRIVER_SIGNALS[action]})
+
+    def await_executor_fault(self, name: str, stop: threading.Event) -> dict[str, Any] | None:
+        d = job_dir(self.run_dir, name)
+        arm = d / EXECUTOR_ARM_FILE
+        before = set(d.glob("fired-executor-*.json"))
+
+        def fired() -> dict[str, Any] | None:
+            for f in set(d.glob("fired-executor-*.json")) - before:
+                try:
+                    info = json.loads(f.read_text())
+                except ValueError:
+                    continue  # the task is writing it
+                if "executor_pid" in info:
+                    return dict(info)
+            return None
+
+        try:
+            return wait_until(lambda: fired() or stop.is_set(), timeout=DRIVER_ARMED_TIMEOUT_S,
+                              what=f"a task of {name} to get inside its transaction and take the armed executor fault",
+                              state=lambda: f"armed: {arm.exists()}, driver alive: {self.alive(name)}") and fired()
+        finally:
+            arm.unlink(missing_ok=True)  # never left armed for a later batch
 
     def end_zombie(self, name: str, old: Incarnation) -> None:
         zombie = next(p for p in self.zombies.get(name, []) if p is old)

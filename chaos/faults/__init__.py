@@ -24,6 +24,7 @@ from chaos.faults.network import (
     Slicer,
 )
 from chaos.faults.process import Kill, KillLeader, Pause, Restart, RollingRestart, Stop
+from chaos.faults.spark import KillExecutor, KillWorker, PauseExecutor
 from chaos.faults.wire import DropApiResponses, ErrorResponses, HoldRequests
 from chaos.faults.workload import KillDriver, KillWorkload, PauseWorkload, ZombieDriver
 
@@ -35,14 +36,16 @@ Fault = Annotated[
     (Kill | KillLeader | Stop | Pause | Restart | RollingRestart
      | Partition | Flap | Latency | Bandwidth | ResetPeer | Blackhole | Slicer | DropResponses
      | HoldRequests | DropApiResponses | ErrorResponses
-     | KillWorkload | PauseWorkload | KillDriver | ZombieDriver | SetTransactionVersion),
+     | KillWorkload | PauseWorkload | KillDriver | ZombieDriver | SetTransactionVersion
+     | KillExecutor | PauseExecutor | KillWorker),
     Field(discriminator="kind"),
 ]
 #: Every kind's name (a scenario's ``mix`` draws from these).
 FaultKind = Literal["kill", "kill-leader", "stop", "pause", "restart", "rolling-restart",
                     "partition", "flap", "latency", "bandwidth", "reset-peer", "blackhole", "slicer", "drop-responses",
                     "hold-requests", "drop-api-responses", "error-responses",
-                    "kill-workload", "pause-workload", "kill-driver", "zombie-driver", "set-transaction-version"]
+                    "kill-workload", "pause-workload", "kill-driver", "zombie-driver", "set-transaction-version",
+                    "kill-executor", "pause-executor", "kill-worker"]
 
 _ADAPTER: TypeAdapter[Fault] = TypeAdapter(Fault)
 #: kind -> its model
@@ -64,6 +67,11 @@ def broker_process_kinds() -> list[str]:
 def node_states() -> dict[str, str]:
     """Kind -> the state (``down``, ``paused``) its target node is in during the fault's window."""
     return {k: cls.node_state for k, cls in REGISTRY.items() if cls.node_state is not None}
+
+
+def spark_cluster_kinds() -> list[str]:
+    """Kinds that act on a standalone Spark cluster (the scenario must say ``spark: standalone``)."""
+    return [k for k, cls in REGISTRY.items() if cls.needs_spark_cluster]
 
 
 def needing(workload: str) -> list[str]:

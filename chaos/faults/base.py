@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import random
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any, ClassVar, Literal, Protocol
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-from chaos.control import WorkloadControl
+from chaos.control import SparkControl, WorkloadControl
 from clusters.base import Cluster
 
 #: Undoes what ``apply`` did and records the fault's stop event(s).
@@ -55,6 +56,10 @@ class FaultContext:
     start: Recorder
     end: Recorder
     stop: threading.Event
+    #: the nemesis's seeded choices (which executor, which worker)
+    rnd: random.Random = field(default_factory=random.Random)
+    #: the run's standalone Spark cluster (None: the scenario has none)
+    spark: SparkControl | None = None
 
 
 def no_heal() -> None:
@@ -83,6 +88,8 @@ class FaultBase(BaseModel):
     node_state: ClassVar[str | None] = None
     #: The workload kind the fault needs in the scenario, if any.
     needs_workload: ClassVar[str | None] = None
+    #: The fault acts on a standalone Spark cluster (the scenario's ``spark: standalone``).
+    needs_spark_cluster: ClassVar[bool] = False
 
     def apply(self, ctx: FaultContext) -> Heal:
         """Start the fault (recording its start event with the resolved target); returns its heal."""

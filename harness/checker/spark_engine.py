@@ -404,7 +404,7 @@ def spark_exactly_once(h: SparkHistory) -> Found:
     dup = merged.where("outputs > 1")
     n = dup.count()
     found("duplicate-output", n, _rows(dup, key + ["value", "outputs"], ["row"]) if n else [])
-    ranges = h.spark.createDataFrame(ranges_pd if len(ranges_pd) else pd.DataFrame(
+    ranges = h.spark.createDataFrame(ranges_pd[sc.RANGE_COLUMNS] if len(ranges_pd) else pd.DataFrame(
         {"query": pd.Series(dtype="str"), "batch": pd.Series(dtype="int64"), "tp": pd.Series(dtype="str"),
          "start": pd.Series(dtype="int64"), "end": pd.Series(dtype="int64")}),
         "query string, batch long, tp string, start long, end long")
@@ -429,12 +429,24 @@ def spark_exactly_once(h: SparkHistory) -> Found:
         outside = o.where(F.col("start").isNull() | (F.col("offset") < F.col("start")) | (F.col("offset") >= F.col("end")))
         n = outside.count()
         found("outside-range", n, _rows(outside, key + ["query", "batch", "process", "start", "end"], ["out_row"]) if n else [])
-        gaps, multi = sc.marker_problems(markers, ranges_pd)
+        executor = sc.per_partition_queries(h.events)
+        gaps, multi = sc.marker_problems(markers, ranges_pd, executor)
         found("marker-gap", len(gaps), gaps)
-        per_batch = outputs.groupBy("query", "batch").agg(F.countDistinct("process").alias("incarnations"))
-        out_multi = per_batch.where("incarnations > 1").toPandas()
+        per_batch = outputs.groupBy("query", "batch", "topic", "partition").agg(F.countDistinct("process").alias("incarnations"))
+        out_multi = per_batch.where("incarnations > 1").select("query", "batch", "incarnations").toPandas()
         both = pd.concat([multi, out_multi]).drop_duplicates(["query", "batch"]) if len(out_multi) else multi
         found("batch-incarnations", len(both), sc._records(both, ["query", "batch", "incarnations"]))
+        bounds = sc.uncovered_bounds(ranges_pd, executor)
+        if len(bounds):
+            b = h.spark.createDataFrame(bounds, "query string, tp string, upto long")
+            m = merged.withColumn("tp", F.concat_ws("-", "topic", F.col("partition").cast("string")))
+            below = m.join(F.broadcast(b), "tp").where(F.col("offset") < F.col("upto"))
+            covered = (below.join(F.broadcast(ranges), ["query", "tp"])
+                       .where((F.col("offset") >= F.col("start")) & (F.col("offset") < F.col("end")))
+                       .select("query", *key).distinct())
+            left = below.join(covered, ["query", *key], "left_anti")
+            n = left.count()
+            found("uncovered-input", n, _rows(left, key + ["value", "query", "upto"], key) if n else [])
     return Found(count, examples[:MAX_EXAMPLES])
 
 

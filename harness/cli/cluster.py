@@ -11,6 +11,7 @@ import typer
 from clusters import artifacts, backends, state
 from clusters.backends import Backend
 from clusters.reclaim import Owner
+from clusters.spark import recorded_status as spark_status
 from harness.cli.console import out
 from harness.cli.guard import guarded
 from harness.cli.options import (
@@ -99,6 +100,8 @@ def cluster_status(
     s["transaction_version_formatted"] = rec.transaction_version
     s.update(cluster_features(s["direct_bootstrap"]) if s["up"] else
              {"transaction_version": None, "features": None, "features_error": "no node is up"})
+    # a run's standalone Spark cluster (clusters/spark.py), while one runs
+    s["spark"] = spark_status()
     if as_json:
         print(json.dumps(s, indent=2))
         return
@@ -111,6 +114,11 @@ def cluster_status(
               + (f"; features: {s['features']}" if s.get("features") else f" ({s.get('features_error')})"), highlight=False)
     for n in s["nodes"]:
         out.print(f"  node {n['id']}: {n['state']}" + (f" (pid {n['pid']})" if n["pid"] else ""), highlight=False)
+    if s["spark"]:
+        sp = s["spark"]
+        out.print(f"  spark master {sp['master_url']} ({sp['master_status']}, pid {sp['master_pid']}); workers "
+                  + ", ".join(f"{w['worker']}: {w['state']} (pid {w['pid']})" for w in sp["workers"])
+                  + f"; executors {[e['pid'] for e in sp['executors']]}", highlight=False)
     if status.would_reclaim:
         out.print(f"  a start or `eos-chaos cluster down --backend {s['backend']}` would reclaim:", highlight=False)
     for line in status.would_reclaim.lines():

@@ -50,12 +50,21 @@ from harness.kafka.reads import read_all
 from harness.workloads.common import Retired, Stop, WorkloadConfig, drop, init, new_producer, transaction
 from harness.workloads.registry import SparkJobSettings
 
+#: Where the job finds a standalone cluster's master (set by the runner for ``spark: standalone``)
+#: and what it asks of it (clusters/spark.py's EXECUTOR_CONF, as JSON)
+ENV_JOB_MASTER, ENV_JOB_CONF = "EOS_CHAOS_SPARK_JOB_MASTER", "EOS_CHAOS_SPARK_JOB_CONF"
+
 ARM_FILE = "arm.json"
 WINDOWS = ("in-txn", "after-commit")
 SIGNALS = {"kill": signal.SIGKILL, "stop": signal.SIGSTOP}
 #: Reading the marker topic to its end at start: one fetch on a healthy cluster; generous because a
 #: fault may be on.
 MARKER_READ_TIMEOUT_S = 120.0
+#: With ``speculation``: a copy of a task is started once half the batch's tasks are done and it has
+#: run twice their median, at least one second (Spark's defaults wait for 75 % and 1.5x, too
+#: late for micro-batches of three tasks).
+SPECULATION_CONF = {"spark.speculation.quantile": "0.5", "spark.speculation.multiplier": "2",
+                    "spark.speculation.minTaskRuntime": "1s"}
 
 
 def job_dir(run_dir: Path, name: str) -> Path:
@@ -139,14 +148,17 @@ def main() -> None:
         producer = None
         last = -1
         txn_id = transactional_id(cfg.name)
-        if sink == "transactional":
+        if sink == "driver":
             producer = new_producer(cfg, txn_id)
             init(rec, process, producer, txn_id)  # fences every older incarnation first
             last = last_committed_batch(cfg.bootstrap, markers, cfg.partitions, query)
 
         from harness.spark.session import session
 
-        spark = session(f"eos-chaos-{cfg.name}", kafka=True, tmp_dir=d / "tmp")
+        conf = {"spark.task.maxFailures": str(s.task_max_failures), "spark.speculation": str(s.speculation).lower(),
+                **SPECULATION_CONF, **json.loads(os.environ.get(ENV_JOB_CONF) or "{}")}
+        spark = session(f"eos-chaos-{cfg.name}", kafka=True, tmp_dir=d / "tmp",
+                        master=os.environ.get(ENV_JOB_MASTER) or None, conf=conf)
         stream = (spark.readStream.format("kafka")
                   .option("kafka.bootstrap.servers", cfg.bootstrap)
                   .option("subscribe", src)
@@ -196,10 +208,28 @@ def main() -> None:
                                              "outcome": OK, "ms": _ms(t0)})
             arming.fire_if_armed("after-commit", batch)
 
+        def executor_batch(df: Any, batch: int) -> None:
+            # each task writes its input partition in its own transaction (harness/spark/sink.py)
+            from functools import partial
+
+            from harness.history.recorder import run_t0
+            from harness.spark.sink import TaskSpec, write_partition
+
+            ranges = offset_ranges(checkpoint, batch)
+            arming.fire_if_armed("in-txn", batch)  # the batch is planned, nothing written yet
+            spec = TaskSpec(run_dir=str(Path(cfg.run_dir).absolute()), t0_ns=run_t0(), bootstrap=cfg.bootstrap,
+                            query=query, process=process, job_dir=str(d.absolute()), output=dst, markers=markers,
+                            batch=batch, ranges=ranges, seed=cfg.seed, library=cfg.library, client=cfg.client,
+                            settings=cfg.settings)
+            (df.selectExpr("topic", "partition", "offset", "CAST(value AS STRING) AS value")
+             .foreachPartition(partial(write_partition, spec)))
+            arming.fire_if_armed("after-commit", batch)
+
+        body = {"driver": transactional_batch, "executor": executor_batch, "builtin": builtin_batch}[sink]
         q = (stream.writeStream.queryName(query.replace("-", "_"))
              .option("checkpointLocation", str(checkpoint))
              .trigger(processingTime=f"{s.trigger_ms} milliseconds")
-             .foreachBatch(transactional_batch if sink == "transactional" else builtin_batch)
+             .foreachBatch(body)
              .start())
         reported = -1
         try:

@@ -10,7 +10,7 @@ import difflib
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from harness.workloads.client import CALL_TIMEOUT_S, TRANSACTION_TIMEOUT_MS
 from harness.workloads.clients import DEFAULT_LIBRARY, LIBRARIES, parse
@@ -89,12 +89,27 @@ class ZombieSettings(Settings):
 class SparkJobSettings(Settings):
     input: str
     output: str
-    #: the compacted topic of per-batch markers (transactional sink only)
+    #: the compacted topic of markers (the transactional sinks, driver and executor)
     markers: str | None = None
-    #: transactional: our foreachBatch, one Kafka transaction per micro-batch; builtin: Spark's own sink
-    sink: Literal["transactional", "builtin"] = "transactional"
+    #: driver: one Kafka transaction per micro-batch, written by the driver (``transactional``, its
+    #: old name, still means it); executor: one per task, written by the executors
+    #: (harness/spark/sink.py); builtin: Spark's own at-least-once sink (the negative control)
+    sink: Literal["driver", "executor", "builtin"] = "driver"
     max_offsets_per_trigger: int = Field(5000, ge=1)
     trigger_ms: int = Field(1000, ge=1)
+    #: Spark's spark.task.maxFailures: attempts of a task before its batch fails (local mode: 1 try
+    #: unless more are asked)
+    task_max_failures: int = Field(4, ge=1, le=20)
+    #: Spark's spark.speculation: slow tasks get a second, concurrent attempt
+    speculation: bool = False
+    #: false: the executor sink writes a replayed batch again instead of skipping what its marker
+    #: says is committed (a deliberately unsafe sink: the negative control spark-executor-no-skip)
+    skip_committed: bool = True
+
+    @field_validator("sink", mode="before")
+    @classmethod
+    def _old_name(cls, v: Any) -> Any:
+        return "driver" if v == "transactional" else v
 
 
 @dataclass(frozen=True)
@@ -122,7 +137,7 @@ class Kind:
 
     def required_topics(self, settings: dict[str, Any]) -> list[str]:
         """The settings of this entry that must each name one of the scenario's topics."""
-        if self.name == "spark-job" and settings.get("sink", "transactional") != "transactional":
+        if self.name == "spark-job" and settings.get("sink", "driver") not in ("driver", "executor", "transactional"):
             return [k for k in self.topic_settings if k != "markers"]
         return list(self.topic_settings)
 

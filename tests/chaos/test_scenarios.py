@@ -41,6 +41,12 @@ def run_on_local_only(cluster: Cluster, name: str, why: str) -> dict:
     return run(cluster, name)
 
 
+def run_full_local_only(cluster: Cluster, name: str, why: str) -> runner.RunResult:
+    if cluster.backend != "local":
+        pytest.skip(why)
+    return run_full(cluster, name)
+
+
 SPARK_ONCE = "the driver is a local process on either backend; once is enough here (make library runs both)"
 #: Scenarios whose faults act on the workloads' own processes or on Toxiproxy links the fault tests
 #: already cover on both backends: what they prove is the workloads' and the checker's, the same on
@@ -103,8 +109,31 @@ def test_spark_job_stays_exactly_once_through_driver_kills(cluster: Cluster) -> 
     assert v["as_expected"] is True, spark
 
 
-def test_negative_control_spark_builtin_sink_is_caught(cluster: Cluster) -> None:
-    v = run_on_local_only(cluster, "spark-builtin-sink", SPARK_ONCE)
+def test_executor_sink_on_a_standalone_spark_cluster_survives_executor_kills(cluster: Cluster) -> None:
+    result = run_full_local_only(cluster, "spark-executor-kill", SPARK_ONCE)
+    v = result.verdict
+    spark = v["stats"]["spark"]
+    assert v["valid"] is True, anomalies(v)
+    assert v["checks"]["spark-exactly-once"]["count"] == 0 and "skipped" not in v["checks"]["spark-exactly-once"]
+    # both executors were killed, the first inside an open transaction of a task
+    assert spark["executor_kills"] == 2 and all(s is not None for s in spark["executor_kill_to_batch_s"]), spark
+    ops = [json.loads(x) for f in (result.run_dir / "history").glob("spark-job-0-exec-*.jsonl")
+           for x in f.read_text().splitlines()]
+    hit = [o for o in ops if o["f"] == "spark-fault" and o["value"]["target"] == "executor"]
+    assert hit, "no task took the in-txn kill"
+    # another attempt of the killed task (a retry, or the batch's replay) committed that batch's share
+    # of the partition after fencing it, or found it committed and skipped it
+    batch, tp, killed = hit[0]["value"]["batch"], hit[0]["value"]["partition"], hit[0]["process"]
+    done = [o for o in ops if o["process"] != killed and o["value"] and isinstance(o["value"], dict)
+            and o["value"].get("batch") == batch and o["value"].get("partition") == tp
+            and (o["f"] == "spark-skip" or (o["f"] == "spark-batch" and o["value"]["outcome"] == "ok"))]
+    assert done, f"nothing finished batch {batch} of {tp} after its attempt {killed} was killed"
+    assert v["as_expected"] is True, spark
+
+
+def test_negative_control_spark_builtin_sink_on_a_standalone_cluster_is_caught(cluster: Cluster) -> None:
+    # Spark's own sink writing from real executors (the local[2] twin, spark-builtin-sink, is in the library)
+    v = run_on_local_only(cluster, "spark-cluster-builtin-sink", SPARK_ONCE)
     found = v["checks"]["spark-exactly-once"]
     assert v["valid"] is False and found["count"] > 0, anomalies(v)
     assert {e["anomaly"] for e in found["examples"]} == {"duplicate-output"}, found

@@ -26,7 +26,8 @@ def test_the_registry_holds_every_kind_once() -> None:
     assert faults.node_states() == {"kill": "down", "kill-leader": "down", "stop": "down", "pause": "paused",
                                     "restart": "down", "rolling-restart": "down"}
     assert set(faults.broker_process_kinds()) == {"kill", "kill-leader", "stop", "pause", "restart", "rolling-restart"}
-    assert faults.needing("spark-job") == ["kill-driver", "zombie-driver"]
+    assert faults.needing("spark-job") == ["kill-driver", "zombie-driver", "kill-executor", "pause-executor", "kill-worker"]
+    assert faults.spark_cluster_kinds() == ["kill-executor", "pause-executor", "kill-worker"]
 
 
 @pytest.mark.parametrize("data", [

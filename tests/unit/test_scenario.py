@@ -46,9 +46,14 @@ def test_unknown_key_and_bad_kind_name_file_and_field(tmp_path: Path) -> None:
     ("topics: [a, b]\nworkloads:\n  - kind: spark-job\n    settings: {input: a, output: b}\n",
      "needs settings ['markers'], each one of the scenario's topics"),
     ("topics: [a, b]\nworkloads:\n  - kind: spark-job\n    settings: {input: a, output: b, sink: kafka}\n",
-     "sink: 'kafka'; allowed: transactional, builtin"),
+     "sink: 'kafka'; allowed: driver, executor, builtin"),
+    ("topics: [a, b]\nworkloads:\n  - kind: spark-job\n    settings: {input: a, output: b, sink: builtin}\n"
+     "faults:\n  - {at: 5, kind: kill-executor}\n",
+     "faults ['kill-executor'] act on a standalone Spark cluster; set spark: standalone (it is local)"),
+    ("spark: standalone\nworkloads:\n  - kind: txn-producer\n",
+     "standalone: a Spark cluster runs a spark-job workload"),
     ("workloads:\n  - kind: txn-producer\nfaults:\n  - {at: 5, kind: kill, window: in-txn}\n",
-     "`window` is for kill-driver and zombie-driver only"),
+     "`window` is for kill-driver, zombie-driver, kill-executor and pause-executor only"),
 ])
 def test_spark_job_settings_and_driver_faults_are_checked(tmp_path: Path, body: str, expected: str) -> None:
     f = tmp_path / "spark.yaml"

@@ -99,7 +99,7 @@ def test_the_clean_spark_history_is_valid() -> None:
     assert v["stats"]["spark"] == {
         "driver_kills": 1, "driver_freezes": 0, "restarts": 1, "batches": 2, "replays_skipped": 1, "records": 8,
         "batch_ms": {"p50": 40.0, "p95": 40.0, "max": 40.0}, "trigger_ms": {"p50": 90.0, "p95": 90.0, "max": 90.0},
-        "restart_to_first_batch_s": [0.0]}
+        "restart_to_first_batch_s": [0.0], "executor_kills": 0, "worker_kills": 0, "executor_kill_to_batch_s": []}
 
 
 @pytest.mark.parametrize("variant", ["duplicate-output", "missing-output", "orphan-output", "outside-range",

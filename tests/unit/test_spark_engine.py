@@ -19,6 +19,7 @@ from harness.history import store
 from tests.unit.histories import History, clean, simulate
 from tests.unit.test_checker import ANOMALIES
 from tests.unit.test_spark_check import spark_history
+from tests.unit.test_spark_sink import executor_history
 
 SPARK_VARIANTS = ["", "duplicate-output", "missing-output", "orphan-output", "outside-range", "marker-gap",
                   "batch-incarnations"]
@@ -75,6 +76,7 @@ def test_the_engines_agree_on_every_hand_written_history(spark: Any, tmp_path: P
     cases = [("clean", clean())] + [(a, clean(a)) for a in ANOMALIES] + [("zombie-commit-clean", clean("zombie-commit-clean"))]
     cases += [(f"spark:{v or 'clean'}", spark_history(v)) for v in SPARK_VARIANTS]
     cases += [("spark-builtin", spark_history(sink="builtin")), ("spark-builtin-replayed", spark_history("replayed", sink="builtin"))]
+    cases += [(f"spark-executor:{v or 'clean'}", executor_history(v)) for v in ("", "overlap", "uncovered-input", "batch-incarnations")]
     for name, h in cases:
         default, by_spark = both(h, tmp_path / name.replace(":", "-"), spark)
         try:

@@ -42,7 +42,7 @@ def test_defaults_are_the_ones_the_workloads_always_used() -> None:
     c = registry.CopierSettings(input="i", output="o")
     assert (c.group, c.abort_share, c.batch) == ("eos-chaos-copier", 0.1, 50)
     s = registry.SparkJobSettings(input="i", output="o")
-    assert (s.sink, s.trigger_ms, s.max_offsets_per_trigger) == ("transactional", 1000, 5000)
+    assert (s.sink, s.trigger_ms, s.max_offsets_per_trigger) == ("driver", 1000, 5000)
 
 
 def _load(tmp_path: Path, workloads: str) -> str:
