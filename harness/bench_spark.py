@@ -1,6 +1,9 @@
-"""``eos-chaos bench spark``: the Spark EOS job on a healthy cluster at a steady input rate, its driver
-killed once mid-run. Per run: Spark's own micro-batch time (median of the batches, from its progress
-reports) and the time from the kill until a batch went through again."""
+"""``eos-chaos bench spark``: the Spark EOS job on a healthy cluster at a steady input rate, with one
+sink (``driver``, ``executor``, ``builtin``) on ``local[2]`` or a standalone Spark cluster. Per run:
+records/s through the sink at steady state (the batches between a warm-up and the first fault),
+Spark's own micro-batch time (p50, p95 of its progress reports), and the time from each fault to the
+next committed batch: a driver kill two thirds into the run (the transactional sinks; Spark's own
+sink would write the replay twice) and, on a standalone cluster, an executor kill half-way."""
 
 from __future__ import annotations
 
@@ -13,32 +16,63 @@ from clusters.base import Cluster
 from harness import runner
 from harness.scenario import Scenario
 
+#: Seconds after the job's first batch that are not counted (executors starting, the first jobs
+#: compiled): steady state begins after.
+WARMUP_S = 15.0
 
-def scenario(seconds: float, rate: int) -> Scenario:
-    """The job and its input; one driver kill (wherever the batch is) two thirds into the run, so
-    the steady batches before it dominate the micro-batch time."""
+
+def scenario(seconds: float, rate: int, sink: str = "driver", spark: str = "local") -> Scenario:
+    """The job and its input; its faults late in the run, so the steady batches before them
+    dominate the micro-batch time."""
+    faults: list[dict[str, Any]] = []
+    if spark == "standalone" and sink != "builtin":
+        faults.append({"at": round(seconds / 2), "kind": "kill-executor"})
+    if sink != "builtin":
+        faults.append({"at": round(seconds * 2 / 3), "kind": "kill-driver"})
+    settings: dict[str, Any] = {"input": "spark-in", "output": "spark-out", "sink": sink}
+    if sink != "builtin":
+        settings["markers"] = "spark-markers"
     return Scenario.model_validate({
-        "name": "bench-spark", "description": "benchmark", "duration": seconds,
+        "name": "bench-spark", "description": "benchmark", "duration": seconds, "spark": spark,
         "topics": ["spark-in", "spark-out", "spark-markers"], "partitions": 3,
         "workloads": [{"kind": "txn-producer", "settings": {"topics": ["spark-in"], "values_per_txn": 50, "rate": rate,
                                                            "abort_share": 0.1}},
-                      {"kind": "spark-job", "settings": {"input": "spark-in", "output": "spark-out", "markers": "spark-markers"}}],
-        "faults": [{"at": round(seconds * 2 / 3), "kind": "kill-driver"}],
-        "expect": {"valid": True, "min_spark_batches": 5}})
+                      {"kind": "spark-job", "settings": settings}],
+        "faults": faults, "expect": {"valid": True, "min_spark_batches": 5}})
 
 
-def bench(cluster: Cluster, run_dir: Path, seconds: float, rate: int) -> dict[str, Any]:
-    result = runner.run(scenario(seconds, rate), Backend(cluster.backend), 1, run_dir, cluster=cluster)
+def steady_records_per_s(run_dir: Path) -> float | None:
+    """Records/s the sink committed between ``WARMUP_S`` after its first batch and the first fault
+    (or the end): from the batches' own events."""
+    from harness.history import store
+
+    ops, truncated = store.read_ops(run_dir)
+    events = store.spark_events(store.flatten(ops, truncated))
+    batches = sorted((e["time"], int(e.get("records", 0))) for e in events if e["f"] == "spark-batch" and e.get("outcome") == "ok")
+    faults = [e["time"] for e in events if e["f"] == "fault" and e.get("phase") == "start"]
+    if not batches:
+        return None
+    start = batches[0][0] + int(WARMUP_S * 1e9)
+    end = min(faults) if faults else batches[-1][0]
+    n = sum(r for t, r in batches if start < t <= end)
+    return round(n / ((end - start) / 1e9), 1) if end > start else None
+
+
+def bench(cluster: Cluster, run_dir: Path, seconds: float, rate: int, sink: str = "driver",
+          spark: str = "local") -> dict[str, Any]:
+    result = runner.run(scenario(seconds, rate, sink, spark), Backend(cluster.backend), 1, run_dir, cluster=cluster)
     v = result.verdict
     s = v["stats"]["spark"]
     if v["valid"] is not True or not v["as_expected"]:
         raise AssertionError(f"the benchmark run must be valid and as expected: {run_dir}")
     recovery = [r for r in s["restart_to_first_batch_s"] if r is not None]
+    after_executor = [r for r in s.get("executor_kill_to_batch_s", []) if r is not None]
     return {"trigger_ms_p50": s["trigger_ms"]["p50"], "trigger_ms_p95": s["trigger_ms"]["p95"],
-            "restart_to_first_batch_s": recovery[0] if recovery else None, "batches": s["batches"],
-            "records_per_s": round(s["records"] / seconds, 1), "run_dir": str(run_dir)}
+            "restart_to_first_batch_s": recovery[0] if recovery else None,
+            "executor_kill_to_batch_s": after_executor[0] if after_executor else None, "batches": s["batches"],
+            "records_per_s": steady_records_per_s(result.run_dir), "run_dir": str(run_dir)}
 
 
 def median_of(samples: list[dict[str, Any]]) -> dict[str, Any]:
-    keys = ("trigger_ms_p50", "trigger_ms_p95", "restart_to_first_batch_s", "records_per_s")
-    return {k: statistics.median(s[k] for s in samples if s[k] is not None) for k in keys}
+    keys = ("trigger_ms_p50", "trigger_ms_p95", "restart_to_first_batch_s", "executor_kill_to_batch_s", "records_per_s")
+    return {k: statistics.median(have) if (have := [s[k] for s in samples if s.get(k) is not None]) else None for k in keys}

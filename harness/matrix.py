@@ -115,7 +115,9 @@ def parse_levels(text: str | None) -> list[Level]:
 def fingerprint(sc: Scenario) -> str:
     """What a run of ``sc`` depends on, as a short hash: a scenario file edited between two
     sessions of one matrix is caught on resume."""
-    return hashlib.sha256(sc.model_dump_json().encode()).hexdigest()[:16]
+    # fields at their defaults left out: a field added to the scenario format later (with a default
+    # that keeps the old behaviour) leaves a matrix's stored fingerprints valid
+    return hashlib.sha256(sc.model_dump_json(exclude_defaults=True).encode()).hexdigest()[:16]
 
 
 @dataclass
@@ -448,7 +450,9 @@ def replay(recorded: str | None, k: RunKey, seed: int, d: Definition, scs: dict[
     cmd = recorded or runinfo.rerun_command(k.cell.scenario, d.backend, seed,
                                             scs[(k.cell.scenario, k.cell.client)].duration, d.kafka_version)
     cmd += f" --library {k.cell.client}"
-    return cmd + (f" --transaction-version {k.cell.level}" if k.cell.level is not None else "")
+    # the run records the level it was formatted at already (a run on a cluster of the release's default does not)
+    has_level = "--transaction-version " in cmd
+    return cmd + (f" --transaction-version {k.cell.level}" if k.cell.level is not None and not has_level else "")
 
 
 def _start(backend: Backend, kafka_version: str | None, group: Group, out: Path) -> Cluster:

@@ -24,6 +24,10 @@ from harness.cli.options import (
     JsonOut,
     KafkaVersion,
     PortBase,
+    Sink,
+    SinkOpt,
+    SparkMode,
+    SparkModeOpt,
     finite_option,
     kafka_artifacts,
 )
@@ -259,21 +263,26 @@ def bench_txn_rate_cmd(
 def bench_spark_cmd(
     seconds: float = finite_option(90.0, "--seconds", 45, help="How long each run's job runs."),
     rate: int = typer.Option(1000, "--rate", min=10, max=100_000, help="Input records per second."),
+    sink: Sink = SinkOpt, spark: SparkMode = SparkModeOpt,
     runs: int = BenchRuns, backend: Backend = BackendOpt, port_base: int | None = PortBase, as_json: bool = JsonOut,
 ) -> None:
-    """The Spark EOS job at a steady input rate: micro-batch time, and restart-to-first-batch after a driver kill."""
+    """The Spark EOS job at a steady input rate: records/s through the sink, micro-batch time, and the
+    time to the next batch after a driver kill (and an executor kill on a standalone cluster)."""
     from harness.bench import Series
     from harness.bench_spark import bench, median_of
 
     artifacts.ensure_spark()
     result = _bench_on_one_cluster("bench-spark", runs, backend, port_base,
-                                   lambda c, d: bench(c, d, seconds, rate),
-                                   lambda samples: {**median_of(samples), "rate": rate, "seconds": seconds}, as_json)
+                                   lambda c, d: bench(c, d, seconds, rate, sink.value, spark.value),
+                                   lambda samples: {**median_of(samples), "rate": rate, "seconds": seconds, "sink": sink.value,
+                                                    "spark": spark.value}, as_json)
     if result is None:
         return
-    for name, key, unit in (("micro-batch time (Spark trigger), p50", "trigger_ms_p50", "ms"),
+    for name, key, unit in ((f"records/s through the {sink.value} sink at steady state", "records_per_s", "rec/s"),
+                            ("micro-batch time (Spark trigger), p50", "trigger_ms_p50", "ms"),
                             ("micro-batch time (Spark trigger), p95", "trigger_ms_p95", "ms"),
-                            ("restart to first batch after a driver kill", "restart_to_first_batch_s", "s")):
+                            ("restart to first batch after a driver kill", "restart_to_first_batch_s", "s"),
+                            ("next committed batch after an executor kill", "executor_kill_to_batch_s", "s")):
         out.print(Series(name, unit, [s[key] for s in result["runs"] if s[key] is not None]).line(), highlight=False)
 
 

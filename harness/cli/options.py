@@ -33,6 +33,24 @@ class Engine(str, enum.Enum):
     spark = "spark"
 
 
+class Sink(str, enum.Enum):
+    """The Spark job's sinks (registry.SparkJobSettings.sink)."""
+
+    driver = "driver"
+    executor = "executor"
+    builtin = "builtin"
+
+
+class SparkMode(str, enum.Enum):
+    """Where the Spark job runs (the scenario's ``spark``)."""
+
+    local = "local"
+    standalone = "standalone"
+
+
+SinkOpt = typer.Option(Sink.driver, "--sink", help="How the Spark job writes (docs/SPARK.md).")
+SparkModeOpt = typer.Option(SparkMode.local, "--spark",
+                            help="local[2] in the driver, or a standalone Spark cluster (master + 2 workers).")
 KafkaVersion = typer.Option(pins.KAFKA_VERSION, "--kafka-version", help="Apache Kafka release (Maven Central).")
 PortBase = typer.Option(None, "--port-base", min=1024, max=65000,
                         help="First of node 1's 4 listener ports \\[default: 19092 local, 29092 compose].")

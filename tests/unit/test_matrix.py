@@ -16,7 +16,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from clusters.backends import Backend
-from harness import matrix, runner, soak
+from harness import matrix, runner, scenario, soak
 from harness.cli import app
 from harness.errors import ConfigError
 from harness.matrix import Cell, Definition, Matrix, MatrixRun, RunKey
@@ -399,3 +399,23 @@ def test_a_hunt_row_says_either_verdict_is_an_answer_and_a_control_row_says_expe
 def test_an_empty_matrix_page_says_no_runs() -> None:
     page = render_matrix(Matrix(definition(seeds=1)).as_json(), "m")
     assert "NO RUNS" in page and page.count('class="cell pending"') == 8
+
+
+def test_a_replay_names_the_transaction_version_once() -> None:
+    from harness.matrix import Cell, RunKey, replay
+
+    k = RunKey(Cell("baseline", "java@3.9.1", 2), 0)
+    recorded = "eos-chaos run baseline --backend local --seed 7 --duration 10 --kafka-version 4.4.0 --transaction-version 2"
+    d = definition(scenarios="baseline", clients_="java@3.9.1", levels="2", seeds=1)
+    assert replay(recorded, k, 7, d, {}) == recorded + " --library java@3.9.1"
+    assert replay(recorded.rsplit(" --transaction-version", 1)[0], k, 7, d, {}).endswith(
+        "--library java@3.9.1 --transaction-version 2")
+
+
+def test_a_field_added_to_the_scenario_format_at_its_default_keeps_the_fingerprint() -> None:
+    from harness.matrix import fingerprint
+
+    sc = scenario.load("baseline")
+    assert fingerprint(sc) == fingerprint(sc.model_copy(update={"spark": "local"}))
+    assert fingerprint(sc) != fingerprint(sc.model_copy(update={"spark": "standalone"}))
+    assert fingerprint(sc) != fingerprint(sc.with_duration(sc.duration + 1))
