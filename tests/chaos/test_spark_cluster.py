@@ -37,7 +37,8 @@ def test_a_standalone_cluster_starts_heals_and_stops_clean(iso_env: dict[str, st
         # a killed worker and a paused one: heal brings both back
         killed = s.kill_worker(1)
         s.signal_tree(s.worker_pids[2], signal.SIGSTOP)
-        assert not procs.alive(killed) and procs.stopped(s.worker_pids[2])
+        assert not procs.alive(killed)
+        wait_until(lambda: procs.stopped(s.worker_pids[2]), timeout=10, what="worker 2 to be stopped")
         assert s.heal() == []
         assert s.worker_pids[1] != killed and procs.alive(s.worker_pids[1]) and not s.paused()
     assert _spark_jvms("spark-test-1") == [] and load_record() is None
