@@ -128,7 +128,8 @@ def spark_exactly_once(t: Tables) -> Found:
         for tp in (ev.get("ranges") or {}) if ev["f"] == SPARK_BATCH else ():
             in_topics.add(tp.rpartition("-")[0])
     inputs = with_values(t, fc[fc["topic"].isin(in_topics)])[KEY + ["value"]].drop_duplicates(KEY)
-    n_out = outputs.groupby(KEY).size().rename("outputs") if len(outputs) else pd.Series(dtype="int64", name="outputs")
+    n_out = (outputs.groupby(KEY).size().rename("outputs") if len(outputs) else  # none: an empty series on the same key
+             pd.Series(dtype="int64", name="outputs", index=pd.MultiIndex.from_arrays([[], [], []], names=KEY)))
     merged = inputs.merge(n_out, left_on=KEY, right_index=True, how="left").fillna({"outputs": 0}).astype({"outputs": "int64"})
 
     dup = merged[merged["outputs"] > 1]

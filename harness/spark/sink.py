@@ -174,7 +174,7 @@ def write_partition(spec: TaskSpec, rows: Iterable[Any]) -> None:
     from pyspark import TaskContext
 
     from harness.history.recorder import Recorder
-    from harness.workloads.client import open_producer
+    from harness.workloads.clients import open_producer
     from harness.workloads.common import drop, init, transaction
 
     data = [(str(r.topic), int(r.partition), int(r.offset), str(r.value or "")) for r in rows]

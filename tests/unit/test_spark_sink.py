@@ -100,3 +100,13 @@ def test_each_executor_sink_anomaly_fires_alone(variant: str, kind: str) -> None
     found = v["checks"]["spark-exactly-once"]
     assert found["count"] == 1 and {e["anomaly"] for e in found["examples"]} == {kind}, found
     assert {k for k, c in v["checks"].items() if c["count"]} == {"spark-exactly-once"}, v["checks"]
+
+
+def test_a_job_that_committed_nothing_is_checked_not_crashed() -> None:
+    h = History()
+    h.init("prod", "tx-in")
+    h.txn("prod", [("in", p, v, o) for p, recs in A.items() for o, v in recs])
+    h._add(process="spark-job-0.0", type="info", f=SPARK_START, value={"query": "spark-job-0", "incarnation": 0, "sink": "executor"})
+    h.scan({tp_key("in", p): A[p] for p in (0, 1)})
+    found = check(h.tables()).to_json()["checks"]["spark-exactly-once"]
+    assert found == {"count": 0, "examples": []}, found
