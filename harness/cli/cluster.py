@@ -88,7 +88,7 @@ def cluster_status(
     rec = state.load(backend.value)
     if rec is None:
         if as_json:
-            out.print_json(json.dumps({"backend": backend.value, "up": False, "nodes": []}))
+            out.print_json(json.dumps({"backend": backend.value, "up": False, "nodes": [], "spark": spark_status()}))
         else:
             out.print(f"no {backend.value} cluster is up")
         raise typer.Exit(1)

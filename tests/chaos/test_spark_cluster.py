@@ -5,6 +5,7 @@ reclaim takes the master and workers (a crashed runner's leftovers)."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -12,9 +13,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from clusters import procs, reclaim
 from clusters.spark import WORKERS, SparkStandalone, load_record, recorded_status
+from harness.cli import app
 from harness.wait import wait_until
 
 pytestmark = pytest.mark.chaos
@@ -34,6 +37,11 @@ def test_a_standalone_cluster_starts_heals_and_stops_clean(iso_env: dict[str, st
         assert st is not None and st["master_url"] == s.master_url and st["master_status"] == "ALIVE", st
         assert [w["state"] for w in st["workers"]] == ["up"] * WORKERS, st
         assert sorted(_spark_jvms("spark-test-1")) == sorted([s.master_pid, *s.worker_pids.values()])
+        # and through the CLI (no Kafka cluster here: exit 1, the Spark cluster still shown)
+        r = CliRunner().invoke(app, ["cluster", "status", "--json"])
+        shown = json.loads(r.output)["spark"]
+        assert r.exit_code == 1 and shown["master_pid"] == s.master_pid, r.output
+        assert {w["pid"] for w in shown["workers"]} == set(s.worker_pids.values()), shown
         # a killed worker and a paused one: heal brings both back
         killed = s.kill_worker(1)
         s.signal_tree(s.worker_pids[2], signal.SIGSTOP)
