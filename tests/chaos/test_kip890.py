@@ -1,8 +1,10 @@
 """KAFKA-17754's answer per client, kept as tests (docs/KIP890.md): on the session cluster (Kafka
 4.4.0, transaction.version 2 by default), ``kip890-late-commit-tight`` tears transactions of a
 client that does not speak KIP-890 part 2 and leaves Java 4.x valid. A late EndTxn lands by timing,
-so a client's exposure is a rate (the matrix measured it); one run of 100 s is expected, not
-certain, to show it. Behind the `library` marker: ~2 min a run, run by `make library`."""
+so a client's exposure is a rate (the matrix measured 3 of 5 runs for confluent-kafka, 5 of 5 for
+Java 3.9.2): the exposed clients get up to ``ATTEMPTS`` runs, on seeds the matrix found invalid,
+and one of them must be torn (at 3 of 5 a run, all three valid is 6 % likely). Behind the `library`
+marker: ~2 min a run, run by `make library`."""
 
 from __future__ import annotations
 
@@ -22,12 +24,17 @@ pytestmark = [pytest.mark.chaos, pytest.mark.library]
 LATE_COMMIT_ANOMALIES = {"torn-transaction", "aborted-read", "lost-write"}
 
 
-def hunt(cluster: Cluster, name: str, library: str) -> runner.RunResult:
+#: seeds of kip890-late-commit-tight that confluent-kafka failed in the matrix (docs/KIP890.md)
+TORN_SEEDS = (1526931276, 1606645832, 1986712207)
+ATTEMPTS = len(TORN_SEEDS)
+
+
+def hunt(cluster: Cluster, name: str, library: str, seed: int | None = None) -> runner.RunResult:
     if cluster.backend != "local":
         pytest.skip("the client is what is tested, the same against either backend: run once (local)")
     sc = scenario.load(name).with_library(library)
-    result = runner.run(sc, Backend(cluster.backend), random.randrange(2**31), new_run_dir(f"pytest-{name}"),
-                        cluster=cluster)
+    seed = random.randrange(2**31) if seed is None else seed
+    result = runner.run(sc, Backend(cluster.backend), seed, new_run_dir(f"pytest-{name}"), cluster=cluster)
     v = result.verdict
     assert v["run"]["healed"] is True and v["run"]["nemesis_errors"] == [], v["run"]
     assert v["run"]["transaction_version"] == 2, "the session cluster must run KIP-890 part 2"
@@ -48,11 +55,18 @@ def anomalies(v: dict) -> set[str]:
 
 @pytest.mark.parametrize("library", ["confluent-kafka", "java@3.9.2"])
 def test_a_client_without_kip890_has_transactions_torn_by_late_commits(cluster: Cluster, library: str) -> None:
-    result = hunt(cluster, "kip890-late-commit-tight", library)
-    v = result.verdict
-    assert late_commits_landed(result), "no late EndTxn was accepted: the faults missed"
-    assert v["valid"] is False and anomalies(v) <= LATE_COMMIT_ANOMALIES, anomalies(v)
-    assert "torn-transaction" in anomalies(v) or "aborted-read" in anomalies(v), anomalies(v)
+    seen: list[tuple[int, set[str]]] = []
+    for seed in TORN_SEEDS:
+        result = hunt(cluster, "kip890-late-commit-tight", library, seed)
+        v = result.verdict
+        assert late_commits_landed(result), f"seed {seed}: no late EndTxn was accepted: the faults missed"
+        # whatever a run finds is what a late commit does, nothing else
+        assert anomalies(v) <= LATE_COMMIT_ANOMALIES, (seed, anomalies(v))
+        seen.append((seed, anomalies(v)))
+        if v["valid"] is False:
+            assert "torn-transaction" in anomalies(v) or "aborted-read" in anomalies(v), (seed, anomalies(v))
+            return
+    pytest.fail(f"{library}: every one of {ATTEMPTS} runs valid ({seen}); the matrix measured it torn in 3 of 5 or more")
 
 
 def test_java_4x_on_transaction_version_2_stays_valid_under_late_commits(cluster: Cluster) -> None:
