@@ -9,7 +9,8 @@ its brokers. A running cluster records itself in the state folder (``spark.json`
 ``cluster status --json``.
 
 Sized for the reference machine (2 cores shared with three brokers): one core and 1 GB per
-worker, one executor per worker (``EXECUTOR_CONF``).
+worker, one executor per worker (``EXECUTOR_CONF``). Each worker has its own loopback address
+(``worker_host``), so Spark sees two hosts.
 """
 
 from __future__ import annotations
@@ -41,6 +42,13 @@ EXECUTOR_CONF = {"spark.executor.cores": "1", "spark.executor.memory": "512m", "
 #: A JVM start and registration take a few seconds; on a loaded 2-core machine, tens.
 START_TIMEOUT_S = 120.0
 RECORD = "spark.json"
+
+
+def worker_host(i: int) -> str:
+    """Worker ``i``'s address, and so its executor's: 127.0.0.2, 127.0.0.3, ... Loopback all the
+    same, but another host to Spark, which never starts a speculative copy of a task on a host
+    where the task already runs (with every executor on 127.0.0.1, speculation would never act)."""
+    return f"127.0.0.{i + 1}"
 
 
 def spark_home() -> Path:
@@ -105,17 +113,17 @@ class SparkStandalone:
     def web_url(self) -> str:
         return f"http://127.0.0.1:{self.web_port}"
 
-    def _env(self) -> dict[str, str]:
+    def _env(self, host: str = "127.0.0.1") -> dict[str, str]:
         return {**procs.tags(self.cluster_id, self.owner), "SPARK_HOME": str(self.home),
-                "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOCAL_HOSTNAME": "localhost",
+                "SPARK_LOCAL_IP": host, "SPARK_LOCAL_HOSTNAME": host,
                 "SPARK_DAEMON_MEMORY": DAEMON_MEMORY, "SPARK_LOG_DIR": str(self.folder),
                 # no spark-env.sh or defaults of the user's own installation
                 "SPARK_CONF_DIR": str(self.folder / "conf")}
 
-    def _spawn(self, cls: str, args: list[str], log: str) -> int:
+    def _spawn(self, cls: str, args: list[str], log: str, host: str = "127.0.0.1") -> int:
         (self.folder / "conf").mkdir(parents=True, exist_ok=True)
         cmd = [str(self.home / "bin" / "spark-class"), cls, *args]
-        return procs.spawn(cmd, self.folder / log, cwd=self.folder, env=self._env()).pid
+        return procs.spawn(cmd, self.folder / log, cwd=self.folder, env=self._env(host)).pid
 
     def start(self) -> None:
         """Start the master, then the workers; return once every worker is registered ALIVE."""
@@ -138,9 +146,10 @@ class SparkStandalone:
         work = self.folder / f"worker-{i}"
         work.mkdir(parents=True, exist_ok=True)
         before = {w["id"] for w in self.workers()}
-        pid = self._spawn(WORKER_CLASS, ["--host", "127.0.0.1", "--cores", str(WORKER_CORES), "--memory",
+        host = worker_host(i)
+        pid = self._spawn(WORKER_CLASS, ["--host", host, "--cores", str(WORKER_CORES), "--memory",
                                          WORKER_MEMORY, "--work-dir", str(work), "--webui-port", "0",
-                                         self.master_url], f"worker-{i}.log")
+                                         self.master_url], f"worker-{i}.log", host)
         self.worker_pids[i] = pid
         self._save()
         wait_until(lambda: any(w["id"] not in before and w["state"] == "ALIVE" for w in self.workers()),

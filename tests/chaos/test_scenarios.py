@@ -5,10 +5,12 @@ backend; the scenarios whose outcome does not depend on the backend run once (lo
 from __future__ import annotations
 
 import json
+import os
 import random
 
 import pytest
 
+from clusters import procs
 from clusters.backends import Backend
 from clusters.base import Cluster
 from harness import runner, scenario
@@ -128,6 +130,10 @@ def test_executor_sink_on_a_standalone_spark_cluster_survives_executor_kills(clu
             and o["value"].get("batch") == batch and o["value"].get("partition") == tp
             and (o["f"] == "spark-skip" or (o["f"] == "spark-batch" and o["value"]["outcome"] == "ok"))]
     assert done, f"nothing finished batch {batch} of {tp} after its attempt {killed} was killed"
+    # nothing of the Spark cluster outlives the run: master, workers, executors, their Python workers
+    left = [procs.describe(t.pid) for t in procs.tagged_processes() if t.owner == os.getpid()
+            and procs.describe(t.pid).startswith(("spark ", "python -m pyspark"))]
+    assert left == [], left
     assert v["as_expected"] is True, spark
 
 
@@ -137,6 +143,7 @@ def test_negative_control_spark_builtin_sink_on_a_standalone_cluster_is_caught(c
     found = v["checks"]["spark-exactly-once"]
     assert v["valid"] is False and found["count"] > 0, anomalies(v)
     assert {e["anomaly"] for e in found["examples"]} == {"duplicate-output"}, found
+    assert v["as_expected"] is True, v["stats"]["spark"]
 
 
 def test_recreate_on_indefinite_starts_a_new_incarnation_after_each_timed_out_commit(cluster: Cluster) -> None:
