@@ -31,7 +31,7 @@ from harness.cli.options import (
     finite_option,
     kafka_artifacts,
 )
-from harness.errors import HarnessError
+from harness.errors import ConfigError, HarnessError
 from harness.runfolder import new_run_dir, write_json
 from harness.workloads.clients import DEFAULT_LIBRARY
 from harness.workloads.registry import MAX_VALUES_PER_TXN
@@ -269,8 +269,11 @@ def bench_spark_cmd(
     """The Spark EOS job at a steady input rate: records/s through the sink, micro-batch time, and the
     time to the next batch after a driver kill (and an executor kill on a standalone cluster)."""
     from harness.bench import Series
-    from harness.bench_spark import bench, median_of
+    from harness.bench_spark import STANDALONE_MIN_S, bench, median_of
 
+    if spark is SparkMode.standalone and seconds < STANDALONE_MIN_S:
+        raise ConfigError(f"--seconds {seconds:g} with --spark standalone: at least {STANDALONE_MIN_S:g} (its first "
+                          "batch comes ~40 s after the job starts, docs/SPARK.md)")
     artifacts.ensure_spark()
     result = _bench_on_one_cluster("bench-spark", runs, backend, port_base,
                                    lambda c, d: bench(c, d, seconds, rate, sink.value, spark.value),

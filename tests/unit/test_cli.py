@@ -310,3 +310,8 @@ def test_the_flag_limit_is_the_scenario_limit() -> None:
     from harness.cli import options
 
     assert options.MAX_DURATION_S == scenario.MAX_DURATION_S
+
+
+def test_bench_spark_on_a_standalone_cluster_wants_a_long_enough_run() -> None:
+    r = cli("bench", "spark", "--spark", "standalone", "--seconds", "90")
+    assert r.exit_code == 2 and "--seconds 90 with --spark standalone: at least 150" in r.output, r.output
