@@ -24,9 +24,11 @@ ENV_OWNER = "EOS_CHAOS_OWNER"  # pid of the process that will stop it; "0" = det
 KILL_WAIT_S = 30.0
 TERM_WAIT_S = 60.0
 #: A standalone Spark cluster's JVMs (clusters/spark.py) by their main class.
-SPARK_DAEMONS = {"org.apache.spark.deploy.master.Master": "spark master",
-                 "org.apache.spark.deploy.worker.Worker": "spark worker",
-                 "org.apache.spark.executor.CoarseGrainedExecutorBackend": "spark executor"}
+SPARK_MASTER_CLASS = "org.apache.spark.deploy.master.Master"
+SPARK_WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
+SPARK_EXECUTOR_CLASS = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
+SPARK_DAEMONS = {SPARK_MASTER_CLASS: "spark master", SPARK_WORKER_CLASS: "spark worker",
+                 SPARK_EXECUTOR_CLASS: "spark executor"}
 
 
 def spawn(cmd: Sequence[str], log_file: Path, cwd: Path, env: dict[str, str] | None = None,

@@ -32,7 +32,7 @@ from harness.paths import state_dir
 from harness.runfolder import write_json
 from harness.wait import wait_until
 
-MASTER_CLASS, WORKER_CLASS, EXECUTOR_CLASS = procs.SPARK_DAEMONS
+MASTER_CLASS, WORKER_CLASS, EXECUTOR_CLASS = procs.SPARK_MASTER_CLASS, procs.SPARK_WORKER_CLASS, procs.SPARK_EXECUTOR_CLASS
 WORKERS = 2
 WORKER_CORES, WORKER_MEMORY = 1, "1g"
 #: The master and worker daemons need little; the executors get what the job asks (below).

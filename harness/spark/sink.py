@@ -121,6 +121,7 @@ def last_marker(bootstrap: str, topic: str, partition: int, key: str,
 
     from harness.errors import WaitTimeout
     from harness.kafka.reads import QUIET
+    from harness.wait import wait_until
 
     base = {"bootstrap.servers": bootstrap, "group.id": f"eos-chaos-marker-{uuid.uuid4().hex[:8]}",
             "enable.auto.commit": False, "enable.partition.eof": True, "logger": QUIET}
@@ -129,15 +130,16 @@ def last_marker(bootstrap: str, topic: str, partition: int, key: str,
     deadline = time.monotonic() + timeout
     try:
         tp = TopicPartition(topic, partition)
-        while True:
-            low, lso = consumer.get_watermark_offsets(tp, timeout=10)
-            high = probe.get_watermark_offsets(tp, timeout=10)[1]
-            if lso == high:
-                break
-            if time.monotonic() > deadline:
-                raise WaitTimeout(f"timed out after {timeout:.0f}s waiting for {topic}-{partition}'s last stable "
-                                  f"offset to reach its high watermark; last state: LSO {lso}, HW {high}")
-            time.sleep(0.2)  # a transaction of another writer is completing; polled under the deadline
+        ends: dict[str, int] = {}
+
+        def settled() -> bool:
+            ends["low"], ends["lso"] = consumer.get_watermark_offsets(tp, timeout=10)
+            ends["high"] = probe.get_watermark_offsets(tp, timeout=10)[1]
+            return ends["lso"] == ends["high"]
+
+        wait_until(settled, timeout=timeout, what=f"{topic}-{partition}'s last stable offset to reach its high watermark",
+                   state=lambda: f"offsets {ends}")
+        low, high = ends["low"], ends["high"]
         window = MARKER_WINDOW
         while True:
             start = max(low, high - window)
@@ -251,12 +253,11 @@ def executor_jvm() -> int | None:
     driver's JVM runs the tasks)."""
     import psutil
 
-    from clusters.procs import SPARK_DAEMONS
+    from clusters.procs import SPARK_EXECUTOR_CLASS
 
-    executor_class = list(SPARK_DAEMONS)[2]
     try:
         for p in psutil.Process().parents():
-            if executor_class in p.cmdline():
+            if SPARK_EXECUTOR_CLASS in p.cmdline():
                 return int(p.pid)
     except psutil.Error:
         return None
