@@ -109,10 +109,10 @@ def _measure_spark(run_dir: Path) -> dict[str, Any]:
     import psutil
 
     from harness.checker.spark_engine import check_run
-    from harness.spark.session import CHECKER_MEMORY, session
+    from harness.spark.session import CHECKER_CONF, CHECKER_MEMORY, session
 
     t0 = time.monotonic()
-    spark = session("eos-chaos-bench-checker", tmp_dir=run_dir / "spark-tmp", memory=CHECKER_MEMORY)
+    spark = session("eos-chaos-bench-checker", tmp_dir=run_dir / "spark-tmp", memory=CHECKER_MEMORY, conf=CHECKER_CONF)
     start_s = time.monotonic() - t0
     t0 = time.monotonic()
     verdict = check_run(run_dir, spark)

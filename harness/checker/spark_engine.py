@@ -45,6 +45,8 @@ OFFSET_BITS, PART_BITS = 40, 16
 #: A table of up to this many rows (the transactions: ~170k per million values) is broadcast to
 #: every task rather than shuffled with the table it is joined to; beyond it, memory would not stay flat.
 BROADCAST_ROWS = 5_000_000
+#: Shuffle partitions per core of the summary's sort by value: small enough sorts to stay in memory.
+SORTED_PARTITIONS_PER_CORE = 8
 
 
 class SparkHistory:
@@ -81,6 +83,8 @@ class SparkHistory:
         self.fc_vids = self.reads.where("fc").select("vid").distinct()
         self.cv_vids = self.reads.where("cv").select("vid").distinct()
         self._summary: dict[str, Any] | None = None
+        #: each topic's first committed value (``_prefixed_topics``), once looked up
+        self.first_values: list[tuple[str, str]] | None = None
         #: ``nonmonotonic_poll``'s count, once it ran (``poll_skip`` needs it)
         self.nonmonotonic_polls: int | None = None
 
@@ -145,23 +149,32 @@ def _summary(h: SparkHistory) -> dict[str, Any]:
     (``0``) and otherwise runs its own query, which also picks the examples. The conditions:
     each value written at most once (``multi_written``) for the per-transaction counts, each value
     at one position (``multi_positioned``) for ``inconsistent``."""
+    from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
     written_tids = [r.tid for r in h.raw_writes.select("tid").distinct().collect()]
-    none = F.lit(None)
-    w = h.raw_writes.select("vid", F.col("txn"), F.lit(1).alias("nw"),
-                            _pos(F.col("tid"), F.col("partition"), F.col("offset")).alias("pos"),
-                            *(F.lit(False).alias(c) for c in ("poll", "fc", "cv", "on_written")))
-    r = h.reads.select("vid", none.cast("long").alias("txn"), F.lit(0).alias("nw"), "pos", "poll", "fc", "cv",
-                       F.col("tid").isin(written_tids).alias("on_written"))
-    cv_pos = F.when(F.col("cv"), F.col("pos"))
-    per_vid = (w.unionByName(r).groupBy("vid").agg(
-        F.max("txn").alias("txn"), F.sum("nw").alias("nw"),
-        F.max("fc").alias("has_fc"), F.max("cv").alias("has_cv"),
-        F.max(F.col("cv") & F.col("on_written")).alias("cv_on_written"),
+    # the read's kind as bits: 1 polled, 2 in the final read_committed scan, 4 read_committed on a
+    # topic some send wrote to (one bit_or per value instead of one max per flag)
+    w = h.raw_writes.select("vid", "txn", F.lit(1).alias("nw"), _pos(F.col("tid"), F.col("partition"), F.col("offset")).alias("pos"),
+                            F.lit(0).alias("kind"))
+    kind = (F.col("poll").cast("int") + 2 * F.col("fc").cast("int") + 4 * (F.col("cv") & F.col("tid").isin(written_tids)).cast("int"))
+    r = h.reads.select("vid", F.lit(None).cast("long").alias("txn"), F.lit(0).alias("nw"), "pos", kind.alias("kind"))
+    bit = F.col("kind").bitwiseAND
+    cv_pos = F.when(bit(3) > 0, F.col("pos"))
+    # Every value is a group of a few rows: hashing them all in a partial aggregation saves nothing,
+    # so the rows are sorted by value within their shuffle partition and aggregated in one pass.
+    # Ranges of values, not hashes: a transaction's values are neighbours, so the next grouping (by
+    # transaction) mostly happens before its shuffle.
+    u = w.unionByName(r)
+    u = u.repartitionByRange(h.spark.sparkContext.defaultParallelism * SORTED_PARTITIONS_PER_CORE, "vid").sortWithinPartitions("vid")
+    per_vid = (u.groupBy("vid").agg(
+        F.max("txn").alias("txn"), F.sum("nw").alias("nw"), F.bit_or("kind").alias("kinds"),
         F.min(cv_pos).alias("cv_lo"), F.max(cv_pos).alias("cv_hi"), F.min("pos").alias("lo"), F.max("pos").alias("hi"),
-        F.sum(F.col("poll").cast("int")).alias("n_poll"), F.sum(F.col("fc").cast("int")).alias("n_fc"),
-        F.sum((~F.col("cv") & (F.col("nw") == 0)).cast("int")).alias("n_unc")))
+        F.sum(bit(1)).alias("n_poll"))
+        .withColumn("has_fc", F.col("kinds").bitwiseAND(2) > 0)
+        .withColumn("has_cv", F.col("kinds").bitwiseAND(3) > 0)
+        .withColumn("cv_on_written", F.col("kinds").bitwiseAND(4) > 0)
+        .persist(StorageLevel.MEMORY_AND_DISK))
     written = F.col("nw") > 0
     one_cv_pos = F.col("has_fc") & (F.col("cv_lo") == F.col("cv_hi"))
     per_txn = per_vid.groupBy("txn").agg(
@@ -173,7 +186,7 @@ def _summary(h: SparkHistory) -> dict[str, Any]:
         F.sum((F.col("nw") > 1).cast("long")).alias("multi_written"),
         F.sum((F.col("lo") != F.col("hi")).cast("long")).alias("multi_positioned"),
         F.sum(F.when(~one_cv_pos, F.col("n_poll")).otherwise(0)).alias("polls_off_committed"),
-        F.sum("n_poll").alias("n_poll"), F.sum("n_fc").alias("n_fc"), F.sum("n_unc").alias("n_unc"))
+        F.sum("n_poll").alias("n_poll"))
     t = per_txn.join(h.tx.select("txn", "w_out", "w_is_txn"), "txn", "left")
     out, vis, wr = F.col("w_out"), F.col("visible"), F.col("written")
     info = (out == INFO) & (wr > 0)
@@ -188,12 +201,19 @@ def _summary(h: SparkHistory) -> dict[str, Any]:
         total(info & (vis > 0) & (vis < wr)).alias("info_torn"),
         *(F.coalesce(F.sum(c), F.lit(0)).alias(c) for c in (
             "dup", "phantom", "committed", "multi_written", "multi_positioned", "polls_off_committed",
-            "written", "n_poll", "n_fc", "n_unc")))
+            "written", "n_poll")))
     by_pos = (per_vid.where(F.col("lo").isNotNull() & (F.col("lo") == F.col("hi"))).groupBy("lo").count()
               .agg(total(F.col("count") > 1).alias("inconsistent")))
-    row = by_txn.crossJoin(by_pos).first()
+    try:
+        row = by_txn.crossJoin(by_pos).first()
+    finally:
+        per_vid.unpersist()
     assert row is not None  # aggregates without grouping have one row
-    return {k: int(v) for k, v in row.asDict().items()}
+    fc = F.col("fc").cast("long")
+    reads = h.reads.agg(F.coalesce(F.sum(fc), F.lit(0)).alias("n_fc"),
+                        F.coalesce(F.sum((~F.col("cv")).cast("long")), F.lit(0)).alias("n_unc")).first()
+    assert reads is not None
+    return {k: int(v) for k, v in (row.asDict() | reads.asDict()).items()}
 
 
 # ---------------------------------------------------------------------------------------------- checks
@@ -443,11 +463,13 @@ def zombie_commit(h: SparkHistory) -> Found:
 def _prefixed_topics(h: SparkHistory, prefix: str) -> list[str]:
     """Topics whose first committed record's value starts with ``prefix/`` (how the default engine
     finds the copiers' and the Spark job's output topics)."""
-    from pyspark.sql import functions as F
+    if h.first_values is None:
+        from pyspark.sql import functions as F
 
-    firsts = h.reads.where("fc").groupBy("tid").agg(F.min("row").alias("row"))
-    firsts = h.reads.join(F.broadcast(firsts), ["tid", "row"])
-    return [r.topic for r in h.value_of_few(firsts).where(F.col("value").startswith(prefix + "/")).select("topic").collect()]
+        firsts = h.reads.where("fc").groupBy("tid").agg(F.min("row").alias("row"))
+        firsts = h.reads.join(F.broadcast(firsts), ["tid", "row"])
+        h.first_values = [(r.topic, r.value) for r in h.value_of_few(firsts).select("topic", "value").collect()]
+    return [topic for topic, value in h.first_values if value.startswith(prefix + "/")]
 
 
 def copy_exactly_once(h: SparkHistory) -> Found:

@@ -26,7 +26,11 @@ SHUFFLE_PARTITIONS = 4
 #: Driver heap (in local mode also the executors'): the job collects one micro-batch (a few
 #: thousand records); the checker's engine joins tens of millions of rows and spills what does
 #: not fit, so it gets more (24 GB machine; the brokers take ~1.5 GB).
-JOB_MEMORY, CHECKER_MEMORY = "1g", "4g"
+JOB_MEMORY, CHECKER_MEMORY = "1g", "2g"
+#: The checker engine's settings: an aggregation over rows already sorted by its key runs as one
+#: pass over them (Spark would otherwise hash them again), and tables up to 64 MB are broadcast.
+CHECKER_CONF = {"spark.sql.execution.replaceHashWithSortAgg": "true",
+                "spark.sql.autoBroadcastJoinThreshold": str(64 * 2**20)}
 
 
 def require_pyspark(why: str) -> None:
@@ -80,7 +84,7 @@ def checker_session() -> Iterator[SparkSession]:
     """A session for the checker's Spark engine, its shuffle spill in a temp folder (outside the run
     folder); stopped, and the spill removed, at exit."""
     with tempfile.TemporaryDirectory(prefix="eos-chaos-spark-", ignore_cleanup_errors=True) as tmp:
-        spark = session("eos-chaos-checker", tmp_dir=Path(tmp), memory=CHECKER_MEMORY)
+        spark = session("eos-chaos-checker", tmp_dir=Path(tmp), memory=CHECKER_MEMORY, conf=CHECKER_CONF)
         try:
             yield spark
         finally:
