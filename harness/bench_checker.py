@@ -83,12 +83,12 @@ def generate(n_values: int, run_dir: Path) -> None:
     store.save(synthetic(n_values), run_dir)
 
 
-def measure(run_dir: Path, engine: str = "default") -> dict[str, Any]:
+def measure(run_dir: Path, engine: str = "default", master: str | None = None) -> dict[str, Any]:
     """Load and check a saved history; run in a fresh process, so peak RSS is the checker's own.
     The Spark engine reads as it checks: its ``read_s`` is the session's start (the JVM), its
     memory the driver JVM's resident size at the end (Spark spills what does not fit)."""
     if engine == "spark":
-        return _measure_spark(run_dir)
+        return _measure_spark(run_dir, master)
     t0 = time.monotonic()
     loaded = store.load(run_dir)
     read_s = time.monotonic() - t0
@@ -103,16 +103,25 @@ def measure(run_dir: Path, engine: str = "default") -> dict[str, Any]:
             "peak_rss_mb": round(peak_rss_mb())}
 
 
-def _measure_spark(run_dir: Path) -> dict[str, Any]:
+def _measure_spark(run_dir: Path, master: str | None = None) -> dict[str, Any]:
+    """The Spark engine on ``master`` (``local[2]`` unless given): check time, the peak resident
+    memory of every process (this one, the driver JVM, each executor), and the Spark jobs, stages
+    and shuffles of each check, read from Spark's own event log."""
     import json as _json
-
-    import psutil
 
     from harness.checker.spark_engine import check_run
     from harness.spark.session import CHECKER_CONF, CHECKER_MEMORY, session
 
+    events = run_dir / "spark-events"
+    events.mkdir()
+    conf = {**CHECKER_CONF, "spark.eventLog.enabled": "true", "spark.eventLog.dir": events.as_uri(),
+            "spark.eventLog.compress": "false", "spark.eventLog.rolling.enabled": "false"}
+    if master and master.startswith("spark://"):
+        from clusters.spark import EXECUTOR_CONF
+
+        conf.update(EXECUTOR_CONF)
     t0 = time.monotonic()
-    spark = session("eos-chaos-bench-checker", tmp_dir=run_dir / "spark-tmp", memory=CHECKER_MEMORY, conf=CHECKER_CONF)
+    spark = session("eos-chaos-bench-checker", master=master, tmp_dir=run_dir / "spark-tmp", memory=CHECKER_MEMORY, conf=conf)
     start_s = time.monotonic() - t0
     t0 = time.monotonic()
     verdict = check_run(run_dir, spark)
@@ -120,21 +129,74 @@ def _measure_spark(run_dir: Path) -> dict[str, Any]:
     if verdict.valid is not True:
         raise AssertionError(f"the synthetic history must be valid: {_json.dumps(verdict.to_json()['checks'])[:2000]}")
     n = int(verdict.stats["written_values"])
-    jvm = sum(c.memory_info().rss for c in psutil.Process().children(recursive=True)) / 2**20
+    peaks = {"python": round(peak_rss_mb()), **_jvm_peaks(spark.sparkContext.applicationId)}
     spark.stop()
-    return {"engine": "spark", "values": n, "read_s": round(start_s, 3), "check_s": round(check_s, 3),
-            "values_per_s": round(n / check_s), "check_over_read": round(check_s / start_s, 1),
-            "peak_rss_mb": round(peak_rss_mb() + jvm)}
+    return {"engine": "spark", "master": master or "local[2]", "values": n, "read_s": round(start_s, 3),
+            "check_s": round(check_s, 3), "values_per_s": round(n / check_s), "check_over_read": round(check_s / start_s, 1),
+            "peak_rss_mb": sum(peaks.values()), "peak_rss_mb_by_process": peaks, "spark": spark_work(events)}
 
 
-def bench(n_values: int, engine: str = "default") -> dict[str, Any]:
+def _vm_hwm_mb(pid: int) -> int:
+    """A process's peak resident memory so far (``VmHWM``), in MiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) // 1024
+    return 0
+
+
+def _jvm_peaks(app_id: str) -> dict[str, int]:
+    """Peak resident memory of the driver JVM (this process's child) and of the executors that ran
+    application ``app_id`` (on a standalone cluster: its workers' children)."""
+    import psutil
+
+    from clusters.procs import SPARK_EXECUTOR_CLASS
+
+    peaks = {f"driver-{c.name()}-{c.pid}": _vm_hwm_mb(c.pid) for c in psutil.Process().children(recursive=True)}
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        cmd = proc.info["cmdline"] or []
+        if SPARK_EXECUTOR_CLASS in cmd and app_id in cmd:
+            peaks[f"executor-{proc.pid}"] = _vm_hwm_mb(proc.pid)
+    return {k: v for k, v in peaks.items() if v}
+
+
+def spark_work(events: Path) -> dict[str, Any]:
+    """Per job group (each check and the summary): Spark jobs, stages run, and shuffles (stages that
+    wrote shuffle output) with the bytes they wrote, from the application's event log."""
+    import json as _json
+
+    group_of_job: dict[int, str] = {}
+    group_of_stage: dict[int, str] = {}
+    work: dict[str, dict[str, int]] = {}
+    for log_file in events.iterdir():
+        for line in log_file.read_text().splitlines():
+            e = _json.loads(line)
+            if e["Event"] == "SparkListenerJobStart":
+                group = (e.get("Properties") or {}).get("spark.jobGroup.id") or "(setup)"
+                group_of_job[e["Job ID"]] = group
+                for stage in e.get("Stage IDs", []):
+                    group_of_stage.setdefault(stage, group)
+                work.setdefault(group, {"jobs": 0, "stages": 0, "shuffles": 0, "shuffle_mb": 0})["jobs"] += 1
+            elif e["Event"] == "SparkListenerStageCompleted":
+                info = e["Stage Info"]
+                w = work.setdefault(group_of_stage.get(info["Stage ID"], "(setup)"), {"jobs": 0, "stages": 0, "shuffles": 0, "shuffle_mb": 0})
+                w["stages"] += 1
+                acc = {a["Name"]: a.get("Value") for a in info.get("Accumulables", [])}
+                written = int(acc.get("internal.metrics.shuffle.write.bytesWritten") or 0)
+                if written:
+                    w["shuffles"] += 1
+                    w["shuffle_mb"] += round(written / 2**20)
+    total = {k: sum(w[k] for w in work.values()) for k in ("jobs", "stages", "shuffles", "shuffle_mb")}
+    return {"total": total, "by_check": work}
+
+
+def bench(n_values: int, engine: str = "default", master: str | None = None) -> dict[str, Any]:
     """Generate in one process, load + check in another."""
     import json
     import subprocess
     import sys
 
     with tempfile.TemporaryDirectory(prefix="eos-chaos-bench-checker-") as tmp:
-        for args in (["generate", str(n_values), tmp], ["measure", tmp, engine]):
+        for args in (["generate", str(n_values), tmp], ["measure", tmp, engine, *([master] if master else [])]):
             proc = subprocess.run([sys.executable, "-m", "harness.bench_checker", *args], capture_output=True, text=True,
                                   stdin=subprocess.DEVNULL)
             if proc.returncode != 0:
@@ -147,17 +209,18 @@ def median_of(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
     keys = ("read_s", "check_s", "values_per_s", "check_over_read", "peak_rss_mb")
     return {"engine": runs[0].get("engine", "default"), "values": runs[0]["values"], "runs": len(runs),
+            **({"master": runs[0]["master"], "spark": runs[0]["spark"]["total"]} if "spark" in runs[0] else {}),
             **{k: statistics.median(r[k] for r in runs) for k in keys}, "samples": runs}
 
 
 if __name__ == "__main__":
-    # python -m harness.bench_checker generate N DIR | measure DIR [ENGINE] | N [ENGINE] (both, in separate processes)
+    # python -m harness.bench_checker generate N DIR | measure DIR [ENGINE [MASTER]] | N [ENGINE [MASTER]] (both, in separate processes)
     import json
     import sys
 
     if sys.argv[1] == "generate":
         generate(int(sys.argv[2]), Path(sys.argv[3]))
     elif sys.argv[1] == "measure":
-        print(json.dumps(measure(Path(sys.argv[2]), *sys.argv[3:4])))
+        print(json.dumps(measure(Path(sys.argv[2]), *sys.argv[3:5])))
     else:
-        print(json.dumps(bench(int(sys.argv[1]), *sys.argv[2:3])))
+        print(json.dumps(bench(int(sys.argv[1]), *sys.argv[2:4])))

@@ -98,23 +98,38 @@ def bench_checker_cmd(
     values: int = typer.Option(2_000_000, "--values", min=1000, help="Values in the synthetic history."),
     runs: int = typer.Option(3, "--runs", min=1, max=10),
     engine: Engine = EngineOpt,
+    master: str | None = typer.Option(
+        None, "--master", help="Spark engine only: local (local[2], the default), standalone (a cluster of "
+        "one master and two workers on loopback, started for the benchmark) or spark://HOST:PORT."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     """Load and check a valid synthetic history of N values (median of --runs, each in its own process)."""
     import subprocess
     import sys
+    from contextlib import ExitStack
 
     from harness.bench import machine
     from harness.bench_checker import median_of
 
+    if master is not None and engine is not Engine.spark:
+        raise ConfigError(f"--master {master}: only the Spark engine runs on a Spark master (add --engine spark)")
+    if master not in (None, "local", "standalone") and not master.startswith("spark://"):
+        raise ConfigError(f"--master {master}: expected local, standalone or spark://HOST:PORT")
     samples = []
-    for i in range(runs):
-        proc = subprocess.run([sys.executable, "-m", "harness.bench_checker", str(values), engine.value], capture_output=True, check=False,
-                              text=True, stdin=subprocess.DEVNULL)
-        if proc.returncode != 0:
-            raise HarnessError(f"checker benchmark run {i + 1} failed:\n{proc.stderr[-2000:]}")
-        samples.append(json.loads(proc.stdout))
-        log.info(f"run {i + 1}/{runs}: {samples[-1]}")
+    with ExitStack() as stack:
+        url = None if master in (None, "local") else master
+        if master == "standalone":
+            from clusters.spark import SparkStandalone
+
+            spark = stack.enter_context(SparkStandalone(new_run_dir("bench-checker-spark"), "bench-checker"))
+            url = spark.master_url
+        for i in range(runs):
+            proc = subprocess.run([sys.executable, "-m", "harness.bench_checker", str(values), engine.value, *([url] if url else [])],
+                                  capture_output=True, check=False, text=True, stdin=subprocess.DEVNULL)
+            if proc.returncode != 0:
+                raise HarnessError(f"checker benchmark run {i + 1} failed:\n{proc.stderr[-2000:]}")
+            samples.append(json.loads(proc.stdout))
+            log.info(f"run {i + 1}/{runs}: {samples[-1]}")
     result = {**median_of(samples), "machine": machine()}
     if as_json:
         print(json.dumps(result, indent=2))
@@ -125,6 +140,10 @@ def bench_checker_cmd(
               f"check {result['check_s']}s "
               f"({result['values_per_s']:.0f} values/s, {result['check_over_read']}x read), "
               f"peak RSS {result['peak_rss_mb']} MiB", highlight=False)
+    if "spark" in result:
+        out.print(f"on {result['master']}: Spark jobs {result['spark']['jobs']}, stages {result['spark']['stages']}, "
+                  f"shuffles {result['spark']['shuffles']} ({result['spark']['shuffle_mb']} MiB written); "
+                  f"peak RSS by process (first run): {result['samples'][0]['peak_rss_mb_by_process']}", highlight=False)
 
 
 def _bench_on_one_cluster(name: str, runs: int, backend: Backend, port_base: int | None,
