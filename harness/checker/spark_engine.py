@@ -55,7 +55,7 @@ class SparkHistory:
     def __init__(self, spark: SparkSession, run_dir: Path) -> None:
         from pyspark.sql import functions as F
 
-        self.spark = spark
+        self.spark, self.run_dir = spark, run_dir
         self.meta: dict[str, Any] = store.read_meta(run_dir)
         self.events = store.spark_events_of(store.read_table(run_dir, "spark_events"))
 
@@ -104,11 +104,14 @@ class SparkHistory:
         return df.join(self.values, "vid", "left")
 
     def value_of_few(self, df: DataFrame) -> DataFrame:
-        """``value_of`` for a handful of rows (examples): they go to every task, the values table is
-        read once and not shuffled (every ``vid`` is in it, so an inner join keeps every row)."""
+        """``value_of`` for a handful of rows (examples): they are collected, and only their values
+        are read (``values.parquet`` is in ``vid`` order, so Parquet skips the other row groups)."""
         from pyspark.sql import functions as F
 
-        return self.values.join(F.broadcast(df), "vid")
+        rows = df.collect()
+        vids = sorted({r.vid for r in rows})
+        few = self.spark.createDataFrame(rows, df.schema)
+        return self.values.where(F.col("vid").isin(vids)).join(F.broadcast(few), "vid")
 
 
 def _pos(tid: Any, part: Any, off: Any) -> Any:
@@ -140,6 +143,22 @@ def _plain(v: Any) -> Any:
 
 
 # --------------------------------------------------------------------------------------------- summary
+def _vid_range(h: SparkHistory) -> Any:
+    """A column that puts each value in one of the summary's partitions by its id's range, without
+    sampling the data as ``repartitionByRange`` would (a pass over it): ids are dense, ``0 .. rows of
+    the values table``. Spark places a row by the hash of its partitioning column, so each range is
+    named by a number whose hash lands in that range's partition."""
+    from pyspark.sql import functions as F
+
+    n = h.spark.sparkContext.defaultParallelism * SORTED_PARTITIONS_PER_CORE
+    probe = h.spark.range(64 * n).select("id", F.pmod(F.hash("id"), F.lit(n)).alias("p")).groupBy("p").agg(F.min("id"))
+    key_of: dict[int, int] = {int(p): int(i) for p, i in probe.collect()}
+    size = max(1, -(-_rows_in(h.run_dir, store.VALUES_TABLE) // n))
+    if len(key_of) < n:  # never with 64 candidates per partition; then hashes of the range numbers
+        return (F.col("vid") / size).cast("long")
+    return F.element_at(F.array(*(F.lit(key_of[i]) for i in range(n))), (F.col("vid") / size).cast("int") + 1)
+
+
 def _summary(h: SparkHistory) -> dict[str, Any]:
     """The counts of eight checks and four figures in one query: the writes and every read meet once,
     grouped by value (one shuffle); that per-value table is grouped again by transaction and by
@@ -165,26 +184,29 @@ def _summary(h: SparkHistory) -> dict[str, Any]:
     # so the rows are sorted by value within their shuffle partition and aggregated in one pass.
     # Ranges of values, not hashes: a transaction's values are neighbours, so the next grouping (by
     # transaction) mostly happens before its shuffle.
-    u = w.unionByName(r)
-    u = u.repartitionByRange(h.spark.sparkContext.defaultParallelism * SORTED_PARTITIONS_PER_CORE, "vid").sortWithinPartitions("vid")
-    per_vid = (u.groupBy("vid").agg(
+    bucket = _vid_range(h).alias("bucket")
+    u = w.unionByName(r).withColumn("bucket", bucket)
+    u = u.repartition(h.spark.sparkContext.defaultParallelism * SORTED_PARTITIONS_PER_CORE, "bucket").sortWithinPartitions("bucket", "vid")
+    per_vid = (u.groupBy("bucket", "vid").agg(
         F.max("txn").alias("txn"), F.sum("nw").alias("nw"), F.bit_or("kind").alias("kinds"),
         F.min(cv_pos).alias("cv_lo"), F.max(cv_pos).alias("cv_hi"), F.min("pos").alias("lo"), F.max("pos").alias("hi"),
         F.sum(bit(1)).alias("n_poll"))
-        .withColumn("has_fc", F.col("kinds").bitwiseAND(2) > 0)
-        .withColumn("has_cv", F.col("kinds").bitwiseAND(3) > 0)
-        .withColumn("cv_on_written", F.col("kinds").bitwiseAND(4) > 0)
+        .select("txn", "nw", "n_poll",
+                (F.col("kinds").bitwiseAND(2) > 0).alias("has_fc"), (F.col("kinds").bitwiseAND(3) > 0).alias("has_cv"),
+                (F.col("kinds").bitwiseAND(4) > 0).alias("cv_on_written"),
+                (F.col("cv_lo") != F.col("cv_hi")).alias("dup"), (F.col("cv_lo") == F.col("cv_hi")).alias("one_cv_pos"),
+                F.when(F.col("lo") == F.col("hi"), F.col("lo")).alias("at"), (F.col("lo") != F.col("hi")).alias("multi_pos"))
         .persist(StorageLevel.MEMORY_AND_DISK))
     written = F.col("nw") > 0
-    one_cv_pos = F.col("has_fc") & (F.col("cv_lo") == F.col("cv_hi"))
+    one_cv_pos = F.col("has_fc") & F.col("one_cv_pos")
     per_txn = per_vid.groupBy("txn").agg(
         F.sum("nw").alias("written"), F.sum((written & F.col("has_fc")).cast("long")).alias("visible"),
         F.sum((written & F.col("has_cv")).cast("long")).alias("cv_values"),
-        F.sum((F.col("cv_lo") != F.col("cv_hi")).cast("long")).alias("dup"),
+        F.sum(F.col("dup").cast("long")).alias("dup"),
         F.sum((~written & F.col("cv_on_written")).cast("long")).alias("phantom"),
         F.sum(F.col("has_fc").cast("long")).alias("committed"),
         F.sum((F.col("nw") > 1).cast("long")).alias("multi_written"),
-        F.sum((F.col("lo") != F.col("hi")).cast("long")).alias("multi_positioned"),
+        F.sum(F.col("multi_pos").cast("long")).alias("multi_positioned"),
         F.sum(F.when(~one_cv_pos, F.col("n_poll")).otherwise(0)).alias("polls_off_committed"),
         F.sum("n_poll").alias("n_poll"))
     t = per_txn.join(h.tx.select("txn", "w_out", "w_is_txn"), "txn", "left")
@@ -202,8 +224,9 @@ def _summary(h: SparkHistory) -> dict[str, Any]:
         *(F.coalesce(F.sum(c), F.lit(0)).alias(c) for c in (
             "dup", "phantom", "committed", "multi_written", "multi_positioned", "polls_off_committed",
             "written", "n_poll")))
-    by_pos = (per_vid.where(F.col("lo").isNotNull() & (F.col("lo") == F.col("hi"))).groupBy("lo").count()
-              .agg(total(F.col("count") > 1).alias("inconsistent")))
+    by_pos = (per_vid.where(F.col("at").isNotNull()).select("at").repartition(
+        h.spark.sparkContext.defaultParallelism * SORTED_PARTITIONS_PER_CORE, "at").sortWithinPartitions("at")
+              .groupBy("at").count().agg(total(F.col("count") > 1).alias("inconsistent")))
     try:
         row = by_txn.crossJoin(by_pos).first()
     finally:
@@ -347,8 +370,9 @@ def _any_nonmonotonic_send(h: SparkHistory) -> bool:
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    w = Window.partitionBy("w_proc", "tid", "partition").orderBy("txn", "offset")
-    sent = (h.writes.where((F.col("w_out") == OK) & F.col("offset").isNotNull()).select("w_proc", "tid", "partition", "txn", "offset")
+    w = Window.partitionBy("lane").orderBy("txn", "offset")
+    sent = h.writes.where((F.col("w_out") == OK) & F.col("offset").isNotNull())
+    sent = (sent.select(_lane(h.tx, "w_proc").alias("lane"), "txn", "offset")
             .withColumn("prev_txn", F.lag("txn").over(w)).withColumn("prev_offset", F.lag("offset").over(w)))
     return sent.where((F.col("prev_txn") != F.col("txn")) & (F.col("offset") < F.col("prev_offset"))).limit(1).count() > 0
 
@@ -374,6 +398,21 @@ def nonmonotonic_send(h: SparkHistory) -> Found:
     return Found(n, ex)
 
 
+def _lane(names_from: DataFrame, process: str) -> Any:
+    """One long naming (process, topic, partition): a window over it sorts on two longs, not on a
+    string first. Processes (``process`` in ``names_from``: the few there are) are numbered by a map."""
+    from itertools import chain
+
+    from pyspark.sql import functions as F
+
+    names = sorted(r[0] for r in names_from.select(process).distinct().collect() if r[0] is not None)
+    proc = F.lit(-1).cast("long")
+    if names:
+        code = F.create_map(*chain.from_iterable((F.lit(n), F.lit(i)) for i, n in enumerate(names)))
+        proc = F.coalesce(code[F.col(process)], F.lit(-1)).cast("long")
+    return F.shiftleft(proc, 40).bitwiseOR(F.shiftleft(F.col("tid").cast("long"), 24)).bitwiseOR(F.col("partition").cast("long"))
+
+
 def _polls_with_prev(h: SparkHistory) -> DataFrame:
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -383,10 +422,16 @@ def _polls_with_prev(h: SparkHistory) -> DataFrame:
 
 
 def nonmonotonic_poll(h: SparkHistory) -> Found:
+    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
+    polls = h.reads.where("poll")
+    lean = polls.select(_lane(polls, "process").alias("lane"), "row", "offset")
+    prev = lean.withColumn("prev", F.lag("offset").over(Window.partitionBy("lane").orderBy("row")))
+    n = h.nonmonotonic_polls = prev.where(F.col("offset") <= F.col("prev")).count()
+    if not n:
+        return Found(0)
     bad = _polls_with_prev(h).where((F.col("previous_offset") >= 0) & (F.col("offset") <= F.col("previous_offset")))
-    n = h.nonmonotonic_polls = bad.count()
     ex = _rows(bad, ["process", "op", "topic", "partition", "previous_offset", "offset"], ["row"]) if n else []
     return Found(n, ex)
 
@@ -466,8 +511,7 @@ def _prefixed_topics(h: SparkHistory, prefix: str) -> list[str]:
     if h.first_values is None:
         from pyspark.sql import functions as F
 
-        firsts = h.reads.where("fc").groupBy("tid").agg(F.min("row").alias("row"))
-        firsts = h.reads.join(F.broadcast(firsts), ["tid", "row"])
+        firsts = h.reads.where("fc").groupBy("tid").agg(F.min_by("topic", "row").alias("topic"), F.min_by("vid", "row").alias("vid"))
         h.first_values = [(r.topic, r.value) for r in h.value_of_few(firsts).select("topic", "value").collect()]
     return [topic for topic, value in h.first_values if value.startswith(prefix + "/")]
 
