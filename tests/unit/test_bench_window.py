@@ -4,6 +4,8 @@ producer list the command line accepts."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from harness.bench_window import NOISY_SPREAD, Periodic, Txn, covered_s, parse_periodic, periodic_window, spread_of, workload_window
@@ -122,6 +124,8 @@ def test_median_spread_and_noise() -> None:
     (["producer", "--runs", "0"], "--runs"),
     (["txn-rate", "--libraries", "producer-performance"], "unknown client library"),
     (["txn-rate", "--seconds", "nan"], "--seconds"),
+    (["checker", "--master", "standalone"], "only the Spark engine runs on a Spark master"),
+    (["checker", "--engine", "spark", "--master", "yarn"], "expected local, standalone or spark://HOST:PORT"),
 ])
 def test_bad_bench_input_exits_2_naming_it_and_starts_nothing(monkeypatch: pytest.MonkeyPatch, args: list[str],
                                                                says: str) -> None:
@@ -257,3 +261,29 @@ def test_the_table_shows_median_spread_ratio_and_how_producer_performance_was_mo
     assert "10,000.0" in r.output and "35.0% noisy" in r.output and "0.952" in r.output
     assert "1,100 (4, 4, 4 ms)" in r.output
     assert "50.0 ms + 0.01 ms x records" in r.output and "20,000.0, 22,000.0, 21,000.0" in r.output
+
+
+def test_the_checker_bench_counts_spark_jobs_stages_and_shuffles_per_check(tmp_path: Path) -> None:
+    """From a hand-written event log: jobs by their group, stages run, and the stages that wrote
+    shuffle output (a stage that wrote none is no shuffle)."""
+    import json
+
+    from harness.bench_checker import spark_work
+
+    def stage(sid: int, shuffle_bytes: int) -> dict[str, object]:
+        acc = [{"Name": "internal.metrics.shuffle.write.bytesWritten", "Value": shuffle_bytes}] if shuffle_bytes else []
+        return {"Event": "SparkListenerStageCompleted", "Stage Info": {"Stage ID": sid, "Accumulables": acc}}
+
+    events = [
+        {"Event": "SparkListenerJobStart", "Job ID": 0, "Stage IDs": [0], "Properties": {}},
+        stage(0, 0),
+        {"Event": "SparkListenerJobStart", "Job ID": 1, "Stage IDs": [1, 2], "Properties": {"spark.jobGroup.id": "summary"}},
+        stage(1, 3 * 2**20), stage(2, 0),
+        {"Event": "SparkListenerJobStart", "Job ID": 2, "Stage IDs": [3], "Properties": {"spark.jobGroup.id": "summary"}},
+        stage(3, 2**20),
+    ]
+    (tmp_path / "app-1").write_text("\n".join(json.dumps(e) for e in events))
+    work = spark_work(tmp_path)
+    assert work["by_check"] == {"(setup)": {"jobs": 1, "stages": 1, "shuffles": 0, "shuffle_mb": 0},
+                                "summary": {"jobs": 2, "stages": 3, "shuffles": 2, "shuffle_mb": 4}}
+    assert work["total"] == {"jobs": 3, "stages": 4, "shuffles": 2, "shuffle_mb": 4}
