@@ -75,12 +75,98 @@ def synthetic(n_values: int) -> store.Tables:
                               "duration_ns": int(t_inv[-1] + 1000)})
 
 
+#: Values per chunk of ``generate``: about 0.5 GB of memory whatever the history's size.
+CHUNK_VALUES = 3_000_000
+#: Histories up to this many values are built whole in memory (``synthetic``); larger ones by chunks.
+IN_MEMORY_VALUES = 20_000_000
+
+
+def generate_chunked(n_values: int, run_dir: Path) -> None:
+    """``synthetic``'s history saved as ``store.save`` would, written chunk by chunk (``CHUNK_VALUES``
+    at a time), so a history of 100M values needs no more memory than one of 3M. The small tables and
+    every column's type come from a tiny history saved by ``store.save`` itself. Differences from
+    ``synthetic``: the polls' op numbers follow the partition order, and the scans are the two ops
+    after the last poll."""
+    import json
+    import shutil
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder = run_dir / store.PARQUET_DIR
+    with tempfile.TemporaryDirectory() as tiny:
+        generate(PARTITIONS * ABORT_EVERY, Path(tiny))
+        shutil.copytree(Path(tiny) / store.PARQUET_DIR, folder)
+    schema = {t: pq.read_schema(folder / f"{t}.parquet").remove_metadata() for t in ("writes", "reads", "txns", store.VALUES_TABLE)}
+    n_txn = max(1, n_values // PARTITIONS)
+    n = n_txn * PARTITIONS
+    per_part = CHUNK_VALUES // PARTITIONS
+
+    def writer(table: str) -> pq.ParquetWriter:
+        return pq.ParquetWriter(folder / f"{table}.parquet", schema[table])
+
+    def write(w: pq.ParquetWriter, table: str, cols: dict[str, Any]) -> None:
+        w.write_table(pa.table({k: cols[k] for k in schema[table].names}).cast(schema[table]))
+
+    with writer("writes") as ww, writer(store.VALUES_TABLE) as vw, writer("txns") as tw:
+        for t0 in range(0, n_txn, per_part):
+            txn = np.arange(t0, min(n_txn, t0 + per_part), dtype=np.int64)
+            aborted = (txn % ABORT_EVERY) == ABORT_EVERY - 1
+            i = (txn[:, None] * PARTITIONS + np.arange(PARTITIONS)).ravel()
+            tx_of = i // PARTITIONS
+            offset = pa.array(2 * tx_of, mask=np.repeat(aborted, PARTITIONS))
+            write(ww, "writes", {"txn": tx_of, "topic": pa.array(["t"] * len(i)).dictionary_encode(), "partition": i % PARTITIONS,
+                                 "offset": offset, "vid": i, "tid": np.zeros(len(i), np.int16), "row": i})
+            write(vw, store.VALUES_TABLE, {"vid": i, "value": np.char.add("v", i.astype(str))})
+            t_inv = txn * 1000
+            write(tw, "txns", {"txn": txn, "process": pa.array(np.char.add("p", (txn % PRODUCERS).astype(str))).dictionary_encode(),
+                               "f": pa.array(["txn"] * len(txn)).dictionary_encode(),
+                               "outcome": pa.array(np.where(aborted, FAIL, OK)).dictionary_encode(),
+                               "invoke_time": t_inv, "complete_time": t_inv + 900, "commit_at": t_inv + 500,
+                               "txn_id": pa.array(np.char.add("tx-", (txn % PRODUCERS).astype(str))).dictionary_encode(),
+                               "error": pa.nulls(len(txn))})
+    committed_count = n_txn - n_txn // ABORT_EVERY
+    polls = committed_count * PARTITIONS
+    last_poll_op = n_txn + (polls - 1) // POLL_BATCH
+    row = 0
+    with writer("reads") as rw:
+        # polls, then the read_committed scan, then the read_uncommitted one; each partition in offset order
+        for source, iso, process, committed_only in ((POLL, READ_COMMITTED, "r0", True), (SCAN, READ_COMMITTED, "final", True),
+                                                     (SCAN, READ_UNCOMMITTED, "final", False)):
+            k = 0  # the poll's index in the polls, for its op
+            for part in range(PARTITIONS):
+                for t0 in range(0, n_txn, per_part):
+                    txn = np.arange(t0, min(n_txn, t0 + per_part), dtype=np.int64)
+                    if committed_only:
+                        txn = txn[(txn % ABORT_EVERY) != ABORT_EVERY - 1]
+                    m = len(txn)
+                    if source == POLL:
+                        op = n_txn + (k + np.arange(m)) // POLL_BATCH
+                    else:
+                        op = np.full(m, last_poll_op + (1 if iso == READ_COMMITTED else 2))
+                    offset = 2 * txn
+                    write(rw, "reads", {"op": op, "process": pa.array([process] * m).dictionary_encode(),
+                                        "source": pa.array([source] * m).dictionary_encode(),
+                                        "isolation": pa.array([iso] * m).dictionary_encode(),
+                                        "topic": pa.array(["t"] * m).dictionary_encode(), "partition": np.full(m, part),
+                                        "offset": offset, "vid": txn * PARTITIONS + part, "tid": np.zeros(m, np.int16),
+                                        "pos": (part << 40) | offset, "row": row + np.arange(m)})
+                    k, row = k + m, row + m
+    meta = json.loads((folder / store.META_FILE).read_text())
+    meta.update(ops=int(last_poll_op + 3), duration_ns=int((n_txn - 1) * 1000 + 1000))
+    (folder / store.META_FILE).write_text(json.dumps(meta))
+    assert n == row - 2 * polls, (n, row, polls)
+
+
 def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def generate(n_values: int, run_dir: Path) -> None:
-    store.save(synthetic(n_values), run_dir)
+    if n_values > IN_MEMORY_VALUES:
+        generate_chunked(n_values, run_dir)
+    else:
+        store.save(synthetic(n_values), run_dir)
 
 
 def measure(run_dir: Path, engine: str = "default", master: str | None = None) -> dict[str, Any]:
