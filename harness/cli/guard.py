@@ -47,6 +47,12 @@ def guarded(command: Callable[P, T]) -> Callable[P, T]:
             raise  # a command's chosen exit code, and usage errors, which carry their own message
         except HarnessError as exc:
             fail(exc)
+        except MemoryError:
+            # not a bug: the default checker engine holds the whole history in memory
+            err.print("[bold red]error:[/] out of memory (a history this large does not fit the default checker engine: "
+                      "check it with --engine spark, which spills to disk and runs on a Spark cluster)",
+                      highlight=False, soft_wrap=True)
+            raise typer.Exit(EXIT_INTERNAL) from None
         except KeyboardInterrupt:
             err.print("[yellow]interrupted; faults healed, and what this command started was taken down (unless --keep)[/]")
             raise typer.Exit(EXIT_INTERRUPTED) from None

@@ -315,3 +315,19 @@ def test_the_flag_limit_is_the_scenario_limit() -> None:
 def test_bench_spark_on_a_standalone_cluster_wants_a_long_enough_run() -> None:
     r = cli("bench", "spark", "--spark", "standalone", "--seconds", "90")
     assert r.exit_code == 2 and "--seconds 90 with --spark standalone: at least 150" in r.output, r.output
+
+
+def test_running_out_of_memory_is_exit_2_and_names_the_spark_engine(capsys: pytest.CaptureFixture[str]) -> None:
+    """A history too large for the default engine is an environment limit, not a bug."""
+    import typer
+
+    from harness.cli.guard import guarded
+
+    def too_large() -> None:
+        raise MemoryError
+
+    with pytest.raises(typer.Exit) as stopped:
+        guarded(too_large)()
+    assert stopped.value.exit_code == 2
+    said = capsys.readouterr().err
+    assert "out of memory" in said and "--engine spark" in said and "internal error" not in said
