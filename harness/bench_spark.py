@@ -24,9 +24,10 @@ WARMUP_S = 15.0
 STANDALONE_MIN_S = 150.0
 
 
-def scenario(seconds: float, rate: int, sink: str = "driver", spark: str = "local") -> Scenario:
+def scenario(seconds: float, rate: int, sink: str = "driver", spark: str = "local", values_per_txn: int = 50) -> Scenario:
     """The job and its input; its faults late in the run, so the steady batches before them
-    dominate the micro-batch time."""
+    dominate the micro-batch time. ``values_per_txn``: the input's transaction size; at 50 the
+    producer, not the sink, sets the pace (~750 values/s here), larger ones feed a sink faster."""
     faults: list[dict[str, Any]] = []
     # a standalone cluster's first batch comes ~40 s after the job starts (docs/SPARK.md): its faults
     # come later in the run, and it needs a longer one (STANDALONE_MIN_S)
@@ -41,7 +42,7 @@ def scenario(seconds: float, rate: int, sink: str = "driver", spark: str = "loca
     return Scenario.model_validate({
         "name": "bench-spark", "description": "benchmark", "duration": seconds, "spark": spark,
         "topics": ["spark-in", "spark-out", "spark-markers"], "partitions": 3,
-        "workloads": [{"kind": "txn-producer", "settings": {"topics": ["spark-in"], "values_per_txn": 50, "rate": rate,
+        "workloads": [{"kind": "txn-producer", "settings": {"topics": ["spark-in"], "values_per_txn": values_per_txn, "rate": rate,
                                                            "abort_share": 0.1}},
                       {"kind": "spark-job", "settings": settings}],
         "faults": faults, "expect": {"valid": True, "min_spark_batches": 3 if spark == "standalone" else 5}})
@@ -65,8 +66,8 @@ def steady_records_per_s(run_dir: Path) -> float | None:
 
 
 def bench(cluster: Cluster, run_dir: Path, seconds: float, rate: int, sink: str = "driver",
-          spark: str = "local") -> dict[str, Any]:
-    result = runner.run(scenario(seconds, rate, sink, spark), Backend(cluster.backend), 1, run_dir, cluster=cluster)
+          spark: str = "local", values_per_txn: int = 50) -> dict[str, Any]:
+    result = runner.run(scenario(seconds, rate, sink, spark, values_per_txn), Backend(cluster.backend), 1, run_dir, cluster=cluster)
     v = result.verdict
     s = v["stats"]["spark"]
     if v["valid"] is not True or not v["as_expected"]:

@@ -282,6 +282,8 @@ def bench_txn_rate_cmd(
 def bench_spark_cmd(
     seconds: float = finite_option(90.0, "--seconds", 45, help="How long each run's job runs."),
     rate: int = typer.Option(1000, "--rate", min=10, max=100_000, help="Input records per second."),
+    values_per_txn: int = typer.Option(50, "--values-per-txn", min=1, max=MAX_VALUES_PER_TXN,
+                                       help="The input producer's transaction size: larger feeds the sink faster."),
     sink: Sink = SinkOpt, spark: SparkMode = SparkModeOpt,
     runs: int = BenchRuns, backend: Backend = BackendOpt, port_base: int | None = PortBase, as_json: bool = JsonOut,
 ) -> None:
@@ -295,8 +297,9 @@ def bench_spark_cmd(
                           "batch comes ~40 s after the job starts, docs/SPARK.md)")
     artifacts.ensure_spark()
     result = _bench_on_one_cluster("bench-spark", runs, backend, port_base,
-                                   lambda c, d: bench(c, d, seconds, rate, sink.value, spark.value),
-                                   lambda samples: {**median_of(samples), "rate": rate, "seconds": seconds, "sink": sink.value,
+                                   lambda c, d: bench(c, d, seconds, rate, sink.value, spark.value, values_per_txn),
+                                   lambda samples: {**median_of(samples), "rate": rate, "values_per_txn": values_per_txn,
+                                                    "seconds": seconds, "sink": sink.value,
                                                     "spark": spark.value}, as_json)
     if result is None:
         return

@@ -125,6 +125,7 @@ def test_median_spread_and_noise() -> None:
     (["txn-rate", "--libraries", "producer-performance"], "unknown client library"),
     (["txn-rate", "--seconds", "nan"], "--seconds"),
     (["checker", "--master", "standalone"], "only the Spark engine runs on a Spark master"),
+    (["spark", "--values-per-txn", "0"], "--values-per-txn"),
     (["checker", "--engine", "spark", "--master", "yarn"], "expected local, standalone or spark://HOST:PORT"),
 ])
 def test_bad_bench_input_exits_2_naming_it_and_starts_nothing(monkeypatch: pytest.MonkeyPatch, args: list[str],
