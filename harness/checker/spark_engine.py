@@ -45,8 +45,14 @@ OFFSET_BITS, PART_BITS = 40, 16
 #: A table of up to this many rows (the transactions: ~170k per million values) is broadcast to
 #: every task rather than shuffled with the table it is joined to; beyond it, memory would not stay flat.
 BROADCAST_ROWS = 5_000_000
-#: Shuffle partitions per core of the summary's sort by value: small enough sorts to stay in memory.
+#: Partitions of the summary's grouping by value: 8 per core, and more for a large history, so
+#: that none holds more than ``SUMMARY_ROWS_PER_PARTITION`` rows (an executor of 512 MB ran out of
+#: heap at 24M rows per partition, on 100M values).
 SORTED_PARTITIONS_PER_CORE = 8
+SUMMARY_ROWS_PER_PARTITION = 3_000_000
+SHUFFLE_PARTITIONS_DEFAULT = 200  # Spark's, when the session sets none
+#: The other queries' shuffle partitions: the session's, or one per this many rows if more.
+ROWS_PER_SHUFFLE_PARTITION = 10_000_000
 
 
 class SparkHistory:
@@ -83,6 +89,8 @@ class SparkHistory:
         self.fc_vids = self.reads.where("fc").select("vid").distinct()
         self.cv_vids = self.reads.where("cv").select("vid").distinct()
         self._summary: dict[str, Any] | None = None
+        #: rows of the two large tables (from their footers): sizes the shuffles
+        self.rows = _rows_in(run_dir, "writes") + _rows_in(run_dir, "reads")
         #: each topic's first committed value (``_prefixed_topics``), once looked up
         self.first_values: list[tuple[str, str]] | None = None
         #: ``nonmonotonic_poll``'s count, once it ran (``poll_skip`` needs it)
@@ -143,6 +151,10 @@ def _plain(v: Any) -> Any:
 
 
 # --------------------------------------------------------------------------------------------- summary
+def _summary_partitions(h: SparkHistory) -> int:
+    return max(h.spark.sparkContext.defaultParallelism * SORTED_PARTITIONS_PER_CORE, -(-h.rows // SUMMARY_ROWS_PER_PARTITION))
+
+
 def _vid_range(h: SparkHistory) -> Any:
     """A column that puts each value in one of the summary's partitions by its id's range, without
     sampling the data as ``repartitionByRange`` would (a pass over it): ids are dense, ``0 .. rows of
@@ -150,7 +162,7 @@ def _vid_range(h: SparkHistory) -> Any:
     named by a number whose hash lands in that range's partition."""
     from pyspark.sql import functions as F
 
-    n = h.spark.sparkContext.defaultParallelism * SORTED_PARTITIONS_PER_CORE
+    n = _summary_partitions(h)
     probe = h.spark.range(64 * n).select("id", F.pmod(F.hash("id"), F.lit(n)).alias("p")).groupBy("p").agg(F.min("id"))
     key_of: dict[int, int] = {int(p): int(i) for p, i in probe.collect()}
     size = max(1, -(-_rows_in(h.run_dir, store.VALUES_TABLE) // n))
@@ -186,7 +198,7 @@ def _summary(h: SparkHistory) -> dict[str, Any]:
     # transaction) mostly happens before its shuffle.
     bucket = _vid_range(h).alias("bucket")
     u = w.unionByName(r).withColumn("bucket", bucket)
-    u = u.repartition(h.spark.sparkContext.defaultParallelism * SORTED_PARTITIONS_PER_CORE, "bucket").sortWithinPartitions("bucket", "vid")
+    u = u.repartition(_summary_partitions(h), "bucket").sortWithinPartitions("bucket", "vid")
     per_vid = (u.groupBy("bucket", "vid").agg(
         F.max("txn").alias("txn"), F.sum("nw").alias("nw"), F.bit_or("kind").alias("kinds"),
         F.min(cv_pos).alias("cv_lo"), F.max(cv_pos).alias("cv_hi"), F.min("pos").alias("lo"), F.max("pos").alias("hi"),
@@ -225,7 +237,7 @@ def _summary(h: SparkHistory) -> dict[str, Any]:
             "dup", "phantom", "committed", "multi_written", "multi_positioned", "polls_off_committed",
             "written", "n_poll")))
     by_pos = (per_vid.where(F.col("at").isNotNull()).select("at").repartition(
-        h.spark.sparkContext.defaultParallelism * SORTED_PARTITIONS_PER_CORE, "at").sortWithinPartitions("at")
+        _summary_partitions(h), "at").sortWithinPartitions("at")
               .groupBy("at").count().agg(total(F.col("count") > 1).alias("inconsistent")))
     try:
         row = by_txn.crossJoin(by_pos).first()
@@ -745,6 +757,9 @@ def check_run(run_dir: Path, spark: SparkSession) -> Verdict:
 
     store.ensure_parquet(run_dir)
     h = SparkHistory(spark, run_dir)
+    shuffle = "spark.sql.shuffle.partitions"
+    before = spark.conf.get(shuffle)
+    spark.conf.set(shuffle, str(max(int(before or SHUFFLE_PARTITIONS_DEFAULT), -(-h.rows // ROWS_PER_SHUFFLE_PARTITION))))
 
     def in_group(name: str, fn: Callable[[], Any]) -> Callable[[], Any]:
         def run() -> Any:
@@ -765,3 +780,4 @@ def check_run(run_dir: Path, spark: SparkSession) -> Verdict:
                           in_group("stats", partial(stats, h)), h.meta, engine="spark")
     finally:
         h.release()
+        spark.conf.set(shuffle, str(before))
