@@ -231,17 +231,25 @@ def _vm_hwm_mb(pid: int) -> int:
 
 
 def _jvm_peaks(app_id: str) -> dict[str, int]:
-    """Peak resident memory of the driver JVM (this process's child) and of the executors that ran
-    application ``app_id`` (on a standalone cluster: its workers' children)."""
+    """Peak resident memory of the check's processes: this process's children (the driver JVM, its
+    Python workers) and the executors that ran application ``app_id`` (on a standalone cluster: its
+    workers' children), each once. A cluster's master and workers serve every application, so
+    they are not counted, even when this process started them."""
     import psutil
 
-    from clusters.procs import SPARK_EXECUTOR_CLASS
+    from clusters.procs import SPARK_DAEMONS, SPARK_EXECUTOR_CLASS
 
-    peaks = {f"driver-{c.name()}-{c.pid}": _vm_hwm_mb(c.pid) for c in psutil.Process().children(recursive=True)}
+    peaks: dict[str, int] = {}
     for proc in psutil.process_iter(["pid", "cmdline"]):
         cmd = proc.info["cmdline"] or []
         if SPARK_EXECUTOR_CLASS in cmd and app_id in cmd:
             peaks[f"executor-{proc.pid}"] = _vm_hwm_mb(proc.pid)
+    counted = {int(k.rsplit("-", 1)[1]) for k in peaks}
+    for c in psutil.Process().children(recursive=True):
+        cmd = c.cmdline()
+        if c.pid in counted or any(cls in cmd for cls in SPARK_DAEMONS):
+            continue  # an executor (counted above), or a cluster daemon and its executors' parents
+        peaks[f"driver-{c.name()}-{c.pid}"] = _vm_hwm_mb(c.pid)
     return {k: v for k, v in peaks.items() if v}
 
 
