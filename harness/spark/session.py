@@ -27,10 +27,8 @@ SHUFFLE_PARTITIONS = 4
 #: thousand records); the checker's engine joins tens of millions of rows and spills what does
 #: not fit, so it gets more (24 GB machine; the brokers take ~1.5 GB).
 JOB_MEMORY, CHECKER_MEMORY = "1g", "2g"
-#: The checker engine's settings: an aggregation over rows already sorted by its key runs as one
-#: pass over them (Spark would otherwise hash them again), and tables up to 64 MB are broadcast.
-CHECKER_CONF = {"spark.sql.execution.replaceHashWithSortAgg": "true",
-                "spark.sql.autoBroadcastJoinThreshold": str(64 * 2**20)}
+#: The checker engine's settings: tables up to 64 MB are broadcast rather than shuffled.
+CHECKER_CONF = {"spark.sql.autoBroadcastJoinThreshold": str(64 * 2**20)}
 
 
 def require_pyspark(why: str) -> None:
