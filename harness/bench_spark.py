@@ -24,6 +24,9 @@ WARMUP_S = 15.0
 STANDALONE_MIN_S = 150.0
 
 
+INPUT_TOPIC = "spark-in"
+
+
 def scenario(seconds: float, rate: int, sink: str = "driver", spark: str = "local", values_per_txn: int = 50) -> Scenario:
     """The job and its input; its faults late in the run, so the steady batches before them
     dominate the micro-batch time. ``values_per_txn``: the input's transaction size; at 50 the
@@ -36,33 +39,53 @@ def scenario(seconds: float, rate: int, sink: str = "driver", spark: str = "loca
         faults.append({"at": round(seconds * executor_at), "kind": "kill-executor"})
     if sink != "builtin":
         faults.append({"at": round(seconds * driver_at), "kind": "kill-driver"})
-    settings: dict[str, Any] = {"input": "spark-in", "output": "spark-out", "sink": sink}
+    settings: dict[str, Any] = {"input": INPUT_TOPIC, "output": "spark-out", "sink": sink}
     if sink != "builtin":
         settings["markers"] = "spark-markers"
     return Scenario.model_validate({
         "name": "bench-spark", "description": "benchmark", "duration": seconds, "spark": spark,
-        "topics": ["spark-in", "spark-out", "spark-markers"], "partitions": 3,
-        "workloads": [{"kind": "txn-producer", "settings": {"topics": ["spark-in"], "values_per_txn": values_per_txn, "rate": rate,
+        "topics": [INPUT_TOPIC, "spark-out", "spark-markers"], "partitions": 3,
+        "workloads": [{"kind": "txn-producer", "settings": {"topics": [INPUT_TOPIC], "values_per_txn": values_per_txn, "rate": rate,
                                                            "abort_share": 0.1}},
                       {"kind": "spark-job", "settings": settings}],
         "faults": faults, "expect": {"valid": True, "min_spark_batches": 3 if spark == "standalone" else 5}})
 
 
-def steady_records_per_s(run_dir: Path) -> float | None:
-    """Records/s the sink committed between ``WARMUP_S`` after its first batch and the first fault
-    (or the end): from the batches' own events."""
-    from harness.history import store
-
-    ops, truncated = store.read_ops(run_dir)
-    events = store.spark_events(store.flatten(ops, truncated))
-    batches = sorted((e["time"], int(e.get("records", 0))) for e in events if e["f"] == "spark-batch" and e.get("outcome") == "ok")
+def steady_window_ns(events: list[dict[str, Any]]) -> tuple[int, int] | None:
+    """The steady state: from ``WARMUP_S`` after the job's first committed batch to the first fault
+    (or the last batch), in run time (ns); None when the run left no such window."""
+    batches = sorted(e["time"] for e in events if e["f"] == "spark-batch" and e.get("outcome") == "ok")
     faults = [e["time"] for e in events if e["f"] == "fault" and e.get("phase") == "start"]
     if not batches:
         return None
-    start = batches[0][0] + int(WARMUP_S * 1e9)
-    end = min(faults) if faults else batches[-1][0]
-    n = sum(r for t, r in batches if start < t <= end)
-    return round(n / ((end - start) / 1e9), 1) if end > start else None
+    start = batches[0] + int(WARMUP_S * 1e9)
+    end = min(faults) if faults else batches[-1]
+    return (start, end) if end > start else None
+
+
+def steady_records_per_s(run_dir: Path) -> dict[str, float | None]:
+    """Records/s the sink committed in the steady window (``steady_window_ns``), from the batches'
+    own events, next to the input's pace over the same window: values of the input producer's
+    committed transactions. A sink that keeps up shows the input's pace; only a sink slower than
+    its input shows its own capacity (``records_per_s`` well under ``input_per_s``)."""
+    from harness.history import store
+    from harness.history.model import OK
+
+    ops, truncated = store.read_ops(run_dir)
+    tables = store.flatten(ops, truncated)
+    events = store.spark_events(tables)
+    window = steady_window_ns(events)
+    if window is None:
+        return {"records_per_s": None, "input_per_s": None}
+    start, end = window
+    seconds = (end - start) / 1e9
+    n = sum(int(e.get("records", 0)) for e in events
+            if e["f"] == "spark-batch" and e.get("outcome") == "ok" and start < e["time"] <= end)
+    txns = tables.txns
+    done = txns[(txns["outcome"] == OK) & (txns["complete_time"] > start) & (txns["complete_time"] <= end)]
+    w = tables.writes
+    committed_inputs = int((w["txn"].isin(done["txn"]) & (w["topic"] == INPUT_TOPIC)).sum())
+    return {"records_per_s": round(n / seconds, 1), "input_per_s": round(committed_inputs / seconds, 1)}
 
 
 def bench(cluster: Cluster, run_dir: Path, seconds: float, rate: int, sink: str = "driver",
@@ -78,9 +101,9 @@ def bench(cluster: Cluster, run_dir: Path, seconds: float, rate: int, sink: str 
     return {"trigger_ms_p50": s["trigger_ms"]["p50"], "trigger_ms_p95": s["trigger_ms"]["p95"],
             "restart_to_first_batch_s": recovery[0] if recovery else None,
             "executor_kill_to_batch_s": after_executor[0] if after_executor else None, "batches": s["batches"],
-            "records_per_s": steady_records_per_s(result.run_dir), "run_dir": str(run_dir)}
+            **steady_records_per_s(result.run_dir), "run_dir": str(run_dir)}
 
 
 def median_of(samples: list[dict[str, Any]]) -> dict[str, Any]:
-    keys = ("trigger_ms_p50", "trigger_ms_p95", "restart_to_first_batch_s", "executor_kill_to_batch_s", "records_per_s")
+    keys = ("trigger_ms_p50", "trigger_ms_p95", "restart_to_first_batch_s", "executor_kill_to_batch_s", "records_per_s", "input_per_s")
     return {k: statistics.median(have) if (have := [s[k] for s in samples if s.get(k) is not None]) else None for k in keys}

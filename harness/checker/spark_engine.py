@@ -522,7 +522,11 @@ def _prefixed_topics(h: SparkHistory, prefix: str) -> list[str]:
     if h.first_values is None:
         from pyspark.sql import functions as F
 
-        firsts = h.reads.where("fc").groupBy("tid").agg(F.min_by("topic", "row").alias("topic"), F.min_by("vid", "row").alias("vid"))
+        # the first rows by number only (no string carried through the aggregation), then those
+        # few rows read back by ``row``: the reads are stored in ``row`` order, so Parquet skips
+        # every other row group
+        rows = [r.row for r in h.reads.where("fc").groupBy("tid").agg(F.min("row").alias("row")).collect()]
+        firsts = h.reads.where(F.col("row").isin(rows)).select("topic", "vid")
         h.first_values = [(r.topic, r.value) for r in h.value_of_few(firsts).select("topic", "value").collect()]
     return [topic for topic, value in h.first_values if value.startswith(prefix + "/")]
 

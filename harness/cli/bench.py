@@ -304,11 +304,12 @@ def bench_spark_cmd(
     if result is None:
         return
     for name, key, unit in ((f"records/s through the {sink.value} sink at steady state", "records_per_s", "rec/s"),
+                            ("input committed by its producer over the same window", "input_per_s", "rec/s"),
                             ("micro-batch time (Spark trigger), p50", "trigger_ms_p50", "ms"),
                             ("micro-batch time (Spark trigger), p95", "trigger_ms_p95", "ms"),
                             ("restart to first batch after a driver kill", "restart_to_first_batch_s", "s"),
                             ("next committed batch after an executor kill", "executor_kill_to_batch_s", "s")):
-        out.print(Series(name, unit, [s[key] for s in result["runs"] if s[key] is not None]).line(), highlight=False)
+        out.print(Series(name, unit, [s[key] for s in result["runs"] if s.get(key) is not None]).line(), highlight=False)
 
 
 @app.command("wire")
