@@ -16,7 +16,7 @@ from harness.checker.checks import CHECKS as _CORE
 from harness.checker.checks import Found, cols
 from harness.checker.spark import spark_exactly_once, spark_stats
 from harness.checker.verdict import CheckResult, Verdict, validity
-from harness.history.model import FAIL, FAULT_START, INFO, OK
+from harness.history.model import FAIL, FAULT_START, INFO, OK, READ_COMMITTED
 from harness.history.store import Tables, spark_events
 
 #: the run folder's file of the verdict (written by the run, never by the checker)
@@ -50,6 +50,34 @@ MEANING: dict[str, str] = {
 assert set(MEANING) == set(CHECKS), "every check has a meaning"
 
 
+#: Checks that judge what Kafka kept by the final read_committed scan. A history without it (its
+#: runner died before the final reads, or the scan's line was cut off) leaves them nothing to
+#: judge: they are skipped, and the verdict is "unknown" unless another check found something.
+NEEDS_FINAL_READS = ("lost-write", "torn-transaction", "poll-skip", "copy-exactly-once", "spark-exactly-once")
+NO_FINAL_READS = ("no final reads: the history has no final read_committed scan (its run died before the final "
+                  "reads, or the line of its scan was cut off)")
+NOTHING_COMMITTED = "nothing committed: no transaction was acknowledged or seen committed, so no guarantee was exercised"
+NOTHING_READ = "nothing read: no poll and no final scan returned a record, so nothing could be seen to go wrong"
+
+
+def final_reads_missing(meta: dict[str, Any]) -> bool:
+    """The history has no final read_committed scan. A history whose meta predates ``final_scans``
+    (Parquet written before it was recorded) is taken to have it, as every finished run did."""
+    scans = meta.get("final_scans")
+    return scans is not None and READ_COMMITTED not in scans
+
+
+def unknown_because(meta: dict[str, Any], stats: dict[str, Any]) -> list[str]:
+    """Why the history cannot be judged as a whole, from its meta and its figures (both engines
+    compute the same ``stats``): missing final reads, nothing committed, nothing read."""
+    reasons = [NO_FINAL_READS] if final_reads_missing(meta) else []
+    if not stats["txn"][OK] and not stats["committed_values"]:
+        reasons.append(NOTHING_COMMITTED)
+    if not sum(stats["reads"].values()):
+        reasons.append(NOTHING_READ)
+    return reasons
+
+
 def check(t: Tables) -> Verdict:
     """The verdict of ``t``, by the default engine (numpy/pandas, in memory)."""
     cols(t)  # the numpy view, built once for every check
@@ -61,7 +89,11 @@ def run_checks(checks: dict[str, Callable[[], Found]], figures: Callable[[], dic
                engine: str, default_ops: int | None = None) -> Verdict:
     """Run ``checks`` (name -> a call giving its ``Found``) into a verdict: any engine's checks."""
     results: dict[str, CheckResult] = {}
+    no_final_reads = final_reads_missing(meta)
     for name, run in checks.items():
+        if no_final_reads and name in NEEDS_FINAL_READS:
+            results[name] = CheckResult(0, [], NO_FINAL_READS)
+            continue
         try:
             found = run()
             results[name] = CheckResult(int(found.count), found.examples, found.skipped or None)
@@ -71,7 +103,9 @@ def run_checks(checks: dict[str, Callable[[], Found]], figures: Callable[[], dic
     history = {"ops": meta.get("ops", default_ops), "truncated": meta.get("truncated", [])}
     if history["truncated"]:
         history["note"] = "checked up to the last whole line of the files listed in `truncated`"
-    return Verdict(validity(results), results, figures(), history, engine)
+    stats = figures()
+    reasons = unknown_because(meta, stats)
+    return Verdict(validity(results, reasons), results, stats, history, engine, unknown_because=reasons)
 
 
 def stats(t: Tables) -> dict[str, Any]:

@@ -26,6 +26,19 @@ from harness.history.store import Tables, with_values
 
 MAX_EXAMPLES = 5
 
+# Why a check had nothing to look at (``Found.skipped``): it counts 0 and says so, rather than pass
+# for a check that looked and found nothing. Both engines give the same reasons.
+NO_COMMITTED_READS = "no read_committed reads (no poll, no final read_committed scan)"
+NO_OK_WRITES = "no value of a transaction acknowledged committed (ok)"
+NO_FAILED_WRITES = "no value of a transaction that definitely aborted (fail)"
+NO_TXN_WRITES = "no value written inside a transaction"
+NO_POSITIONS = "no offset was read or acknowledged"
+NO_ACKED_OFFSETS = "no offset acknowledged to a committed transaction"
+NO_POLLS = "no polls (no reader in assign mode)"
+NO_COMMITTED_RECORDS = "the final read_committed scan holds no record"
+NO_SECOND_INSTANCE = "no transactional.id was initialised by a second instance (nothing was fenced)"
+NO_COPIER = "no copier output in the final read_committed scan"
+
 
 @dataclass
 class Found:
@@ -78,6 +91,8 @@ def _positions(df: pd.DataFrame) -> list[Position]:
 def duplicate(t: Tables) -> Found:
     """A value visible at more than one position to read_committed readers."""
     c = cols(t)
+    if not c.cv.any():
+        return Found(0, skipped=NO_COMMITTED_READS)
     lo, hi = span(c.r_vid[c.cv], c.r_pos[c.cv], c.n_values)
     dup = np.flatnonzero(lo < hi)
     if len(dup) == 0:
@@ -96,6 +111,8 @@ def lost_write(t: Tables) -> Found:
     """A value of a transaction acknowledged committed (``ok``) missing from the final committed scan.
     Values at or past a partition's stalled LSO are not lost but unreadable; ``lso-stall`` reports them."""
     c = cols(t)
+    if not (c.w_out == OUTCOME_CODES[OK]).any():
+        return Found(0, skipped=NO_OK_WRITES)
     missing = (c.w_out == OUTCOME_CODES[OK]) & ~c.in_fc[c.w_vid]
     stalled_at = (t.meta.get("lso") or {}).get("stalled_at") or {}
     if stalled_at and missing.any():
@@ -110,6 +127,10 @@ def lost_write(t: Tables) -> Found:
 def aborted_read(t: Tables) -> Found:
     """A read_committed reader saw a value of a transaction that definitely aborted (``fail``)."""
     c = cols(t)
+    if not c.cv.any():
+        return Found(0, skipped=NO_COMMITTED_READS)
+    if not (c.w_out == OUTCOME_CODES[FAIL]).any():
+        return Found(0, skipped=NO_FAILED_WRITES)
     failed = np.zeros(c.n_values, dtype=bool)
     failed[c.w_vid[c.w_out == OUTCOME_CODES[FAIL]]] = True
     seen = c.cv & failed[c.r_vid]
@@ -137,6 +158,8 @@ def phantom_read(t: Tables) -> Found:
     Only topics some recorded send wrote to are looked at: a topic that only an unrecorded writer
     fills (Spark's own Kafka sink, the ``sink: builtin`` negative control) has nothing to compare with."""
     c = cols(t)
+    if not c.cv.any():
+        return Found(0, skipped=NO_COMMITTED_READS)
     written = np.zeros(c.n_values, dtype=bool)
     written[c.w_vid] = True
     seen = c.cv & ~written[c.r_vid] & np.isin(c.r_pos >> 56, np.unique(c.w_tid))
@@ -154,6 +177,8 @@ def torn_transaction(t: Tables) -> Found:
     """Some but not all values of one transaction are in the final committed scan."""
     c = cols(t)
     m = c.w_is_txn & (c.w_tix >= 0)
+    if not m.any():
+        return Found(0, skipped=NO_TXN_WRITES)
     n_tx = len(t.txns)
     total = np.bincount(c.w_tix[m], minlength=n_tx)
     visible = np.bincount(c.w_tix[m], weights=c.in_fc[c.w_vid[m]], minlength=n_tx)
@@ -168,6 +193,8 @@ def inconsistent_offsets(t: Tables) -> Found:
     """One partition offset observed (read, or acknowledged to a writer) holding different values."""
     c = cols(t)
     acked = c.w_off != NO_OFFSET
+    if not len(c.r_vid) and not acked.any():
+        return Found(0, skipped=NO_POSITIONS)
     apos = (c.w_tid[acked] << 56) | (c.w_part[acked] << 40) | c.w_off[acked]
     avid = c.w_vid[acked]
     # Each value's lowest and highest position (over reads and acknowledged writes, without
@@ -211,7 +238,7 @@ def nonmonotonic_send(t: Tables) -> Found:
     c = cols(t)
     m = np.flatnonzero((c.w_out == OUTCOME_CODES[OK]) & (c.w_off != NO_OFFSET))
     if len(m) == 0:
-        return Found(0)
+        return Found(0, skipped=NO_ACKED_OFFSETS)
     key = (c.w_proc[m] << 40) | (c.w_tid[m] << 16) | c.w_part[m]
     order = np.lexsort((c.w_txn[m], key))
     k, txn, off = key[order], c.w_txn[m][order], c.w_off[m][order]
@@ -232,6 +259,8 @@ def nonmonotonic_send(t: Tables) -> Found:
 def nonmonotonic_poll(t: Tables) -> Found:
     """One reader (assign mode) went backwards, or re-read an offset, in a partition."""
     c = cols(t)
+    if not c.poll.any():
+        return Found(0, skipped=NO_POLLS)
     bad = np.flatnonzero(c.poll & (c.r_prev >= 0) & (c.r_off <= c.r_prev))
     ex = t.reads.iloc[bad[:MAX_EXAMPLES]].assign(previous_offset=c.r_prev[bad[:MAX_EXAMPLES]])
     return Found(len(bad), _examples(ex, ["process", "op", "topic", "partition", "previous_offset", "offset"]))
@@ -241,8 +270,10 @@ def poll_skip(t: Tables) -> Found:
     """Between two records one reader got in a row from a partition, a committed record it never got.
     Readers start at offset 0, so the first record they get counts as following offset -1."""
     c = cols(t)
-    if not c.poll.any() or not c.fc.any():
-        return Found(0)
+    if not c.poll.any():
+        return Found(0, skipped=NO_POLLS)
+    if not c.fc.any():
+        return Found(0, skipped=NO_COMMITTED_RECORDS)
     # Positions sort as (topic, partition, offset): the committed records strictly between two
     # consecutive polled offsets of one partition are counted by one searchsorted.
     committed = np.sort(c.r_pos[c.fc])
@@ -261,12 +292,12 @@ def zombie_commit(t: Tables) -> Found:
     """A transaction of an older instance of a transactional.id that committed (``ok``) or became
     visible, although its commit started after a newer instance had finished ``init_transactions``."""
     inits = t.inits[(t.inits["outcome"] == OK) & t.inits["complete_time"].notna()]
-    if inits.empty:
-        return Found(0)
     # For each instance (process), the first later init of the same transactional.id by another process.
     i = inits.sort_values("complete_time")[["process", "txn_id", "complete_time"]]
     pairs = i.merge(i, on="txn_id", suffixes=("", "_newer"))
     pairs = pairs[(pairs["process"] != pairs["process_newer"]) & (pairs["complete_time_newer"] > pairs["complete_time"])]
+    if pairs.empty:
+        return Found(0, skipped=NO_SECOND_INSTANCE)
     fenced_at = pairs.groupby("process").agg(newer=("process_newer", "first"), fenced_at=("complete_time_newer", "min"))
     tx = t.txns[t.txns["f"] == "txn"].merge(fenced_at, left_on="process", right_index=True)
     started = tx["commit_at"].fillna(tx["invoke_time"])
@@ -285,12 +316,12 @@ def copy_exactly_once(t: Tables) -> Found:
     offset, when the history has it), and every committed output copies a committed input."""
     fc = final_committed(t)
     if fc.empty:
-        return Found(0)
+        return Found(0, skipped=NO_COPIER)
     # Copies live in the copiers' output topics: test each topic's first record, then only those.
     firsts = with_values(t, fc.drop_duplicates("tid"))
     copy_tids = firsts.loc[firsts["value"].str.startswith(COPY_PREFIX + "/"), "tid"]
     if copy_tids.empty:
-        return Found(0)
+        return Found(0, skipped=NO_COPIER)
     out = with_values(t, fc[fc["tid"].isin(copy_tids)])
     parts = out["value"].str.split("/", n=5, expand=True)
     src = pd.DataFrame({"topic": parts[1], "partition": parts[2].astype("int64"), "offset": parts[3].astype("int64"),

@@ -20,7 +20,21 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from harness.checker.checks import MAX_EXAMPLES, Found, lso_stall_of
+from harness.checker.checks import (
+    MAX_EXAMPLES,
+    NO_ACKED_OFFSETS,
+    NO_COMMITTED_READS,
+    NO_COMMITTED_RECORDS,
+    NO_COPIER,
+    NO_FAILED_WRITES,
+    NO_OK_WRITES,
+    NO_POLLS,
+    NO_POSITIONS,
+    NO_SECOND_INSTANCE,
+    NO_TXN_WRITES,
+    Found,
+    lso_stall_of,
+)
 from harness.checker.verdict import Verdict
 from harness.history import store
 from harness.history.model import (
@@ -187,9 +201,10 @@ def _summary(h: SparkHistory) -> dict[str, Any]:
     # the read's kind as bits: 1 polled, 2 in the final read_committed scan, 4 read_committed on a
     # topic some send wrote to (one bit_or per value instead of one max per flag)
     w = h.raw_writes.select("vid", "txn", F.lit(1).alias("nw"), _pos(F.col("tid"), F.col("partition"), F.col("offset")).alias("pos"),
-                            F.lit(0).alias("kind"))
+                            F.lit(0).alias("kind"), F.col("offset").isNotNull().cast("int").alias("acked"))
     kind = (F.col("poll").cast("int") + 2 * F.col("fc").cast("int") + 4 * (F.col("cv") & F.col("tid").isin(written_tids)).cast("int"))
-    r = h.reads.select("vid", F.lit(None).cast("long").alias("txn"), F.lit(0).alias("nw"), "pos", kind.alias("kind"))
+    r = h.reads.select("vid", F.lit(None).cast("long").alias("txn"), F.lit(0).alias("nw"), "pos", kind.alias("kind"),
+                       F.lit(0).alias("acked"))
     bit = F.col("kind").bitwiseAND
     cv_pos = F.when(bit(3) > 0, F.col("pos"))
     # Each value is a group of a few rows, grouped after one shuffle (Spark 4.0 still hashes them
@@ -200,10 +215,10 @@ def _summary(h: SparkHistory) -> dict[str, Any]:
     u = w.unionByName(r).withColumn("bucket", bucket)
     u = u.repartition(_summary_partitions(h), "bucket")
     per_vid = (u.groupBy("bucket", "vid").agg(
-        F.max("txn").alias("txn"), F.sum("nw").alias("nw"), F.bit_or("kind").alias("kinds"),
+        F.max("txn").alias("txn"), F.sum("nw").alias("nw"), F.sum("acked").alias("acked"), F.bit_or("kind").alias("kinds"),
         F.min(cv_pos).alias("cv_lo"), F.max(cv_pos).alias("cv_hi"), F.min("pos").alias("lo"), F.max("pos").alias("hi"),
         F.sum(bit(1)).alias("n_poll"))
-        .select("txn", "nw", "n_poll",
+        .select("txn", "nw", "acked", "n_poll",
                 (F.col("kinds").bitwiseAND(2) > 0).alias("has_fc"), (F.col("kinds").bitwiseAND(3) > 0).alias("has_cv"),
                 (F.col("kinds").bitwiseAND(4) > 0).alias("cv_on_written"),
                 (F.col("cv_lo") != F.col("cv_hi")).alias("dup"), (F.col("cv_lo") == F.col("cv_hi")).alias("one_cv_pos"),
@@ -212,7 +227,7 @@ def _summary(h: SparkHistory) -> dict[str, Any]:
     written = F.col("nw") > 0
     one_cv_pos = F.col("has_fc") & F.col("one_cv_pos")
     per_txn = per_vid.groupBy("txn").agg(
-        F.sum("nw").alias("written"), F.sum((written & F.col("has_fc")).cast("long")).alias("visible"),
+        F.sum("nw").alias("written"), F.sum("acked").alias("acked"), F.sum((written & F.col("has_fc")).cast("long")).alias("visible"),
         F.sum((written & F.col("has_cv")).cast("long")).alias("cv_values"),
         F.sum(F.col("dup").cast("long")).alias("dup"),
         F.sum((~written & F.col("cv_on_written")).cast("long")).alias("phantom"),
@@ -233,8 +248,11 @@ def _summary(h: SparkHistory) -> dict[str, Any]:
         total(out == OK, wr - vis).alias("lost"), total(out == FAIL, F.col("cv_values")).alias("aborted"),
         total(info & (vis == wr)).alias("info_committed"), total(info & (vis == 0)).alias("info_aborted"),
         total(info & (vis > 0) & (vis < wr)).alias("info_torn"),
+        # what there is to look at (``_nothing``): values of ok, fail and any transactions, acknowledged offsets
+        total(out == OK, wr).alias("ok_written"), total(out == FAIL, wr).alias("fail_written"),
+        total(F.col("w_is_txn"), wr).alias("txn_written"), total(out == OK, F.col("acked")).alias("ok_acked"),
         *(F.coalesce(F.sum(c), F.lit(0)).alias(c) for c in (
-            "dup", "phantom", "committed", "multi_written", "multi_positioned", "polls_off_committed",
+            "dup", "phantom", "committed", "multi_written", "multi_positioned", "polls_off_committed", "acked",
             "written", "n_poll")))
     by_pos = (per_vid.where(F.col("at").isNotNull()).select("at").repartition(_summary_partitions(h), "at")
               .groupBy("at").count().agg(total(F.col("count") > 1).alias("inconsistent")))
@@ -501,6 +519,8 @@ def zombie_commit(h: SparkHistory) -> Found:
     newer = inits.select(F.col("process").alias("process_newer"), "txn_id", F.col("complete_time").alias("t_newer"))
     pairs = inits.join(newer, "txn_id").where((F.col("process") != F.col("process_newer"))
                                               & (F.col("t_newer") > F.col("complete_time")))
+    if pairs.limit(1).count() == 0:
+        return Found(0, skipped=NO_SECOND_INSTANCE)
     fenced = pairs.groupBy("process").agg(F.min_by("process_newer", "t_newer").alias("newer"),
                                           F.min("t_newer").alias("fenced_at"))
     late = (h.txns.where(F.col("f") == TXN).join(fenced, "process")
@@ -536,7 +556,7 @@ def copy_exactly_once(h: SparkHistory) -> Found:
 
     copy_topics = _prefixed_topics(h, COPY_PREFIX)
     if not copy_topics:
-        return Found(0)
+        return Found(0, skipped=NO_COPIER)
     fc = h.reads.where("fc")
     out = h.value_of(fc.where(F.col("topic").isin(copy_topics)))
     parts = F.split("value", "/", 6)
@@ -678,6 +698,61 @@ def _unless(check: Callable[[SparkHistory], Found], zero: tuple[str, ...],
     return run
 
 
+def _has(df: DataFrame) -> bool:
+    return df.limit(1).count() > 0
+
+
+def _there_is(h: SparkHistory, what: str) -> bool:
+    """The history holds ``what`` (a ``_nothing`` subject), from the summary's totals while they are
+    exact (each value written once), else by a query of its own."""
+    from pyspark.sql import functions as F
+
+    s = h.summary
+    if what == "cv":
+        return bool(s["n_poll"] + s["n_fc"])
+    if what == "polls":
+        return bool(s["n_poll"])
+    if what == "fc":
+        return bool(s["n_fc"])
+    if what == "positions" and s["n_poll"] + s["n_fc"] + s["n_unc"]:
+        return True
+    if what == "positions" or (what == "acked" and not _written_once(h)):
+        return _has(h.raw_writes.where(F.col("offset").isNotNull()) if what == "positions"
+                    else h.writes.where((F.col("w_out") == OK) & F.col("offset").isNotNull()))
+    if not _written_once(h):
+        cond = {"ok": F.col("w_out") == OK, "fail": F.col("w_out") == FAIL, "txn": F.col("w_is_txn") & F.col("w_known")}[what]
+        return _has(h.writes.where(cond))
+    return bool(s[{"ok": "ok_written", "fail": "fail_written", "txn": "txn_written", "acked": "ok_acked"}[what]])
+
+
+#: Per check, in order: what it needs to have something to look at, and the reason it gives when
+#: the history has none (the default engine's ``Found.skipped``, harness/checker/checks.py).
+_NEEDS: dict[str, tuple[tuple[str, str], ...]] = {
+    "duplicate": (("cv", NO_COMMITTED_READS),),
+    "lost-write": (("ok", NO_OK_WRITES),),
+    "aborted-read": (("cv", NO_COMMITTED_READS), ("fail", NO_FAILED_WRITES)),
+    "phantom-read": (("cv", NO_COMMITTED_READS),),
+    "torn-transaction": (("txn", NO_TXN_WRITES),),
+    "inconsistent-offsets": (("positions", NO_POSITIONS),),
+    "nonmonotonic-send": (("acked", NO_ACKED_OFFSETS),),
+    "nonmonotonic-poll": (("polls", NO_POLLS),),
+    "poll-skip": (("polls", NO_POLLS), ("fc", NO_COMMITTED_RECORDS)),
+}
+
+
+def _nothing(name: str, check: Callable[[SparkHistory], Found]) -> Callable[[SparkHistory], Found]:
+    """``check``, or ``Found(0, skipped=reason)`` when the history has nothing for it (``_NEEDS``)."""
+
+    def run(h: SparkHistory) -> Found:
+        for what, reason in _NEEDS[name]:
+            if not _there_is(h, what):
+                return Found(0, skipped=reason)
+        return check(h)
+
+    run.__doc__ = check.__doc__
+    return run
+
+
 def _written_once(h: SparkHistory) -> bool:
     return bool(h.summary["multi_written"] == 0)
 
@@ -686,7 +761,7 @@ def _no_lso_stall(h: SparkHistory) -> bool:
     return _written_once(h) and not (h.meta.get("lso") or {}).get("stalled_at")
 
 
-CHECKS = {
+CHECKS = {name: _nothing(name, check) if name in _NEEDS else check for name, check in {
     "duplicate": _unless(duplicate, ("dup",)),
     "lost-write": _unless(lost_write, ("lost",), _no_lso_stall),
     "aborted-read": _unless(aborted_read, ("aborted",), _written_once),
@@ -696,7 +771,7 @@ CHECKS = {
     "nonmonotonic-send": nonmonotonic_send,
     "nonmonotonic-poll": nonmonotonic_poll, "poll-skip": poll_skip, "zombie-commit": zombie_commit,
     "copy-exactly-once": copy_exactly_once, "spark-exactly-once": spark_exactly_once, "lso-stall": lso,
-}
+}.items()}
 
 
 # ---------------------------------------------------------------------------------------------- stats

@@ -1,9 +1,10 @@
 """The checker's result, typed: one ``CheckResult`` per check and the ``Verdict`` of a history.
 
-JSON (``to_json``): ``{"format": 1, "valid": true|false|"unknown", "checks": {<name>: {"count",
+JSON (``to_json``): ``{"format": 1, "valid": true|false|"unknown", "unknown_because": [...], "checks": {<name>: {"count",
 "examples"[, "skipped"][, "error", "traceback"]}}, "stats": {...}, "history": {...}, "engine"}``.
 Every check is present even when its count is 0. A check that crashes reports ``count: null`` and
-its error, and makes ``valid`` "unknown", never false. Writing it to a run folder is not the
+its error, and makes ``valid`` "unknown", never false; so does a history that cannot be judged
+whole (``unknown_because``: no final reads, nothing committed, nothing read). Writing it to a run folder is not the
 checker's job (it only reads history).
 """
 
@@ -57,10 +58,13 @@ class Verdict:
     history: dict[str, Any]
     engine: str = "default"
     format: int = FORMAT
+    #: why the history could not be judged as a whole (no final reads, nothing committed, no reads):
+    #: with no finding, each makes ``valid`` "unknown"
+    unknown_because: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        """The verdict as ``verdict.json`` has always held it (the keys in this order)."""
-        return {"format": self.format, "valid": self.valid,
+        """The verdict as ``verdict.json`` holds it (the keys in this order)."""
+        return {"format": self.format, "valid": self.valid, "unknown_because": self.unknown_because,
                 "checks": {name: c.to_json() for name, c in self.checks.items()},
                 "stats": self.stats, "history": self.history, "engine": self.engine}
 
@@ -69,11 +73,13 @@ class Verdict:
         """The verdict in ``d`` (a ``to_json``; keys it does not own, like a run's facts, are left out)."""
         return cls(d["valid"], {name: CheckResult.from_json(c) for name, c in d.get("checks", {}).items()},
                    dict(d.get("stats") or {}), dict(d.get("history") or {}), d.get("engine", "default"),
-                   int(d.get("format", FORMAT)))
+                   int(d.get("format", FORMAT)), list(d.get("unknown_because") or []))
 
 
-def validity(checks: dict[str, CheckResult]) -> Validity:
-    """False when any check found an anomaly; else "unknown" when one crashed; else True."""
+def validity(checks: dict[str, CheckResult], unknown_because: list[str] | None = None) -> Validity:
+    """False when any check found an anomaly; else "unknown" when one crashed or the history as a
+    whole could not be judged (``unknown_because``); else True. A finding stands even in a history
+    that cannot be judged whole: an aborted read seen by a poll happened, final reads or not."""
     if any(c.count for c in checks.values()):
         return False
-    return UNKNOWN if any(c.count is None for c in checks.values()) else True
+    return UNKNOWN if unknown_because or any(c.count is None for c in checks.values()) else True

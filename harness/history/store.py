@@ -261,6 +261,9 @@ def flatten(ops: Sequence[Op], truncated: list[str] | None = None) -> Tables:
     retired: list[str] = []
     recreated: list[str] = []
     lso: dict[str, Any] | None = None
+    # the final scans that are in the history whole (a runner that died before them, or a line cut
+    # off mid-scan, leaves them out): what the checks that judge from them need
+    final_scans: set[str] = set()
     # the Spark job's own events, and the nemesis's faults on workloads (driver kills): few per run
     spark: list[_SparkRow] = []
 
@@ -279,6 +282,8 @@ def flatten(ops: Sequence[Op], truncated: list[str] | None = None) -> Tables:
                               op.time, done.time if done else None))
         elif (f == POLL and t == OK) or f == SCAN:
             reads.add(op, POLL if f == POLL else SCAN)
+            if f == SCAN and op.isolation:
+                final_scans.add(op.isolation)
         elif f == GROUP_OFFSETS:
             group_rows += [(*split_tp(key), off) for key, off in (op.value or {}).items()]
         elif f == FENCED:
@@ -309,7 +314,7 @@ def flatten(ops: Sequence[Op], truncated: list[str] | None = None) -> Tables:
     inits = inits.astype({"op": "int64", "invoke_time": "int64", "complete_time": "Int64"})
     groups = pd.DataFrame(group_rows, columns=["topic", "partition", "offset"]).astype({"partition": "int64", "offset": "int64"})
     meta = {"ops": len(ops), "truncated": truncated or [], "fenced": sorted(set(fenced)), "retired": sorted(set(retired)),
-            "recreated": sorted(set(recreated)), "lso": lso,
+            "recreated": sorted(set(recreated)), "lso": lso, "final_scans": sorted(final_scans),
             "errors_seen": _errors_seen(ops),
             "duration_ns": (ops[-1].time - ops[0].time) if ops else 0}
     return Tables(ops_df, txns, writes.frame(), reads.frame(), inits, groups, _faults_frame(fault_rows),
@@ -371,8 +376,10 @@ def save(tables: Tables, run_dir: Path) -> Path:
     final = run_dir / PARQUET_DIR
     tmp = run_dir / f".{PARQUET_DIR}.tmp{os.getpid()}"
     tmp.mkdir(parents=True, exist_ok=True)
+    import pyarrow.parquet as pq_io
+
     for name, df in frames.items():
-        df.to_parquet(_file(tmp, name), index=False)
+        pq_io.write_table(_typed(df), _file(tmp, name))
     assert tables.values is not None  # add_ids set them
     pd.DataFrame({"vid": np.arange(len(tables.values), dtype=np.int64), "value": tables.values}).to_parquet(
         _file(tmp, VALUES_TABLE), index=False)
@@ -383,6 +390,22 @@ def save(tables: Tables, run_dir: Path) -> Path:
         final.rmdir()
     os.replace(tmp, final)
     return final
+
+
+def _typed(df: pd.DataFrame) -> Any:
+    """``df`` as Arrow, its text columns text even when the table is empty: pandas leaves an empty
+    column of text without a type (Arrow ``null``, or ``double`` for an empty object column), and
+    an engine that reads the schema (Spark) would then compare numbers with words."""
+    import pyarrow as pa
+
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    if len(df):
+        return table
+    for i, f in enumerate(table.schema):
+        text = pa.types.is_null(f.type) or (isinstance(df[f.name].dtype, pd.CategoricalDtype) or df[f.name].dtype == object)
+        if text and not pa.types.is_string(f.type):
+            table = table.set_column(i, f.name, pa.array([], type=pa.string()))
+    return table
 
 
 def _file(folder: Path, table: str) -> Path:

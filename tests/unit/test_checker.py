@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import json
 import random
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.checker import CHECKS, check
+from harness.checker import CHECKS, NEEDS_FINAL_READS, NO_FINAL_READS, NOTHING_COMMITTED, NOTHING_READ, check
+from harness.checker.checks import NO_COPIER, NO_FAILED_WRITES, NO_POLLS, NO_SECOND_INSTANCE
 from harness.checker.verdict import CheckResult, Verdict
-from harness.history.model import READ_COMMITTED, copy_value
-from tests.unit.histories import clean, simulate
+from harness.history import store
+from harness.history.model import FAIL, GROUP_OFFSETS, POLL, READ_COMMITTED, READ_UNCOMMITTED, SCAN, TXN, copy_value
+from tests.unit.histories import History, clean, simulate
 
 #: the checks these histories exercise (spark-exactly-once has its own: test_spark_check.py)
 ANOMALIES = [name for name in CHECKS if name != "spark-exactly-once"]
@@ -27,8 +30,11 @@ def test_the_clean_history_is_valid_and_every_check_is_reported() -> None:
     v = check(clean().tables()).to_json()
     assert list(v["checks"]) == list(CHECKS)
     assert v["checks"]["spark-exactly-once"]["skipped"] and "skipped" not in v["checks"]["lso-stall"]
-    assert counts(v) == {name: 0 for name in ANOMALIES}, v["checks"]
-    assert v["valid"] is True
+    # no transactional.id has a second instance here: zombie-commit has nothing to look at (its
+    # clean twin with one is "zombie-commit-clean")
+    assert v["checks"]["zombie-commit"]["skipped"] == NO_SECOND_INSTANCE
+    assert counts(v) == {name: 0 for name in ANOMALIES if name != "zombie-commit"}, v["checks"]
+    assert v["valid"] is True and v["unknown_because"] == []
     s = v["stats"]
     assert s["txn"] == {"ok": 4, "fail": 1, "info": 1}
     assert s["info_resolved"] == {"committed": 1, "aborted": 0, "torn": 0}
@@ -116,7 +122,11 @@ def test_a_crashing_check_makes_the_verdict_unknown_not_false(monkeypatch: pytes
 def test_random_histories_of_a_correct_kafka_pass(seed: int, producers: int, txns: int, partitions: int, readers: int) -> None:
     h = simulate(random.Random(seed), producers, txns, partitions, readers)
     v = check(h.tables()).to_json()
-    assert v["valid"] is True, {k: c for k, c in v["checks"].items() if c["count"]}
+    assert not {k: c for k, c in v["checks"].items() if c["count"] != 0}
+    if v["stats"]["committed_values"]:
+        assert v["valid"] is True, v["unknown_because"]
+    else:  # no transaction (txns=0), or none that committed: nothing to judge, not "valid"
+        assert v["valid"] == "unknown" and NOTHING_COMMITTED in v["unknown_because"], v["unknown_because"]
 
 
 def test_examples_name_positions_as_objects() -> None:
@@ -138,7 +148,88 @@ def test_an_orphan_copy_names_its_output_and_the_input_it_claims_as_positions() 
 def test_a_verdict_round_trips_through_its_json() -> None:
     v = check(clean("duplicate").tables())
     assert isinstance(v, Verdict) and v.valid is False and v.engine == "default"
-    assert list(v.to_json()) == ["format", "valid", "checks", "stats", "history", "engine"]
+    assert list(v.to_json()) == ["format", "valid", "unknown_because", "checks", "stats", "history", "engine"]
     assert Verdict.from_json(json.loads(json.dumps(v.to_json()))) == v
     crashed = CheckResult(None, error="KeyError: 'x'", traceback="...")
     assert CheckResult.from_json(crashed.to_json()) == crashed and crashed.to_json()["count"] is None
+
+
+def without_final_reads(h: History) -> History:
+    """``h`` as its runner left it when it died before the final reads: no scans, no LSO
+    measurement, no group offsets (the workloads' own ops are all there)."""
+    h.ops = [o for o in h.ops if o["process"] != "final"]
+    return h
+
+
+def test_a_history_without_final_reads_is_unknown_and_its_lost_writes_are_not_judged() -> None:
+    # the killed runner's case: every committed value "missing" from a scan that never happened
+    v = check(without_final_reads(clean()).tables()).to_json()
+    assert v["valid"] == "unknown" and NO_FINAL_READS in v["unknown_because"], v["unknown_because"]
+    for name in NEEDS_FINAL_READS:
+        assert v["checks"][name] == {"count": 0, "examples": [], "skipped": NO_FINAL_READS}, name
+    # the checks that judge polls and acknowledgements still ran
+    assert "skipped" not in v["checks"]["duplicate"] and "skipped" not in v["checks"]["nonmonotonic-poll"]
+
+
+def test_a_finding_in_the_polls_stands_without_final_reads() -> None:
+    v = check(without_final_reads(clean("aborted-read")).tables()).to_json()
+    assert v["valid"] is False and v["checks"]["aborted-read"]["count"] == 1
+    assert v["checks"]["lost-write"]["skipped"] == NO_FINAL_READS and NO_FINAL_READS in v["unknown_because"]
+
+
+def test_a_final_scan_cut_off_mid_line_counts_as_no_final_reads(tmp_path: Path) -> None:
+    ops = without_final_reads(clean()).ops
+    lines = [json.dumps({**o, "index": i}) for i, o in enumerate(sorted(ops, key=lambda o: o["time"]))]
+    scan = json.dumps({"time": 10**9, "process": "final", "type": "ok", "f": "scan", "isolation": READ_COMMITTED,
+                       "value": {"t-0": [[0, "a1"]]}})
+    (tmp_path / "history").mkdir()
+    (tmp_path / "history" / "runner.jsonl").write_text("\n".join(lines) + "\n" + scan[: len(scan) // 2])
+    ops_read, truncated = store.read_ops(tmp_path)
+    v = check(store.flatten(ops_read, truncated)).to_json()
+    assert truncated == ["runner.jsonl"] and v["valid"] == "unknown", v["unknown_because"]
+    assert v["checks"]["lost-write"]["skipped"] == NO_FINAL_READS
+
+
+def test_an_empty_history_is_unknown_and_every_check_says_why_it_looked_at_nothing() -> None:
+    v = check(History().tables()).to_json()
+    assert v["valid"] == "unknown"
+    assert v["unknown_because"] == [NO_FINAL_READS, NOTHING_COMMITTED, NOTHING_READ]
+    assert {name: bool(c.get("skipped")) for name, c in v["checks"].items()} == {name: True for name in CHECKS}
+
+
+def test_a_history_where_nothing_committed_is_unknown_not_valid() -> None:
+    h = History()
+    h.init("p1", "tx-1")
+    h.txn("p1", [("t", 0, "a1", None)], outcome=FAIL)
+    h.poll("r1", {})
+    h.scan({"t-0": []})
+    h.scan({"t-0": [(0, "a1")]}, READ_UNCOMMITTED)
+    v = check(h.tables()).to_json()
+    assert v["valid"] == "unknown" and v["unknown_because"] == [NOTHING_COMMITTED], v["unknown_because"]
+    assert all(not c["count"] for c in v["checks"].values())
+
+
+@pytest.mark.parametrize(("variant", "check_name", "reason"), [
+    ("no-polls", "nonmonotonic-poll", NO_POLLS), ("no-polls", "poll-skip", NO_POLLS),
+    ("no-fail", "aborted-read", NO_FAILED_WRITES), ("no-copier", "copy-exactly-once", NO_COPIER),
+])
+def test_a_check_with_nothing_to_look_at_says_skipped_and_its_twin_looks(variant: str, check_name: str, reason: str) -> None:
+    assert "skipped" not in check(clean().tables()).to_json()["checks"][check_name]
+    v = check(nothing_for(variant).tables()).to_json()
+    assert v["checks"][check_name] == {"count": 0, "examples": [], "skipped": reason}
+    assert v["valid"] is True  # a skipped check is not a finding, and the rest judged the history
+
+
+def nothing_for(variant: str) -> History:
+    """``clean()`` without its polls, its aborted transaction, or its copier."""
+    h = clean()
+    drop = {"no-polls": lambda o: o["f"] == POLL,
+            "no-fail": lambda o: o["f"] == TXN and o["process"] == "p1" and "c1" in json.dumps(o["value"]),
+            "no-copier": lambda o: o["process"].startswith("copier") or o["f"] == GROUP_OFFSETS}[variant]
+    h.ops = [o for o in h.ops if not drop(o)]
+    if variant in ("no-fail", "no-copier"):  # the final scans keep what is left
+        for o in h.ops:
+            if o["f"] == SCAN:
+                o["value"] = {k: [r for r in recs if not (variant == "no-fail" and r[1] in ("c1", "c2"))]
+                              for k, recs in o["value"].items() if not (variant == "no-copier" and k.startswith("o-"))}
+    return h

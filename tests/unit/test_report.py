@@ -16,7 +16,7 @@ import orjson
 import pytest
 
 from harness import outcome, runinfo
-from harness.checker import check
+from harness.checker import NO_FINAL_READS, check
 from harness.history import store
 from harness.journal import Journal
 from harness.report import REPORT_FILE, cell, write_report
@@ -37,11 +37,14 @@ FAULTS = [
 ]
 
 
-def make_run(root: Path, variant: str = "", name: str = "unit-run") -> Path:
-    """A run folder as ``eos-chaos run`` leaves it: scenario.json, journal.json, history, Parquet, verdict."""
+def make_run(root: Path, variant: str = "", name: str = "unit-run", died: bool = False) -> Path:
+    """A run folder as ``eos-chaos run`` leaves it: scenario.json, journal.json, history, Parquet,
+    verdict; ``died``: as a runner killed before its final reads left it."""
     run_dir = root / name
     (run_dir / "history").mkdir(parents=True)
     h = clean(variant)
+    if died:
+        h.ops = [op for op in h.ops if op["process"] != "final"]
     ops = [{**op, "time": op["time"] * 1000} for op in h.ops]  # 1 ms apart; the faults come later
     ops += [{"time": at * SECOND, "process": "nemesis", "type": "info" if v["phase"] == "start" else "ok",
              "f": "fault", "value": v} for at, v in FAULTS]
@@ -86,6 +89,14 @@ def test_an_invalid_run_leads_with_its_verdict_and_examples(runs: dict[str, Path
     # the header names the transaction protocol the cluster ran, as read back from it
     header = words[:words.index("Checks")]
     assert "transaction.version 2 (KIP-890 part 2: epoch bumped after every transaction), metadata.version 33" in header
+
+
+def test_a_run_without_final_reads_says_so_at_the_top_and_is_unknown(tmp_path: Path) -> None:
+    page = text(write_report(make_run(tmp_path, died=True)).read_text())
+    assert "UNKNOWN" in page and "VALID" not in page.replace("UNKNOWN", "")
+    header = page[:page.index("Checks")]
+    assert f"Could not be judged as a whole: {NO_FINAL_READS}" in header, header
+    assert f"(skipped: {NO_FINAL_READS})" in page  # on lost-write and the other checks that need the scan
 
 
 def test_a_valid_run_has_no_anomaly_sections(runs: dict[str, Path]) -> None:

@@ -18,7 +18,7 @@ from harness.checker import check
 from harness.history import store
 from harness.history.model import FAIL
 from tests.unit.histories import History, clean, simulate
-from tests.unit.test_checker import ANOMALIES
+from tests.unit.test_checker import ANOMALIES, nothing_for, without_final_reads
 from tests.unit.test_spark_check import spark_history
 from tests.unit.test_spark_sink import executor_history
 
@@ -47,7 +47,7 @@ def both(h: History, tmp: Path, spark: Any) -> tuple[dict[str, Any], dict[str, A
 
 
 def assert_same(default: dict[str, Any], by_spark: dict[str, Any]) -> None:
-    assert by_spark["valid"] == default["valid"]
+    assert (by_spark["valid"], by_spark["unknown_because"]) == (default["valid"], default["unknown_because"])
     for name, c in default["checks"].items():
         s = by_spark["checks"][name]
         assert "error" not in s, f"{name} crashed on Spark: {s.get('traceback')}"
@@ -79,6 +79,9 @@ def test_the_engines_agree_on_every_hand_written_history(spark: Any, tmp_path: P
     cases += [("spark-builtin", spark_history(sink="builtin")), ("spark-builtin-replayed", spark_history("replayed", sink="builtin"))]
     cases += [(f"spark-executor:{v or 'clean'}", executor_history(v)) for v in ("", "overlap", "uncovered-input", "batch-incarnations")]
     cases += [("written-twice", written_twice())]
+    # nothing to judge, or nothing for some checks: the same reasons (``skipped``, ``unknown_because``)
+    cases += [("no-final-reads", without_final_reads(clean())), ("no-final-reads:aborted-read", without_final_reads(clean("aborted-read"))),
+              ("empty", History())] + [(f"nothing:{v}", nothing_for(v)) for v in ("no-polls", "no-fail", "no-copier")]
     for name, h in cases:
         default, by_spark = both(h, tmp_path / name.replace(":", "-"), spark)
         try:
