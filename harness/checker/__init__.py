@@ -31,7 +31,8 @@ CHECKS: dict[str, Callable[[Tables], Found]] = {
 #: What each check finding something means, for reports and failure messages.
 MEANING: dict[str, str] = {
     "duplicate": "a value visible more than once to read_committed readers",
-    "lost-write": "a value of a transaction acknowledged committed (ok) missing from the final read_committed scan",
+    "lost-write": "a committed value missing from the final read_committed scan: its transaction was acknowledged "
+                  "committed (ok), or a read_committed reader saw it (which proves the commit, whatever the producer was told)",
     "aborted-read": "a read_committed reader saw a value of a transaction that definitely aborted (fail); Jepsen's G1a",
     "phantom-read": "a read_committed reader saw a value no process of the run ever wrote (a phantom or garbage read)",
     "torn-transaction": "some but not all values of one transaction visible to read_committed",

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from harness.checker.arrays import NO_OFFSET, OUTCOME_CODES, Cols, build, span
-from harness.history.model import COPY_PREFIX, FAIL, OK, Position, position
+from harness.history.model import COPY_PREFIX, FAIL, INFO, OK, Position, position
 from harness.history.store import Tables, with_values
 
 MAX_EXAMPLES = 5
@@ -29,7 +29,7 @@ MAX_EXAMPLES = 5
 # Why a check had nothing to look at (``Found.skipped``): it counts 0 and says so, rather than pass
 # for a check that looked and found nothing. Both engines give the same reasons.
 NO_COMMITTED_READS = "no read_committed reads (no poll, no final read_committed scan)"
-NO_OK_WRITES = "no value of a transaction acknowledged committed (ok)"
+NO_OK_WRITES = "no value acknowledged committed (ok) or seen committed by a reader"
 NO_FAILED_WRITES = "no value of a transaction that definitely aborted (fail)"
 NO_TXN_WRITES = "no value written inside a transaction"
 NO_POSITIONS = "no offset was read or acknowledged"
@@ -108,17 +108,24 @@ def duplicate(t: Tables) -> Found:
 
 
 def lost_write(t: Tables) -> Found:
-    """A value of a transaction acknowledged committed (``ok``) missing from the final committed scan.
-    Values at or past a partition's stalled LSO are not lost but unreadable; ``lso-stall`` reports them."""
+    """A committed value missing from the final committed scan: one of a transaction acknowledged
+    committed (``ok``), or one a read_committed reader saw, which proves its transaction committed
+    whatever its producer was told (``info``). Values at or past a partition's stalled LSO are not
+    lost but unreadable; ``lso-stall`` reports them."""
     c = cols(t)
-    if not (c.w_out == OUTCOME_CODES[OK]).any():
+    committed = (c.w_out == OUTCOME_CODES[OK]) | ((c.w_out == OUTCOME_CODES[INFO]) & c.in_cv[c.w_vid])
+    if not committed.any():
         return Found(0, skipped=NO_OK_WRITES)
-    missing = (c.w_out == OUTCOME_CODES[OK]) & ~c.in_fc[c.w_vid]
+    missing = committed & ~c.in_fc[c.w_vid]
     stalled_at = (t.meta.get("lso") or {}).get("stalled_at") or {}
     if stalled_at and missing.any():
         keys = t.writes["topic"].astype(str) + "-" + t.writes["partition"].astype(str)
         lso = keys.map(stalled_at).to_numpy(dtype=float, na_value=np.inf)  # inf: not stalled
-        missing &= ~((c.w_off != NO_OFFSET) & (c.w_off >= lso))
+        # where the value is: its acknowledged offset, else where a reader saw it
+        seen_at = np.full(c.n_values, NO_OFFSET, dtype=np.int64)
+        np.maximum.at(seen_at, c.r_vid[c.cv], c.r_off[c.cv])  # the highest, as the Spark engine takes
+        at = np.where(c.w_off != NO_OFFSET, c.w_off, seen_at[c.w_vid])
+        missing &= ~((at != NO_OFFSET) & (at >= lso))
     rows = np.flatnonzero(missing)
     return Found(len(rows), _examples(_writes_at(t, rows[:MAX_EXAMPLES]),
                                       ["value", "txn", "process", "topic", "partition", "offset"]))

@@ -229,6 +229,7 @@ def _summary(h: SparkHistory) -> dict[str, Any]:
     per_txn = per_vid.groupBy("txn").agg(
         F.sum("nw").alias("written"), F.sum("acked").alias("acked"), F.sum((written & F.col("has_fc")).cast("long")).alias("visible"),
         F.sum((written & F.col("has_cv")).cast("long")).alias("cv_values"),
+        F.sum((written & F.col("has_cv") & ~F.col("has_fc")).cast("long")).alias("seen_not_kept"),
         F.sum(F.col("dup").cast("long")).alias("dup"),
         F.sum((~written & F.col("cv_on_written")).cast("long")).alias("phantom"),
         F.sum(F.col("has_fc").cast("long")).alias("committed"),
@@ -245,11 +246,12 @@ def _summary(h: SparkHistory) -> dict[str, Any]:
 
     by_txn = t.agg(
         total(F.col("w_is_txn") & (vis > 0) & (vis < wr)).alias("torn"),
-        total(out == OK, wr - vis).alias("lost"), total(out == FAIL, F.col("cv_values")).alias("aborted"),
+        (total(out == OK, wr - vis) + total(out == INFO, F.col("seen_not_kept"))).alias("lost"),
+        total(out == FAIL, F.col("cv_values")).alias("aborted"),
         total(info & (vis == wr)).alias("info_committed"), total(info & (vis == 0)).alias("info_aborted"),
         total(info & (vis > 0) & (vis < wr)).alias("info_torn"),
         # what there is to look at (``_nothing``): values of ok, fail and any transactions, acknowledged offsets
-        total(out == OK, wr).alias("ok_written"), total(out == FAIL, wr).alias("fail_written"),
+        (total(out == OK, wr) + total(out == INFO, F.col("cv_values"))).alias("ok_written"), total(out == FAIL, wr).alias("fail_written"),
         total(F.col("w_is_txn"), wr).alias("txn_written"), total(out == OK, F.col("acked")).alias("ok_acked"),
         *(F.coalesce(F.sum(c), F.lit(0)).alias(c) for c in (
             "dup", "phantom", "committed", "multi_written", "multi_positioned", "polls_off_committed", "acked",
@@ -299,13 +301,20 @@ def _first_writers(h: SparkHistory, vids: list[int]) -> dict[int, Any]:
 def lost_write(h: SparkHistory) -> Found:
     from pyspark.sql import functions as F
 
-    missing = h.writes.where(F.col("w_out") == OK).join(h.fc_vids, "vid", "left_anti")
+    # committed: acknowledged (ok), or seen by a read_committed reader (info: the read proves it)
+    seen = h.cv_vids.withColumn("seen", F.lit(True))
+    committed = h.writes.join(seen, "vid", "left").where(
+        (F.col("w_out") == OK) | ((F.col("w_out") == INFO) & F.col("seen").isNotNull()))
+    missing = committed.drop("seen").join(h.fc_vids, "vid", "left_anti")
     stalled = (h.meta.get("lso") or {}).get("stalled_at") or {}
     if stalled:
         lso = h.spark.createDataFrame([(k, int(v)) for k, v in stalled.items()], "tp string, lso long")
-        missing = (missing.withColumn("tp", F.concat_ws("-", "topic", F.col("partition").cast("string")))
+        # where the value is: its acknowledged offset, else where a reader saw it
+        seen_at = h.reads.where("cv").groupBy("vid").agg(F.max("offset").alias("seen_at"))
+        missing = (missing.join(seen_at, "vid", "left").withColumn("at", F.coalesce("offset", "seen_at"))
+                   .withColumn("tp", F.concat_ws("-", "topic", F.col("partition").cast("string")))
                    .join(F.broadcast(lso), "tp", "left")
-                   .where(F.col("lso").isNull() | F.col("offset").isNull() | (F.col("offset") < F.col("lso"))))
+                   .where(F.col("lso").isNull() | F.col("at").isNull() | (F.col("at") < F.col("lso"))))
     n = missing.count()
     ex = _rows(missing.withColumnRenamed("w_proc", "process"),
                ["value", "txn", "process", "topic", "partition", "offset"], ["row"], h) if n else []
@@ -720,7 +729,10 @@ def _there_is(h: SparkHistory, what: str) -> bool:
         return _has(h.raw_writes.where(F.col("offset").isNotNull()) if what == "positions"
                     else h.writes.where((F.col("w_out") == OK) & F.col("offset").isNotNull()))
     if not _written_once(h):
-        cond = {"ok": F.col("w_out") == OK, "fail": F.col("w_out") == FAIL, "txn": F.col("w_is_txn") & F.col("w_known")}[what]
+        if what == "ok":
+            return _has(h.writes.where(F.col("w_out") == OK)) or _has(
+                h.writes.where(F.col("w_out") == INFO).join(h.cv_vids, "vid", "left_semi"))
+        cond = {"fail": F.col("w_out") == FAIL, "txn": F.col("w_is_txn") & F.col("w_known")}[what]
         return _has(h.writes.where(cond))
     return bool(s[{"ok": "ok_written", "fail": "fail_written", "txn": "txn_written", "acked": "ok_acked"}[what]])
 

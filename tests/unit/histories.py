@@ -116,6 +116,11 @@ def clean(variant: str = "") -> History:
         polls[0] = [committed[0][:2], committed[0][2:] + [(9, "g1")]]  # g1: nobody ever wrote it
     for k in range(2):
         h.poll("r1", {tp_key("t", p): polls[p][k] for p in (0, 1) if polls[p][k]})
+    if variant == "lost-write-seen":
+        # D's producer never learnt its fate (info), the reader saw D committed, and then D is gone
+        for view in (committed, uncommitted):
+            for p in (0, 1):
+                view[p] = [r for r in view[p] if not r[1].startswith("d")]
 
     if variant.startswith("zombie-commit"):
         # p3 takes over p1's transactional.id; p1 then commits anyway (zombie) or, in the clean

@@ -62,17 +62,21 @@ def test_lso_stall_names_the_partition_and_a_history_without_measurement_says_it
 @pytest.mark.parametrize("stalled_at, lost", [(2, 0), (0, 0), (6, 1)])
 def test_values_behind_a_stalled_lso_are_not_lost_but_the_stall_is_reported(stalled_at: int, lost: int) -> None:
     """t-1's LSO stuck at ``stalled_at`` (a hanging transaction): the final read_committed scan ends
-    there. Committed values at or past it are unreadable, not lost; one before it missing is lost."""
-    h = clean("lso-stall")
-    for o in h.ops:
-        if o["f"] == "scan" and o["isolation"] == READ_COMMITTED:
-            # the scan stops at offset 2; with the LSO at 6, b2 (offset 2) is then really missing
-            o["value"]["t-1"] = [r for r in o["value"]["t-1"] if r[0] < 2]
-        if o["f"] == "lso":
-            o["value"]["stalled_at"] = {"t-1": stalled_at}
-    v = check(h.tables()).to_json()
+    there. Committed values at or past it are unreadable, not lost; one before it missing is lost.
+    d2 (info, seen by the reader at 6) counts where the reader saw it."""
+    v = check(stalled(stalled_at).tables()).to_json()
     assert v["checks"]["lso-stall"]["count"] == 1 and v["checks"]["lso-stall"]["examples"][0]["lso"] == stalled_at
     assert v["checks"]["lost-write"]["count"] == lost, v["checks"]["lost-write"]
+
+
+def test_a_value_a_reader_saw_committed_and_that_then_vanished_is_a_lost_write() -> None:
+    # D's commit timed out (info); the reader's polls saw d1 and d2, so D committed: their absence
+    # from the final scan is a loss. The clean twin is clean() itself: D seen, and still there.
+    v = check(clean("lost-write-seen").tables()).to_json()
+    assert counts(v) == {**{name: 0 for name in ANOMALIES if name != "zombie-commit"}, "lost-write": 2}, counts(v)
+    assert sorted(e["value"] for e in v["checks"]["lost-write"]["examples"]) == ["d1", "d2"]
+    assert v["stats"]["info_resolved"] == {"committed": 0, "aborted": 1, "torn": 0}
+    assert check(clean().tables()).to_json()["checks"]["lost-write"]["count"] == 0
 
 
 def test_zombie_commit_clean_twin_is_silent() -> None:
@@ -232,4 +236,16 @@ def nothing_for(variant: str) -> History:
             if o["f"] == SCAN:
                 o["value"] = {k: [r for r in recs if not (variant == "no-fail" and r[1] in ("c1", "c2"))]
                               for k, recs in o["value"].items() if not (variant == "no-copier" and k.startswith("o-"))}
+    return h
+
+
+def stalled(stalled_at: int) -> History:
+    """``clean("lso-stall")`` with t-1's LSO stuck at ``stalled_at`` and its final read_committed
+    scan ending at offset 2 (with the LSO at 6, b2 at 2 is then really missing)."""
+    h = clean("lso-stall")
+    for o in h.ops:
+        if o["f"] == "scan" and o["isolation"] == READ_COMMITTED:
+            o["value"]["t-1"] = [r for r in o["value"]["t-1"] if r[0] < 2]
+        if o["f"] == "lso":
+            o["value"]["stalled_at"] = {"t-1": stalled_at}
     return h

@@ -18,7 +18,7 @@ from harness.checker import check
 from harness.history import store
 from harness.history.model import FAIL
 from tests.unit.histories import History, clean, simulate
-from tests.unit.test_checker import ANOMALIES, nothing_for, without_final_reads
+from tests.unit.test_checker import ANOMALIES, nothing_for, stalled, without_final_reads
 from tests.unit.test_spark_check import spark_history
 from tests.unit.test_spark_sink import executor_history
 
@@ -78,7 +78,8 @@ def test_the_engines_agree_on_every_hand_written_history(spark: Any, tmp_path: P
     cases += [(f"spark:{v or 'clean'}", spark_history(v)) for v in SPARK_VARIANTS]
     cases += [("spark-builtin", spark_history(sink="builtin")), ("spark-builtin-replayed", spark_history("replayed", sink="builtin"))]
     cases += [(f"spark-executor:{v or 'clean'}", executor_history(v)) for v in ("", "overlap", "uncovered-input", "batch-incarnations")]
-    cases += [("written-twice", written_twice())]
+    cases += [("written-twice", written_twice()), ("lost-write-seen", clean("lost-write-seen"))]
+    cases += [(f"stalled-at-{at}", stalled(at)) for at in (0, 6)]
     # nothing to judge, or nothing for some checks: the same reasons (``skipped``, ``unknown_because``)
     cases += [("no-final-reads", without_final_reads(clean())), ("no-final-reads:aborted-read", without_final_reads(clean("aborted-read"))),
               ("empty", History())] + [(f"nothing:{v}", nothing_for(v)) for v in ("no-polls", "no-fail", "no-copier")]
