@@ -38,6 +38,8 @@ MEANING: dict[str, str] = {
     "torn-transaction": "some but not all values of one transaction visible to read_committed",
     "inconsistent-offsets": "one partition offset observed holding different values",
     "nonmonotonic-send": "a producer's later transaction landed at lower offsets in a partition than its earlier one",
+    "int-nonmonotonic-send": "within one committed transaction, a send to a partition landed at a lower offset than "
+                             "the send before it to that partition (Jepsen's int-nonmonotonic-send)",
     "nonmonotonic-poll": "a reader (assign mode) went backwards in a partition",
     "poll-skip": "a reader (assign mode) skipped committed records in a partition",
     "zombie-commit": "a transaction of an older producer epoch committed or became visible after a newer instance "

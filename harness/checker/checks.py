@@ -263,6 +263,28 @@ def nonmonotonic_send(t: Tables) -> Found:
     return Found(len(bad), ex)
 
 
+def int_nonmonotonic_send(t: Tables) -> Found:
+    """Within one committed transaction, a send to a partition landed at a lower offset than the
+    send before it to that partition (Jepsen's ``int-nonmonotonic-send``): one count per such send.
+    The writes table keeps each transaction's sends in the order they were sent."""
+    c = cols(t)
+    m = np.flatnonzero((c.w_out == OUTCOME_CODES[OK]) & (c.w_off != NO_OFFSET))
+    if len(m) == 0:
+        return Found(0, skipped=NO_ACKED_OFFSETS)
+    order = np.lexsort((m, c.w_part[m], c.w_tid[m], c.w_txn[m]))  # send order within (txn, partition)
+    rows = m[order]
+    txn, tid, part, off = c.w_txn[rows], c.w_tid[rows], c.w_part[rows], c.w_off[rows]
+    same = (txn[1:] == txn[:-1]) & (tid[1:] == tid[:-1]) & (part[1:] == part[:-1])
+    bad = np.flatnonzero(same & (off[1:] < off[:-1])) + 1
+    if len(bad) == 0:
+        return Found(0)
+    w = _writes_at(t, rows[bad[:MAX_EXAMPLES]])
+    ex = [{"process": r["process"], "txn": _plain(r["txn"]), "topic": r["topic"], "partition": _plain(r["partition"]),
+           "earlier_offset": _plain(off[b - 1]), "offset": _plain(off[b]), "value": r["value"]}
+          for r, b in zip(w.to_dict("records"), bad[:MAX_EXAMPLES])]
+    return Found(len(bad), ex)
+
+
 def nonmonotonic_poll(t: Tables) -> Found:
     """One reader (assign mode) went backwards, or re-read an offset, in a partition."""
     c = cols(t)
@@ -386,6 +408,7 @@ CHECKS: dict[str, Callable[[Tables], Found]] = {
     "torn-transaction": torn_transaction,
     "inconsistent-offsets": inconsistent_offsets,
     "nonmonotonic-send": nonmonotonic_send,
+    "int-nonmonotonic-send": int_nonmonotonic_send,
     "nonmonotonic-poll": nonmonotonic_poll,
     "poll-skip": poll_skip,
     "zombie-commit": zombie_commit,

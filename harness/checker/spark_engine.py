@@ -109,6 +109,9 @@ class SparkHistory:
         self.first_values: list[tuple[str, str]] | None = None
         #: ``nonmonotonic_poll``'s count, once it ran (``poll_skip`` needs it)
         self.nonmonotonic_polls: int | None = None
+        #: ``_send_order``: (a send below the one before it in its transaction, a transaction below
+        #: the one before it), once looked at
+        self.send_order: tuple[bool, bool] | None = None
 
     def release(self) -> None:
         """Nothing is cached: each check reads the Parquet files again, which costs less than keeping
@@ -402,24 +405,33 @@ def _process_order(h: SparkHistory) -> DataFrame:
     return h.txns.groupBy("process").agg(F.min("txn").alias("proc_rank")).withColumnRenamed("process", "w_proc")
 
 
-def _any_nonmonotonic_send(h: SparkHistory) -> bool:
-    """``nonmonotonic_send``'s count is not 0: one window over the records in (producer, partition,
-    transaction, offset) order, where each transaction's first record follows the previous one's last."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
+def _send_order(h: SparkHistory) -> tuple[bool, bool]:
+    """Whether some committed send landed below the one sent before it in its transaction and
+    partition, and whether some transaction's first record landed below the previous one's last in
+    a producer's partition: one window over the records in (producer, partition, transaction, send)
+    order serves both. The second is exact only when the first is False (each transaction's records
+    then rise in send order, so its first is its lowest and its last its highest)."""
+    if h.send_order is None:
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
 
-    w = Window.partitionBy("lane").orderBy("txn", "offset")
-    sent = h.writes.where((F.col("w_out") == OK) & F.col("offset").isNotNull())
-    sent = (sent.select(_lane(h.tx, "w_proc").alias("lane"), "txn", "offset")
-            .withColumn("prev_txn", F.lag("txn").over(w)).withColumn("prev_offset", F.lag("offset").over(w)))
-    return sent.where((F.col("prev_txn") != F.col("txn")) & (F.col("offset") < F.col("prev_offset"))).limit(1).count() > 0
+        w = Window.partitionBy("lane").orderBy("txn", "row")
+        sent = h.writes.where((F.col("w_out") == OK) & F.col("offset").isNotNull())
+        sent = (sent.select(_lane(h.tx, "w_proc").alias("lane"), "txn", "row", "offset")
+                .withColumn("prev_txn", F.lag("txn").over(w)).withColumn("prev_offset", F.lag("offset").over(w)))
+        lower = F.col("offset") < F.col("prev_offset")
+        r = sent.agg(F.max((lower & (F.col("prev_txn") == F.col("txn"))).cast("int")).alias("within"),
+                     F.max((lower & (F.col("prev_txn") != F.col("txn"))).cast("int")).alias("across")).first()
+        h.send_order = (bool(r and r.within), bool(r and r.across))
+    return h.send_order
 
 
 def nonmonotonic_send(h: SparkHistory) -> Found:
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    if not _any_nonmonotonic_send(h):
+    within, across = _send_order(h)
+    if not within and not across:
         return Found(0)
     groups = (h.writes.where((F.col("w_out") == OK) & F.col("offset").isNotNull())
               .groupBy("w_proc", "tid", "partition", "topic", "txn")
@@ -433,6 +445,24 @@ def nonmonotonic_send(h: SparkHistory) -> Found:
     ex = _rows(g.join(_process_order(h), "w_proc").withColumnRenamed("w_proc", "process").withColumnRenamed("g_min", "offset"),
                ["process", "topic", "partition", "earlier_txn", "earlier_max", "txn", "offset"],
                ["proc_rank", "tid", "partition", "txn"])
+    return Found(n, ex)
+
+
+def int_nonmonotonic_send(h: SparkHistory) -> Found:
+    """The default engine's check: within one committed transaction and partition, a send landed
+    below the send before it (the ``row`` order of the writes is the order they were sent)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    if not _send_order(h)[0]:
+        return Found(0)
+    w = Window.partitionBy("txn", "tid", "partition").orderBy("row")
+    sent = (h.writes.where((F.col("w_out") == OK) & F.col("offset").isNotNull())
+            .withColumn("earlier_offset", F.lag("offset").over(w)))
+    bad = sent.where(F.col("offset") < F.col("earlier_offset"))
+    n = bad.count()
+    ex = _rows(bad.withColumnRenamed("w_proc", "process"),
+               ["process", "txn", "topic", "partition", "earlier_offset", "offset", "value"], ["txn", "tid", "partition", "row"], h)
     return Found(n, ex)
 
 
@@ -747,6 +777,7 @@ _NEEDS: dict[str, tuple[tuple[str, str], ...]] = {
     "torn-transaction": (("txn", NO_TXN_WRITES),),
     "inconsistent-offsets": (("positions", NO_POSITIONS),),
     "nonmonotonic-send": (("acked", NO_ACKED_OFFSETS),),
+    "int-nonmonotonic-send": (("acked", NO_ACKED_OFFSETS),),
     "nonmonotonic-poll": (("polls", NO_POLLS),),
     "poll-skip": (("polls", NO_POLLS), ("fc", NO_COMMITTED_RECORDS)),
 }
@@ -780,7 +811,7 @@ CHECKS = {name: _nothing(name, check) if name in _NEEDS else check for name, che
     "phantom-read": _unless(phantom_read, ("phantom",)),
     "torn-transaction": _unless(torn_transaction, ("torn",), _written_once),
     "inconsistent-offsets": _unless(inconsistent_offsets, ("inconsistent", "multi_positioned")),
-    "nonmonotonic-send": nonmonotonic_send,
+    "nonmonotonic-send": nonmonotonic_send, "int-nonmonotonic-send": int_nonmonotonic_send,
     "nonmonotonic-poll": nonmonotonic_poll, "poll-skip": poll_skip, "zombie-commit": zombie_commit,
     "copy-exactly-once": copy_exactly_once, "spark-exactly-once": spark_exactly_once, "lso-stall": lso,
 }.items()}

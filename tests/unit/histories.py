@@ -90,9 +90,14 @@ def clean(variant: str = "") -> History:
         h.txn("p2", [("t", 0, "d1", d_at), ("t", 1, "d2", d_at)])
     else:
         h.txn("p2", [("t", 0, "d1", None), ("t", 1, "d2", None)], outcome=INFO)
+    if variant == "int-nonmonotonic-send":
+        # p1's last transaction: e1 then e2 to t-0, yet e1 landed after e2
+        h.txn("p1", [("t", 0, "e1", 10), ("t", 0, "e2", 9)])
 
     log: dict[int, list[tuple[int, str]]] = {
         p: sorted([(0, f"a{p + 1}"), (b_at, f"b{p + 1}"), (d_at, f"d{p + 1}")]) for p in (0, 1)}
+    if variant == "int-nonmonotonic-send":
+        log[0] += [(9, "e2"), (10, "e1")]
     committed = {p: list(recs) for p, recs in log.items()}
     uncommitted = {p: sorted(recs + [(4, f"c{p + 1}")]) for p, recs in log.items()}
     if variant == "duplicate":
