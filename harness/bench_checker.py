@@ -224,7 +224,11 @@ def _measure_spark(run_dir: Path, master: str | None = None) -> dict[str, Any]:
 
 def _vm_hwm_mb(pid: int) -> int:
     """A process's peak resident memory so far (``VmHWM``), in MiB."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:  # it ended meanwhile
+        return 0
+    for line in status.splitlines():
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) // 1024
     return 0
@@ -246,10 +250,13 @@ def _jvm_peaks(app_id: str) -> dict[str, int]:
             peaks[f"executor-{proc.pid}"] = _vm_hwm_mb(proc.pid)
     counted = {int(k.rsplit("-", 1)[1]) for k in peaks}
     for c in psutil.Process().children(recursive=True):
-        cmd = c.cmdline()
+        try:
+            cmd, name = c.cmdline(), c.name()
+        except psutil.Error:  # it ended meanwhile (a Python worker Spark let go): nothing to read
+            continue
         if c.pid in counted or any(cls in cmd for cls in SPARK_DAEMONS):
             continue  # an executor (counted above), or a cluster daemon and its executors' parents
-        peaks[f"driver-{c.name()}-{c.pid}"] = _vm_hwm_mb(c.pid)
+        peaks[f"driver-{name}-{c.pid}"] = _vm_hwm_mb(c.pid)
     return {k: v for k, v in peaks.items() if v}
 
 
