@@ -37,6 +37,8 @@ MEANING: dict[str, str] = {
     "phantom-read": "a read_committed reader saw a value no process of the run ever wrote (a phantom or garbage read)",
     "torn-transaction": "some but not all values of one transaction visible to read_committed",
     "inconsistent-offsets": "one partition offset observed holding different values",
+    "wrong-offset": "a value in the final read_committed scan, but not at the offset its delivery report gave, "
+                    "where no read saw anything",
     "nonmonotonic-send": "a producer's later transaction landed at lower offsets in a partition than its earlier one",
     "int-nonmonotonic-send": "within one committed transaction, a send to a partition landed at a lower offset than "
                              "the send before it to that partition (Jepsen's int-nonmonotonic-send)",
@@ -56,7 +58,8 @@ assert set(MEANING) == set(CHECKS), "every check has a meaning"
 #: Checks that judge what Kafka kept by the final read_committed scan. A history without it (its
 #: runner died before the final reads, or the scan's line was cut off) leaves them nothing to
 #: judge: they are skipped, and the verdict is "unknown" unless another check found something.
-NEEDS_FINAL_READS = ("lost-write", "torn-transaction", "poll-skip", "copy-exactly-once", "spark-exactly-once")
+NEEDS_FINAL_READS = ("lost-write", "torn-transaction", "wrong-offset", "poll-skip", "copy-exactly-once",
+                     "spark-exactly-once")
 NO_FINAL_READS = ("no final reads: the history has no final read_committed scan (its run died before the final "
                   "reads, or the line of its scan was cut off)")
 NOTHING_COMMITTED = "nothing committed: no transaction was acknowledged or seen committed, so no guarantee was exercised"

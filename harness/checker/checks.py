@@ -34,6 +34,7 @@ NO_FAILED_WRITES = "no value of a transaction that definitely aborted (fail)"
 NO_TXN_WRITES = "no value written inside a transaction"
 NO_POSITIONS = "no offset was read or acknowledged"
 NO_ACKED_OFFSETS = "no offset acknowledged to a committed transaction"
+NO_OFFSETS = "no offset was acknowledged to a writer"
 NO_POLLS = "no polls (no reader in assign mode)"
 NO_COMMITTED_RECORDS = "the final read_committed scan holds no record"
 NO_SECOND_INSTANCE = "no transactional.id was initialised by a second instance (nothing was fenced)"
@@ -235,6 +236,38 @@ def inconsistent_offsets(t: Tables) -> Found:
     return Found(len(bad_pos), examples)
 
 
+def wrong_offset(t: Tables) -> Found:
+    """A value in the final committed scan, but not at the offset its delivery report gave, and that
+    offset empty: no read saw anything there. (Another value seen at that offset is
+    ``inconsistent-offsets``; the value nowhere is ``lost-write``.)"""
+    c = cols(t)
+    if not (c.w_off != NO_OFFSET).any():
+        return Found(0, skipped=NO_OFFSETS)
+    acked = np.flatnonzero((c.w_off != NO_OFFSET) & c.in_fc[c.w_vid])
+    v = c.w_vid[acked]
+    apos = (c.w_tid[acked] << 56) | (c.w_part[acked] << 40) | c.w_off[acked]
+    fc_vid, fc_pos = c.r_vid[c.fc], c.r_pos[c.fc]
+    lo, hi = span(fc_vid, fc_pos, c.n_values)
+    one = lo[v] == hi[v]
+    wrong = one & (lo[v] != apos)
+    if (~one).any():  # a value at several positions (a duplicate): is the acknowledged one among them?
+        cand = pd.DataFrame({"vid": v[~one], "pos": apos[~one], "i": np.flatnonzero(~one)})
+        there = pd.DataFrame({"vid": fc_vid, "pos": fc_pos}).drop_duplicates()
+        hit = cand.merge(there, on=["vid", "pos"], how="left", indicator=True)
+        wrong[hit.loc[hit["_merge"] == "left_only", "i"].to_numpy()] = True
+    bad = np.flatnonzero(wrong)
+    bad = bad[~np.isin(apos[bad], c.r_pos)]  # only where the acknowledged offset is empty
+    if len(bad) == 0:
+        return Found(0)
+    w = _writes_at(t, acked[bad[:MAX_EXAMPLES]])
+    found = lo[v[bad[:MAX_EXAMPLES]]]
+    ex = [{"value": r["value"], "txn": _plain(r["txn"]), "process": r["process"],
+           "acknowledged": position(r["topic"], r["partition"], r["offset"]),
+           "found_at": position(_topic_of(t, int(f >> 56)), int((f >> 40) & 0xFFFF), int(f & ((1 << 40) - 1)))}
+          for r, f in zip(w.to_dict("records"), found)]
+    return Found(len(bad), ex)
+
+
 def _topic_of(t: Tables, tid: int) -> str:
     hit = t.reads.loc[t.reads["tid"] == tid, "topic"]
     return str(hit.iloc[0]) if len(hit) else str(t.writes.loc[t.writes["tid"] == tid, "topic"].iloc[0])
@@ -407,6 +440,7 @@ CHECKS: dict[str, Callable[[Tables], Found]] = {
     "phantom-read": phantom_read,
     "torn-transaction": torn_transaction,
     "inconsistent-offsets": inconsistent_offsets,
+    "wrong-offset": wrong_offset,
     "nonmonotonic-send": nonmonotonic_send,
     "int-nonmonotonic-send": int_nonmonotonic_send,
     "nonmonotonic-poll": nonmonotonic_poll,

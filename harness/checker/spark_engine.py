@@ -27,6 +27,7 @@ from harness.checker.checks import (
     NO_COMMITTED_RECORDS,
     NO_COPIER,
     NO_FAILED_WRITES,
+    NO_OFFSETS,
     NO_OK_WRITES,
     NO_POLLS,
     NO_POSITIONS,
@@ -397,6 +398,29 @@ def inconsistent_offsets(h: SparkHistory) -> Found:
     return Found(n, examples)
 
 
+def wrong_offset(h: SparkHistory) -> Found:
+    """The default engine's check: an acknowledged write whose value is in the final committed
+    scan, but not at the acknowledged offset, where no read saw anything."""
+    from pyspark.sql import functions as F
+
+    fc = h.reads.where("fc").select("vid", F.col("pos").alias("fpos"))
+    acked = h.writes.where(F.col("offset").isNotNull()).select("vid", "row", "pos")
+    per = (acked.join(fc, "vid").groupBy("vid", "row", "pos")
+           .agg(F.max((F.col("fpos") == F.col("pos")).cast("int")).alias("hit"), F.min("fpos").alias("found")))
+    bad = per.where(F.col("hit") == 0).join(h.reads.select("pos").distinct(), "pos", "left_anti")
+    n = bad.count()
+    if not n:
+        return Found(0)
+    first = bad.orderBy("row").limit(MAX_EXAMPLES).collect()
+    rows = {r.row: r for r in h.value_of_few(h.writes.where(F.col("row").isin([r.row for r in first]))).collect()}
+    topics = {r.tid: r.topic for r in h.reads.select("tid", "topic").distinct().collect()}
+    examples = [{"value": rows[b.row].value, "txn": rows[b.row].txn, "process": rows[b.row].w_proc,
+                 "acknowledged": position(rows[b.row].topic, rows[b.row].partition, rows[b.row].offset),
+                 "found_at": position(topics.get(b.found >> 56, str(b.found >> 56)), int((b.found >> OFFSET_BITS) & 0xFFFF),
+                                      int(b.found & ((1 << OFFSET_BITS) - 1)))} for b in first]
+    return Found(n, examples)
+
+
 def _process_order(h: SparkHistory) -> DataFrame:
     """Each process's rank in order of first appearance in the transactions table (the default
     engine's factorize order), for examples in the same order."""
@@ -753,6 +777,8 @@ def _there_is(h: SparkHistory, what: str) -> bool:
         return bool(s["n_poll"])
     if what == "fc":
         return bool(s["n_fc"])
+    if what == "offsets":
+        return bool(s["acked"])
     if what == "positions" and s["n_poll"] + s["n_fc"] + s["n_unc"]:
         return True
     if what == "positions" or (what == "acked" and not _written_once(h)):
@@ -776,6 +802,7 @@ _NEEDS: dict[str, tuple[tuple[str, str], ...]] = {
     "phantom-read": (("cv", NO_COMMITTED_READS),),
     "torn-transaction": (("txn", NO_TXN_WRITES),),
     "inconsistent-offsets": (("positions", NO_POSITIONS),),
+    "wrong-offset": (("offsets", NO_OFFSETS),),
     "nonmonotonic-send": (("acked", NO_ACKED_OFFSETS),),
     "int-nonmonotonic-send": (("acked", NO_ACKED_OFFSETS),),
     "nonmonotonic-poll": (("polls", NO_POLLS),),
@@ -811,6 +838,8 @@ CHECKS = {name: _nothing(name, check) if name in _NEEDS else check for name, che
     "phantom-read": _unless(phantom_read, ("phantom",)),
     "torn-transaction": _unless(torn_transaction, ("torn",), _written_once),
     "inconsistent-offsets": _unless(inconsistent_offsets, ("inconsistent", "multi_positioned")),
+    # a value not where its acknowledgement put it is at two positions
+    "wrong-offset": _unless(wrong_offset, ("multi_positioned",)),
     "nonmonotonic-send": nonmonotonic_send, "int-nonmonotonic-send": int_nonmonotonic_send,
     "nonmonotonic-poll": nonmonotonic_poll, "poll-skip": poll_skip, "zombie-commit": zombie_commit,
     "copy-exactly-once": copy_exactly_once, "spark-exactly-once": spark_exactly_once, "lso-stall": lso,

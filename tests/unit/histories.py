@@ -84,7 +84,8 @@ def clean(variant: str = "") -> History:
         b_at, d_at = 6, 2  # p2's later transaction D landed below its earlier B
     a_ack = 2 if variant == "inconsistent-offsets" else 0  # Kafka told p1 "a1 at 2", but 2 holds b1
     h.txn("p1", [("t", 0, "a1", a_ack), ("t", 1, "a2", 0)])
-    h.txn("p2", [("t", 0, "b1", b_at), ("t", 1, "b2", b_at)])
+    # wrong-offset: Kafka told p2 "b2 at 3" (a marker's offset), but b2 is at 2
+    h.txn("p2", [("t", 0, "b1", b_at), ("t", 1, "b2", 3 if variant == "wrong-offset" else b_at)])
     h.txn("p1", [("t", 0, "c1", None), ("t", 1, "c2", None)], outcome=FAIL)
     if variant == "nonmonotonic-send":
         h.txn("p2", [("t", 0, "d1", d_at), ("t", 1, "d2", d_at)])

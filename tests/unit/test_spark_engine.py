@@ -69,7 +69,7 @@ def _position_keys(example: dict[str, Any]) -> list[str]:
 
 
 #: checks whose examples both engines pick the same way (history order decides, no ties)
-SAME_EXAMPLES = ("lost-write", "int-nonmonotonic-send", "aborted-read", "phantom-read", "torn-transaction", "nonmonotonic-poll", "poll-skip", "zombie-commit",
+SAME_EXAMPLES = ("lost-write", "int-nonmonotonic-send", "wrong-offset", "aborted-read", "phantom-read", "torn-transaction", "nonmonotonic-poll", "poll-skip", "zombie-commit",
                  "duplicate", "inconsistent-offsets")
 
 
