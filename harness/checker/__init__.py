@@ -34,6 +34,8 @@ MEANING: dict[str, str] = {
     "lost-write": "a committed value missing from the final read_committed scan: its transaction was acknowledged "
                   "committed (ok), or a read_committed reader saw it (which proves the commit, whatever the producer was told)",
     "aborted-read": "a read_committed reader saw a value of a transaction that definitely aborted (fail); Jepsen's G1a",
+    "precommitted-read": "a read_committed poll completed before the commit of the value's transaction was even "
+                         "invoked (Jepsen's precommitted-read)",
     "phantom-read": "a read_committed reader saw a value no process of the run ever wrote (a phantom or garbage read)",
     "torn-transaction": "some but not all values of one transaction visible to read_committed",
     "inconsistent-offsets": "one partition offset observed holding different values",

@@ -161,6 +161,50 @@ def _first_reads(c: Cols, seen: np.ndarray) -> np.ndarray:
     return pd.DataFrame({"vid": c.r_vid[seen], "row": np.flatnonzero(seen)}).drop_duplicates("vid")["row"].to_numpy()
 
 
+def precommitted_read(t: Tables) -> Found:
+    """A read_committed poll that completed before the commit of the value's transaction was even
+    invoked (Jepsen's ``precommitted-read``): one count per value. Times are the history's (one
+    monotonic clock for every process of a run); a transaction whose commit was never invoked has
+    nothing to compare with here (reading its values is ``aborted-read``'s or ``lost-write``'s)."""
+    c = cols(t)
+    if not c.poll.any():
+        return Found(0, skipped=NO_POLLS)
+    m = c.w_is_txn & (c.w_tix >= 0)
+    commit_at = np.full(c.n_values, np.iinfo(np.int64).max, dtype=np.int64)  # max: never invoked
+    if m.any():
+        at = t.txns["commit_at"].to_numpy(dtype="float64", na_value=np.nan)[c.w_tix[m]]
+        known = ~np.isnan(at)
+        np.minimum.at(commit_at, c.w_vid[m][known], at[known].astype(np.int64))
+    polls = np.flatnonzero(c.poll)
+    done_at = poll_times(t)[polls]
+    invoked = commit_at[c.r_vid[polls]]
+    early = polls[(done_at < invoked) & (invoked != np.iinfo(np.int64).max)]
+    vids = np.unique(c.r_vid[early])
+    if len(vids) == 0:
+        return Found(0)
+    mask = np.zeros(len(c.r_vid), dtype=bool)
+    mask[early] = True
+    first = _first_reads(c, mask)
+    reads = with_values(t, t.reads.iloc[first[:MAX_EXAMPLES]])
+    ex = [{"value": r["value"], "reader": r["process"], "read_op": _plain(r["op"]), "read_done": _plain(d),
+           "commit_invoked": _plain(commit_at[v]), "position": position(r["topic"], r["partition"], r["offset"])}
+          for r, d, v in zip(reads.to_dict("records"), poll_times(t)[first[:MAX_EXAMPLES]], c.r_vid[first[:MAX_EXAMPLES]])]
+    return Found(len(vids), ex)
+
+
+def poll_times(t: Tables) -> np.ndarray:
+    """Per read row, the time its op completed (the ops table's ``time`` at the read's ``op``);
+    the maximum where the ops table does not have it (a synthetic history)."""
+    ops = t.ops
+    times = np.full(int(ops["index"].max()) + 1 if len(ops) else 0, np.iinfo(np.int64).max, dtype=np.int64)
+    times[ops["index"].to_numpy(np.int64)] = ops["time"].to_numpy(np.int64)
+    op = t.reads["op"].to_numpy(np.int64)
+    inside = op < len(times)
+    out = np.full(len(op), np.iinfo(np.int64).max, dtype=np.int64)
+    out[inside] = times[op[inside]]
+    return out
+
+
 def phantom_read(t: Tables) -> Found:
     """A read_committed reader saw a value no process of the run ever sent (Jepsen's garbage read).
     Only topics some recorded send wrote to are looked at: a topic that only an unrecorded writer
@@ -437,6 +481,7 @@ CHECKS: dict[str, Callable[[Tables], Found]] = {
     "duplicate": duplicate,
     "lost-write": lost_write,
     "aborted-read": aborted_read,
+    "precommitted-read": precommitted_read,
     "phantom-read": phantom_read,
     "torn-transaction": torn_transaction,
     "inconsistent-offsets": inconsistent_offsets,

@@ -86,10 +86,14 @@ class SparkHistory:
         self.txns = rd("txns")
         self.inits = rd("inits")
         self.groups = rd("group_offsets")
+        ops = rd("ops").select(F.col("index").alias("op"), F.col("time").alias("done_at"))
+        #: each op's completion time by its index (polls' times): shipped whole while it fits
+        self.op_times = F.broadcast(ops) if _rows_in(run_dir, "ops") <= BROADCAST_ROWS else ops
         self.faults = rd("faults")
         self.values = rd(store.VALUES_TABLE)
         tx = self.txns.select("txn", F.col("outcome").alias("w_out"), (F.col("f") == TXN).alias("w_is_txn"),
-                              F.col("process").alias("w_proc"), F.lit(True).alias("w_known"))
+                              F.col("process").alias("w_proc"), F.lit(True).alias("w_known"),
+                              F.when(F.col("f") == TXN, F.col("commit_at")).alias("w_commit_at"))
         # one row per transaction: shipped whole to every task while it fits (no shuffle of the writes)
         self.tx = F.broadcast(tx) if _rows_in(run_dir, "txns") <= BROADCAST_ROWS else tx
         w = rd("writes")
@@ -204,11 +208,13 @@ def _summary(h: SparkHistory) -> dict[str, Any]:
     written_tids = [r.tid for r in h.raw_writes.select("tid").distinct().collect()]
     # the read's kind as bits: 1 polled, 2 in the final read_committed scan, 4 read_committed on a
     # topic some send wrote to (one bit_or per value instead of one max per flag)
-    w = h.raw_writes.select("vid", "txn", F.lit(1).alias("nw"), _pos(F.col("tid"), F.col("partition"), F.col("offset")).alias("pos"),
-                            F.lit(0).alias("kind"), F.col("offset").isNotNull().cast("int").alias("acked"))
+    w = h.raw_writes.join(h.tx.select("txn", "w_commit_at"), "txn", "left").select(
+        "vid", "txn", F.lit(1).alias("nw"), _pos(F.col("tid"), F.col("partition"), F.col("offset")).alias("pos"),
+        F.lit(0).alias("kind"), F.col("offset").isNotNull().cast("int").alias("acked"), F.col("w_commit_at").alias("commit_at"),
+        F.lit(None).cast("long").alias("done_at"))
     kind = (F.col("poll").cast("int") + 2 * F.col("fc").cast("int") + 4 * (F.col("cv") & F.col("tid").isin(written_tids)).cast("int"))
-    r = h.reads.select("vid", F.lit(None).cast("long").alias("txn"), F.lit(0).alias("nw"), "pos", kind.alias("kind"),
-                       F.lit(0).alias("acked"))
+    r = _with_poll_times(h).select("vid", F.lit(None).cast("long").alias("txn"), F.lit(0).alias("nw"), "pos", kind.alias("kind"),
+                                   F.lit(0).alias("acked"), F.lit(None).cast("long").alias("commit_at"), "done_at")
     bit = F.col("kind").bitwiseAND
     cv_pos = F.when(bit(3) > 0, F.col("pos"))
     # Each value is a group of a few rows, grouped after one shuffle (Spark 4.0 still hashes them
@@ -220,9 +226,10 @@ def _summary(h: SparkHistory) -> dict[str, Any]:
     u = u.repartition(_summary_partitions(h), "bucket")
     per_vid = (u.groupBy("bucket", "vid").agg(
         F.max("txn").alias("txn"), F.sum("nw").alias("nw"), F.sum("acked").alias("acked"), F.bit_or("kind").alias("kinds"),
+        F.min("commit_at").alias("commit_at"), F.min("done_at").alias("first_poll"),
         F.min(cv_pos).alias("cv_lo"), F.max(cv_pos).alias("cv_hi"), F.min("pos").alias("lo"), F.max("pos").alias("hi"),
         F.sum(bit(1)).alias("n_poll"))
-        .select("txn", "nw", "acked", "n_poll",
+        .select("txn", "nw", "acked", "n_poll", (F.col("first_poll") < F.col("commit_at")).alias("precommitted"),
                 (F.col("kinds").bitwiseAND(2) > 0).alias("has_fc"), (F.col("kinds").bitwiseAND(3) > 0).alias("has_cv"),
                 (F.col("kinds").bitwiseAND(4) > 0).alias("cv_on_written"),
                 (F.col("cv_lo") != F.col("cv_hi")).alias("dup"), (F.col("cv_lo") == F.col("cv_hi")).alias("one_cv_pos"),
@@ -231,7 +238,8 @@ def _summary(h: SparkHistory) -> dict[str, Any]:
     written = F.col("nw") > 0
     one_cv_pos = F.col("has_fc") & F.col("one_cv_pos")
     per_txn = per_vid.groupBy("txn").agg(
-        F.sum("nw").alias("written"), F.sum("acked").alias("acked"), F.sum((written & F.col("has_fc")).cast("long")).alias("visible"),
+        F.sum("nw").alias("written"), F.sum("acked").alias("acked"), F.sum(F.col("precommitted").cast("long")).alias("precommitted"),
+        F.sum((written & F.col("has_fc")).cast("long")).alias("visible"),
         F.sum((written & F.col("has_cv")).cast("long")).alias("cv_values"),
         F.sum((written & F.col("has_cv") & ~F.col("has_fc")).cast("long")).alias("seen_not_kept"),
         F.sum(F.col("dup").cast("long")).alias("dup"),
@@ -258,7 +266,7 @@ def _summary(h: SparkHistory) -> dict[str, Any]:
         (total(out == OK, wr) + total(out == INFO, F.col("cv_values"))).alias("ok_written"), total(out == FAIL, wr).alias("fail_written"),
         total(F.col("w_is_txn"), wr).alias("txn_written"), total(out == OK, F.col("acked")).alias("ok_acked"),
         *(F.coalesce(F.sum(c), F.lit(0)).alias(c) for c in (
-            "dup", "phantom", "committed", "multi_written", "multi_positioned", "polls_off_committed", "acked",
+            "dup", "phantom", "committed", "multi_written", "multi_positioned", "polls_off_committed", "acked", "precommitted",
             "written", "n_poll")))
     by_pos = (per_vid.where(F.col("at").isNotNull()).select("at").repartition(_summary_partitions(h), "at")
               .groupBy("at").count().agg(total(F.col("count") > 1).alias("inconsistent")))
@@ -347,6 +355,30 @@ def _first_reads(h: SparkHistory, seen: DataFrame) -> list[Any]:
 
     first = seen.groupBy("vid").agg(F.min("row").alias("row")).join(seen, ["vid", "row"])
     return h.value_of_few(first.orderBy("row").limit(MAX_EXAMPLES)).orderBy("row").collect()
+
+
+def _with_poll_times(h: SparkHistory) -> DataFrame:
+    """The reads with ``done_at``: when a poll's op completed (null for the final scans)."""
+    from pyspark.sql import functions as F
+
+    polls = h.reads.where("poll").join(h.op_times, "op", "left")
+    return polls.unionByName(h.reads.where(~F.col("poll")).withColumn("done_at", F.lit(None).cast("long")))
+
+
+def precommitted_read(h: SparkHistory) -> Found:
+    """The default engine's check: polls that completed before their value's transaction invoked
+    its commit (the earliest commit among the value's writes)."""
+    from pyspark.sql import functions as F
+
+    commit = (h.writes.where(F.col("w_commit_at").isNotNull()).groupBy("vid").agg(F.min("w_commit_at").alias("commit_invoked")))
+    seen = (_with_poll_times(h).where("poll").join(commit, "vid")
+            .where(F.col("done_at") < F.col("commit_invoked")))
+    n = seen.select("vid").distinct().count()
+    if not n:
+        return Found(0)
+    examples = [{"value": r.value, "reader": r.process, "read_op": r.op, "read_done": r.done_at, "commit_invoked": r.commit_invoked,
+                 "position": position(r.topic, r.partition, r.offset)} for r in _first_reads(h, seen)]
+    return Found(n, examples)
 
 
 def phantom_read(h: SparkHistory) -> Found:
@@ -799,6 +831,7 @@ _NEEDS: dict[str, tuple[tuple[str, str], ...]] = {
     "duplicate": (("cv", NO_COMMITTED_READS),),
     "lost-write": (("ok", NO_OK_WRITES),),
     "aborted-read": (("cv", NO_COMMITTED_READS), ("fail", NO_FAILED_WRITES)),
+    "precommitted-read": (("polls", NO_POLLS),),
     "phantom-read": (("cv", NO_COMMITTED_READS),),
     "torn-transaction": (("txn", NO_TXN_WRITES),),
     "inconsistent-offsets": (("positions", NO_POSITIONS),),
@@ -835,6 +868,7 @@ CHECKS = {name: _nothing(name, check) if name in _NEEDS else check for name, che
     "duplicate": _unless(duplicate, ("dup",)),
     "lost-write": _unless(lost_write, ("lost",), _no_lso_stall),
     "aborted-read": _unless(aborted_read, ("aborted",), _written_once),
+    "precommitted-read": _unless(precommitted_read, ("precommitted",)),
     "phantom-read": _unless(phantom_read, ("phantom",)),
     "torn-transaction": _unless(torn_transaction, ("torn",), _written_once),
     "inconsistent-offsets": _unless(inconsistent_offsets, ("inconsistent", "multi_positioned")),

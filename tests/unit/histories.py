@@ -99,6 +99,8 @@ def clean(variant: str = "") -> History:
         p: sorted([(0, f"a{p + 1}"), (b_at, f"b{p + 1}"), (d_at, f"d{p + 1}")]) for p in (0, 1)}
     if variant == "int-nonmonotonic-send":
         log[0] += [(9, "e2"), (10, "e1")]
+    if variant == "precommitted-read":
+        log[0] += [(10, "e1")]
     committed = {p: list(recs) for p, recs in log.items()}
     uncommitted = {p: sorted(recs + [(4, f"c{p + 1}")]) for p, recs in log.items()}
     if variant == "duplicate":
@@ -120,8 +122,14 @@ def clean(variant: str = "") -> History:
         polls[0] = [committed[0][:1], committed[0][2:]]  # never got b1 at 2
     if variant == "phantom-read":
         polls[0] = [committed[0][:2], committed[0][2:] + [(9, "g1")]]  # g1: nobody ever wrote it
+    if variant == "precommitted-read":
+        polls[0][1] = [r for r in polls[0][1] if r[1] != "e1"]
     for k in range(2):
         h.poll("r1", {tp_key("t", p): polls[p][k] for p in (0, 1) if polls[p][k]})
+    if variant == "precommitted-read":
+        # r1 gets e1 before p1 even starts the transaction that writes it
+        h.poll("r1", {tp_key("t", 0): [(10, "e1")]})
+        h.txn("p1", [("t", 0, "e1", 10)])
     if variant == "lost-write-seen":
         # D's producer never learnt its fate (info), the reader saw D committed, and then D is gone
         for view in (committed, uncommitted):

@@ -69,8 +69,8 @@ def _position_keys(example: dict[str, Any]) -> list[str]:
 
 
 #: checks whose examples both engines pick the same way (history order decides, no ties)
-SAME_EXAMPLES = ("lost-write", "int-nonmonotonic-send", "wrong-offset", "aborted-read", "phantom-read", "torn-transaction", "nonmonotonic-poll", "poll-skip", "zombie-commit",
-                 "duplicate", "inconsistent-offsets")
+SAME_EXAMPLES = ("lost-write", "int-nonmonotonic-send", "wrong-offset", "precommitted-read", "aborted-read", "phantom-read",
+                 "torn-transaction", "nonmonotonic-poll", "poll-skip", "zombie-commit", "duplicate", "inconsistent-offsets")
 
 
 def test_the_engines_agree_on_every_hand_written_history(spark: Any, tmp_path: Path) -> None:
