@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import time
@@ -15,8 +16,15 @@ def run(args: list[str], env: dict[str, str], timeout: float = 300) -> subproces
 
 
 def start(args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
+    """The CLI running in the background, as a user's terminal would start it: Ctrl-C (SIGINT) on.
+    A test session started in the background of a non-interactive shell (``cmd &``) inherits SIGINT
+    ignored, and so would the CLI (Python keeps an ignored SIGINT ignored), which no user sees."""
     return subprocess.Popen([CLI, *args], env=env, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                            stdin=subprocess.DEVNULL)
+                            stdin=subprocess.DEVNULL, preexec_fn=_sigint_on)
+
+
+def _sigint_on() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def path_with(tmp_path: Path, **tools: str | None) -> str:

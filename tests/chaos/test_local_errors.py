@@ -21,7 +21,7 @@ from clusters.topology import Topology
 from harness.errors import ClusterError
 from harness.runfolder import new_run_dir
 from harness.wait import wait_until
-from tests.chaos.cli_helpers import CLI, path_with, run, wait_for_line
+from tests.chaos.cli_helpers import CLI, path_with, run, start, wait_for_line
 
 pytestmark = pytest.mark.chaos
 
@@ -125,8 +125,7 @@ def test_node_that_fails_to_start_shows_its_log_and_leaves_nothing(arts, iso_env
 
 
 def test_ctrl_c_during_start_takes_everything_down(iso_env: dict[str, str]) -> None:
-    proc = subprocess.Popen([CLI, "cluster", "up", "--port-base", str(ALT_PORT_BASE)], env=iso_env,
-                            stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    proc = start(["cluster", "up", "--port-base", str(ALT_PORT_BASE)], iso_env)
     try:
         wait_for_line(proc, "starting local cluster", 120)
         # let it get as far as starting processes before interrupting
