@@ -227,7 +227,7 @@ class MatrixRun:
 
     @property
     def outcome(self) -> str:
-        """valid, invalid (a finding) or unknown (a check crashed, or the run broke)."""
+        """valid, invalid (a finding) or unknown (a check crashed, the run broke, or its history had nothing to judge)."""
         return "valid" if self.valid is True else "invalid" if self.valid is False else "unknown"
 
 

@@ -28,7 +28,7 @@ def print_outcome(label: str, headline: str, details: Iterable[str], where: str)
 
 
 def verdict_label(valid: object) -> str:
-    """VALID, INVALID or UNKNOWN (a check crashed), coloured."""
+    """VALID, INVALID or UNKNOWN (a check crashed, or nothing to judge), coloured."""
     return VALID if valid is True else (UNKNOWN if valid == "unknown" else INVALID)
 
 

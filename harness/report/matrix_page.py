@@ -14,7 +14,7 @@ STATES = {
     "valid": "every run valid",
     "partial": "valid so far, runs still to come",
     "invalid": "a run found an anomaly",
-    "unknown": "a run broke or a check crashed (no finding)",
+    "unknown": "a run broke, a check crashed, or the history had nothing to judge (no finding)",
     "pending": "no run yet",
 }
 
