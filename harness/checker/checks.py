@@ -199,7 +199,7 @@ def poll_times(t: Tables) -> np.ndarray:
     times = np.full(int(ops["index"].max()) + 1 if len(ops) else 0, np.iinfo(np.int64).max, dtype=np.int64)
     times[ops["index"].to_numpy(np.int64)] = ops["time"].to_numpy(np.int64)
     op = t.reads["op"].to_numpy(np.int64)
-    inside = op < len(times)
+    inside = (op >= 0) & (op < len(times))  # a synthetic history's scans name ops past the table
     out = np.full(len(op), np.iinfo(np.int64).max, dtype=np.int64)
     out[inside] = times[op[inside]]
     return out
