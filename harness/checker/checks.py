@@ -247,7 +247,7 @@ def inconsistent_offsets(t: Tables) -> Found:
     acked = c.w_off != NO_OFFSET
     if not len(c.r_vid) and not acked.any():
         return Found(0, skipped=NO_POSITIONS)
-    apos = (c.w_tid[acked] << 56) | (c.w_part[acked] << 40) | c.w_off[acked]
+    apos = _acked_positions(c, acked)
     avid = c.w_vid[acked]
     # Each value's lowest and highest position (over reads and acknowledged writes, without
     # concatenating them: memory); values seen at several positions contribute all of theirs. Two
@@ -275,8 +275,7 @@ def inconsistent_offsets(t: Tables) -> Found:
     for b in bad_pos[:MAX_EXAMPLES]:
         vids = np.concatenate([c.r_vid[c.r_pos == b], avid[apos == b]])
         values: list[Any] = t.values.take(vids).tolist() if t.values is not None else []
-        examples.append({"topic": _topic_of(t, int(b >> 56)), "partition": int((b >> 40) & 0xFFFF),
-                         "offset": int(b & ((1 << 40) - 1)), "values": sorted({str(v) for v in values})})
+        examples.append({**_position_at(t, int(b)), "values": sorted({str(v) for v in values})})
     return Found(len(bad_pos), examples)
 
 
@@ -289,7 +288,7 @@ def wrong_offset(t: Tables) -> Found:
         return Found(0, skipped=NO_OFFSETS)
     acked = np.flatnonzero((c.w_off != NO_OFFSET) & c.in_fc[c.w_vid])
     v = c.w_vid[acked]
-    apos = (c.w_tid[acked] << 56) | (c.w_part[acked] << 40) | c.w_off[acked]
+    apos = _acked_positions(c, acked)
     fc_vid, fc_pos = c.r_vid[c.fc], c.r_pos[c.fc]
     lo, hi = span(fc_vid, fc_pos, c.n_values)
     one = lo[v] == hi[v]
@@ -307,9 +306,20 @@ def wrong_offset(t: Tables) -> Found:
     found = lo[v[bad[:MAX_EXAMPLES]]]
     ex = [{"value": r["value"], "txn": _plain(r["txn"]), "process": r["process"],
            "acknowledged": position(r["topic"], r["partition"], r["offset"]),
-           "found_at": position(_topic_of(t, int(f >> 56)), int((f >> 40) & 0xFFFF), int(f & ((1 << 40) - 1)))}
+           "found_at": _position_at(t, int(f))}
           for r, f in zip(w.to_dict("records"), found)]
     return Found(len(bad), ex)
+
+
+def _acked_positions(c: Cols, rows: np.ndarray) -> np.ndarray:
+    """The packed positions (as the reads' ``pos``) Kafka acknowledged for the writes ``rows``."""
+    packed: np.ndarray = (c.w_tid[rows] << 56) | (c.w_part[rows] << 40) | c.w_off[rows]
+    return packed
+
+
+def _position_at(t: Tables, pos: int) -> Position:
+    """A packed position as a position object."""
+    return position(_topic_of(t, pos >> 56), (pos >> 40) & 0xFFFF, pos & ((1 << 40) - 1))
 
 
 def _topic_of(t: Tables, tid: int) -> str:

@@ -150,6 +150,11 @@ def _pos(tid: Any, part: Any, off: Any) -> Any:
     return F.shiftleft(tid.cast("long"), 56).bitwiseOR(F.shiftleft(part.cast("long"), OFFSET_BITS)).bitwiseOR(off.cast("long"))
 
 
+def _position_at(topics: dict[int, str], pos: int) -> Any:
+    """A packed position (``_pos``) as a position object; ``topics``: topic id -> name."""
+    return position(topics.get(pos >> 56, str(pos >> 56)), int((pos >> OFFSET_BITS) & 0xFFFF), int(pos & ((1 << OFFSET_BITS) - 1)))
+
+
 def _rows(df: DataFrame, cols: list[str], order: list[str], h: SparkHistory | None = None) -> list[dict[str, Any]]:
     """The first ``MAX_EXAMPLES`` rows of ``df`` in ``order``; with ``h``, their ``value`` looked up
     after the cut (so only those few rows meet the values table)."""
@@ -424,8 +429,7 @@ def inconsistent_offsets(h: SparkHistory) -> Found:
     topics = {r.tid: r.topic for r in h.reads.select("tid", "topic").unionByName(h.writes.select("tid", "topic")).distinct().collect()}
     positions = [r.pos for r in bad.orderBy("pos").limit(MAX_EXAMPLES).collect()]
     vals = h.value_of_few(pairs.where(F.col("pos").isin(positions))).collect()
-    examples = [{"topic": topics.get(pos >> 56, str(pos >> 56)), "partition": int((pos >> OFFSET_BITS) & 0xFFFF),
-                 "offset": int(pos & ((1 << OFFSET_BITS) - 1)), "values": sorted({str(v.value) for v in vals if v.pos == pos})}
+    examples = [{**_position_at(topics, pos), "values": sorted({str(v.value) for v in vals if v.pos == pos})}
                 for pos in positions]
     return Found(n, examples)
 
@@ -448,8 +452,7 @@ def wrong_offset(h: SparkHistory) -> Found:
     topics = {r.tid: r.topic for r in h.reads.select("tid", "topic").distinct().collect()}
     examples = [{"value": rows[b.row].value, "txn": rows[b.row].txn, "process": rows[b.row].w_proc,
                  "acknowledged": position(rows[b.row].topic, rows[b.row].partition, rows[b.row].offset),
-                 "found_at": position(topics.get(b.found >> 56, str(b.found >> 56)), int((b.found >> OFFSET_BITS) & 0xFFFF),
-                                      int(b.found & ((1 << OFFSET_BITS) - 1)))} for b in first]
+                 "found_at": _position_at(topics, b.found)} for b in first]
     return Found(n, examples)
 
 
@@ -798,31 +801,25 @@ def _has(df: DataFrame) -> bool:
 
 
 def _there_is(h: SparkHistory, what: str) -> bool:
-    """The history holds ``what`` (a ``_nothing`` subject), from the summary's totals while they are
-    exact (each value written once), else by a query of its own."""
+    """The history holds ``what`` (a ``_nothing`` subject): from the summary's totals, which for
+    the per-transaction subjects are exact only while each value is written once; otherwise by a
+    query of its own."""
     from pyspark.sql import functions as F
 
     s = h.summary
-    if what == "cv":
-        return bool(s["n_poll"] + s["n_fc"])
-    if what == "polls":
-        return bool(s["n_poll"])
-    if what == "fc":
-        return bool(s["n_fc"])
-    if what == "offsets":
-        return bool(s["acked"])
-    if what == "positions" and s["n_poll"] + s["n_fc"] + s["n_unc"]:
-        return True
-    if what == "positions" or (what == "acked" and not _written_once(h)):
-        return _has(h.raw_writes.where(F.col("offset").isNotNull()) if what == "positions"
-                    else h.writes.where((F.col("w_out") == OK) & F.col("offset").isNotNull()))
-    if not _written_once(h):
-        if what == "ok":
-            return _has(h.writes.where(F.col("w_out") == OK)) or _has(
-                h.writes.where(F.col("w_out") == INFO).join(h.cv_vids, "vid", "left_semi"))
-        cond = {"fail": F.col("w_out") == FAIL, "txn": F.col("w_is_txn") & F.col("w_known")}[what]
-        return _has(h.writes.where(cond))
-    return bool(s[{"ok": "ok_written", "fail": "fail_written", "txn": "txn_written", "acked": "ok_acked"}[what]])
+    reads = {"cv": s["n_poll"] + s["n_fc"], "polls": s["n_poll"], "fc": s["n_fc"], "offsets": s["acked"]}
+    if what in reads:
+        return bool(reads[what])
+    if what == "positions":
+        return bool(s["n_poll"] + s["n_fc"] + s["n_unc"]) or _has(h.raw_writes.where(F.col("offset").isNotNull()))
+    if _written_once(h):
+        return bool(s[{"ok": "ok_written", "fail": "fail_written", "txn": "txn_written", "acked": "ok_acked"}[what]])
+    if what == "ok":
+        return _has(h.writes.where(F.col("w_out") == OK)) or _has(
+            h.writes.where(F.col("w_out") == INFO).join(h.cv_vids, "vid", "left_semi"))
+    cond = {"fail": F.col("w_out") == FAIL, "txn": F.col("w_is_txn") & F.col("w_known"),
+            "acked": (F.col("w_out") == OK) & F.col("offset").isNotNull()}[what]
+    return _has(h.writes.where(cond))
 
 
 #: Per check, in order: what it needs to have something to look at, and the reason it gives when
