@@ -150,7 +150,7 @@ def generate_chunked(n_values: int, run_dir: Path) -> None:
                                         "isolation": pa.array([iso] * m).dictionary_encode(),
                                         "topic": pa.array(["t"] * m).dictionary_encode(), "partition": np.full(m, part),
                                         "offset": offset, "vid": txn * PARTITIONS + part, "tid": np.zeros(m, np.int16),
-                                        "pos": (part << 40) | offset, "row": row + np.arange(m)})
+                                        "pos": store.pack(0, part, offset), "row": row + np.arange(m)})
                     k, row = k + m, row + m
     meta = json.loads((folder / store.META_FILE).read_text())
     meta.update(ops=int(last_poll_op + 3), duration_ns=int((n_txn - 1) * 1000 + 1000))

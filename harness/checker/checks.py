@@ -21,8 +21,8 @@ import numpy as np
 import pandas as pd
 
 from harness.checker.arrays import NO_OFFSET, OUTCOME_CODES, Cols, build, span
-from harness.history.model import COPY_PREFIX, FAIL, INFO, OK, Position, position
-from harness.history.store import Tables, with_values
+from harness.history.model import COPY_PREFIX, FAIL, INFO, OK, TOPIC_SHIFT, Position, position
+from harness.history.store import Tables, pack, unpack, with_values
 
 MAX_EXAMPLES = 5
 
@@ -214,7 +214,7 @@ def phantom_read(t: Tables) -> Found:
         return Found(0, skipped=NO_COMMITTED_READS)
     written = np.zeros(c.n_values, dtype=bool)
     written[c.w_vid] = True
-    seen = c.cv & ~written[c.r_vid] & np.isin(c.r_pos >> 56, np.unique(c.w_tid))
+    seen = c.cv & ~written[c.r_vid] & np.isin(c.r_pos >> TOPIC_SHIFT, np.unique(c.w_tid))
     vids = np.unique(c.r_vid[seen])
     if len(vids) == 0:
         return Found(0)
@@ -313,13 +313,14 @@ def wrong_offset(t: Tables) -> Found:
 
 def _acked_positions(c: Cols, rows: np.ndarray) -> np.ndarray:
     """The packed positions (as the reads' ``pos``) Kafka acknowledged for the writes ``rows``."""
-    packed: np.ndarray = (c.w_tid[rows] << 56) | (c.w_part[rows] << 40) | c.w_off[rows]
+    packed: np.ndarray = pack(c.w_tid[rows], c.w_part[rows], c.w_off[rows])
     return packed
 
 
 def _position_at(t: Tables, pos: int) -> Position:
     """A packed position as a position object."""
-    return position(_topic_of(t, pos >> 56), (pos >> 40) & 0xFFFF, pos & ((1 << 40) - 1))
+    tid, partition, offset = unpack(pos)
+    return position(_topic_of(t, tid), partition, offset)
 
 
 def _topic_of(t: Tables, tid: int) -> str:

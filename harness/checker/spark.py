@@ -67,6 +67,10 @@ def _outputs_and_markers(t: Tables) -> tuple[pd.DataFrame, pd.DataFrame]:
     firsts = with_values(t, fc.drop_duplicates("tid"))
     out_tids = firsts.loc[firsts["value"].str.startswith(SPARK_PREFIX + "/"), "tid"]
     marker_tids = firsts.loc[firsts["value"].str.startswith(MARKER_PREFIX + "/"), "tid"]
+    if out_tids.empty and marker_tids.empty:  # no Spark job's topic: nothing to split (the common case)
+        return (pd.DataFrame(columns=["prefix", "topic", "partition", "offset", "batch", "process", "in_value",
+                                      "out_topic", "out_partition", "out_offset", "query"]),
+                pd.DataFrame(columns=["prefix", "query", "batch", "process", "ranges"]))
     out = with_values(t, fc[fc["tid"].isin(out_tids)])
     outputs = _split(out["value"], ["prefix", "topic", "partition", "offset", "batch", "process", "in_value"])
     outputs = outputs.astype({"partition": "int64", "offset": "int64", "batch": "int64"}).assign(

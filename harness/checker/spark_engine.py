@@ -44,11 +44,13 @@ from harness.history.model import (
     FAULT_START,
     INFO,
     MARKER_PREFIX,
+    OFFSET_BITS,
     OK,
     POLL,
     READ_COMMITTED,
     SCAN,
     SPARK_PREFIX,
+    TOPIC_SHIFT,
     TXN,
     position,
 )
@@ -56,7 +58,6 @@ from harness.history.model import (
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-OFFSET_BITS, PART_BITS = 40, 16
 #: A table of up to this many rows (the transactions: ~170k per million values) is broadcast to
 #: every task rather than shuffled with the table it is joined to; beyond it, memory would not stay flat.
 BROADCAST_ROWS = 5_000_000
@@ -147,12 +148,14 @@ class SparkHistory:
 def _pos(tid: Any, part: Any, off: Any) -> Any:
     from pyspark.sql import functions as F
 
-    return F.shiftleft(tid.cast("long"), 56).bitwiseOR(F.shiftleft(part.cast("long"), OFFSET_BITS)).bitwiseOR(off.cast("long"))
+    return (F.shiftleft(tid.cast("long"), TOPIC_SHIFT).bitwiseOR(F.shiftleft(part.cast("long"), OFFSET_BITS))
+            .bitwiseOR(off.cast("long")))
 
 
 def _position_at(topics: dict[int, str], pos: int) -> Any:
     """A packed position (``_pos``) as a position object; ``topics``: topic id -> name."""
-    return position(topics.get(pos >> 56, str(pos >> 56)), int((pos >> OFFSET_BITS) & 0xFFFF), int(pos & ((1 << OFFSET_BITS) - 1)))
+    tid, partition, offset = store.unpack(pos)
+    return position(topics.get(tid, str(tid)), partition, offset)
 
 
 def _rows(df: DataFrame, cols: list[str], order: list[str], h: SparkHistory | None = None) -> list[dict[str, Any]]:
@@ -476,7 +479,7 @@ def _send_order(h: SparkHistory) -> tuple[bool, bool]:
 
         w = Window.partitionBy("lane").orderBy("txn", "row")
         sent = h.writes.where((F.col("w_out") == OK) & F.col("offset").isNotNull())
-        sent = (sent.select(_lane(h.tx, "w_proc").alias("lane"), "txn", "row", "offset")
+        sent = (_with_lane(sent, "w_proc", h.tx).select("lane", "txn", "row", "offset")
                 .withColumn("prev_txn", F.lag("txn").over(w)).withColumn("prev_offset", F.lag("offset").over(w)))
         lower = F.col("offset") < F.col("prev_offset")
         r = sent.agg(F.max((lower & (F.col("prev_txn") == F.col("txn"))).cast("int")).alias("within"),
@@ -525,19 +528,18 @@ def int_nonmonotonic_send(h: SparkHistory) -> Found:
     return Found(n, ex)
 
 
-def _lane(names_from: DataFrame, process: str) -> Any:
-    """One long naming (process, topic, partition): a window over it sorts on two longs, not on a
-    string first. Processes (``process`` in ``names_from``: the few there are) are numbered by a map."""
-    from itertools import chain
-
+def _with_lane(df: DataFrame, process: str, names_from: DataFrame) -> DataFrame:
+    """``df`` with ``lane``: one long naming (process, topic, partition), so that a window over it
+    sorts on two longs, not on a string first. Processes (``process`` in ``names_from``) are numbered
+    in a table shipped whole to every task: a run has few, a generated one (``selftest``) thousands,
+    where a literal map in the query took longer to plan than the query to run."""
     from pyspark.sql import functions as F
 
     names = sorted(r[0] for r in names_from.select(process).distinct().collect() if r[0] is not None)
-    proc = F.lit(-1).cast("long")
-    if names:
-        code = F.create_map(*chain.from_iterable((F.lit(n), F.lit(i)) for i, n in enumerate(names)))
-        proc = F.coalesce(code[F.col(process)], F.lit(-1)).cast("long")
-    return F.shiftleft(proc, 40).bitwiseOR(F.shiftleft(F.col("tid").cast("long"), 24)).bitwiseOR(F.col("partition").cast("long"))
+    codes = df.sparkSession.createDataFrame([(n, i) for i, n in enumerate(names)], f"{process} string, proc_code long")
+    proc = F.coalesce(F.col("proc_code"), F.lit(-1).cast("long"))
+    lane = F.shiftleft(proc, 40).bitwiseOR(F.shiftleft(F.col("tid").cast("long"), 24)).bitwiseOR(F.col("partition").cast("long"))
+    return df.join(F.broadcast(codes), process, "left").withColumn("lane", lane).drop("proc_code")
 
 
 def _polls_with_prev(h: SparkHistory) -> DataFrame:
@@ -553,7 +555,7 @@ def nonmonotonic_poll(h: SparkHistory) -> Found:
     from pyspark.sql import functions as F
 
     polls = h.reads.where("poll")
-    lean = polls.select(_lane(polls, "process").alias("lane"), "row", "offset")
+    lean = _with_lane(polls, "process", polls).select("lane", "row", "offset")
     prev = lean.withColumn("prev", F.lag("offset").over(Window.partitionBy("lane").orderBy("row")))
     n = h.nonmonotonic_polls = prev.where(F.col("offset") <= F.col("prev")).count()
     if not n:

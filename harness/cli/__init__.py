@@ -12,7 +12,7 @@ import signal
 import typer
 
 from harness import logs
-from harness.cli import bench, cluster, matrix, results, run, setup, soak
+from harness.cli import bench, cluster, matrix, results, run, selftest, setup, soak
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Chaos-testing harness for Kafka exactly-once semantics.")
@@ -24,6 +24,7 @@ app.add_typer(soak.app)
 app.add_typer(matrix.app)
 app.add_typer(bench.app, name="bench")
 app.add_typer(setup.engine_app, name="engine")
+app.add_typer(selftest.app)
 
 
 @app.callback()

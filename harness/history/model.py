@@ -108,6 +108,15 @@ def parse_marker(value: str) -> tuple[str, int, str, dict[str, list[int]]]:
     return query, int(batch), process, json.loads(ranges)
 
 
+#: A position packed into one int64, ordered as (topic id, partition, offset): 11 bits of topic id,
+#: 12 of partition, 40 of offset, and the sign bit clear. A history past these limits is refused
+#: (``store``), never packed into positions that overlap another topic's.
+TOPIC_BITS, PARTITION_BITS, OFFSET_BITS = 11, 12, 40
+MAX_TOPICS, MAX_PARTITION, MAX_OFFSET = 1 << TOPIC_BITS, (1 << PARTITION_BITS) - 1, (1 << OFFSET_BITS) - 1
+#: the shift of the topic id; ``pos >> OFFSET_BITS`` is (topic id, partition) as one number
+TOPIC_SHIFT = PARTITION_BITS + OFFSET_BITS
+
+
 class Position(TypedDict):
     """One place in a partition, as check examples name it (JSON: an object, never ``"t-0@5"``)."""
 

@@ -31,16 +31,27 @@ def run_t0() -> int:
 
 
 class Recorder:
-    """Appends ops for the logical processes of one OS process; checks invoke/completion pairing."""
+    """Appends ops for the logical processes of one OS process; checks invoke/completion pairing.
+
+    A workload restarted after a kill appends to the file its earlier start wrote: first the line
+    that kill cut off is dropped (the loader would drop it too, but not in the middle of a file),
+    and ``first_incarnation`` continues the numbering of its processes (``<name>.<incarnation>``),
+    so that no process name, and no value named after one, is used twice in a run."""
 
     def __init__(self, run_dir: Path, name: str) -> None:
         d = run_dir / HISTORY_DIR
         d.mkdir(parents=True, exist_ok=True)
         self.path = d / f"{name}.jsonl"
+        last = _drop_cut_line(self.path)
+        self.first_incarnation = _incarnation_after(last, name)
         self._f = open(self.path, "ab", buffering=0)  # unbuffered: every write reaches the file at once
         self._t0 = run_t0()
         self._open: dict[str, str] = {}  # process -> f of its outstanding invoke
         self._lock = threading.Lock()
+
+    def process(self, name: str, k: int = 0) -> str:
+        """The name of this OS process's ``k``-th logical process of workload ``name``."""
+        return f"{name}.{self.first_incarnation + k}"
 
     def now(self) -> int:
         return time.monotonic_ns() - self._t0
@@ -81,3 +92,34 @@ class Recorder:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _drop_cut_line(path: Path) -> bytes | None:
+    """Cut ``path`` back to its last whole line; that line (None: no file, or no whole line)."""
+    if not path.exists():
+        return None
+    with open(path, "r+b") as f:
+        end = f.seek(0, os.SEEK_END)
+        tail, at = b"", end
+        while at > 0 and tail.count(b"\n") < 2:  # the whole last line, however long
+            step = min(1 << 16, at)
+            at -= step
+            f.seek(at)
+            tail = f.read(step) + tail
+        keep = tail.rfind(b"\n") + 1  # 0: not one whole line in the file
+        if at + keep != end:
+            f.truncate(at + keep)
+        whole = tail[:keep].rstrip(b"\n")
+        return whole[whole.rfind(b"\n") + 1:] or None
+
+
+def _incarnation_after(line: bytes | None, name: str) -> int:
+    """The incarnation after the one of the process that wrote ``line`` (``<name>.<n>``), else 0."""
+    if line is None:
+        return 0
+    try:
+        process = str(orjson.loads(line).get("process", ""))
+    except (orjson.JSONDecodeError, AttributeError):
+        return 0
+    head, _, n = process.rpartition(".")
+    return int(n) + 1 if head == name and n.isdigit() else 0

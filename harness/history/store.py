@@ -25,6 +25,7 @@ import orjson
 import pandas as pd
 
 from harness.errors import ConfigError
+from harness.history import schema
 from harness.history.model import (
     FAULT,
     FENCED,
@@ -33,7 +34,12 @@ from harness.history.model import (
     INIT,
     INVOKE,
     LSO,
+    MAX_OFFSET,
+    MAX_PARTITION,
+    MAX_TOPICS,
+    OFFSET_BITS,
     OK,
+    PARTITION_BITS,
     POLL,
     READ_COMMITTED,
     RECREATED,
@@ -41,6 +47,8 @@ from harness.history.model import (
     SCAN,
     SEND,
     SPARK_EVENTS,
+    TOPIC_BITS,
+    TOPIC_SHIFT,
     TXN,
     Op,
     Send,
@@ -57,8 +65,8 @@ META_FILE = "meta.json"
 VALUES_TABLE = "values"
 #: The Parquet layout this code writes and reads. 1 (no number in meta.json): before the layout
 #: was versioned; 2: + the ``faults`` and ``spark_events`` tables (no more ``meta.spark``) and
-#: ``meta.errors_seen``.
-LAYOUT = 2
+#: ``meta.errors_seen``; 3: the reads' ``pos`` packed with 11 bits of topic (``pack``), not 7.
+LAYOUT = 3
 TABLES = ("ops", "txns", "writes", "reads", "inits", "group_offsets", "faults", "spark_events")
 LOW_CARDINALITY = {"reads": ("process", "source", "isolation", "topic"), "writes": ("topic",),
                    "txns": ("process", "f", "outcome", "txn_id"), "ops": ("process", "type", "f")}
@@ -96,13 +104,16 @@ class Tables:
 
 def read_ops(run_dir: Path) -> tuple[list[Op], list[str]]:
     """All ops of all files, merged by time (then file order), with ``index`` assigned; and the
-    files that ended in a partial line."""
+    files that ended in a partial line. Every line is checked against the schema (``schema``), and
+    the merged history for what no single line shows (``_refuse_inconsistent``): ``ConfigError``
+    names the file and line."""
     files = _history_files(run_dir)
     if not files:
         raise ConfigError(f"{run_dir} has no history ({HISTORY_DIR}/*.jsonl): not a run folder, or the run wrote nothing")
     lines: list[dict[str, Any]] = []
+    where: list[tuple[int, int]] = []  # (file, line number) of each line, for errors about the merge
     truncated: list[str] = []
-    for path in files:
+    for k, path in enumerate(files):
         data = path.read_bytes()
         raw = data.split(b"\n")
         if raw and raw[-1] == b"":
@@ -115,13 +126,50 @@ def read_ops(run_dir: Path) -> tuple[list[Op], list[str]]:
                 op = orjson.loads(line)
             except orjson.JSONDecodeError as exc:
                 raise ConfigError(f"{path}:{n + 1}: not a JSON object ({exc})") from exc
-            missing = [k for k in REQUIRED if k not in op] if isinstance(op, dict) else list(REQUIRED)
-            if missing:
-                raise ConfigError(f"{path}:{n + 1}: an op without {', '.join(missing)} "
-                                  f"(every line is a JSON object with {', '.join(REQUIRED)})")
+            try:
+                schema.validate(op)
+            except schema.BadLine as exc:
+                raise ConfigError(f"{path}:{n + 1}: {exc}") from None
             lines.append(op)
-    lines.sort(key=lambda o: o["time"])  # stable: one process's ops keep their file order on ties
-    return [Op.from_json(line, index=i) for i, line in enumerate(lines)], truncated
+            where.append((k, n + 1))
+    # stable: one process's ops keep their file order on ties
+    order = sorted(range(len(lines)), key=lambda i: lines[i]["time"])
+    _refuse_inconsistent(lines, order, [(files[k], n) for k, n in where])
+    return [Op.from_json(lines[i], index=j) for j, i in enumerate(order)], truncated
+
+
+def _refuse_inconsistent(lines: list[dict[str, Any]], order: list[int], where: list[tuple[Path, int]]) -> None:
+    """``ConfigError`` for what only the merged history shows: a completion of no invoke (for the
+    kinds that have one, ``schema.PAIRED``), a line that is there twice, an ``index`` used twice."""
+    outstanding: dict[str, str] = {}  # process -> the f of its open invoke
+    indexes: dict[int, int] = {}
+    previous: int | None = None
+    for i in order:
+        op = lines[i]
+
+        def at(j: int) -> str:
+            path, n = where[j]
+            return f"{path}:{n}"
+
+        if previous is not None and lines[previous]["time"] == op["time"] and lines[previous] == op:
+            raise ConfigError(f"{at(i)}: the same line as {at(previous)} (a line is there twice)")
+        previous = i
+        if "index" in op and op["index"] is not None:
+            if op["index"] in indexes:
+                raise ConfigError(f"{at(i)}: op index {op['index']} is used again (first at {at(indexes[op['index']])})")
+            indexes[op["index"]] = i
+        process, f = op["process"], op["f"]
+        if f not in schema.PAIRED:
+            continue
+        if op["type"] == INVOKE:
+            outstanding[process] = f
+        elif outstanding.get(process) == f:
+            del outstanding[process]
+        else:
+            open_ = outstanding.get(process)
+            raise ConfigError(f"{at(i)}: a {op['type']} completion of {f} by {process}, which has no {f} "
+                              f"outstanding ({f'its open invoke is {open_}' if open_ else 'nothing open'}): "
+                              "every completion follows its invoke by the same process")
 
 
 def _history_files(run_dir: Path) -> list[Path]:
@@ -317,8 +365,26 @@ def flatten(ops: Sequence[Op], truncated: list[str] | None = None) -> Tables:
             "recreated": sorted(set(recreated)), "lso": lso, "final_scans": sorted(final_scans),
             "errors_seen": _errors_seen(ops),
             "duration_ns": (ops[-1].time - ops[0].time) if ops else 0}
-    return Tables(ops_df, txns, writes.frame(), reads.frame(), inits, groups, _faults_frame(fault_rows),
+    written = writes.frame()
+    _refuse_reused_values(written, txns)
+    return Tables(ops_df, txns, written, reads.frame(), inits, groups, _faults_frame(fault_rows),
                   _spark_frame(spark), meta)
+
+
+def _refuse_reused_values(writes: pd.DataFrame, txns: pd.DataFrame) -> None:
+    """``ConfigError`` naming the first value two sends wrote, and both ops: the history format wants
+    each written value unique in a run, and a read of a reused one could not say which write it saw
+    (a second, aborted write of a committed value would pass for an aborted read)."""
+    again = writes["value"].duplicated(keep=False).to_numpy(bool)
+    if not again.any():
+        return
+    value = writes["value"].to_numpy()[again][0]
+    rows = writes[again & (writes["value"] == value).to_numpy(bool)].head(2)
+    by_op: dict[int, Any] = {int(r["txn"]): r for r in txns[txns["txn"].isin(rows["txn"])].to_dict("records")}
+    ops = [f"op {i} ({by_op[i]['process']} {by_op[i]['f']}, invoked at {int(by_op[i]['invoke_time']) / 1e9:.6f} s)"
+           for i in rows["txn"].astype(int)]
+    raise ConfigError(f"value {value!r} is written twice, by {' and by '.join(ops)}: every value a run writes must be "
+                      "unique (the history format), or a read of it cannot say which write it saw")
 
 
 def add_ids(t: Tables) -> Tables:
@@ -330,17 +396,49 @@ def add_ids(t: Tables) -> Tables:
     n = len(t.writes)
     codes, uniques = pd.factorize(pd.concat([t.writes["value"], t.reads["value"]], ignore_index=True))
     t.values = pd.Series(uniques, dtype="str")
-    tids, _ = pd.factorize(pd.concat([t.writes["topic"], t.reads["topic"]], ignore_index=True))
+    tids, topics = pd.factorize(pd.concat([t.writes["topic"], t.reads["topic"]], ignore_index=True))
     t.writes = t.writes.assign(vid=codes[:n].astype(np.int64), tid=tids[:n].astype(np.int64))
     t.reads = t.reads.assign(vid=codes[n:].astype(np.int64), tid=tids[n:].astype(np.int64))
+    acked = t.writes["offset"].dropna().to_numpy(np.int64)
+    _refuse_unpackable(len(topics), np.concatenate([t.writes["partition"].to_numpy(np.int64),
+                                                                t.reads["partition"].to_numpy(np.int64)]),
+                       np.concatenate([acked, t.reads["offset"].to_numpy(np.int64)]))
     t.reads["pos"] = packed_position(t.reads["tid"], t.reads["partition"], t.reads["offset"])
     return t
 
 
 def packed_position(tid: pd.Series, partition: pd.Series, offset: pd.Series) -> np.ndarray:
-    """(topic id, partition, offset) -> int64: 7 bits of topic, 16 of partition, 40 of offset."""
-    packed: np.ndarray = (tid.to_numpy(np.int64) << 56) | (partition.to_numpy(np.int64) << 40) | offset.to_numpy(np.int64)
+    """(topic id, partition, offset) -> int64 (``TOPIC_BITS`` / ``PARTITION_BITS`` / ``OFFSET_BITS``)."""
+    packed: np.ndarray = pack(tid.to_numpy(np.int64), partition.to_numpy(np.int64), offset.to_numpy(np.int64))
     return packed
+
+
+def pack(tid: Any, partition: Any, offset: Any) -> Any:
+    """``packed_position`` of numpy arrays or ints (the caller has kept them within the limits)."""
+    return (tid << TOPIC_SHIFT) | (partition << OFFSET_BITS) | offset
+
+
+def unpack(pos: int) -> tuple[int, int, int]:
+    """A packed position's (topic id, partition, offset)."""
+    pos = int(pos)
+    return pos >> TOPIC_SHIFT, (pos >> OFFSET_BITS) & MAX_PARTITION, pos & MAX_OFFSET
+
+
+def _refuse_unpackable(n_topics: int, partitions: np.ndarray, offsets: np.ndarray) -> None:
+    """``ConfigError`` when a topic count, partition or offset would not fit its bits of a packed
+    position (where it would spill into another topic's positions)."""
+    limits = []
+    if n_topics > MAX_TOPICS:
+        limits.append(f"{n_topics} topics (at most {MAX_TOPICS})")
+    if len(partitions) and (partitions.min() < 0 or partitions.max() > MAX_PARTITION):
+        limits.append(f"partition {int(partitions.max() if partitions.max() > MAX_PARTITION else partitions.min())} "
+                      f"(0..{MAX_PARTITION})")
+    if len(offsets) and (offsets.min() < 0 or offsets.max() > MAX_OFFSET):
+        limits.append(f"offset {int(offsets.max() if offsets.max() > MAX_OFFSET else offsets.min())} (0..{MAX_OFFSET})")
+    if limits:
+        raise ConfigError(f"the history has {'; '.join(limits)}: the checker names a position by one 64-bit "
+                          f"number of {TOPIC_BITS} bits of topic, {PARTITION_BITS} of partition and {OFFSET_BITS} of "
+                          "offset, and cannot judge a history beyond them")
 
 
 def with_values(t: Tables, df: pd.DataFrame) -> pd.DataFrame:

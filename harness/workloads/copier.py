@@ -35,7 +35,7 @@ def main() -> None:
     incarnation = 0
     with Recorder(Path(cfg.run_dir), cfg.name) as rec:
         while not stop:
-            process = f"{cfg.name}.{incarnation}"
+            process = rec.process(cfg.name, incarnation)
             incarnation += 1
             consumer = new_group_reader(cfg, s.group, [s.input])
             producer = new_producer(cfg, txn_id)

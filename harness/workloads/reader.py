@@ -24,7 +24,7 @@ def main() -> None:
     incarnation = 0
     with Recorder(Path(cfg.run_dir), cfg.name) as rec:
         while not stop:
-            process = f"{cfg.name}.{incarnation}"
+            process = rec.process(cfg.name, incarnation)
             incarnation += 1
             reader = new_reader(cfg)
             try:

@@ -52,7 +52,7 @@ def run_transactional(cfg: WorkloadConfig, s: TxnProducerSettings, rec: Recorder
     written, started = 0, time.monotonic()
     incarnation = 0
     while not stop:
-        process = f"{cfg.name}.{incarnation}"
+        process = rec.process(cfg.name, incarnation)
         incarnation += 1
         producer = new_producer(cfg, txn_id)
         try:
@@ -86,7 +86,7 @@ def run_plain(cfg: WorkloadConfig, s: TxnProducerSettings, rec: Recorder, stop: 
     """Non-transactional sends: each value its own op, ok with the offset Kafka returned."""
     from clusters.health import QUIET
 
-    process = f"{cfg.name}.0"
+    process = rec.process(cfg.name)
     p = Producer({"bootstrap.servers": cfg.bootstrap, "linger.ms": 5, "logger": QUIET, **cfg.client})
     seq = 0
     while not stop:

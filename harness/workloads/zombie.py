@@ -30,9 +30,9 @@ def main() -> None:
     s = ZombieSettings.model_validate(cfg.settings)
     role, txn_id = s.role, s.txn_id
     run_dir = Path(cfg.run_dir)
-    process = f"{cfg.name}.0"
-    sends = [(cfg.topics[k % len(cfg.topics)], k % cfg.partitions, f"{process}-0-{k}") for k in range(6)]
     with Recorder(run_dir, cfg.name) as rec:
+        process = rec.process(cfg.name)
+        sends = [(cfg.topics[k % len(cfg.topics)], k % cfg.partitions, f"{process}-0-{k}") for k in range(6)]
         producer = new_producer(cfg, txn_id)
         try:
             init(rec, process, producer, txn_id)

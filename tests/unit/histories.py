@@ -4,71 +4,16 @@ correct Kafka (for the property tests)."""
 from __future__ import annotations
 
 import random
-from typing import Any
 
+from harness.history.builder import History, Recs
 from harness.history.model import (
     FAIL,
-    GROUP_OFFSETS,
     INFO,
-    INIT,
-    INVOKE,
     OK,
-    POLL,
-    READ_COMMITTED,
     READ_UNCOMMITTED,
-    SCAN,
-    TXN,
-    Op,
     copy_value,
     tp_key,
 )
-from harness.history.store import Tables, flatten
-
-Recs = dict[str, list[tuple[int, str]]]
-
-
-class History:
-    """Appends ops with increasing times; ``tables()`` flattens them as the loader would."""
-
-    def __init__(self) -> None:
-        self.ops: list[dict[str, Any]] = []
-        self.t = 0
-
-    def _add(self, **op: Any) -> None:
-        self.t += 1000
-        self.ops.append({"time": self.t, **op})
-
-    def init(self, process: str, txn_id: str, outcome: str = OK) -> None:
-        self._add(process=process, type=INVOKE, f=INIT, value=txn_id)
-        self._add(process=process, type=outcome, f=INIT, value=txn_id)
-
-    def txn(self, process: str, sends: list[tuple[str, int, str, int | None]], outcome: str = OK,
-            txn_id: str | None = None) -> None:
-        """``sends``: (topic, partition, value, offset Kafka returned or None)."""
-        inv = [["send", t, p, v] for t, p, v, _ in sends]
-        self._add(process=process, type=INVOKE, f=TXN, value=inv, txn_id=txn_id)
-        commit_at = self.t + 500
-        done = [["send", t, p, v, o] for t, p, v, o in sends] if outcome == OK else inv
-        self._add(process=process, type=outcome, f=TXN, value=done, commit_at=commit_at, txn_id=txn_id,
-                  **({"error": "KafkaError{code=_TIMED_OUT}"} if outcome != OK else {}))
-
-    def poll(self, process: str, recs: Recs) -> None:
-        self._add(process=process, type=INVOKE, f=POLL, value=None)
-        self._add(process=process, type=OK, f=POLL, value={k: [list(r) for r in v] for k, v in recs.items()})
-
-    def scan(self, recs: Recs, isolation: str = READ_COMMITTED) -> None:
-        self._add(process="final", type=OK, f=SCAN, value={k: [list(r) for r in v] for k, v in recs.items()},
-                  isolation=isolation)
-
-    def lso(self, lags: dict[str, float | None], bound: float = 90.0, stalled_at: dict[str, int] | None = None) -> None:
-        self._add(process="final", type=OK, f="lso", value={"bound_s": bound, "lag_s": lags, "stalled_at": stalled_at or {}})
-
-    def group_offsets(self, offsets: dict[str, int]) -> None:
-        self._add(process="final", type=OK, f=GROUP_OFFSETS, value=offsets)
-
-    def tables(self) -> Tables:
-        ordered = sorted(self.ops, key=lambda o: o["time"])
-        return flatten([Op.from_json(o, index=i) for i, o in enumerate(ordered)])
 
 
 def clean(variant: str = "") -> History:
@@ -198,4 +143,22 @@ def simulate(rnd: random.Random, producers: int, txns: int, partitions: int, rea
                 pos += n
     h.scan({tp_key("t", p): visible[p] for p in range(partitions)})
     h.scan({tp_key("t", p): [(o, v) for o, v, _ in logs[p] if v] for p in range(partitions)}, READ_UNCOMMITTED)
+    return h
+
+
+def many_topics(n: int, duplicate_in_last: bool = False) -> History:
+    """One committed value in each of ``n`` topics (``m0`` .. ``m<n-1>``, partition 0 at offset 0),
+    polled and in the final scans. With ``duplicate_in_last``, the last topic's value is there twice
+    (offsets 0 and 2): one duplicate, whose positions name that topic."""
+    h = History()
+    h.init("p1", "tx-1")
+    recs: Recs = {}
+    for i in range(n):
+        h.txn("p1", [(f"m{i}", 0, f"v{i}", 0)], txn_id="tx-1")
+        recs[tp_key(f"m{i}", 0)] = [(0, f"v{i}")]
+    if duplicate_in_last:
+        recs[tp_key(f"m{n - 1}", 0)] = [(0, f"v{n - 1}"), (2, f"v{n - 1}")]
+    h.poll("r1", recs)
+    h.scan(recs)
+    h.scan(recs, READ_UNCOMMITTED)
     return h

@@ -14,9 +14,10 @@ from hypothesis import strategies as st
 from harness.checker import CHECKS, NEEDS_FINAL_READS, NO_FINAL_READS, NOTHING_COMMITTED, NOTHING_READ, check
 from harness.checker.checks import NO_COPIER, NO_FAILED_WRITES, NO_POLLS, NO_SECOND_INSTANCE
 from harness.checker.verdict import CheckResult, Verdict
+from harness.errors import ConfigError
 from harness.history import store
 from harness.history.model import FAIL, GROUP_OFFSETS, POLL, READ_COMMITTED, READ_UNCOMMITTED, SCAN, TXN, copy_value
-from tests.unit.histories import History, clean, simulate
+from tests.unit.histories import History, clean, many_topics, simulate
 
 #: the checks these histories exercise (spark-exactly-once has its own: test_spark_check.py)
 ANOMALIES = [name for name in CHECKS if name != "spark-exactly-once"]
@@ -249,3 +250,32 @@ def stalled(stalled_at: int) -> History:
         if o["f"] == "lso":
             o["value"]["stalled_at"] = {"t-1": stalled_at}
     return h
+
+
+def test_positions_of_300_topics_stay_apart() -> None:
+    """A position is one int64 with the topic id in its top bits: with 7 of them (before), topic 128
+    on turned negative and topic 256 landed on topic 0's positions (a false inconsistent-offsets)."""
+    v = check(many_topics(300).tables())
+    assert v.valid is True, {n: c.count for n, c in v.checks.items() if c.count}
+    v = check(many_topics(300, duplicate_in_last=True).tables())
+    dup = v.checks["duplicate"]
+    assert (v.valid, dup.count) == (False, 1)
+    assert {p["topic"] for p in dup.examples[0]["positions"]} == {"m299"}
+    assert [n for n, c in v.checks.items() if c.count] == ["duplicate"]
+
+
+@pytest.mark.parametrize(("topic", "partition", "offset", "says"), [
+    ("t", 4096, 0, r"partition 4096 \(0..4095\)"),
+    ("t", 0, 1 << 40, rf"offset {1 << 40} \(0..{(1 << 40) - 1}\)"),
+])
+def test_a_history_past_the_packed_positions_limits_is_refused(topic: str, partition: int, offset: int, says: str) -> None:
+    h = History()
+    h.txn("p1", [(topic, partition, "x", offset)])
+    h.scan({f"{topic}-{partition}": [(offset, "x")]})
+    with pytest.raises(ConfigError, match=says):
+        check(h.tables())
+
+
+def test_more_topics_than_the_packed_positions_hold_are_refused() -> None:
+    with pytest.raises(ConfigError, match=r"2049 topics \(at most 2048\)"):
+        check(many_topics(2049).tables())

@@ -11,8 +11,9 @@ import pytest
 from harness.checker import check
 from harness.errors import ConfigError
 from harness.history import store
-from harness.history.model import OK, POLL, TXN, Op, Send, sends_of
+from harness.history.model import FAIL, OK, POLL, TXN, Op, Send, sends_of
 from harness.history.recorder import Recorder
+from tests.unit.histories import clean
 
 
 def test_recorder_refuses_a_completion_without_its_invoke(tmp_path: Path) -> None:
@@ -160,5 +161,30 @@ def test_a_line_without_an_ops_fields_names_file_line_and_what_is_missing(tmp_pa
     (tmp_path / "history").mkdir()
     (tmp_path / "history" / "w.jsonl").write_bytes(b'{"time": 1, "process": "p", "type": "info", "f": "fault"}\n'
                                                    b'{"time": 2, "process": "p"}\n')
-    with pytest.raises(ConfigError, match=r"w.jsonl:2: an op without type, f"):
+    with pytest.raises(ConfigError, match=r"w.jsonl:2: field type: expected a value \(the field is required\), found nothing"):
         store.read_ops(tmp_path)
+
+
+def test_a_restarted_workload_continues_its_process_numbers_after_a_cut_line(tmp_path: Path) -> None:
+    """A killed workload restarted with the same config appends to its file: it must not name a
+    process (and so a value) as its first start did, nor leave the line the kill cut off mid-file."""
+    with Recorder(tmp_path, "p1") as rec:
+        assert rec.first_incarnation == 0
+        rec.invoke(rec.process("p1", 2), TXN, [["send", "t", 0, "p1.2-0-0"]])
+    path = tmp_path / "history" / "p1.jsonl"
+    with open(path, "ab") as f:
+        f.write(b'{"time": 99, "process": "p1.2", "ty')  # SIGKILL mid-line
+    with Recorder(tmp_path, "p1") as rec:
+        assert rec.process("p1") == "p1.3"
+        rec.invoke(rec.process("p1"), POLL)
+    lines = path.read_bytes().splitlines()
+    assert [orjson.loads(x)["process"] for x in lines] == ["p1.2", "p1.3"]
+
+
+def test_a_value_written_twice_is_refused_naming_both_ops() -> None:
+    """Not judged: a committed a1 sent again in an aborted transaction would pass for an aborted read."""
+    h = clean()
+    h.txn("p1", [("t", 0, "a1", None)], outcome=FAIL)
+    with pytest.raises(ConfigError, match=r"value 'a1' is written twice, by op \d+ \(p1 txn, invoked at [0-9.]+ s\) "
+                                          r"and by op \d+ \(p1 txn, .*every value a run writes must be unique"):
+        h.tables()

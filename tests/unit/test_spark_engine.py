@@ -16,8 +16,7 @@ import pytest
 
 from harness.checker import check
 from harness.history import store
-from harness.history.model import FAIL
-from tests.unit.histories import History, clean, simulate
+from tests.unit.histories import History, clean, many_topics, simulate
 from tests.unit.test_checker import ANOMALIES, nothing_for, stalled, without_final_reads
 from tests.unit.test_spark_check import spark_history
 from tests.unit.test_spark_sink import executor_history
@@ -78,7 +77,9 @@ def test_the_engines_agree_on_every_hand_written_history(spark: Any, tmp_path: P
     cases += [(f"spark:{v or 'clean'}", spark_history(v)) for v in SPARK_VARIANTS]
     cases += [("spark-builtin", spark_history(sink="builtin")), ("spark-builtin-replayed", spark_history("replayed", sink="builtin"))]
     cases += [(f"spark-executor:{v or 'clean'}", executor_history(v)) for v in ("", "overlap", "uncovered-input", "batch-incarnations")]
-    cases += [("written-twice", written_twice()), ("lost-write-seen", clean("lost-write-seen"))]
+    cases += [("lost-write-seen", clean("lost-write-seen"))]
+    # topic ids past 7 bits (positions packed with the topic on top) and a duplicate in topic 299
+    cases += [("300-topics", many_topics(300)), ("300-topics:duplicate", many_topics(300, duplicate_in_last=True))]
     cases += [(f"stalled-at-{at}", stalled(at)) for at in (0, 6)]
     # nothing to judge, or nothing for some checks: the same reasons (``skipped``, ``unknown_because``)
     cases += [("no-final-reads", without_final_reads(clean())), ("no-final-reads:aborted-read", without_final_reads(clean("aborted-read"))),
@@ -93,16 +94,20 @@ def test_the_engines_agree_on_every_hand_written_history(spark: Any, tmp_path: P
             raise AssertionError(f"history {name}: {exc}") from exc
 
 
-def written_twice() -> History:
-    """``a1`` sent again in an aborted transaction: the Spark engine's summary counts per value, so
-    for the per-transaction checks it must step aside (``multi_written``) and agree all the same."""
-    h = clean()
-    h.txn("p1", [("t", 0, "a1", None)], outcome=FAIL)
-    return h
-
-
 def test_the_engines_agree_on_a_random_history_of_a_correct_kafka(spark: Any, tmp_path: Path) -> None:
     h = simulate(random.Random(7), producers=3, txns=60, partitions=3, readers=2)
     default, by_spark = both(h, tmp_path, spark)
     assert default["valid"] is True
     assert_same(default, by_spark)
+
+
+def test_the_spark_engine_judges_every_mutated_history_as_the_default_engine(spark: Any, tmp_path: Path) -> None:
+    """``test_mutations``'s examples (200 per anomaly kind, and their clean twins) in one history:
+    each kind's check totals its examples' counts and no other check fires, on both engines."""
+    from harness import selftest
+    from tests.unit.test_mutations import EXAMPLES
+
+    h, want = selftest.combined(EXAMPLES)
+    default, by_spark = both(h, tmp_path, spark)
+    assert_same(default, by_spark)
+    assert {n: c["count"] for n, c in by_spark["checks"].items() if c["count"]} == want

@@ -1,0 +1,56 @@
+"""A history built op by op in memory, as the workloads would record it: for tests, and for
+``eos-chaos selftest``'s generated histories. ``tables()`` flattens it as the loader would."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.history.model import GROUP_OFFSETS, INIT, INVOKE, OK, POLL, READ_COMMITTED, SCAN, TXN, Op
+from harness.history.store import Tables, flatten
+
+#: records by "topic-partition": [(offset, value), ...]
+Recs = dict[str, list[tuple[int, str]]]
+
+
+class History:
+    """Appends ops with increasing times; ``tables()`` flattens them as the loader would."""
+
+    def __init__(self) -> None:
+        self.ops: list[dict[str, Any]] = []
+        self.t = 0
+
+    def _add(self, **op: Any) -> None:
+        self.t += 1000
+        self.ops.append({"time": self.t, **op})
+
+    def init(self, process: str, txn_id: str, outcome: str = OK) -> None:
+        self._add(process=process, type=INVOKE, f=INIT, value=txn_id)
+        self._add(process=process, type=outcome, f=INIT, value=txn_id)
+
+    def txn(self, process: str, sends: list[tuple[str, int, str, int | None]], outcome: str = OK,
+            txn_id: str | None = None) -> None:
+        """``sends``: (topic, partition, value, offset Kafka returned or None)."""
+        inv = [["send", t, p, v] for t, p, v, _ in sends]
+        self._add(process=process, type=INVOKE, f=TXN, value=inv, txn_id=txn_id)
+        commit_at = self.t + 500
+        done = [["send", t, p, v, o] for t, p, v, o in sends] if outcome == OK else inv
+        self._add(process=process, type=outcome, f=TXN, value=done, commit_at=commit_at, txn_id=txn_id,
+                  **({"error": "KafkaError{code=_TIMED_OUT}"} if outcome != OK else {}))
+
+    def poll(self, process: str, recs: Recs) -> None:
+        self._add(process=process, type=INVOKE, f=POLL, value=None)
+        self._add(process=process, type=OK, f=POLL, value={k: [list(r) for r in v] for k, v in recs.items()})
+
+    def scan(self, recs: Recs, isolation: str = READ_COMMITTED) -> None:
+        self._add(process="final", type=OK, f=SCAN, value={k: [list(r) for r in v] for k, v in recs.items()},
+                  isolation=isolation)
+
+    def lso(self, lags: dict[str, float | None], bound: float = 90.0, stalled_at: dict[str, int] | None = None) -> None:
+        self._add(process="final", type=OK, f="lso", value={"bound_s": bound, "lag_s": lags, "stalled_at": stalled_at or {}})
+
+    def group_offsets(self, offsets: dict[str, int]) -> None:
+        self._add(process="final", type=OK, f=GROUP_OFFSETS, value=offsets)
+
+    def tables(self) -> Tables:
+        ordered = sorted(self.ops, key=lambda o: o["time"])
+        return flatten([Op.from_json(o, index=i) for i, o in enumerate(ordered)])
