@@ -76,6 +76,9 @@ class Journal(BaseModel):
     #: what a cluster left up by another command had still faulted when this run began (healed then)
     faulted_at_start: list[str] = Field(default_factory=list)
     workloads_killed_at_stop: list[str] = Field(default_factory=list)
+    #: restarted Spark drivers that finished no micro-batch before the recovery deadline (their
+    #: replay was not judged), each with the last state seen
+    not_recovered: list[str] = Field(default_factory=list)
     #: the scenario's expectation (harness/scenario.py ``Expect``)
     expected: dict[str, Any] = Field(default_factory=dict)
 
@@ -100,7 +103,7 @@ class Journal(BaseModel):
         """``verdict.json``'s ``run`` section: how the run went, apart from what the history shows."""
         return {"healed": self.healed, "heal_problems": self.heal_problems, "nemesis_errors": self.nemesis_errors,
                 "interrupted": self.interrupted, "faulted_at_start": self.faulted_at_start,
-                "workloads_killed_at_stop": self.workloads_killed_at_stop,
+                "workloads_killed_at_stop": self.workloads_killed_at_stop, "not_recovered": self.not_recovered,
                 "transaction_version": self.transaction_version, "features": self.features}
 
     @property

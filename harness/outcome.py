@@ -41,14 +41,15 @@ def assemble(verdict: Verdict | Mapping[str, Any], journal: Journal | None,
 def as_expected(v: Mapping[str, Any], e: Expect) -> bool:
     """Whether an assembled verdict ``v`` is what the scenario expects: the verdict and the checks
     that must fire, the minimums of the history's figures, the errors an incident replay must have
-    met, and a run that tested what the scenario says (every fault applied, everything healed)."""
+    met, and a run that tested what the scenario says (every fault applied, everything healed, every
+    restarted Spark driver through a micro-batch again)."""
     s, run, checks = v["stats"], v.get("run") or {}, v["checks"]
     seen, spark = s.get("errors_seen") or {}, s.get("spark") or {}
     return ((e.valid is None or v["valid"] is e.valid)
             and all((checks.get(c, {}).get("count") or 0) > 0 for c in e.fires)
             and s["txn"]["ok"] >= e.min_ok_txns and s["fenced"] >= e.min_fenced
             and s.get("recreated", 0) >= e.min_recreated
-            and run.get("healed") is not False and not run.get("nemesis_errors")
+            and run.get("healed") is not False and not run.get("nemesis_errors") and not run.get("not_recovered")
             and all(seen.get(name, 0) > 0 for name in e.errors)
             and spark.get("batches", 0) >= e.min_spark_batches
             and spark.get("replays_skipped", 0) >= e.min_replays_skipped)

@@ -332,6 +332,8 @@ def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, fold
                 zombie_thread.start()
             try:
                 nemesis.stop.wait(sc.duration)
+                # a driver killed late in the run replays its batch after the duration: wait for it
+                journal.not_recovered = sup.await_recovered()
             except KeyboardInterrupt:
                 journal.interrupted = True
                 log.info("interrupted: stopping the workloads, healing, then checking what ran")

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -19,8 +20,9 @@ from typing import Any
 from chaos.control import DriverAction, Incarnation
 from clusters import procs
 from harness import lifeline
+from harness.errors import WaitTimeout
 from harness.runfolder import RunFolder, write_json
-from harness.spark.job import ARM_FILE, job_dir
+from harness.spark.job import ARM_FILE, PROGRESS_FILE, job_dir
 from harness.spark.sink import EXECUTOR_ARM_FILE
 from harness.wait import wait_until
 from harness.workloads import registry
@@ -40,6 +42,10 @@ STOP_TIMEOUT_S = 120.0
 #: An armed driver fault fires at the job's next micro-batch: after a restart that is the JVM start
 #: plus the replayed batch (~20-40 s here, under load); generous because faults may slow it.
 DRIVER_ARMED_TIMEOUT_S = 180.0
+#: A restarted driver's first micro-batch (its replay) before the run may end: JVM and application
+#: start, on a standalone cluster its executors too, then the batch; 20-60 s seen on a loaded 2-core
+#: machine (CI); generous, since a run cut short before the replay judges nothing about it.
+RECOVERY_TIMEOUT_S = 240.0
 #: A resumed zombie driver's next Kafka call is fenced and the driver exits: seconds.
 ZOMBIE_DRIVER_EXIT_TIMEOUT_S = 120.0
 #: The zombie's first instance announces itself within seconds of starting (one init + 3 sends).
@@ -64,6 +70,8 @@ class Supervisor:
         self._lock = threading.RLock()
         self._keeper: threading.Thread | None = None
         self._armed: dict[str, str] = {}  # driver name -> the window its armed fault waits for
+        self.restarted: set[str] = set()  # restarted by the keeper: the run waits for their recovery
+        self._pending: set[str] = set()  # armed to kill itself, not yet restarted: the run waits for it
 
     def register(self, kind: str, cfg: WorkloadConfig) -> None:
         """Known but not started yet (the zombie's second instance, started by the nemesis)."""
@@ -110,6 +118,7 @@ class Supervisor:
         arm = job_dir(self.run_dir, name) / ARM_FILE
         write_json(arm, {"window": window, "signal": DRIVER_SIGNALS[action]})  # the job reads it whole or not at all
         self._armed[name] = window
+        self._pending.add(name)
         return self.procs[name].pid
 
     def await_driver_fault(self, name: str, action: DriverAction, stop: threading.Event) -> bool:
@@ -125,6 +134,8 @@ class Supervisor:
                        state=lambda: f"process alive: {proc.poll() is None}, armed: {arm.exists()}")
         finally:
             arm.unlink(missing_ok=True)  # never left armed for a later incarnation
+            if action != "kill" or not fired():
+                self._pending.discard(name)  # a killed driver stays pending until the keeper restarts it
         return fired()
 
     def arm_executor(self, name: str, action: DriverAction) -> None:
@@ -193,6 +204,46 @@ class Supervisor:
                     if kind in RESTARTED and p is not None and p.poll() is not None:
                         log.info(f"{name} exited ({p.returncode}); restarting it from its checkpoint")
                         self.restart(name)
+                        self.restarted.add(name)
+                        self._pending.discard(name)
+
+    def await_recovered(self, timeout: float = RECOVERY_TIMEOUT_S) -> list[str]:
+        """Wait until every armed driver kill has fired (or its wait gave up) and every driver the
+        keeper restarted has finished a micro-batch in its current process: a run that ends before
+        the replay cannot judge it. Returns those that did not, each with the last state seen."""
+        missing: list[str] = []
+        if self._pending:
+            # an armed kill fires at the driver's next micro-batch, which a slow start may put after
+            # the scenario's duration: the run goes on until it fired (or the nemesis gave up)
+            log.info(f"waiting for the armed driver faults of {sorted(self._pending)} to fire before the run ends")
+            try:
+                wait_until(lambda: not self._pending, timeout=DRIVER_ARMED_TIMEOUT_S + KEEPER_INTERVAL_S * 10,
+                           what=f"the armed driver faults of {sorted(self._pending)} to fire and the drivers to restart",
+                           state=lambda: f"pending: {sorted(self._pending)}, alive: "
+                                         f"{ {n: self.alive(n) for n in self._pending} }")
+            except WaitTimeout as exc:
+                log.info(str(exc))
+                missing += [f"{n}: its armed fault neither fired nor gave up" for n in sorted(self._pending)]
+        deadline = time.monotonic() + timeout
+        for name in sorted(self.restarted):
+            progress = job_dir(self.run_dir, name) / PROGRESS_FILE
+
+            def state(name: str = name, progress: Path = progress) -> str:
+                p = self.procs[name]
+                return f"driver pid {p.pid} alive: {p.poll() is None}, last batch: {_read_json(progress)}"
+
+            def recovered(name: str = name, progress: Path = progress) -> bool:
+                last = _read_json(progress)
+                return last is not None and last.get("pid") == self.procs[name].pid
+
+            log.info(f"waiting for the restarted {name} to finish a micro-batch before the run ends")
+            try:
+                wait_until(recovered, timeout=max(0.0, deadline - time.monotonic()),
+                           what=f"the restarted {name} to finish a micro-batch ({progress})", state=state)
+            except WaitTimeout as exc:
+                log.info(str(exc))
+                missing.append(f"{name}: {state()}")
+        return missing
 
     def wait(self, name: str, timeout: float) -> int:
         return self.procs[name].wait(timeout=timeout)
@@ -222,6 +273,13 @@ class Supervisor:
                     killed.append(name)
                 _kill_group(p)  # the process and anything it started (a driver's JVM)
         return killed
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        return dict(json.loads(path.read_text()))
+    except (FileNotFoundError, ValueError):
+        return None
 
 
 def _signal_group(p: subprocess.Popen[bytes], sig: signal.Signals) -> None:

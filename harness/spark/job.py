@@ -47,6 +47,7 @@ from harness.history.model import (
 )
 from harness.history.recorder import Recorder
 from harness.kafka.reads import read_all
+from harness.runfolder import write_json
 from harness.workloads.common import Retired, Stop, WorkloadConfig, drop, init, new_producer, transaction
 from harness.workloads.registry import SparkJobSettings
 
@@ -55,6 +56,9 @@ from harness.workloads.registry import SparkJobSettings
 ENV_JOB_MASTER, ENV_JOB_CONF = "EOS_CHAOS_SPARK_JOB_MASTER", "EOS_CHAOS_SPARK_JOB_CONF"
 
 ARM_FILE = "arm.json"
+#: The driver's last finished micro-batch (committed, or a replay skipped), with its pid: the runner
+#: waits for a restarted driver's first one before it ends the run (``Supervisor.await_recovered``).
+PROGRESS_FILE = "progress.json"
 WINDOWS = ("in-txn", "after-commit")
 SIGNALS = {"kill": signal.SIGKILL, "stop": signal.SIGSTOP}
 #: Reading the marker topic to its end at start: one fetch on a healthy cluster; generous because a
@@ -73,6 +77,10 @@ def job_dir(run_dir: Path, name: str) -> Path:
 
 def transactional_id(name: str) -> str:
     return f"eos-spark-{name}"
+
+
+def mark_progress(d: Path, batch: int) -> None:
+    write_json(d / PROGRESS_FILE, {"pid": os.getpid(), "batch": batch})
 
 
 def next_incarnation(d: Path) -> int:
@@ -172,6 +180,7 @@ def main() -> None:
             t0 = time.monotonic()
             if batch <= last:
                 rec.event(process, SPARK_SKIP, {"query": query, "batch": batch, "last_committed": last})
+                mark_progress(d, batch)
                 return
             ranges = offset_ranges(checkpoint, batch)
             rows = df.selectExpr("topic", "partition", "offset", "CAST(value AS STRING) AS value").collect()
@@ -193,6 +202,7 @@ def main() -> None:
             if outcome != OK:
                 raise RuntimeError(f"batch {batch}: transaction {outcome}; the driver exits for a restart")
             last = batch
+            mark_progress(d, batch)
             arming.fire_if_armed("after-commit", batch)
 
         def builtin_batch(df: Any, batch: int) -> None:
@@ -206,6 +216,7 @@ def main() -> None:
             (out.write.format("kafka").option("kafka.bootstrap.servers", cfg.bootstrap).option("topic", dst).save())
             rec.event(process, SPARK_BATCH, {"query": query, "batch": batch, "ranges": ranges, "records": n,
                                              "outcome": OK, "ms": _ms(t0)})
+            mark_progress(d, batch)
             arming.fire_if_armed("after-commit", batch)
 
         def executor_batch(df: Any, batch: int) -> None:
@@ -223,6 +234,7 @@ def main() -> None:
                             settings=cfg.settings)
             (df.selectExpr("topic", "partition", "offset", "CAST(value AS STRING) AS value")
              .foreachPartition(partial(write_partition, spec)))
+            mark_progress(d, batch)
             arming.fire_if_armed("after-commit", batch)
 
         body = {"driver": transactional_batch, "executor": executor_batch, "builtin": builtin_batch}[sink]

@@ -21,7 +21,7 @@ from harness.scenario import Expect
 from tests.unit.test_report import FAULTS, SECOND, make_run
 
 FACTS = ("healed", "heal_problems", "nemesis_errors", "interrupted", "faulted_at_start", "workloads_killed_at_stop",
-         "transaction_version", "features")
+         "not_recovered", "transaction_version", "features")
 
 
 def _checked(**stats: Any) -> dict[str, Any]:
@@ -52,6 +52,8 @@ def test_the_run_facts_are_under_run_and_the_stats_hold_history_figures_only() -
     (_journal(), Expect(min_recreated=1), {}, "no producer recreated after an indefinite outcome"),
     (_journal(), Expect(errors=["_TIMED_OUT"]), {}, "the incident's error was never met"),
     (_journal(), Expect(min_spark_batches=1), {}, "no Spark batch"),
+    (_journal(not_recovered=["spark-job-0: driver pid 7 alive: True, last batch: None"]), Expect(), {},
+     "a restarted driver finished no batch before the deadline (its replay was not judged)"),
 ])
 def test_as_expected_fails_on_each_unmet_part(journal: Journal, expect: Expect, stats: dict[str, Any], why: str) -> None:
     assert outcome.assemble(_checked(**stats), journal, expect.model_dump())["as_expected"] is False, why
