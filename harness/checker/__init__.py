@@ -13,7 +13,8 @@ import numpy as np
 import pandas as pd
 
 from harness.checker.checks import CHECKS as _CORE
-from harness.checker.checks import Found, cols
+from harness.checker.checks import Found, cols, poll_times
+from harness.checker.figures import NEVER, reader_figures
 from harness.checker.spark import spark_exactly_once, spark_stats
 from harness.checker.verdict import CheckResult, Verdict, validity
 from harness.history.model import FAIL, FAULT_START, INFO, OK, READ_COMMITTED
@@ -148,6 +149,8 @@ def stats(t: Tables) -> dict[str, Any]:
         "commit_latency_ms": _percentiles(lat_ms),
         "reads": {"polled": int(c.poll.sum()), "final_committed": int(c.fc.sum()),
                   "final_uncommitted": int((~c.poll & ~c.fc).sum())},
+        **reader_figures(c, tx["complete_time"].to_numpy(dtype="int64", na_value=NEVER), poll_times(t),
+                         t.reads["op"].to_numpy(np.int64), t.reads["process"].to_numpy()),
     }
 
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from harness.checker import figures
 from harness.checker.checks import (
     MAX_EXAMPLES,
     NO_ACKED_OFFSETS,
@@ -46,6 +47,7 @@ from harness.history.model import (
     MARKER_PREFIX,
     OFFSET_BITS,
     OK,
+    PARTITION_BITS,
     POLL,
     READ_COMMITTED,
     SCAN,
@@ -919,7 +921,71 @@ def stats(h: SparkHistory) -> dict[str, Any]:
                        "committed_values_per_s": round(committed_values / duration_s, 2)},
         "commit_latency_ms": _spark_percentiles(lat),
         "reads": {"polled": s["n_poll"], "final_committed": s["n_fc"], "final_uncommitted": s["n_unc"]},
+        **reader_figures(h),
     }
+
+
+def reader_figures(h: SparkHistory) -> dict[str, Any]:
+    """The default engine's ``unseen`` and ``realtime_lag`` (harness/checker/figures.py): the
+    aggregates computed here, a row per step or reader collected, finished by the same code."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    polls = (h.reads.where("poll").join(h.op_times, "op")  # a poll whose op is not in the table has no time
+             .withColumn("tp", F.shiftright("pos", OFFSET_BITS)))
+    if polls.limit(1).count() == 0:
+        return {"unseen": None, "realtime_lag": None}
+    polled_tps = polls.select("tp").distinct()
+    acks = (h.writes.where((F.col("w_out") == OK) & F.col("w_is_txn"))
+            .join(h.txns.select("txn", F.col("complete_time").alias("ack")), "txn")
+            .select("vid", "offset", "ack", F.shiftleft(F.col("tid").cast("long"), PARTITION_BITS)
+                    .bitwiseOR(F.col("partition").cast("long")).alias("tp"))
+            .join(F.broadcast(polled_tps), "tp", "left_semi"))
+    # unseen: each acknowledged value's ack and first poll
+    first = polls.groupBy("vid").agg(F.min("done_at").alias("first_poll"))
+    seen = acks.join(first, "vid", "left")
+    top = seen.agg(F.count("*").alias("n"), F.max("ack").alias("ack"), F.max("first_poll").alias("poll"),
+                   F.sum(F.col("first_poll").isNull().cast("long")).alias("never")).first()
+    unseen = None
+    if top is not None and top["n"]:
+        step = figures.step_ns(max(int(top["ack"]), int(top["poll"] or 0)))
+        at = F.floor(F.greatest("ack", "first_poll") / step).cast("long")  # polled before its ack: seen from its ack
+        ack_steps = _per_step(seen.select(F.floor(F.col("ack") / step).cast("long").alias("k")))
+        seen_steps = _per_step(seen.where(F.col("first_poll").isNotNull()).select(at.alias("k")))
+        unseen = figures.unseen_of(step, ack_steps, seen_steps, final=int(top["never"]))
+    # realtime_lag: per poll and partition the highest offset it got; the reader's position is the
+    # highest so far; the earliest ack above it comes from one window over positions and acks
+    got = polls.groupBy("op", "tp").agg(F.max("offset").alias("got"), F.min("done_at").alias("time"),
+                                        F.min("process").alias("process"))
+    so_far = Window.partitionBy("process", "tp").orderBy("op").rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    positions = got.select("tp", "time", "process", F.max("got").over(so_far).alias("offset"), F.lit(0).alias("kind"),
+                           F.lit(None).cast("long").alias("ack"))
+    known = acks.where(F.col("offset").isNotNull()).select(
+        "tp", F.lit(None).cast("long").alias("time"), F.lit(None).cast("string").alias("process"),
+        F.col("offset").cast("long").alias("offset"), F.lit(1).alias("kind"), "ack")
+    # offsets descending, a position before an ack at its own offset: the minimum so far is over the
+    # acks strictly above each position
+    above = (Window.partitionBy("tp").orderBy(F.col("offset").desc(), F.col("kind"))
+             .rowsBetween(Window.unboundedPreceding, Window.currentRow))
+    lags = (positions.unionByName(known).withColumn("behind_since", F.min("ack").over(above)).where(F.col("kind") == 0)
+            .select("time", "process", F.when(F.col("behind_since") < F.col("time"), F.col("time") - F.col("behind_since"))
+                    .otherwise(F.lit(0)).cast("long").alias("lag")))
+    end = lags.agg(F.max("time")).first()
+    step = figures.step_ns(int(end[0])) if end is not None and end[0] is not None else figures.NS
+    worst = {int(r.k): int(r.lag) for r in lags.groupBy(F.floor(F.col("time") / step).cast("long").alias("k"))
+             .agg(F.max("lag").alias("lag")).collect()}
+    by_reader = {str(r.process): int(r.lag) for r in lags.groupBy("process").agg(F.max("lag").alias("lag")).collect()}
+    return {"unseen": unseen, "realtime_lag": figures.lag_of(step, worst, by_reader) if worst else None}
+
+
+def _per_step(df: DataFrame) -> Any:
+    """How many rows of ``df`` have each step index ``k``, as an array indexed by ``k``."""
+    import numpy as np
+
+    counts = {int(r.k): int(r["count"]) for r in df.groupBy("k").count().collect()}
+    out = np.zeros(max(counts, default=-1) + 1, dtype=np.int64)
+    out[list(counts)] = list(counts.values())
+    return out
 
 
 def _spark_percentiles(lat: DataFrame) -> dict[str, float | None]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import itertools
+from typing import Any
 
 import matplotlib
 import pandas as pd
@@ -13,6 +14,7 @@ import pandas as pd
 matplotlib.use("Agg")  # never a display: reports are made on headless machines
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.ticker import ScalarFormatter  # noqa: E402
 
 from harness.report.data import NODE_STATE, PartitionView, RunData, node_lanes, timeline  # noqa: E402
 
@@ -48,12 +50,16 @@ def timeline_svg(data: RunData) -> str:
     tl = timeline(data.txns, end)
     lanes = node_lanes(data.faults, data.node_ids, end)
     spark = data.spark_batches is not None
-    ratios = [3, 2.2] + ([2] if spark else []) + [1.2]
-    fig, axes = plt.subplots(len(ratios), 1, figsize=(11, 6.2 + (1.6 if spark else 0)), sharex=True,
-                             gridspec_kw={"height_ratios": ratios})
+    stats = data.verdict.get("stats") or {}
+    readers = bool(stats.get("unseen") or stats.get("realtime_lag"))
+    ratios = [3, 2.2] + ([1.8] if readers else []) + ([2] if spark else []) + [1.2]
+    fig, axes = plt.subplots(len(ratios), 1, figsize=(11, 6.2 + (1.4 if readers else 0) + (1.6 if spark else 0)),
+                             sharex=True, gridspec_kw={"height_ratios": ratios})
     ax_tp, ax_lat, ax_nodes = axes[0], axes[1], axes[-1]
+    if readers:
+        _readers_panel(axes[2], stats)
     if spark:
-        _spark_panel(axes[2], data)
+        _spark_panel(axes[2 + readers], data)
     ax_tp.plot(tl["t"], tl["ok"], color="#2ca02c", lw=1.2, label="ok (committed)")
     ax_tp.plot(tl["t"], tl["fail"], color="#ff7f0e", lw=1, label="fail (aborted)")
     ax_tp.plot(tl["t"], tl["info"].where(tl["info"] > 0), color="#9467bd", marker="o", ms=3, ls="none", label="info (unknown)")
@@ -90,6 +96,26 @@ def timeline_svg(data: RunData) -> str:
                        textcoords="offset points", va="top", fontsize=7, color=colour)
     fig.align_ylabels()
     return to_svg(fig)
+
+
+def _readers_panel(ax: plt.Axes, stats: dict[str, Any]) -> None:
+    """Jepsen's reader figures: values committed and not yet polled (``unseen``), and how far behind
+    the head the worst reader was (``realtime_lag``), each at the end of its step."""
+    unseen, lag = stats.get("unseen"), stats.get("realtime_lag")
+    if unseen:
+        t, n = zip(*unseen["series"])
+        ax.step(t, n, where="post", color="#1f77b4", lw=1.2, label="unseen (committed, not yet polled)")
+    ax.set_ylabel("values unseen")
+    ax.yaxis.set_major_formatter(ScalarFormatter())
+    handles, names = ax.get_legend_handles_labels()
+    if lag:
+        ax2 = ax.twinx()
+        t, s = zip(*lag["series"])
+        ax2.plot(t, s, color="#d62728", lw=1, marker=".", ms=3, label="realtime lag, worst reader")
+        ax2.set_ylabel("lag s")
+        h2, n2 = ax2.get_legend_handles_labels()
+        handles, names = handles + h2, names + n2
+    ax.legend(handles, names, loc="upper left", bbox_to_anchor=(1.06, 1.0), fontsize=8, frameon=False)
 
 
 def _spark_panel(ax: plt.Axes, data: RunData) -> None:

@@ -18,6 +18,7 @@ from harness.checker import check
 from harness.history import store
 from tests.unit.histories import History, clean, many_topics, simulate
 from tests.unit.test_checker import ANOMALIES, nothing_for, stalled, without_final_reads
+from tests.unit.test_figures import lagging
 from tests.unit.test_spark_check import spark_history
 from tests.unit.test_spark_sink import executor_history
 
@@ -78,8 +79,10 @@ def test_the_engines_agree_on_every_hand_written_history(spark: Any, tmp_path: P
     cases += [("spark-builtin", spark_history(sink="builtin")), ("spark-builtin-replayed", spark_history("replayed", sink="builtin"))]
     cases += [(f"spark-executor:{v or 'clean'}", executor_history(v)) for v in ("", "overlap", "uncovered-input", "batch-incarnations")]
     cases += [("lost-write-seen", clean("lost-write-seen"))]
-    # topic ids past 7 bits (positions packed with the topic on top) and a duplicate in topic 299
-    cases += [("300-topics", many_topics(300)), ("300-topics:duplicate", many_topics(300, duplicate_in_last=True))]
+    # topic ids past 7 bits (positions packed with the topic on top), with a duplicate in topic 299
+    cases += [("300-topics:duplicate", many_topics(300, duplicate_in_last=True))]
+    # a reader that falls behind: unseen and realtime_lag other than zero
+    cases += [("lagging", lagging())]
     cases += [(f"stalled-at-{at}", stalled(at)) for at in (0, 6)]
     # nothing to judge, or nothing for some checks: the same reasons (``skipped``, ``unknown_because``)
     cases += [("no-final-reads", without_final_reads(clean())), ("no-final-reads:aborted-read", without_final_reads(clean("aborted-read"))),
