@@ -59,6 +59,13 @@ def flat(d: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
     return rows
 
 
+def _without_series(figure: Any) -> Any:
+    """A figure over time (``unseen``, ``realtime_lag``) without its points: the timeline draws them."""
+    if isinstance(figure, dict) and "series" in figure:
+        return {k: x for k, x in figure.items() if k != "series"} | {"over time": "on the timeline"}
+    return figure
+
+
 def rerun(scenario: dict[str, Any], journal: Journal | None = None) -> str:
     """The re-run command the journal recorded; for runs made before, the one ``scenario.json``
     recorded, or the same built from the scenario."""
@@ -86,7 +93,7 @@ def render(data: RunData) -> str:
                "skipped": c.get("skipped"), "examples": c.get("examples") or [],
                "columns": list(dict.fromkeys(k for ex in (c.get("examples") or []) if isinstance(ex, dict) for k in ex))}
               for name, c in v.get("checks", {}).items()]
-    stats = dict(v.get("stats", {}))
+    stats = {k: _without_series(x) for k, x in (v.get("stats") or {}).items()}
     journal = Journal.load(RunFolder(data.run_dir))
     return _env.get_template("report.html.j2").render(
         title=f"{data.scenario.get('name', data.run_dir.name)} · {data.run_dir.name}",
