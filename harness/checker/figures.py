@@ -61,14 +61,20 @@ def _series(step: int, ends: np.ndarray, values: np.ndarray) -> dict[str, Any]:
 
 
 # ----------------------------------------------------------------------------- the default engine
-def reader_figures(c: Cols, complete_time: np.ndarray, poll_time: np.ndarray, op: np.ndarray,
-                   process: np.ndarray) -> dict[str, Any]:
+def reader_figures(c: Cols, complete_time: np.ndarray, poll_time: np.ndarray, reads: pd.DataFrame) -> dict[str, Any]:
     """``stats``' ``unseen`` and ``realtime_lag`` (None each when there is nothing to measure: no
-    poll, no acknowledged commit). ``complete_time``: per transaction row; ``poll_time``, ``op``,
-    ``process``: per read row (``NEVER`` where a poll's time is not known)."""
+    poll, no acknowledged commit). ``complete_time``: per transaction row; ``poll_time``: per read
+    row (``NEVER`` where a poll's time is not known); ``reads``: the reads table (``op``, ``process``)."""
     polls = np.flatnonzero(c.poll & (poll_time != NEVER))
     if not len(polls):
         return {"unseen": None, "realtime_lag": None}
+    op = reads["op"].to_numpy(np.int64)[polls]
+    procs = reads["process"]
+    if isinstance(procs.dtype, pd.CategoricalDtype):  # as loaded from Parquet: codes, not 28M strings
+        reader, names = procs.cat.codes.to_numpy(np.int64)[polls], [str(n) for n in procs.cat.categories]
+    else:
+        reader, uniques = pd.factorize(procs.iloc[polls].to_numpy())
+        names = [str(n) for n in uniques]
     vid, tp, off, ack = committed_acks(c, complete_time)
     r_tp = c.r_pos[polls] >> OFFSET_BITS
     read = np.isin(tp, np.unique(r_tp))  # only the partitions some reader polls
@@ -77,7 +83,7 @@ def reader_figures(c: Cols, complete_time: np.ndarray, poll_time: np.ndarray, op
     np.minimum.at(first, c.r_vid[polls], poll_time[polls])
     known = off != NO_OFFSET
     return {"unseen": _unseen(ack, first[vid]),
-            "realtime_lag": _lag(poll_time[polls], process[polls], op[polls], r_tp, c.r_off[polls],
+            "realtime_lag": _lag(poll_time[polls], reader, names, op, r_tp, c.r_off[polls],
                                  tp[known], off[known], ack[known])}
 
 
@@ -100,14 +106,14 @@ def _unseen(ack: np.ndarray, first_poll: np.ndarray) -> dict[str, Any] | None:
     return unseen_of(step, np.bincount(ack // step), np.bincount(seen_at // step), final=int((~polled).sum()))
 
 
-def _lag(time: np.ndarray, process: np.ndarray, op: np.ndarray, tp: np.ndarray, offset: np.ndarray,
+def _lag(time: np.ndarray, reader: np.ndarray, names: list[str], op: np.ndarray, tp: np.ndarray, offset: np.ndarray,
          c_tp: np.ndarray, c_off: np.ndarray, c_ack: np.ndarray) -> dict[str, Any]:
-    """Polled records (history order) and acknowledged committed values (partition, offset, ack)."""
+    """Polled records (history order; ``reader``: an index into ``names``) and acknowledged
+    committed values (partition, offset, ack)."""
     # one row per poll and partition (its records are contiguous): the highest offset it got there
     starts = np.flatnonzero(np.r_[True, (op[1:] != op[:-1]) | (tp[1:] != tp[:-1])])
-    time, process, tp, got = time[starts], process[starts], tp[starts], np.maximum.reduceat(offset, starts)
+    time, reader, tp, got = time[starts], reader[starts], tp[starts], np.maximum.reduceat(offset, starts)
     # the reader's position: the highest offset it has got in that partition so far
-    reader, names = pd.factorize(process)
     position = pd.Series(got).groupby((reader.astype(np.int64) << 32) | tp, sort=False).cummax().to_numpy(np.int64)
     # per partition by offset, the earliest ack at or above each (a suffix minimum); then the first above each position
     order = np.lexsort((c_off, c_tp))
@@ -123,6 +129,7 @@ def _lag(time: np.ndarray, process: np.ndarray, op: np.ndarray, tp: np.ndarray, 
     steps, first = np.unique(time // step, return_inverse=True)
     worst = np.zeros(len(steps), dtype=np.int64)
     np.maximum.at(worst, first, lag)
-    per_reader = np.zeros(len(names), dtype=np.int64)
+    per_reader = np.full(len(names), -1, dtype=np.int64)  # -1: a reader (category) that polled nothing
     np.maximum.at(per_reader, reader, lag)
-    return lag_of(step, dict(zip(steps.tolist(), worst.tolist())), dict(zip(map(str, names), per_reader.tolist())))
+    return lag_of(step, dict(zip(steps.tolist(), worst.tolist())),
+                  {name: lag for name, lag in zip(names, per_reader.tolist()) if lag >= 0})

@@ -5,6 +5,8 @@ Spark engine's identical figures are in ``test_spark_engine.py``."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from harness.checker import check
 from harness.history.builder import History
 from harness.history.model import tp_key
@@ -63,3 +65,14 @@ def test_without_polls_neither_figure_is_measured() -> None:
     at(h, 2.5).scan({tp_key("t", 0): [(0, "a")]})
     stats = check(h.tables()).stats
     assert stats["unseen"] is None and stats["realtime_lag"] is None
+
+
+def test_the_figures_are_the_same_from_the_saved_parquet(tmp_path: Path) -> None:
+    """Loaded from Parquet the readers' names are categories (their codes are used, not the strings)."""
+    from harness.history import store
+
+    h = lagging()
+    store.save(h.tables(), tmp_path)
+    again = check(store.load(tmp_path)).stats
+    fresh = check(h.tables()).stats
+    assert (again["unseen"], again["realtime_lag"]) == (fresh["unseen"], fresh["realtime_lag"])
