@@ -149,7 +149,7 @@ def stats(t: Tables) -> dict[str, Any]:
         "commit_latency_ms": _percentiles(lat_ms),
         "reads": {"polled": int(c.poll.sum()), "final_committed": int(c.fc.sum()),
                   "final_uncommitted": int((~c.poll & ~c.fc).sum())},
-        **reader_figures(c, tx["complete_time"].to_numpy(dtype="int64", na_value=NEVER), poll_times(t), t.reads),
+        **reader_figures(c, tx["complete_time"].to_numpy(dtype="int64", na_value=NEVER), partial(poll_times, t), t.reads),
     }
 
 

@@ -176,7 +176,7 @@ def precommitted_read(t: Tables) -> Found:
         known = ~np.isnan(at)
         np.minimum.at(commit_at, c.w_vid[m][known], at[known].astype(np.int64))
     polls = np.flatnonzero(c.poll)
-    done_at = poll_times(t)[polls]
+    done_at = poll_times(t, polls)
     invoked = commit_at[c.r_vid[polls]]
     early = polls[(done_at < invoked) & (invoked != np.iinfo(np.int64).max)]
     vids = np.unique(c.r_vid[early])
@@ -188,17 +188,17 @@ def precommitted_read(t: Tables) -> Found:
     reads = with_values(t, t.reads.iloc[first[:MAX_EXAMPLES]])
     ex = [{"value": r["value"], "reader": r["process"], "read_op": _plain(r["op"]), "read_done": _plain(d),
            "commit_invoked": _plain(commit_at[v]), "position": position(r["topic"], r["partition"], r["offset"])}
-          for r, d, v in zip(reads.to_dict("records"), poll_times(t)[first[:MAX_EXAMPLES]], c.r_vid[first[:MAX_EXAMPLES]])]
+          for r, d, v in zip(reads.to_dict("records"), poll_times(t, first[:MAX_EXAMPLES]), c.r_vid[first[:MAX_EXAMPLES]])]
     return Found(len(vids), ex)
 
 
-def poll_times(t: Tables) -> np.ndarray:
-    """Per read row, the time its op completed (the ops table's ``time`` at the read's ``op``);
-    the maximum where the ops table does not have it (a synthetic history)."""
+def poll_times(t: Tables, rows: np.ndarray) -> np.ndarray:
+    """Per read row of ``rows``, the time its op completed (the ops table's ``time`` at the read's
+    ``op``); the maximum where the ops table does not have it (a synthetic history)."""
     ops = t.ops
     times = np.full(int(ops["index"].max()) + 1 if len(ops) else 0, np.iinfo(np.int64).max, dtype=np.int64)
     times[ops["index"].to_numpy(np.int64)] = ops["time"].to_numpy(np.int64)
-    op = t.reads["op"].to_numpy(np.int64)
+    op = t.reads["op"].to_numpy()[rows].astype(np.int64)
     inside = (op >= 0) & (op < len(times))  # a synthetic history's scans name ops past the table
     out = np.full(len(op), np.iinfo(np.int64).max, dtype=np.int64)
     out[inside] = times[op[inside]]
@@ -214,7 +214,9 @@ def phantom_read(t: Tables) -> Found:
         return Found(0, skipped=NO_COMMITTED_READS)
     written = np.zeros(c.n_values, dtype=bool)
     written[c.w_vid] = True
-    seen = c.cv & ~written[c.r_vid] & np.isin(c.r_pos >> TOPIC_SHIFT, np.unique(c.w_tid))
+    seen = c.cv & ~written[c.r_vid]  # normally none: the topic test then looks at a few rows, not all
+    maybe = np.flatnonzero(seen)
+    seen[maybe] = np.isin(c.r_pos[maybe] >> TOPIC_SHIFT, np.unique(c.w_tid))
     vids = np.unique(c.r_vid[seen])
     if len(vids) == 0:
         return Found(0)
@@ -257,7 +259,9 @@ def inconsistent_offsets(t: Tables) -> Found:
     np.maximum.at(hi, avid, apos)
     seen = np.flatnonzero(lo <= hi)
     p_all, v_all = lo[seen], seen
-    multi_r, multi_w = lo[c.r_vid] < hi[c.r_vid], lo[avid] < hi[avid]  # normally none: duplicated values only
+    multi = lo < hi  # per value, not per read: two 28M-row gathers of lo and hi were this check's peak
+    multi_r, multi_w = multi[c.r_vid], multi[avid]  # normally none: duplicated values only
+    del multi
     if multi_r.any() or multi_w.any():
         extra = np.unique(np.stack([np.concatenate([c.r_pos[multi_r], apos[multi_w]]),
                                     np.concatenate([c.r_vid[multi_r], avid[multi_w]])], axis=1), axis=0)
@@ -266,7 +270,10 @@ def inconsistent_offsets(t: Tables) -> Found:
         v_all = np.concatenate([v_all, extra[keep, 1]])
     del lo, hi
     order = np.argsort(p_all, kind="stable")
-    p_sorted, v_sorted = p_all[order], v_all[order]
+    p_sorted = p_all[order]
+    del p_all  # each temporary goes once used: this check's peak is the checker's
+    v_sorted = v_all[order]
+    del v_all, order
     clash = (p_sorted[1:] == p_sorted[:-1]) & (v_sorted[1:] != v_sorted[:-1])
     bad_pos = np.unique(p_sorted[1:][clash])
     if len(bad_pos) == 0:

@@ -15,6 +15,7 @@ history's clock, so that they agree to the last digit.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -61,11 +62,15 @@ def _series(step: int, ends: np.ndarray, values: np.ndarray) -> dict[str, Any]:
 
 
 # ----------------------------------------------------------------------------- the default engine
-def reader_figures(c: Cols, complete_time: np.ndarray, poll_time: np.ndarray, reads: pd.DataFrame) -> dict[str, Any]:
+def reader_figures(c: Cols, complete_time: np.ndarray, poll_times: Callable[[np.ndarray], np.ndarray],
+                   reads: pd.DataFrame) -> dict[str, Any]:
     """``stats``' ``unseen`` and ``realtime_lag`` (None each when there is nothing to measure: no
-    poll, no acknowledged commit). ``complete_time``: per transaction row; ``poll_time``: per read
-    row (``NEVER`` where a poll's time is not known); ``reads``: the reads table (``op``, ``process``)."""
-    polls = np.flatnonzero(c.poll & (poll_time != NEVER))
+    poll, no acknowledged commit). ``complete_time``: per transaction row; ``poll_times``: the
+    completion times of the given read rows (``NEVER`` where not known); ``reads``: the reads
+    table (``op``, ``process``)."""
+    polls = np.flatnonzero(c.poll)
+    time = poll_times(polls)
+    polls, time = polls[time != NEVER], time[time != NEVER]
     if not len(polls):
         return {"unseen": None, "realtime_lag": None}
     op = reads["op"].to_numpy(np.int64)[polls]
@@ -80,10 +85,10 @@ def reader_figures(c: Cols, complete_time: np.ndarray, poll_time: np.ndarray, re
     read = np.isin(tp, np.unique(r_tp))  # only the partitions some reader polls
     vid, tp, off, ack = vid[read], tp[read], off[read], ack[read]
     first = np.full(c.n_values, NEVER, dtype=np.int64)
-    np.minimum.at(first, c.r_vid[polls], poll_time[polls])
+    np.minimum.at(first, c.r_vid[polls], time)
     known = off != NO_OFFSET
     return {"unseen": _unseen(ack, first[vid]),
-            "realtime_lag": _lag(poll_time[polls], reader, names, op, r_tp, c.r_off[polls],
+            "realtime_lag": _lag(time, reader, names, op, r_tp, c.r_off[polls],
                                  tp[known], off[known], ack[known])}
 
 

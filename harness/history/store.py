@@ -540,17 +540,41 @@ def _refuse_stale_layout(run_dir: Path) -> None:
                           f"({run_dir / HISTORY_DIR}/*.jsonl) are gone")
 
 
+def _lean_pool() -> Any:
+    """Arrow's jemalloc pool, set to give freed memory back at once, where the build has it: with
+    the default (mimalloc) a 10M-value history stayed 0.3 GB higher after loading, and peaked
+    0.35 GB higher, from buffers freed but kept."""
+    import pyarrow as pa
+
+    try:
+        pool = pa.jemalloc_memory_pool()
+        pa.jemalloc_set_decay_ms(0)
+        return pool
+    except NotImplementedError:  # a pyarrow built without jemalloc
+        return pa.default_memory_pool()
+
+
 def load(run_dir: Path) -> Tables:
     """The run's tables: from Parquet when it is current (``parquet_is_current``), else from the JSON lines."""
     pq = run_dir / PARQUET_DIR
     if parquet_is_current(run_dir):
+        import pyarrow as pa
         import pyarrow.parquet as pq_io
 
-        # split_blocks + self_destruct: arrow buffers are freed as columns convert (lower peak memory)
-        frames = {name: pq_io.read_table(_file(pq, name)).to_pandas(split_blocks=True, self_destruct=True)
-                  for name in TABLES}
-        for name in ("reads", "writes"):
-            frames[name] = frames[name].drop(columns=["row"], errors="ignore")  # row order is the frame's order
+        def frame(name: str) -> pd.DataFrame:
+            path = _file(pq, name)
+            # ``row`` (the Spark engine's order) is the frame's order here: not read at all
+            columns = [c for c in pq_io.read_schema(path).names if c != "row"]
+            # split_blocks + self_destruct: arrow buffers are freed as columns convert (lower peak memory)
+            df: pd.DataFrame = pq_io.read_table(path, columns=columns).to_pandas(split_blocks=True, self_destruct=True)
+            return df
+
+        before = pa.default_memory_pool()
+        pa.set_memory_pool(_lean_pool())  # each buffer goes back to the pool that made it, whatever is set later
+        try:
+            frames: dict[str, Any] = {name: frame(name) for name in TABLES}
+        finally:
+            pa.set_memory_pool(before)
         values = pd.read_parquet(_file(pq, VALUES_TABLE), columns=["value"])["value"]
         return Tables(**frames, meta=read_meta(run_dir), values=values)
     _refuse_stale_layout(run_dir)
