@@ -100,6 +100,9 @@ class Tables:
     cache: dict[str, Any] = field(default_factory=dict)
     #: every distinct value, at its ``vid`` (set by ``add_ids``; saved once instead of per row)
     values: pd.Series | None = None
+    #: loaded from Parquet: ``values`` stays on disk (its strings are a tenth of a large history's
+    #: memory, and only examples need them); ``values_at`` reads the few asked for
+    values_file: Path | None = None
 
 
 def read_ops(run_dir: Path) -> tuple[list[Op], list[str]]:
@@ -391,7 +394,7 @@ def add_ids(t: Tables) -> Tables:
     """Integer ids the checker works on, stored with the tables (like Parquet's own dictionary
     encoding): ``vid`` per value (shared by writes and reads), ``tid`` per topic, and on reads
     ``pos`` = (topic, partition, offset) as one sortable int64. Idempotent."""
-    if "vid" in t.writes.columns and "vid" in t.reads.columns and t.values is not None:
+    if "vid" in t.writes.columns and "vid" in t.reads.columns and (t.values is not None or t.values_file is not None):
         return t
     n = len(t.writes)
     codes, uniques = pd.factorize(pd.concat([t.writes["value"], t.reads["value"]], ignore_index=True))
@@ -445,8 +448,27 @@ def with_values(t: Tables, df: pd.DataFrame) -> pd.DataFrame:
     """``df`` (rows of reads or writes) with its ``value`` column, looked up by ``vid`` if absent."""
     if "value" in df.columns:
         return df
-    assert t.values is not None
-    return df.assign(value=t.values.take(df["vid"].to_numpy()).to_numpy())
+    return df.assign(value=values_at(t, df["vid"].to_numpy()))
+
+
+#: Up to this many distinct values are read from ``values.parquet`` by a filter (row groups skipped:
+#: the file is in ``vid`` order); more, and the whole table is loaded (and kept).
+FEW_VALUES = 10_000
+
+
+def values_at(t: Tables, vids: np.ndarray) -> np.ndarray:
+    """The values of the value ids ``vids``."""
+    if t.values is None:
+        if t.values_file is None:
+            raise ValueError("the tables have no values (add_ids sets them)")
+        wanted = np.unique(vids)
+        if len(wanted) > FEW_VALUES:
+            t.values = pd.read_parquet(t.values_file, columns=["value"])["value"]
+        else:
+            few = pd.read_parquet(t.values_file, filters=[("vid", "in", wanted.tolist())]) if len(wanted) else None
+            lookup = pd.Series(few["value"].to_numpy(), index=few["vid"].to_numpy()) if few is not None else pd.Series(dtype="str")
+            return lookup.reindex(vids).to_numpy()
+    return t.values.take(vids).to_numpy()
 
 
 def _str(values: Sequence[str | None]) -> pd.Series:
@@ -478,6 +500,8 @@ def save(tables: Tables, run_dir: Path) -> Path:
 
     for name, df in frames.items():
         pq_io.write_table(_typed(df), _file(tmp, name))
+    if tables.values is None and tables.values_file is not None:
+        tables.values = pd.read_parquet(tables.values_file, columns=["value"])["value"]
     assert tables.values is not None  # add_ids set them
     pd.DataFrame({"vid": np.arange(len(tables.values), dtype=np.int64), "value": tables.values}).to_parquet(
         _file(tmp, VALUES_TABLE), index=False)
@@ -575,8 +599,7 @@ def load(run_dir: Path) -> Tables:
             frames: dict[str, Any] = {name: frame(name) for name in TABLES}
         finally:
             pa.set_memory_pool(before)
-        values = pd.read_parquet(_file(pq, VALUES_TABLE), columns=["value"])["value"]
-        return Tables(**frames, meta=read_meta(run_dir), values=values)
+        return Tables(**frames, meta=read_meta(run_dir), values_file=_file(pq, VALUES_TABLE))
     _refuse_stale_layout(run_dir)
     ops, truncated = read_ops(run_dir)
     return flatten(ops, truncated)
