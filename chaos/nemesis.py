@@ -33,6 +33,10 @@ NO_DEFAULTS = TargetDefaults()
 #: A fault asked to end (run over) finishes its current step: a node restart (~10-60 s) at worst.
 FAULT_END_TIMEOUT_S = 240.0
 
+#: A fault due before the run's end may wait for the one before it (broker faults never overlap):
+#: a node restart took 30+ s on a loaded 2-core machine. The run waits this long for it to begin.
+FAULT_BEGIN_TIMEOUT_S = 240.0
+
 #: The second instance's init_transactions must wait out the first's open transaction being
 #: aborted by the coordinator (it is fenced at once): seconds; generous for a loaded machine.
 ZOMBIE_SECOND_TIMEOUT_S = 180.0
@@ -65,6 +69,8 @@ class Nemesis:
         # Process faults on brokers never overlap: a node still restarting from one kill must not be
         # killed (or paused, restarted) by the next. Network and workload faults overlap freely.
         self._process_lock = threading.Lock()
+        #: per fault whose time came: set once it began (or failed, or gave up); ``await_begun``
+        self._begun: list[tuple[Fault, threading.Event]] = []
 
     @functools.cached_property
     def _admin(self) -> AdminClient:
@@ -107,7 +113,10 @@ class Nemesis:
             for fault in sorted(self.plan, key=lambda f: f.at):
                 if self.stop.wait(max(0.0, fault.at - (self.rec.now() - t0) / 1e9)):
                     return
-                th = threading.Thread(target=self._guarded, args=(fault,), name=f"fault-{fault.kind}@{fault.at}", daemon=True)
+                begun = threading.Event()
+                self._begun.append((fault, begun))
+                th = threading.Thread(target=self._guarded, args=(fault, begun), name=f"fault-{fault.kind}@{fault.at}",
+                                      daemon=True)
                 th.start()
                 running.append(th)
         finally:
@@ -123,25 +132,43 @@ class Nemesis:
         th.start()
         return th
 
-    def _guarded(self, fault: Fault) -> None:
+    def await_begun(self, timeout: float = FAULT_BEGIN_TIMEOUT_S) -> None:
+        """Wait until every fault whose time has come began: one may be waiting for the node fault
+        before it to heal (a slow restart). A fault that never does is an error of the run, not
+        silently left out (its scenario was not what ran)."""
+        deadline = time.monotonic() + timeout
+        for fault, begun in list(self._begun):
+            if not begun.is_set():
+                log.info(f"nemesis: waiting for {fault.kind}@{fault.at}s to begin before the run ends "
+                         "(the fault before it is still healing)")
+            if not begun.wait(max(0.0, deadline - time.monotonic())):
+                self.errors.append(f"{fault.kind} at {fault.at}s: had not begun {timeout:.0f}s after the run's "
+                                   "duration (the node fault before it was still healing)")
+
+    def _guarded(self, fault: Fault, begun: threading.Event | None = None) -> None:
         try:
-            self._apply(fault)
+            self._apply(fault, begun)
         except Exception as exc:  # noqa: BLE001 - recorded; heal-all still runs at the end
             self.errors.append(f"{fault.kind} at {fault.at}s: {type(exc).__name__}: {exc}")
             log.info(f"nemesis: {fault.kind} failed: {exc}")
+        finally:
+            if begun is not None:
+                begun.set()
 
-    def _apply(self, fault: Fault) -> None:
+    def _apply(self, fault: Fault, begun: threading.Event | None = None) -> None:
         """One fault, healed after ``fault.duration``; again every ``fault.every`` seconds if set."""
         while not self.stop.is_set():
             started = time.monotonic()
-            self._once(fault)
+            self._once(fault, begun)
             if not fault.every or self.stop.wait(max(0.0, fault.every - (time.monotonic() - started))):
                 return
 
-    def _once(self, fault: Fault) -> None:
+    def _once(self, fault: Fault, begun: threading.Event | None = None) -> None:
         with self._process_lock if fault.broker_process else nullcontext():
             if self.stop.is_set():  # the run may have ended while this fault waited its turn
                 return
+            if begun is not None:
+                begun.set()
             heal = fault.apply(self._context())
             if fault.holds:
                 self.stop.wait(fault.duration)

@@ -332,6 +332,8 @@ def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, fold
                 zombie_thread.start()
             try:
                 nemesis.stop.wait(sc.duration)
+                # a fault due in the run that waits for the node fault before it to heal begins late
+                nemesis.await_begun()
                 # a driver killed late in the run replays its batch after the duration: wait for it
                 journal.not_recovered = sup.await_recovered()
             except KeyboardInterrupt:

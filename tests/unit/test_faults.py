@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any, get_args
 
@@ -19,6 +20,7 @@ from chaos.nemesis import Nemesis
 from clusters.topology import Topology
 from clusters.wireproxy import Rule
 from harness.history.recorder import Recorder
+from harness.wait import wait_until
 
 
 def test_the_registry_holds_every_kind_once() -> None:
@@ -339,3 +341,41 @@ def test_heal_wire_resets_and_escalates_to_a_restart_when_a_rule_stays(monkeypat
     problems = heal.heal_wire(cluster)  # type: ignore[arg-type]
     assert ("restart_wire",) in cluster.calls
     assert len(problems) == 2 and "still: ['wire rule 1: hold EndTxn on client-to-n1']" in problems[-1], problems
+
+
+class SlowRestart(FakeCluster):
+    """A node restart that takes ``restart_s`` (a loaded machine's broker start)."""
+
+    def __init__(self, restart_s: float) -> None:
+        super().__init__()
+        self.restart_s = restart_s
+
+    def restart(self, node: int) -> None:
+        time.sleep(self.restart_s)  # stands in for a slow broker start, not synchronisation
+        self.calls.append(("restart", node))
+
+
+def _two_kills(tmp_path: Path, restart_s: float) -> Nemesis:
+    cluster = SlowRestart(restart_s)
+    plan = [faults.parse({"at": 0, "kind": "kill", "target": 1, "duration": 0.01}),
+            faults.parse({"at": 0.05, "kind": "kill", "target": 2, "duration": 0.01})]
+    nem = Nemesis(cluster, FakeControl({}), Recorder(tmp_path, "nemesis"), plan)  # type: ignore[arg-type]
+    th = threading.Thread(target=nem.run, daemon=True)
+    th.start()
+    # the run's duration ends once both faults are due; the second waits for the first's heal
+    wait_until(lambda: len(nem._begun) == 2, timeout=30, what="both faults to be due", state=lambda: str(nem._begun))
+    return nem
+
+
+def test_the_run_waits_for_a_due_fault_held_up_by_a_slow_heal(tmp_path: Path) -> None:
+    nem = _two_kills(tmp_path, restart_s=1.0)
+    nem.await_begun(timeout=30)
+    nem.stop.set()
+    assert nem.faults == 2 and nem.errors == []
+
+
+def test_a_due_fault_that_never_begins_is_an_error_of_the_run(tmp_path: Path) -> None:
+    nem = _two_kills(tmp_path, restart_s=3.0)
+    nem.await_begun(timeout=0.2)
+    nem.stop.set()
+    assert nem.faults == 1 and len(nem.errors) == 1 and "kill at 0.05s: had not begun" in nem.errors[0], nem.errors
