@@ -21,8 +21,8 @@ import numpy as np
 import pandas as pd
 
 from harness.checker.arrays import NO_OFFSET, OUTCOME_CODES, Cols, build, span
-from harness.history.model import COPY_PREFIX, FAIL, INFO, OFFSET_BITS, OK, TOPIC_SHIFT, Position, position
-from harness.history.store import Tables, unpack, values_at, with_values
+from harness.history.model import COPY_PREFIX, FAIL, INFO, OK, TOPIC_SHIFT, Position, position
+from harness.history.store import Tables, pack, unpack, values_at, with_values
 
 MAX_EXAMPLES = 5
 
@@ -331,14 +331,7 @@ def _present(needles: np.ndarray, haystack: np.ndarray) -> np.ndarray:
 
 def _acked_positions(c: Cols, rows: np.ndarray) -> np.ndarray:
     """The packed positions (as the reads' ``pos``) Kafka acknowledged for the writes ``rows``."""
-    # ``store.pack``, in place: at 10M values each temporary is 80 MB
-    packed: np.ndarray = c.w_tid[rows].astype(np.int64)
-    packed <<= TOPIC_SHIFT
-    part = c.w_part[rows].astype(np.int64)
-    part <<= OFFSET_BITS
-    packed |= part
-    del part
-    packed |= c.w_off[rows]
+    packed: np.ndarray = pack(c.w_tid[rows], c.w_part[rows], c.w_off[rows])
     return packed
 
 
