@@ -125,10 +125,12 @@ class Nemesis:
                 if th.is_alive():
                     self.errors.append(f"{th.name} did not end within {FAULT_END_TIMEOUT_S:.0f}s of being asked to")
 
-    def start_now(self, fault: Fault) -> threading.Thread:
+    def start_now(self, fault: Fault, applied: threading.Event | None = None) -> threading.Thread:
         """The thread applying ``fault`` from now on (a test's ``nemesis`` fixture): it ends after
-        its duration, or when ``stop`` is set; a failure lands in ``errors``."""
-        th = threading.Thread(target=self._guarded, args=(fault,), name=f"fault-{fault.kind}", daemon=True)
+        its duration, or when ``stop`` is set; a failure lands in ``errors``. ``applied`` is set once
+        the fault's action is in place (its ``apply`` returned)."""
+        th = threading.Thread(target=self._guarded, args=(fault, None, applied), name=f"fault-{fault.kind}",
+                              daemon=True)
         th.start()
         return th
 
@@ -145,9 +147,10 @@ class Nemesis:
                 self.errors.append(f"{fault.kind} at {fault.at}s: had not begun {timeout:.0f}s after the run's "
                                    "duration (the node fault before it was still healing)")
 
-    def _guarded(self, fault: Fault, begun: threading.Event | None = None) -> None:
+    def _guarded(self, fault: Fault, begun: threading.Event | None = None,
+                 applied: threading.Event | None = None) -> None:
         try:
-            self._apply(fault, begun)
+            self._apply(fault, begun, applied)
         except Exception as exc:  # noqa: BLE001 - recorded; heal-all still runs at the end
             self.errors.append(f"{fault.kind} at {fault.at}s: {type(exc).__name__}: {exc}")
             log.info(f"nemesis: {fault.kind} failed: {exc}")
@@ -155,21 +158,25 @@ class Nemesis:
             if begun is not None:
                 begun.set()
 
-    def _apply(self, fault: Fault, begun: threading.Event | None = None) -> None:
+    def _apply(self, fault: Fault, begun: threading.Event | None = None,
+               applied: threading.Event | None = None) -> None:
         """One fault, healed after ``fault.duration``; again every ``fault.every`` seconds if set."""
         while not self.stop.is_set():
             started = time.monotonic()
-            self._once(fault, begun)
+            self._once(fault, begun, applied)
             if not fault.every or self.stop.wait(max(0.0, fault.every - (time.monotonic() - started))):
                 return
 
-    def _once(self, fault: Fault, begun: threading.Event | None = None) -> None:
+    def _once(self, fault: Fault, begun: threading.Event | None = None,
+              applied: threading.Event | None = None) -> None:
         with self._process_lock if fault.broker_process else nullcontext():
             if self.stop.is_set():  # the run may have ended while this fault waited its turn
                 return
             if begun is not None:
                 begun.set()
             heal = fault.apply(self._context())
+            if applied is not None:
+                applied.set()
             if fault.holds:
                 self.stop.wait(fault.duration)
             heal()

@@ -39,8 +39,10 @@ class ToxicSpec:
     attributes: dict[str, Any]
 
 
-def specs(kind: str, params: dict[str, Any] | None = None) -> list[ToxicSpec]:
-    """The toxics to add to each affected proxy (one per stream), named so heal can find them."""
+def specs(kind: str, params: dict[str, Any] | None = None, tag: str = "") -> list[ToxicSpec]:
+    """The toxics to add to each affected proxy (one per stream). ``tag`` makes the names unique per
+    fault: Toxiproxy refuses (409) a second toxic of the same name on a proxy, so two latency faults
+    on one link at once need names of their own; each fault's heal removes its own by name."""
     if kind not in TOXICS:
         raise ValueError(f"unknown network fault {kind!r}; allowed: {', '.join(sorted(TOXICS))} (and partition)")
     toxic_type, defaults, stream = TOXICS[kind]
@@ -53,4 +55,4 @@ def specs(kind: str, params: dict[str, Any] | None = None) -> list[ToxicSpec]:
             raise ValueError(f"{kind}: {key} must be a number >= 0, not {value!r}")
         attrs[PARAMS[key]] = round(value)  # Toxiproxy's attributes are integers (400 on 200.0)
     streams = ["upstream", "downstream"] if stream == "both" else [stream]
-    return [ToxicSpec(f"eos-{kind}-{s}", toxic_type, s, attrs) for s in streams]
+    return [ToxicSpec(f"eos-{kind}-{s}" + (f"-{tag}" if tag else ""), toxic_type, s, attrs) for s in streams]

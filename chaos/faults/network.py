@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import uuid
 from typing import Literal
 
 from pydantic import Field, model_validator
@@ -101,9 +102,19 @@ class _ToxicFault(_LinkFault):
     def apply(self, ctx: FaultContext) -> Heal:
         links = self._started(ctx)
         tox = ctx.cluster.toxiproxy
-        added = [(link, spec) for link in links for spec in toxics.specs(self.kind, self.params)]
-        for link, spec in added:
-            tox.add_toxic(link, spec.type, spec.attributes, stream=spec.stream, name=spec.name)
+        tag = uuid.uuid4().hex[:8]  # this fault's toxics, apart from any other fault's on the same link
+        added: list[tuple[str, toxics.ToxicSpec]] = []
+        try:
+            for link in links:
+                for spec in toxics.specs(self.kind, self.params, tag):
+                    tox.add_toxic(link, spec.type, spec.attributes, stream=spec.stream, name=spec.name)
+                    added.append((link, spec))
+        except Exception:
+            # half applied: take back what was added, so the failure leaves no toxic behind
+            for link, spec in added:
+                tox.remove_toxic(link, spec.name)
+            ctx.end(self.kind, links=links)
+            raise
 
         def heal() -> None:
             for link, spec in added:

@@ -67,15 +67,26 @@ def test_chaos_imports_no_workload_scenario_or_supervisor_module() -> None:
 class FakeToxiproxy:
     def __init__(self, calls: list[tuple[Any, ...]]) -> None:
         self.calls = calls
+        self.present = set()
 
     def set_enabled(self, link: str, enabled: bool) -> None:
         self.calls.append(("enabled", link, enabled))
 
     def add_toxic(self, link: str, type_: str, attributes: dict[str, Any], stream: str, name: str) -> None:
+        # as Toxiproxy does: a second toxic of one name on one proxy is refused (409 Conflict)
+        if (link, name) in self.present:
+            raise RuntimeError(f"409 Conflict: toxic {name} already exists on {link}")
+        if self.refuse and link in self.refuse:
+            raise RuntimeError(f"toxiproxy refused a toxic on {link}")
+        self.present.add((link, name))
         self.calls.append(("add", link, name, attributes["latency"]))
 
     def remove_toxic(self, link: str, name: str) -> None:
+        self.present.discard((link, name))
         self.calls.append(("remove", link, name))
+
+    present: set[tuple[str, str]]
+    refuse: set[str] = set()
 
 
 class FakeWire:
@@ -182,11 +193,33 @@ def test_pause_restart_and_rolling_restart(tmp_path: Path, events: Any) -> None:
 def test_a_toxic_is_added_to_each_link_and_removed_at_the_heal(tmp_path: Path, events: Any) -> None:
     nem, cluster = nemesis(tmp_path)
     run_one(nem, kind="latency", target=1, listeners="client", params={"latency_ms": 300})
-    assert cluster.calls == [("add", "client-to-n1", f"eos-latency-{s}", 300) for s in ("upstream", "downstream")] + [
-        ("remove", "client-to-n1", f"eos-latency-{s}") for s in ("upstream", "downstream")]
+    tag = cluster.calls[0][2].rsplit("-", 1)[1]
+    assert cluster.calls == [("add", "client-to-n1", f"eos-latency-{s}-{tag}", 300) for s in ("upstream", "downstream")] + [
+        ("remove", "client-to-n1", f"eos-latency-{s}-{tag}") for s in ("upstream", "downstream")]
     assert events() == [{"type": "info", "kind": "latency", "phase": "start", "links": ["client-to-n1"], "target": 1,
                          "of": None, "nodes": [1]},
                         {"type": "ok", "kind": "latency", "phase": "stop", "links": ["client-to-n1"]}]
+
+
+def test_two_latency_faults_on_one_link_overlap_each_with_toxics_of_its_own(tmp_path: Path) -> None:
+    nem, cluster = nemesis(tmp_path)
+    heals = [faults.parse({"at": 0, "kind": "latency", "target": 1, "listeners": "client"}).apply(nem._context())
+             for _ in range(2)]  # both on before either heals: Toxiproxy would refuse a second name (409)
+    added = [c[2] for c in cluster.calls if c[0] == "add"]
+    assert len(added) == 4 and len(set(added)) == 4
+    for heal in heals:
+        heal()
+    assert cluster.toxiproxy.present == set()
+
+
+def test_a_toxic_fault_that_cannot_be_applied_fails_and_leaves_no_toxic(tmp_path: Path) -> None:
+    nem, cluster = nemesis(tmp_path)
+    cluster.toxiproxy.refuse = {"client-to-n3"}  # the last link: n1's and n2's toxics are on by then
+    with pytest.raises(RuntimeError, match="refused"):
+        faults.parse({"at": 0, "kind": "latency", "target": "all", "listeners": "client"}).apply(nem._context())
+    assert [c[0] for c in cluster.calls].count("add") == 4  # n1's and n2's, both streams
+    assert cluster.toxiproxy.present == set()  # ... taken back
+    assert nem.active_faults() == []
 
 
 def test_a_partition_cuts_every_link_of_the_node_and_heals_them(tmp_path: Path) -> None:
