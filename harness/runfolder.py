@@ -14,6 +14,10 @@ Layout::
     workloads/         each workload's config and log (harness/supervisor.py)
     nodes/             each broker's config, data and log (clusters/)
     soak.json, soak.html   a soak's summary (harness/soak.py), in the soak's folder
+
+Beside the run folders, in the results folder: ``index.html``, every run in it (harness/report/
+index_page.py), and ``latest``, a relative symlink to the run that finished last (one with a
+verdict, so a report); both are rewritten when a run finishes.
 """
 
 from __future__ import annotations
@@ -46,6 +50,9 @@ NODES = "nodes"
 WIRE_EVENTS = "wire-events.jsonl"
 SOAK_JSON = "soak.json"
 SOAK_HTML = "soak.html"
+#: in the results folder, beside the run folders
+INDEX = "index.html"
+LATEST = "latest"
 
 
 def new_run_id(kind: str) -> str:
@@ -58,6 +65,19 @@ def new_run_dir(kind: str, parent: Path | None = None) -> Path:
     d = (parent or results_dir()) / new_run_id(kind)
     d.mkdir(parents=True, exist_ok=False)
     return d
+
+
+def point_latest(results: Path, run_dir: Path) -> Path:
+    """``results/latest``, a relative symlink (it survives the results folder being moved or copied)
+    to ``run_dir``, replaced atomically: a reader sees the old run or the new one, never no link."""
+    link = results / LATEST
+    tmp = results / f".{LATEST}.tmp{os.getpid()}-{secrets.token_hex(4)}"
+    os.symlink(os.path.relpath(run_dir.resolve(), results.resolve()), tmp)
+    try:
+        os.replace(tmp, link)
+    finally:
+        tmp.unlink(missing_ok=True)  # only left when the rename failed
+    return link
 
 
 def write_text(path: Path, text: str) -> Path:

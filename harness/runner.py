@@ -49,6 +49,7 @@ from harness.kafka.admin import create_topic
 from harness.kafka.features import METADATA_VERSION, finalized
 from harness.kafka.reads import lso_lag, read_all
 from harness.logs import run_log
+from harness.report.index_page import after_run
 from harness.runfolder import RunFolder, write_json, write_text
 from harness.scenario import Fault, Scenario
 from harness.spark.job import ENV_JOB_CONF, ENV_JOB_MASTER
@@ -257,6 +258,7 @@ def _run(sc: Scenario, backend: Backend, seed: int, folder: RunFolder, kafka_ver
     outcome.write(verdict, folder)
     if report:
         _write_report(run_dir)
+    after_run(run_dir)  # results/latest and results/index.html; logs, never raises
     return RunResult(folder, verdict, journal)
 
 

@@ -1,4 +1,4 @@
-"""``eos-chaos check``, ``report`` and ``compare``: what a finished run folder says, again."""
+"""``eos-chaos check``, ``report``, ``compare`` and ``index``: what finished run folders say, again."""
 
 from __future__ import annotations
 
@@ -41,6 +41,19 @@ def report_cmd(run_dir: str = typer.Argument(..., help="A finished run folder (w
     started = time.perf_counter()
     path = write_report(run_folder(run_dir), Path(out_file) if out_file else None)
     out.print(f"{path} ({path.stat().st_size / 1e3:,.0f} kB, {time.perf_counter() - started:.1f}s)", highlight=False)
+
+
+@app.command("index")
+@guarded
+def index_cmd(results: str = typer.Argument(None, metavar="DIR",
+                                            help="A folder of run folders \\[default: the results folder].")) -> None:
+    """(Re)make index.html in a results folder: every run in it, newest first, with its verdict and a link to its report."""
+    from harness.paths import results_dir
+    from harness.report.index_page import write_index
+
+    started = time.perf_counter()
+    path = write_index(Path(results) if results else results_dir())
+    out.print(f"{path} ({time.perf_counter() - started:.1f}s)", highlight=False)
 
 
 @app.command("compare")
