@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import random
 import re
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -29,6 +31,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from harness.runfolder import RunFolder
+
+log = logging.getLogger("eos_chaos.pytest")
 
 if TYPE_CHECKING:
     from clusters.base import Cluster
@@ -40,6 +44,11 @@ BLOCK_FAULT_MAX_S = 3600.0
 #: Until an injected fault has started: resolving a role asks the cluster (seconds), and a process
 #: fault waits for one still restarting a node (up to a minute or two here).
 FAULT_START_TIMEOUT_S = 300.0
+#: ``--eos-port-base`` bounds: the Toxiproxy API sits ~600 below the base, and each xdist worker
+#: adds XDIST_PORT_STEP (16 workers fit below 65535 with the cluster's own ports).
+MIN_PORT_BASE, MAX_PORT_BASE = 2000, 60000
+#: One xdist worker's cluster from the next: 100 also moves the compose backend's bridge subnets.
+XDIST_PORT_STEP = 100
 
 
 def _positive(text: str) -> float:
@@ -49,6 +58,17 @@ def _positive(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
     if value < 5:
         raise argparse.ArgumentTypeError(f"{text}: a scenario runs at least 5 seconds")
+    return value
+
+
+def _port_base(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not MIN_PORT_BASE <= value <= MAX_PORT_BASE:
+        raise argparse.ArgumentTypeError(f"{value}: a port base is between {MIN_PORT_BASE} and {MAX_PORT_BASE} "
+                                         "(a cluster's ports and its workers' run up from it)")
     return value
 
 
@@ -68,6 +88,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 help="where run folders go [default: $EOS_CHAOS_RESULTS, else results/ in pytest's rootdir]")
     g.addoption("--eos-library", action="store_true",
                 help="add the scenario library: one test per scenario, negative controls expect invalid")
+    g.addoption("--eos-port-base", type=_port_base, default=None, metavar="PORT",
+                help="first port of kafka_cluster (each pytest-xdist worker adds 100 per worker number, so "
+                     "parallel workers get clusters of their own) [default: the backend's]")
+    g.addoption("--eos-keep", action="store_true",
+                help="leave kafka_cluster up after the session, for debugging; the session ends by saying how "
+                     "to take it down")
+    g.addoption("--eos-require-backend", action="store_true",
+                help="fail, instead of skip, tests whose backend cannot be had (no Docker engine for compose)")
     g.addoption("--eos-client", default=None, metavar="LIB",
                 help="run every scenario's workloads on this client library: confluent-kafka, java or java@VERSION "
                      "(a scenario that cannot is skipped) [default: each workload's own]")
@@ -79,11 +107,13 @@ def pytest_configure(config: pytest.Config) -> None:
     from harness import logs
 
     logs.to_stdout()  # the harness's narrative with each test's output (-s to see it live)
-    results = config.getoption("--eos-results", None)
-    if results or not os.environ.get("EOS_CHAOS_RESULTS"):
-        # every run folder, the clusters' too: --eos-results, else results/ beside the tests
-        path = Path(results).resolve() if results else config.rootpath / "results"
-        os.environ["EOS_CHAOS_RESULTS"] = str(path)
+    worker = _xdist_worker(config)
+    if worker is not None:
+        # a worker's cluster records itself apart from the other workers' (one record per backend
+        # per state folder): `eos-chaos cluster down` of one worker must not find another's
+        from harness.paths import state_dir
+
+        os.environ["EOS_CHAOS_STATE"] = str(state_dir() / f"xdist-{worker}")
     version = config.getoption("--eos-kafka-version", None)
     if version:
         from clusters.artifacts import parse_kafka_version
@@ -118,6 +148,22 @@ def pytest_configure(config: pytest.Config) -> None:
         config.args.append(str(Path(pytest_library.__file__).parent))
 
 
+def _xdist_worker(config: pytest.Config) -> str | None:
+    """This process's pytest-xdist worker id (``gw0``, ``gw1``, ...), None outside xdist."""
+    workerinput = getattr(config, "workerinput", None)
+    return str(workerinput["workerid"]) if workerinput else None
+
+
+def _use_results_folder(config: pytest.Config) -> Path:
+    """Where this session's run folders go: ``--eos-results``, else ``$EOS_CHAOS_RESULTS``, else
+    results/ in pytest's rootdir. Set in the environment only by a fixture that makes run folders,
+    so a session that uses none of the plugin's fixtures keeps its environment as it was."""
+    results = config.getoption("--eos-results", None)
+    if results or not os.environ.get("EOS_CHAOS_RESULTS"):
+        os.environ["EOS_CHAOS_RESULTS"] = str(Path(results).resolve() if results else config.rootpath / "results")
+    return Path(os.environ["EOS_CHAOS_RESULTS"])
+
+
 @dataclass(frozen=True)
 class EosOptions:
     backend: str
@@ -127,6 +173,11 @@ class EosOptions:
     transaction_version: int | None = None
     #: ``--eos-client``: the client library every workload that can choose runs on
     client: str | None = None
+    #: ``--eos-port-base`` plus this xdist worker's share (None: the backend's default)
+    port_base: int | None = None
+    keep: bool = False
+    require_backend: bool = False
+    results: Path = Path("results")
 
 
 @pytest.fixture(scope="session")
@@ -136,33 +187,94 @@ def eos_options(pytestconfig: pytest.Config) -> EosOptions:
         raise pytest.UsageError(f"EOS_CHAOS_BACKEND={backend!r}; allowed: {', '.join(BACKENDS)}")
     return EosOptions(backend, pytestconfig.getoption("--eos-duration"), pytestconfig.getoption("--eos-seed"),
                       pytestconfig.getoption("--eos-kafka-version"), pytestconfig.getoption("--eos-transaction-version"),
-                      pytestconfig.getoption("--eos-client"))
+                      pytestconfig.getoption("--eos-client"), port_base(pytestconfig, backend),
+                      pytestconfig.getoption("--eos-keep"), pytestconfig.getoption("--eos-require-backend"),
+                      _use_results_folder(pytestconfig))
+
+
+def port_base(config: pytest.Config, backend: str) -> int | None:
+    """``--eos-port-base`` (else the backend's default), moved up XDIST_PORT_STEP per xdist worker
+    number; None outside xdist without the option (the backend's default, as ``eos-chaos run``)."""
+    from clusters.backends import Backend, default_port_base
+
+    base = config.getoption("--eos-port-base", None)
+    worker = _xdist_worker(config)
+    if worker is None:
+        return base  # type: ignore[no-any-return]
+    index = int(worker.removeprefix("gw") or 0)
+    return int(base or default_port_base(Backend(backend))) + XDIST_PORT_STEP * index
+
+
+def _engine_or_skip(options: EosOptions) -> bool:
+    """Make sure the compose backend has a Docker engine; returns whether one answered already.
+    None can be had (no engine, and none we may start): the test is skipped with the reason, or
+    failed with ``--eos-require-backend``."""
+    from clusters.compose.engine import docker_answers, ensure_engine
+    from harness.errors import EnvironmentProblem
+
+    if docker_answers():
+        return True
+    try:
+        ensure_engine()
+    except EnvironmentProblem as exc:
+        why = f"the compose backend has no Docker engine: {exc}"
+        if options.require_backend:
+            pytest.fail(f"{why} (--eos-require-backend)", pytrace=False)
+        pytest.skip(why)
+    return False
 
 
 @pytest.fixture(scope="session")
-def kafka_cluster(eos_options: EosOptions) -> Iterator[Cluster]:
+def kafka_cluster(eos_options: EosOptions, pytestconfig: pytest.Config) -> Iterator[Cluster]:
     """A 3-node KRaft cluster for the whole session, on ``--eos-backend``; taken down at the end
-    (and a Docker engine this fixture had to start is stopped again)."""
-    from clusters import artifacts, backends
+    (and a Docker engine this fixture had to start is stopped again), unless ``--eos-keep``."""
+    from clusters import artifacts, backends, pins
     from clusters.backends import Backend
     from harness.runfolder import new_run_dir
 
     backend = Backend(eos_options.backend)
-    had_engine = True
-    if backend is Backend.compose:
-        from clusters.compose.engine import docker_answers
-
-        had_engine = docker_answers()
-    arts = artifacts.ensure(eos_options.kafka_version or artifacts.pins.KAFKA_VERSION)
+    had_engine = _engine_or_skip(eos_options) if backend is Backend.compose else True
+    arts = artifacts.ensure(eos_options.kafka_version or pins.KAFKA_VERSION)
+    cluster = backends.new_cluster(backend, arts, new_run_dir(f"pytest-{backend.value}"), eos_options.port_base,
+                                   detached=eos_options.keep, transaction_version=eos_options.transaction_version)
+    kept = False
     try:
-        with backends.new_cluster(backend, arts, new_run_dir(f"pytest-{backend.value}"),
-                                  transaction_version=eos_options.transaction_version) as cluster:
-            yield cluster
+        cluster.start()
+        yield cluster
+        kept = eos_options.keep
     finally:
-        if not had_engine:
-            from clusters.compose.engine import stop_engine
+        if kept:
+            _kept(pytestconfig, cluster)
+        else:
+            cluster.stop()
+            if not had_engine:
+                from clusters.compose.engine import stop_engine
 
-            stop_engine()
+                stop_engine()
+
+
+def _kept(config: pytest.Config, cluster: Cluster) -> None:
+    """``--eos-keep``: heal what the last test left, and say (at the end of the session's output)
+    where the cluster is and how to take it down."""
+    from chaos.heal import heal_all
+
+    problems = heal_all(cluster)
+    state = os.environ.get("EOS_CHAOS_STATE")
+    prefix = f"EOS_CHAOS_STATE={state} " if _xdist_worker(config) and state else ""
+    lines = [f"eos-chaos: the {cluster.backend} cluster stays up (--eos-keep): bootstrap {cluster.bootstrap}, "
+             f"run folder {cluster.run_dir}" + (f"; not healed: {problems}" if problems else ""),
+             f"eos-chaos: take it down with: {prefix}eos-chaos cluster down --backend {cluster.backend}"]
+    config.stash.setdefault(_SUMMARY, []).extend(lines)
+    for line in lines:  # under xdist the terminal summary is the controller's: the log has it too
+        log.warning(line)
+
+
+_SUMMARY = pytest.StashKey[list[str]]()
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    for line in config.stash.get(_SUMMARY, []):
+        terminalreporter.write_line(line, yellow=True)
 
 
 class FaultInjector:
@@ -173,14 +285,14 @@ class FaultInjector:
     def __init__(self, cluster: Cluster, run_dir: Path) -> None:
         from chaos.nemesis import Nemesis
         from harness.history.recorder import Recorder
-        from harness.scenario import Scenario
         from harness.supervisor import Supervisor
 
         self.cluster = cluster
         self.run_dir = run_dir
         self._rec = Recorder(run_dir, "nemesis")
-        scenario = Scenario(name="pytest", description="faults injected by a test", workloads=[])
-        self._nemesis = Nemesis(cluster, Supervisor(run_dir, dict(os.environ)), self._rec, defaults=scenario.target_defaults())
+        # no defaults: a role's `of` is the test's to give (a test runs no eos-chaos workload, so the
+        # harness's own transactional.id or topic would be a silent wrong guess)
+        self._nemesis = Nemesis(cluster, Supervisor(run_dir, dict(os.environ)), self._rec)
         self._threads: list[threading.Thread] = []
 
     def _fault(self, kind: str, duration: float, fields: dict[str, Any]) -> Fault:
@@ -202,17 +314,26 @@ class FaultInjector:
         from harness.wait import wait_until
 
         fault = self._fault(kind, duration, fields)
+        _require_of(fault)
         before = self._nemesis.faults
-        th = self._nemesis.start_now(fault)
+        applied = threading.Event()
+        errors_before = len(self._nemesis.errors)
+        th = self._nemesis.start_now(fault, applied)
         self._threads.append(th)
+
+        def settled() -> bool:
+            # a fault that holds (partition, latency, pause, ...) is applied once its action is in
+            # place; one that runs its course (restart, flap) once it has started
+            started = applied.is_set() or (not fault.holds and self._nemesis.faults > before)
+            return started or not th.is_alive() or len(self._nemesis.errors) > errors_before
+
         # a process fault waits its turn behind another one (Nemesis._process_lock): minutes at most
-        wait_until(lambda: self._nemesis.faults > before or not th.is_alive() or bool(self._nemesis.errors),
-                   timeout=FAULT_START_TIMEOUT_S, what=f"nemesis fault {kind} {fields} to start",
+        wait_until(settled, timeout=FAULT_START_TIMEOUT_S, what=f"nemesis fault {kind} {fields} to be applied",
                    state=lambda: f"active: {self._nemesis.active_faults()}, errors: {self._nemesis.errors}")
-        if self._nemesis.errors:
-            errors = list(self._nemesis.errors)
-            self._nemesis.errors.clear()  # reported here, not again by the heal at the end
-            pytest.fail(f"nemesis fault {kind} {fields} could not be applied: {errors}", pytrace=False)
+        if len(self._nemesis.errors) > errors_before:
+            errors = self._nemesis.errors[errors_before:]
+            del self._nemesis.errors[errors_before:]  # raised here, not again by the heal at the end
+            raise FaultNotApplied(f"nemesis fault {kind} {fields} could not be applied: {'; '.join(errors)}")
 
     @contextmanager
     def fault(self, kind: str, **fields: Any) -> Iterator[None]:
@@ -225,7 +346,9 @@ class FaultInjector:
 
     def resolve(self, target: str | int, of: str | None = None) -> int:
         """The node a role names right now: ``resolve("leader", of="orders/0")``, ``"coordinator"``
-        (of a transactional.id), ``"controller"``."""
+        (``of`` a transactional.id), ``"group-coordinator"`` (``of`` a group), ``"controller"``."""
+        if target in ROLES_OF and of is None:
+            raise ValueError(f"resolve({target!r}) needs of=: {ROLES_OF[target]}")
         return self._nemesis.resolve(target, of)
 
     def heal(self) -> None:
@@ -251,6 +374,49 @@ class FaultInjector:
             self._rec.close()
 
 
+#: Roles that name a node only with ``of``, and what ``of`` is for each.
+ROLES_OF = {"leader": "the partition, as of='topic/partition'", "coordinator": "the transactional.id, as of='my-txn-id'",
+            "group-coordinator": "the consumer group, as of='my-group'"}
+
+
+class FaultNotApplied(AssertionError):
+    """A fault ``nemesis.inject``/``fault`` could not put in place (its error says why); an
+    AssertionError, so pytest reports the test as failed at the line that asked for it."""
+
+
+def _require_of(fault: Fault) -> None:
+    for field in ("target", "peer"):
+        role = getattr(fault, field, None)
+        if isinstance(role, str) and role in ROLES_OF and getattr(fault, "of", None) is None:
+            raise pytest.UsageError(f"nemesis fault {fault.kind} {field}={role!r} needs of=: {ROLES_OF[role]}")
+
+
+_SESSION_RUNS = pytest.StashKey[list[Path]]()
+
+
+def session_runs(config: pytest.Config) -> list[Path]:
+    """The run folders this session's fixtures made (its session page lists them)."""
+    return config.stash.setdefault(_SESSION_RUNS, [])
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """One page for the runs of this session (beside them in the results folder), like a soak's;
+    under xdist each worker writes its own. A page that cannot be made is logged, never fatal."""
+    runs = session.config.stash.get(_SESSION_RUNS, [])
+    if not runs:
+        return
+    from harness.report.session_page import write_session_page
+
+    worker = _xdist_worker(session.config)
+    name = f"pytest-session-{time.strftime('%Y%m%d-%H%M%S')}{'-' + worker if worker else ''}.html"
+    try:
+        path = write_session_page(runs[0].parent / name, runs, title=f"pytest session {name[15:-5]}")
+    except Exception as exc:  # noqa: BLE001 - the tests' outcome stands
+        log.warning(f"the session page could not be written ({type(exc).__name__}: {exc})")
+        return
+    session.config.stash.setdefault(_SUMMARY, []).append(f"eos-chaos: this session's runs: {path}")
+
+
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", text)[:60].strip("-")
 
@@ -261,10 +427,27 @@ def nemesis(kafka_cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[
     from harness.runfolder import new_run_dir
 
     inj = FaultInjector(kafka_cluster, new_run_dir(f"pytest-nemesis-{_slug(request.node.name)}"))
+    session_runs(request.config).append(inj.run_dir)
     try:
         yield inj
     finally:
-        inj.close()
+        try:
+            inj.close()
+        finally:
+            _nemesis_report(inj.run_dir, request.node)
+
+
+def _nemesis_report(run_dir: Path, node: pytest.Item) -> None:
+    """A test that used only ``nemesis`` gets a report too: its faults, the node lanes, the logs.
+    A report that cannot be made is logged; it never fails the test."""
+    from harness.report.nemesis_page import write_nemesis_report
+
+    try:
+        path = write_nemesis_report(run_dir, title=node.nodeid)
+    except Exception as exc:  # noqa: BLE001 - the report is a convenience; the test's outcome stands
+        log.warning(f"the nemesis report of {run_dir} could not be written ({type(exc).__name__}: {exc})")
+        return
+    node.user_properties.append(("eos_report", str(path)))
 
 
 class Verdict(dict):  # type: ignore[type-arg]
@@ -341,10 +524,22 @@ def _scenario(name: str, duration: float | None, overrides: dict[str, Any]) -> A
         raise pytest.UsageError(f"run_scenario({name!r}, {overrides}): " + "; ".join(scenario.problems(exc, fields))) from None
 
 
+def record_verdict(node: pytest.Item, verdict: Verdict) -> None:
+    """The run's facts as JUnit properties of the test (``<property>`` in --junitxml), so a CI
+    system shows the report, verdict, seed and re-run command beside the test."""
+    label = {True: "valid", False: "invalid"}.get(verdict["valid"], "unknown")
+    for name, value in (("eos_verdict", label), ("eos_as_expected", str(verdict.get("as_expected") is True).lower()),
+                        ("eos_scenario", verdict.scenario), ("eos_seed", str(verdict.seed)),
+                        ("eos_backend", verdict.backend), ("eos_report", str(verdict.report)),
+                        ("eos_rerun", verdict.command)):
+        node.user_properties.append((name, value))
+
+
 @pytest.fixture
-def run_scenario(kafka_cluster: Cluster, eos_options: EosOptions) -> Callable[..., Verdict]:
+def run_scenario(kafka_cluster: Cluster, eos_options: EosOptions, request: pytest.FixtureRequest) -> Callable[..., Verdict]:
     """``run_scenario(name, seed=None, **overrides)``: run a scenario on ``kafka_cluster`` and return
-    its ``Verdict``. ``overrides`` replace scenario fields (``duration=60``, ``faults=[...]``)."""
+    its ``Verdict``. ``overrides`` replace scenario fields (``duration=60``, ``faults=[...]``). Each
+    run's report, verdict, seed and re-run command become JUnit properties of the test."""
 
     def run(name: str, seed: int | None = None, **overrides: Any) -> Verdict:
         from clusters.backends import Backend
@@ -364,6 +559,9 @@ def run_scenario(kafka_cluster: Cluster, eos_options: EosOptions) -> Callable[..
         run_dir = new_run_dir(f"pytest-{_slug(sc.name)}")
         result = runner.run_on_shared(sc, backend, s, run_dir, kafka_cluster, source=name)
         # the command the run recorded: with its duration and Kafka version, as the report shows it
-        return Verdict(result.verdict, result.run_dir, name, s, backend.value, result.journal.command)
+        verdict = Verdict(result.verdict, result.run_dir, name, s, backend.value, result.journal.command)
+        record_verdict(request.node, verdict)
+        session_runs(request.config).append(result.run_dir)
+        return verdict
 
     return run

@@ -43,7 +43,7 @@ def test_markers_and_options_are_registered(pytester: pytest.Pytester) -> None:
     assert "@pytest.mark.chaos:" in markers and "@pytest.mark.library:" in markers
     helptext = pytester.runpytest("--help").stdout.str()
     for opt in ("--eos-backend", "--eos-kafka-version", "--eos-duration", "--eos-seed", "--eos-results", "--eos-library",
-                "--eos-transaction-version", "--eos-client"):
+                "--eos-transaction-version", "--eos-client", "--eos-port-base", "--eos-keep", "--eos-require-backend"):
         assert opt in helptext
 
 
@@ -56,6 +56,8 @@ def test_markers_and_options_are_registered(pytester: pytest.Pytester) -> None:
     (["--eos-transaction-version", "3"], "invalid choice: 3 (choose from 0, 1, 2)"),
     (["--eos-transaction-version", "2", "--eos-kafka-version", "3.9.1"],
      "--eos-transaction-version 2: Kafka 3.9.1 cannot be formatted at transaction.version=2"),
+    (["--eos-port-base", "80"], "80: a port base is between 2000 and 60000"),
+    (["--eos-port-base", "x"], "'x' is not a port number"),
     (["--eos-client", "jav"], "--eos-client: library 'jav': unknown client library; allowed: confluent-kafka, java"),
 ])
 def test_bad_option_values_are_usage_errors_that_say_what_is_allowed(pytester: pytest.Pytester, args: list[str], says: str) -> None:
@@ -95,3 +97,109 @@ def test_summary_names_unmet_minimums_and_unhealed_faults(tmp_path) -> None:  # 
     assert "checks: none fired" in text and "below the scenario's minimum: min_fenced 0" in text
     assert "not healed: ['node 2: down']" in text and "faults that failed: ['kill at 5.0s: LookupError']" in text
     assert text.endswith("re-run: eos-chaos run leader-kill --backend compose --seed 1 --duration 20")  # as recorded
+
+
+# A stand-in cluster and run: the real run_scenario fixture records what the run left (junit
+# properties, the session page); only the cluster run itself is canned.
+CANNED_RUN = f"""
+import types
+import pytest
+from harness import runner
+
+@pytest.fixture(scope="session")
+def kafka_cluster():
+    return types.SimpleNamespace(backend="local")
+
+@pytest.fixture(autouse=True)
+def canned_run(monkeypatch):
+    def run_on_shared(sc, backend, seed, run_dir, cluster, source):
+        verdict = {INVALID!r}
+        return types.SimpleNamespace(verdict=verdict, run_dir=run_dir,
+                                     journal=types.SimpleNamespace(command=f"eos-chaos run {{source}} --seed {{seed}}"))
+    monkeypatch.setattr(runner, "run_on_shared", run_on_shared)
+"""
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    """The plugin sets EOS_CHAOS_RESULTS in the (in-process) inner session: restored afterwards."""
+    for name in ("EOS_CHAOS_RESULTS", "EOS_CHAOS_STATE", "DOCKER_HOST"):
+        monkeypatch.delenv(name, raising=False)
+    return monkeypatch
+
+
+def test_a_scenario_test_records_report_verdict_seed_and_rerun_as_junit_properties(
+        pytester: pytest.Pytester, clean_env: pytest.MonkeyPatch) -> None:
+    pytester.makeconftest(CANNED_RUN)
+    pytester.makepyfile(test_mine="def test_it(run_scenario):\n    run_scenario('baseline', seed=42)\n")
+    junit, results = pytester.path / "junit.xml", pytester.path / "runs"
+    done = pytester.runpytest(f"--junitxml={junit}", f"--eos-results={results}")
+    done.assert_outcomes(passed=1)
+    case = next(ET.parse(junit).iter("testcase"))
+    props = {p.get("name"): p.get("value") for p in case.iter("property")}
+    run_dir = next(results.glob("*-pytest-baseline-*"))
+    assert props == {"eos_verdict": "invalid", "eos_as_expected": "false", "eos_scenario": "baseline", "eos_seed": "42",
+                     "eos_backend": "local", "eos_report": str(run_dir / "report.html"),
+                     "eos_rerun": "eos-chaos run baseline --seed 42"}
+    pages = list(results.glob("pytest-session-*.html"))  # the session's own page lists its run
+    assert len(pages) == 1 and run_dir.name in pages[0].read_text()
+
+
+def test_a_session_that_uses_no_fixture_keeps_its_environment(pytester: pytest.Pytester, clean_env: pytest.MonkeyPatch) -> None:
+    pytester.makepyfile(test_plain="import os\n\ndef test_env():\n    assert 'EOS_CHAOS_RESULTS' not in os.environ\n")
+    pytester.runpytest("--eos-results", str(pytester.path / "runs")).assert_outcomes(passed=1)
+    assert not (pytester.path / "runs").exists()
+
+
+def test_compose_without_an_engine_is_a_skip_with_the_reason_or_a_failure_when_required(
+        pytester: pytest.Pytester, clean_env: pytest.MonkeyPatch) -> None:
+    # an engine the user named that does not answer: eos-chaos must not start one of its own
+    clean_env.setenv("DOCKER_HOST", f"unix://{pytester.path}/no-engine.sock")
+    pytester.makepyfile(test_mine="def test_it(kafka_cluster):\n    pass\n")
+    skipped = pytester.runpytest("--eos-backend", "compose", "-rs", "--eos-results", str(pytester.path / "runs"))
+    skipped.assert_outcomes(skipped=1)
+    assert "the compose backend has no Docker engine" in skipped.stdout.str()
+    assert "no-engine.sock is set but no Docker engine answers there" in skipped.stdout.str()
+    required = pytester.runpytest("--eos-backend", "compose", "--eos-require-backend", "--eos-results", str(pytester.path / "runs"))
+    required.assert_outcomes(errors=1)
+    assert required.ret == pytest.ExitCode.TESTS_FAILED and "(--eos-require-backend)" in required.stdout.str()
+
+
+class _Config:
+    """What ``port_base`` reads of a pytest config: the option and the xdist worker input."""
+
+    def __init__(self, base: int | None, worker: str | None) -> None:
+        self.base = base
+        if worker is not None:
+            self.workerinput = {"workerid": worker}
+
+    def getoption(self, name: str, default: object = None) -> object:
+        return self.base
+
+
+@pytest.mark.parametrize("base, worker, backend, expected", [
+    (None, None, "local", None),  # the backend's own default, as eos-chaos run
+    (21000, None, "local", 21000),
+    (None, "gw0", "local", 19092), (None, "gw1", "local", 19192), (None, "gw3", "compose", 29392),
+    (21000, "gw2", "compose", 21200),
+])
+def test_each_xdist_worker_gets_a_port_base_of_its_own(base: int | None, worker: str | None, backend: str,
+                                                       expected: int | None) -> None:
+    from harness.pytest_plugin import port_base
+
+    assert port_base(_Config(base, worker), backend) == expected  # type: ignore[arg-type]
+
+
+def test_roles_need_their_of_in_a_test(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from chaos import faults
+    from harness.pytest_plugin import FaultInjector, _require_of
+
+    injector = FaultInjector.__new__(FaultInjector)  # no cluster: the check comes before any question to it
+    with pytest.raises(ValueError, match=r"resolve\('coordinator'\) needs of=: the transactional.id"):
+        injector.resolve("coordinator")
+    with pytest.raises(pytest.UsageError, match="kill-leader target='leader' needs of=: the partition"):
+        _require_of(faults.parse({"at": 0, "kind": "kill-leader"}))
+    with pytest.raises(pytest.UsageError, match="partition peer='group-coordinator' needs of="):
+        _require_of(faults.parse({"at": 0, "kind": "partition", "partition": "directed", "target": 1,
+                                  "peer": "group-coordinator"}))
+    _require_of(faults.parse({"at": 0, "kind": "kill", "target": "coordinator", "of": "my-txn"}))  # its clean twin
