@@ -440,9 +440,9 @@ def nemesis(kafka_cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[
 def _nemesis_report(run_dir: Path, node: pytest.Item) -> None:
     """A test that used only ``nemesis`` gets a report too: its faults, the node lanes, the logs.
     A report that cannot be made is logged; it never fails the test."""
-    from harness.report.nemesis_page import write_nemesis_report
-
     try:
+        from harness.report.nemesis_page import write_nemesis_report
+
         path = write_nemesis_report(run_dir, title=node.nodeid)
     except Exception as exc:  # noqa: BLE001 - the report is a convenience; the test's outcome stands
         log.warning(f"the nemesis report of {run_dir} could not be written ({type(exc).__name__}: {exc})")
