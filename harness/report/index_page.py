@@ -199,6 +199,7 @@ def render_runs(title: str, description: str, rows: list[RunRow], groups: list[t
 
 def write_runs_page(out: Path, run_dirs: list[Path], title: str, description: str = "") -> Path:
     """A page at ``out`` over exactly ``run_dirs``, in that order, atomically; its path."""
+    out.parent.mkdir(parents=True, exist_ok=True)
     rows = [run_row(d, out.parent) for d in run_dirs]
     return write_text(out, render_runs(title, description, rows))
 
