@@ -23,7 +23,7 @@ define pytest_with_engine
 	 $(BIN)/pytest $(1)
 endef
 
-.PHONY: setup run test test-unit lint chaos library clean-cache down images
+.PHONY: setup run test test-unit lint chaos library clean-cache down images screenshots
 
 setup: $(STAMP)
 	@$(BIN)/eos-chaos setup $(KAFKA_FLAG)
@@ -68,6 +68,11 @@ down: setup
 	@$(BIN)/eos-chaos cluster down --backend local
 	@$(BIN)/eos-chaos cluster down --backend compose
 	@$(BIN)/eos-chaos engine down
+
+# The README's pictures of a report (valid, invalid, Spark) into docs/img/, from hand-written run
+# folders in headless Chromium (Debian's; tests/screenshots.py): no cluster, nothing downloaded.
+screenshots: setup
+	@$(BIN)/python -m tests.screenshots docs/img
 
 clean-cache:
 	rm -rf $${EOS_CHAOS_CACHE:-$${XDG_CACHE_HOME:-$$HOME/.cache}/eos-chaos}
