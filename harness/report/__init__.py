@@ -5,6 +5,7 @@ to run it again. No script, style or font is loaded from anywhere: it opens offl
 from __future__ import annotations
 
 import html
+import logging
 import time
 from pathlib import Path
 from typing import Any
@@ -13,11 +14,15 @@ import jinja2
 
 from harness import runinfo
 from harness.checker import MEANING
+from harness.history.text import write_history_text
 from harness.journal import Journal
 from harness.report.data import RunData, is_position, load, position_text
+from harness.report.logs import excerpts, log_links
+from harness.report.ops import Marked
 from harness.runfolder import REPORT, RunFolder, write_text
 
 REPORT_FILE = REPORT
+log = logging.getLogger(__name__)
 
 _env = jinja2.Environment(loader=jinja2.PackageLoader("harness.report", "templates"),
                           autoescape=jinja2.select_autoescape(["html", "j2"]), undefined=jinja2.StrictUndefined,
@@ -85,7 +90,18 @@ def run_facts(verdict: dict[str, Any]) -> dict[str, Any]:
     return verdict.get("stats") or {}
 
 
+def example_times(data: RunData) -> dict[tuple[str, int], dict[str, Any]]:
+    """(check, example number) -> what the example table says of its time: its label, its ops'
+    times, the faults active while they ran."""
+    def faults(m: Marked) -> str:
+        return "; ".join(f"F{n} {data.faults[n - 1].label}" for n in m.faults) or "none"
+
+    return {(m.check, m.example): {"label": m.label, "ops": [s.describe(data.clock) for s in m.spans],
+                                   "faults": faults(m), "in_fault": bool(m.faults)} for m in data.marked}
+
+
 def render(data: RunData) -> str:
+    from harness.report.lanes import lane_views
     from harness.report.plots import partition_svg, timeline_svg
 
     v = data.verdict
@@ -93,12 +109,15 @@ def render(data: RunData) -> str:
                "skipped": c.get("skipped"), "examples": c.get("examples") or [],
                "columns": list(dict.fromkeys(k for ex in (c.get("examples") or []) if isinstance(ex, dict) for k in ex))}
               for name, c in v.get("checks", {}).items()]
+    fired = [c for c in checks if c["count"] != 0]
     stats = {k: _without_series(x) for k, x in (v.get("stats") or {}).items()}
     journal = Journal.load(RunFolder(data.run_dir))
     return _env.get_template("report.html.j2").render(
         title=f"{data.scenario.get('name', data.run_dir.name)} · {data.run_dir.name}",
-        run_id=data.run_dir.name, v=v, run=run_facts(v), sc=data.scenario, checks=checks,
-        anomalous=[c for c in checks if c["count"]],
+        run_id=data.run_dir.name, v=v, run=run_facts(v), sc=data.scenario, checks=fired,
+        clean=[c for c in checks if c["count"] == 0], anomalous=[c for c in checks if c["count"]],
+        times=example_times(data), clock=data.clock, never_started=data.never_started, lanes=lane_views(data),
+        logs=log_links(data.run_dir), excerpts=excerpts(data.run_dir, data.marked, data.clock),
         versions=journal.versions if journal is not None else data.scenario.get("versions") or {},
         features=journal.features if journal is not None else {},
         seed=journal.seed if journal is not None else data.scenario.get("seed"),
@@ -111,5 +130,13 @@ def render(data: RunData) -> str:
 
 
 def write_report(run_dir: Path, out: Path | None = None) -> Path:
-    """Write ``run_dir/report.html`` (or ``out``) atomically; return its path."""
-    return write_text(out or RunFolder(run_dir).report, render(load(run_dir)))
+    """Write ``run_dir/report.html`` (or ``out``) atomically; return its path. Into the run folder,
+    ``history.txt`` is written first (the page links it); a history that cannot be written so is
+    logged, never stops the report."""
+    data = load(run_dir)
+    if out is None:
+        try:
+            write_history_text(run_dir, data.clock.zero_ns, data.clock.wall_zero_ns, data.clock.basis)
+        except Exception as exc:  # noqa: BLE001 - see docstring
+            log.info(f"history.txt could not be written ({type(exc).__name__}: {exc})")
+    return write_text(out or RunFolder(run_dir).report, render(data))

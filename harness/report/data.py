@@ -1,6 +1,8 @@
 """What a report shows, read from a run folder alone: the verdict, the scenario, the fault windows
-and node states (from the nemesis's events), throughput and commit latency over time (from the
-transactions table), and for each partition an anomaly names, what Kafka kept there.
+and node states (from the nemesis's events) with their planned starts, throughput and commit
+latency over time (from the transactions table), each check example's ops placed in time (``ops``),
+and for each partition an anomaly names, what Kafka kept there. Every time is in seconds on the
+report's clock (``clock``: t=0 is the schedule's zero when recorded).
 
 Everything here reads files; nothing talks to Kafka (docs/ARCHITECTURE.md: data flows one way)."""
 
@@ -20,6 +22,10 @@ from harness.checker import VERDICT_FILE
 from harness.errors import ConfigError
 from harness.history import store
 from harness.history.model import SCAN, SPARK_BATCH, SPARK_SKIP, SPARK_START
+from harness.journal import Journal, fault_runs
+from harness.report.clock import Clock, clock_of
+from harness.report.ops import MAX_MARKED, History, Marked, active_faults, example_spans
+from harness.runfolder import RunFolder
 
 #: Broker process faults and the state a node is in during their window.
 NODE_STATE = node_states()
@@ -36,6 +42,9 @@ class FaultWindow:
     label: str
     nodes: list[int]
     detail: dict[str, Any]
+    #: when the schedule planned it to start (report seconds); None: not known (no schedule entry,
+    #: or a run that did not record its schedule's zero)
+    planned_s: float | None = None
 
 
 @dataclass
@@ -64,6 +73,15 @@ class RunData:
     spark_skips: list[float] = field(default_factory=list)
     #: when each Spark driver incarnation started (the first, and each restart)
     spark_starts: list[float] = field(default_factory=list)
+    clock: Clock = field(default_factory=lambda: Clock(0, ""))
+    #: the earliest time drawn (a workload's first ops may come just before t=0)
+    start_s: float = 0.0
+    #: check examples placed in time (the first ``MAX_MARKED``), A1, A2, ... in page order
+    marked: list[Marked] = field(default_factory=list)
+    #: the history's ops, for the lane views (None: the history could not be read)
+    history: History | None = None
+    #: planned faults that never started: (kind, planned report seconds or None)
+    never_started: list[tuple[str, float | None]] = field(default_factory=list)
 
 
 def _json(path: Path, what: str) -> dict[str, Any]:
@@ -81,43 +99,110 @@ def load(run_dir: Path) -> RunData:
         raise ConfigError(f"run folder {run_dir} does not exist")
     verdict = _json(run_dir / VERDICT_FILE, "not a finished run (eos-chaos check RUN_DIR makes a verdict from its history)")
     scenario = _json(run_dir / "scenario.json", "not a run folder of eos-chaos run")
-    meta, txns, events, spark = _history(run_dir)
-    faults = fault_windows(events)
-    duration_s = max([meta.get("duration_ns", 0) / 1e9, float(scenario.get("duration") or 0.0),
-                      *(f.end_s or f.start_s for f in faults)])
+    journal = Journal.load(RunFolder(run_dir))
+    clock = clock_of(run_dir, journal)
+    h = _history(run_dir)
+    faults = fault_windows(h.events)
+    _shift(faults, h.txns, clock)
+    never = planned_starts(faults, h.events, journal)
+    first_s, last_s = (clock.s(t) for t in h.span_ns)
+    duration_s = max([last_s, float(scenario.get("duration") or 0.0), *(f.end_s or f.start_s for f in faults)])
     node_ids = sorted({n for f in faults for n in f.nodes} | {1, 2, 3})
-    data = RunData(run_dir, verdict, scenario, duration_s, faults, node_ids, txns)
+    data = RunData(run_dir, verdict, scenario, duration_s, faults, node_ids, h.txns, clock=clock,
+                   start_s=min(0.0, first_s), history=h.lookup, never_started=never)
     data.partitions = partition_views(run_dir, verdict)
-    spark_events(data, spark)
+    spark_events(data, h.spark)
+    data.marked = mark_examples(verdict, h.lookup, clock, faults)
     return data
+
+
+def _shift(faults: list[FaultWindow], txns: pd.DataFrame, clock: Clock) -> None:
+    """History seconds -> report seconds (t=0 moves to the clock's zero)."""
+    z = clock.zero_ns / 1e9
+    for f in faults:
+        f.start_s -= z
+        f.end_s = None if f.end_s is None else f.end_s - z
+    txns["complete_s"] -= z
+
+
+def planned_starts(faults: list[FaultWindow], events: list[dict[str, Any]], journal: Journal | None) -> list[tuple[str, float | None]]:
+    """Each fault window's planned start (``planned_s``), tied to its schedule entry as the journal
+    ties them (``journal.fault_runs``); the planned faults that never started."""
+    if journal is None or not journal.schedule:
+        return []
+    known = journal.schedule_t0_s is not None  # else the plan's zero is not on this clock
+    runs = fault_runs(events, journal.schedule)
+    for w, r in zip(faults, runs):
+        if r.planned is not None and known:
+            w.planned_s = float(journal.schedule[r.planned].get("at") or 0.0)
+    started = {r.planned for r in runs}
+    return [(str(f.get("kind")), float(f.get("at") or 0.0) if known else None)
+            for i, f in enumerate(journal.schedule) if i not in started]
+
+
+def mark_examples(verdict: dict[str, Any], history: History | None, clock: Clock,
+                  faults: list[FaultWindow]) -> list[Marked]:
+    """The first ``MAX_MARKED`` check examples with the ops they name, timed, and the faults active
+    while those ops ran (an example whose ops are not in the history is left out)."""
+    if history is None:
+        return []
+    windows = [(f.start_s, f.end_s if f.end_s is not None else float("inf")) for f in faults]
+    marked: list[Marked] = []
+    for name, c in verdict.get("checks", {}).items():
+        for i, ex in enumerate(c.get("examples") or []):
+            if len(marked) >= MAX_MARKED or not isinstance(ex, dict):
+                continue
+            spans = example_spans(ex, history, clock)
+            if not spans:
+                continue
+            m = Marked(f"A{len(marked) + 1}", name, i, spans,
+                       partitions=list(dict.fromkeys((t, p) for t, p, _ in _example_positions(ex))))
+            m.faults = active_faults(m.start_s, m.end_s, windows)
+            marked.append(m)
+    return marked
 
 
 def spark_events(data: RunData, events: list[dict[str, Any]]) -> None:
     """The Spark job's batches, skipped replays and starts (its events, ``store.spark_events``) onto ``data``."""
-    batches = [(e["time"] / 1e9, e.get("records") or 0, e.get("outcome", "ok")) for e in events if e.get("f") == SPARK_BATCH]
+    s = data.clock.s
+    batches = [(s(e["time"]), e.get("records") or 0, e.get("outcome", "ok")) for e in events if e.get("f") == SPARK_BATCH]
     if batches:
         data.spark_batches = pd.DataFrame(batches, columns=["time_s", "records", "outcome"])
-    data.spark_skips = [e["time"] / 1e9 for e in events if e.get("f") == SPARK_SKIP]
-    data.spark_starts = [e["time"] / 1e9 for e in events if e.get("f") == SPARK_START]
+    data.spark_skips = [s(e["time"]) for e in events if e.get("f") == SPARK_SKIP]
+    data.spark_starts = [s(e["time"]) for e in events if e.get("f") == SPARK_START]
 
 
-def _history(run_dir: Path) -> tuple[dict[str, Any], pd.DataFrame, list[dict[str, Any]], list[dict[str, Any]]]:
-    """The history's meta, its transactions, the nemesis's fault events and the Spark job's events
+@dataclass
+class _Read:
+    """What ``load`` reads of the history."""
+
+    txns: pd.DataFrame  # complete_s (history seconds), outcome, latency_ms
+    events: list[dict[str, Any]]  # the nemesis's fault events
+    spark: list[dict[str, Any]]  # the Spark job's events
+    span_ns: tuple[int, int]  # the first and the last op's time
+    lookup: History
+
+
+def _history(run_dir: Path) -> _Read:
+    """The history's transactions, the nemesis's fault events, the Spark job's events and its ops
     (from the saved Parquet when current; else flattened from the JSON lines)."""
     wanted = ["outcome", "invoke_time", "complete_time", "commit_at"]
     if store.parquet_is_current(run_dir):
-        meta = store.read_meta(run_dir)
         tx = store.read_table(run_dir, "txns", columns=wanted)
         faults = store.read_table(run_dir, "faults")
         spark = store.spark_events_of(store.read_table(run_dir, "spark_events"))
+        lookup = History.of_run(run_dir)
     else:
         tables = store.load(run_dir)
-        meta, tx, faults, spark = tables.meta, tables.txns[wanted], tables.faults, store.spark_events(tables)
+        tx, faults, spark = tables.txns[wanted], tables.faults, store.spark_events(tables)
+        lookup = History.of_run(run_dir, tables)
+    times = lookup.ops["time"]
+    span = (int(times.iloc[0]), int(times.iloc[-1])) if len(times) else (0, 0)
     tx = tx[tx["complete_time"].notna()]
     out = pd.DataFrame({"complete_s": tx["complete_time"].astype("float64") / 1e9, "outcome": tx["outcome"].astype(str)})
     started = tx["commit_at"].fillna(tx["invoke_time"]).astype("float64")
     out["latency_ms"] = np.where(out["outcome"] == "ok", (tx["complete_time"].astype("float64") - started) / 1e6, np.nan)
-    return meta, out.reset_index(drop=True), store.fault_events(faults), spark
+    return _Read(out.reset_index(drop=True), store.fault_events(faults), spark, span, lookup)
 
 
 def _key(value: dict[str, Any]) -> tuple[str, ...]:
@@ -195,10 +280,10 @@ def node_lanes(faults: list[FaultWindow], node_ids: list[int], end_s: float) -> 
     return lanes
 
 
-def timeline(txns: pd.DataFrame, duration_s: float, bin_s: float | None = None) -> pd.DataFrame:
+def timeline(txns: pd.DataFrame, duration_s: float, bin_s: float | None = None, start_s: float = 0.0) -> pd.DataFrame:
     """Per time bin: transactions ok / fail / info completed per second, and commit latency p50 / max."""
-    bin_s = bin_s or max(1.0, round(duration_s / 300))  # ~300 bins whatever the run's length
-    edges = np.arange(0.0, duration_s + bin_s, bin_s)
+    bin_s = bin_s or max(1.0, round((duration_s - start_s) / 300))  # ~300 bins whatever the run's length
+    edges = np.arange(np.floor(start_s), duration_s + bin_s, bin_s)
     idx = np.clip(np.digitize(txns["complete_s"], edges) - 1, 0, len(edges) - 1)
     frame = pd.DataFrame({"bin": idx, "outcome": txns["outcome"], "lat": txns["latency_ms"]})
     counts = frame.groupby(["bin", "outcome"]).size().unstack(fill_value=0)

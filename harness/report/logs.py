@@ -1,0 +1,121 @@
+"""The run's logs, one click from the report: relative links to the log files inside the run folder
+(so they still work when the folder is zipped as a CI artifact), and for each anomaly placed in
+time, the broker log lines that mention its partitions around that time.
+
+Where the logs are (harness/runfolder.py, clusters/local.py, clusters/compose/): ``run.log``,
+``nodes/n<id>/server.log`` (+ ``stdout.log``), ``workloads/<name>.log``, ``toxiproxy.log``,
+``wire.log``; ``history.txt`` (harness/history/text.py) is linked with them."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from urllib.parse import quote
+
+from harness.report.clock import Clock
+from harness.report.ops import Marked
+
+#: What is linked, in this order: (glob inside the run folder, what it is).
+LOG_FILES = (("run.log", "the harness's narrative of the run"), ("history.txt", "the history, one op a line"),
+             ("nodes/*/server.log", "broker log"), ("nodes/*/stdout.log", "broker stdout"),
+             ("workloads/*.log", "workload log"), ("toxiproxy.log", "Toxiproxy"), ("wire.log", "wire proxy"))
+#: Excerpts: lines this far either side of an anomaly's ops, at most ``MAX_LINES`` per broker, each cut.
+AROUND_S = 10.0
+MAX_LINES = 12
+MAX_LINE_CHARS = 400
+#: Matches kept in memory per broker and anomaly before the nearest ``MAX_LINES`` are picked.
+_KEEP = 400
+#: Kafka's log4j pattern ``[%d{ISO8601}]`` (``2026-11-25T06:17:55,180``; older configs: a space).
+_STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d:\d\d),(\d{3})\]")
+
+
+@dataclass(frozen=True)
+class LogLink:
+    href: str  # relative to the run folder, URL-quoted
+    path: str  # as shown
+    what: str
+    size: int
+
+
+def log_links(run_dir: Path) -> list[LogLink]:
+    """Every log file of the run that exists inside its folder (a link that would leave it, through
+    a symbolic link, is left out)."""
+    root = run_dir.resolve()
+    links: list[LogLink] = []
+    for pattern, what in LOG_FILES:
+        for path in sorted(run_dir.glob(pattern)):
+            real = path.resolve()
+            if path.is_file() and real.is_relative_to(root):
+                rel = path.relative_to(run_dir).as_posix()
+                links.append(LogLink(quote(rel), rel, what, path.stat().st_size))
+    return links
+
+
+@dataclass
+class Excerpt:
+    """Broker log lines mentioning an anomaly's partitions around its time."""
+
+    label: str  # the anomaly's A<n>
+    log: LogLink
+    partitions: list[str]
+    lines: list[str] = field(default_factory=list)
+
+
+def excerpts(run_dir: Path, marked: list[Marked], clock: Clock) -> list[Excerpt]:
+    """For each anomaly that names a partition, the broker log lines (from each ``server.log``)
+    that mention it within ``AROUND_S`` of its ops; none without wall-clock times."""
+    targets = [m for m in marked if m.partitions]
+    if clock.wall_zero is None or not targets:
+        return []
+    found: list[Excerpt] = []
+    for log in (lk for lk in log_links(run_dir) if lk.path.endswith("/server.log")):
+        found += _scan(run_dir / log.path, log, targets, clock)
+    return [e for e in found if e.lines]
+
+
+@dataclass
+class _Target:
+    excerpt: Excerpt
+    pattern: re.Pattern[str]
+    lo: datetime
+    hi: datetime
+    at: datetime
+    hits: list[tuple[datetime, str]] = field(default_factory=list)
+
+
+def _target(m: Marked, log: LogLink, clock: Clock) -> _Target:
+    names = [f"{t}-{p}" for t, p in m.partitions]
+    # a partition's name, not a prefix of another's (t-1 in t-10) or the tail of a longer topic's
+    pattern = re.compile(r"(?<![\w.-])(?:" + "|".join(map(re.escape, names)) + r")(?!\d)")
+    at, end = clock.wall_at(m.start_s), clock.wall_at(m.end_s)
+    assert at is not None and end is not None  # excerpts() asked for a wall clock
+    pad = timedelta(seconds=AROUND_S)
+    return _Target(Excerpt(m.label, log, names), pattern, at - pad, end + pad, at)
+
+
+def _scan(path: Path, log: LogLink, marked: list[Marked], clock: Clock) -> list[Excerpt]:
+    """One pass over a broker log for all anomalies; stops past the last window (logs are in time order)."""
+    targets = [_target(m, log, clock) for m in marked]
+    last = max(t.hi for t in targets)
+    stamp: datetime | None = None
+    try:
+        with path.open(encoding="utf-8", errors="replace") as f:
+            for line in f:
+                m = _STAMP.match(line)
+                if m:
+                    stamp = datetime.strptime(f"{m.group(1)} {m.group(2)}.{m.group(3)}", "%Y-%m-%d %H:%M:%S.%f")
+                    if stamp > last:
+                        break
+                if stamp is None:
+                    continue
+                for t in targets:
+                    if t.lo <= stamp <= t.hi and len(t.hits) < _KEEP and t.pattern.search(line):
+                        t.hits.append((stamp, line.rstrip("\n")[:MAX_LINE_CHARS]))
+    except OSError:
+        return []
+    for t in targets:
+        nearest = sorted(t.hits, key=lambda h: abs((h[0] - t.at).total_seconds()))[:MAX_LINES]
+        t.excerpt.lines = [text for _, text in sorted(nearest, key=lambda h: h[0])]
+    return [t.excerpt for t in targets]
