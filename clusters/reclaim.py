@@ -97,11 +97,10 @@ def dead_runs_processes(backend: str) -> list[procs.Tagged]:
     ``backend``'s record does not claim them. A run still going is left alone, and so is a cluster
     another backend records (its own start or ``cluster down`` takes it). The same for every
     backend: a compose run's workloads run on the host too."""
-    own = state.load(backend)
-    others = {b for b in state.BACKENDS if b != backend}
-    elsewhere = {rec.cluster_id for rec in map(state.load, others) if rec is not None}
+    own = state.claimed(backend)  # every xdist worker's record too (clusters/state.py family)
+    elsewhere = set().union(*(state.claimed(b) for b in state.BACKENDS if b != backend))
     return [t for t in procs.tagged_processes() if t.cluster_id not in elsewhere
-            and (t.orphaned or (t.owner == 0 and (own is None or t.cluster_id != own.cluster_id)))]
+            and (t.orphaned or (t.owner == 0 and t.cluster_id not in own))]
 
 
 def link_faults(tox: Toxiproxy, wire: WireProxy | None = None) -> Reclaimed:

@@ -64,6 +64,30 @@ def load(backend: str) -> ClusterRecord | None:
 BACKENDS = ("local", "compose")
 
 
+#: pytest-xdist workers record their clusters in ``<state>/xdist-<worker>/`` (harness/pytest_plugin.py).
+WORKER_PREFIX = "xdist-"
+
+
+def family() -> list[Path]:
+    """Every state folder whose clusters run on this machine beside ours: the main one and each
+    xdist worker's. A start reclaiming leftovers must spare a cluster any of them records (a
+    worker's ``--eos-keep`` cluster is detached, and claimed only by its worker's record)."""
+    here = state_dir()
+    root = here.parent if here.name.startswith(WORKER_PREFIX) else here
+    return [root, *sorted(root.glob(f"{WORKER_PREFIX}*"))]
+
+
+def claimed(backend: str) -> set[str]:
+    """The cluster ids the state family records for ``backend``."""
+    ids: set[str] = set()
+    for folder in family():
+        try:
+            ids.add(str(json.loads((folder / f"{backend}.json").read_text())["cluster_id"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # no record there, or a broken one (its own load removes it)
+    return ids
+
+
 def clear(backend: str, cluster_id: str | None = None) -> None:
     """Remove the record (only if it is still ours when ``cluster_id`` is given)."""
     current = load(backend)

@@ -265,11 +265,20 @@ def _kept(config: pytest.Config, cluster: Cluster) -> None:
              f"run folder {cluster.run_dir}" + (f"; not healed: {problems}" if problems else ""),
              f"eos-chaos: take it down with: {prefix}eos-chaos cluster down --backend {cluster.backend}"]
     config.stash.setdefault(_SUMMARY, []).extend(lines)
-    for line in lines:  # under xdist the terminal summary is the controller's: the log has it too
+    if hasattr(config, "workeroutput"):  # an xdist worker: the controller prints it (pytest_testnodedown)
+        config.workeroutput.setdefault("eos_summary", []).extend(lines)
+    for line in lines:
         log.warning(line)
 
 
 _SUMMARY = pytest.StashKey[list[str]]()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """pytest-xdist, in the controller: what a worker had to say at its end (a kept cluster)."""
+    lines = (getattr(node, "workeroutput", None) or {}).get("eos_summary") or []
+    node.config.stash.setdefault(_SUMMARY, []).extend(lines)
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
@@ -414,7 +423,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     except Exception as exc:  # noqa: BLE001 - the tests' outcome stands
         log.warning(f"the session page could not be written ({type(exc).__name__}: {exc})")
         return
-    session.config.stash.setdefault(_SUMMARY, []).append(f"eos-chaos: this session's runs: {path}")
+    line = f"eos-chaos: this session's runs: {path}"
+    session.config.stash.setdefault(_SUMMARY, []).append(line)
+    if hasattr(session.config, "workeroutput"):
+        session.config.workeroutput.setdefault("eos_summary", []).append(line)
 
 
 def _slug(text: str) -> str:

@@ -430,17 +430,16 @@ def _compose_errors(stderr: str) -> str:
     return "\n".join((reasons or lines)[-10:])
 
 
-def _claimed_elsewhere(labels: Mapping[str, str], claimed: str | None) -> bool:
-    """Belongs to the recorded cluster, or to a run whose owner process is still alive."""
+def _claimed_elsewhere(labels: Mapping[str, str], claimed: set[str]) -> bool:
+    """Belongs to a recorded cluster, or to a run whose owner process is still alive."""
     owner = labels.get(LABEL_OWNER, "0")
-    return labels.get(LABEL_CLUSTER) == claimed or (owner.isdigit() and owner != "0" and procs.alive(int(owner)))
+    return labels.get(LABEL_CLUSTER) in claimed or (owner.isdigit() and owner != "0" and procs.alive(int(owner)))
 
 
 def _dead_runs_resources(client: docker.DockerClient) -> list[tuple[Leftover, Callable[[], None]]]:
     """Containers, networks and volumes labelled ``eos-chaos`` whose run is over (the owner process
     died, or it was detached and no record claims it), each with how to remove it."""
-    rec = state.load(BACKEND)
-    claimed = rec.cluster_id if rec is not None else None
+    claimed = state.claimed(BACKEND)  # every xdist worker's record too
     found: list[tuple[Leftover, Callable[[], None]]] = []
     for c in client.containers.list(all=True, filters={"label": LABEL}, ignore_removed=True):
         if not _claimed_elsewhere(c.labels, claimed):

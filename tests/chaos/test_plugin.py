@@ -60,3 +60,23 @@ def test_my_transactions_survive_a_leader_kill(kafka_cluster, nemesis) -> None: 
             seen.append(msg.value().decode())
     consumer.close()
     assert seen == [f"order-{i}" for i in range(20)], f"read back within 120 s: {seen}"
+
+
+def test_overlapping_faults_on_one_link_and_a_fault_that_cannot_be_applied(kafka_cluster, nemesis) -> None:  # type: ignore[no-untyped-def]
+    """Two latency faults on one link are on together (each with toxics of its own names), a
+    fault that cannot be put in place fails the line that asked for it, and a coordinator needs
+    its transactional.id."""
+    from harness.pytest_plugin import FaultNotApplied
+
+    if kafka_cluster.backend != "local":
+        pytest.skip("the fixtures are backend-independent; the toxics' names are tested once")
+    link = "client-to-n1"
+    nemesis.inject("latency", duration=120, target=1, listeners="client", params={"latency_ms": 20})
+    with nemesis.fault("latency", target=1, listeners="client", params={"latency_ms": 30}):
+        names = [t["name"] for t in kafka_cluster.toxiproxy.toxics(link)]
+        assert len(names) == 4 and len(set(names)) == 4, names  # 2 faults x 2 streams, Toxiproxy took all
+    assert kafka_cluster.toxiproxy.toxics(link) == []  # the block's heal ended both
+    with pytest.raises(FaultNotApplied, match="no-such-topic"):
+        nemesis.inject("kill", target="leader", of="no-such-topic/0")
+    with pytest.raises(ValueError, match="needs of="):
+        nemesis.resolve("coordinator")

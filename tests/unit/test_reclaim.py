@@ -74,6 +74,20 @@ def test_detached_processes_are_leftovers_unless_a_record_claims_them(
     assert unclaimed in found and claimed not in found
 
 
+def test_a_cluster_an_xdist_workers_record_claims_is_spared_by_every_other_start(
+        spawned: list[subprocess.Popen[bytes]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``pytest -n 2 --eos-keep``: each worker records its (detached) cluster in a state folder of
+    its own; the other worker's start, and a later run's, must not take it for a leftover."""
+    kept = _tagged_sleep(spawned, tmp_path, "gw1-kept", 0)
+    forgotten = _tagged_sleep(spawned, tmp_path, "forgotten-cluster-up", 0)
+    monkeypatch.setenv("EOS_CHAOS_STATE", str(tmp_path / "state" / "xdist-gw1"))
+    _record("local", "gw1-kept", None)
+    for here in ("xdist-gw0", "", "xdist-gw1"):  # the other worker, a run after the session, gw1 itself
+        monkeypatch.setenv("EOS_CHAOS_STATE", str(tmp_path / "state" / here))
+        found = _pids(dead_runs_processes("local"))
+        assert kept not in found and forgotten in found, here
+
+
 def test_a_cluster_another_backend_records_is_left_to_that_backend(
         spawned: list[subprocess.Popen[bytes]], tmp_path: Path, dead_pid: int) -> None:
     compose_workload = _tagged_sleep(spawned, tmp_path, "compose-run", dead_pid)
