@@ -13,6 +13,7 @@ import socket
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from clusters.compose.engine import apt_install
 
@@ -73,9 +74,11 @@ class Rendered:
     requests: list[str]
     #: what reached the local proxy (the browser's own background traffic included); never forwarded
     proxied: list[str]
+    #: what ``measure`` (a script run in the page after it loaded) returned
+    measured: Any = None
 
 
-def render(page: Path) -> Rendered:
+def render(page: Path, measure: str | None = None) -> Rendered:
     """Load ``page`` (a file) in headless Chromium through Playwright; the DOM after its scripts
     ran, and every request the page made. Requests other than the page's own file are refused
     (Playwright routing), and all network traffic is sent to a local proxy that never forwards:
@@ -97,9 +100,10 @@ def render(page: Path) -> Rendered:
                 tab.route("**/*", lambda route: route.continue_() if route.request.url == url else route.abort())
                 tab.goto(url, wait_until="load", timeout=BROWSER_TIMEOUT_S * 1000)
                 rendered = tab.evaluate("document.documentElement.dataset.plotsRendered ?? null")
+                measured = tab.evaluate(measure) if measure else None
                 dom = tab.content()
             finally:
                 browser.close()
     finally:
         proxy.close()
-    return Rendered(dom, int(rendered) if rendered is not None else None, requests, proxy.requests)
+    return Rendered(dom, int(rendered) if rendered is not None else None, requests, proxy.requests, measured)

@@ -6,8 +6,11 @@ import json
 from typing import Any
 
 from chaos import schedule
-from harness.cli.console import out
+from harness.cli.console import err, out
 from harness.scenario import Scenario
+
+#: The plan's zero, in the words the report uses for it (harness/report/clock.py SCHEDULE_ZERO).
+PLAN_ZERO = "t=0 is when the workloads started and the nemesis began its schedule (the report's zero too)"
 
 
 def plan(sc: Scenario, seed: int) -> dict[str, Any]:
@@ -26,3 +29,6 @@ def print_plan(sc: Scenario, seed: int, as_json: bool) -> None:
     for f in planned["schedule"]:
         extra = f" ({f['workload']})" if f.get("workload") else ""
         out.print(f"  {f['at']:7.1f}s  {f['kind']}{extra} for {f['duration']:.1f}s", highlight=False)
+    out.file.flush()
+    # on stderr: stdout stays the plan alone, one fault a line
+    err.print(f"{PLAN_ZERO}; the cluster's start-up comes before it.", highlight=False, soft_wrap=True)

@@ -10,9 +10,13 @@ import re
 import shlex
 import subprocess
 import sys
+from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
 
 import orjson
+import pandas as pd
 import pytest
 
 from harness import outcome, runinfo
@@ -22,7 +26,7 @@ from harness.journal import Journal
 from harness.report import REPORT_FILE, cell, write_report
 from harness.report.compare import compare
 from harness.report.data import anomaly_positions, fault_windows, label, load, node_lanes, spark_events
-from harness.report.plots import timeline_svg
+from harness.report.plots import label_rows, plain_number, timeline_svg, zoom_window
 from harness.runfolder import RunFolder
 from tests.browser import render
 from tests.unit.histories import clean
@@ -37,17 +41,21 @@ FAULTS = [
 ]
 
 
-def make_run(root: Path, variant: str = "", name: str = "unit-run", died: bool = False) -> Path:
+def make_run(root: Path, variant: str = "", name: str = "unit-run", died: bool = False,
+             faults: list[tuple[float, dict[str, Any]]] | None = None, schedule: list[dict[str, Any]] | None = None) -> Path:
     """A run folder as ``eos-chaos run`` leaves it: scenario.json, journal.json, history, Parquet,
-    verdict; ``died``: as a runner killed before its final reads left it."""
+    verdict; ``died``: as a runner killed before its final reads left it; ``faults``: the nemesis's
+    events (default ``FAULTS``); ``schedule``: the plan, counted from t=0 of the history."""
     run_dir = root / name
     (run_dir / "history").mkdir(parents=True)
     h = clean(variant)
     if died:
         h.ops = [op for op in h.ops if op["process"] != "final"]
-    ops = [{**op, "time": op["time"] * 1000} for op in h.ops]  # 1 ms apart; the faults come later
-    ops += [{"time": at * SECOND, "process": "nemesis", "type": "info" if v["phase"] == "start" else "ok",
-             "f": "fault", "value": v} for at, v in FAULTS]
+    # 1 ms apart; the faults come later
+    ops = [{**op, "time": op["time"] * 1000, **({"commit_at": op["commit_at"] * 1000} if op.get("commit_at") else {})}
+           for op in h.ops]
+    ops += [{"time": int(at * SECOND), "process": "nemesis", "type": "info" if v["phase"] == "start" else "ok",
+             "f": "fault", "value": v} for at, v in (FAULTS if faults is None else faults)]
     (run_dir / "history" / "runner.jsonl").write_bytes(b"".join(orjson.dumps(o) + b"\n" for o in ops))
     scenario = {"name": name, "description": f"hand-written history ({variant or 'clean'})", "duration": 10.0}
     (run_dir / "scenario.json").write_text(json.dumps({**scenario, "seed": 7, "backend": "local"}))
@@ -55,7 +63,8 @@ def make_run(root: Path, variant: str = "", name: str = "unit-run", died: bool =
                       versions={"kafka": "4.1.1", "confluent_kafka": "2.12.0", "librdkafka": "2.12.0",
                                 "pyspark": "4.0.0", "python": "3.11.7", "eos_chaos": "0.1.0"},
                       command=f"eos-chaos run {name} --backend local --seed 7 --duration 10", healed=True,
-                      features={"transaction.version": 2, "metadata.version": 33})
+                      features={"transaction.version": 2, "metadata.version": 33},
+                      schedule=schedule or [], schedule_t0_s=0.0 if schedule else None)
     journal.save(RunFolder(run_dir))
     all_ops, truncated = store.read_ops(run_dir)
     tables = store.flatten(all_ops, truncated)
@@ -193,11 +202,19 @@ def test_bad_run_folders_are_exit_2_with_what_was_wrong(runs: dict[str, Path], t
     assert done.returncode == 2 and says in done.stderr, done.stderr
 
 
-def test_the_report_renders_in_chromium_and_fetches_nothing(runs: dict[str, Path]) -> None:
+def test_the_report_renders_in_chromium_and_fetches_nothing(runs: dict[str, Path], faulted: dict[str, Path]) -> None:
     shown = render(write_report(runs["duplicate"]))
     assert shown.plots_rendered == 2, shown.dom[:500]  # timeline + the partition the duplicate names
     assert shown.requests == []
     assert "INVALID" in shown.dom
+    # an anomaly inside a fault window: its marker is drawn inside the window's shade, as laid out
+    shown = render(write_report(faulted["invalid"]), GEOMETRY)
+    assert shown.requests == [], shown.requests  # the log links are not followed on load
+    assert shown.measured is not None, shown.dom[:500]
+    marker, fault = shown.measured["marker"], shown.measured["fault"]
+    middle = (marker["left"] + marker["right"]) / 2  # the marker's triangles reach a few px beyond its ops
+    assert fault["left"] < middle < fault["right"], shown.measured
+    assert shown.measured["lanes"] == 1
 
 
 def test_a_page_that_fetches_from_the_network_is_caught(tmp_path: Path) -> None:
@@ -228,3 +245,132 @@ def test_fault_windows_come_from_the_histories_faults_table_not_the_runners_file
     (run_dir / "history" / "runner.jsonl").unlink()  # only the Parquet history is left
     assert [(w.kind, w.start_s, w.end_s) for w in load(run_dir).faults] == [("kill", 2, 6), ("partition", 3, 5),
                                                                             ("pause", 7, None)]
+
+
+#: Run in the page: where the timeline drew anomaly A1's marker and fault F1's shade, and how many lane views it laid out.
+GEOMETRY = """(() => {
+  const box = sel => { const e = document.querySelector(sel); if (!e) return null;
+    const r = e.getBoundingClientRect(); return {left: r.left, right: r.right, width: r.width}; };
+  return {marker: box("#timeline g#anomaly-A1"), fault: box("#timeline g#fault-F1"),
+          lanes: Array.from(document.querySelectorAll("figure.lanes > svg")).filter(s => s.getBoundingClientRect().width > 0).length};
+})()"""
+
+
+# --- from an anomaly to its cause -------------------------------------------------------------
+
+#: A partition of n3 from t=0 to t=1 s: every op of the hand-written history (1 ms apart) runs in it.
+AROUND = [(0.0, {"kind": "partition", "phase": "start", "links": ["client-to-n3"], "target": "random", "of": None}),
+          (1.0, {"kind": "partition", "phase": "stop", "links": ["client-to-n3"]})]
+PLANNED = [{"kind": "partition", "at": 0.0, "duration": 1.0}, {"kind": "kill", "at": 30.0, "duration": 5.0}]
+BROKER_LINE = "[{stamp}] INFO [Partition t-0 broker=1] ISR shrank <b>from 1,2,3</b> (kafka.cluster.Partition)\n"
+
+
+@pytest.fixture(scope="module")
+def faulted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """An aborted read whose ops all ran in a fault window, and its clean twin under the same fault;
+    the invalid one with a run.log, broker logs (one line about t-0 at the anomaly, one about another
+    partition) and a link out of the folder that must not be followed."""
+    root = tmp_path_factory.mktemp("faulted")
+    runs = {v: make_run(root, v, f"faulted-{v or 'clean'}", faults=AROUND, schedule=PLANNED) for v in ("", "aborted-read")}
+    bad = runs["aborted-read"]
+    journal = Journal.load(RunFolder(bad))
+    assert journal is not None
+    started = datetime.strptime(journal.started, "%Y-%m-%dT%H:%M:%S%z").replace(tzinfo=None)
+    stamp = (started + timedelta(milliseconds=12)).strftime("%Y-%m-%dT%H:%M:%S,%f")[:-3]
+    (bad / "nodes" / "n1").mkdir(parents=True)
+    (bad / "nodes" / "n1" / "server.log").write_text(BROKER_LINE.format(stamp=stamp)
+                                                     + BROKER_LINE.format(stamp=stamp).replace("t-0", "t-10"))
+    (bad / "run.log").write_text("2026-01-01 00:00:00,000 INFO    MainThread harness.runner: hello\n")
+    (bad / "workloads").mkdir()
+    (bad / "workloads" / "outside.log").symlink_to(root / "faulted-clean" / "scenario.json")
+    return {"clean": runs[""], "invalid": bad}
+
+
+def test_an_examples_ops_carry_their_times_and_the_fault_active_then(faulted: dict[str, Path]) -> None:
+    data = load(faulted["invalid"])
+    [m] = data.marked
+    assert (m.label, m.check, m.faults) == ("A1", "aborted-read", [1])
+    assert [s.role for s in m.spans] == ["write", "read"] and [s.outcome for s in m.spans] == ["fail", "ok"]
+    assert all(0 < s.start_s <= (s.end_s or 0) < 1 for s in m.spans)
+    words = text(write_report(faulted["invalid"]).read_text())
+    row = words[words.index("A1 c1"):]
+    assert re.search(r"write p1 txn #9: invoked t=0\.009 s \(\d\d:\d\d:\d\d\.\d{3}\), commit called t=0\.\d+ s", row), row[:300]
+    assert "aborted t=0.010 s" in row and "read r1 poll #16" in row
+    assert "F1 partition n3 (random client-to-n3)" in row[:row.index("Partitions with anomalies")]
+    clean = write_report(faulted["clean"]).read_text()
+    assert load(faulted["clean"]).marked == [] and "when (its ops)" not in clean and 'id="anomaly-' not in clean
+
+
+def test_the_timeline_marks_each_anomaly_and_a_clean_run_has_no_marks(faulted: dict[str, Path]) -> None:
+    assert 'id="anomaly-A1"' in timeline_svg(load(faulted["invalid"])) and 'id="fault-F1"' in timeline_svg(load(faulted["invalid"]))
+    assert 'id="anomaly-' not in timeline_svg(load(faulted["clean"]))
+
+
+def test_lanes_show_each_process_around_the_anomaly_with_the_fault_across(faulted: dict[str, Path]) -> None:
+    page = write_report(faulted["invalid"]).read_text()
+    lanes = page[page.index('<section id="lanes">'):page.index('<section id="timeline">')]
+    assert 'data-anomaly="A1"' in lanes and 'data-fault="F1"' in lanes
+    assert lanes.count('data-own="1"') == 2  # the aborted write and the read outlined
+    assert {"p1", "r1"} <= set(re.findall(r'text-anchor="end" font-size="11">([^<]+)<', lanes))
+    assert 'class="op fail"' in lanes and 'class="op ok"' in lanes and "<script" not in lanes
+    assert '<section id="lanes">' not in write_report(faulted["clean"]).read_text()
+
+
+def test_planned_and_actual_starts_share_the_schedules_zero(faulted: dict[str, Path]) -> None:
+    from harness.cli.dryrun import PLAN_ZERO
+    from harness.report.clock import SCHEDULE_ZERO
+
+    data = load(faulted["invalid"])
+    assert [(f.planned_s, f.start_s) for f in data.faults] == [(0.0, 0.0)]
+    assert data.never_started == [("kill", 30.0)]
+    words = text(write_report(faulted["invalid"]).read_text())
+    assert SCHEDULE_ZERO.replace("'", "&#39;") in words and "Planned, never started: kill at 30.0 s" in words
+    assert "planned s from s late s" in words and "F1 partition n3 (random client-to-n3) 0.0 0.0 +0.00" in words
+    assert PLAN_ZERO.split(" (")[0] == SCHEDULE_ZERO.split(" (")[0]  # the dry run says the same zero
+
+
+def test_every_log_link_is_a_file_inside_the_run_folder(faulted: dict[str, Path]) -> None:
+    run_dir = faulted["invalid"]
+    page = write_report(run_dir).read_text()
+    hrefs = [h for h in re.findall(r'href="([^"#][^"]*)"', page)]
+    assert {"run.log", "history.txt", "nodes/n1/server.log"} <= set(hrefs)
+    assert "workloads/outside.log" not in hrefs  # a symbolic link out of the folder
+    for h in hrefs:
+        target = (run_dir / unquote(h)).resolve()
+        assert target.is_file() and target.is_relative_to(run_dir.resolve()), h
+
+
+def test_broker_lines_about_the_anomalys_partition_are_quoted_escaped(faulted: dict[str, Path]) -> None:
+    page = write_report(faulted["invalid"]).read_text()
+    excerpt = page[page.index('<div class="excerpt" data-anomaly="A1">'):]
+    excerpt = excerpt[:excerpt.index("</div>")]
+    assert "[Partition t-0 broker=1] ISR shrank &lt;b&gt;from 1,2,3&lt;/b&gt;" in excerpt
+    assert "t-10" not in excerpt and "<b>" not in excerpt
+    assert 'class="excerpt"' not in write_report(faulted["clean"]).read_text()
+
+
+def test_history_txt_has_one_line_per_op_in_time_order(faulted: dict[str, Path]) -> None:
+    run_dir = faulted["invalid"]
+    write_report(run_dir)
+    lines = [ln for ln in (run_dir / "history.txt").read_text().splitlines() if not ln.startswith("#")]
+    ops = store.read_table(run_dir, "ops", columns=["time", "process", "type", "f"])
+    assert len(lines) == len(ops)
+    times = [float(ln.split()[0]) for ln in lines]
+    assert times == sorted(times) and [ln.split()[2:5] for ln in lines] == ops[["process", "type", "f"]].astype(str).values.tolist()
+    assert any(re.search(r" ok +txn +t-0@0=a1 t-1@0=a2$", ln) for ln in lines)  # a commit with its offsets
+    assert any(re.search(r" invoke +txn +t-0=a1 t-1=a2$", ln) for ln in lines)  # its invoke without them
+
+
+def test_fault_labels_get_rows_that_keep_them_apart() -> None:
+    rows = label_rows([0.0, 0.1, 0.2, 30.0], ["F1 a long label of a fault"] * 4, span_s=60.0)
+    assert rows[:3] == [0, 1, 2] and rows[3] == 0  # far apart: the first row again
+    assert label_rows([0.0] * 6, ["F"] * 6, 60.0)[-1] is None  # no row left: number only
+
+
+def test_small_fixes_latency_ticks_zoom_and_folded_checks(runs: dict[str, Path]) -> None:
+    assert [plain_number(v) for v in (1000.0, 20.0, 0.5)] == ["1,000", "20", "0.5"]
+    assert zoom_window(0, pd.Series(range(9))) == (0, 8)  # a 9-offset partition is not drawn on 0..30
+    assert zoom_window(100, pd.Series(range(200))) == (85, 115)
+    words = text(write_report(runs["duplicate"]).read_text())
+    assert "0 found: lost-write , aborted-read ," in words  # clean checks in one line, under the fired one
+    assert words.index("duplicate 1") < words.index("0 found:")
