@@ -291,7 +291,7 @@ class FaultInjector:
     latency, kill, pause, ... with the same fields as a scenario's ``faults`` entries). Events go to
     ``run_dir/history/nemesis.jsonl``."""
 
-    def __init__(self, cluster: Cluster, run_dir: Path) -> None:
+    def __init__(self, cluster: Cluster, run_dir: Path, test: str = "") -> None:
         from chaos.nemesis import Nemesis
         from harness.history.recorder import Recorder
         from harness.supervisor import Supervisor
@@ -303,6 +303,17 @@ class FaultInjector:
         # harness's own transactional.id or topic would be a silent wrong guess)
         self._nemesis = Nemesis(cluster, Supervisor(run_dir, dict(os.environ)), self._rec)
         self._threads: list[threading.Thread] = []
+        # what the test's report needs beside the fault events (harness/report/nemesis_page.py)
+        self._meta: dict[str, Any] = {
+            "test": test, "t0_ns": self._rec.now(), "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+            "backend": cluster.backend, "bootstrap": cluster.bootstrap, "cluster_dir": str(cluster.run_dir)}
+        self._save_meta()
+
+    def _save_meta(self) -> None:
+        from harness.report.nemesis_page import META_FILE
+        from harness.runfolder import write_json
+
+        write_json(self.run_dir / META_FILE, self._meta)
 
     def _fault(self, kind: str, duration: float, fields: dict[str, Any]) -> Fault:
         from pydantic import ValidationError
@@ -342,6 +353,7 @@ class FaultInjector:
         if len(self._nemesis.errors) > errors_before:
             errors = self._nemesis.errors[errors_before:]
             del self._nemesis.errors[errors_before:]  # raised here, not again by the heal at the end
+            self._meta.setdefault("errors", []).extend(errors)  # the test's report lists them
             raise FaultNotApplied(f"nemesis fault {kind} {fields} could not be applied: {'; '.join(errors)}")
 
     @contextmanager
@@ -372,6 +384,9 @@ class FaultInjector:
         self._nemesis.stop = threading.Event()
         problems = heal_all(self.cluster)
         errors, self._nemesis.errors[:] = list(self._nemesis.errors), []
+        self._meta.update(healed=not problems, heal_problems=problems,
+                          errors=[*self._meta.get("errors", []), *errors], ended_ns=self._rec.now())
+        self._save_meta()
         if problems or errors:
             pytest.fail(f"nemesis: faults that failed {errors}; not healed: {problems} (events: {self.run_dir})",
                         pytrace=False)
@@ -438,7 +453,7 @@ def nemesis(kafka_cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[
     """Inject faults into ``kafka_cluster`` inside a test; healed and checked when the test ends."""
     from harness.runfolder import new_run_dir
 
-    inj = FaultInjector(kafka_cluster, new_run_dir(f"pytest-nemesis-{_slug(request.node.name)}"))
+    inj = FaultInjector(kafka_cluster, new_run_dir(f"pytest-nemesis-{_slug(request.node.name)}"), request.node.nodeid)
     session_runs(request.config).append(inj.run_dir)
     try:
         yield inj

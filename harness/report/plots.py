@@ -106,23 +106,40 @@ def timeline_svg(data: RunData) -> str:
         ax_lat.yaxis.set_minor_formatter(NullFormatter())
     ax_lat.set_ylabel("commit latency ms")
     ax_lat.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
-    for i, (_node, spans) in enumerate(sorted(lanes.items())):
-        ax_nodes.broken_barh([(begin, end - begin)], (i - 0.35, 0.7), color="#e6f2e6")
-        for state in STATE_COLOURS:
-            mine = [(a, max(b - a, end / 500)) for a, b, s in spans if s == state]
-            if mine:
-                ax_nodes.broken_barh(mine, (i - 0.35, 0.7), color=STATE_COLOURS[state], label=state)
-    ax_nodes.set_yticks(range(len(lanes)), [f"n{n}" for n in sorted(lanes)])
-    ax_nodes.set_ylim(-0.6, len(lanes) - 0.4)
-    handles, names = ax_nodes.get_legend_handles_labels()
-    seen = dict(zip(names, handles))
-    if seen:
-        ax_nodes.legend(seen.values(), seen.keys(), loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8,
-                        frameon=False)
+    draw_node_lanes(ax_nodes, lanes, begin, end)
     ax_nodes.set_xlabel("seconds (t=0: the workloads' start)" if data.clock.zero_ns else "seconds since the runner started")
     ax_nodes.set_xlim(begin, end)
     _fault_windows(list(axes), data.faults, begin, end)
     _anomaly_markers(list(axes), data)
+    fig.align_ylabels()
+    return to_svg(fig)
+
+
+def draw_node_lanes(ax: plt.Axes, lanes: dict[int, list[tuple[float, float, str]]], begin: float, end: float) -> None:
+    """One lane per node: up (pale green) unless a fault had it down or paused."""
+    for i, (_node, spans) in enumerate(sorted(lanes.items())):
+        ax.broken_barh([(begin, end - begin)], (i - 0.35, 0.7), color="#e6f2e6")
+        for state in STATE_COLOURS:
+            mine = [(a, max(b - a, end / 500)) for a, b, s in spans if s == state]
+            if mine:
+                ax.broken_barh(mine, (i - 0.35, 0.7), color=STATE_COLOURS[state], label=state)
+    ax.set_yticks(range(len(lanes)), [f"n{n}" for n in sorted(lanes)])
+    ax.set_ylim(-0.6, len(lanes) - 0.4)
+    handles, names = ax.get_legend_handles_labels()
+    seen = dict(zip(names, handles))
+    if seen:
+        ax.legend(seen.values(), seen.keys(), loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+
+
+def faults_svg(faults: list[FaultWindow], node_ids: list[int], end: float, xlabel: str) -> str:
+    """The fault windows over the node lanes, for a page without workloads (a test's ``nemesis``)."""
+    fig, (ax_faults, ax_nodes) = plt.subplots(2, 1, figsize=(11, 2.8), sharex=True, gridspec_kw={"height_ratios": [1.2, 1.2]})
+    ax_faults.set_yticks([])
+    ax_faults.set_ylabel("faults")
+    draw_node_lanes(ax_nodes, node_lanes(faults, node_ids, end), 0.0, end)
+    ax_nodes.set_xlabel(xlabel)
+    ax_nodes.set_xlim(0.0, end)
+    _fault_windows([ax_faults, ax_nodes], faults, 0.0, end)
     fig.align_ylabels()
     return to_svg(fig)
 

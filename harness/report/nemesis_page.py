@@ -1,0 +1,80 @@
+"""The report of a pytest test that used only the plugin's ``nemesis`` fixture (no eos-chaos
+workload, so no history of transactions and no verdict): which faults ran when, the nodes' lanes,
+whether the cluster was healed after them, and links to the logs of the cluster they hit.
+
+The fixture leaves ``nemesis.json`` (what the test was, when it started on the history's clock, the
+cluster and the heal's outcome) and ``history/nemesis.jsonl`` (the fault events) in its run folder.
+Links to the cluster's logs are relative (``../<cluster run>/nodes/n1/server.log``): they work in the
+results folder and in a zip of it."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from harness.errors import ConfigError
+from harness.report.data import fault_windows
+from harness.report.logs import LogLink, log_links
+from harness.runfolder import REPORT, write_text
+
+#: What the fixture records beside the fault events.
+META_FILE = "nemesis.json"
+EVENTS = Path("history") / "nemesis.jsonl"
+
+
+def _events(run_dir: Path, zero_ns: int) -> list[dict[str, Any]]:
+    """The fault events of ``history/nemesis.jsonl``, their times from the test's start."""
+    out: list[dict[str, Any]] = []
+    path = run_dir / EVENTS
+    if not path.exists():
+        return out
+    for line in path.read_text().splitlines():
+        try:
+            op = json.loads(line)
+        except ValueError:
+            continue  # a line cut off by a killed process: the rest still tells the story
+        if op.get("f") == "fault":
+            out.append({"time": int(op["time"]) - zero_ns, "value": op.get("value") or {}})
+    return out
+
+
+def cluster_logs(run_dir: Path, cluster_dir: Path | None) -> list[LogLink]:
+    """The cluster's logs as links relative to ``run_dir`` (the cluster's run folder is a sibling
+    in the results folder), then the fault events themselves."""
+    links: list[LogLink] = []
+    if cluster_dir is not None and cluster_dir.is_dir():
+        up = Path(os.path.relpath(cluster_dir, run_dir))
+        links += [LogLink(quote((up / lk.path).as_posix()), f"{cluster_dir.name}/{lk.path}", lk.what, lk.size)
+                  for lk in log_links(cluster_dir)]
+    events = run_dir / EVENTS
+    if events.exists():
+        links.append(LogLink(quote(EVENTS.as_posix()), EVENTS.as_posix(), "the fault events", events.stat().st_size))
+    return links
+
+
+def render(run_dir: Path, title: str) -> str:
+    from harness.report import _env
+    from harness.report.plots import faults_svg
+
+    try:
+        meta = json.loads((run_dir / META_FILE).read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{run_dir} has no {META_FILE}: not the run folder of a test's nemesis fixture") from None
+    zero_ns = int(meta.get("t0_ns") or 0)
+    faults = fault_windows(_events(run_dir, zero_ns))
+    end_s = max([float(meta.get("ended_ns", zero_ns) - zero_ns) / 1e9, *(f.end_s or f.start_s for f in faults), 1.0])
+    node_ids = sorted({n for f in faults for n in f.nodes} | {1, 2, 3})
+    cluster_dir = Path(meta["cluster_dir"]) if meta.get("cluster_dir") else None
+    return _env.get_template("nemesis.html.j2").render(
+        title=title, meta=meta, faults=faults, end_s=end_s,
+        timeline=faults_svg(faults, node_ids, end_s, f"seconds since the test began ({meta.get('started', '?')})"),
+        logs=cluster_logs(run_dir, cluster_dir), generated=time.strftime("%Y-%m-%d %H:%M:%S %Z"))
+
+
+def write_nemesis_report(run_dir: Path, title: str) -> Path:
+    """Write ``run_dir/report.html`` for a test's nemesis run folder, atomically; return its path."""
+    return write_text(run_dir / REPORT, render(run_dir, title))
