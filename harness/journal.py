@@ -81,6 +81,9 @@ class Journal(BaseModel):
     not_recovered: list[str] = Field(default_factory=list)
     #: the scenario's expectation (harness/scenario.py ``Expect``)
     expected: dict[str, Any] = Field(default_factory=dict)
+    #: the run folder of the cluster the run used, when it is not this one (a shared cluster: a pytest
+    #: session's, a soak's, ``cluster up``'s): where the brokers' and Toxiproxy's logs are
+    cluster_dir: str | None = None
 
     def save(self, folder: RunFolder) -> None:
         """Write (or rewrite) ``journal.json``, atomically."""

@@ -237,6 +237,8 @@ def _run(sc: Scenario, backend: Backend, seed: int, folder: RunFolder, kafka_ver
     # now the cluster (and so the Kafka version) is known
     kv = _kafka_version(cluster, kafka_version)
     journal.kafka_version, journal.versions = kv, runinfo.versions(kv)
+    if Path(cluster.run_dir).resolve() != run_dir.resolve():
+        journal.cluster_dir = str(cluster.run_dir)  # the report links the shared cluster's logs there
     try:
         # the levels in force, read back (not the flag): what the run's clients met at its start
         journal.features = finalized(cluster.direct_bootstrap, FEATURES_TIMEOUT_S)

@@ -13,7 +13,7 @@ from typing import Any
 import jinja2
 
 from harness import runinfo
-from harness.checker import MEANING
+from harness.checker import MEANING, VERDICT_FILE
 from harness.history.text import write_history_text
 from harness.journal import Journal
 from harness.report.data import RunData, is_position, load, position_text
@@ -112,12 +112,14 @@ def render(data: RunData) -> str:
     fired = [c for c in checks if c["count"] != 0]
     stats = {k: _without_series(x) for k, x in (v.get("stats") or {}).items()}
     journal = Journal.load(RunFolder(data.run_dir))
+    # a run on a shared cluster (a pytest session's, a soak's): the brokers' logs are in its folder
+    cluster_dir = Path(journal.cluster_dir) if journal is not None and journal.cluster_dir else None
     return _env.get_template("report.html.j2").render(
         title=f"{data.scenario.get('name', data.run_dir.name)} · {data.run_dir.name}",
         run_id=data.run_dir.name, v=v, run=run_facts(v), sc=data.scenario, checks=fired,
         clean=[c for c in checks if c["count"] == 0], anomalous=[c for c in checks if c["count"]],
         times=example_times(data), clock=data.clock, never_started=data.never_started, lanes=lane_views(data),
-        logs=log_links(data.run_dir), excerpts=excerpts(data.run_dir, data.marked, data.clock),
+        logs=log_links(data.run_dir, cluster_dir), excerpts=excerpts(data.run_dir, data.marked, data.clock, cluster_dir),
         versions=journal.versions if journal is not None else data.scenario.get("versions") or {},
         features=journal.features if journal is not None else {},
         seed=journal.seed if journal is not None else data.scenario.get("seed"),
@@ -133,6 +135,10 @@ def write_report(run_dir: Path, out: Path | None = None) -> Path:
     """Write ``run_dir/report.html`` (or ``out``) atomically; return its path. Into the run folder,
     ``history.txt`` is written first (the page links it); a history that cannot be written so is
     logged, never stops the report."""
+    from harness.report.nemesis_page import is_nemesis_run, write_nemesis_report
+
+    if is_nemesis_run(run_dir) and not (run_dir / VERDICT_FILE).exists():
+        return write_nemesis_report(run_dir, out=out)  # a pytest test's nemesis fixture: faults, no verdict
     data = load(run_dir)
     if out is None:
         try:

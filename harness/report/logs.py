@@ -8,6 +8,7 @@ Where the logs are (harness/runfolder.py, clusters/local.py, clusters/compose/):
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -20,7 +21,8 @@ from harness.report.ops import Marked
 #: What is linked, in this order: (glob inside the run folder, what it is).
 LOG_FILES = (("run.log", "the harness's narrative of the run"), ("history.txt", "the history, one op a line"),
              ("nodes/*/server.log", "broker log"), ("nodes/*/stdout.log", "broker stdout"),
-             ("workloads/*.log", "workload log"), ("toxiproxy.log", "Toxiproxy"), ("wire.log", "wire proxy"))
+             ("workloads/*.log", "workload log"), ("toxiproxy.log", "Toxiproxy"), ("wire.log", "wire proxy"),
+             ("spark-cluster/*.log", "Spark standalone cluster"))
 #: Excerpts: lines this far either side of an anomaly's ops, at most ``MAX_LINES`` per broker, each cut.
 AROUND_S = 10.0
 MAX_LINES = 12
@@ -33,23 +35,31 @@ _STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d:\d\d),(\d{3})\]")
 
 @dataclass(frozen=True)
 class LogLink:
-    href: str  # relative to the run folder, URL-quoted
+    href: str  # relative to the page's folder, URL-quoted
     path: str  # as shown
     what: str
     size: int
+    file: Path  # where it is (to read excerpts from)
 
 
-def log_links(run_dir: Path) -> list[LogLink]:
+def log_links(run_dir: Path, cluster_dir: Path | None = None) -> list[LogLink]:
     """Every log file of the run that exists inside its folder (a link that would leave it, through
-    a symbolic link, is left out)."""
-    root = run_dir.resolve()
+    a symbolic link, is left out); with ``cluster_dir``, the shared cluster's after them, linked
+    relative to ``run_dir`` (both folders are in the results folder, and in a zip of it)."""
+    links = _links_in(run_dir, Path("."))
+    if cluster_dir is not None and cluster_dir.is_dir() and cluster_dir.resolve() != run_dir.resolve():
+        links += _links_in(cluster_dir, Path(os.path.relpath(cluster_dir, run_dir)), shown=f"{cluster_dir.name}/")
+    return links
+
+
+def _links_in(folder: Path, up: Path, shown: str = "") -> list[LogLink]:
+    root = folder.resolve()
     links: list[LogLink] = []
     for pattern, what in LOG_FILES:
-        for path in sorted(run_dir.glob(pattern)):
-            real = path.resolve()
-            if path.is_file() and real.is_relative_to(root):
-                rel = path.relative_to(run_dir).as_posix()
-                links.append(LogLink(quote(rel), rel, what, path.stat().st_size))
+        for path in sorted(folder.glob(pattern)):
+            if path.is_file() and path.resolve().is_relative_to(root):
+                rel = path.relative_to(folder).as_posix()
+                links.append(LogLink(quote((up / rel).as_posix()), shown + rel, what, path.stat().st_size, path))
     return links
 
 
@@ -63,15 +73,15 @@ class Excerpt:
     lines: list[str] = field(default_factory=list)
 
 
-def excerpts(run_dir: Path, marked: list[Marked], clock: Clock) -> list[Excerpt]:
+def excerpts(run_dir: Path, marked: list[Marked], clock: Clock, cluster_dir: Path | None = None) -> list[Excerpt]:
     """For each anomaly that names a partition, the broker log lines (from each ``server.log``)
     that mention it within ``AROUND_S`` of its ops; none without wall-clock times."""
     targets = [m for m in marked if m.partitions]
     if clock.wall_zero is None or not targets:
         return []
     found: list[Excerpt] = []
-    for log in (lk for lk in log_links(run_dir) if lk.path.endswith("/server.log")):
-        found += _scan(run_dir / log.path, log, targets, clock)
+    for log in (lk for lk in log_links(run_dir, cluster_dir) if lk.path.endswith("/server.log")):
+        found += _scan(log.file, log, targets, clock)
     return [e for e in found if e.lines]
 
 

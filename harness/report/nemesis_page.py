@@ -10,7 +10,6 @@ results folder and in a zip of it."""
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -45,18 +44,14 @@ def _events(run_dir: Path, zero_ns: int) -> list[dict[str, Any]]:
 def cluster_logs(run_dir: Path, cluster_dir: Path | None) -> list[LogLink]:
     """The cluster's logs as links relative to ``run_dir`` (the cluster's run folder is a sibling
     in the results folder), then the fault events themselves."""
-    links: list[LogLink] = []
-    if cluster_dir is not None and cluster_dir.is_dir():
-        up = Path(os.path.relpath(cluster_dir, run_dir))
-        links += [LogLink(quote((up / lk.path).as_posix()), f"{cluster_dir.name}/{lk.path}", lk.what, lk.size)
-                  for lk in log_links(cluster_dir)]
+    links = [lk for lk in log_links(run_dir, cluster_dir)]
     events = run_dir / EVENTS
     if events.exists():
-        links.append(LogLink(quote(EVENTS.as_posix()), EVENTS.as_posix(), "the fault events", events.stat().st_size))
+        links.append(LogLink(quote(EVENTS.as_posix()), EVENTS.as_posix(), "the fault events", events.stat().st_size, events))
     return links
 
 
-def render(run_dir: Path, title: str) -> str:
+def render(run_dir: Path, title: str | None = None) -> str:
     from harness.report import _env
     from harness.report.plots import faults_svg
 
@@ -70,11 +65,16 @@ def render(run_dir: Path, title: str) -> str:
     node_ids = sorted({n for f in faults for n in f.nodes} | {1, 2, 3})
     cluster_dir = Path(meta["cluster_dir"]) if meta.get("cluster_dir") else None
     return _env.get_template("nemesis.html.j2").render(
-        title=title, meta=meta, faults=faults, end_s=end_s,
+        title=title or meta.get("test") or run_dir.name, meta=meta, faults=faults, end_s=end_s,
         timeline=faults_svg(faults, node_ids, end_s, f"seconds since the test began ({meta.get('started', '?')})"),
         logs=cluster_logs(run_dir, cluster_dir), generated=time.strftime("%Y-%m-%d %H:%M:%S %Z"))
 
 
-def write_nemesis_report(run_dir: Path, title: str) -> Path:
-    """Write ``run_dir/report.html`` for a test's nemesis run folder, atomically; return its path."""
-    return write_text(run_dir / REPORT, render(run_dir, title))
+def is_nemesis_run(run_dir: Path) -> bool:
+    return (run_dir / META_FILE).is_file()
+
+
+def write_nemesis_report(run_dir: Path, title: str | None = None, out: Path | None = None) -> Path:
+    """Write ``run_dir/report.html`` (or ``out``) for a test's nemesis run folder, atomically;
+    return its path. ``title``: default the test's id."""
+    return write_text(out or run_dir / REPORT, render(run_dir, title))

@@ -60,3 +60,10 @@ def test_a_heal_that_failed_is_the_first_thing_the_page_says(tmp_path: Path) -> 
 def test_a_folder_that_is_not_a_nemesis_run_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="no nemesis.json: not the run folder of a test's nemesis fixture"):
         write_nemesis_report(tmp_path, "t")
+
+
+def test_eos_chaos_report_remakes_a_nemesis_page_too(tmp_path: Path) -> None:
+    from harness.report import write_report
+
+    run = nemesis_folder(tmp_path, healed=True)
+    assert "tests/test_mine.py::test_mine" in write_report(run).read_text()  # the test's id, from nemesis.json

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from datetime import datetime, timedelta
@@ -338,6 +339,28 @@ def test_every_log_link_is_a_file_inside_the_run_folder(faulted: dict[str, Path]
     for h in hrefs:
         target = (run_dir / unquote(h)).resolve()
         assert target.is_file() and target.is_relative_to(run_dir.resolve()), h
+
+
+def test_a_run_on_a_shared_cluster_links_the_clusters_logs_and_quotes_them(faulted: dict[str, Path]) -> None:
+    """A pytest session's, a soak's runs: the brokers' logs are in the cluster's own run folder, a
+    sibling in the results folder; the links go there (relative, so a zip of the folder keeps them)."""
+    root = faulted["invalid"].parent
+    run_dir, cluster = root / "shared-cluster-run", root / "20261125-000000-pytest-local-abcd"
+    shutil.copytree(faulted["invalid"], run_dir, symlinks=True)
+    cluster.mkdir()
+    shutil.move(run_dir / "nodes", cluster / "nodes")
+    (cluster / "toxiproxy.log").write_text("proxies up\n")
+    journal = Journal.load(RunFolder(run_dir))
+    assert journal is not None
+    journal.cluster_dir = str(cluster)
+    journal.save(RunFolder(run_dir))
+    page = write_report(run_dir).read_text()
+    hrefs = re.findall(r'href="([^"#][^"]*)"', page)
+    assert {f"../{cluster.name}/nodes/n1/server.log", f"../{cluster.name}/toxiproxy.log", "run.log"} <= set(hrefs)
+    for h in hrefs:
+        target = (run_dir / unquote(h)).resolve()
+        assert target.is_file() and target.is_relative_to(root.resolve()), h
+    assert '<div class="excerpt" data-anomaly="A1">' in page  # quoted from the cluster's server.log
 
 
 def test_broker_lines_about_the_anomalys_partition_are_quoted_escaped(faulted: dict[str, Path]) -> None:
