@@ -98,6 +98,10 @@ class Cluster(Protocol):
         """Take everything down; nothing is left running. Safe to call twice or after a failed start.
         Returns what was running (nothing the second time)."""
 
+    def keep_logs(self) -> None:
+        """The brokers' and Toxiproxy's logs so far into the cluster's run folder, where a report of a
+        run on it links them (local: written there all along; compose: copied out of the containers)."""
+
     def leftovers(self) -> Reclaimed:
         """Everything of this cluster that exists now, as ``stop`` would name it: processes (its
         runs' workloads on the host included), containers, networks, volumes."""

@@ -132,6 +132,9 @@ class LocalCluster(Owned):
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+    def keep_logs(self) -> None:
+        """Nothing to do: the processes write their logs into the run folder as they go."""
+
     # ---------------------------------------------------------------- paths
     def node_dir(self, node: int) -> Path:
         return RunFolder(self.run_dir).nodes / f"n{node}"

@@ -250,6 +250,8 @@ def _run(sc: Scenario, backend: Backend, seed: int, folder: RunFolder, kafka_ver
     finally:
         if own:
             cluster.stop()
+        else:
+            _keep_cluster_logs(cluster)
     ops, truncated = store.read_ops(run_dir)
     tables = store.flatten(ops, truncated)
     store.save(tables, run_dir)
@@ -290,6 +292,14 @@ def run_on_shared(sc: Scenario, backend: Backend, seed: int, run_dir: Path, clus
         return run(sc, backend, seed, run_dir, attach=False, source=source, transaction_version=cluster.transaction_version)
     finally:
         cluster.start()
+
+
+def _keep_cluster_logs(cluster: Cluster) -> None:
+    """A shared cluster's logs so far, where this run's report links them; a failure is logged."""
+    try:
+        cluster.keep_logs()
+    except Exception as exc:  # noqa: BLE001 - the logs are a convenience; the verdict is what counts
+        log.info(f"the cluster's logs could not be copied into {cluster.run_dir} ({type(exc).__name__}: {exc})")
 
 
 def _write_report(run_dir: Path) -> None:

@@ -281,6 +281,14 @@ class ComposeCluster(Owned):
     def _networks(self) -> list:  # type: ignore[type-arg]
         return self.docker.networks.list(filters={"label": f"{LABEL_CLUSTER}={self.cluster_id}"})
 
+    def keep_logs(self) -> None:
+        """Each container's log so far into the run folder (again in full: a later call, or the stop,
+        writes it over with more)."""
+        with self._lock:
+            if self._started:
+                for c in self._containers():
+                    self._keep_log(c)
+
     def _keep_log(self, c: Container) -> None:
         service = c.labels.get("com.docker.compose.service", c.name)
         dest = (RunFolder(self.run_dir).nodes / service.replace("broker-", "n") / "server.log" if service.startswith("broker-")
