@@ -6,7 +6,7 @@ outlined. Hand-written inline SVG: no script, and every element says what it is 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from html import escape
 
 from harness.report.clock import Clock
@@ -36,13 +36,24 @@ class LaneView:
     svg: str
     lanes: int
     bars: int
+    #: later anomalies that name the very same ops (one view says it for all: five duplicate
+    #: outputs of one input transaction need one picture, not five copies)
+    also: list[str] = field(default_factory=list)
 
 
 def lane_views(data: RunData) -> list[LaneView]:
-    """A lane view around each of the first ``MAX_LANE_VIEWS`` anomalies placed in time."""
+    """A lane view around each of the first ``MAX_LANE_VIEWS`` anomalies placed in time whose ops
+    differ; an anomaly naming the same ops as one already drawn is listed under it."""
     if data.history is None:
         return []
-    return [view_of(m, data.history, data.clock, data.faults) for m in data.marked[:MAX_LANE_VIEWS]]
+    views: dict[frozenset[int], LaneView] = {}
+    for m in data.marked:
+        key = frozenset(s.index for s in m.spans)
+        if key in views:
+            views[key].also.append(m.label)
+        elif len(views) < MAX_LANE_VIEWS:
+            views[key] = view_of(m, data.history, data.clock, data.faults)
+    return list(views.values())
 
 
 def view_of(m: Marked, history: History, clock: Clock, faults: list[FaultWindow]) -> LaneView:

@@ -317,6 +317,18 @@ def test_lanes_show_each_process_around_the_anomaly_with_the_fault_across(faulte
     assert '<section id="lanes">' not in write_report(faulted["clean"]).read_text()
 
 
+def test_anomalies_naming_the_same_ops_share_one_lane_view(faulted: dict[str, Path]) -> None:
+    from dataclasses import replace
+
+    from harness.report.lanes import lane_views
+
+    data = load(faulted["invalid"])
+    [m] = data.marked
+    data.marked = [m, replace(m, label="A2"), replace(m, label="A3", spans=m.spans[:1])]  # A3: only the write
+    views = lane_views(data)
+    assert [(v.marked.label, v.also) for v in views] == [("A1", ["A2"]), ("A3", [])]
+
+
 def test_planned_and_actual_starts_share_the_schedules_zero(faulted: dict[str, Path]) -> None:
     from harness.cli.dryrun import PLAN_ZERO
     from harness.report.clock import SCHEDULE_ZERO
