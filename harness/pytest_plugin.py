@@ -305,7 +305,7 @@ class FaultInjector:
         self._threads: list[threading.Thread] = []
         # what the test's report needs beside the fault events (harness/report/nemesis_page.py)
         self._meta: dict[str, Any] = {
-            "test": test, "t0_ns": self._rec.now(), "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+            "test": test, "t0_ns": self._rec.now(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "backend": cluster.backend, "bootstrap": cluster.bootstrap, "cluster_dir": str(cluster.run_dir)}
         self._save_meta()
 

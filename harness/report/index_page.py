@@ -24,6 +24,7 @@ from harness.errors import ConfigError
 from harness.journal import Journal
 from harness.paths import results_dir
 from harness.report import _env, rerun, run_facts
+from harness.report.nemesis_page import META_FILE as NEMESIS_META
 from harness.runfolder import INDEX, LATEST, SOAK_HTML, RunFolder, point_latest, write_text
 
 log = logging.getLogger(__name__)
@@ -31,8 +32,9 @@ log = logging.getLogger(__name__)
 #: Pages of many runs that live in a folder of the results folder: a soak's and a matrix's
 #: (harness/matrix.py MATRIX_HTML, a layer above this one; tests/unit/test_index.py keeps them equal).
 GROUP_PAGES = (SOAK_HTML, "matrix.html")
-#: What a run folder holds at the least (a cluster's or a bench's folder has none of them).
-_RUN_FILES = ("scenario.json", "journal.json", "verdict.json")
+#: What a run folder holds at the least (a cluster's or a bench's folder has none of them);
+#: nemesis.json: a pytest test's nemesis fixture (harness/report/nemesis_page.py)
+_RUN_FILES = ("scenario.json", "journal.json", "verdict.json", NEMESIS_META)
 
 
 @dataclass
@@ -75,6 +77,8 @@ def run_row(run_dir: Path, page_dir: Path) -> RunRow:
     if not run_dir.is_dir():
         row.problem = "the run folder is not there (moved or deleted)"
         return row
+    if (run_dir / NEMESIS_META).exists() and not folder.verdict.exists():
+        return _nemesis_row(row, folder, page_dir)
     problems: list[str] = []
     verdict = _read(folder, folder.verdict, problems) or {}
     scenario = _read(folder, folder.scenario, problems) or {}
@@ -102,6 +106,30 @@ def run_row(run_dir: Path, page_dir: Path) -> RunRow:
     if folder.report.exists():
         row.report = _link(folder.report, page_dir)
     row.when = row.when or _mtime(run_dir)
+    return row
+
+
+def _nemesis_row(row: RunRow, folder: RunFolder, page_dir: Path) -> RunRow:
+    """A test's nemesis folder: the faults it injected and whether the cluster was healed after."""
+    problems: list[str] = []
+    meta = _read(folder, folder.path / NEMESIS_META, problems) or {}
+    row.verdict = "faults"
+    row.scenario = f"test: {meta.get('test') or '?'}"
+    row.backend = _str(meta.get("backend"))
+    row.started = _str(meta.get("started"))  # a journal's format: %Y-%m-%dT%H:%M:%S%z
+    healed = meta.get("healed")
+    row.as_expected = healed if isinstance(healed, bool) else None
+    if isinstance(meta.get("t0_ns"), int) and isinstance(meta.get("ended_ns"), int):
+        row.took_s = (meta["ended_ns"] - meta["t0_ns"]) / 1e9
+    row.started = row.started.replace("T", " ") if row.started else None
+    problems += [f"not healed: {p}" for p in meta.get("heal_problems") or []]
+    problems += [f"fault failed: {e}" for e in meta.get("errors") or []]
+    if healed is None and not problems:
+        problems.append("the test had not ended (or was killed)")
+    row.problem = "; ".join(problems) or None
+    if folder.report.exists():
+        row.report = _link(folder.report, page_dir)
+    row.when = _epoch(_str(meta.get("started"))) or _mtime(folder.path)
     return row
 
 

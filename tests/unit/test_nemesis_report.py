@@ -32,7 +32,7 @@ def nemesis_folder(results: Path, healed: bool) -> Path:
         json.dumps({"time": t, "process": "nemesis", "type": ty, "f": "fault", "value": v}) + "\n"
         for t, ty, v in sorted(events, key=lambda e: e[0])))
     (run / "nemesis.json").write_text(json.dumps({
-        "test": "tests/test_mine.py::test_mine", "t0_ns": t0, "started": "2026-11-25 10:00:05", "backend": "local",
+        "test": "tests/test_mine.py::test_mine", "t0_ns": t0, "started": "2026-11-25T10:00:05+0000", "backend": "local",
         "bootstrap": "127.10.0.1:19092", "cluster_dir": str(cluster), "healed": healed,
         "heal_problems": [] if healed else ["node 2: not running"], "errors": [], "ended_ns": t0 + 12 * SECOND}))
     return run
@@ -67,3 +67,13 @@ def test_eos_chaos_report_remakes_a_nemesis_page_too(tmp_path: Path) -> None:
 
     run = nemesis_folder(tmp_path, healed=True)
     assert "tests/test_mine.py::test_mine" in write_report(run).read_text()  # the test's id, from nemesis.json
+
+
+def test_the_results_index_lists_a_nemesis_test_with_its_heal_and_report(tmp_path: Path) -> None:
+    from harness.report.index_page import write_index
+
+    write_nemesis_report(nemesis_folder(tmp_path, healed=False), "t")
+    page = write_index(tmp_path).read_text()
+    assert "FAULTS ONLY (not healed)" in page and "test: tests/test_mine.py::test_mine" in page
+    assert "not healed: node 2: not running" in page
+    assert 'href="20261125-100005-pytest-nemesis-test_mine-1234/report.html"' in page
