@@ -433,8 +433,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
     worker = _xdist_worker(session.config)
     name = f"pytest-session-{time.strftime('%Y%m%d-%H%M%S')}{'-' + worker if worker else ''}.html"
+    from harness.report.index_page import write_index
+
     try:
         path = write_session_page(runs[0].parent / name, runs, title=f"pytest session {name[15:-5]}")
+        write_index(runs[0].parent)  # the session page, and nemesis-only tests, listed there too
     except Exception as exc:  # noqa: BLE001 - the tests' outcome stands
         log.warning(f"the session page could not be written ({type(exc).__name__}: {exc})")
         return

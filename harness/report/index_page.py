@@ -32,6 +32,8 @@ log = logging.getLogger(__name__)
 #: Pages of many runs that live in a folder of the results folder: a soak's and a matrix's
 #: (harness/matrix.py MATRIX_HTML, a layer above this one; tests/unit/test_index.py keeps them equal).
 GROUP_PAGES = (SOAK_HTML, "matrix.html")
+#: A pytest session's page of its runs, in the results folder itself.
+SESSION_PAGES = "pytest-session-*.html"
 #: What a run folder holds at the least (a cluster's or a bench's folder has none of them);
 #: nemesis.json: a pytest test's nemesis fixture (harness/report/nemesis_page.py)
 _RUN_FILES = ("scenario.json", "journal.json", "verdict.json", NEMESIS_META)
@@ -249,6 +251,8 @@ def write_index(folder: Path | None = None) -> Path:
         else:
             groups += [(f"{child.name}/{page}", _link(child / page, folder)) for page in GROUP_PAGES
                        if (child / page).exists()]
+    # the pages the pytest plugin writes at each session's end (harness/pytest_plugin.py), newest first
+    groups += [(page.name, _link(page, folder)) for page in sorted(folder.glob(SESSION_PAGES), reverse=True)]
     runs.sort(key=lambda r: (r.when, r.name), reverse=True)
     t = totals(runs)
     where = folder.absolute()

@@ -143,6 +143,7 @@ def test_a_scenario_test_records_report_verdict_seed_and_rerun_as_junit_properti
                      "eos_rerun": "eos-chaos run baseline --seed 42"}
     pages = list(results.glob("pytest-session-*.html"))  # the session's own page lists its run
     assert len(pages) == 1 and run_dir.name in pages[0].read_text()
+    assert f'href="{pages[0].name}"' in (results / "index.html").read_text()  # and the results index links it
 
 
 def test_a_session_that_uses_no_fixture_keeps_its_environment(pytester: pytest.Pytester, clean_env: pytest.MonkeyPatch) -> None:
