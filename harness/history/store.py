@@ -574,11 +574,36 @@ def _refuse_stale_layout(run_dir: Path) -> None:
                           f"({run_dir / HISTORY_DIR}/*.jsonl) are gone")
 
 
+#: glibc's ``mallopt`` parameter for the mmap threshold (malloc.h ``M_MMAP_THRESHOLD``).
+_M_MMAP_THRESHOLD = -3
+#: Allocations at least this big get pages of their own, given back to the system when freed.
+MMAP_THRESHOLD = 128 * 1024
+
+
+def _fixed_mmap_threshold() -> None:
+    """Keep glibc's mmap threshold at 128 KiB. glibc raises it (up to 32 MiB) each time a big
+    block is freed, after which the checker's numpy temporaries come from the heap and stay
+    resident when freed: at 10M values the peak was 3.30 GB in two of three quiet runs (2.96 GB in
+    the third), 2.88 GB in all three with the threshold fixed, for a check 2.1 s slower (13.0 s
+    against 10.9 s; docs/BENCHMARKS.md). Nothing to do on another C library."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
+    except (OSError, AttributeError):
+        pass  # not glibc (musl, macOS): their allocators do not move a threshold like this
+
+
 def _lean_pool() -> Any:
     """Arrow's jemalloc pool, set to give freed memory back at once, where the build has it: with
     the default (mimalloc) a 10M-value history stayed 0.3 GB higher after loading, and peaked
-    0.35 GB higher, from buffers freed but kept."""
+    0.35 GB higher, from buffers freed but kept. numpy's memory is glibc's: see
+    ``_fixed_mmap_threshold``."""
     import pyarrow as pa
+
+    _fixed_mmap_threshold()
 
     try:
         pool = pa.jemalloc_memory_pool()
