@@ -14,7 +14,7 @@ from harness.kafka.admin import create_topic, partition_isr
 from harness.kafka.reads import read_all
 from harness.smoke import run_smoke
 from harness.wait import wait_until
-from tests.chaos.kafka_helpers import writes
+from tests.chaos.kafka_helpers import replicated, writes
 
 pytestmark = pytest.mark.chaos
 
@@ -79,6 +79,7 @@ def test_cutting_one_directed_internal_link_drops_exactly_that_follower(cluster:
     admin = admin_client(cluster.direct_bootstrap)
     topic = topic_name("cut")
     create_topic(admin, topic, 3)
+    replicated(cluster.direct_bootstrap, topic)  # every follower fetching before the cut
     md = admin.list_topics(topic=topic, timeout=10).topics[topic].partitions
     leader = md[0].leader
     follower = next(r for r in md[0].replicas if r != leader)

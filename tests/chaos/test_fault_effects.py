@@ -36,7 +36,7 @@ from harness.kafka.admin import create_topic, partition_isr
 from harness.supervisor import Supervisor
 from harness.wait import wait_until
 from harness.workloads.common import WorkloadConfig
-from tests.chaos.kafka_helpers import writes
+from tests.chaos.kafka_helpers import replicated, writes
 
 pytestmark = pytest.mark.chaos
 
@@ -210,6 +210,7 @@ def test_a_node_cut_from_its_peers_is_fenced(cluster: Cluster, nemesis: Nemesis,
 
 def test_bridge_keeps_the_bridge_node_in_every_isr(cluster: Cluster, nemesis: Nemesis, topic: str) -> None:
     admin = admin_client(cluster.direct_bootstrap)
+    replicated(cluster.direct_bootstrap, topic)  # every follower fetching before the cut
     with writes(cluster.direct_bootstrap, topic), fault_on(nemesis, kind="partition", partition="bridge", target=1, listeners="internal"):
         # nodes 2 and 3 no longer replicate from each other: some ISR loses one of them
         def isrs() -> list[list[int]]:
