@@ -264,14 +264,20 @@ def _kept(config: pytest.Config, cluster: Cluster) -> None:
     lines = [f"eos-chaos: the {cluster.backend} cluster stays up (--eos-keep): bootstrap {cluster.bootstrap}, "
              f"run folder {cluster.run_dir}" + (f"; not healed: {problems}" if problems else ""),
              f"eos-chaos: take it down with: {prefix}eos-chaos cluster down --backend {cluster.backend}"]
-    config.stash.setdefault(_SUMMARY, []).extend(lines)
-    if hasattr(config, "workeroutput"):  # an xdist worker: the controller prints it (pytest_testnodedown)
-        config.workeroutput.setdefault("eos_summary", []).extend(lines)
+    _say(config, lines)
     for line in lines:
         log.warning(line)
 
 
 _SUMMARY = pytest.StashKey[list[str]]()
+
+
+def _say(config: pytest.Config, lines: list[str]) -> None:
+    """Lines for the end of pytest's output; an xdist worker's go to the controller, which prints
+    them (pytest_testnodedown)."""
+    config.stash.setdefault(_SUMMARY, []).extend(lines)
+    if hasattr(config, "workeroutput"):
+        config.workeroutput.setdefault("eos_summary", []).extend(lines)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -442,9 +448,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         log.warning(f"the session page could not be written ({type(exc).__name__}: {exc})")
         return
     line = f"eos-chaos: this session's runs: {path}"
-    session.config.stash.setdefault(_SUMMARY, []).append(line)
-    if hasattr(session.config, "workeroutput"):
-        session.config.workeroutput.setdefault("eos_summary", []).append(line)
+    _say(session.config, [line])
 
 
 def _slug(text: str) -> str:

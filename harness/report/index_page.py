@@ -118,12 +118,12 @@ def _nemesis_row(row: RunRow, folder: RunFolder, page_dir: Path) -> RunRow:
     row.verdict = "faults"
     row.scenario = f"test: {meta.get('test') or '?'}"
     row.backend = _str(meta.get("backend"))
-    row.started = _str(meta.get("started"))  # a journal's format: %Y-%m-%dT%H:%M:%S%z
+    started = _str(meta.get("started"))  # a journal's format: %Y-%m-%dT%H:%M:%S%z
+    row.started = started.replace("T", " ") if started else None
     healed = meta.get("healed")
     row.as_expected = healed if isinstance(healed, bool) else None
     if isinstance(meta.get("t0_ns"), int) and isinstance(meta.get("ended_ns"), int):
         row.took_s = (meta["ended_ns"] - meta["t0_ns"]) / 1e9
-    row.started = row.started.replace("T", " ") if row.started else None
     problems += [f"not healed: {p}" for p in meta.get("heal_problems") or []]
     problems += [f"fault failed: {e}" for e in meta.get("errors") or []]
     if healed is None and not problems:
@@ -131,7 +131,7 @@ def _nemesis_row(row: RunRow, folder: RunFolder, page_dir: Path) -> RunRow:
     row.problem = "; ".join(problems) or None
     if folder.report.exists():
         row.report = _link(folder.report, page_dir)
-    row.when = _epoch(_str(meta.get("started"))) or _mtime(folder.path)
+    row.when = _epoch(started) or _mtime(folder.path)
     return row
 
 

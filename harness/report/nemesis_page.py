@@ -44,7 +44,7 @@ def _events(run_dir: Path, zero_ns: int) -> list[dict[str, Any]]:
 def cluster_logs(run_dir: Path, cluster_dir: Path | None) -> list[LogLink]:
     """The cluster's logs as links relative to ``run_dir`` (the cluster's run folder is a sibling
     in the results folder), then the fault events themselves."""
-    links = [lk for lk in log_links(run_dir, cluster_dir)]
+    links = log_links(run_dir, cluster_dir)
     events = run_dir / EVENTS
     if events.exists():
         links.append(LogLink(quote(EVENTS.as_posix()), EVENTS.as_posix(), "the fault events", events.stat().st_size, events))
