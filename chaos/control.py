@@ -1,5 +1,5 @@
 """What the nemesis needs of the workload processes it faults: ``WorkloadControl``, a protocol
-``harness.supervisor.Supervisor`` implements. chaos/ drives workloads only through it, so it never
+``harness.run.supervisor.Supervisor`` implements. chaos/ drives workloads only through it, so it never
 imports the workloads, the Spark job or the supervisor.
 """
 
@@ -85,7 +85,7 @@ class WorkloadControl(Protocol):
 
 
 class SparkControl(Protocol):
-    """What the nemesis needs of a standalone Spark cluster (clusters/spark.py implements it)."""
+    """What the nemesis needs of a standalone Spark cluster (clusters/spark_standalone.py implements it)."""
 
     def executors(self) -> list[dict[str, Any]]:
         """The executor JVMs running now: ``pid``, ``worker`` (1-based), ``executor_id``, ``app_id``."""

@@ -9,9 +9,9 @@ import logging
 from collections.abc import Callable
 
 from clusters.base import Cluster, NodeState
-from harness.errors import WaitTimeout
+from harness.base.errors import WaitTimeout
+from harness.base.wait import wait_until
 from harness.kafka import features
-from harness.wait import wait_until
 
 log = logging.getLogger(__name__)
 

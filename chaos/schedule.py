@@ -13,7 +13,7 @@ from chaos.faults import Fault, parse
 
 
 class Mix(Protocol):
-    """A scenario's ``mix`` (harness.scenario.Mix), as far as planning reads it."""
+    """A scenario's ``mix`` (harness.run.scenario.Mix), as far as planning reads it."""
 
     @property
     def kinds(self) -> Sequence[tuple[str, float]]: ...
@@ -30,7 +30,7 @@ class Mix(Protocol):
 
 
 class Planned(Protocol):
-    """A scenario (harness.scenario.Scenario), as far as planning reads it."""
+    """A scenario (harness.run.scenario.Scenario), as far as planning reads it."""
 
     @property
     def name(self) -> str: ...

@@ -1,7 +1,7 @@
 """Fetch and cache what a cluster runs: Kafka jars from Maven Central, Toxiproxy built with Go.
 
 Only package registries are used: Maven resolves Kafka and its runtime dependencies, the Go module
-proxy serves Toxiproxy's source. Everything lands in the cache (see ``harness.paths.cache_dir``)
+proxy serves Toxiproxy's source. Everything lands in the cache (see ``harness.base.paths.cache_dir``)
 behind a marker file written last, so a half-finished fetch is never mistaken for a good one and a
 warm set-up only stats a few files.
 """
@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clusters import pins
-from harness.errors import ConfigError, EnvironmentProblem
-from harness.paths import cache_dir
+from harness.base.errors import ConfigError, EnvironmentProblem
+from harness.base.paths import cache_dir
 
 log = logging.getLogger(__name__)
 

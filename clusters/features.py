@@ -10,7 +10,7 @@ real-cluster tests, and the fault ``set-transaction-version`` asks the running c
 from __future__ import annotations
 
 from clusters import pins
-from harness.errors import ConfigError
+from harness.base.errors import ConfigError
 
 TRANSACTION_VERSION = "transaction.version"
 

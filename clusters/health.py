@@ -10,7 +10,7 @@ from typing import Any, Protocol
 
 from confluent_kafka.admin import AdminClient
 
-from harness.wait import wait_until
+from harness.base.wait import wait_until
 
 #: One metadata request; the surrounding wait has the real deadline.
 METADATA_TIMEOUT_S = 5.0

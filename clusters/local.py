@@ -32,9 +32,9 @@ from clusters.reclaim import Reclaimed
 from clusters.topology import Topology
 from clusters.toxiproxy import ProxySpec, Toxiproxy
 from clusters.wireproxy import WireProxy
-from harness.errors import ClusterError, EnvironmentProblem, HarnessError, WaitTimeout
-from harness.runfolder import RunFolder, write_json
-from harness.wait import wait_until
+from harness.base.errors import ClusterError, EnvironmentProblem, HarnessError, WaitTimeout
+from harness.base.wait import wait_until
+from harness.rundir.runfolder import RunFolder, write_json
 
 log = logging.getLogger(__name__)
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import psutil
 
-from harness.errors import ClusterError, EnvironmentProblem, WaitTimeout
-from harness.wait import wait_until
+from harness.base.errors import ClusterError, EnvironmentProblem, WaitTimeout
+from harness.base.wait import wait_until
 
 #: Every process we start carries these environment variables (inherited by anything it forks),
 #: so leftovers of a crashed run can be told from a run that is still going.
@@ -23,7 +23,7 @@ ENV_OWNER = "EOS_CHAOS_OWNER"  # pid of the process that will stop it; "0" = det
 #: A killed process is gone within milliseconds; a SIGTERMed broker does a controlled shutdown.
 KILL_WAIT_S = 30.0
 TERM_WAIT_S = 60.0
-#: A standalone Spark cluster's JVMs (clusters/spark.py) by their main class.
+#: A standalone Spark cluster's JVMs (clusters/spark_standalone.py) by their main class.
 SPARK_MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 SPARK_WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
 SPARK_EXECUTOR_CLASS = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
@@ -35,7 +35,7 @@ def spawn(cmd: Sequence[str], log_file: Path, cwd: Path, env: dict[str, str] | N
           pass_fds: Sequence[int] = ()) -> subprocess.Popen[bytes]:
     """Start ``cmd`` in its own session (a Ctrl-C at the terminal reaches only the harness, which
     then tears down in order), output appended to ``log_file``; ``pass_fds`` are inherited (a
-    workload's lifeline, harness/lifeline.py)."""
+    workload's lifeline, harness/base/lifeline.py)."""
     log_file.parent.mkdir(parents=True, exist_ok=True)
     with open(log_file, "ab") as out:
         return subprocess.Popen(
@@ -86,13 +86,13 @@ def describe_cmdline(cmd: Sequence[str]) -> str:
     if "-m" in cmd[:-1]:
         module = cmd[cmd.index("-m") + 1]
         args = cmd[cmd.index("-m") + 2:]
-        if module.startswith(("harness.workloads.", "harness.spark.")) and args:
+        if module.startswith(("harness.workloads.", "harness.sparkjob.")) and args:
             return f"workload {Path(args[0]).stem}"  # its config file is named after it
         return f"python -m {module}"
     if "eoschaos.Bridge" in cmd:  # harness/workloads/clients/java.py: a workload's Java client
         owner = next((a.split("=", 1)[1] for a in cmd if a.startswith("-Deos.chaos.client.of=")), "a workload")
         return f"java client JVM of {owner}"
-    for cls, what in SPARK_DAEMONS.items():  # clusters/spark.py: a standalone Spark cluster's JVMs
+    for cls, what in SPARK_DAEMONS.items():  # clusters/spark_standalone.py: a standalone Spark cluster's JVMs
         if cls in cmd:
             return what
     if any("org.apache.spark" in arg for arg in cmd):

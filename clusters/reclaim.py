@@ -12,7 +12,7 @@ from typing import Any, Literal
 from clusters import procs, state
 from clusters.toxiproxy import Toxiproxy
 from clusters.wireproxy import WireProxy
-from harness.errors import FaultError
+from harness.base.errors import FaultError
 
 log = logging.getLogger(__name__)
 

@@ -6,8 +6,8 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from harness.paths import state_dir
-from harness.runfolder import write_json
+from harness.base.paths import state_dir
+from harness.rundir.runfolder import write_json
 
 
 @dataclass
@@ -64,7 +64,7 @@ def load(backend: str) -> ClusterRecord | None:
 BACKENDS = ("local", "compose")
 
 
-#: pytest-xdist workers record their clusters in ``<state>/xdist-<worker>/`` (harness/pytest_plugin.py).
+#: pytest-xdist workers record their clusters in ``<state>/xdist-<worker>/`` (harness/pytest_plugin/__init__.py).
 WORKER_PREFIX = "xdist-"
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import requests
 
-from harness.errors import FaultError
+from harness.base.errors import FaultError
 
 #: Every API call returns within this; the proxy answers in microseconds when healthy.
 CALL_TIMEOUT_S = 5.0

@@ -16,7 +16,7 @@ from chaos.heal import heal_all
 from clusters import artifacts, backends
 from clusters.backends import Backend
 from clusters.base import Cluster
-from harness.runfolder import new_run_dir
+from harness.rundir.runfolder import new_run_dir
 
 
 def selected_backends() -> list[str]:

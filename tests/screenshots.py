@@ -16,11 +16,11 @@ from typing import Any
 
 import orjson
 
+from harness.base.paths import REPO_ROOT
 from harness.history.builder import History
 from harness.history.model import FAIL, READ_UNCOMMITTED, SPARK_BATCH, SPARK_FAULT, SPARK_SKIP, SPARK_START, marker_value, spark_value, tp_key
-from harness.paths import REPO_ROOT
 from harness.report import write_report
-from harness.runfolder import RunFolder
+from harness.rundir.runfolder import RunFolder
 from tests.browser import BROWSER_TIMEOUT_S, RecordingProxy, ensure_chromium
 from tests.unit.test_report import make_run
 
@@ -92,7 +92,7 @@ def spark_ops(seconds: int = 40, kill_at: int = 16, restart_after: int = 4) -> l
 def spark_run(root: Path) -> Path:
     """A run folder of ``spark_ops``: a run folder as make_run builds it, its history swapped for the
     Spark job's and checked again (verdict and report made from the new history)."""
-    from harness import runner
+    from harness.run import runner
 
     run_dir = make_run(root, name="spark-driver-kill")
     scenario = RunFolder(run_dir).scenario

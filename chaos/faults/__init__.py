@@ -24,7 +24,7 @@ from chaos.faults.network import (
     Slicer,
 )
 from chaos.faults.process import Kill, KillLeader, Pause, Restart, RollingRestart, Stop
-from chaos.faults.spark import KillExecutor, KillWorker, PauseExecutor
+from chaos.faults.spark_standalone import KillExecutor, KillWorker, PauseExecutor
 from chaos.faults.wire import DropApiResponses, ErrorResponses, HoldRequests
 from chaos.faults.workload import KillDriver, KillWorkload, PauseWorkload, ZombieDriver
 

@@ -15,7 +15,7 @@ from clusters.base import Cluster
 
 #: Undoes what ``apply`` did and records the fault's stop event(s).
 Heal = Callable[[], None]
-#: A scenario runs at most a day (harness.scenario): no fault time is longer.
+#: A scenario runs at most a day (harness.run.scenario): no fault time is longer.
 MAX_SECONDS = 24 * 3600.0
 #: Roles resolved when the fault starts (chaos/targets.py); ``all`` is every node (network faults).
 Role = Literal["random", "all", "leader", "coordinator", "group-coordinator", "controller"]

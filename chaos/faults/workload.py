@@ -60,7 +60,7 @@ class PauseWorkload(_WorkloadFault):
 
 
 class _DriverFault(FaultBase):
-    """Faults on the Spark job's driver at a chosen point of a micro-batch (harness/spark/job.py)."""
+    """Faults on the Spark job's driver at a chosen point of a micro-batch (harness/sparkjob/job.py)."""
 
     needs_workload = "spark-job"
     #: where in a micro-batch: inside its open transaction, after the transaction committed but

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from clusters import pins
 from clusters.artifacts import go_env
-from harness.errors import EnvironmentProblem
-from harness.paths import cache_dir
+from harness.base.errors import EnvironmentProblem
+from harness.base.paths import cache_dir
 
 log = logging.getLogger(__name__)
 

@@ -39,9 +39,9 @@ from clusters.local import STARTED_MESSAGE, new_cluster_id
 from clusters.reclaim import Leftover, Reclaimed
 from clusters.toxiproxy import ProxySpec, Toxiproxy
 from clusters.wireproxy import WireProxy
-from harness.errors import ClusterError, EnvironmentProblem
-from harness.runfolder import RunFolder
-from harness.wait import wait_until
+from harness.base.errors import ClusterError, EnvironmentProblem
+from harness.base.wait import wait_until
+from harness.rundir.runfolder import RunFolder
 
 log = logging.getLogger(__name__)
 

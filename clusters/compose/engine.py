@@ -10,9 +10,9 @@ import time
 from pathlib import Path
 
 from clusters import procs
-from harness.errors import EnvironmentProblem
-from harness.paths import cache_dir
-from harness.wait import wait_until
+from harness.base.errors import EnvironmentProblem
+from harness.base.paths import cache_dir
+from harness.base.wait import wait_until
 
 log = logging.getLogger(__name__)
 

@@ -25,8 +25,8 @@ from docker.errors import APIError, BuildError, ImageNotFound
 
 from clusters import artifacts, pins
 from clusters.compose.engine import apt_install
-from harness.errors import EnvironmentProblem
-from harness.paths import cache_dir
+from harness.base.errors import EnvironmentProblem
+from harness.base.paths import cache_dir
 
 log = logging.getLogger(__name__)
 

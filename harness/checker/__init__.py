@@ -15,7 +15,7 @@ import pandas as pd
 from harness.checker.checks import CHECKS as _CORE
 from harness.checker.checks import Found, cols, poll_times
 from harness.checker.figures import NEVER, reader_figures
-from harness.checker.spark import spark_exactly_once, spark_stats
+from harness.checker.sparkjob_check import spark_exactly_once, spark_stats
 from harness.checker.verdict import CheckResult, Verdict, validity
 from harness.history.model import FAIL, FAULT_START, INFO, OK, READ_COMMITTED
 from harness.history.store import Tables, spark_events

@@ -691,12 +691,12 @@ def copy_exactly_once(h: SparkHistory) -> Found:
 
 
 def spark_exactly_once(h: SparkHistory) -> Found:
-    """The default engine's check (harness/checker/spark.py): outputs and inputs joined in Spark;
+    """The default engine's check (harness/checker/sparkjob_check.py): outputs and inputs joined in Spark;
     the markers (one per micro-batch) and ranges collected."""
     import pandas as pd
     from pyspark.sql import functions as F
 
-    from harness.checker import spark as sc
+    from harness.checker import sparkjob_check as sc
     from harness.history.model import SPARK_START
 
     fc = h.reads.where("fc")
@@ -886,7 +886,7 @@ def stats(h: SparkHistory) -> dict[str, Any]:
     """The default engine's ``stats`` (harness/checker/__init__.py), computed in Spark."""
     from pyspark.sql import functions as F
 
-    from harness.checker.spark import spark_stats
+    from harness.checker.sparkjob_check import spark_stats
 
     s = h.summary
     outcome = {r.outcome: r["count"] for r in h.txns.groupBy("outcome").count().collect()}
@@ -1000,7 +1000,7 @@ def _spark_percentiles(lat: DataFrame) -> dict[str, float | None]:
 
 def check_run(run_dir: Path, spark: SparkSession) -> Verdict:
     """The verdict of ``run_dir``'s history, computed by Spark in ``spark`` (the same as
-    ``checker.check``'s). The caller owns the session (``harness.spark.session.checker_session``):
+    ``checker.check``'s). The caller owns the session (``harness.sparkjob.session.checker_session``):
     the checker imports nothing of the project but the history."""
     from harness.checker import run_checks
 

@@ -11,7 +11,7 @@ import signal
 
 import typer
 
-from harness import logs
+from harness.base import logsetup
 from harness.cli import bench, cluster, matrix, results, run, selftest, setup, soak
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -35,7 +35,7 @@ def console_level(
     """Chaos-testing harness for Kafka exactly-once semantics."""
     if verbose and quiet:
         raise typer.BadParameter("give one of -v and -q", param_hint="'-v' / '-q'")
-    logs.to_console(logging.DEBUG if verbose else logging.WARNING if quiet else logging.INFO)
+    logsetup.to_console(logging.DEBUG if verbose else logging.WARNING if quiet else logging.INFO)
 
 
 def _sigterm(signum: int, frame: object) -> None:
@@ -46,7 +46,7 @@ def _sigterm(signum: int, frame: object) -> None:
 def main() -> None:
     """The ``eos-chaos`` entry point."""
     signal.signal(signal.SIGTERM, _sigterm)
-    logs.to_console()
+    logsetup.to_console()
     app()
 
 

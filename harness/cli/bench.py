@@ -13,7 +13,8 @@ import typer
 
 from clusters import artifacts, backends, pins
 from clusters.backends import Backend
-from harness.bench_window import DEFAULT_LIBRARIES, DEFAULT_PRODUCERS, PRODUCER_PERFORMANCE
+from harness.base.errors import ConfigError, HarnessError
+from harness.bench.window import DEFAULT_LIBRARIES, DEFAULT_PRODUCERS, PRODUCER_PERFORMANCE
 from harness.cli.console import out
 from harness.cli.guard import guarded
 from harness.cli.options import (
@@ -31,8 +32,7 @@ from harness.cli.options import (
     finite_option,
     kafka_artifacts,
 )
-from harness.errors import ConfigError, HarnessError
-from harness.runfolder import new_run_dir, write_json
+from harness.rundir.runfolder import new_run_dir, write_json
 from harness.workloads.clients import DEFAULT_LIBRARY
 from harness.workloads.registry import MAX_VALUES_PER_TXN
 
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from rich.table import Table
 
     from clusters.base import Cluster
-    from harness.bench import Series
+    from harness.bench.infra import Series
 
 log = logging.getLogger(__name__)
 app = typer.Typer(no_args_is_help=True, help="Benchmarks: repeated runs, medians, the machine.")
@@ -63,7 +63,7 @@ def bench_cluster(
     port_base: int | None = PortBase,
 ) -> None:
     """Time from `cluster up` to healthy and the brokers' resident memory (median of --runs)."""
-    from harness.bench import bench_cluster_up, machine
+    from harness.bench.infra import bench_cluster_up, machine
 
     arts = kafka_artifacts(kafka_version)
     _print_series(f"machine: {machine()}; Kafka {kafka_version}; {backend.value} backend",
@@ -77,7 +77,7 @@ def bench_setup_cmd(
     cold: bool = typer.Option(False, "--cold", help="Each run in a fresh, empty cache (downloads everything)."),
 ) -> None:
     """Time `eos-chaos setup` with a warm or an empty cache (median of --runs)."""
-    from harness.bench import bench_setup, machine
+    from harness.bench.infra import bench_setup, machine
 
     _print_series(f"machine: {machine()}", [bench_setup(runs, cold)])
 
@@ -86,7 +86,7 @@ def bench_setup_cmd(
 @guarded
 def bench_images_cmd(runs: int = typer.Option(3, "--runs", min=1, max=10), kafka_version: str = KafkaVersion) -> None:
     """Time building the local images from an empty image cache, and starting the engine (median of --runs)."""
-    from harness.bench import bench_engine_start, bench_images, machine
+    from harness.bench.infra import bench_engine_start, bench_images, machine
 
     arts = artifacts.ensure(kafka_version)
     _print_series(f"machine: {machine()}", [bench_images(arts, runs), bench_engine_start(runs)])
@@ -108,8 +108,8 @@ def bench_checker_cmd(
     import sys
     from contextlib import ExitStack
 
-    from harness.bench import machine
-    from harness.bench_checker import median_of
+    from harness.bench.checker import median_of
+    from harness.bench.infra import machine
 
     if master is not None and engine is not Engine.spark:
         raise ConfigError(f"--master {master}: only the Spark engine runs on a Spark master (add --engine spark)")
@@ -119,12 +119,12 @@ def bench_checker_cmd(
     with ExitStack() as stack:
         url = None if master in (None, "local") else master
         if master == "standalone":
-            from clusters.spark import SparkStandalone
+            from clusters.spark_standalone import SparkStandalone
 
             spark = stack.enter_context(SparkStandalone(new_run_dir("bench-checker-spark"), "bench-checker"))
             url = spark.master_url
         for i in range(runs):
-            proc = subprocess.run([sys.executable, "-m", "harness.bench_checker", str(values), engine.value, *([url] if url else [])],
+            proc = subprocess.run([sys.executable, "-m", "harness.bench.checker", str(values), engine.value, *([url] if url else [])],
                                   capture_output=True, check=False, text=True, stdin=subprocess.DEVNULL)
             if proc.returncode != 0:
                 raise HarnessError(f"checker benchmark run {i + 1} failed:\n{proc.stderr[-2000:]}")
@@ -166,7 +166,7 @@ def _on_one_cluster(name: str, backend: Backend, port_base: int | None,
                     measure: Callable[[artifacts.Artifacts, Cluster, Path], dict[str, Any]], as_json: bool) -> dict[str, Any] | None:
     """``measure`` on one healthy cluster of its own, saved as ``<run folder>/<name>.json`` with the
     machine and versions; printed as JSON with ``as_json`` (then None)."""
-    from harness.bench import machine
+    from harness.bench.infra import machine
 
     arts = artifacts.ensure(pins.KAFKA_VERSION)
     run_dir = new_run_dir(name)
@@ -213,7 +213,7 @@ def bench_producer_cmd(
     runs: int = BenchRuns, backend: Backend = BackendOpt, port_base: int | None = PortBase, as_json: bool = JsonOut,
 ) -> None:
     """Transactional producers side by side: records/s in a steady-state window, runs interleaved (median, spread, ratio to ProducerPerformance)."""
-    from harness.bench_producer import Shape, bench_producers, parse_producers
+    from harness.bench.producer import Shape, bench_producers, parse_producers
 
     names = parse_producers(producers)
     shape = Shape(records_per_txn, record_bytes, warmup, seconds)
@@ -252,9 +252,9 @@ def bench_txn_rate_cmd(
 ) -> None:
     """Committed transactions/s of one txn-producer per library in txn-baseline's shape (6 values, 10% aborted), runs
     interleaved; and the Java bridge's start-up for each java@VERSION asked."""
-    from harness.bench import Series
-    from harness.bench_clients import jvm_startup
-    from harness.bench_producer import bench_txn_rate, parse_producers
+    from harness.bench.clients import jvm_startup
+    from harness.bench.infra import Series
+    from harness.bench.producer import bench_txn_rate, parse_producers
     from harness.workloads.clients import parse, prepare
 
     names = parse_producers(libraries, flag="--libraries", allow_tool=False)
@@ -289,8 +289,8 @@ def bench_spark_cmd(
 ) -> None:
     """The Spark EOS job at a steady input rate: records/s through the sink, micro-batch time, and the
     time to the next batch after a driver kill (and an executor kill on a standalone cluster)."""
-    from harness.bench import Series
-    from harness.bench_spark import STANDALONE_MIN_S, bench, median_of
+    from harness.bench.infra import Series
+    from harness.bench.spark_job import STANDALONE_MIN_S, bench, median_of
 
     if spark is SparkMode.standalone and seconds < STANDALONE_MIN_S:
         raise ConfigError(f"--seconds {seconds:g} with --spark standalone: at least {STANDALONE_MIN_S:g} (its first "
@@ -321,8 +321,8 @@ def bench_wire_cmd(
     """The wire proxy's added latency: ApiVersions round trips through a client link with and without it (median of --runs)."""
     import statistics
 
-    from harness.bench import Series
-    from harness.bench_wire import bench
+    from harness.bench.infra import Series
+    from harness.bench.wire import bench
 
     keys = ("with_p50_us", "without_p50_us", "added_p50_us", "with_p99_us", "without_p99_us", "added_p99_us")
     counter = iter(range(runs))

@@ -11,7 +11,7 @@ import typer
 from clusters import artifacts, backends, state
 from clusters.backends import Backend
 from clusters.reclaim import Owner
-from clusters.spark import recorded_status as spark_status
+from clusters.spark_standalone import recorded_status as spark_status
 from harness.cli.console import out
 from harness.cli.guard import guarded
 from harness.cli.options import (
@@ -24,7 +24,7 @@ from harness.cli.options import (
     kafka_artifacts,
     parse_broker_config,
 )
-from harness.runfolder import new_run_dir
+from harness.rundir.runfolder import new_run_dir
 
 log = logging.getLogger(__name__)
 app = typer.Typer(no_args_is_help=True, help="Bring a cluster up, down, or ask how it is.")
@@ -100,7 +100,7 @@ def cluster_status(
     s["transaction_version_formatted"] = rec.transaction_version
     s.update(cluster_features(s["direct_bootstrap"]) if s["up"] else
              {"transaction_version": None, "features": None, "features_error": "no node is up"})
-    # a run's standalone Spark cluster (clusters/spark.py), while one runs
+    # a run's standalone Spark cluster (clusters/spark_standalone.py), while one runs
     s["spark"] = spark_status()
     if as_json:
         print(json.dumps(s, indent=2))

@@ -6,5 +6,5 @@ from rich.console import Console
 
 #: What a command answers (a verdict, addresses, JSON): stdout, so it can be piped.
 out = Console(soft_wrap=True)
-#: Errors, warnings and progress: stderr, next to the log lines (harness.logs).
+#: Errors, warnings and progress: stderr, next to the log lines (harness.base.logsetup).
 err = Console(stderr=True)

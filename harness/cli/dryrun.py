@@ -7,7 +7,7 @@ from typing import Any
 
 from chaos import schedule
 from harness.cli.console import err, out
-from harness.scenario import Scenario
+from harness.run.scenario import Scenario
 
 #: The plan's zero, in the words the report uses for it (harness/report/clock.py SCHEDULE_ZERO).
 PLAN_ZERO = "t=0 is when the workloads started and the nemesis began its schedule (the report's zero too)"

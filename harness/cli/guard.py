@@ -16,8 +16,8 @@ import click
 import typer
 from rich.markup import escape
 
+from harness.base.errors import HarnessError
 from harness.cli.console import err
-from harness.errors import HarnessError
 
 log = logging.getLogger(__name__)
 P = ParamSpec("P")

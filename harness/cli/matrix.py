@@ -1,5 +1,5 @@
 """``eos-chaos matrix``: scenarios x clients x transaction versions x seeds (the rules live in
-harness.matrix, the page in harness.report.matrix_page)."""
+harness.campaigns.matrix, the page in harness.report.matrix_page)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from clusters.backends import Backend
 from harness.cli.console import out
 from harness.cli.guard import EXIT_INTERRUPTED, guarded
 from harness.cli.options import BackendOpt, duration_option
-from harness.runfolder import new_run_dir
+from harness.rundir.runfolder import new_run_dir
 
 log = logging.getLogger(__name__)
 app = typer.Typer()
@@ -42,7 +42,7 @@ def matrix_cmd(
 
     One cluster per transaction version. Resumable: the same command with the same --out skips
     finished runs. Exit 0: every run valid; 1: some run found an anomaly; 3: some unknown; 130: interrupted."""
-    from harness import matrix
+    from harness.campaigns import matrix
 
     if kafka_version is not None:
         artifacts.parse_kafka_version(kafka_version)

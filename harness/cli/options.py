@@ -17,11 +17,11 @@ import typer
 
 from clusters import artifacts, pins
 from clusters.backends import Backend
-from harness.errors import ConfigError
+from harness.base.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
-#: The longest scenario a run accepts: ``harness.scenario.MAX_DURATION_S`` (``Scenario.with_duration``
+#: The longest scenario a run accepts: ``harness.run.scenario.MAX_DURATION_S`` (``Scenario.with_duration``
 #: checks it too), repeated so that ``--help`` need not import the scenario models (a test holds them equal).
 MAX_DURATION_S = 24 * 3600.0
 #: The shortest ``--duration`` override (the limit the flag has always had).
@@ -119,7 +119,7 @@ def parse_broker_config(items: list[str]) -> dict[str, str]:
 def cluster_features(bootstrap: str, timeout_s: float = 10.0) -> dict[str, Any]:
     """``transaction_version`` and ``features`` as read back from the cluster (what ``status``
     shows); both None, with ``features_error``, when it does not answer."""
-    from harness.errors import HarnessError
+    from harness.base.errors import HarnessError
     from harness.kafka import features
 
     try:

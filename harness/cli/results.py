@@ -22,7 +22,7 @@ app = typer.Typer()
 def check_cmd(run_dir: str = typer.Argument(..., help="A run folder (with history/)."), engine: Engine = EngineOpt) -> None:
     """Re-run the checker on a run folder's history alone; rewrites verdict.json (keeping the run's facts and
     expectation) and report.html."""
-    from harness import runner
+    from harness.run import runner
 
     d = run_folder(run_dir)
     verdict = runner.rerun_check(d, engine.value)
@@ -48,7 +48,7 @@ def report_cmd(run_dir: str = typer.Argument(..., help="A finished run folder (w
 def index_cmd(results: str = typer.Argument(None, metavar="DIR",
                                             help="A folder of run folders \\[default: the results folder].")) -> None:
     """(Re)make index.html in a results folder: every run in it, newest first, with its verdict and a link to its report."""
-    from harness.paths import results_dir
+    from harness.base.paths import results_dir
     from harness.report.index_page import write_index
 
     started = time.perf_counter()

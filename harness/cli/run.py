@@ -14,6 +14,7 @@ from rich.markup import escape
 from clusters import artifacts, backends, pins
 from clusters.backends import Backend
 from clusters.features import check_transaction_version
+from harness.base.errors import ConfigError
 from harness.cli.console import err, out
 from harness.cli.guard import EXIT_INTERRUPTED, guarded
 from harness.cli.options import (
@@ -26,8 +27,7 @@ from harness.cli.options import (
     kafka_artifacts,
 )
 from harness.cli.summary import FAIL, PASS, exit_code, print_outcome, print_verdict
-from harness.errors import ConfigError
-from harness.runfolder import new_run_dir, write_text
+from harness.rundir.runfolder import new_run_dir, write_text
 
 log = logging.getLogger(__name__)
 app = typer.Typer()
@@ -40,7 +40,7 @@ SMOKE_ITEMS_SHOWN = 10
 @guarded
 def scenarios(as_json: bool = typer.Option(False, "--json", help="Machine-readable output.")) -> None:
     """List the built-in scenarios: name and what each does."""
-    from harness import scenario
+    from harness.run import scenario
 
     items = [(n, scenario.load(n).description) for n in scenario.names()]
     if as_json:
@@ -74,10 +74,10 @@ def run_cmd(
 
     Uses the backend's cluster that is up (healing it first), else starts one and takes it down
     after (unless --keep). Ctrl-C ends the run early: faults are healed, what ran is checked, exit 130."""
-    from harness import runner, scenario
     from harness.cli import (
         dryrun,  # imports the schedule and pydantic models: only when a run needs them
     )
+    from harness.run import runner, scenario
 
     if as_json and not dry_run:
         # A run prints its verdict, not JSON: --json alone would start a real run by surprise.
@@ -97,7 +97,7 @@ def run_cmd(
         return
     run_dir = Path(out_dir) if out_dir else new_run_dir(sc.name)
     log.info(f"scenario {sc.name}, seed {s}, {backend.value} backend, run folder {run_dir}")
-    from harness.progress import Progress
+    from harness.report.progress import Progress
 
     def show(d: Path, secs: float, faults: Callable[[], list[str]]) -> Progress:
         return Progress(d, secs, faults, console=err).start()
@@ -122,7 +122,7 @@ def smoke(
 ) -> None:
     """A cluster + a transactional producer while a broker is killed -9; PASS when every
     committed value is read back exactly once."""
-    from harness.smoke import run_smoke
+    from harness.campaigns.smoke import run_smoke
 
     arts = kafka_artifacts(kafka_version)
     run_dir = new_run_dir("smoke")

@@ -1,4 +1,4 @@
-"""``eos-chaos selftest``: check the checker on this machine (``harness.selftest``)."""
+"""``eos-chaos selftest``: check the checker on this machine (``harness.campaigns.selftest``)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
+from harness.base.errors import ConfigError
+from harness.campaigns.selftest import KindResult
 from harness.cli.console import out
 from harness.cli.guard import guarded
 from harness.cli.options import Engine, EngineOpt
-from harness.errors import ConfigError
-from harness.selftest import KindResult
 
 app = typer.Typer()
 KindOpt = typer.Option([], "--kind", help="Only these anomaly kinds (repeatable); default: all.")
@@ -30,7 +30,7 @@ def selftest_cmd(
     """Check the checker: random histories of a correct Kafka, each with one anomaly injected; exactly
     the matching check must fire, and each untouched twin must be valid. Exit 0: every example judged
     right; 1: the checker got one wrong (the seeds are listed)."""
-    from harness import selftest
+    from harness.campaigns import selftest
 
     unknown = [k for k in kind if k not in selftest.INJECTIONS]
     if unknown:
@@ -58,10 +58,10 @@ def selftest_cmd(
 
 def _spark(examples: int, seed: int, kinds: list[str]) -> list[KindResult]:
     """All examples in one history (``selftest.combined``), checked by the Spark engine."""
-    from harness import selftest
+    from harness.campaigns import selftest
     from harness.checker.spark_engine import check_run
     from harness.history import store
-    from harness.spark.session import checker_session
+    from harness.sparkjob.session import checker_session
 
     h, want = selftest.combined(examples, seed, kinds)
     with tempfile.TemporaryDirectory(prefix="eos-chaos-selftest-") as d, checker_session() as spark:

@@ -1,4 +1,4 @@
-"""``eos-chaos soak``: many runs with fresh seeds on one cluster (the rules live in harness.soak)."""
+"""``eos-chaos soak``: many runs with fresh seeds on one cluster (the rules live in harness.campaigns.soak)."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ from rich.markup import escape
 from clusters import artifacts, pins
 from clusters.backends import Backend
 from clusters.features import check_transaction_version
+from harness.base.errors import ConfigError
 from harness.cli.console import out
 from harness.cli.guard import EXIT_INTERRUPTED, guarded
 from harness.cli.options import BackendOpt, TransactionVersion, duration_option, finite_option
-from harness.errors import ConfigError
-from harness.runfolder import SOAK_HTML, new_run_dir
+from harness.rundir.runfolder import SOAK_HTML, new_run_dir
 
 log = logging.getLogger(__name__)
 app = typer.Typer()
@@ -40,7 +40,7 @@ def soak_cmd(
     """Repeat scenarios with fresh seeds on one cluster; keep every run; write soak.html + soak.json.
 
     Exit 0: every run as expected; 1: some were not; 130: interrupted (the summary is still written)."""
-    from harness import soak
+    from harness.campaigns import soak
 
     if kafka_version is not None:
         artifacts.parse_kafka_version(kafka_version)

@@ -44,7 +44,7 @@ def verdict_details(verdict: dict[str, Any]) -> list[str]:
             lines.append(escape(f"{name}: check crashed: {c.get('error')}"))
     for why in verdict.get("unknown_because") or []:
         lines.append(f"[yellow]not judged as a whole:[/] {escape(why)}")
-    run = verdict.get("run") or {}  # verdict.json format 2: the run's facts (harness/outcome.py)
+    run = verdict.get("run") or {}  # verdict.json format 2: the run's facts (harness/run/verdict_file.py)
     for problem in run.get("nemesis_errors") or []:
         lines.append(f"[yellow]fault not applied:[/] {escape(str(problem))}")
     if run.get("healed") is False:

@@ -24,7 +24,7 @@ import numpy as np
 import orjson
 import pandas as pd
 
-from harness.errors import ConfigError
+from harness.base.errors import ConfigError
 from harness.history import schema
 from harness.history.model import (
     FAULT,

@@ -5,8 +5,8 @@ from __future__ import annotations
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]  # not in its __all__
 
-from harness.errors import HarnessError
-from harness.wait import wait_until
+from harness.base.errors import HarnessError
+from harness.base.wait import wait_until
 
 #: Creating a topic with RF 3 takes well under a second on a healthy cluster.
 TOPIC_TIMEOUT_S = 60.0

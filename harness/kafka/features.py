@@ -30,8 +30,8 @@ import struct
 import time
 from dataclasses import dataclass
 
-from harness.errors import HarnessError, WaitTimeout
-from harness.wait import wait_until
+from harness.base.errors import HarnessError, WaitTimeout
+from harness.base.wait import wait_until
 
 TRANSACTION_VERSION = "transaction.version"
 METADATA_VERSION = "metadata.version"

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from clusters.health import QUIET
-from harness.errors import HarnessError, WaitTimeout
-from harness.wait import wait_until
+from harness.base.errors import HarnessError, WaitTimeout
+from harness.base.wait import wait_until
 
 #: A whole-topic scan of a run's few hundred thousand records takes seconds; a stuck LSO is waited
 #: for separately (``lso_lag``), so this only bounds a broker that stops answering.

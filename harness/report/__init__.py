@@ -12,14 +12,14 @@ from typing import Any
 
 import jinja2
 
-from harness import runinfo
 from harness.checker import MEANING, VERDICT_FILE
 from harness.history.text import write_history_text
-from harness.journal import Journal
 from harness.report.data import RunData, is_position, load, position_text
 from harness.report.logs import excerpts, log_links
 from harness.report.ops import Marked
-from harness.runfolder import REPORT, RunFolder, write_text
+from harness.rundir import runinfo
+from harness.rundir.journal import Journal
+from harness.rundir.runfolder import REPORT, RunFolder, write_text
 
 REPORT_FILE = REPORT
 log = logging.getLogger(__name__)

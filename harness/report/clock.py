@@ -17,13 +17,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from harness.journal import Journal
+from harness.rundir.journal import Journal
 
 #: What t=0 is when the run recorded its schedule's start; the dry-run plan says the same words.
 SCHEDULE_ZERO = "t=0 is when the workloads started and the nemesis began its schedule (the zero of the dry-run plan)"
 #: What t=0 is for runs made before the schedule's start was recorded.
 RUNNER_ZERO = "t=0 is the runner's start (this run did not record when its schedule began)"
-#: run.log's line just before ``journal.schedule_t0_s`` was taken (harness/runner.py)
+#: run.log's line just before ``journal.schedule_t0_s`` was taken (harness/run/runner.py)
 _STARTED_LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) \S+ +\S+ harness\.runner: workloads started")
 _LOG_STAMP = "%Y-%m-%d %H:%M:%S,%f"
 

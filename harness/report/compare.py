@@ -8,9 +8,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.errors import ConfigError
-from harness.journal import Journal
-from harness.runfolder import RunFolder
+from harness.base.errors import ConfigError
+from harness.rundir.journal import Journal
+from harness.rundir.runfolder import RunFolder
 
 #: Figures compared, as (section, path in the verdict's stats).
 FIGURES: list[tuple[str, tuple[str, ...]]] = [

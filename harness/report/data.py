@@ -18,14 +18,14 @@ import numpy as np
 import pandas as pd
 
 from chaos.faults import node_states
+from harness.base.errors import ConfigError
 from harness.checker import VERDICT_FILE
-from harness.errors import ConfigError
 from harness.history import store
 from harness.history.model import SCAN, SPARK_BATCH, SPARK_SKIP, SPARK_START
-from harness.journal import Journal, fault_runs
 from harness.report.clock import Clock, clock_of
 from harness.report.ops import MAX_MARKED, History, Marked, active_faults, example_spans
-from harness.runfolder import RunFolder
+from harness.rundir.journal import Journal, fault_runs
+from harness.rundir.runfolder import RunFolder
 
 #: Broker process faults and the state a node is in during their window.
 NODE_STATE = node_states()

@@ -20,17 +20,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.errors import ConfigError
-from harness.journal import Journal
-from harness.paths import results_dir
+from harness.base.errors import ConfigError
+from harness.base.paths import results_dir
 from harness.report import _env, rerun, run_facts
 from harness.report.nemesis_page import META_FILE as NEMESIS_META
-from harness.runfolder import INDEX, LATEST, SOAK_HTML, RunFolder, point_latest, write_text
+from harness.rundir.journal import Journal
+from harness.rundir.runfolder import INDEX, LATEST, SOAK_HTML, RunFolder, point_latest, write_text
 
 log = logging.getLogger(__name__)
 
 #: Pages of many runs that live in a folder of the results folder: a soak's and a matrix's
-#: (harness/matrix.py MATRIX_HTML, a layer above this one; tests/unit/test_index.py keeps them equal).
+#: (harness/campaigns/matrix.py MATRIX_HTML, a layer above this one; tests/unit/test_index.py keeps them equal).
 GROUP_PAGES = (SOAK_HTML, "matrix.html")
 #: A pytest session's page of its runs, in the results folder itself.
 SESSION_PAGES = "pytest-session-*.html"
@@ -251,7 +251,7 @@ def write_index(folder: Path | None = None) -> Path:
         else:
             groups += [(f"{child.name}/{page}", _link(child / page, folder)) for page in GROUP_PAGES
                        if (child / page).exists()]
-    # the pages the pytest plugin writes at each session's end (harness/pytest_plugin.py), newest first
+    # the pages the pytest plugin writes at each session's end (harness/pytest_plugin/__init__.py), newest first
     groups += [(page.name, _link(page, folder)) for page in sorted(folder.glob(SESSION_PAGES), reverse=True)]
     runs.sort(key=lambda r: (r.when, r.name), reverse=True)
     t = totals(runs)

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from harness.errors import ConfigError
+from harness.base.errors import ConfigError
 from harness.report.data import fault_windows
 from harness.report.logs import LogLink, log_links
-from harness.runfolder import REPORT, write_text
+from harness.rundir.runfolder import REPORT, write_text
 
 #: What the fixture records beside the fault events.
 META_FILE = "nemesis.json"

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.report import _env
-from harness.runfolder import RunFolder
+from harness.rundir.runfolder import RunFolder
 
 
 def render_soak(data: dict[str, Any], out: Path) -> str:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness import lifeline
+from harness.base import lifeline
 from harness.history.model import FAIL, INIT, OK, RECREATED, TXN
 from harness.history.recorder import Recorder
 from harness.workloads.client import (
@@ -61,7 +61,7 @@ class WorkloadConfig:
 
 
 class Stop:
-    """Set by SIGTERM/SIGINT, the runner's death (harness/lifeline.py) or the safety deadline;
+    """Set by SIGTERM/SIGINT, the runner's death (harness/base/lifeline.py) or the safety deadline;
     loops check it between operations."""
 
     def __init__(self, max_seconds: float) -> None:

@@ -1,7 +1,7 @@
 """Every workload kind in one place: the module its processes run (``python -m MODULE CONFIG.json``),
 its settings (a pydantic model: names, defaults, bounds), how many processes one scenario entry
-makes, and whether the supervisor restarts a process that dies. ``harness.scenario`` validates
-settings with it, ``harness.runner`` names the processes with it, ``harness.supervisor`` starts and
+makes, and whether the supervisor restarts a process that dies. ``harness.run.scenario`` validates
+settings with it, ``harness.run.runner`` names the processes with it, ``harness.run.supervisor`` starts and
 restarts them with it. Adding a kind: docs/ADDING.md."""
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ class SparkJobSettings(Settings):
     markers: str | None = None
     #: driver: one Kafka transaction per micro-batch, written by the driver (``transactional``, its
     #: old name, still means it); executor: one per task, written by the executors
-    #: (harness/spark/sink.py); builtin: Spark's own at-least-once sink (the negative control)
+    #: (harness/sparkjob/sink.py); builtin: Spark's own at-least-once sink (the negative control)
     sink: Literal["driver", "executor", "builtin"] = "driver"
     max_offsets_per_trigger: int = Field(5000, ge=1)
     trigger_ms: int = Field(1000, ge=1)
@@ -147,7 +147,7 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("reader", "harness.workloads.reader", ReaderSettings),
     Kind("copier", "harness.workloads.copier", CopierSettings, topic_settings=("input", "output")),
     Kind("zombie", "harness.workloads.zombie", ZombieSettings, roles=("first", "second")),
-    Kind("spark-job", "harness.spark.job", SparkJobSettings, topic_settings=("input", "output", "markers"),
+    Kind("spark-job", "harness.sparkjob.job", SparkJobSettings, topic_settings=("input", "output", "markers"),
          restarted=True, libraries=(DEFAULT_LIBRARY,)),
 )}
 assert set(KINDS) == set(get_args(KindName)), "every kind a scenario may name is registered"

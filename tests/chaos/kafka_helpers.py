@@ -9,8 +9,8 @@ from contextlib import contextmanager
 from confluent_kafka import KafkaError, Message, Producer
 
 from clusters.health import QUIET, admin_client
+from harness.base.wait import wait_until
 from harness.kafka.admin import partition_isr
-from harness.wait import wait_until
 
 #: One acks=all record per partition of a new topic: every follower must fetch it first (seconds
 #: here; a node still catching up on metadata after the previous test's fault can take longer).

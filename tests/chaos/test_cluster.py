@@ -10,10 +10,10 @@ from confluent_kafka import Producer
 from clusters.base import Cluster, NodeState
 from clusters.health import QUIET, admin_client
 from clusters.topology import Listener
+from harness.base.wait import wait_until
+from harness.campaigns.smoke import run_smoke
 from harness.kafka.admin import create_topic, partition_isr
 from harness.kafka.reads import read_all
-from harness.smoke import run_smoke
-from harness.wait import wait_until
 from tests.chaos.kafka_helpers import replicated, writes
 
 pytestmark = pytest.mark.chaos

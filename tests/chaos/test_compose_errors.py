@@ -22,9 +22,9 @@ from clusters.compose import images
 from clusters.compose.cluster import ComposeCluster
 from clusters.compose.engine import ensure_engine
 from clusters.compose.plan import LABEL, LABEL_CLUSTER, LABEL_OWNER, ComposePlan
-from harness.errors import ClusterError, EnvironmentProblem
-from harness.runfolder import new_run_dir
-from harness.wait import wait_until
+from harness.base.errors import ClusterError, EnvironmentProblem
+from harness.base.wait import wait_until
+from harness.rundir.runfolder import new_run_dir
 from tests.chaos.cli_helpers import path_with, run, start, wait_for_line
 
 pytestmark = pytest.mark.chaos

@@ -31,10 +31,10 @@ from chaos.targets import TargetDefaults
 from clusters import procs
 from clusters.base import Cluster, NodeState
 from clusters.health import admin_client
+from harness.base.wait import wait_until
 from harness.history.recorder import Recorder
 from harness.kafka.admin import create_topic, partition_isr
-from harness.supervisor import Supervisor
-from harness.wait import wait_until
+from harness.run.supervisor import Supervisor
 from harness.workloads.common import WorkloadConfig
 from tests.chaos.kafka_helpers import replicated, writes
 

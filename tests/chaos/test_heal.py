@@ -16,7 +16,7 @@ import pytest
 from chaos.heal import heal_all
 from clusters import procs, state
 from clusters.base import Cluster, NodeState
-from harness.wait import wait_until
+from harness.base.wait import wait_until
 from tests.chaos.cli_helpers import run, start, wait_for_line
 
 pytestmark = pytest.mark.chaos
@@ -40,7 +40,7 @@ faults:
 
 
 #: The same, and the reader frozen: a frozen workload cannot notice its runner's death (the others
-#: stop by themselves, harness/lifeline.py), so a SIGKILLed runner leaves it for the next run to reclaim.
+#: stop by themselves, harness/base/lifeline.py), so a SIGKILLed runner leaves it for the next run to reclaim.
 MID_FAULT_FROZEN = MID_FAULT + """\
   - {at: 2, kind: pause-workload, workload: reader, duration: 280}
 """

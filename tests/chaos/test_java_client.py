@@ -16,9 +16,9 @@ import pytest
 from clusters import pins, procs
 from clusters.backends import Backend
 from clusters.base import Cluster
-from harness import runner, scenario
-from harness.runfolder import new_run_dir
-from harness.scenario import Scenario
+from harness.run import runner, scenario
+from harness.run.scenario import Scenario
+from harness.rundir.runfolder import new_run_dir
 from harness.workloads.clients import DEFAULT_JAVA_VERSION
 
 pytestmark = pytest.mark.chaos

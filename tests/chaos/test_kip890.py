@@ -15,8 +15,8 @@ import pytest
 
 from clusters.backends import Backend
 from clusters.base import Cluster
-from harness import runner, scenario
-from harness.runfolder import new_run_dir
+from harness.run import runner, scenario
+from harness.rundir.runfolder import new_run_dir
 
 pytestmark = [pytest.mark.chaos, pytest.mark.library]
 

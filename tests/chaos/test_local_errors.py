@@ -18,9 +18,9 @@ import pytest
 from clusters import procs, state
 from clusters.local import LocalCluster
 from clusters.topology import Topology
-from harness.errors import ClusterError
-from harness.runfolder import new_run_dir
-from harness.wait import wait_until
+from harness.base.errors import ClusterError
+from harness.base.wait import wait_until
+from harness.rundir.runfolder import new_run_dir
 from tests.chaos.cli_helpers import CLI, path_with, run, start, wait_for_line
 
 pytestmark = pytest.mark.chaos

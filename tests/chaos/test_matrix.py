@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from clusters.base import Cluster
-from harness.soak import seeds
+from harness.campaigns.soak import seeds
 
 pytestmark = pytest.mark.chaos
 MATRIX_TIMEOUT_S = 400

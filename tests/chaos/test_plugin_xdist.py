@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.paths import cache_dir
+from harness.base.paths import cache_dir
 from tests.conftest import selected_backends
 
 pytestmark = pytest.mark.chaos

@@ -19,8 +19,8 @@ import pytest
 from clusters import backends, procs, state
 from clusters.backends import Backend
 from clusters.base import NodeState
-from harness import lifeline
-from harness.wait import wait_until
+from harness.base import lifeline
+from harness.base.wait import wait_until
 from tests.chaos.cli_helpers import run, start, wait_for_line
 
 #: node 3 down, client-to-n1 cut, latency on node 2's INTERNAL links, the reader frozen (a frozen

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from clusters.base import Cluster
-from harness.soak import seeds
-from harness.wait import wait_until
+from harness.base.wait import wait_until
+from harness.campaigns.soak import seeds
 
 pytestmark = pytest.mark.chaos
 SOAK_TIMEOUT_S = 600

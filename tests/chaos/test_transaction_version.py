@@ -15,10 +15,10 @@ import pytest
 from clusters import features as release
 from clusters.backends import Backend
 from clusters.base import Cluster
-from harness import runner, scenario
 from harness.kafka import features
-from harness.runfolder import new_run_dir
-from harness.scenario import Scenario
+from harness.run import runner, scenario
+from harness.run.scenario import Scenario
+from harness.rundir.runfolder import new_run_dir
 from tests.chaos.cli_helpers import run
 
 pytestmark = pytest.mark.chaos

@@ -34,10 +34,10 @@ from chaos.targets import TargetDefaults
 from clusters.base import Cluster
 from clusters.health import admin_client
 from clusters.wireproxy import Rule
+from harness.base.wait import wait_until
 from harness.history.recorder import Recorder
 from harness.kafka.admin import create_topic
-from harness.supervisor import Supervisor
-from harness.wait import wait_until
+from harness.run.supervisor import Supervisor
 from tests.chaos.test_fault_effects import fault_on  # the fault on inside a block, ended by the nemesis
 
 pytestmark = pytest.mark.chaos

@@ -1,7 +1,7 @@
 import pytest
 
 from clusters import artifacts, pins
-from harness.errors import ConfigError
+from harness.base.errors import ConfigError
 
 
 @pytest.mark.parametrize("bad", ["4.x", "latest", "4.4", ""])

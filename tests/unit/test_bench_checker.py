@@ -8,7 +8,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from harness import bench_checker
+from harness.bench import checker as bench_checker
 from harness.checker import check
 from harness.history import store
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.bench_window import NOISY_SPREAD, Periodic, Txn, covered_s, parse_periodic, periodic_window, spread_of, workload_window
+from harness.bench.window import NOISY_SPREAD, Periodic, Txn, covered_s, parse_periodic, periodic_window, spread_of, workload_window
 
 S = 1_000_000_000  # ns per second
 
@@ -145,7 +145,7 @@ def test_bad_bench_input_exits_2_naming_it_and_starts_nothing(monkeypatch: pytes
 
 
 def test_the_producer_list_is_normalised() -> None:
-    from harness.bench_producer import parse_producers
+    from harness.bench.producer import parse_producers
 
     assert parse_producers(" confluent-kafka , java ,producer-performance") == [
         "confluent-kafka", "java@4.4.0", "producer-performance"]
@@ -164,7 +164,7 @@ def txn_log_value(status: int, version: int = 1) -> bytes:
 
 
 def test_transaction_log_entries_of_one_id_are_read_and_others_skipped() -> None:
-    from harness.bench_window import COMPLETE_COMMIT, txn_log_status
+    from harness.bench.window import COMPLETE_COMMIT, txn_log_status
 
     assert txn_log_status(txn_log_key("bench-pp-x"), txn_log_value(COMPLETE_COMMIT), "bench-pp-x") == COMPLETE_COMMIT
     assert txn_log_status(txn_log_key("bench-pp-x"), txn_log_value(2, version=0), "bench-pp-x") == 2
@@ -174,7 +174,7 @@ def test_transaction_log_entries_of_one_id_are_read_and_others_skipped() -> None
 
 
 def test_commits_in_the_window_are_counted_from_the_first_ongoing() -> None:
-    from harness.bench_window import COMPLETE_COMMIT, ONGOING, commits_in_window
+    from harness.bench.window import COMPLETE_COMMIT, ONGOING, commits_in_window
 
     t0 = 1_700_000_000_000
     # init (Empty) before the first transaction; then a commit every 100 ms for 30 s
@@ -188,7 +188,7 @@ def test_commits_in_the_window_are_counted_from_the_first_ongoing() -> None:
 
 
 def test_the_cost_line_fits_time_per_transaction_and_moves_a_run_to_the_wanted_size() -> None:
-    from harness.bench_window import fit_txn_cost
+    from harness.bench.window import fit_txn_cost
 
     # 50 ms per transaction + 0.04 ms per record, exactly
     def rate(n: float) -> float:
@@ -207,7 +207,7 @@ def test_the_cost_line_fits_time_per_transaction_and_moves_a_run_to_the_wanted_s
 
 
 def test_a_falling_cost_line_is_noise_around_a_flat_one() -> None:
-    from harness.bench_window import fit_txn_cost
+    from harness.bench.window import fit_txn_cost
 
     # time per transaction 82, 96, 75, 64, 66 ms at growing sizes: no cost per record to see
     points = [(90.4, 1103.4), (803.5, 8356.7), (969.5, 12845.9), (937.6, 14720.4), (607.5, 9143.4)]
@@ -219,7 +219,7 @@ def test_a_falling_cost_line_is_noise_around_a_flat_one() -> None:
 
 
 def test_no_cost_line_without_two_sizes() -> None:
-    from harness.bench_window import fit_txn_cost
+    from harness.bench.window import fit_txn_cost
 
     assert fit_txn_cost([(500.0, 1000.0), (500.0, 1100.0)]) is None
     assert fit_txn_cost([]) is None
@@ -229,7 +229,7 @@ def test_no_cost_line_without_two_sizes() -> None:
 def test_a_library_runs_our_workload_with_a_fixed_transaction_size(library: str, tmp_path: object) -> None:
     from pathlib import Path
 
-    from harness.bench_producer import Shape, workload_config
+    from harness.bench.producer import Shape, workload_config
     from harness.workloads.registry import TxnProducerSettings
 
     cfg = workload_config(Path(str(tmp_path)), library, Shape(500, 100, 5, 20), "127.0.0.1:1", ["t"])
@@ -269,7 +269,7 @@ def test_the_checker_bench_counts_spark_jobs_stages_and_shuffles_per_check(tmp_p
     shuffle output (a stage that wrote none is no shuffle)."""
     import json
 
-    from harness.bench_checker import spark_work
+    from harness.bench.checker import spark_work
 
     def stage(sid: int, shuffle_bytes: int) -> dict[str, object]:
         acc = [{"Name": "internal.metrics.shuffle.write.bytesWritten", "Value": shuffle_bytes}] if shuffle_bytes else []

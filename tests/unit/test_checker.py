@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from harness.base.errors import ConfigError
 from harness.checker import CHECKS, NEEDS_FINAL_READS, NO_FINAL_READS, NOTHING_COMMITTED, NOTHING_READ, check
 from harness.checker.checks import NO_COPIER, NO_FAILED_WRITES, NO_POLLS, NO_SECOND_INSTANCE
 from harness.checker.verdict import CheckResult, Verdict
-from harness.errors import ConfigError
 from harness.history import store
 from harness.history.model import FAIL, GROUP_OFFSETS, POLL, READ_COMMITTED, READ_UNCOMMITTED, SCAN, TXN, copy_value
 from tests.unit.histories import History, clean, many_topics, simulate

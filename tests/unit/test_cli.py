@@ -12,11 +12,12 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner, Result
 
-from harness import logs, runner, scenario
+from harness.base import logsetup
+from harness.base.errors import ConfigError
+from harness.campaigns.soak import Soak, runs_wanted
 from harness.cli import app
-from harness.errors import ConfigError
-from harness.scenario import LIBRARY
-from harness.soak import Soak, runs_wanted
+from harness.run import runner, scenario
+from harness.run.scenario import LIBRARY
 
 #: Wide enough that no help line wraps, so a default is found in one piece.
 WIDE = {"COLUMNS": "400", "TERMINAL_WIDTH": "400"}
@@ -25,7 +26,7 @@ WIDE = {"COLUMNS": "400", "TERMINAL_WIDTH": "400"}
 @pytest.fixture(autouse=True)
 def _restore_logging() -> Iterator[None]:
     """Each invocation points the project's loggers at its console: put them back afterwards."""
-    saved = {n: (logging.getLogger(n).level, list(logging.getLogger(n).handlers)) for n in logs.ROOTS}
+    saved = {n: (logging.getLogger(n).level, list(logging.getLogger(n).handlers)) for n in logsetup.ROOTS}
     yield
     for name, (level, handlers) in saved.items():
         logger = logging.getLogger(name)
@@ -183,9 +184,9 @@ def test_ctrl_c_exits_130(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _logs_a_line(*args: Any, **kwargs: Any) -> list[str]:
-    logging.getLogger("harness.scenario").info("an info line")
-    logging.getLogger("harness.scenario").warning("a warning line")
-    logging.getLogger("harness.scenario").debug("a debug line")
+    logging.getLogger("harness.run.scenario").info("an info line")
+    logging.getLogger("harness.run.scenario").warning("a warning line")
+    logging.getLogger("harness.run.scenario").debug("a debug line")
     return []
 
 
@@ -211,7 +212,7 @@ def test_v_and_q_together_are_refused() -> None:
     assert r.exit_code == 2 and "-v" in r.output
 
 
-# The soak's rules (harness.soak), which the CLI only turns into exit codes.
+# The soak's rules (harness.campaigns.soak), which the CLI only turns into exit codes.
 
 def test_a_soak_runs_one_of_each_scenario_unless_told_runs_or_hours() -> None:
     assert runs_wanted(None, None, 3) == 3
@@ -306,8 +307,8 @@ def test_every_command_is_wrapped_in_the_one_guard() -> None:
 
 
 def test_the_flag_limit_is_the_scenario_limit() -> None:
-    from harness import scenario
     from harness.cli import options
+    from harness.run import scenario
 
     assert options.MAX_DURATION_S == scenario.MAX_DURATION_S
 

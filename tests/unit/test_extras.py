@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from clusters.backends import Backend
-from harness import runner, scenario
-from harness.errors import EnvironmentProblem
-from harness.spark import session
+from harness.base.errors import EnvironmentProblem
+from harness.run import runner, scenario
+from harness.sparkjob import session
 
 
 @pytest.fixture

@@ -19,8 +19,8 @@ from chaos import faults
 from chaos.nemesis import Nemesis
 from clusters.topology import Topology
 from clusters.wireproxy import Rule
+from harness.base.wait import wait_until
 from harness.history.recorder import Recorder
-from harness.wait import wait_until
 
 
 def test_the_registry_holds_every_kind_once() -> None:
@@ -57,8 +57,8 @@ def test_a_fault_dumps_only_its_own_fields() -> None:
 
 def test_chaos_imports_no_workload_scenario_or_supervisor_module() -> None:
     code = ("import sys, chaos.nemesis, chaos.faults, chaos.schedule, chaos.heal, chaos.control; "
-            "print([m for m in sys.modules if m.startswith(('harness.workloads', 'harness.spark', "
-            "'harness.supervisor', 'harness.scenario'))])")
+            "print([m for m in sys.modules if m.startswith(('harness.workloads', 'harness.sparkjob', "
+            "'harness.run.supervisor', 'harness.run.scenario'))])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert json.loads(out.stdout.replace("'", '"')) == []
 
@@ -270,7 +270,7 @@ def test_a_fault_that_fails_is_recorded_and_the_nemesis_goes_on(tmp_path: Path) 
 
 def test_every_library_scenario_s_faults_survive_the_per_run_renaming() -> None:
     """The runner renames topics in ``of``, which only faults that target a node have."""
-    from harness import runner, scenario
+    from harness.run import runner, scenario
 
     for name in scenario.names():
         sc = runner.physical(scenario.load(name), "t1")

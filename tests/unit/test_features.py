@@ -22,11 +22,11 @@ from chaos.faults import feature as fault_module
 from clusters import features as release
 from clusters import state
 from clusters.backends import Backend
-from harness import runner, scenario
+from harness.base.errors import ConfigError
 from harness.cli import app
-from harness.errors import ConfigError
 from harness.kafka import features
 from harness.kafka.features import FeatureError
+from harness.run import runner, scenario
 
 
 # ---------------------------------------------------------------- bytes by hand

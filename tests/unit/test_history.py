@@ -8,8 +8,8 @@ from pathlib import Path
 import orjson
 import pytest
 
+from harness.base.errors import ConfigError
 from harness.checker import check
-from harness.errors import ConfigError
 from harness.history import store
 from harness.history.model import FAIL, OK, POLL, TXN, Op, Send, sends_of
 from harness.history.recorder import Recorder

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.matrix import MATRIX_HTML
+from harness.campaigns.matrix import MATRIX_HTML
 from harness.report import write_report
 from harness.report.index_page import GROUP_PAGES, after_run, write_index
 from harness.report.session_page import write_session_page
-from harness.runfolder import INDEX, LATEST, RunFolder, point_latest
+from harness.rundir.runfolder import INDEX, LATEST, RunFolder, point_latest
 from tests.browser import render
 from tests.unit.test_report import make_run, text
 

@@ -17,9 +17,9 @@ import pytest
 from typer.testing import CliRunner
 
 from clusters import pins, procs
+from harness.base.errors import ConfigError
+from harness.base.wait import wait_until
 from harness.cli import app
-from harness.errors import ConfigError
-from harness.wait import wait_until
 from harness.workloads import clients
 from harness.workloads.client import ClientError, ErrorFacts
 from harness.workloads.clients import DEFAULT_JAVA_VERSION, java, java_build

@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -37,11 +38,13 @@ def test_the_code_keeps_every_contract() -> None:
 
 
 @pytest.mark.parametrize("module, planted, contract", [
-    ("harness/checker/arrays.py", "import harness.runner", "The checker reads histories only"),
+    ("harness/checker/arrays.py", "import harness.run.runner", "The checker reads histories only"),
     ("harness/checker/arrays.py", "import clusters.procs", "The checker reads histories only"),
     ("chaos/nemesis.py", "import harness.workloads.copier", "Chaos never imports workloads"),
     ("clusters/procs.py", "import chaos.heal", "Layers"),
     ("harness/history/store.py", "import harness.checker", "Layers"),
+    ("harness/base/wait.py", "import harness.rundir.journal", "Layers"),
+    ("harness/run/supervisor.py", "import harness.run.runner", "One run's layers"),
 ])
 def test_a_planted_violation_breaks_its_contract(tmp_path: Path, module: str, planted: str, contract: str) -> None:
     tree = copy_tree(tmp_path)
@@ -50,3 +53,22 @@ def test_a_planted_violation_breaks_its_contract(tmp_path: Path, module: str, pl
     r = lint_imports(tree)
     assert r.returncode != 0, r.stdout
     assert f"{contract} BROKEN" in r.stdout.splitlines(), r.stdout
+
+
+def _layer_packages() -> set[str]:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    named: set[str] = set()
+    for contract in config["tool"]["importlinter"]["contracts"]:
+        if contract["name"] == "Layers":
+            for layer in contract["layers"]:
+                named.update(m.strip() for m in layer.replace("|", ":").split(":"))
+    return named
+
+
+def test_every_module_is_inside_a_layer() -> None:
+    """No module is left outside the layers: each of harness/'s modules and folders is a layer's package."""
+    named = _layer_packages()
+    top = {"harness." + (p.stem if p.is_file() else p.name) for p in (ROOT / "harness").iterdir()
+           if (p.suffix == ".py" and p.name != "__init__.py") or (p.is_dir() and (p / "__init__.py").exists())}
+    assert top - named == set(), f"modules or folders of harness/ in no layer of pyproject.toml: {sorted(top - named)}"
+    assert {"chaos", "clusters"} <= named

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from clusters import procs
-from harness import lifeline
-from harness.wait import wait_until
+from harness.base import lifeline
+from harness.base.wait import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -24,7 +24,7 @@ RUNNER = textwrap.dedent("""\
     import os, sys, time
     from pathlib import Path
     from clusters import procs
-    from harness import lifeline
+    from harness.base import lifeline
     line = lifeline.handoff()
     p = procs.spawn([sys.executable, "-c", sys.argv[1], sys.argv[2]], Path(sys.argv[2]) / "child.log", cwd=Path.cwd(),
                     env={**os.environ, **line.env}, pass_fds=line.pass_fds)

@@ -16,14 +16,15 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from clusters.backends import Backend
-from harness import matrix, runner, scenario, soak
+from harness.base.errors import ConfigError
+from harness.campaigns import matrix, soak
+from harness.campaigns.matrix import Cell, Definition, Matrix, MatrixRun, RunKey
+from harness.campaigns.soak import SoakRun
 from harness.cli import app
-from harness.errors import ConfigError
-from harness.matrix import Cell, Definition, Matrix, MatrixRun, RunKey
 from harness.report.matrix_page import STATES, render_matrix
-from harness.runfolder import new_run_dir
-from harness.scenario import Scenario
-from harness.soak import SoakRun
+from harness.run import runner, scenario
+from harness.run.scenario import Scenario
+from harness.rundir.runfolder import new_run_dir
 from tests.unit.test_cli import WIDE, _restore_logging  # noqa: F401 - the fixture puts the loggers back after each invocation
 
 #: What new_cluster was called with (the fake below, which also takes the cluster-level keyword).
@@ -402,7 +403,7 @@ def test_an_empty_matrix_page_says_no_runs() -> None:
 
 
 def test_a_replay_names_the_transaction_version_once() -> None:
-    from harness.matrix import Cell, RunKey, replay
+    from harness.campaigns.matrix import Cell, RunKey, replay
 
     k = RunKey(Cell("baseline", "java@3.9.1", 2), 0)
     recorded = "eos-chaos run baseline --backend local --seed 7 --duration 10 --kafka-version 4.4.0 --transaction-version 2"
@@ -413,7 +414,7 @@ def test_a_replay_names_the_transaction_version_once() -> None:
 
 
 def test_a_field_added_to_the_scenario_format_at_its_default_keeps_the_fingerprint() -> None:
-    from harness.matrix import fingerprint
+    from harness.campaigns.matrix import fingerprint
 
     sc = scenario.load("baseline")
     assert fingerprint(sc) == fingerprint(sc.model_copy(update={"spark": "local"}))

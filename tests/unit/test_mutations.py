@@ -1,4 +1,4 @@
-"""Mutation testing of the checker (``harness.selftest``): random histories of a correct Kafka with
+"""Mutation testing of the checker (``harness.campaigns.selftest``): random histories of a correct Kafka with
 one anomaly injected at a random place; exactly the matching check fires, with the count the
 injection implies, and the untouched twins stay valid. The Spark engine's run of the same examples
 is in ``test_spark_engine.py``; ``eos-chaos selftest`` runs them on a user's machine."""
@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness import checker, selftest
+from harness import checker
+from harness.campaigns import selftest
 from harness.checker.checks import Found
 from tests.unit.test_cli import cli
 

@@ -10,7 +10,7 @@ from urllib.parse import unquote
 
 import pytest
 
-from harness.errors import ConfigError
+from harness.base.errors import ConfigError
 from harness.report.nemesis_page import write_nemesis_report
 
 SECOND = 1_000_000_000

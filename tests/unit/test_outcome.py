@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from harness import outcome, runner
-from harness.errors import ConfigError
-from harness.journal import Journal, fault_runs
-from harness.runfolder import RunFolder
-from harness.scenario import Expect
+from harness.base.errors import ConfigError
+from harness.run import runner, verdict_file
+from harness.run.scenario import Expect
+from harness.rundir.journal import Journal, fault_runs
+from harness.rundir.runfolder import RunFolder
 from tests.unit.test_report import FAULTS, SECOND, make_run
 
 FACTS = ("healed", "heal_problems", "nemesis_errors", "interrupted", "faulted_at_start", "workloads_killed_at_stop",
@@ -35,7 +35,7 @@ def _journal(**facts: Any) -> Journal:
 
 
 def test_the_run_facts_are_under_run_and_the_stats_hold_history_figures_only() -> None:
-    v = outcome.assemble(_checked(), _journal(interrupted=True, faulted_at_start=["node 2 down"]), Expect().model_dump())
+    v = verdict_file.assemble(_checked(), _journal(interrupted=True, faulted_at_start=["node 2 down"]), Expect().model_dump())
     assert v["format"] == 2 and set(v["run"]) == set(FACTS)
     assert v["run"]["interrupted"] is True and v["run"]["faulted_at_start"] == ["node 2 down"]
     assert not set(FACTS) & set(v["stats"]) and v["stats"]["faults"] == 2
@@ -56,12 +56,12 @@ def test_the_run_facts_are_under_run_and_the_stats_hold_history_figures_only() -
      "a restarted driver finished no batch before the deadline (its replay was not judged)"),
 ])
 def test_as_expected_fails_on_each_unmet_part(journal: Journal, expect: Expect, stats: dict[str, Any], why: str) -> None:
-    assert outcome.assemble(_checked(**stats), journal, expect.model_dump())["as_expected"] is False, why
+    assert verdict_file.assemble(_checked(**stats), journal, expect.model_dump())["as_expected"] is False, why
 
 
 def test_as_expected_holds_when_every_part_is_met() -> None:
     expect = Expect(min_ok_txns=50, min_fenced=1, errors=["_TIMED_OUT"], min_spark_batches=1, min_recreated=1)
-    v = outcome.assemble(_checked(errors_seen={"_TIMED_OUT": 1}, spark={"batches": 3}, recreated=1), _journal(),
+    v = verdict_file.assemble(_checked(errors_seen={"_TIMED_OUT": 1}, spark={"batches": 3}, recreated=1), _journal(),
                          expect.model_dump())
     assert v["as_expected"] is True
 
@@ -71,17 +71,17 @@ def test_a_hunt_takes_either_verdict_but_not_an_unmet_minimum(valid: bool) -> No
     """``valid: null`` (the kip890-* hunts): a finding and a clean run are both answers; a run that
     committed too little or did not heal is not."""
     hunt = Expect(valid=None, min_ok_txns=50)
-    assert outcome.assemble({**_checked(), "valid": valid}, _journal(), hunt.model_dump())["as_expected"] is True
+    assert verdict_file.assemble({**_checked(), "valid": valid}, _journal(), hunt.model_dump())["as_expected"] is True
     too_few = Expect(valid=None, min_ok_txns=51)
-    assert outcome.assemble({**_checked(), "valid": valid}, _journal(), too_few.model_dump())["as_expected"] is False
-    assert outcome.assemble({**_checked(), "valid": valid}, _journal(healed=False), hunt.model_dump())["as_expected"] is False
+    assert verdict_file.assemble({**_checked(), "valid": valid}, _journal(), too_few.model_dump())["as_expected"] is False
+    assert verdict_file.assemble({**_checked(), "valid": valid}, _journal(healed=False), hunt.model_dump())["as_expected"] is False
 
 
 def test_the_checkers_typed_verdict_is_taken_through_to_json() -> None:
     from harness.checker.verdict import Verdict
 
     typed = Verdict.from_json(_checked())
-    assert outcome.assemble(typed, _journal(), None)["run"]["healed"] is True
+    assert verdict_file.assemble(typed, _journal(), None)["run"]["healed"] is True
 
 
 def test_check_keeps_the_expectation_and_the_run_facts(tmp_path: Path) -> None:
@@ -140,11 +140,11 @@ def test_a_runs_narrative_lands_in_its_run_log(tmp_path: Path, monkeypatch: pyte
         return "result"
 
     from clusters.backends import Backend
-    from harness import scenario
+    from harness.run import scenario
 
     monkeypatch.setattr(runner, "_run", body)
     assert runner.run(scenario.load("baseline"), Backend.local, 1, tmp_path / "run") == "result"
-    logging.getLogger("harness.runner").info("after the run")
+    logging.getLogger("harness.run.runner").info("after the run")
     said = (tmp_path / "run" / "run.log").read_text()
     assert "chaos.nemesis: nemesis: kill {'node': 2}" in said and "after the run" not in said
 

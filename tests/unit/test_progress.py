@@ -8,7 +8,7 @@ from pathlib import Path
 import orjson
 from rich.console import Console
 
-from harness.progress import HistoryTail, Progress
+from harness.report.progress import HistoryTail, Progress
 
 
 def _line(**op: object) -> bytes:

@@ -129,7 +129,7 @@ def test_nothing_left_reclaims_nothing(spawned: list[subprocess.Popen[bytes]], t
     (["/cache/toxiproxy-server", "-host", "127.0.0.1", "-port", "18474"], "toxiproxy"),
     (["/cache/kwire/0123/kwire", "-api", "127.10.0.253:18475", "-link", "client-to-n1=a=b"], "wire proxy"),
     (["/venv/bin/python", "-m", "harness.workloads.reader", "/r/workloads/reader-0.json"], "workload reader-0"),
-    (["/venv/bin/python", "-m", "harness.spark.job", "/r/workloads/spark-job-0.json"], "workload spark-job-0"),
+    (["/venv/bin/python", "-m", "harness.sparkjob.job", "/r/workloads/spark-job-0.json"], "workload spark-job-0"),
     (["java", "-cp", "x", "org.apache.spark.deploy.SparkSubmit", "pyspark-shell"], "spark driver JVM"),
     (["sleep", "300"], "sleep 300"),
     ([], "(gone)"),

@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness.spark.job import PROGRESS_FILE, job_dir
-from harness.supervisor import Supervisor
+from harness.run.supervisor import Supervisor
+from harness.sparkjob.job import PROGRESS_FILE, job_dir
 
 #: a driver that finishes a batch: the progress file with its own pid (as ``job.mark_progress``)
 RECOVERS = ("import json, os, sys, time; time.sleep(0.3); "

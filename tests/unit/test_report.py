@@ -20,15 +20,16 @@ import orjson
 import pandas as pd
 import pytest
 
-from harness import outcome, runinfo
 from harness.checker import NO_FINAL_READS, check
 from harness.history import store
-from harness.journal import Journal
 from harness.report import REPORT_FILE, cell, write_report
 from harness.report.compare import compare
 from harness.report.data import anomaly_positions, fault_windows, label, load, node_lanes, spark_events
 from harness.report.plots import label_rows, plain_number, timeline_svg, zoom_window
-from harness.runfolder import RunFolder
+from harness.run import verdict_file
+from harness.rundir import runinfo
+from harness.rundir.journal import Journal
+from harness.rundir.runfolder import RunFolder
 from tests.browser import render
 from tests.unit.histories import clean
 
@@ -70,7 +71,7 @@ def make_run(root: Path, variant: str = "", name: str = "unit-run", died: bool =
     all_ops, truncated = store.read_ops(run_dir)
     tables = store.flatten(all_ops, truncated)
     store.save(tables, run_dir)
-    outcome.write(outcome.assemble(check(tables), journal, journal.expected), RunFolder(run_dir))
+    verdict_file.write(verdict_file.assemble(check(tables), journal, journal.expected), RunFolder(run_dir))
     return run_dir
 
 
@@ -281,7 +282,7 @@ def faulted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     (bad / "nodes" / "n1").mkdir(parents=True)
     (bad / "nodes" / "n1" / "server.log").write_text(BROKER_LINE.format(stamp=stamp)
                                                      + BROKER_LINE.format(stamp=stamp).replace("t-0", "t-10"))
-    (bad / "run.log").write_text("2026-01-01 00:00:00,000 INFO    MainThread harness.runner: hello\n")
+    (bad / "run.log").write_text("2026-01-01 00:00:00,000 INFO    MainThread harness.run.runner: hello\n")
     (bad / "workloads").mkdir()
     (bad / "workloads" / "outside.log").symlink_to(root / "faulted-clean" / "scenario.json")
     return {"clean": runs[""], "invalid": bad}

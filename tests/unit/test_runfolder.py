@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from harness import runfolder
-from harness.errors import ConfigError
+from harness.base.errors import ConfigError
 from harness.history import store
 from harness.history.recorder import HISTORY_DIR
-from harness.runfolder import RunFolder, new_run_dir, write_json, write_text
+from harness.rundir import runfolder
+from harness.rundir.runfolder import RunFolder, new_run_dir, write_json, write_text
 
 
 def test_the_history_folders_have_the_names_the_history_package_gives_them() -> None:

@@ -6,8 +6,8 @@ from typing import Any
 
 from harness.history.model import Op
 from harness.history.store import flatten
-from harness.outcome import as_expected
-from harness.scenario import Expect, Scenario, Workload
+from harness.run.scenario import Expect, Scenario, Workload
+from harness.run.verdict_file import as_expected
 
 
 def test_errors_seen_counts_every_error_a_client_met_by_name() -> None:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import scenario
-from harness.errors import ConfigError
+from harness.base.errors import ConfigError
+from harness.run import scenario
 
 
 @pytest.mark.parametrize("name", scenario.names())

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from chaos import schedule
-from harness import scenario
+from harness.run import scenario
 
 CLI = str(Path(sys.executable).parent / "eos-chaos")
 

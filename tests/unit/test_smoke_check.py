@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness import scenario
+from harness.campaigns.smoke import SmokeResult, summarise
 from harness.checker import check
 from harness.history.model import FAULT, NEMESIS, READ_UNCOMMITTED, tp_key
-from harness.outcome import as_expected
-from harness.smoke import SmokeResult, summarise
+from harness.run import scenario
+from harness.run.verdict_file import as_expected
 from tests.unit.histories import History
 
 Sends = list[tuple[str, int, str, int | None]]

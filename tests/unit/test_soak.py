@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import ConfigError
+from harness.base.errors import ConfigError
+from harness.campaigns.soak import Soak, SoakRun, default_scenarios, resolve, seeds
 from harness.report.soak_page import render_soak
-from harness.soak import Soak, SoakRun, default_scenarios, resolve, seeds
 
 
 def run(name: str, seed: int, valid: bool | None, as_expected: bool | None, **kw) -> SoakRun:  # type: ignore[no-untyped-def]

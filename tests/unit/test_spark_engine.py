@@ -28,7 +28,7 @@ SPARK_VARIANTS = ["", "duplicate-output", "missing-output", "orphan-output", "ou
 
 @pytest.fixture(scope="module")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from harness.spark.session import session
+    from harness.sparkjob.session import session
 
     tiny = {"spark.sql.codegen.wholeStage": "false", "spark.sql.shuffle.partitions": "1",
             "spark.default.parallelism": "1", "spark.sql.adaptive.enabled": "false"}
@@ -107,7 +107,7 @@ def test_the_engines_agree_on_a_random_history_of_a_correct_kafka(spark: Any, tm
 def test_the_spark_engine_judges_every_mutated_history_as_the_default_engine(spark: Any, tmp_path: Path) -> None:
     """``test_mutations``'s examples (200 per anomaly kind, and their clean twins) in one history:
     each kind's check totals its examples' counts and no other check fires, on both engines."""
-    from harness import selftest
+    from harness.campaigns import selftest
     from tests.unit.test_mutations import EXAMPLES
 
     h, want = selftest.combined(EXAMPLES)

@@ -1,4 +1,4 @@
-"""The executor-side sink (harness/spark/sink.py): its skip / write / refuse decision on hand-written
+"""The executor-side sink (harness/sparkjob/sink.py): its skip / write / refuse decision on hand-written
 marker states, and ``spark-exactly-once`` on hand-written histories of it (one transaction and
 marker per batch and input partition, written by task attempts): each anomaly it adds fires alone,
 and the clean twin (batch ids that skip, a range that starts past an aborted stretch) is silent."""
@@ -9,7 +9,7 @@ import pytest
 
 from harness.checker import check
 from harness.history.model import SPARK_BATCH, SPARK_START, marker_value, spark_value, tp_key
-from harness.spark.sink import Marker, SinkConflict, decide, marker_key, parse_partition_marker
+from harness.sparkjob.sink import Marker, SinkConflict, decide, marker_key, parse_partition_marker
 from tests.unit.histories import History
 from tests.unit.test_spark_check import A, B
 

@@ -2,8 +2,8 @@ import time
 
 import pytest
 
-from harness.errors import WaitTimeout
-from harness.wait import wait_until
+from harness.base.errors import WaitTimeout
+from harness.base.wait import wait_until
 
 
 def test_returns_the_first_truthy_value():

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import scenario, supervisor
-from harness.errors import ConfigError
-from harness.runner import workload_configs
+from harness.base.errors import ConfigError
+from harness.run import scenario, supervisor
+from harness.run.runner import workload_configs
 from harness.workloads import registry
 
 

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clusters import artifacts, pins
-from harness.errors import ConfigError, EnvironmentProblem
-from harness.paths import REPO_ROOT, cache_dir
+from harness.base.errors import ConfigError, EnvironmentProblem
+from harness.base.paths import REPO_ROOT, cache_dir
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,1 @@
+"""The base modules every layer may use: errors, deadlines, paths, logging set-up, the lifeline."""

@@ -1,0 +1,1 @@
+"""Benchmarks behind `eos-chaos bench`."""

@@ -1,0 +1,327 @@
+"""``eos-chaos bench checker``: a valid synthetic history of N values, built column-wise straight
+into the history's tables and saved as Parquet (as a run leaves it), then timed: loading it
+(``read_s``) and checking it (``check_s``).
+
+Shape: 4 producers, transactions of 6 values (one per partition of a 6-partition topic), 10% aborted,
+each transaction end taking an offset for its control marker; one reader polling every committed
+record in batches of 500; the final read_committed and read_uncommitted scans.
+"""
+
+from __future__ import annotations
+
+import resource
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from harness.checker import check
+from harness.history import store
+from harness.history.model import FAIL, OK, POLL, READ_COMMITTED, READ_UNCOMMITTED, SCAN
+
+PARTITIONS = 6
+PRODUCERS = 4
+ABORT_EVERY = 10  # every 10th transaction aborted
+POLL_BATCH = 500
+
+
+def synthetic(n_values: int) -> store.Tables:
+    n_txn = max(1, n_values // PARTITIONS)
+    n = n_txn * PARTITIONS
+    i = np.arange(n, dtype=np.int64)
+    txn = i // PARTITIONS
+    part = i % PARTITIONS
+    offset = 2 * txn  # one record of each transaction per partition, then its marker
+    aborted_txn = (np.arange(n_txn) % ABORT_EVERY) == ABORT_EVERY - 1
+    committed = ~aborted_txn[txn]
+    values = pd.Series(np.char.add("v", i.astype(str)), dtype="str")
+    proc_of_txn = pd.Series(np.char.add("p", (np.arange(n_txn) % PRODUCERS).astype(str)), dtype="str")
+    t_inv = np.arange(n_txn, dtype=np.int64) * 1000
+    txns = pd.DataFrame({
+        "txn": np.arange(n_txn, dtype=np.int64), "process": proc_of_txn, "f": "txn",
+        "outcome": np.where(aborted_txn, FAIL, OK), "invoke_time": t_inv,
+        "complete_time": pd.array(t_inv + 900, dtype="Int64"), "commit_at": pd.array(t_inv + 500, dtype="Int64"),
+        "txn_id": np.char.add("tx-", (np.arange(n_txn) % PRODUCERS).astype(str)), "error": None})
+    writes = pd.DataFrame({"txn": txn, "value": values, "topic": "t", "partition": part,
+                           "offset": pd.array(np.where(committed, offset, -1), dtype="Int64")})
+    writes.loc[~committed, "offset"] = pd.NA
+
+    def view(mask: np.ndarray, source: str, iso: str, process: str, op: np.ndarray) -> pd.DataFrame:
+        # records of each partition in offset order
+        order = np.lexsort((offset[mask], part[mask]))
+        return pd.DataFrame({"op": op[order], "process": process, "source": source, "isolation": iso, "topic": "t",
+                             "partition": part[mask][order], "offset": offset[mask][order],
+                             "value": values[mask].to_numpy()[order]})
+
+    c_count = int(committed.sum())
+    poll_ops = np.arange(c_count, dtype=np.int64) // POLL_BATCH + n_txn
+    reads = pd.concat([
+        view(committed, POLL, READ_COMMITTED, "r0", poll_ops),
+        view(committed, SCAN, READ_COMMITTED, "final", np.full(c_count, 10**12, dtype=np.int64)),
+        view(np.ones(n, dtype=bool), SCAN, READ_UNCOMMITTED, "final", np.full(n, 10**12 + 1, dtype=np.int64)),
+    ], ignore_index=True)
+    inits = pd.DataFrame({"op": np.arange(PRODUCERS, dtype=np.int64), "process": [f"p{k}" for k in range(PRODUCERS)],
+                          "txn_id": [f"tx-{k}" for k in range(PRODUCERS)], "outcome": OK,
+                          "invoke_time": np.zeros(PRODUCERS, dtype=np.int64), "complete_time": pd.array([1] * PRODUCERS, dtype="Int64")})
+    ops = pd.DataFrame({"index": pd.array([], dtype="int64"), "time": pd.array([], dtype="int64"), "process": [],
+                        "type": [], "f": [], "error": []})
+    groups = pd.DataFrame({"topic": pd.Series([], dtype="str"), "partition": pd.array([], dtype="int64"),
+                           "offset": pd.array([], dtype="int64")})
+    return store.Tables(ops, txns, writes, reads, inits, groups,
+                        meta={"ops": int(n_txn * 2 + poll_ops.max(initial=0) + 2), "truncated": [], "fenced": [],
+                              "duration_ns": int(t_inv[-1] + 1000)})
+
+
+#: Values per chunk of ``generate``: about 0.5 GB of memory whatever the history's size.
+CHUNK_VALUES = 3_000_000
+#: Histories up to this many values are built whole in memory (``synthetic``); larger ones by chunks.
+IN_MEMORY_VALUES = 20_000_000
+
+
+def generate_chunked(n_values: int, run_dir: Path) -> None:
+    """``synthetic``'s history saved as ``store.save`` would, written chunk by chunk (``CHUNK_VALUES``
+    at a time), so a history of 100M values needs no more memory than one of 3M. The small tables and
+    every column's type come from a tiny history saved by ``store.save`` itself. Differences from
+    ``synthetic``: the polls' op numbers follow the partition order, and the scans are the two ops
+    after the last poll."""
+    import json
+    import shutil
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder = run_dir / store.PARQUET_DIR
+    with tempfile.TemporaryDirectory() as tiny:
+        generate(PARTITIONS * ABORT_EVERY, Path(tiny))
+        shutil.copytree(Path(tiny) / store.PARQUET_DIR, folder)
+    schema = {t: pq.read_schema(folder / f"{t}.parquet").remove_metadata() for t in ("writes", "reads", "txns", store.VALUES_TABLE)}
+    n_txn = max(1, n_values // PARTITIONS)
+    n = n_txn * PARTITIONS
+    per_part = CHUNK_VALUES // PARTITIONS
+
+    def writer(table: str) -> pq.ParquetWriter:
+        return pq.ParquetWriter(folder / f"{table}.parquet", schema[table])
+
+    def write(w: pq.ParquetWriter, table: str, cols: dict[str, Any]) -> None:
+        w.write_table(pa.table({k: cols[k] for k in schema[table].names}).cast(schema[table]))
+
+    with writer("writes") as ww, writer(store.VALUES_TABLE) as vw, writer("txns") as tw:
+        for t0 in range(0, n_txn, per_part):
+            txn = np.arange(t0, min(n_txn, t0 + per_part), dtype=np.int64)
+            aborted = (txn % ABORT_EVERY) == ABORT_EVERY - 1
+            i = (txn[:, None] * PARTITIONS + np.arange(PARTITIONS)).ravel()
+            tx_of = i // PARTITIONS
+            offset = pa.array(2 * tx_of, mask=np.repeat(aborted, PARTITIONS))
+            write(ww, "writes", {"txn": tx_of, "topic": pa.array(["t"] * len(i)).dictionary_encode(), "partition": i % PARTITIONS,
+                                 "offset": offset, "vid": i, "tid": np.zeros(len(i), np.int16), "row": i})
+            write(vw, store.VALUES_TABLE, {"vid": i, "value": np.char.add("v", i.astype(str))})
+            t_inv = txn * 1000
+            write(tw, "txns", {"txn": txn, "process": pa.array(np.char.add("p", (txn % PRODUCERS).astype(str))).dictionary_encode(),
+                               "f": pa.array(["txn"] * len(txn)).dictionary_encode(),
+                               "outcome": pa.array(np.where(aborted, FAIL, OK)).dictionary_encode(),
+                               "invoke_time": t_inv, "complete_time": t_inv + 900, "commit_at": t_inv + 500,
+                               "txn_id": pa.array(np.char.add("tx-", (txn % PRODUCERS).astype(str))).dictionary_encode(),
+                               "error": pa.nulls(len(txn))})
+    committed_count = n_txn - n_txn // ABORT_EVERY
+    polls = committed_count * PARTITIONS
+    last_poll_op = n_txn + (polls - 1) // POLL_BATCH
+    row = 0
+    with writer("reads") as rw:
+        # polls, then the read_committed scan, then the read_uncommitted one; each partition in offset order
+        for source, iso, process, committed_only in ((POLL, READ_COMMITTED, "r0", True), (SCAN, READ_COMMITTED, "final", True),
+                                                     (SCAN, READ_UNCOMMITTED, "final", False)):
+            k = 0  # the poll's index in the polls, for its op
+            for part in range(PARTITIONS):
+                for t0 in range(0, n_txn, per_part):
+                    txn = np.arange(t0, min(n_txn, t0 + per_part), dtype=np.int64)
+                    if committed_only:
+                        txn = txn[(txn % ABORT_EVERY) != ABORT_EVERY - 1]
+                    m = len(txn)
+                    if source == POLL:
+                        op = n_txn + (k + np.arange(m)) // POLL_BATCH
+                    else:
+                        op = np.full(m, last_poll_op + (1 if iso == READ_COMMITTED else 2))
+                    offset = 2 * txn
+                    write(rw, "reads", {"op": op, "process": pa.array([process] * m).dictionary_encode(),
+                                        "source": pa.array([source] * m).dictionary_encode(),
+                                        "isolation": pa.array([iso] * m).dictionary_encode(),
+                                        "topic": pa.array(["t"] * m).dictionary_encode(), "partition": np.full(m, part),
+                                        "offset": offset, "vid": txn * PARTITIONS + part, "tid": np.zeros(m, np.int16),
+                                        "pos": store.pack(0, part, offset), "row": row + np.arange(m)})
+                    k, row = k + m, row + m
+    meta = json.loads((folder / store.META_FILE).read_text())
+    meta.update(ops=int(last_poll_op + 3), duration_ns=int((n_txn - 1) * 1000 + 1000))
+    (folder / store.META_FILE).write_text(json.dumps(meta))
+    assert n == row - 2 * polls, (n, row, polls)
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def generate(n_values: int, run_dir: Path) -> None:
+    if n_values > IN_MEMORY_VALUES:
+        generate_chunked(n_values, run_dir)
+    else:
+        store.save(synthetic(n_values), run_dir)
+
+
+def measure(run_dir: Path, engine: str = "default", master: str | None = None) -> dict[str, Any]:
+    """Load and check a saved history; run in a fresh process, so peak RSS is the checker's own.
+    The Spark engine reads as it checks: its ``read_s`` is the session's start (the JVM), its
+    memory the driver JVM's resident size at the end (Spark spills what does not fit)."""
+    if engine == "spark":
+        return _measure_spark(run_dir, master)
+    t0 = time.monotonic()
+    loaded = store.load(run_dir)
+    read_s = time.monotonic() - t0
+    t0 = time.monotonic()
+    verdict = check(loaded)
+    check_s = time.monotonic() - t0
+    if verdict.valid is not True:
+        raise AssertionError(f"the synthetic history must be valid: {verdict.to_json()['checks']}")
+    n = len(loaded.writes)
+    return {"engine": engine, "values": n, "read_s": round(read_s, 3), "check_s": round(check_s, 3),
+            "values_per_s": round(n / check_s), "check_over_read": round(check_s / read_s, 1),
+            "peak_rss_mb": round(peak_rss_mb())}
+
+
+def _measure_spark(run_dir: Path, master: str | None = None) -> dict[str, Any]:
+    """The Spark engine on ``master`` (``local[2]`` unless given): check time, the peak resident
+    memory of every process (this one, the driver JVM, each executor), and the Spark jobs, stages
+    and shuffles of each check, read from Spark's own event log."""
+    import json as _json
+
+    from harness.checker.spark_engine import check_run
+    from harness.sparkjob.session import CHECKER_CONF, CHECKER_MEMORY, session
+
+    events = run_dir / "spark-events"
+    events.mkdir()
+    conf = {**CHECKER_CONF, "spark.eventLog.enabled": "true", "spark.eventLog.dir": events.as_uri(),
+            "spark.eventLog.compress": "false", "spark.eventLog.rolling.enabled": "false"}
+    if master and master.startswith("spark://"):
+        from clusters.spark_standalone import EXECUTOR_CONF
+
+        conf.update(EXECUTOR_CONF)
+    t0 = time.monotonic()
+    spark = session("eos-chaos-bench-checker", master=master, tmp_dir=run_dir / "spark-tmp", memory=CHECKER_MEMORY, conf=conf)
+    start_s = time.monotonic() - t0
+    t0 = time.monotonic()
+    verdict = check_run(run_dir, spark)
+    check_s = time.monotonic() - t0
+    if verdict.valid is not True:
+        raise AssertionError(f"the synthetic history must be valid: {_json.dumps(verdict.to_json()['checks'])[:2000]}")
+    n = int(verdict.stats["written_values"])
+    peaks = {"python": round(peak_rss_mb()), **_jvm_peaks(spark.sparkContext.applicationId)}
+    spark.stop()
+    return {"engine": "spark", "master": master or "local[2]", "values": n, "read_s": round(start_s, 3),
+            "check_s": round(check_s, 3), "values_per_s": round(n / check_s), "check_over_read": round(check_s / start_s, 1),
+            "peak_rss_mb": sum(peaks.values()), "peak_rss_mb_by_process": peaks, "spark": spark_work(events)}
+
+
+def _vm_hwm_mb(pid: int) -> int:
+    """A process's peak resident memory so far (``VmHWM``), in MiB."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:  # it ended meanwhile
+        return 0
+    for line in status.splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) // 1024
+    return 0
+
+
+def _jvm_peaks(app_id: str) -> dict[str, int]:
+    """Peak resident memory of the check's processes: this process's children (the driver JVM, its
+    Python workers) and the executors that ran application ``app_id`` (on a standalone cluster: its
+    workers' children), each once. A cluster's master and workers serve every application, so
+    they are not counted, even when this process started them."""
+    import psutil
+
+    from clusters.procs import SPARK_DAEMONS, SPARK_EXECUTOR_CLASS
+
+    peaks: dict[str, int] = {}
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        cmd = proc.info["cmdline"] or []
+        if SPARK_EXECUTOR_CLASS in cmd and app_id in cmd:
+            peaks[f"executor-{proc.pid}"] = _vm_hwm_mb(proc.pid)
+    counted = {int(k.rsplit("-", 1)[1]) for k in peaks}
+    for c in psutil.Process().children(recursive=True):
+        try:
+            cmd, name = c.cmdline(), c.name()
+        except psutil.Error:  # it ended meanwhile (a Python worker Spark let go): nothing to read
+            continue
+        if c.pid in counted or any(cls in cmd for cls in SPARK_DAEMONS):
+            continue  # an executor (counted above), or a cluster daemon and its executors' parents
+        peaks[f"driver-{name}-{c.pid}"] = _vm_hwm_mb(c.pid)
+    return {k: v for k, v in peaks.items() if v}
+
+
+def spark_work(events: Path) -> dict[str, Any]:
+    """Per job group (each check and the summary): Spark jobs, stages run, and shuffles (stages that
+    wrote shuffle output) with the bytes they wrote, from the application's event log."""
+    import json as _json
+
+    group_of_job: dict[int, str] = {}
+    group_of_stage: dict[int, str] = {}
+    work: dict[str, dict[str, int]] = {}
+    for log_file in events.iterdir():
+        for line in log_file.read_text().splitlines():
+            e = _json.loads(line)
+            if e["Event"] == "SparkListenerJobStart":
+                group = (e.get("Properties") or {}).get("spark.jobGroup.id") or "(setup)"
+                group_of_job[e["Job ID"]] = group
+                for stage in e.get("Stage IDs", []):
+                    group_of_stage.setdefault(stage, group)
+                work.setdefault(group, {"jobs": 0, "stages": 0, "shuffles": 0, "shuffle_mb": 0})["jobs"] += 1
+            elif e["Event"] == "SparkListenerStageCompleted":
+                info = e["Stage Info"]
+                w = work.setdefault(group_of_stage.get(info["Stage ID"], "(setup)"), {"jobs": 0, "stages": 0, "shuffles": 0, "shuffle_mb": 0})
+                w["stages"] += 1
+                acc = {a["Name"]: a.get("Value") for a in info.get("Accumulables", [])}
+                written = int(acc.get("internal.metrics.shuffle.write.bytesWritten") or 0)
+                if written:
+                    w["shuffles"] += 1
+                    w["shuffle_mb"] += round(written / 2**20)
+    total = {k: sum(w[k] for w in work.values()) for k in ("jobs", "stages", "shuffles", "shuffle_mb")}
+    return {"total": total, "by_check": work}
+
+
+def bench(n_values: int, engine: str = "default", master: str | None = None) -> dict[str, Any]:
+    """Generate in one process, load + check in another."""
+    import json
+    import subprocess
+    import sys
+
+    with tempfile.TemporaryDirectory(prefix="eos-chaos-bench-checker-") as tmp:
+        for args in (["generate", str(n_values), tmp], ["measure", tmp, engine, *([master] if master else [])]):
+            proc = subprocess.run([sys.executable, "-m", "harness.bench.checker", *args], capture_output=True, text=True,
+                                  stdin=subprocess.DEVNULL)
+            if proc.returncode != 0:
+                raise RuntimeError(f"bench_checker {args[0]} failed:\n{proc.stderr[-2000:]}")
+        return dict(json.loads(proc.stdout))
+
+
+def median_of(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    import statistics
+
+    keys = ("read_s", "check_s", "values_per_s", "check_over_read", "peak_rss_mb")
+    return {"engine": runs[0].get("engine", "default"), "values": runs[0]["values"], "runs": len(runs),
+            **({"master": runs[0]["master"], "spark": runs[0]["spark"]["total"]} if "spark" in runs[0] else {}),
+            **{k: statistics.median(r[k] for r in runs) for k in keys}, "samples": runs}
+
+
+if __name__ == "__main__":
+    # python -m harness.bench.checker generate N DIR | measure DIR [ENGINE [MASTER]] | N [ENGINE [MASTER]] (both, in separate processes)
+    import json
+    import sys
+
+    if sys.argv[1] == "generate":
+        generate(int(sys.argv[2]), Path(sys.argv[3]))
+    elif sys.argv[1] == "measure":
+        print(json.dumps(measure(Path(sys.argv[2]), *sys.argv[3:5])))
+    else:
+        print(json.dumps(bench(int(sys.argv[1]), *sys.argv[2:4])))

@@ -1,0 +1,1 @@
+"""One run, start to verdict: the scenario, the workload processes, the runner, verdict.json."""

@@ -1,0 +1,487 @@
+"""``eos-chaos run``: scenario -> cluster -> workloads + nemesis -> heal -> final reads -> history
+-> checker -> ``verdict.json``. Heal and teardown run whatever happens (exception, Ctrl-C).
+
+Run folder (harness/rundir/runfolder.py): ``scenario.json`` (resolved, with seed and schedule; written once),
+``journal.json`` (the run facts: written at the start, rewritten as the run learns more),
+``run.log``, ``history/*.jsonl`` (flushed as written), ``history.parquet/`` (at the end),
+``workloads/`` (configs and logs), ``nodes/`` (broker logs), ``verdict.json`` (harness/run/verdict_file.py),
+``report.html``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+
+from chaos import schedule
+from chaos.heal import heal_all
+from chaos.nemesis import Nemesis
+from clusters import artifacts, backends, procs, reclaim, state
+from clusters.backends import Backend
+from clusters.base import Cluster, NodeState
+from clusters.features import TRANSACTION_VERSION, check_transaction_version, intended_levels
+from clusters.health import admin_client
+from clusters.spark_standalone import EXECUTOR_CONF, SparkStandalone
+from harness.base.errors import ClusterError, ConfigError
+from harness.base.logsetup import run_log
+from harness.checker import check
+from harness.history import store
+from harness.history.model import (
+    GROUP_OFFSETS,
+    LSO,
+    READ_COMMITTED,
+    READ_UNCOMMITTED,
+    SCAN,
+    tp_key,
+)
+from harness.history.recorder import ENV_T0, Recorder, run_t0
+from harness.kafka.admin import create_topic
+from harness.kafka.features import METADATA_VERSION, finalized
+from harness.kafka.reads import lso_lag, read_all
+from harness.report.index_page import after_run
+from harness.run import verdict_file
+from harness.run.scenario import Fault, Scenario
+from harness.run.supervisor import Supervisor
+from harness.rundir import runinfo
+from harness.rundir.journal import Journal, fault_runs
+from harness.rundir.runfolder import RunFolder, write_json, write_text
+from harness.sparkjob.job import ENV_JOB_CONF, ENV_JOB_MASTER
+from harness.sparkjob.session import require_pyspark
+from harness.workloads import clients, registry
+from harness.workloads.common import WorkloadConfig
+
+log = logging.getLogger(__name__)
+
+#: Past the scenario's duration, how long the workloads may run on by themselves (safety net only;
+#: the runner stops them with SIGTERM at the end of the duration).
+WORKLOAD_GRACE_S = 600.0
+#: Reading the finalized features of a healthy cluster: one round trip; generous for a loaded machine.
+FEATURES_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """A finished run: its folder, its ``verdict.json`` (harness/run/verdict_file.py) and its journal."""
+
+    folder: RunFolder
+    verdict: dict[str, Any]
+    journal: Journal
+
+    @property
+    def run_dir(self) -> Path:
+        return self.folder.path
+
+    @property
+    def valid(self) -> bool:
+        return self.verdict["valid"] is True
+
+    @property
+    def as_expected(self) -> bool:
+        return self.verdict.get("as_expected") is True
+
+    @property
+    def interrupted(self) -> bool:
+        return self.journal.interrupted
+
+
+def physical(sc: Scenario, tag: str) -> Scenario:
+    """The scenario with every topic name (and the copier group) made unique to this run, so runs
+    can share a cluster (the test session's) without reading each other's records."""
+    names = {t: f"{t}.{tag}" for t in sc.topics}
+
+    def mapped(v: Any) -> Any:
+        if isinstance(v, str):
+            return names.get(v, v)
+        if isinstance(v, list):
+            return [mapped(x) for x in v]
+        return v
+
+    workloads = []
+    for w in sc.workloads:
+        settings = {k: mapped(v) for k, v in w.settings.items()}
+        if w.kind == "copier":
+            settings.setdefault("group", f"{registry.COPIER_GROUP}.{tag}")
+        workloads.append(w.model_copy(update={"settings": settings}))
+    faults = []
+    for f in sc.faults:
+        of = getattr(f, "of", None)  # only faults that target a node have `of`
+        if of and "/" in of and of.rpartition("/")[0] in names:  # leader of "topic/partition"
+            topic, _, part = of.rpartition("/")
+            f = f.model_copy(update={"of": f"{names[topic]}/{part}"})
+        faults.append(f)
+    return sc.model_copy(update={"topics": [names[t] for t in sc.topics], "workloads": workloads, "faults": faults})
+
+
+def workload_configs(sc: Scenario, run_dir: Path, bootstrap: str, seed: int) -> list[tuple[str, WorkloadConfig, bool]]:
+    """(kind, config, start now?) for every workload process of the scenario."""
+
+    def config(name: str, settings: dict[str, Any], client: dict[str, Any], library: str) -> WorkloadConfig:
+        return WorkloadConfig(run_dir=str(run_dir), name=name, bootstrap=bootstrap, topics=list(sc.topics),
+                              partitions=sc.partitions, seed=seed, max_seconds=sc.duration + WORKLOAD_GRACE_S,
+                              settings=settings, client=client, library=library)
+
+    return [(w.kind, config(name, settings, dict(w.client), w.library), now) for w in sc.workloads
+            for name, settings, now in registry.kind(w.kind).processes(w.count, dict(w.settings))]
+
+
+def cluster_that_is_up(backend: Backend, sc: Scenario, kafka_version: str | None = None,
+                       port_base: int | None = None, transaction_version: int | None = None) -> Cluster | None:
+    """The ``backend`` cluster another command left up (``cluster up``, ``run --keep``, a test
+    session), if it can run ``sc``: same Kafka version, port base and transaction.version when
+    asked for (the level it was formatted at, which every heal restores), and the scenario's broker
+    settings in place (a running broker cannot take them). ConfigError otherwise."""
+    rec = state.load(backend.value)
+    if rec is None or (rec.owner_pid is not None and not procs.alive(rec.owner_pid)):
+        return None  # none, or its owner crashed: a new start reclaims it
+    where = f"the {backend.value} cluster that is up (run folder {rec.run_dir})"
+    wrong = []
+    if kafka_version and kafka_version != rec.kafka_version:
+        wrong.append(f"it runs Kafka {rec.kafka_version}, --kafka-version asks for {kafka_version}")
+    if port_base and port_base != rec.port_base:
+        wrong.append(f"it listens at port base {rec.port_base}, --port-base asks for {port_base}")
+    if transaction_version is not None:
+        if not kafka_version:
+            check_transaction_version(rec.kafka_version, transaction_version)
+        at = intended_levels(rec.kafka_version, rec.transaction_version)[TRANSACTION_VERSION]
+        if at != transaction_version:
+            how = "the release's default" if rec.transaction_version is None else "--transaction-version"
+            wrong.append(f"it runs at transaction.version {at} ({how}), --transaction-version asks for {transaction_version}")
+    missing = {k: v for k, v in sc.broker_config.items() if rec.overrides.get(k) != v}
+    if missing:
+        wrong.append(f"scenario {sc.name} needs broker settings {missing}, it has {rec.overrides or 'none of its own'}")
+    if wrong:
+        fix = (" Take it down (eos-chaos cluster down --backend " + backend.value + ") so the run starts its own"
+               + (f", or start it with {' '.join(f'--broker-config {k}={v}' for k, v in sc.broker_config.items())}" if missing else "")
+               + ".")
+        raise ConfigError(f"cannot run on {where}: " + "; ".join(wrong) + "." + fix)
+    log.info(f"using {where}")
+    return backends.attach(rec)
+
+
+def prepare_attached(cluster: Cluster) -> list[str]:
+    """Make a cluster this run did not start fit to run on: reclaim workloads a killed run left
+    running on it, and heal whatever fault such a run left in place. Returns what was found
+    faulted (recorded in the verdict)."""
+    orphans = [t for t in procs.tagged_processes() if t.cluster_id == cluster.cluster_id and t.orphaned]
+    reclaim.kill_processes(orphans, "a killed run left it on the cluster")
+    found = [f"link {p}" for p in cluster.toxiproxy.unhealed() + cluster.wire.unhealed()]
+    found += [f"node {n} {cluster.node_state(n).value}" for n in cluster.topology.node_ids
+              if cluster.node_state(n) is not NodeState.UP]
+    if found:
+        log.info(f"the cluster is not in its healed state ({found}): healing before the run")
+    problems = heal_all(cluster)
+    if problems:
+        raise ClusterError(f"the cluster that is up cannot be healed: {problems}; take it down (eos-chaos cluster down)")
+    return found
+
+
+def run(sc: Scenario, backend: Backend, seed: int, run_dir: Path, kafka_version: str | None = None,
+        cluster: Cluster | None = None, port_base: int | None = None, keep: bool = False, attach: bool = True,
+        show: Callable[[Path, float, Callable[[], list[str]]], Any] | None = None, source: str | None = None,
+        report: bool = True, transaction_version: int | None = None) -> RunResult:
+    """Run ``sc``: on ``cluster`` (a test session's; the scenario's broker settings are then not
+    applied), else on the backend's cluster that is up, else on one started here (and stopped
+    after unless ``keep``; ``attach=False``: always its own). ``show`` makes the progress display (harness/report/progress.py).
+    A Ctrl-C during the run ends it early: heal, final reads and the verdict still happen
+    (``run.interrupted`` in verdict.json, ``RunResult.interrupted``). The run's narrative also goes
+    to its ``run.log``. ``transaction_version``: the level the cluster must be formatted at (a
+    cluster that is up at another is refused; one started here is formatted so; None: any)."""
+    if any(w.kind == "spark-job" for w in sc.workloads):
+        require_pyspark(f"scenario {sc.name} (a spark-job workload)")  # before anything starts
+    clients.prepare(w.library for w in sc.workloads)  # a Java client is built (or refused) before anything starts
+    folder = RunFolder(run_dir).create()
+    with run_log(folder.run_log):
+        return _run(sc, backend, seed, folder, kafka_version, cluster, port_base, keep, attach, show,
+                    source or sc.name, report, transaction_version)
+
+
+def _run(sc: Scenario, backend: Backend, seed: int, folder: RunFolder, kafka_version: str | None,
+         cluster: Cluster | None, port_base: int | None, keep: bool, attach: bool,
+         show: Callable[[Path, float, Callable[[], list[str]]], Any] | None, source: str, report: bool,
+         transaction_version: int | None = None) -> RunResult:
+    run_dir = folder.path
+    sc = physical(sc, folder.name.rsplit("-", 1)[-1])
+    faults = schedule.plan(sc, seed)
+    planned = schedule.as_json(faults)
+    write_json(folder.scenario, {**sc.model_dump(), "seed": seed, "backend": backend.value, "schedule": planned})
+    journal = Journal(scenario=sc.name, source=source, resolved=sc.model_dump(mode="json"), seed=seed,
+                      backend=backend.value, kafka_version=kafka_version, schedule=planned,
+                      expected=sc.expect.model_dump(), transaction_version_asked=transaction_version)
+    journal.save(folder)
+    os.environ.pop(ENV_T0, None)
+    t0 = run_t0()
+    own = False
+    if cluster is None and attach:
+        cluster = cluster_that_is_up(backend, sc, kafka_version, port_base, transaction_version)
+        if cluster is not None:
+            check_fault_levels(faults, _kafka_version(cluster, kafka_version))
+            journal.faulted_at_start = prepare_attached(cluster)
+    if cluster is None:
+        arts = artifacts.ready(kafka_version) if kafka_version else None
+        arts = arts or artifacts.ensure(kafka_version or artifacts.pins.KAFKA_VERSION)
+        cluster = backends.new_cluster(backend, arts, run_dir, port_base, overrides=sc.broker_config, detached=keep,
+                                       transaction_version=transaction_version)
+        check_fault_levels(faults, arts.kafka_version)  # before anything starts
+        own = not keep
+        cluster.start()
+        if keep:
+            log.info(f"the cluster stays up after the run (--keep): eos-chaos cluster down --backend {backend.value}")
+    # now the cluster (and so the Kafka version) is known
+    kv = _kafka_version(cluster, kafka_version)
+    journal.kafka_version, journal.versions = kv, runinfo.versions(kv)
+    if Path(cluster.run_dir).resolve() != run_dir.resolve():
+        journal.cluster_dir = str(cluster.run_dir)  # the report links the shared cluster's logs there
+    try:
+        # the levels in force, read back (not the flag): what the run's clients met at its start
+        journal.features = finalized(cluster.direct_bootstrap, FEATURES_TIMEOUT_S)
+        journal.command = runinfo.rerun_command(source, backend.value, seed, sc.duration, kv, journal.transaction_version)
+        journal.save(folder)
+        log.info(f"transaction.version {journal.transaction_version}, metadata.version "
+                 f"{journal.features.get(METADATA_VERSION)} (read back from the cluster)")
+        _run_on(sc, faults, cluster, seed, folder, t0, journal, show)
+    finally:
+        if own:
+            cluster.stop()
+        else:
+            _keep_cluster_logs(cluster)
+    ops, truncated = store.read_ops(run_dir)
+    tables = store.flatten(ops, truncated)
+    store.save(tables, run_dir)
+    journal.faults = fault_runs(store.fault_events(tables.faults), planned)
+    journal.finished = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    journal.save(folder)
+    verdict = verdict_file.assemble(check(tables), journal, journal.expected)
+    verdict_file.write(verdict, folder)
+    if report:
+        _write_report(run_dir)
+    after_run(run_dir)  # results/latest and results/index.html; logs, never raises
+    return RunResult(folder, verdict, journal)
+
+
+
+def _kafka_version(cluster: Cluster, asked: str | None) -> str | None:
+    return getattr(getattr(cluster, "artifacts", None), "kafka_version", asked)
+
+
+def check_fault_levels(faults: list[Fault], kafka_version: str | None) -> None:
+    """Every ``set-transaction-version`` fault's level must be one the release accepts
+    (ConfigError before the run starts; the fault asks the running brokers again when it applies)."""
+    for f in faults:
+        level = getattr(f, "level", None)
+        if f.kind == "set-transaction-version" and kafka_version and level is not None:
+            check_transaction_version(kafka_version, level, flag=f"fault set-transaction-version at {f.at:g}s: level")
+
+
+def run_on_shared(sc: Scenario, backend: Backend, seed: int, run_dir: Path, cluster: Cluster,
+                  source: str | None = None) -> RunResult:
+    """Run ``sc`` on a cluster shared by many runs (a test session's, a soak's). A scenario with
+    broker settings a running cluster cannot take (transactional.id.expiration.ms) gets a cluster
+    of its own with them; one cluster at a time, so the shared one makes way and comes back."""
+    if not sc.broker_config:
+        return run(sc, backend, seed, run_dir, cluster=cluster, source=source)
+    cluster.stop()
+    try:
+        return run(sc, backend, seed, run_dir, attach=False, source=source, transaction_version=cluster.transaction_version)
+    finally:
+        cluster.start()
+
+
+def _keep_cluster_logs(cluster: Cluster) -> None:
+    """A shared cluster's logs so far, where this run's report links them; a failure is logged."""
+    try:
+        cluster.keep_logs()
+    except Exception as exc:  # noqa: BLE001 - the logs are a convenience; the verdict is what counts
+        log.info(f"the cluster's logs could not be copied into {cluster.run_dir} ({type(exc).__name__}: {exc})")
+
+
+def _write_report(run_dir: Path) -> None:
+    """The run's report.html; a report that cannot be made is logged, never fails the run (the
+    verdict is what counts, and ``eos-chaos report RUN_DIR`` can make it again)."""
+    from harness.report import write_report
+
+    try:
+        path = write_report(run_dir)
+        log.info(f"report: {path}")
+    except Exception as exc:  # noqa: BLE001 - see docstring
+        log.info(f"report.html could not be written ({type(exc).__name__}: {exc}); try: eos-chaos report {run_dir}")
+
+
+def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, folder: RunFolder, t0: int,
+            journal: Journal, show: Callable[[Path, float, Callable[[], list[str]]], Any] | None) -> None:
+    run_dir = folder.path
+    started_us = time.time_ns() // 1000  # the wire proxy stamps its events with wall-clock microseconds
+    with Recorder(run_dir, "runner") as rec:
+        admin = admin_client(cluster.direct_bootstrap)
+        # the Spark job's marker topic is compacted (one marker per batch id, kept forever)
+        compacted = {w.settings["markers"] for w in sc.workloads if w.kind == "spark-job" and "markers" in w.settings}
+        for topic in sc.topics:
+            create_topic(admin, topic, sc.partitions, config={"cleanup.policy": "compact"} if topic in compacted else None)
+        env = {**os.environ, **procs.tags(cluster.cluster_id, os.getpid()), ENV_T0: str(t0)}
+        spark = start_spark_cluster(sc, cluster, run_dir, env)
+        sup = Supervisor(run_dir, env)
+        nemesis = Nemesis(cluster, sup, rec, faults, seed, sc.target_defaults(), spark=spark)
+        thread: threading.Thread | None = None
+        zombie_thread: threading.Thread | None = None
+        progress = show(run_dir, sc.duration, nemesis.active_faults) if show else None
+        try:
+            for kind, cfg, now in workload_configs(sc, run_dir, cluster.bootstrap, seed):
+                sup.start(kind, cfg) if now else sup.register(kind, cfg)
+            sup.keep_restarting()
+            log.info(f"workloads started: {', '.join(sup.procs)}; running {sc.duration:.0f}s")
+            if progress is not None:
+                progress.set_phase("running")
+            thread = threading.Thread(target=nemesis.run, name="nemesis", daemon=True)
+            journal.schedule_t0_s = rec.now() / 1e9  # the nemesis counts its schedule from here
+            thread.start()
+            if sup.of_kind("zombie"):
+                zombie_thread = threading.Thread(target=_guarded(nemesis.zombie, nemesis.errors), name="zombie", daemon=True)
+                zombie_thread.start()
+            try:
+                nemesis.stop.wait(sc.duration)
+                # a fault due in the run that waits for the node fault before it to heal begins late
+                nemesis.await_begun()
+                # a driver killed late in the run replays its batch after the duration: wait for it
+                journal.not_recovered = sup.await_recovered()
+            except KeyboardInterrupt:
+                journal.interrupted = True
+                log.info("interrupted: stopping the workloads, healing, then checking what ran")
+        finally:
+            if progress is not None:
+                progress.set_phase("healing")
+            nemesis.stop.set()
+            killed = sup.stop_all()
+            for th in (thread, zombie_thread):
+                if th is not None:
+                    th.join(timeout=300)
+            problems = heal_all(cluster) + stop_spark_cluster(spark)
+            keep_wire_events(cluster, folder, started_us)
+            journal.healed, journal.heal_problems = not problems, problems
+            journal.nemesis_errors, journal.workloads_killed_at_stop = list(nemesis.errors), killed
+            journal.save(folder)  # the heal is on record even if the final reads fail
+        log.info("healed; final reads over the DIRECT listener" if not problems else f"heal problems: {problems}")
+        if progress is not None:
+            progress.set_phase("final reads")
+        try:
+            final_reads(cluster, sc, rec)
+        finally:
+            if progress is not None:
+                progress.close()
+
+
+def start_spark_cluster(sc: Scenario, cluster: Cluster, run_dir: Path, env: dict[str, str]) -> SparkStandalone | None:
+    """The run's standalone Spark cluster (``spark: standalone``), started and named to the Spark
+    job through ``env``; None for ``spark: local``."""
+    if sc.spark != "standalone":
+        return None
+    spark = SparkStandalone(run_dir / "spark-cluster", cluster.cluster_id)
+    spark.start()
+    log.info(f"Spark standalone cluster: master {spark.master_url}, workers {spark.worker_ids()} (pids "
+             f"{sorted(spark.worker_pids.values())})")
+    env[ENV_JOB_MASTER], env[ENV_JOB_CONF] = spark.master_url, json.dumps(EXECUTOR_CONF)
+    return spark
+
+
+def stop_spark_cluster(spark: SparkStandalone | None) -> list[str]:
+    """Heal the Spark cluster (every paused process resumed, every worker up and registered: the
+    proof its faults ended), then stop it; what could not be healed."""
+    if spark is None:
+        return []
+    try:
+        problems = [f"spark: {p}" for p in spark.heal()]
+    finally:
+        gone = spark.stop()
+    log.info(f"Spark standalone cluster stopped ({len(gone)} processes)" + (f"; heal problems: {problems}" if problems else ""))
+    return problems
+
+
+def keep_wire_events(cluster: Cluster, folder: RunFolder, since_us: int) -> None:
+    """The wire proxy's events of this run into its folder. A cluster the run started writes them
+    there already; a shared one (a matrix's, a soak's, a test session's) keeps one log for all its
+    runs, so the run keeps its own slice: the events from its start on (after heal, so the late
+    deliveries the heal flushed are in). A log that cannot be read is said, never fails the run."""
+    source = cluster.wire_events
+    if source.absolute() == folder.wire_events.absolute() or not source.exists():
+        return
+    try:
+        with source.open() as f:
+            kept = [line for line in f if _stamp_us(line) >= since_us]
+        write_text(folder.wire_events, "".join(kept))
+    except OSError as exc:
+        log.info(f"the wire proxy's events could not be kept in the run folder ({exc}); they are in {source}")
+
+
+def _stamp_us(line: str) -> int:
+    """An event line's wall-clock stamp; -1 for a line that is not a whole event (the proxy may be
+    writing the last one as we read)."""
+    try:
+        return int(json.loads(line).get("unix_us", -1))
+    except (ValueError, AttributeError, TypeError):
+        return -1
+
+
+def _guarded(fn: Callable[[], None], errors: list[str]) -> Callable[[], None]:
+    def body() -> None:
+        try:
+            fn()
+        except Exception as exc:  # noqa: BLE001 - recorded in the verdict
+            errors.append(f"{fn.__name__}: {type(exc).__name__}: {exc}")
+    return body
+
+
+def final_reads(cluster: Cluster, sc: Scenario, rec: Recorder) -> None:
+    """How long each partition's LSO took to catch up; every partition from offset 0 to its end,
+    read_committed and read_uncommitted; and the copier group's committed offsets: all over DIRECT,
+    which no fault touches."""
+    lag, stuck = lso_lag(cluster.direct_bootstrap, sc.topics, sc.partitions, sc.lso_bound_s)
+    lags = {tp_key(t, p): v for (t, p), v in lag.items()}
+    stalled_at = {tp_key(t, p): v for (t, p), v in stuck.items()}
+    rec.event("final", LSO, {"bound_s": sc.lso_bound_s, "lag_s": lags, "stalled_at": stalled_at}, type_="ok")
+    for iso in (READ_COMMITTED, READ_UNCOMMITTED):
+        value: dict[str, list[list[object]]] = {}
+        for topic in sc.topics:
+            # a hanging transaction keeps the LSO where it is: read up to it, lso-stall reports it
+            back = read_all(cluster.direct_bootstrap, topic, sc.partitions, iso, stable=not stalled_at)
+            for p, recs in back.records.items():
+                value[tp_key(topic, p)] = [[o, v] for o, v in recs]
+        rec.event("final", SCAN, value, type_="ok", isolation=iso)
+    if any(w.kind == "copier" for w in sc.workloads):
+        admin = admin_client(cluster.direct_bootstrap)
+        copier = next(w for w in sc.workloads if w.kind == "copier")
+        src, group = copier.settings["input"], copier.settings.get("group", registry.COPIER_GROUP)
+        req = ConsumerGroupTopicPartitions(group, [TopicPartition(src, p) for p in range(sc.partitions)])
+        res = admin.list_consumer_group_offsets([req])[group].result(timeout=60)
+        rec.event("final", GROUP_OFFSETS, {tp_key(tp.topic, tp.partition): tp.offset for tp in res.topic_partitions
+                                            if tp.offset >= 0}, type_="ok")
+
+
+
+def rerun_check(run_dir: Path, engine: str = "default") -> dict[str, Any]:
+    """``eos-chaos check RUN_DIR``: the checker again, from the folder's history alone, assembled
+    with its journal's run facts and its expectation (the journal's; for an older folder, the old
+    verdict's) into a new ``verdict.json``; the report is made again from it. Returns the verdict."""
+    folder = RunFolder(run_dir)
+    journal = Journal.load(folder)
+    old = verdict_file.load(folder) or {}
+    expected = journal.expected if journal is not None else old.get("expected")
+    if engine == "spark":
+        from harness.checker.spark_engine import check_run
+        from harness.sparkjob.session import checker_session
+
+        with checker_session() as spark:
+            checked = check_run(run_dir, spark)
+    else:
+        checked = check(store.load(run_dir))
+    verdict = verdict_file.assemble(checked, journal, expected)
+    verdict_file.write(verdict, folder)
+    if folder.scenario.exists():  # a bare history (copied out of a run) has no report to make
+        _write_report(run_dir)
+    return verdict

@@ -1,0 +1,368 @@
+"""Scenarios: which workloads run, for how long, which faults hit, and what the verdict must say.
+Built-in scenarios are YAML files in ``harness/scenarios/``; each is validated (pydantic) before
+anything starts, and an error names the file, the field and what is allowed.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from pathlib import Path
+from typing import Annotated, Any, Literal, get_args
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic_core import PydanticCustomError
+
+from chaos.faults import REGISTRY, Fault, FaultKind, needing, spark_cluster_kinds
+from chaos.targets import TargetDefaults
+from harness.base.errors import ConfigError
+from harness.workloads import registry
+from harness.workloads.clients import DEFAULT_LIBRARY
+from harness.workloads.clients import parse as parse_library
+
+#: ``Fault`` is re-exported: a scenario's faults, as the runner and the plugin name them.
+__all__ = ["LIBRARY", "MAX_DURATION_S", "Expect", "Fault", "Mix", "Scenario", "Workload", "WorkloadKind", "load", "names"]
+
+LIBRARY = Path(__file__).resolve().parents[1] / "scenarios"
+WorkloadKind = registry.KindName
+#: A run lasts at most a day: longer is a typo (or ``inf``), and a dry run of it would never end.
+MAX_DURATION_S = 24 * 3600.0
+#: After heal, every partition's last stable offset must reach its high watermark within this long
+#: (the scenario's ``lso_bound_s``). Longer than transaction.timeout.ms (60 s, workloads/client.py)
+#: plus the coordinator's abort check interval (5 s, clusters/render.py): a transaction left open by
+#: a killed producer is aborted by then; past it, a transaction hangs and lso-stall reports it.
+LSO_BOUND_S = 90.0
+
+
+#: A finite, non-negative number of seconds (up to a run's longest).
+Seconds = Annotated[float, Field(ge=0, le=MAX_DURATION_S, allow_inf_nan=False)]
+
+
+def _invalid(where: tuple[str | int, ...], message: str) -> PydanticCustomError:
+    """A problem found across fields, located at ``where`` (pydantic would place it at the root)."""
+    return PydanticCustomError("scenario", "{message}", {"message": message, "where": where})
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Workload(Strict):
+    kind: WorkloadKind
+    count: int = Field(1, ge=1, le=16)
+    #: workload settings: each kind's model in harness/workloads/registry.py (names, defaults, bounds)
+    settings: dict[str, Any] = {}
+    #: the client library its processes run on: ``NAME`` or ``NAME@VERSION`` (harness/workloads/clients)
+    library: str = DEFAULT_LIBRARY
+    #: the library's own settings on top of the workload's: how negative controls misconfigure a client
+    client: dict[str, Any] = {}
+
+    @field_validator("settings")
+    @classmethod
+    def _settings_of_kind(cls, settings: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        if "kind" in info.data:  # else the kind itself is wrong, and said so
+            registry.check_settings(info.data["kind"], settings)
+        return settings
+
+    @model_validator(mode="after")
+    def _library_of_kind(self) -> Workload:
+        registry.check_library(self.kind, self.library, self.settings)
+        return self
+
+
+class Mix(Strict):
+    """Faults drawn from the seed: one at a time, each ``duration`` long, ``gap`` apart."""
+
+    #: (kind, weight) pairs
+    kinds: list[tuple[FaultKind, Seconds]]
+    start: Seconds = Field(5.0, description="seconds before the first fault")
+    #: (shortest, longest) of a fault; a nan here would make planning loop for ever
+    duration: tuple[Seconds, Seconds] = (3.0, 8.0)
+    gap: tuple[Seconds, Seconds] = (3.0, 10.0)
+    #: no fault may still run this close to the end (workloads get a calm tail before heal)
+    quiet_end: Seconds = 5.0
+    #: kill-workload: which workload kinds may be hit
+    workloads: list[WorkloadKind] = []
+
+
+class Expect(Strict):
+    #: the verdict the run must reach; null: a hunt (kip890-*), where either verdict is an answer and
+    #: only the other expectations (minimums, a healed run) decide whether the run tested anything
+    valid: bool | None = True
+    #: checks that must find something (negative controls)
+    fires: list[str] = []
+    min_ok_txns: int = 0
+    min_fenced: int = 0
+    #: producers dropped after an indefinite outcome (txn-producer ``recreate_on_indefinite``)
+    min_recreated: int = 0
+    #: error names the clients must have met (``stats.errors_seen``): proof that an incident
+    #: replay reproduced the incident, e.g. ``_TIMED_OUT`` for a commit that timed out
+    errors: list[str] = []
+    #: Spark job: micro-batches committed, and replayed batches skipped because their marker was
+    #: committed (proof that a kill hit the window between Kafka's commit and Spark's commit log)
+    min_spark_batches: int = 0
+    min_replays_skipped: int = 0
+
+
+class Scenario(Strict):
+    name: str
+    description: str
+    duration: float = Field(45.0, gt=0, le=MAX_DURATION_S, allow_inf_nan=False)
+    topics: list[str] = ["eos-a", "eos-b"]
+    partitions: int = Field(3, ge=1, le=64)
+    workloads: list[Workload]
+    faults: list[Fault] = []
+    mix: Mix | None = None
+    broker_config: dict[str, str] = {}
+    #: how long the final reads wait for every partition's LSO to reach its end before lso-stall
+    #: reports it stuck. Shorter than the default only where no producer that may be killed
+    #: mid-transaction has the default 60 s transaction timeout (negative-lso-stall: its only
+    #: producer's timeout is 10 min, so it hangs whatever the bound)
+    lso_bound_s: float = Field(LSO_BOUND_S, ge=10, le=3600, allow_inf_nan=False)
+    #: where the Spark job runs: local (``local[2]`` inside its driver) or standalone (a master and
+    #: two workers the run starts, clusters/spark_standalone.py; executor and worker faults need it)
+    spark: Literal["local", "standalone"] = "local"
+    expect: Expect = Expect()
+
+    @model_validator(mode="after")
+    def _workloads_for_faults(self) -> Scenario:
+        kinds = {w.kind for w in self.workloads}
+        wanted = {f.kind for f in self.faults} | {k for k, _ in (self.mix.kinds if self.mix else [])}
+        for needed in get_args(WorkloadKind):
+            if wanted & set(needing(needed)) and needed not in kinds:
+                raise ValueError(f"faults {sorted(wanted & set(needing(needed)))} need a {needed} workload; this "
+                                 f"scenario has {sorted(kinds)}")
+        cluster_faults = sorted(wanted & set(spark_cluster_kinds()))
+        if cluster_faults and self.spark != "standalone":
+            raise _invalid(("spark",), f"faults {cluster_faults} act on a standalone Spark cluster; set spark: standalone "
+                                       f"(it is {self.spark})")
+        if self.spark == "standalone" and "spark-job" not in kinds:
+            raise _invalid(("spark",), f"standalone: a Spark cluster runs a spark-job workload; this scenario has {sorted(kinds)}")
+        allowed = get_args(WorkloadKind)
+        for i, f in enumerate(self.faults):
+            workload = getattr(f, "workload", None)
+            if workload is not None and workload not in allowed:
+                raise _invalid(("faults", i, "workload"), f"{workload!r}; allowed: {', '.join(allowed)}")
+        for i, w in enumerate(self.workloads):
+            missing = [k for k in registry.kind(w.kind).required_topics(w.settings) if w.settings.get(k) not in self.topics]
+            if missing:
+                raise _invalid(("workloads", i, "settings"), f"a {w.kind} workload needs settings {missing}, "
+                                                              f"each one of the scenario's topics {self.topics}")
+        return self
+
+    def with_duration(self, seconds: float, flag: str = "--duration") -> Scenario:
+        """This scenario lasting ``seconds`` instead; ConfigError naming ``flag`` unless
+        0 < seconds <= 24 h (inf and nan included)."""
+        if not (math.isfinite(seconds) and 0 < seconds <= MAX_DURATION_S):
+            raise ConfigError(f"{flag} {seconds}: a run lasts more than 0 and at most {MAX_DURATION_S:.0f} "
+                              "seconds (24 h)")
+        return self.model_copy(update={"duration": seconds})
+
+    def with_library(self, library: str, flag: str = "--library") -> Scenario:
+        """This scenario with every workload that can choose running on ``library``; ConfigError
+        naming ``flag`` for an unknown library. Kinds bound to one library keep theirs."""
+        try:
+            parse_library(library)
+        except ValueError as exc:
+            raise ConfigError(f"{flag}: {exc}") from None
+        workloads = [w.model_copy(update={"library": library})
+                     if parse_library(library).name in registry.kind(w.kind).libraries else w for w in self.workloads]
+        for w in workloads:
+            try:
+                registry.check_library(w.kind, w.library, w.settings)
+            except ValueError as exc:
+                raise ConfigError(f"{flag} {library}: {exc}") from None
+        return self.model_copy(update={"workloads": workloads})
+
+    def target_defaults(self) -> TargetDefaults:
+        """What fault roles are of when a fault gives no ``of``: the first topic, the first
+        txn-producer's transactional.id, the (first) copier's group."""
+        from harness.workloads.txn_producer import transactional_id
+
+        groups = [str(w.settings.get("group", registry.COPIER_GROUP)) for w in self.workloads if w.kind == "copier"]
+        return TargetDefaults(topic=self.topics[0] if self.topics else None,
+                              transactional_id=transactional_id("txn-producer-0"),
+                              group=groups[0] if groups else None)
+
+
+def names() -> list[str]:
+    return sorted(p.stem for p in LIBRARY.glob("*.yaml"))
+
+
+def load(name_or_path: str) -> Scenario:
+    """The scenario of that name in the library, or in that file; ConfigError (naming the file, the
+    line, the field in the scenario's own words and what is allowed) if it is not valid."""
+    path = Path(name_or_path)
+    if not path.suffix and not path.is_file():  # a name; an existing file is loaded whatever its name
+        path = LIBRARY / f"{name_or_path}.yaml"
+        if not path.exists():
+            raise ConfigError(f"unknown scenario {name_or_path!r}; known: {', '.join(names())}")
+    if not path.exists():
+        raise ConfigError(f"scenario file {path} does not exist")
+    if path.is_dir():
+        raise ConfigError(f"scenario file {path} is a folder, not a YAML file")
+    try:
+        text = path.read_text()
+        data = yaml.safe_load(text)
+        root = yaml.compose(text)
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}:1: a scenario is a mapping (name, description, workloads, faults, ...), "
+                          f"not {type(data).__name__ if data is not None else 'an empty file'}")
+    try:
+        sc = Scenario.model_validate(data)
+    except ValidationError as exc:
+        problems = [_problem(path, root, data, e) for e in exc.errors()]
+        raise ConfigError("invalid scenario:\n  " + "\n  ".join(problems)) from exc
+    late = [i for i, f in enumerate(sc.faults) if f.at > sc.duration]
+    if late:
+        problems = [f"{path}:{_line(root, ('faults', i, 'at'))}: {_where(('faults', i, 'at'), data)[0]}: "
+                    f"{sc.faults[i].at:g}s is past the scenario's end (duration {sc.duration:g}s)" for i in late]
+        raise ConfigError("invalid scenario:\n  " + "\n  ".join(problems))
+    return sc
+
+
+def problems(exc: ValidationError, data: Any) -> list[str]:
+    """``exc`` (a scenario validated from ``data``, not from a file) as one line per problem, in the
+    scenario's own words (``faults[0] (kill at 5s) target: ...``): what the pytest plugin says of
+    ``run_scenario`` overrides."""
+    out = []
+    for e in exc.errors():
+        loc = tuple((e.get("ctx") or {}).get("where", e["loc"])) + (("kind",) if e["type"].startswith("union_tag") else ())
+        words, located = _where(loc, data)
+        out.append(f"{words + ': ' if words else ''}{_message(e, located, data)}")
+    return out
+
+
+def _problem(path: Path, root: yaml.Node | None, data: Any, e: Any) -> str:
+    """One pydantic error as ``file:line: where: what (allowed: ...)``."""
+    loc = tuple((e.get("ctx") or {}).get("where", e["loc"]))
+    if e["type"] in ("union_tag_invalid", "union_tag_not_found"):
+        loc += ("kind",)  # the fault's kind is what is wrong
+    words, located = _where(loc, data)
+    return f"{path}:{_line(root, located)}: {words + ': ' if words else ''}{_message(e, located, data)}"
+
+
+def _where(loc: tuple[Any, ...], data: Any) -> tuple[str, tuple[Any, ...]]:
+    """``loc`` in the scenario's own words (``faults[0] (kill at 5s) target``) and the part of it
+    that exists in the file. pydantic's union tags (``kill``, ``literal[...]``) are dropped."""
+    words, node = "", data
+    located: list[Any] = []
+    tag = None  # a fault's kind, which pydantic puts in the path right after the fault
+    for i, key in enumerate(loc):
+        if key == tag:
+            tag = None
+            continue
+        tag = None
+        if isinstance(node, list) and isinstance(key, int) and key < len(node):
+            node = node[key]
+            words += f"[{key}]"
+            if located == ["faults"] and isinstance(node, dict):
+                tag = node.get("kind")
+                if "at" in node and "kind" in node:
+                    words += f" ({node['kind']} at {node['at']}s)"
+        elif isinstance(node, dict) and str(key) in node:
+            node = node[str(key)]
+            words += (" " if words.endswith(")") else "." if words else "") + str(key)
+        elif i == len(loc) - 1 and str(key) in _FIELDS:  # a missing field
+            words += (" " if words.endswith(")") else "." if words else "") + str(key)
+            continue
+        else:
+            continue
+        located.append(key)
+    return words, tuple(located)
+
+
+def _message(e: Any, loc: tuple[Any, ...], data: Any) -> str:
+    """pydantic's message in the scenario's words, with the allowed keys or values and a "did you
+    mean" where one is close."""
+    kind = e["type"]
+    if kind == "extra_forbidden":
+        owners = [k for k, m in REGISTRY.items() if str(loc[-1]) in m.model_fields]
+        node = _at(loc[:-1], data)
+        if owners and loc[0] == "faults" and isinstance(node, dict):
+            return f"`{loc[-1]}` is for {_and(owners)} only, not {node.get('kind')}"
+        return f"unknown key (allowed: {', '.join(_fields_at(loc[:-1], data))}){_did_you_mean(loc[-1], _fields_at(loc[:-1], data))}"
+    if kind == "literal_error":
+        allowed = [x.strip(" '") for x in str(e["ctx"]["expected"]).replace(" or ", ", ").split(",")]
+        return f"{e.get('input')!r}; allowed: {', '.join(allowed)}{_did_you_mean(e.get('input'), allowed)}"
+    if kind == "union_tag_invalid":
+        return (f"{e['ctx']['tag']!r} is not a fault kind; allowed: {', '.join(REGISTRY)}"
+                f"{_did_you_mean(e['ctx']['tag'], list(REGISTRY))}")
+    if kind == "union_tag_not_found":
+        return f"missing; a fault needs a kind, one of: {', '.join(REGISTRY)}"
+    if kind == "missing":
+        return "missing (required)"
+    if kind in ("model_type", "dict_type", "model_attributes_type"):
+        return f"should be a mapping (key: value), not {type(e.get('input')).__name__}"
+    msg = str(e["msg"])
+    return msg.removeprefix("Value error, ").replace("Input should be", "should be")
+
+
+def _at(loc: tuple[Any, ...], data: Any) -> Any:
+    """The value at ``loc`` in the file's data (None where there is none)."""
+    for key in loc:
+        data = data[key] if isinstance(data, (list, dict)) and (key in data if isinstance(data, dict) else key < len(data)) else None
+    return data
+
+
+def _and(items: list[str]) -> str:
+    """``a, b and c``."""
+    return " and ".join(items) if len(items) <= 2 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+def _did_you_mean(value: Any, allowed: list[str]) -> str:
+    close = difflib.get_close_matches(str(value), allowed, n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def _line(root: yaml.Node | None, loc: tuple[Any, ...]) -> int:
+    """The 1-based line of the YAML node at ``loc`` (or of its nearest parent that exists)."""
+    node, line = root, 1
+    for key in loc:
+        if node is None:
+            break
+        line = node.start_mark.line + 1
+        if isinstance(node, yaml.MappingNode):
+            match = [(k, v) for k, v in node.value if k.value == str(key)]
+            if not match:
+                break
+            line = match[0][0].start_mark.line + 1
+            node = match[0][1]
+        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
+            node = node.value[key]
+            line = node.start_mark.line + 1
+        else:
+            break
+    return line
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    """The pydantic models an annotation holds (``list[Workload]`` -> Workload; ``list[Fault]`` ->
+    every fault kind's model)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [m for arg in get_args(annotation) for m in _models_in(arg)]
+
+
+def _fields_at(loc: tuple[Any, ...], data: Any) -> list[str]:
+    """The keys the model allows at ``loc`` (e.g. ("faults", 0) -> the fault kind's fields)."""
+    models: list[type[BaseModel]] = [Scenario]
+    for key in loc:
+        if isinstance(key, int):
+            continue
+        field = models[0].model_fields.get(str(key))
+        models = _models_in(field.annotation) if field is not None else []
+        if not models:
+            return []
+    node = _at(loc, data)
+    if len(models) > 1 and isinstance(node, dict):
+        models = [REGISTRY[node["kind"]]] if node.get("kind") in REGISTRY else models
+    return list(models[0].model_fields)
+
+
+#: Every field name a scenario file may hold (to tell a missing field from a pydantic union tag).
+_MODELS: list[type[BaseModel]] = [Scenario, Workload, Mix, Expect, *REGISTRY.values()]
+_FIELDS = {f for m in _MODELS for f in m.model_fields}

@@ -1,0 +1,1 @@
+"""A run folder's files: names and atomic writes, the journal, the run's facts."""

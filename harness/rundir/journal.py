@@ -1,0 +1,153 @@
+"""The run journal (``journal.json``): what a run was and what happened to it apart from the
+history — the scenario as run, seed, backend, versions, the command that runs it again, the fault
+schedule planned and the faults as they ran, the heal, the nemesis's errors, an interruption. The
+runner writes it at the start and rewrites it as it learns more; ``verdict.json``'s ``run`` section
+and the report are made from it (harness/run/verdict_file.py), never from the checker's figures."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from harness.base.errors import ConfigError
+from harness.rundir.runfolder import RunFolder, write_json
+
+#: Bumped when a field changes meaning or goes; new optional fields keep it.
+FORMAT = 1
+#: Fault kinds the nemesis records under another name (it kills the leader it resolved).
+_RECORDED_AS = {"kill-leader": "kill"}
+
+
+class FaultRun(BaseModel):
+    """One fault as it ran: when it started and ended (seconds on the history's clock) and which
+    entry of the schedule it ran for."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: str
+    #: index into ``Journal.schedule``; None when no planned fault of this kind is left (a test's
+    #: ``nemesis`` fixture injects faults no schedule planned)
+    planned: int | None
+    start_s: float
+    #: None: never ended by itself (the run stopped first; the heal ended it)
+    end_s: float | None
+    #: the nemesis's record of it: node, links, target, workload, ...
+    detail: dict[str, Any] = Field(default_factory=dict)
+
+
+class Journal(BaseModel):
+    """Everything a run folder records about its run that is not in the history."""
+
+    # a journal a newer eos-chaos wrote (more fields, same format) still reads: check and report work
+    model_config = ConfigDict(extra="ignore")
+
+    format: int = FORMAT
+    scenario: str
+    #: what the run was given: a library name or a YAML file
+    source: str
+    #: the scenario as run (topic names made unique to the run, the seed's schedule in ``schedule``)
+    resolved: dict[str, Any]
+    seed: int
+    backend: str
+    kafka_version: str | None = None
+    versions: dict[str, Any] = Field(default_factory=dict)
+    #: the transaction.version the run asked the cluster to be formatted at (None: any; the
+    #: release's default for a cluster the run starts)
+    transaction_version_asked: int | None = None
+    #: the cluster's finalized feature levels read back when the run began (harness/kafka/features.py):
+    #: ``transaction.version``, ``metadata.version``, ...; the level in force, not the flag
+    features: dict[str, int] = Field(default_factory=dict)
+    #: the command that runs the same scenario again (harness/rundir/runinfo.py)
+    command: str | None = None
+    started: str = Field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+    finished: str | None = None
+    #: the faults planned for this seed (harness/schedule.py), in start order
+    schedule: list[dict[str, Any]] = Field(default_factory=list)
+    #: when the nemesis began its schedule, in seconds on the history's clock: a fault planned
+    #: ``at`` seconds in was due at ``schedule_t0_s + at`` (the cluster's start comes before it)
+    schedule_t0_s: float | None = None
+    faults: list[FaultRun] = Field(default_factory=list)
+    healed: bool | None = None
+    heal_problems: list[str] = Field(default_factory=list)
+    nemesis_errors: list[str] = Field(default_factory=list)
+    interrupted: bool = False
+    #: what a cluster left up by another command had still faulted when this run began (healed then)
+    faulted_at_start: list[str] = Field(default_factory=list)
+    workloads_killed_at_stop: list[str] = Field(default_factory=list)
+    #: restarted Spark drivers that finished no micro-batch before the recovery deadline (their
+    #: replay was not judged), each with the last state seen
+    not_recovered: list[str] = Field(default_factory=list)
+    #: the scenario's expectation (harness/run/scenario.py ``Expect``)
+    expected: dict[str, Any] = Field(default_factory=dict)
+    #: the run folder of the cluster the run used, when it is not this one (a shared cluster: a pytest
+    #: session's, a soak's, ``cluster up``'s): where the brokers' and Toxiproxy's logs are
+    cluster_dir: str | None = None
+
+    def save(self, folder: RunFolder) -> None:
+        """Write (or rewrite) ``journal.json``, atomically."""
+        write_json(folder.journal, self.model_dump(mode="json"))
+
+    @classmethod
+    def load(cls, folder: RunFolder) -> Journal | None:
+        """The folder's journal; None for a folder made before runs kept one. ``ConfigError`` when it
+        is broken."""
+        data = folder.read_json(folder.journal)
+        if data is None:
+            return None
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            raise ConfigError(f"{folder.journal}: not a run journal ({exc.error_count()} problems, the first: "
+                              f"{'.'.join(map(str, exc.errors()[0]['loc']))}: {exc.errors()[0]['msg']})") from None
+
+    def run_facts(self) -> dict[str, Any]:
+        """``verdict.json``'s ``run`` section: how the run went, apart from what the history shows."""
+        return {"healed": self.healed, "heal_problems": self.heal_problems, "nemesis_errors": self.nemesis_errors,
+                "interrupted": self.interrupted, "faulted_at_start": self.faulted_at_start,
+                "workloads_killed_at_stop": self.workloads_killed_at_stop, "not_recovered": self.not_recovered,
+                "transaction_version": self.transaction_version, "features": self.features}
+
+    @property
+    def transaction_version(self) -> int | None:
+        """The transaction.version read back when the run began (None: not recorded)."""
+        return self.features.get("transaction.version")
+
+
+def fault_runs(events: list[dict[str, Any]], schedule: list[dict[str, Any]]) -> list[FaultRun]:
+    """The nemesis's fault events (history ops of ``f: fault``, each ``value`` with ``kind`` and
+    ``phase`` start|stop) as faults with start and end, each tied to the schedule entry it ran for:
+    the first planned fault of its kind not yet started, else (a fault repeated ``every`` few
+    seconds, a rolling restart's nodes) the last one of its kind that was."""
+    runs: list[FaultRun] = []
+    open_: dict[tuple[str, ...], list[FaultRun]] = {}
+    claimed: set[int] = set()
+    for op in sorted(events, key=lambda op: op["time"]):
+        v = op.get("value") or {}
+        if "kind" not in v:
+            continue
+        t = op["time"] / 1e9
+        if v.get("phase") == "start":
+            run = FaultRun(kind=v["kind"], planned=_planned(v["kind"], schedule, claimed), start_s=t, end_s=None,
+                           detail={k: x for k, x in v.items() if k not in ("kind", "phase")})
+            runs.append(run)
+            open_.setdefault(_pairing(v), []).append(run)
+        elif v.get("phase") == "stop" and open_.get(_pairing(v)):
+            open_[_pairing(v)].pop(0).end_s = t
+    return runs
+
+
+def _pairing(value: dict[str, Any]) -> tuple[str, ...]:
+    # the nemesis's own pairing: a stop carries its start's kind and node / links / workload
+    return value["kind"], str(value.get("node")), str(value.get("links")), str(value.get("workload"))
+
+
+def _planned(kind: str, schedule: list[dict[str, Any]], claimed: set[int]) -> int | None:
+    mine = [i for i, f in enumerate(schedule) if _RECORDED_AS.get(f.get("kind", ""), f.get("kind")) == kind]
+    fresh = [i for i in mine if i not in claimed]
+    if fresh:
+        claimed.add(fresh[0])
+        return fresh[0]
+    started = [i for i in mine if i in claimed]
+    return started[-1] if started else None

@@ -1,0 +1,178 @@
+"""A run folder: one per run under ``results/``, named so they sort by time. ``RunFolder`` owns the
+name of every file in it and every write of one, each atomic (temp file + ``os.replace``): a reader,
+or a run killed mid-write, sees the old file or the new one, never half of one.
+
+Layout::
+
+    scenario.json      the resolved scenario (with seed and schedule), written once at the start
+    journal.json       the run facts (harness/rundir/journal.py), written at the start and rewritten at the end
+    verdict.json       the checker's verdict + run facts + expectation (harness/run/verdict_file.py)
+    report.html        what a person reads (harness/report)
+    run.log            the run's narrative (harness/base/logsetup.py)
+    history/           one JSON-lines file per process (harness/history/recorder.py)
+    history.parquet/   the history as tables (harness/history/store.py)
+    workloads/         each workload's config and log (harness/run/supervisor.py)
+    nodes/             each broker's config, data and log (clusters/)
+    soak.json, soak.html   a soak's summary (harness/campaigns/soak.py), in the soak's folder
+
+Beside the run folders, in the results folder: ``index.html``, every run in it (harness/report/
+index_page.py), and ``latest``, a relative symlink to the run that finished last (one with a
+verdict, so a report); both are rewritten when a run finishes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.base.errors import ConfigError
+from harness.base.paths import results_dir
+
+SCENARIO = "scenario.json"
+JOURNAL = "journal.json"
+VERDICT = "verdict.json"
+REPORT = "report.html"
+RUN_LOG = "run.log"
+#: The history's folders. Their names belong to the history package (recorder.HISTORY_DIR,
+#: store.PARQUET_DIR), which sits above this module and so cannot be imported here;
+#: tests/unit/test_runfolder.py keeps the two spellings equal.
+HISTORY = "history"
+HISTORY_PARQUET = "history.parquet"
+WORKLOADS = "workloads"
+NODES = "nodes"
+#: the wire proxy's event log (clusters/kwire): the cluster's own when the run started the cluster,
+#: else the run's slice of a shared cluster's, copied at the end of the run
+WIRE_EVENTS = "wire-events.jsonl"
+SOAK_JSON = "soak.json"
+SOAK_HTML = "soak.html"
+#: in the results folder, beside the run folders
+INDEX = "index.html"
+LATEST = "latest"
+
+
+def new_run_id(kind: str) -> str:
+    """``20261123-043417-<kind>-<4 hex>``: sorts by time, unique among runs started the same second."""
+    return f"{time.strftime('%Y%m%d-%H%M%S')}-{kind}-{secrets.token_hex(2)}"
+
+
+def new_run_dir(kind: str, parent: Path | None = None) -> Path:
+    """A new, empty run folder under ``parent`` (default: the results folder)."""
+    d = (parent or results_dir()) / new_run_id(kind)
+    d.mkdir(parents=True, exist_ok=False)
+    return d
+
+
+def point_latest(results: Path, run_dir: Path) -> Path:
+    """``results/latest``, a relative symlink (it survives the results folder being moved or copied)
+    to ``run_dir``, replaced atomically: a reader sees the old run or the new one, never no link."""
+    link = results / LATEST
+    tmp = results / f".{LATEST}.tmp{os.getpid()}-{secrets.token_hex(4)}"
+    os.symlink(os.path.relpath(run_dir.resolve(), results.resolve()), tmp)
+    try:
+        os.replace(tmp, link)
+    finally:
+        tmp.unlink(missing_ok=True)  # only left when the rename failed
+    return link
+
+
+def write_text(path: Path, text: str) -> Path:
+    """``path`` holding ``text``, written through a temporary file and a rename."""
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)  # only left when the write failed
+    return path
+
+
+def write_json(path: Path, data: Any) -> Path:
+    """``path`` holding ``data`` as indented JSON (values JSON cannot hold as their ``str``), atomically."""
+    return write_text(path, json.dumps(data, indent=2, default=str) + "\n")
+
+
+@dataclass(frozen=True)
+class RunFolder:
+    """The files of the run folder at ``path`` (which may not exist yet: ``create`` makes it)."""
+
+    path: Path
+
+    @classmethod
+    def new(cls, kind: str, parent: Path | None = None) -> RunFolder:
+        """A new, empty run folder under ``parent`` (default: the results folder)."""
+        return cls(new_run_dir(kind, parent))
+
+    def create(self) -> RunFolder:
+        """This folder, made if missing (a ``--out`` folder may exist already)."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        return self
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @property
+    def scenario(self) -> Path:
+        return self.path / SCENARIO
+
+    @property
+    def journal(self) -> Path:
+        return self.path / JOURNAL
+
+    @property
+    def verdict(self) -> Path:
+        return self.path / VERDICT
+
+    @property
+    def report(self) -> Path:
+        return self.path / REPORT
+
+    @property
+    def run_log(self) -> Path:
+        return self.path / RUN_LOG
+
+    @property
+    def history(self) -> Path:
+        return self.path / HISTORY
+
+    @property
+    def history_parquet(self) -> Path:
+        return self.path / HISTORY_PARQUET
+
+    @property
+    def workloads(self) -> Path:
+        return self.path / WORKLOADS
+
+    @property
+    def nodes(self) -> Path:
+        return self.path / NODES
+
+    @property
+    def wire_events(self) -> Path:
+        return self.path / WIRE_EVENTS
+
+    @property
+    def soak_json(self) -> Path:
+        return self.path / SOAK_JSON
+
+    @property
+    def soak_html(self) -> Path:
+        return self.path / SOAK_HTML
+
+    def read_json(self, path: Path) -> dict[str, Any] | None:
+        """The JSON object in ``path`` (one of this folder's files), None if there is none;
+        ``ConfigError`` naming the file when it holds something else."""
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{path}: not valid JSON ({exc})") from None
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path}: a JSON object was expected, found {type(data).__name__}")
+        return data

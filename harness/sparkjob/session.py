@@ -1,0 +1,89 @@
+"""A Spark session sized for this machine: ``local[2]`` on 127.0.0.1, no UI, few shuffle
+partitions, the Kafka connector's jars from the cache. ``EOS_CHAOS_SPARK_MASTER`` points the
+checker's engine at a real Spark master instead (histories larger than one machine)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from clusters import artifacts
+from harness.base.errors import EnvironmentProblem
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+ENV_MASTER = "EOS_CHAOS_SPARK_MASTER"
+#: Two cores on the reference machine, shared with three brokers: two tasks at a time, and
+#: shuffles of a handful of partitions (Spark's 200 would be 200 tiny tasks per stage).
+LOCAL_MASTER = "local[2]"
+SHUFFLE_PARTITIONS = 4
+#: Driver heap (in local mode also the executors'): the job collects one micro-batch (a few
+#: thousand records); the checker's engine joins tens of millions of rows and spills what does
+#: not fit, so it gets more (24 GB machine; the brokers take ~1.5 GB).
+JOB_MEMORY, CHECKER_MEMORY = "1g", "2g"
+#: The checker engine's settings: tables up to 64 MB are broadcast rather than shuffled.
+CHECKER_CONF = {"spark.sql.autoBroadcastJoinThreshold": str(64 * 2**20)}
+
+
+def require_pyspark(why: str) -> None:
+    """EnvironmentProblem naming the extra to install when PySpark is not (it is the ``spark`` extra,
+    so a plain install stays light)."""
+    import importlib.util
+
+    if importlib.util.find_spec("pyspark") is None:
+        raise EnvironmentProblem(f"{why} needs PySpark, which is not installed: pip install 'eos-chaos[spark]' "
+                                 "(make setup installs it)")
+
+
+def spark_env() -> dict[str, str]:
+    """Environment for a process that starts Spark: bind to loopback only, never look up the
+    host name on the network."""
+    return {"SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOCAL_HOSTNAME": "localhost", "PYSPARK_PYTHON": sys.executable}
+
+
+def session(app: str, kafka: bool = False, master: str | None = None, tmp_dir: Path | None = None,
+            conf: dict[str, str] | None = None, memory: str = JOB_MEMORY) -> SparkSession:
+    """A new (or the process's existing) Spark session named ``app``; ``kafka`` adds the connector,
+    ``conf`` overrides settings (tests: tiny data wants no code generation)."""
+    require_pyspark(f"Spark ({app})")
+    os.environ.update(spark_env())
+    from pyspark.sql import SparkSession
+
+    b = (SparkSession.builder.appName(app)
+         .master(master or os.environ.get(ENV_MASTER) or LOCAL_MASTER)
+         .config("spark.ui.enabled", "false")
+         .config("spark.ui.showConsoleProgress", "false")
+         .config("spark.driver.host", "127.0.0.1")
+         .config("spark.driver.bindAddress", "127.0.0.1")
+         .config("spark.driver.memory", memory)
+         .config("spark.sql.shuffle.partitions", str(SHUFFLE_PARTITIONS))
+         .config("spark.sql.adaptive.enabled", "true")
+         .config("spark.sql.session.timeZone", "UTC"))
+    if tmp_dir is not None:
+        b = b.config("spark.local.dir", str(tmp_dir))
+    for k, v in (conf or {}).items():
+        b = b.config(k, v)
+    if kafka:
+        jars = artifacts.spark_kafka_ready() or artifacts.ensure_spark()
+        b = b.config("spark.jars", ",".join(str(j) for j in jars))
+    spark = b.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
+
+
+@contextmanager
+def checker_session() -> Iterator[SparkSession]:
+    """A session for the checker's Spark engine, its shuffle spill in a temp folder (outside the run
+    folder); stopped, and the spill removed, at exit."""
+    with tempfile.TemporaryDirectory(prefix="eos-chaos-spark-", ignore_cleanup_errors=True) as tmp:
+        spark = session("eos-chaos-checker", tmp_dir=Path(tmp), memory=CHECKER_MEMORY, conf=CHECKER_CONF)
+        try:
+            yield spark
+        finally:
+            spark.stop()
