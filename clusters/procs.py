@@ -20,6 +20,15 @@ from harness.base.wait import wait_until
 #: so leftovers of a crashed run can be told from a run that is still going.
 ENV_CLUSTER = "EOS_CHAOS_CLUSTER"
 ENV_OWNER = "EOS_CHAOS_OWNER"  # pid of the process that will stop it; "0" = detached (`cluster up`)
+#: The process that spawned it (``<pid>:<start time>``, ``ProcessId``), put into the environment
+#: ``spawn`` execs with, so no process of ours is ever seen without it. While that process lives it is
+#: still starting the cluster (before any record claims what it spawned: a detached start's first
+#: processes) or running on it, and reclaim spares what it spawned.
+ENV_SPAWNER = "EOS_CHAOS_SPAWNER"
+#: Two reads of one process's start time agree to well within this: psutil adds the boot time, which
+#: the kernel gives in whole seconds and moves with clock adjustments. A later process that got the
+#: same pid (the first one gone, the pid space wrapped) starts later than that.
+SAME_START_S = 1.0
 #: A killed process is gone within milliseconds; a SIGTERMed broker does a controlled shutdown.
 KILL_WAIT_S = 30.0
 TERM_WAIT_S = 60.0
@@ -31,11 +40,59 @@ SPARK_DAEMONS = {SPARK_MASTER_CLASS: "spark master", SPARK_WORKER_CLASS: "spark 
                  SPARK_EXECUTOR_CLASS: "spark executor"}
 
 
+@dataclass(frozen=True)
+class ProcessId:
+    """One process, also after it is gone: its pid and start time (a later process with the same
+    pid is not it)."""
+
+    pid: int
+    started: float  # psutil's create_time: seconds since the epoch
+
+    @classmethod
+    def of(cls, pid: int) -> ProcessId | None:
+        """The process running as ``pid`` now; None if there is none."""
+        try:
+            return cls(pid, psutil.Process(pid).create_time())
+        except psutil.Error:
+            return None
+
+    @classmethod
+    def parse(cls, text: str) -> ProcessId | None:
+        """From ``str``'s ``<pid>:<start time>``; None for anything else (an older tag, a broken one)."""
+        pid, sep, started = text.partition(":")
+        try:
+            return cls(int(pid), float(started)) if sep else None
+        except ValueError:
+            return None
+
+    def __str__(self) -> str:
+        return f"{self.pid}:{self.started:.3f}"
+
+    @property
+    def alive(self) -> bool:
+        """It still runs: its pid exists, started when it did, and is no zombie."""
+        try:
+            proc = psutil.Process(self.pid)
+            return abs(proc.create_time() - self.started) < SAME_START_S and proc.status() != psutil.STATUS_ZOMBIE
+        except psutil.Error:
+            return False
+
+
+def this_process() -> ProcessId:
+    """The process this runs in (not cached: a forked child is another process)."""
+    return ProcessId(os.getpid(), psutil.Process().create_time())
+
+
 def spawn(cmd: Sequence[str], log_file: Path, cwd: Path, env: dict[str, str] | None = None,
           pass_fds: Sequence[int] = ()) -> subprocess.Popen[bytes]:
     """Start ``cmd`` in its own session (a Ctrl-C at the terminal reaches only the harness, which
     then tears down in order), output appended to ``log_file``; ``pass_fds`` are inherited (a
-    workload's lifeline, harness/base/lifeline.py)."""
+    workload's lifeline, harness/base/lifeline.py). A process carrying our tags (``tags``) also carries
+    this process as its spawner (``ENV_SPAWNER``) from its first instruction on: a reclaim running
+    at the same moment in another process spares it."""
+    given = os.environ if env is None else env
+    if ENV_CLUSTER in given:
+        env = {**given, ENV_SPAWNER: str(this_process())}
     log_file.parent.mkdir(parents=True, exist_ok=True)
     with open(log_file, "ab") as out:
         return subprocess.Popen(
@@ -164,16 +221,24 @@ def terminate(pid: int, what: str, timeout: float = TERM_WAIT_S) -> bool:
 
 @dataclass(frozen=True)
 class Tagged:
-    """A running process we started: its cluster and the pid that owns it (0 = detached)."""
+    """A running process we started: its cluster, the pid that owns it (0 = detached) and the
+    process that spawned it (None: tagged by an eos-chaos that did not say)."""
 
     pid: int
     cluster_id: str
     owner: int
+    spawner: ProcessId | None = None
 
     @property
     def orphaned(self) -> bool:
         """Its owner died without stopping it (a crashed run)."""
         return self.owner != 0 and not alive(self.owner)
+
+    @property
+    def spawner_alive(self) -> bool:
+        """The process that spawned it still runs: a start still going (its record may not exist
+        yet) or a run on the cluster. What it spawned is not a leftover, whatever the owner tag says."""
+        return self.spawner is not None and self.spawner.alive
 
 
 def tagged_processes() -> list[Tagged]:
@@ -186,7 +251,8 @@ def tagged_processes() -> list[Tagged]:
         try:
             env = proc.environ()
             if ENV_CLUSTER in env and proc.status() != psutil.STATUS_ZOMBIE:
-                found.append(Tagged(proc.pid, env[ENV_CLUSTER], int(env.get(ENV_OWNER, "0") or 0)))
+                found.append(Tagged(proc.pid, env[ENV_CLUSTER], int(env.get(ENV_OWNER, "0") or 0),
+                                    ProcessId.parse(env.get(ENV_SPAWNER, ""))))
         except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, ValueError):
             continue
     return found

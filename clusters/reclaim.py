@@ -93,13 +93,15 @@ def kill_processes(tagged: list[procs.Tagged], why: str) -> Reclaimed:
 
 
 def dead_runs_processes(backend: str) -> list[procs.Tagged]:
-    """Host processes of ours whose run is over: the owner died, or they were detached and
-    ``backend``'s record does not claim them. A run still going is left alone, and so is a cluster
-    another backend records (its own start or ``cluster down`` takes it). The same for every
-    backend: a compose run's workloads run on the host too."""
+    """Host processes of ours whose run is over: the process that spawned them is gone, and the
+    owner died too, or they were detached and ``backend``'s record does not claim them. A run still
+    going is left alone (a start still going as well: a detached start's first processes, the
+    storage formatters, run before its record exists), and so is a cluster another backend records
+    (its own start or ``cluster down`` takes it). The same for every backend: a compose run's
+    workloads run on the host too."""
     own = state.claimed(backend)  # every xdist worker's record too (clusters/state.py family)
     elsewhere = set().union(*(state.claimed(b) for b in state.BACKENDS if b != backend))
-    return [t for t in procs.tagged_processes() if t.cluster_id not in elsewhere
+    return [t for t in procs.tagged_processes() if t.cluster_id not in elsewhere and not t.spawner_alive
             and (t.orphaned or (t.owner == 0 and t.cluster_id not in own))]
 
 

@@ -19,11 +19,18 @@ from clusters.reclaim import Leftover, Owner, Reclaimed, dead_runs_processes, ki
 @pytest.fixture(autouse=True)
 def own_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spawned: list[subprocess.Popen[bytes]]) -> None:
     """A state folder of the test's own (no record of a real cluster claims or hides anything), and
-    only the test's own processes in sight: a reclaim here must never touch a real cluster's."""
+    only the test's own processes in sight: a reclaim here must never touch a real cluster's. What a
+    test spawns says it was spawned by a process that has exited, as a run that is over leaves it:
+    the owner and record rules alone decide here (a live spawner's processes: test_reclaim_race.py)."""
     monkeypatch.setenv("EOS_CHAOS_STATE", str(tmp_path / "state"))
     everything = procs.tagged_processes
     monkeypatch.setattr(procs, "tagged_processes",
                         lambda: [t for t in everything() if t.pid in {p.pid for p in spawned}])
+    ended = subprocess.Popen(["sleep", "60"])
+    spawner = procs.ProcessId.of(ended.pid)
+    ended.kill()
+    ended.wait()
+    monkeypatch.setattr(procs, "this_process", lambda: spawner)
 
 
 @pytest.fixture
