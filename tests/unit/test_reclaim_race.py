@@ -34,7 +34,7 @@ START = r'''
 import json, os, signal, sys, time
 from pathlib import Path
 from clusters import procs, reclaim
-from harness.wait import wait_until
+from harness.base.wait import wait_until
 
 name, prefix, rounds, folder, mode = sys.argv[1], sys.argv[2], int(sys.argv[3]), Path(sys.argv[4]), sys.argv[5]
 mine = f"{prefix}{name}-"
