@@ -1,11 +1,16 @@
 # eos-chaos: `make run` (smoke run on a local cluster) and `make test` (the test suite).
-# Both do the set-up first; a second set-up with everything cached takes a second or two.
+# Both do the set-up first; a second set-up with everything cached takes a second or two. `make run`
+# installs and fetches only what a local cluster's run needs (no PySpark, no test tools, no Java bridge:
+# each is fetched when a run first needs it); `make test` installs and fetches everything ahead.
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-# The venv is rebuilt only when pyproject.toml changes.
-STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml 2>/dev/null | cut -c1-12)
+# The venv is reinstalled only when pyproject.toml changes: the base package for `make run`, with the
+# spark and test extras for everything else.
+HASH := $(shell sha1sum pyproject.toml 2>/dev/null | cut -c1-12)
+BASE_STAMP := $(VENV)/.installed-base-$(HASH)
+STAMP := $(VENV)/.installed-all-$(HASH)
 KAFKA_VERSION ?=
 KAFKA_FLAG := $(if $(KAFKA_VERSION),--kafka-version $(KAFKA_VERSION))
 PYTEST_ARGS ?=
@@ -23,39 +28,54 @@ define pytest_with_engine
 	 $(BIN)/pytest $(1)
 endef
 
-.PHONY: setup run test test-unit lint chaos library clean-cache down images screenshots
+.PHONY: setup setup-all run test test-unit lint chaos library clean-cache down images screenshots
 
-setup: $(STAMP)
+# What a local cluster needs (Kafka, Toxiproxy, the wire proxy); the rest when a run first needs it.
+setup: $(BASE_STAMP)
 	@$(BIN)/eos-chaos setup $(KAFKA_FLAG)
 
-$(STAMP): pyproject.toml
+# Everything ahead: also Spark's Kafka connector and the Java client bridges (CI, the test suite).
+setup-all: $(STAMP)
+	@$(BIN)/eos-chaos setup --all $(KAFKA_FLAG)
+
+define need_python
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 2)' || \
 	  { echo "error: $(PYTHON) is $$($(PYTHON) --version 2>&1); eos-chaos needs Python 3.11+ (PYTHON=python3.11 make ...)" >&2; exit 2; }
 	@[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV)
+endef
+
+$(BASE_STAMP): pyproject.toml
+	$(need_python)
+	@echo "installing eos-chaos into $(VENV)/"
+	@$(BIN)/python -m pip install -q -e .
+	@rm -f $(VENV)/.installed-base-* && touch $@
+
+$(STAMP): pyproject.toml
+	$(need_python)
 	@echo "installing eos-chaos with its spark and test extras into $(VENV)/"
 	@$(BIN)/python -m pip install -q -e '.[test,spark]'
-	@rm -f $(VENV)/.installed-* && touch $@
+	@rm -f $(VENV)/.installed-* && touch $@ $(BASE_STAMP)
 
 run: setup
 	@$(BIN)/eos-chaos smoke $(KAFKA_FLAG)
 
-test: setup lint
+test: setup-all lint
 	$(call pytest_with_engine,$(PYTEST_ARGS))
 
 # ruff (pyflakes, style, imports, bugbear) everywhere; mypy --strict on the history, the checker and
 # chaos/ (pyproject.toml). The layering contracts are a unit test (tests/unit/test_layers.py).
-lint: setup
+lint: setup-all
 	@$(BIN)/ruff check --quiet harness chaos clusters tests
 	@$(BIN)/mypy --no-error-summary
 
-test-unit: setup
+test-unit: setup-all
 	@$(BIN)/pytest -m 'not chaos' $(PYTEST_ARGS)
 
-chaos: setup
+chaos: setup-all
 	$(call pytest_with_engine,-m 'chaos and not library' $(PYTEST_ARGS))
 
 # Every scenario of the library with the verdict it expects (long: ~35 min per backend).
-library: setup
+library: setup-all
 	$(call pytest_with_engine,-m library $(PYTEST_ARGS))
 
 # Compose backend: Docker engine (Debian's dockerd started if none answers), Compose v2 and the
@@ -71,7 +91,7 @@ down: setup
 
 # The README's pictures of a report (valid, invalid, Spark) into docs/img/, from hand-written run
 # folders in headless Chromium (Debian's; tests/screenshots.py): no cluster, nothing downloaded.
-screenshots: setup
+screenshots: setup-all
 	@$(BIN)/python -m tests.screenshots docs/img
 
 clean-cache:

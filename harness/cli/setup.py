@@ -17,20 +17,26 @@ engine_app = typer.Typer(no_args_is_help=True, help="The Docker engine of the co
 
 @app.command()
 @guarded
-def setup(kafka_version: str = KafkaVersion) -> None:
-    """Fetch Kafka and Spark's Kafka connector (Maven Central), build Toxiproxy (Go module proxy) and
-    the Java client bridge (one per kafka-clients version the tests use) into the cache."""
+def setup(
+    kafka_version: str = KafkaVersion,
+    everything: bool = typer.Option(False, "--all", help="Also fetch Spark's Kafka connector and build the Java client bridges "
+                                    "(otherwise each is fetched when a run first needs it)."),
+) -> None:
+    """Fetch Kafka (Maven Central) and build Toxiproxy (Go module proxy) and the wire proxy into the cache:
+    what a local cluster needs. With --all, also Spark's Kafka connector and the Java client bridge (one per
+    kafka-clients version the tests use), which runs otherwise fetch when they first need them."""
     from harness.workloads.clients import DEFAULT_JAVA_VERSION, prepare
 
     t0 = time.monotonic()
     arts = artifacts.ensure(kafka_version)
-    spark = artifacts.ensure_spark()
-    java_clients = [DEFAULT_JAVA_VERSION, pins.JAVA_CLIENT_3X_VERSION]
-    prepare(f"java@{v}" for v in java_clients)
-    out.print(f"ready in {time.monotonic() - t0:.1f}s: kafka {arts.kafka_version} ({arts.kafka_libs}), "
-              f"toxiproxy ({arts.toxiproxy_bin}), wire proxy ({arts.kwire_bin}), spark-sql-kafka ({len(spark)} jars), "
-              f"java client bridge (kafka-clients {', '.join(java_clients)}), java {arts.java}",
-              highlight=False)
+    ready = (f"kafka {arts.kafka_version} ({arts.kafka_libs}), toxiproxy ({arts.toxiproxy_bin}), "
+             f"wire proxy ({arts.kwire_bin}), java {arts.java}")
+    if everything:
+        spark = artifacts.ensure_spark()
+        java_clients = [DEFAULT_JAVA_VERSION, pins.JAVA_CLIENT_3X_VERSION]
+        prepare(f"java@{v}" for v in java_clients)
+        ready += f", spark-sql-kafka ({len(spark)} jars), java client bridge (kafka-clients {', '.join(java_clients)})"
+    out.print(f"ready in {time.monotonic() - t0:.1f}s: {ready}", highlight=False)
 
 
 @app.command()
