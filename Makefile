@@ -89,7 +89,7 @@ down: setup
 	@$(BIN)/eos-chaos cluster down --backend compose
 	@$(BIN)/eos-chaos engine down
 
-# The README's pictures of a report (valid, invalid, Spark) into docs/img/, from hand-written run
+# The tutorial's pictures of a report (valid, invalid, Spark) into docs/img/, from hand-written run
 # folders in headless Chromium (Debian's; tests/screenshots.py): no cluster, nothing downloaded.
 screenshots: setup-all
 	@$(BIN)/python -m tests.screenshots docs/img

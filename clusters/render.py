@@ -8,7 +8,7 @@ from pathlib import Path
 
 from clusters.topology import Listener, Topology
 
-#: Broker settings every cluster gets (README, "The cluster"). Values that matter carry why.
+#: Broker settings every cluster gets (docs/reference/cluster.md). Values that matter carry why.
 BROKER_DEFAULTS: dict[str, str] = {
     "process.roles": "broker,controller",
     "controller.listener.names": "CONTROLLER",

@@ -1,4 +1,4 @@
-"""``make screenshots``: the README's pictures of a report (a valid run, an invalid run, a Spark
+"""``make screenshots``: the docs' pictures of a report (a valid run, an invalid run, a Spark
 run) taken in headless Chromium from run folders built here out of hand-written histories, so no
 cluster is needed. Debian's Chromium through Playwright, as tests/browser.py drives it: no browser
 is downloaded, and all traffic goes to a local proxy that answers nothing.

@@ -22,7 +22,7 @@ from harness.history.store import Tables, spark_events
 
 #: the run folder's file of the verdict (written by the run, never by the checker)
 VERDICT_FILE = "verdict.json"
-#: Every check, in the order the README lists them (which reports and verdict.json keep).
+#: Every check, in the order docs/reference/checks.md lists them (which reports and verdict.json keep).
 CHECKS: dict[str, Callable[[Tables], Found]] = {
     **{k: v for k, v in _CORE.items() if k != "lso-stall"},
     "spark-exactly-once": spark_exactly_once,

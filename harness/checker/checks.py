@@ -517,7 +517,7 @@ def lso_stall_of(meta: dict[str, Any]) -> Found:
     return Found(len(stalled), stalled[:MAX_EXAMPLES])
 
 
-#: Name in verdict.json -> check, in the README's order.
+#: Name in verdict.json -> check, in docs/reference/checks.md's order (a unit test holds the page to it).
 CHECKS: dict[str, Callable[[Tables], Found]] = {
     "duplicate": duplicate,
     "lost-write": lost_write,

@@ -1,8 +1,8 @@
 """The ``eos-chaos`` command line: the Typer app, its global options and ``main``.
 
-Exit codes: 0 ok, 1 the thing tested failed, 2 bad input or environment, 130 interrupted. Each
-command group is a module of its own; every command is wrapped in ``guard.guarded``, the one place
-errors become exit codes."""
+Exit codes (README.md, "Exit codes"): 0 ok, 1 the thing tested failed, 2 bad input or environment,
+3 unknown, 130 interrupted. Each command group is a module of its own; every command is wrapped in
+``guard.guarded``, the one place errors become exit codes."""
 
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
 """The one place where errors become exit codes: every command is wrapped in ``guarded``.
 
-0 ok, 1 the thing tested failed, 2 bad input or environment, 130 interrupted. No user ever sees a
-traceback: an unexpected exception is one line on stderr (the traceback goes to the log at debug
-level, shown with ``eos-chaos -v``)."""
+0 ok, 1 the thing tested failed, 2 bad input or environment, 3 unknown (a verdict's, summary.exit_code),
+130 interrupted; README.md, "Exit codes", is the table users read. No user ever sees a traceback: an
+unexpected exception is one line on stderr (the traceback goes to the log at debug level, shown
+with ``eos-chaos -v``)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""The plugin's fixtures on a real cluster, as a user's own test uses them (this is the README's
-example): your transactional code, a fault on the node that leads your partition, and a check
-that every committed transaction is read back exactly once, in order. The fixture heals the
+"""The plugin's fixtures on a real cluster, as a user's own test uses them (the longer example
+docs/howto/pytest-plugin.md points to; the README's own runs in test_docs_examples.py): your
+transactional code, a fault on the node that leads your partition, and a check that every
+committed transaction is read back exactly once, in order. The fixture heals the
 cluster after the block and fails the test if it cannot."""
 
 from __future__ import annotations
