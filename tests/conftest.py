@@ -54,3 +54,27 @@ def cluster(session_cluster: Cluster) -> Iterator[Cluster]:
     """The session cluster, healed and healthy again after each test, whatever the test did."""
     yield session_cluster
     assert heal_all(session_cluster) == []
+
+
+#: Modules whose tests exercise what differs between the backends (how a node is started, stopped,
+#: paused and cut, how heal-all reaches Toxiproxy and the wire proxy, how a crashed run is reclaimed):
+#: they run on compose in `make test` too. Every other real-cluster test judges Kafka's and the
+#: clients' behaviour, which is the same on both; on compose it runs with `make library`.
+BACKEND_SENSITIVE = {"test_cluster.py", "test_fault_effects.py", "test_heal.py", "test_runner_killed.py",
+                     "test_compose_errors.py", "test_transaction_version.py"}
+
+
+def _on_compose(item: pytest.Item) -> bool:
+    callspec = getattr(item, "callspec", None)
+    if callspec is None:
+        return False
+    return "compose" in (callspec.params.get("session_cluster"), callspec.params.get("backend"))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A compose twin of a test that does not depend on the backend is part of the library (run before
+    `-m` deselects, so `make library` still runs it)."""
+    for item in items:
+        if _on_compose(item) and item.path.name not in BACKEND_SENSITIVE and item.get_closest_marker("library") is None:
+            item.add_marker(pytest.mark.library)
