@@ -14,6 +14,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from chaos import schedule
 from chaos.faults import REGISTRY, Fault, FaultKind, needing, spark_cluster_kinds
 from chaos.targets import TargetDefaults
 from harness.errors import ConfigError
@@ -85,6 +86,15 @@ class Mix(Strict):
     #: kill-workload: which workload kinds may be hit
     workloads: list[WorkloadKind] = []
 
+    @field_validator("kinds")
+    @classmethod
+    def _a_kind_to_draw(cls, kinds: list[tuple[str, float]]) -> list[tuple[str, float]]:
+        if not kinds:
+            raise _invalid(("mix", "kinds"), "empty: a mix draws from at least one [kind, weight] pair, e.g. [[kill, 1]]")
+        if not any(w > 0 for _, w in kinds):
+            raise _invalid(("mix", "kinds"), "every weight is 0: at least one kind needs a weight above 0 to be drawn")
+        return kinds
+
 
 class Expect(Strict):
     #: the verdict the run must reach; null: a hunt (kip890-*), where either verdict is an answer and
@@ -149,14 +159,21 @@ class Scenario(Strict):
             if missing:
                 raise _invalid(("workloads", i, "settings"), f"a {w.kind} workload needs settings {missing}, "
                                                               f"each one of the scenario's topics {self.topics}")
+        if self.mix is not None:
+            problem = schedule.mix_problem(self.mix, self.duration)
+            if problem:
+                raise _invalid(("mix",), problem)
         return self
 
     def with_duration(self, seconds: float, flag: str = "--duration") -> Scenario:
         """This scenario lasting ``seconds`` instead; ConfigError naming ``flag`` unless
-        0 < seconds <= 24 h (inf and nan included)."""
+        0 < seconds <= 24 h (inf and nan included), or if the mix could not be planned in that long."""
         if not (math.isfinite(seconds) and 0 < seconds <= MAX_DURATION_S):
             raise ConfigError(f"{flag} {seconds}: a run lasts more than 0 and at most {MAX_DURATION_S:.0f} "
                               "seconds (24 h)")
+        problem = schedule.mix_problem(self.mix, seconds) if self.mix is not None else None
+        if problem:
+            raise ConfigError(f"{flag} {seconds:g}: the scenario's mix: {problem}")
         return self.model_copy(update={"duration": seconds})
 
     def with_library(self, library: str, flag: str = "--library") -> Scenario:
