@@ -5,6 +5,7 @@ file and line (or the flag); at the command line each is exit 2 with no tracebac
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -122,3 +123,113 @@ def test_run_dry_run_and_matrix_refuse_a_mix_that_cannot_be_planned(tmp_path: Pa
                  ["matrix", "--scenarios", str(f), "--out", str(tmp_path / "m")]):
         _refused(cli(*args), f"{f}:5: mix")
     assert no_planning == [] and no_real_run == [] and no_matrix_run == []
+
+
+# ---- 3, 4: YAML that is not what it reads, or that never loads ----
+
+@pytest.mark.parametrize("body, expected", [
+    ("duration: 30\nduration: 9000\n", "FILE:6: duplicate key 'duration' (first on line 5)"),
+    ("faults:\n  - {at: 5, kind: kill, at: 9}\n", "FILE:6: duplicate key 'at' (first on line 6)"),
+    ("expect:\n  valid: true\n  min_ok_txns: 5\n  valid: false\n", "FILE:8: duplicate key 'valid' (first on line 6)"),
+])
+def test_a_key_given_twice_is_refused_at_its_second_line(tmp_path: Path, body: str, expected: str) -> None:
+    f = _file(tmp_path, body)
+    with pytest.raises(ConfigError) as info:
+        scenario.load(str(f))
+    assert info.value.exit_code == 2
+    assert str(info.value).replace(str(f), "FILE").startswith(expected), info.value
+
+
+def test_a_merge_key_may_still_be_overridden_and_a_problem_is_on_the_overriding_line(tmp_path: Path) -> None:
+    head = "name: s\ndescription: x\nworkloads:\n  - &w {kind: txn-producer, count: 2}\n"
+    f = _file(tmp_path, "", head=head + "  - {<<: *w, count: 3}\n")
+    assert [w.count for w in scenario.load(str(f)).workloads] == [2, 3]
+    f = _file(tmp_path, "", head=head + "  - <<: *w\n    count: 99\n")
+    with pytest.raises(ConfigError, match=f"{f}:6: workloads\\[1\\].count: "):
+        scenario.load(str(f))
+
+
+def _bomb(levels: int = 9) -> str:
+    """Billion laughs under workloads[0].client: each level repeats the one before 9 times."""
+    lines = ['l0: &l0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    lines += [f"l{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * 9) + "]" for i in range(1, levels + 1)]
+    return "    client:\n" + "".join(f"      {line}\n" for line in lines)
+
+
+def test_an_alias_bomb_is_refused_at_once(tmp_path: Path) -> None:
+    started = time.monotonic()
+    msg = _load_error(tmp_path, _bomb())
+    assert time.monotonic() - started < 2
+    assert msg.startswith("FILE:10: alias *l3: aliases repeat more than 10,000 values in all"), msg
+
+
+def test_a_few_aliases_are_fine_and_a_recursive_one_is_not(tmp_path: Path) -> None:
+    f = _file(tmp_path, "", head="name: s\ndescription: x\ntopics: &t [a, b]\nworkloads:\n  - kind: copier\n"
+                                  "    settings: {input: a, output: b}\n    client: &c {linger.ms: 5}\n"
+                                  "  - {kind: reader, client: *c}\n")
+    assert scenario.load(str(f)).workloads[1].client == {"linger.ms": 5}
+    msg = _load_error(tmp_path, "    client: &c {a: [*c]}\n")
+    assert msg.startswith("FILE:5: alias *c is inside the value it names"), msg
+
+
+@pytest.mark.parametrize("nested", ["[" * 20_000 + "]" * 20_000, "{a: " * 20_000 + "1" + "}" * 20_000])
+def test_deep_nesting_is_refused_without_a_recursion_error(tmp_path: Path, nested: str) -> None:
+    started = time.monotonic()
+    msg = _load_error(tmp_path, f"    client: {{x: {nested}}}\n")
+    assert time.monotonic() - started < 2
+    assert msg.startswith(f"FILE:5: values nested more than {scenario.MAX_YAML_DEPTH} deep"), msg
+
+
+def test_run_refuses_an_alias_bomb_before_anything_is_written(tmp_path: Path, no_real_run: list[Any]) -> None:
+    f = _file(tmp_path, _bomb())
+    _refused(cli("run", str(f), "--out", str(tmp_path / "run")), f"{f}:10: alias *l3")
+    assert no_real_run == [] and not (tmp_path / "run").exists()
+
+
+# ---- 6: a file that cannot be read ----
+
+def test_a_folder_named_without_suffix_is_called_a_folder(tmp_path: Path) -> None:
+    folder = tmp_path / "scenarios"
+    folder.mkdir()
+    with pytest.raises(ConfigError, match=f"^scenario file {folder} is a folder, not a YAML file"):
+        scenario.load(str(folder))
+    _refused(cli("run", f"{folder}/", "--dry-run"), f"{folder} is a folder")
+
+
+@pytest.mark.timeout(10)  # the old loader blocked for ever opening a pipe no one writes to
+def test_a_pipe_or_device_is_not_read(tmp_path: Path) -> None:
+    pipe = tmp_path / "sc.yaml"
+    os.mkfifo(pipe)
+    for path in (pipe, Path(os.devnull)):
+        with pytest.raises(ConfigError, match=f"^scenario file {path} is not a regular file, not a YAML file"):
+            scenario.load(str(path))
+
+
+@pytest.mark.skipif(not Path("/proc/self/mem").exists(), reason="Linux only: a file that exists but gives an I/O error")
+def test_a_file_that_cannot_be_read_is_named_not_a_bug() -> None:
+    with pytest.raises(ConfigError, match="^scenario file /proc/self/mem cannot be read: Input/output error"):
+        scenario.load("/proc/self/mem")
+    _refused(cli("run", "/proc/self/mem", "--dry-run"), "scenario file /proc/self/mem cannot be read")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads a file whatever its mode (the /proc/self/mem test covers the path)")
+def test_a_file_without_read_permission_is_named(tmp_path: Path) -> None:
+    f = _file(tmp_path, "")
+    f.chmod(0)
+    with pytest.raises(ConfigError, match=f"^scenario file {f} cannot be read: Permission denied"):
+        scenario.load(str(f))
+
+
+def test_a_file_too_large_to_be_a_scenario_is_not_read(tmp_path: Path) -> None:
+    f = tmp_path / "history.jsonl"
+    with f.open("wb") as out:
+        out.truncate(scenario.MAX_FILE_BYTES + 1)  # sparse: nothing written
+    with pytest.raises(ConfigError, match=f"^scenario file {f} is 1,048,577 bytes; a scenario file is at most 1,048,576"):
+        scenario.load(str(f))
+
+
+def test_bytes_that_are_not_utf_8_are_refused_naming_the_line(tmp_path: Path) -> None:
+    f = tmp_path / "sc.yaml"
+    f.write_bytes(HEAD.encode() + b"# caf\xe9\n")  # Latin-1, not UTF-8
+    with pytest.raises(ConfigError, match=f"^{f}: not valid YAML: line 5 is not UTF-8 text \\(byte 0xe9\\)"):
+        scenario.load(str(f))
