@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
@@ -34,6 +35,9 @@ MAX_DURATION_S = 24 * 3600.0
 #: plus the coordinator's abort check interval (5 s, clusters/render.py): a transaction left open by
 #: a killed producer is aborted by then; past it, a transaction hangs and lso-stall reports it.
 LSO_BOUND_S = 90.0
+#: Kafka's rule for a topic name (``org.apache.kafka.common.internals.Topic``): 1 to 249 of these
+#: characters, and not ``.`` or ``..``. A name it breaks fails only once the cluster is up.
+TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 #: A scenario file is this long at most: a history or a log given by mistake is refused before it is
 #: read into memory and parsed.
 MAX_FILE_BYTES = 1 << 20
@@ -144,6 +148,34 @@ class Scenario(Strict):
     spark: Literal["local", "standalone"] = "local"
     expect: Expect = Expect()
 
+    @field_validator("topics")
+    @classmethod
+    def _kafka_topic_names(cls, topics: list[str]) -> list[str]:
+        if not topics:
+            raise _invalid(("topics",), "empty: a scenario needs at least one topic (its workloads write and read them)")
+        seen: dict[str, str] = {}
+        for i, topic in enumerate(topics):
+            if not TOPIC_NAME.fullmatch(topic) or topic in (".", ".."):
+                raise _invalid(("topics", i), f"{topic!r} is not a Kafka topic name; allowed: 1 to 249 of a-z, A-Z, 0-9, "
+                                              "'.', '_' and '-', other than '.' and '..'")
+            # Kafka refuses a topic whose name differs from an existing one's only in '.' against '_'
+            # (their metric names would be one)
+            key = topic.replace(".", "_")
+            if key in seen:
+                raise _invalid(("topics", i), f"{topic!r} is listed twice; a topic is listed once" if seen[key] == topic
+                               else f"{topic!r} collides with {seen[key]!r}: Kafka refuses topic names that differ "
+                                    "only in '.' against '_'")
+            seen[key] = topic
+        return topics
+
+    @field_validator("workloads")
+    @classmethod
+    def _a_workload(cls, workloads: list[Workload]) -> list[Workload]:
+        if not workloads:
+            raise _invalid(("workloads",), f"empty: a scenario runs at least one workload; kinds: "
+                                           f"{', '.join(get_args(WorkloadKind))}")
+        return workloads
+
     @model_validator(mode="after")
     def _workloads_for_faults(self) -> Scenario:
         kinds = {w.kind for w in self.workloads}
@@ -168,18 +200,53 @@ class Scenario(Strict):
             if missing:
                 raise _invalid(("workloads", i, "settings"), f"a {w.kind} workload needs settings {missing}, "
                                                               f"each one of the scenario's topics {self.topics}")
+        for i, f in enumerate(self.faults):
+            problem = self._leader_of_problem(f)
+            if problem:
+                raise _invalid(("faults", i, "of"), problem)
         if self.mix is not None:
             problem = schedule.mix_problem(self.mix, self.duration)
             if problem:
                 raise _invalid(("mix",), problem)
+        if self.expect.fires:
+            from harness.checker import CHECKS  # numpy and pandas: loaded only for a scenario that names checks
+
+            for i, check in enumerate(self.expect.fires):
+                if check not in CHECKS:
+                    raise _invalid(("expect", "fires", i), f"{check!r} is not a check; allowed: {', '.join(CHECKS)}"
+                                                           f"{_did_you_mean(check, list(CHECKS))}")
         return self
+
+    def _leader_of_problem(self, fault: Fault) -> str | None:
+        """What is wrong with the ``of`` of a fault whose target (or peer) is a partition's leader:
+        it must be TOPIC/PARTITION of this scenario (else the fault fails only once it is due)."""
+        of = getattr(fault, "of", None)
+        if of is None or "leader" not in (getattr(fault, "target", None), getattr(fault, "peer", None)):
+            return None  # a coordinator's `of` is a transactional.id or a group, which no list holds
+        topic, _, partition = of.rpartition("/")
+        if not topic or not re.fullmatch(r"[0-9]+", partition):
+            return f"{of!r}: a leader is of TOPIC/PARTITION, e.g. {self.topics[0]}/0"
+        if topic not in self.topics:
+            return (f"{of!r}: {topic!r} is not one of the scenario's topics ({', '.join(self.topics)})"
+                    f"{_did_you_mean(topic, self.topics)}")
+        if int(partition) >= self.partitions:
+            return f"{of!r}: the scenario's topics have partitions 0 to {self.partitions - 1}"
+        return None
 
     def with_duration(self, seconds: float, flag: str = "--duration") -> Scenario:
         """This scenario lasting ``seconds`` instead; ConfigError naming ``flag`` unless
-        0 < seconds <= 24 h (inf and nan included), or if the mix could not be planned in that long."""
+        0 < seconds <= 24 h (inf and nan included), if a shorter run would end before a fault
+        starts, or if the mix could not be planned in that long."""
         if not (math.isfinite(seconds) and 0 < seconds <= MAX_DURATION_S):
             raise ConfigError(f"{flag} {seconds}: a run lasts more than 0 and at most {MAX_DURATION_S:.0f} "
                               "seconds (24 h)")
+        # a fault at the scenario's own end is the scenario's choice; one the override cuts off is not
+        cut = [f for f in self.faults if f.at >= seconds] if seconds < self.duration else []
+        if cut:
+            raise ConfigError(f"{flag} {seconds:g}: the run would end before "
+                              f"{'these faults start' if len(cut) > 1 else 'this fault starts'}: "
+                              f"{_and([f'{f.kind} at {f.at:g}s' for f in cut])}; give {flag} more than "
+                              f"{max(f.at for f in cut):g} (the scenario's is {self.duration:g})")
         problem = schedule.mix_problem(self.mix, seconds) if self.mix is not None else None
         if problem:
             raise ConfigError(f"{flag} {seconds:g}: the scenario's mix: {problem}")

@@ -186,6 +186,71 @@ def test_run_refuses_an_alias_bomb_before_anything_is_written(tmp_path: Path, no
     assert no_real_run == [] and not (tmp_path / "run").exists()
 
 
+# ---- 5: what a cluster would refuse only once it is up ----
+
+@pytest.mark.parametrize("body, expected", [
+    ('topics: ["my topic", b]\n', "FILE:5: topics[0]: 'my topic' is not a Kafka topic name; allowed: 1 to 249 of a-z"),
+    ("topics: [a, a/b]\n", "FILE:5: topics[1]: 'a/b' is not a Kafka topic name"),
+    ("topics: [a, '..']\n", "FILE:5: topics[1]: '..' is not a Kafka topic name"),
+    (f"topics: [{'x' * 250}]\n", "is not a Kafka topic name"),
+    ("topics:\n  - a\n  - b\n  - a\n", "FILE:8: topics[2]: 'a' is listed twice"),
+    ("topics: [a.b, a_b]\n", "FILE:5: topics[1]: 'a_b' collides with 'a.b': Kafka refuses topic names that differ only in"),
+    ("topics: []\n", "FILE:5: topics: empty: a scenario needs at least one topic"),
+    ("faults:\n  - {at: 5, kind: kill, target: leader, of: nope/0}\n",
+     "FILE:6: faults[0] (kill at 5s) of: 'nope/0': 'nope' is not one of the scenario's topics (eos-a, eos-b)"),
+    ("faults:\n  - {at: 5, kind: kill, target: leader, of: eos-c/0}\n", "of: 'eos-c/0': 'eos-c' is not one of the scenario's "
+     "topics (eos-a, eos-b); did you mean 'eos-b'?"),
+    ("faults:\n  - {at: 5, kind: kill-leader, of: eos-z/1}\n", "FILE:6: faults[0] (kill-leader at 5s) of: 'eos-z/1': 'eos-z'"),
+    ("faults:\n  - {at: 5, kind: kill, target: leader, of: eos-a}\n", "of: 'eos-a': a leader is of TOPIC/PARTITION, e.g. eos-a/0"),
+    ("faults:\n  - {at: 5, kind: kill, target: leader, of: eos-a/3}\n", "of: 'eos-a/3': the scenario's topics have partitions 0 to 2"),
+    ("faults:\n  - {at: 5, kind: partition, partition: directed, target: 1, peer: leader, of: x/0}\n",
+     "FILE:6: faults[0] (partition at 5s) of: 'x/0': 'x' is not one of the scenario's topics"),
+    ("expect:\n  valid: false\n  fires: [duplicate, lost-writes]\n",
+     "FILE:7: expect.fires[1]: 'lost-writes' is not a check; allowed: duplicate, lost-write, "),
+])
+def test_what_the_cluster_or_checker_would_refuse_is_refused_first(tmp_path: Path, body: str, expected: str) -> None:
+    msg = _load_error(tmp_path, body)
+    assert expected in msg, msg
+    assert "did you mean 'lost-write'?" in msg if "lost-writes" in body else True
+
+
+def test_a_scenario_without_workloads_is_refused(tmp_path: Path) -> None:
+    f = _file(tmp_path, "", head="name: s\ndescription: x\nworkloads: []\n")
+    with pytest.raises(ConfigError, match=f"{f}:3: workloads: empty: a scenario runs at least one workload; kinds: txn-producer"):
+        scenario.load(str(f))
+
+
+def test_a_coordinator_s_of_is_its_transactional_id_not_a_topic(tmp_path: Path) -> None:
+    f = _file(tmp_path, "faults:\n  - {at: 5, kind: kill, target: coordinator, of: my-txn-id}\n"
+                        "  - {at: 9, kind: kill, target: leader, of: eos-b/2}\n")
+    assert [getattr(x, "of", None) for x in scenario.load(str(f)).faults] == ["my-txn-id", "eos-b/2"]
+
+
+def test_a_duration_override_that_cuts_faults_off_is_refused_naming_the_flag() -> None:
+    sc = scenario.load("leader-kill")  # kills at 8, 20 and 32 s of 45
+    with pytest.raises(ConfigError, match=r"^--duration 20: the run would end before these faults start: kill at 20s and "
+                                          r"kill at 32s; give --duration more than 32 \(the scenario's is 45\)") as info:
+        sc.with_duration(20)
+    assert info.value.exit_code == 2
+    assert sc.with_duration(33).duration == 33 and sc.with_duration(60).duration == 60
+
+
+def test_a_fault_at_the_scenario_s_own_end_stays_its_choice(tmp_path: Path) -> None:
+    sc = scenario.load(str(_file(tmp_path, "duration: 30\nfaults:\n  - {at: 30, kind: kill}\n")))
+    assert sc.with_duration(30).duration == 30 and sc.with_duration(40).duration == 40
+    with pytest.raises(ConfigError, match="^--duration 29: the run would end before this fault starts: kill at 30s"):
+        sc.with_duration(29)
+
+
+def test_run_and_matrix_refuse_a_duration_that_cuts_faults_off(tmp_path: Path, no_real_run: list[Any],
+                                                                 no_matrix_run: list[Any]) -> None:
+    _refused(cli("run", "leader-kill", "--dry-run", "--duration", "20"), "--duration 20: the run would end before")
+    _refused(cli("run", "leader-kill", "--duration", "20"), "--duration 20: the run would end before")
+    _refused(cli("matrix", "--scenarios", "baseline,leader-kill", "--duration", "10", "--out", str(tmp_path / "m")),
+             "--duration 10: the run would end before these faults start: kill at 20s and kill at 32s")
+    assert no_real_run == [] and no_matrix_run == []
+
+
 # ---- 6: a file that cannot be read ----
 
 def test_a_folder_named_without_suffix_is_called_a_folder(tmp_path: Path) -> None:
