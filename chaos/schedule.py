@@ -10,6 +10,16 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from chaos.faults import Fault, parse
+from harness.base.errors import ConfigError
+
+#: The most faults a mix may plan in one run (a fault every 4.3 s through a day's run; the library's
+#: busiest mix plans about 10,000 in a day): validation refuses a mix expected to plan more (``mix_problem``).
+MAX_MIX_FAULTS = 20_000
+#: ``plan`` stops with an error after this many, whatever it is given: no input plans for ever. Twice
+#: the validated bound, so a validated mix's seed never reaches it (its count is close to expected).
+MAX_PLANNED = 2 * MAX_MIX_FAULTS
+#: A planned fault's duration is rounded to this many seconds.
+RESOLUTION_S = 0.1
 
 
 class Mix(Protocol):
@@ -42,8 +52,27 @@ class Planned(Protocol):
     def mix(self) -> Mix | None: ...
 
 
+def mix_problem(mix: Mix, run_s: float) -> str | None:
+    """Why ``mix`` cannot be planned in a run of ``run_s`` seconds (None: it can): its faults and
+    gaps take no time, so planning would never reach the run's end, or it would plan more than
+    ``MAX_MIX_FAULTS``."""
+    # The mean time from one fault's start to the next's, at least: a drawn duration is rounded to
+    # RESOLUTION_S, so may lose up to half of it (0.04 s faults are planned as 0 s).
+    step = max(sum(mix.duration) / 2 - RESOLUTION_S / 2, 0.0) + sum(mix.gap) / 2
+    span = f"duration {_pair(mix.duration)} and gap {_pair(mix.gap)}"
+    if step <= 0:
+        return (f"{span}: the faults (planned to {RESOLUTION_S:g}s) and the gaps between them take no time, so the "
+                "plan would never reach the run's end; give duration or gap an upper bound above 0")
+    window = run_s - mix.quiet_end - mix.start
+    if window / step > MAX_MIX_FAULTS:
+        return (f"{span}: about {window / step:,.0f} faults in the {window:g}s from start to quiet_end of a {run_s:g}s "
+                f"run; a mix plans at most {MAX_MIX_FAULTS:,}: give duration or gap larger bounds")
+    return None
+
+
 def plan(sc: Planned, seed: int) -> list[Fault]:
-    """Every fault of the run, in start order."""
+    """Every fault of the run, in start order. ConfigError if the mix has not reached the run's end
+    after ``MAX_PLANNED`` faults (a validated scenario's never does: ``mix_problem``)."""
     faults = list(sc.faults)
     mix = sc.mix
     if mix is not None:
@@ -52,7 +81,7 @@ def plan(sc: Planned, seed: int) -> list[Fault]:
         kinds = [k for k, _ in mix.kinds]
         weights = [w for _, w in mix.kinds]
         t = mix.start
-        while True:
+        for _ in range(MAX_PLANNED):
             duration = round(rnd.uniform(*mix.duration), 1)
             if t + duration > sc.duration - mix.quiet_end:
                 break
@@ -62,7 +91,16 @@ def plan(sc: Planned, seed: int) -> list[Fault]:
                 fields["workload"] = rnd.choice(mix.workloads)
             faults.append(parse(fields))
             t += duration + rnd.uniform(*mix.gap)
+        else:
+            raise ConfigError(f"scenario {sc.name}: its mix planned {MAX_PLANNED:,} faults and had not reached the run's "
+                              f"end at {t:g}s of {sc.duration:g}s (duration {_pair(mix.duration)}, gap {_pair(mix.gap)}); "
+                              "give duration or gap larger bounds")
     return sorted(faults, key=lambda f: f.at)
+
+
+def _pair(bounds: tuple[float, float]) -> str:
+    """``[3, 8]``: a mix's (shortest, longest) as the scenario file writes it."""
+    return f"[{bounds[0]:g}, {bounds[1]:g}]"
 
 
 def as_json(faults: list[Fault]) -> list[dict[str, Any]]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
@@ -14,6 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from chaos import schedule
 from chaos.faults import REGISTRY, Fault, FaultKind, needing, spark_cluster_kinds
 from chaos.targets import TargetDefaults
 from harness.base.errors import ConfigError
@@ -33,6 +35,18 @@ MAX_DURATION_S = 24 * 3600.0
 #: plus the coordinator's abort check interval (5 s, clusters/render.py): a transaction left open by
 #: a killed producer is aborted by then; past it, a transaction hangs and lso-stall reports it.
 LSO_BOUND_S = 90.0
+#: Kafka's rule for a topic name (``org.apache.kafka.common.internals.Topic``): 1 to 249 of these
+#: characters, and not ``.`` or ``..``. A name it breaks fails only once the cluster is up.
+TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+#: A scenario file is this long at most: a history or a log given by mistake is refused before it is
+#: read into memory and parsed.
+MAX_FILE_BYTES = 1 << 20
+#: A scenario file nests this deep at most (the library's nest 6 deep). PyYAML composes nested
+#: values recursively: 20,000 levels would end in a RecursionError.
+MAX_YAML_DEPTH = 50
+#: YAML aliases repeat this many values at most in all: enough to reuse settings, and an alias bomb
+#: (each alias repeating the one before several times) is refused before it expands to billions.
+MAX_ALIASED_VALUES = 10_000
 
 
 #: A finite, non-negative number of seconds (up to a run's longest).
@@ -85,6 +99,15 @@ class Mix(Strict):
     #: kill-workload: which workload kinds may be hit
     workloads: list[WorkloadKind] = []
 
+    @field_validator("kinds")
+    @classmethod
+    def _a_kind_to_draw(cls, kinds: list[tuple[str, float]]) -> list[tuple[str, float]]:
+        if not kinds:
+            raise _invalid(("mix", "kinds"), "empty: a mix draws from at least one [kind, weight] pair, e.g. [[kill, 1]]")
+        if not any(w > 0 for _, w in kinds):
+            raise _invalid(("mix", "kinds"), "every weight is 0: at least one kind needs a weight above 0 to be drawn")
+        return kinds
+
 
 class Expect(Strict):
     #: the verdict the run must reach; null: a hunt (kip890-*), where either verdict is an answer and
@@ -125,6 +148,34 @@ class Scenario(Strict):
     spark: Literal["local", "standalone"] = "local"
     expect: Expect = Expect()
 
+    @field_validator("topics")
+    @classmethod
+    def _kafka_topic_names(cls, topics: list[str]) -> list[str]:
+        if not topics:
+            raise _invalid(("topics",), "empty: a scenario needs at least one topic (its workloads write and read them)")
+        seen: dict[str, str] = {}
+        for i, topic in enumerate(topics):
+            if not TOPIC_NAME.fullmatch(topic) or topic in (".", ".."):
+                raise _invalid(("topics", i), f"{topic!r} is not a Kafka topic name; allowed: 1 to 249 of a-z, A-Z, 0-9, "
+                                              "'.', '_' and '-', other than '.' and '..'")
+            # Kafka refuses a topic whose name differs from an existing one's only in '.' against '_'
+            # (their metric names would be one)
+            key = topic.replace(".", "_")
+            if key in seen:
+                raise _invalid(("topics", i), f"{topic!r} is listed twice; a topic is listed once" if seen[key] == topic
+                               else f"{topic!r} collides with {seen[key]!r}: Kafka refuses topic names that differ "
+                                    "only in '.' against '_'")
+            seen[key] = topic
+        return topics
+
+    @field_validator("workloads")
+    @classmethod
+    def _a_workload(cls, workloads: list[Workload]) -> list[Workload]:
+        if not workloads:
+            raise _invalid(("workloads",), f"empty: a scenario runs at least one workload; kinds: "
+                                           f"{', '.join(get_args(WorkloadKind))}")
+        return workloads
+
     @model_validator(mode="after")
     def _workloads_for_faults(self) -> Scenario:
         kinds = {w.kind for w in self.workloads}
@@ -149,14 +200,56 @@ class Scenario(Strict):
             if missing:
                 raise _invalid(("workloads", i, "settings"), f"a {w.kind} workload needs settings {missing}, "
                                                               f"each one of the scenario's topics {self.topics}")
+        for i, f in enumerate(self.faults):
+            problem = self._leader_of_problem(f)
+            if problem:
+                raise _invalid(("faults", i, "of"), problem)
+        if self.mix is not None:
+            problem = schedule.mix_problem(self.mix, self.duration)
+            if problem:
+                raise _invalid(("mix",), problem)
+        if self.expect.fires:
+            from harness.checker import CHECKS  # numpy and pandas: loaded only for a scenario that names checks
+
+            for i, check in enumerate(self.expect.fires):
+                if check not in CHECKS:
+                    raise _invalid(("expect", "fires", i), f"{check!r} is not a check; allowed: {', '.join(CHECKS)}"
+                                                           f"{_did_you_mean(check, list(CHECKS))}")
         return self
+
+    def _leader_of_problem(self, fault: Fault) -> str | None:
+        """What is wrong with the ``of`` of a fault whose target (or peer) is a partition's leader:
+        it must be TOPIC/PARTITION of this scenario (else the fault fails only once it is due)."""
+        of = getattr(fault, "of", None)
+        if of is None or "leader" not in (getattr(fault, "target", None), getattr(fault, "peer", None)):
+            return None  # a coordinator's `of` is a transactional.id or a group, which no list holds
+        topic, _, partition = of.rpartition("/")
+        if not topic or not re.fullmatch(r"[0-9]+", partition):
+            return f"{of!r}: a leader is of TOPIC/PARTITION, e.g. {self.topics[0]}/0"
+        if topic not in self.topics:
+            return (f"{of!r}: {topic!r} is not one of the scenario's topics ({', '.join(self.topics)})"
+                    f"{_did_you_mean(topic, self.topics)}")
+        if int(partition) >= self.partitions:
+            return f"{of!r}: the scenario's topics have partitions 0 to {self.partitions - 1}"
+        return None
 
     def with_duration(self, seconds: float, flag: str = "--duration") -> Scenario:
         """This scenario lasting ``seconds`` instead; ConfigError naming ``flag`` unless
-        0 < seconds <= 24 h (inf and nan included)."""
+        0 < seconds <= 24 h (inf and nan included), if a shorter run would end before a fault
+        starts, or if the mix could not be planned in that long."""
         if not (math.isfinite(seconds) and 0 < seconds <= MAX_DURATION_S):
             raise ConfigError(f"{flag} {seconds}: a run lasts more than 0 and at most {MAX_DURATION_S:.0f} "
                               "seconds (24 h)")
+        # a fault at the scenario's own end is the scenario's choice; one the override cuts off is not
+        cut = [f for f in self.faults if f.at >= seconds] if seconds < self.duration else []
+        if cut:
+            raise ConfigError(f"{flag} {seconds:g}: the run would end before "
+                              f"{'these faults start' if len(cut) > 1 else 'this fault starts'}: "
+                              f"{_and([f'{f.kind} at {f.at:g}s' for f in cut])}; give {flag} more than "
+                              f"{max(f.at for f in cut):g} (the scenario's is {self.duration:g})")
+        problem = schedule.mix_problem(self.mix, seconds) if self.mix is not None else None
+        if problem:
+            raise ConfigError(f"{flag} {seconds:g}: the scenario's mix: {problem}")
         return self.model_copy(update={"duration": seconds})
 
     def with_library(self, library: str, flag: str = "--library") -> Scenario:
@@ -194,19 +287,38 @@ def load(name_or_path: str) -> Scenario:
     """The scenario of that name in the library, or in that file; ConfigError (naming the file, the
     line, the field in the scenario's own words and what is allowed) if it is not valid."""
     path = Path(name_or_path)
-    if not path.suffix and not path.is_file():  # a name; an existing file is loaded whatever its name
-        path = LIBRARY / f"{name_or_path}.yaml"
-        if not path.exists():
-            raise ConfigError(f"unknown scenario {name_or_path!r}; known: {', '.join(names())}")
-    if not path.exists():
-        raise ConfigError(f"scenario file {path} does not exist")
-    if path.is_dir():
-        raise ConfigError(f"scenario file {path} is a folder, not a YAML file")
     try:
-        text = path.read_text()
-        data = yaml.safe_load(text)
-        root = yaml.compose(text)
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        if not path.suffix and not path.is_file():  # a name; an existing file is loaded whatever its name
+            named = LIBRARY / f"{name_or_path}.yaml"
+            if not named.exists() and path.exists():  # a folder or a device given by its path
+                raise ConfigError(f"scenario file {path} is {'a folder' if path.is_dir() else 'not a regular file'}, "
+                                  "not a YAML file")
+            if not named.exists():
+                raise ConfigError(f"unknown scenario {name_or_path!r}; known: {', '.join(names())}")
+            path = named
+        if not path.exists():
+            raise ConfigError(f"scenario file {path} does not exist")
+        if path.is_dir():
+            raise ConfigError(f"scenario file {path} is a folder, not a YAML file")
+        if not path.is_file():  # a pipe would block the read for ever, a device give anything
+            raise ConfigError(f"scenario file {path} is not a regular file, not a YAML file")
+        if path.stat().st_size > MAX_FILE_BYTES:
+            raise ConfigError(f"scenario file {path} is {path.stat().st_size:,} bytes; a scenario file is at most "
+                              f"{MAX_FILE_BYTES:,}: is it the file you meant?")
+        raw = path.read_bytes()
+    except OSError as exc:  # permission denied, a name too long, an I/O error
+        raise ConfigError(f"scenario file {path} cannot be read: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8")  # whatever the locale says: scenario files are UTF-8
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise ConfigError(f"{path}: not valid YAML: line {line} is not UTF-8 text (byte {raw[exc.start]:#04x}); "
+                          "a scenario file is UTF-8") from None
+    try:
+        root, data = _parse(text)
+    except _Refused as exc:
+        raise ConfigError(f"{path}:{exc.line}: {exc}") from None
+    except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
     if not isinstance(data, dict):
         raise ConfigError(f"{path}:1: a scenario is a mapping (name, description, workloads, faults, ...), "
@@ -222,6 +334,95 @@ def load(name_or_path: str) -> Scenario:
                     f"{sc.faults[i].at:g}s is past the scenario's end (duration {sc.duration:g}s)" for i in late]
         raise ConfigError("invalid scenario:\n  " + "\n  ".join(problems))
     return sc
+
+
+class _Refused(yaml.YAMLError):
+    """A YAML file refused while it is read: the message, and the 1-based line it is about."""
+
+    def __init__(self, line: int, message: str) -> None:
+        super().__init__(message)
+        self.line = line
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing what would make a scenario other than its file reads, or never
+    load: a key twice in one mapping (PyYAML keeps the last silently), values nested deeper than
+    ``MAX_YAML_DEPTH``, aliases that repeat more than ``MAX_ALIASED_VALUES`` values in all (a
+    billion-laughs bomb) or that refer to a value holding them."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._open: list[str | None] = []  # the anchors of the values being composed, outermost first
+        self._sizes: dict[int, int] = {}  # id(node) -> how many values it holds, aliases expanded
+        self._aliased = 0  # values repeated by aliases so far
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        event = self.peek_event()  # type: ignore[no-untyped-call]
+        line = event.start_mark.line + 1
+        if isinstance(event, yaml.AliasEvent):
+            if event.anchor in self._open:
+                raise _Refused(line, f"alias *{event.anchor} is inside the value it names (a recursive structure); "
+                                     "a scenario is a tree")
+            node = super().compose_node(parent, index)
+            self._aliased += _values_in(node, self._sizes) if node is not None else 0
+            if self._aliased > MAX_ALIASED_VALUES:
+                raise _Refused(line, f"alias *{event.anchor}: aliases repeat more than {MAX_ALIASED_VALUES:,} values in "
+                                     "all (an alias bomb?); write the values out, or repeat fewer")
+            return node
+        if len(self._open) >= MAX_YAML_DEPTH:
+            raise _Refused(line, f"values nested more than {MAX_YAML_DEPTH} deep; a scenario nests a few levels")
+        self._open.append(event.anchor)
+        try:
+            node = super().compose_node(parent, index)
+        finally:
+            self._open.pop()
+        return node
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        first: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue  # `<<: *defaults`: merged keys may be overridden, as YAML says
+            key, line = self.construct_object(key_node, deep=True), key_node.start_mark.line + 1
+            try:
+                if key in first:
+                    raise _Refused(line, f"duplicate key {key!r} (first on line {first[key]}); a key is given once in "
+                                         "a mapping (YAML would keep the last one silently)")
+                first[key] = line
+            except TypeError:
+                continue  # an unhashable key: PyYAML says so itself
+        return super().construct_mapping(node, deep)
+
+
+def _values_in(root: yaml.Node, sizes: dict[int, int]) -> int:
+    """How many values ``root`` holds, itself and aliases included: iteratively, each node counted
+    once (``sizes`` remembers), so a bomb's size is known without expanding it."""
+    todo = [root]
+    while todo:
+        node = todo[-1]
+        if id(node) in sizes:
+            todo.pop()
+            continue
+        children: list[yaml.Node] = ([x for pair in node.value for x in pair] if isinstance(node, yaml.MappingNode)
+                                     else list(node.value) if isinstance(node, yaml.SequenceNode) else [])
+        pending = [c for c in children if id(c) not in sizes]
+        if pending:
+            todo += pending
+            continue
+        sizes[id(node)] = 1 + sum(sizes[id(c)] for c in children)
+        todo.pop()
+    return sizes[id(root)]
+
+
+def _parse(text: str) -> tuple[yaml.Node | None, Any]:
+    """The YAML document ``text`` as its node tree (for lines) and its data; ``_Refused`` or another
+    ``yaml.YAMLError`` if it is not a scenario's YAML."""
+    loader = _StrictLoader(text)
+    try:
+        root = loader.get_single_node()
+        return root, (loader.construct_document(root) if root is not None else None)
+    finally:
+        loader.dispose()
 
 
 def problems(exc: ValidationError, data: Any) -> list[str]:
@@ -329,8 +530,9 @@ def _line(root: yaml.Node | None, loc: tuple[Any, ...]) -> int:
             match = [(k, v) for k, v in node.value if k.value == str(key)]
             if not match:
                 break
-            line = match[0][0].start_mark.line + 1
-            node = match[0][1]
+            # the last: a key given after a merge (`<<: *defaults`) overrides the merged one before it
+            line = match[-1][0].start_mark.line + 1
+            node = match[-1][1]
         elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
             node = node.value[key]
             line = node.start_mark.line + 1
