@@ -96,6 +96,41 @@ def write_json(path: Path, data: Any) -> Path:
     return write_text(path, json.dumps(data, indent=2, default=str) + "\n")
 
 
+def _why(exc: OSError | UnicodeDecodeError) -> str:
+    """What went wrong reading or writing a file, in words (the path is said by the caller)."""
+    if isinstance(exc, UnicodeDecodeError):
+        return f"not UTF-8 text: byte {exc.object[exc.start]:#04x} at offset {exc.start}"
+    if isinstance(exc, IsADirectoryError):
+        return "a folder, not a file"
+    if isinstance(exc, NotADirectoryError):
+        return "a file is in the way of a folder on its path"
+    return exc.strerror or str(exc)
+
+
+def unreadable(path: Path, exc: OSError | UnicodeDecodeError) -> ConfigError:
+    """The ``ConfigError`` of a file that cannot be read: ``path``, and why."""
+    return ConfigError(f"{path}: cannot be read ({_why(exc)})")
+
+
+def read_json_object(path: Path) -> dict[str, Any] | None:
+    """The JSON object in ``path``; None when there is no such file. ``ConfigError`` naming the
+    file for anything else it is or holds: a folder, an unreadable file, bytes that are not UTF-8,
+    text that is not JSON, JSON that is not an object."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise unreadable(path, exc) from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path}: not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: a JSON object was expected, found {type(data).__name__}")
+    return data
+
+
 @dataclass(frozen=True)
 class RunFolder:
     """The files of the run folder at ``path`` (which may not exist yet: ``create`` makes it)."""
@@ -166,13 +201,5 @@ class RunFolder:
 
     def read_json(self, path: Path) -> dict[str, Any] | None:
         """The JSON object in ``path`` (one of this folder's files), None if there is none;
-        ``ConfigError`` naming the file when it holds something else."""
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return None
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{path}: not valid JSON ({exc})") from None
-        if not isinstance(data, dict):
-            raise ConfigError(f"{path}: a JSON object was expected, found {type(data).__name__}")
-        return data
+        ``ConfigError`` naming the file when it is or holds something else (``read_json_object``)."""
+        return read_json_object(path)

@@ -8,7 +8,6 @@ Everything here reads files; nothing talks to Kafka (docs/ARCHITECTURE.md: data 
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +24,7 @@ from harness.history.model import SCAN, SPARK_BATCH, SPARK_SKIP, SPARK_START
 from harness.journal import Journal, fault_runs
 from harness.report.clock import Clock, clock_of
 from harness.report.ops import MAX_MARKED, History, Marked, active_faults, example_spans
-from harness.runfolder import RunFolder
+from harness.runfolder import RunFolder, read_json_object
 
 #: Broker process faults and the state a node is in during their window.
 NODE_STATE = node_states()
@@ -85,12 +84,12 @@ class RunData:
 
 
 def _json(path: Path, what: str) -> dict[str, Any]:
-    try:
-        return json.loads(path.read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"{path.parent} has no {path.name}: {what}") from None
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{path}: not valid JSON ({exc})") from None
+    """The JSON object in ``path``; ``ConfigError`` naming it when it is missing (``what`` says
+    why that matters) or broken."""
+    data = read_json_object(path)
+    if data is None:
+        raise ConfigError(f"{path.parent} has no {path.name}: {what}")
+    return data
 
 
 def load(run_dir: Path) -> RunData:

@@ -1,0 +1,147 @@
+"""Bad files and folders are clear errors (exit 2, naming the path and what is allowed), never an
+"internal error": a run folder's files that are folders, not UTF-8 or not JSON objects (check,
+report, compare, index). All on hand-written folders, without a cluster."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import Result
+
+from harness.errors import ConfigError
+from harness.history import store
+from harness.report.index_page import run_row, write_index
+from harness.runfolder import INDEX, read_json_object
+from tests.unit.test_cli import _restore_logging, cli  # noqa: F401 - the fixture puts the loggers back after each invocation
+from tests.unit.test_report import make_run
+
+NOT_UTF8 = b'{"scenario": "\xff\xfe"}'
+
+
+def refused(r: Result, *says: str) -> None:
+    """Exit 2 with one error line saying each of ``says``; no internal error, no traceback."""
+    assert r.exit_code == 2, r.output
+    assert "internal error" not in r.output and "Traceback" not in r.output, r.output
+    for s in says:
+        assert s in r.output, r.output
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One finished run folder, copied by each test that breaks one of its files."""
+    return make_run(tmp_path_factory.mktemp("made"), name="run")
+
+
+@pytest.fixture
+def run(made: Path, tmp_path: Path) -> Path:
+    return Path(shutil.copytree(made, tmp_path / "run", symlinks=True))
+
+
+# ---- a run folder's files ----
+
+def test_read_json_object_names_the_file_for_everything_but_an_object(tmp_path: Path) -> None:
+    path = tmp_path / "x.json"
+    assert read_json_object(path) is None
+    for content, says in ((b"[1, 2]", "a JSON object was expected, found list"), (b"{half", "not valid JSON"),
+                          (NOT_UTF8, "not UTF-8 text: byte 0xff at offset 14")):
+        path.write_bytes(content)
+        with pytest.raises(ConfigError, match=f"^{path}: .*{says}"):
+            read_json_object(path)
+    path.unlink()
+    path.mkdir()
+    with pytest.raises(ConfigError, match=f"^{path}: cannot be read \\(a folder, not a file\\)"):
+        read_json_object(path)
+
+
+@pytest.mark.parametrize("how", ["folder", "not-utf8"])
+def test_check_names_a_history_file_it_cannot_read(run: Path, how: str) -> None:
+    bad = run / "history" / "runner.jsonl"
+    if how == "folder":
+        bad = run / "history" / "zz-writer.jsonl"
+        bad.mkdir()
+    else:
+        bad.write_bytes(bad.read_bytes() + b'{"time": 1, "process": "\xff", "type": "invoke", "f": "txn"}\n')
+    refused(cli("check", str(run)), str(bad))
+
+
+def test_check_rebuilds_from_the_history_when_the_parquet_meta_is_a_folder(run: Path) -> None:
+    meta = run / "history.parquet" / store.META_FILE
+    meta.unlink()
+    meta.mkdir()
+    r = cli("check", str(run))
+    assert r.exit_code == 0 and r.stdout.startswith("VALID") and "internal error" not in r.output, r.output
+
+
+def _break(path: Path, how: str) -> None:
+    path.unlink()
+    if how == "folder":
+        path.mkdir()
+    elif how == "list":
+        path.write_text("[1, 2]")
+    else:
+        path.write_bytes(NOT_UTF8)
+
+
+@pytest.mark.parametrize("how, says", [("folder", "cannot be read (a folder, not a file)"),
+                                       ("list", "a JSON object was expected, found list")])
+@pytest.mark.parametrize("command", [["check"], ["report"], ["compare", "{run}"]])
+def test_a_verdict_json_that_is_a_folder_or_a_list_is_exit_2_naming_it(run: Path, how: str, says: str,
+                                                                       command: list[str]) -> None:
+    _break(run / "verdict.json", how)
+    refused(cli(*[a.format(run=run) for a in command], str(run)), f"{run / 'verdict.json'}: {says}")
+
+
+@pytest.mark.parametrize("command", ["check", "report"])
+def test_a_journal_that_is_not_utf8_is_exit_2_naming_it(run: Path, command: str) -> None:
+    _break(run / "journal.json", "not-utf8")
+    refused(cli(command, str(run)), f"{run / 'journal.json'}: cannot be read (not UTF-8 text")
+
+
+def test_a_scenario_json_that_is_a_list_is_exit_2_for_report(run: Path) -> None:
+    _break(run / "scenario.json", "list")
+    refused(cli("report", str(run)), f"{run / 'scenario.json'}: a JSON object was expected, found list")
+
+
+def test_a_nemesis_folders_broken_files_are_exit_2_for_report(tmp_path: Path) -> None:
+    d = tmp_path / "nemesis-run"
+    (d / "history").mkdir(parents=True)
+    (d / "nemesis.json").write_text('{"test": "t", "t0_ns": 0, "ended_ns": 1000000000, "healed": true}')
+    (d / "history" / "nemesis.jsonl").mkdir()
+    refused(cli("report", str(d)), f"{d / 'history' / 'nemesis.jsonl'}: cannot be read (a folder, not a file)")
+    (d / "history" / "nemesis.jsonl").rmdir()
+    (d / "history" / "nemesis.jsonl").write_bytes(b'[1]\n{"f": "fault", "time": "x"}\n\xff\n')  # lines skipped
+    assert cli("report", str(d)).exit_code == 0
+    (d / "nemesis.json").write_text("{half")
+    refused(cli("report", str(d)), f"{d / 'nemesis.json'}: not valid JSON")
+
+
+@pytest.mark.parametrize("file, how, says", [
+    ("journal.json", "not-utf8", "journal.json: cannot be read (not UTF-8 text"),
+    ("verdict.json", "folder", "verdict.json is broken (cannot be read (a folder, not a file))"),
+    ("verdict.json", "list", "verdict.json is broken (a JSON object was expected, found list)"),
+])
+def test_one_broken_run_folder_is_a_row_of_the_index_that_says_so(made: Path, tmp_path: Path, file: str, how: str,
+                                                                  says: str) -> None:
+    good = Path(shutil.copytree(made, tmp_path / "20261101-100000-good-aaaa"))
+    bad = Path(shutil.copytree(made, tmp_path / "20261101-110000-bad-bbbb"))
+    _break(bad / file, how)
+    r = cli("index", str(tmp_path))
+    assert r.exit_code == 0, r.output
+    page = (tmp_path / INDEX).read_text()
+    assert good.name in page and bad.name in page
+    assert says in run_row(bad, tmp_path).problem  # type: ignore[operator]
+
+
+def test_a_nemesis_json_with_a_value_for_a_list_is_a_row(tmp_path: Path) -> None:
+    d = tmp_path / "nemesis-run"
+    d.mkdir()
+    (d / "nemesis.json").write_text(json.dumps({"test": "t", "healed": False, "heal_problems": 5, "errors": "boom"}))
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "scenario.json").write_text(json.dumps({"name": "x", "versions": 4}))
+    row = run_row(d, tmp_path)
+    assert row.problem == "not healed: 5; fault failed: boom"
+    assert run_row(tmp_path / "other", tmp_path).command is None
+    write_index(tmp_path)
