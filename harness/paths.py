@@ -8,6 +8,12 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
+def nearest_existing(path: Path) -> Path | None:
+    """``path`` or the nearest of its parents that exists (None: none does, a relative path's top
+    included); a file there means no folder can be at ``path``."""
+    return next((p for p in (path, *path.parents) if p.exists() or p.is_symlink()), None)
+
+
 def cache_dir() -> Path:
     """The artifact cache (Kafka jars, Toxiproxy binary, cluster state); ``EOS_CHAOS_CACHE`` overrides."""
     env = os.environ.get("EOS_CHAOS_CACHE")

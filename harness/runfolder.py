@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import ConfigError
-from harness.paths import results_dir
+from harness.paths import nearest_existing, results_dir
 
 SCENARIO = "scenario.json"
 JOURNAL = "journal.json"
@@ -62,9 +62,7 @@ def new_run_id(kind: str) -> str:
 
 def new_run_dir(kind: str, parent: Path | None = None) -> Path:
     """A new, empty run folder under ``parent`` (default: the results folder)."""
-    d = (parent or results_dir()) / new_run_id(kind)
-    d.mkdir(parents=True, exist_ok=False)
-    return d
+    return make_folder((parent or results_dir()) / new_run_id(kind), exist_ok=False)
 
 
 def point_latest(results: Path, run_dir: Path) -> Path:
@@ -94,6 +92,31 @@ def write_text(path: Path, text: str) -> Path:
 def write_json(path: Path, data: Any) -> Path:
     """``path`` holding ``data`` as indented JSON (values JSON cannot hold as their ``str``), atomically."""
     return write_text(path, json.dumps(data, indent=2, default=str) + "\n")
+
+
+def write_output(path: Path, text: str) -> Path:
+    """``write_text`` for a file a command was asked to make (a report, an index page): a path
+    that cannot be written is a ``ConfigError`` naming it, never an ``OSError`` (exit 2, not an
+    internal error). Nothing is left half-written: the old file stays, and no temporary file."""
+    try:
+        return write_text(path, text)
+    except OSError as exc:
+        raise ConfigError(f"{path} cannot be written ({_why(exc)}); give a file in a folder that exists and "
+                          "can be written") from None
+
+
+def make_folder(path: Path, exist_ok: bool = True) -> Path:
+    """``path`` as a folder, with its parents, made if missing (``exist_ok=False``: it must not
+    exist); ``ConfigError`` naming it when it cannot be made (a read-only folder, a file in the way)."""
+    try:
+        path.mkdir(parents=True, exist_ok=exist_ok)
+    except FileExistsError:
+        if not exist_ok and path.is_dir():
+            raise  # a folder of that name already: the caller's to avoid (a run id made twice)
+        raise ConfigError(f"folder {path} cannot be made (a file of that name is in the way)") from None
+    except OSError as exc:
+        raise ConfigError(f"folder {path} cannot be made ({_why(exc)})") from None
+    return path
 
 
 def _why(exc: OSError | UnicodeDecodeError) -> str:
@@ -131,6 +154,43 @@ def read_json_object(path: Path) -> dict[str, Any] | None:
     return data
 
 
+def check_out(path: Path, flag: str, what: str = "folder", *, file: bool = False, resumable: bool = False) -> Path:
+    """Refuse, before anything starts, an output path a command cannot write to. ``path`` (given
+    as ``flag``) is a ``file`` to (re)write, else a folder to make (``what``: "run folder", ...)
+    that must be new or empty (a ``resumable`` one may hold an earlier result: the command checks
+    it). Either way its parent must be a folder that exists and can be written. ``ConfigError``
+    naming the path and what is allowed; ``path`` when it will do. ``os.access`` does not stop root,
+    so the writes are guarded too (``write_output``, ``make_folder``)."""
+    allowed = (f"{flag} takes a file name in a folder that exists and can be written" if file else
+               f"{flag} takes a new folder (in one that exists and can be written), or an empty one"
+               + (", or one an earlier run of this command made" if resumable else ""))
+    if path.is_dir():
+        if file:
+            raise ConfigError(f"{flag} {path} is a folder; {allowed}")
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise ConfigError(f"{flag} {path}: the folder cannot be written; {allowed}")
+        if not resumable and any(path.iterdir()):
+            raise ConfigError(f"{flag} {path} holds files already, which this command's would be mixed with; "
+                              f"{allowed}")
+        return path
+    if path.exists() or path.is_symlink():
+        if file:
+            if not os.access(path, os.W_OK):
+                raise ConfigError(f"{flag} {path}: the file cannot be written; {allowed}")
+        else:
+            raise ConfigError(f"{flag} {path} is a file, not a {what}; {allowed}")
+    parent = path.parent
+    blocker = nearest_existing(parent)
+    if blocker is not None and not blocker.is_dir():
+        raise ConfigError(f"{flag} {path}: {blocker} is a file, so nothing can be made under it; {allowed}")
+    if blocker != parent:
+        raise ConfigError(f"{flag} {path}: the folder it goes in, {parent}, does not exist; {allowed} "
+                          f"(mkdir -p {parent} first)")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ConfigError(f"{flag} {path}: its folder {parent} cannot be written; {allowed}")
+    return path
+
+
 @dataclass(frozen=True)
 class RunFolder:
     """The files of the run folder at ``path`` (which may not exist yet: ``create`` makes it)."""
@@ -143,8 +203,9 @@ class RunFolder:
         return cls(new_run_dir(kind, parent))
 
     def create(self) -> RunFolder:
-        """This folder, made if missing (a ``--out`` folder may exist already)."""
-        self.path.mkdir(parents=True, exist_ok=True)
+        """This folder, made if missing (a ``--out`` folder may exist already); ``ConfigError``
+        naming it when it cannot be made."""
+        make_folder(self.path)
         return self
 
     @property

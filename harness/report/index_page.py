@@ -25,7 +25,7 @@ from harness.journal import Journal
 from harness.paths import results_dir
 from harness.report import _env, rerun, run_facts
 from harness.report.nemesis_page import META_FILE as NEMESIS_META
-from harness.runfolder import INDEX, LATEST, SOAK_HTML, RunFolder, point_latest, write_text
+from harness.runfolder import INDEX, LATEST, SOAK_HTML, RunFolder, point_latest, write_output, write_text
 
 log = logging.getLogger(__name__)
 
@@ -261,7 +261,7 @@ def write_index(folder: Path | None = None) -> Path:
     runs.sort(key=lambda r: (r.when, r.name), reverse=True)
     t = totals(runs)
     where = folder.absolute()
-    return write_text(folder / INDEX, render_runs(
+    return write_output(folder / INDEX, render_runs(
         f"runs in {where.name}", f"{t['runs']} runs in {where}; newest first. {LATEST} points at the run that "
         "finished last.", runs, groups))
 

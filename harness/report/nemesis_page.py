@@ -18,7 +18,7 @@ from urllib.parse import quote
 from harness.errors import ConfigError
 from harness.report.data import fault_windows
 from harness.report.logs import LogLink, log_links
-from harness.runfolder import REPORT, read_json_object, unreadable, write_text
+from harness.runfolder import REPORT, read_json_object, unreadable, write_output
 
 #: What the fixture records beside the fault events.
 META_FILE = "nemesis.json"
@@ -80,4 +80,4 @@ def is_nemesis_run(run_dir: Path) -> bool:
 def write_nemesis_report(run_dir: Path, title: str | None = None, out: Path | None = None) -> Path:
     """Write ``run_dir/report.html`` (or ``out``) for a test's nemesis run folder, atomically;
     return its path. ``title``: default the test's id."""
-    return write_text(out or run_dir / REPORT, render(run_dir, title))
+    return write_output(out or run_dir / REPORT, render(run_dir, title))

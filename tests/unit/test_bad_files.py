@@ -1,20 +1,23 @@
 """Bad files and folders are clear errors (exit 2, naming the path and what is allowed), never an
 "internal error": a run folder's files that are folders, not UTF-8 or not JSON objects (check,
-report, compare, index). All on hand-written folders, without a cluster."""
+report, compare, index), output paths that cannot be written (``--out`` of run, soak, matrix,
+report; index.html). All on hand-written folders, without a cluster."""
 
 from __future__ import annotations
 
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import Result
 
+from harness import runfolder, runner, soak
 from harness.errors import ConfigError
 from harness.history import store
 from harness.report.index_page import run_row, write_index
-from harness.runfolder import INDEX, read_json_object
+from harness.runfolder import INDEX, REPORT, RunFolder, check_out, make_folder, read_json_object, write_output
 from tests.unit.test_cli import _restore_logging, cli  # noqa: F401 - the fixture puts the loggers back after each invocation
 from tests.unit.test_report import make_run
 
@@ -145,3 +148,106 @@ def test_a_nemesis_json_with_a_value_for_a_list_is_a_row(tmp_path: Path) -> None
     assert row.problem == "not healed: 5; fault failed: boom"
     assert run_row(tmp_path / "other", tmp_path).command is None
     write_index(tmp_path)
+
+
+# ---- output paths ----
+
+#: What a run or a soak that was let start says here (no cluster is started).
+STARTED = "a run would start here"
+
+
+@pytest.fixture
+def nothing_started(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Runs and soaks that were let start (by a test that wants one to)."""
+    started: list[Any] = []
+
+    def start(*args: Any, **kwargs: Any) -> None:
+        started.append(args)
+        raise ConfigError(STARTED)
+
+    monkeypatch.setattr(runner, "run", start)
+    monkeypatch.setattr(soak, "soak", start)
+    return started
+
+
+def _out(tmp_path: Path, case: str) -> tuple[Path, str]:
+    """An ``--out`` path of ``case`` and what the refusal says of it."""
+    if case == "non-empty":
+        (tmp_path / "used" / "history").mkdir(parents=True)
+        return tmp_path / "used", "holds files already"
+    if case == "file":
+        (tmp_path / "f").write_text("x")
+        return tmp_path / "f", "is a file, not a"
+    if case == "missing-parent":
+        return tmp_path / "no" / "such" / "out", f"the folder it goes in, {tmp_path / 'no' / 'such'}, does not exist"
+    (tmp_path / "f").write_text("x")
+    return tmp_path / "f" / "out", f"{tmp_path / 'f'} is a file, so nothing can be made under it"
+
+
+CASES = ["non-empty", "file", "missing-parent", "under-a-file"]
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("command", [["run", "baseline"], ["soak", "--runs", "1", "--scenarios", "baseline"]])
+def test_a_bad_out_folder_is_refused_before_anything_starts(tmp_path: Path, case: str, command: list[str],
+                                                            nothing_started: list[Any]) -> None:
+    out, says = _out(tmp_path, case)
+    before = sorted(tmp_path.rglob("*"))
+    refused(cli(*command, "--out", str(out)), f"--out {out}", says, "--out takes a new folder")
+    assert nothing_started == [] and sorted(tmp_path.rglob("*")) == before  # nothing made
+
+
+def test_an_empty_or_new_out_folder_is_used(tmp_path: Path, nothing_started: list[Any]) -> None:
+    (tmp_path / "empty").mkdir()
+    for out in (tmp_path / "empty", tmp_path / "new"):
+        assert STARTED in cli("run", "baseline", "--out", str(out)).output
+    assert [a[3] for a in nothing_started] == [tmp_path / "empty", tmp_path / "new"]
+
+
+@pytest.mark.parametrize("case", ["missing-parent", "under-a-file"])
+def test_a_bad_matrix_out_folder_is_refused(tmp_path: Path, case: str) -> None:
+    out, says = _out(tmp_path, case)
+    refused(cli("matrix", "--scenarios", "baseline", "--out", str(out)), f"--out {out}", says)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("case", ["folder", "missing-parent", "under-a-file"])
+def test_a_bad_report_out_file_is_refused_and_nothing_is_written(run: Path, tmp_path: Path, case: str) -> None:
+    if case == "folder":
+        out, says = tmp_path / "somewhere", "is a folder; --out takes a file name"
+        out.mkdir()
+    else:
+        out, says = _out(tmp_path, case)
+    refused(cli("report", str(run), "--out", str(out)), f"--out {out}", says)
+    assert not out.is_file() and not list(tmp_path.rglob(".*.tmp*"))
+
+
+def test_an_unwritable_folder_is_refused_by_its_access_check(tmp_path: Path, nothing_started: list[Any],
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Root writes in a read-only folder all the same, so the check is proved with ``os.access``
+    saying no (a read-only mount cannot be made here)."""
+    monkeypatch.setattr(runfolder.os, "access", lambda *a, **kw: False)
+    refused(cli("run", "baseline", "--out", str(tmp_path / "new")), f"its folder {tmp_path} cannot be written")
+    (tmp_path / REPORT).write_text("an old report")
+    with pytest.raises(ConfigError, match="the file cannot be written"):
+        check_out(tmp_path / REPORT, "--out", file=True)
+    assert nothing_started == []
+
+
+def test_a_write_that_fails_names_the_path_and_leaves_nothing(tmp_path: Path) -> None:
+    (tmp_path / "in-the-way").mkdir()
+    with pytest.raises(ConfigError, match=f"{tmp_path / 'in-the-way'} cannot be written"):
+        write_output(tmp_path / "in-the-way", "text")
+    assert [p.name for p in tmp_path.iterdir()] == ["in-the-way"]
+    (tmp_path / "f").write_text("x")
+    for folder in (tmp_path / "f", tmp_path / "f" / "sub"):
+        with pytest.raises(ConfigError, match=f"folder {folder} cannot be made"):
+            make_folder(folder)
+        with pytest.raises(ConfigError, match=f"folder {folder} cannot be made"):
+            RunFolder(folder).create()
+
+
+def test_index_names_an_index_html_it_cannot_write(made: Path, tmp_path: Path) -> None:
+    shutil.copytree(made, tmp_path / "run")
+    (tmp_path / INDEX).mkdir()
+    refused(cli("index", str(tmp_path)), f"{tmp_path / INDEX} cannot be written")
