@@ -1,19 +1,24 @@
 """Bad files and folders are clear errors (exit 2, naming the path and what is allowed), never an
 "internal error": a run folder's files that are folders, not UTF-8 or not JSON objects (check,
 report, compare, index), output paths that cannot be written (``--out`` of run, soak, matrix,
-report; index.html). All on hand-written folders, without a cluster."""
+report; index.html), the cluster record and the folders environment variables name. All on
+hand-written folders, without a cluster."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import pytest
 from typer.testing import Result
 
-from harness import runfolder, runner, soak
+from clusters import state
+from clusters.spark import RECORD as SPARK_RECORD
+from harness import paths, runfolder, runner, soak
 from harness.errors import ConfigError
 from harness.history import store
 from harness.report.index_page import run_row, write_index
@@ -251,3 +256,76 @@ def test_index_names_an_index_html_it_cannot_write(made: Path, tmp_path: Path) -
     shutil.copytree(made, tmp_path / "run")
     (tmp_path / INDEX).mkdir()
     refused(cli("index", str(tmp_path)), f"{tmp_path / INDEX} cannot be written")
+
+
+# ---- the cluster record and the folders the environment names ----
+
+@pytest.fixture
+def state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    d = tmp_path / "state"
+    d.mkdir()
+    monkeypatch.setenv("EOS_CHAOS_STATE", str(d))
+    return d
+
+
+def _record() -> state.ClusterRecord:
+    return state.ClusterRecord(backend="local", cluster_id="c1", run_dir="/nowhere", kafka_version="4.1.1", net=1,
+                               port_base=19092, api_port=18474, owner_pid=None, node_pids={"1": 5},
+                               overrides={"a.b": "1"}, transaction_version=2)
+
+
+def test_a_record_loads_back_as_saved(state_dir: Path) -> None:
+    state.save(_record())
+    assert state.load("local") == _record()
+
+
+def test_a_record_with_unknown_fields_is_exit_2_naming_the_file_and_kept(state_dir: Path) -> None:
+    data = {**asdict(_record()), "future_field": 1}
+    path = state_dir / "local.json"
+    path.write_text(json.dumps(data))
+    r = cli("cluster", "status", "--backend", "local")
+    refused(r, f"{path}: not a cluster record this eos-chaos reads (unknown fields: future_field)",
+            "another version of eos-chaos")
+    assert json.loads(path.read_text()) == data
+    del data["future_field"]
+    path.write_text(json.dumps({**data, "net": "one"}))
+    with pytest.raises(ConfigError, match="net: Input should be a valid integer"):
+        state.load("local")
+
+
+@pytest.mark.parametrize("content", [b'{"backend": "loc', b"\xff\xfe{}", b"[1]"])
+def test_status_keeps_a_record_it_cannot_parse_aside_and_says_so(state_dir: Path, content: bytes) -> None:
+    (state_dir / "local.json").write_bytes(content)
+    r = cli("cluster", "status", "--backend", "local")
+    assert r.exit_code == 1 and "no local cluster is up" in r.stdout, r.output
+    kept = list(state_dir.glob("local.json.broken-*"))
+    assert len(kept) == 1 and kept[0].read_bytes() == content
+    assert not (state_dir / "local.json").exists()
+    assert f"{state_dir / 'local.json'}: " in r.stderr and f"kept aside as {kept[0]}" in r.stderr
+
+
+def test_a_spark_record_that_is_a_folder_is_kept_aside(state_dir: Path) -> None:
+    (state_dir / SPARK_RECORD).mkdir()
+    r = cli("cluster", "status", "--backend", "local", "--json")
+    assert r.exit_code == 1 and '"spark": null' in r.stdout and "internal error" not in r.output, r.output
+    assert list(state_dir.glob(f"{SPARK_RECORD}.broken-*"))
+
+
+@pytest.mark.parametrize("variable, folder", [("EOS_CHAOS_STATE", paths.state_dir), ("EOS_CHAOS_CACHE", paths.cache_dir),
+                                              ("EOS_CHAOS_RESULTS", paths.results_dir)])
+def test_a_variable_naming_a_file_for_a_folder_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               variable: str, folder: Any) -> None:
+    (tmp_path / "f").write_text("x")
+    for value, says in ((tmp_path / "f", "is a file"), (tmp_path / "f" / "sub", f"is under {tmp_path / 'f'}, which is a file")):
+        monkeypatch.setenv(variable, str(value))
+        with pytest.raises(ConfigError, match=f"^{variable}={value} {says}: {variable} names a folder"):
+            folder()
+    monkeypatch.setenv(variable, str(tmp_path / "new"))
+    assert folder() == tmp_path / "new"
+
+
+def test_status_with_the_state_variable_naming_a_file_is_exit_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "f").write_text("x")
+    monkeypatch.setenv("EOS_CHAOS_STATE", str(tmp_path / "f"))
+    refused(cli("cluster", "status"), f"EOS_CHAOS_STATE={tmp_path / 'f'} is a file")
+    assert os.listdir(tmp_path) == ["f"]
