@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.checker.verdict import Verdict
+from harness.errors import ConfigError
 from harness.journal import Journal
 from harness.runfolder import RunFolder, write_json
 from harness.scenario import Expect
@@ -63,3 +66,28 @@ def write(verdict: Mapping[str, Any], folder: RunFolder) -> Path:
 def load(folder: RunFolder) -> dict[str, Any] | None:
     """The folder's ``verdict.json``; None when there is none yet."""
     return folder.read_json(folder.verdict)
+
+
+class _Shape(BaseModel):
+    """What every reader of a verdict's figures relies on (the report, compare); the rest they read
+    with ``.get``. Any format: a format-1 verdict has the same."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    valid: bool | Literal["unknown"]
+    checks: dict[str, dict[str, Any]]
+    stats: dict[str, Any]
+    history: dict[str, Any] = Field(default_factory=dict)
+
+
+def as_verdict(path: Path, data: dict[str, Any]) -> dict[str, Any]:
+    """``data``, read from ``path``, when it is a verdict (with ``history``, empty when it had
+    none); ``ConfigError`` naming the file and the first field that is not, else."""
+    try:
+        _Shape.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise ConfigError(f"{path}: not a verdict ({exc.error_count()} problems, the first: "
+                          f"{'.'.join(map(str, first['loc']))}: {first['msg']})") from None
+    data.setdefault("history", {})
+    return data

@@ -10,6 +10,7 @@ from typing import Any
 
 from harness.errors import ConfigError
 from harness.journal import Journal
+from harness.outcome import as_verdict
 from harness.runfolder import RunFolder
 
 #: Figures compared, as (section, path in the verdict's stats).
@@ -53,6 +54,7 @@ def _run(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     verdict = folder.read_json(folder.verdict)
     if verdict is None:
         raise ConfigError(f"{path} has no {folder.verdict.name}: not a finished run (eos-chaos check {path} makes one)")
+    as_verdict(folder.verdict, verdict)
     scenario = folder.read_json(folder.scenario) or {}
     journal = Journal.load(folder)
     if journal is not None:

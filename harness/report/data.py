@@ -22,6 +22,7 @@ from harness.errors import ConfigError
 from harness.history import store
 from harness.history.model import SCAN, SPARK_BATCH, SPARK_SKIP, SPARK_START
 from harness.journal import Journal, fault_runs
+from harness.outcome import as_verdict
 from harness.report.clock import Clock, clock_of
 from harness.report.ops import MAX_MARKED, History, Marked, active_faults, example_spans
 from harness.runfolder import RunFolder, read_json_object
@@ -96,7 +97,8 @@ def load(run_dir: Path) -> RunData:
     """The report's data of ``run_dir``; ``ConfigError`` if it is not a finished run folder."""
     if not run_dir.is_dir():
         raise ConfigError(f"run folder {run_dir} does not exist")
-    verdict = _json(run_dir / VERDICT_FILE, "not a finished run (eos-chaos check RUN_DIR makes a verdict from its history)")
+    where = run_dir / VERDICT_FILE
+    verdict = as_verdict(where, _json(where, "not a finished run (eos-chaos check RUN_DIR makes a verdict from its history)"))
     scenario = _json(run_dir / "scenario.json", "not a run folder of eos-chaos run")
     journal = Journal.load(RunFolder(run_dir))
     clock = clock_of(run_dir, journal)

@@ -102,6 +102,16 @@ def test_a_verdict_json_that_is_a_folder_or_a_list_is_exit_2_naming_it(run: Path
     refused(cli(*[a.format(run=run) for a in command], str(run)), f"{run / 'verdict.json'}: {says}")
 
 
+@pytest.mark.parametrize("verdict, says", [({}, "valid: Field required"),
+                                           ({"valid": True, "checks": [1], "stats": {}}, "checks: Input should be a valid dictionary"),
+                                           ({"valid": "yes", "checks": {}, "stats": {}}, "valid.bool")])
+@pytest.mark.parametrize("command", [["report"], ["compare", "{run}"]])
+def test_a_verdict_json_object_that_is_no_verdict_is_exit_2_naming_it(run: Path, verdict: dict[str, Any], says: str,
+                                                                      command: list[str]) -> None:
+    (run / "verdict.json").write_text(json.dumps(verdict))
+    refused(cli(*[a.format(run=run) for a in command], str(run)), f"{run / 'verdict.json'}: not a verdict (", says)
+
+
 @pytest.mark.parametrize("command", ["check", "report"])
 def test_a_journal_that_is_not_utf8_is_exit_2_naming_it(run: Path, command: str) -> None:
     _break(run / "journal.json", "not-utf8")
