@@ -27,10 +27,11 @@ from typing import Any
 import psutil
 
 from clusters import procs
-from harness.base.errors import ClusterError, EnvironmentProblem
+from clusters.state import keep_aside
+from harness.base.errors import ClusterError, ConfigError, EnvironmentProblem
 from harness.base.paths import state_dir
 from harness.base.wait import wait_until
-from harness.rundir.runfolder import write_json
+from harness.rundir.runfolder import read_json_object, write_json
 
 MASTER_CLASS, WORKER_CLASS, EXECUTOR_CLASS = procs.SPARK_MASTER_CLASS, procs.SPARK_WORKER_CLASS, procs.SPARK_EXECUTOR_CLASS
 WORKERS = 2
@@ -87,10 +88,17 @@ def record_path() -> Path:
 
 
 def load_record() -> SparkRecord | None:
+    """The recorded standalone cluster; None when none is (a file that is no JSON object is kept
+    aside, as the cluster record is: ``state.keep_aside``)."""
+    path = record_path()
     try:
-        return SparkRecord(**json.loads(record_path().read_text()))
-    except (FileNotFoundError, ValueError, TypeError):
+        data = read_json_object(path)
+        return None if data is None else SparkRecord(**data)
+    except ConfigError as exc:
+        keep_aside(path, str(exc))
         return None
+    except TypeError:
+        return None  # a record of other fields (another version's): none this version can use
 
 
 class SparkStandalone:

@@ -3,15 +3,27 @@
 from __future__ import annotations
 
 import json
+import logging
+import os
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from pydantic import ConfigDict, TypeAdapter, ValidationError
+
+from harness.base.errors import ConfigError
 from harness.base.paths import state_dir
-from harness.rundir.runfolder import write_json
+from harness.rundir.runfolder import read_json_object, write_json
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
 class ClusterRecord:
+    # a record's fields are checked as it loads (``load``): a field this version does not know means
+    # another version of eos-chaos wrote it, about a cluster that may still run
+    __pydantic_config__ = ConfigDict(extra="forbid")
+
     backend: str
     cluster_id: str
     run_dir: str
@@ -49,15 +61,55 @@ def save(record: ClusterRecord) -> None:
 
 
 def load(backend: str) -> ClusterRecord | None:
+    """The backend's record; None when there is none. A file that is no JSON object (cut off, not
+    text) is nobody's record: it is kept aside (``keep_aside``), said in a warning, and None. A
+    JSON object that is not a record of this version is a ``ConfigError`` naming the file: it may
+    describe a cluster another version of eos-chaos started and that still runs."""
     path = record_path(backend)
     try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
+        data = read_json_object(path)
+    except ConfigError as exc:
+        keep_aside(path, str(exc))
         return None
-    except ValueError:
-        path.unlink(missing_ok=True)
+    if data is None:
         return None
-    return ClusterRecord(**data)
+    try:
+        return _RECORD.validate_python(data)
+    except ValidationError as exc:
+        raise ConfigError(f"{path}: not a cluster record this eos-chaos reads ({_problems(exc)}); another version of "
+                          "eos-chaos may have written it, for a cluster that still runs. Stop that cluster with the "
+                          f"eos-chaos that started it, or move {path} away (then eos-chaos cluster down --backend "
+                          f"{backend} takes down what is left)") from None
+
+
+_RECORD = TypeAdapter(ClusterRecord)
+
+
+def _problems(exc: ValidationError) -> str:
+    """A record's validation errors in a few words: its unknown fields, its missing ones, the rest."""
+    def names(kind: str) -> list[str]:
+        return [".".join(map(str, e["loc"])) for e in exc.errors() if e["type"] == kind]
+
+    unknown, missing = names("unexpected_keyword_argument"), names("missing")
+    other = [f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()
+             if e["type"] not in ("unexpected_keyword_argument", "missing")]
+    return "; ".join([*([f"unknown fields: {', '.join(unknown)}"] if unknown else []),
+                      *([f"missing fields: {', '.join(missing)}"] if missing else []), *other[:3]])
+
+
+def keep_aside(path: Path, why: str) -> Path | None:
+    """Move the broken state file ``path`` to ``<name>.broken-<time>`` beside it (never deleted: it
+    may be what someone needs to find a cluster), saying so in a warning; the new path (None: it
+    could not be moved, which the warning says too)."""
+    aside = path.with_name(f"{path.name}.broken-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}")
+    try:
+        path.rename(aside)
+    except OSError as exc:
+        log.warning(f"{why}; it is no cluster record, and could not be moved aside ({exc.strerror or exc}): "
+                    "it is ignored")
+        return None
+    log.warning(f"{why}; it is no cluster record: kept aside as {aside}, and ignored")
+    return aside
 
 
 #: Every backend that leaves a record (``clusters.backends.Backend``'s values).
@@ -84,7 +136,7 @@ def claimed(backend: str) -> set[str]:
         try:
             ids.add(str(json.loads((folder / f"{backend}.json").read_text())["cluster_id"]))
         except (OSError, ValueError, KeyError, TypeError):
-            continue  # no record there, or a broken one (its own load removes it)
+            continue  # no record there, or a broken one (its own load keeps it aside, or refuses it)
     return ids
 
 

@@ -320,12 +320,12 @@ def load(out: Path) -> Matrix | None:
                               "or one an earlier eos-chaos matrix made")
         return None
     try:
-        d = json.loads(path.read_text())
+        d = json.loads(path.read_text(encoding="utf-8"))
         if d.get("format") != FORMAT:
             raise ConfigError(f"{path}: format {d.get('format')!r}, this eos-chaos continues format {FORMAT} only; "
                               "give a new --out")
         return Matrix.from_json(d)
-    except (ValueError, KeyError, TypeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:  # a folder, not UTF-8, not an object
         raise ConfigError(f"{path} cannot be read ({type(exc).__name__}: {exc}); give a new --out") from None
 
 

@@ -15,7 +15,7 @@ from clusters.backends import Backend
 from harness.cli.console import out
 from harness.cli.guard import EXIT_INTERRUPTED, guarded
 from harness.cli.options import BackendOpt, duration_option
-from harness.rundir.runfolder import new_run_dir
+from harness.rundir.runfolder import check_out, make_folder, new_run_dir
 
 log = logging.getLogger(__name__)
 app = typer.Typer()
@@ -46,14 +46,14 @@ def matrix_cmd(
 
     if kafka_version is not None:
         artifacts.parse_kafka_version(kafka_version)
-    folder = Path(out_dir) if out_dir else None
+    folder = check_out(Path(out_dir), "--out", "matrix folder", resumable=True) if out_dir else None
     old = matrix.load(folder) if folder is not None else None
     master = seed if seed is not None else old.definition.master_seed if old is not None else random.randrange(2**31)
     defn, scs = matrix.define(scenarios, clients, levels, seeds, master, backend, duration, kafka_version)
     m = matrix.continued(old, defn, folder or Path("."))
     if folder is None:
         folder = new_run_dir("matrix")
-    folder.mkdir(parents=True, exist_ok=True)
+    make_folder(folder)
     done = len(m.runs)
     log.info(f"matrix of {len(defn.cells())} cells x {defn.seeds} seeds on {backend.value}, master seed {master}; "
              f"folder {folder}" + (f"; resuming: {done} runs done, {len(m.pending)} to go" if done else ""))

@@ -13,6 +13,7 @@ from harness.cli.console import out
 from harness.cli.guard import guarded
 from harness.cli.options import Engine, EngineOpt, run_folder
 from harness.cli.summary import exit_code, print_verdict
+from harness.rundir.runfolder import check_out
 
 app = typer.Typer()
 
@@ -39,7 +40,7 @@ def report_cmd(run_dir: str = typer.Argument(..., help="A finished run folder (w
     from harness.report import write_report
 
     started = time.perf_counter()
-    path = write_report(run_folder(run_dir), Path(out_file) if out_file else None)
+    path = write_report(run_folder(run_dir), check_out(Path(out_file), "--out", file=True) if out_file else None)
     out.print(f"{path} ({path.stat().st_size / 1e3:,.0f} kB, {time.perf_counter() - started:.1f}s)", highlight=False)
 
 

@@ -27,7 +27,7 @@ from harness.cli.options import (
     kafka_artifacts,
 )
 from harness.cli.summary import FAIL, PASS, exit_code, print_outcome, print_verdict
-from harness.rundir.runfolder import new_run_dir, write_text
+from harness.rundir.runfolder import check_out, new_run_dir, write_text
 
 log = logging.getLogger(__name__)
 app = typer.Typer()
@@ -58,7 +58,7 @@ def run_cmd(
     seed: int = typer.Option(None, "--seed", help="Seed for the workloads' choices and the fault schedule "
                              "(the same scenario and seed plan the same faults) \\[default: random]."),
     duration: float | None = duration_option("Override the scenario's duration (s)."),
-    out_dir: str = typer.Option(None, "--out", help="Run folder \\[default: results/<run id>]."),
+    out_dir: str = typer.Option(None, "--out", help="Run folder: a new or empty one, in a folder that exists \\[default: results/<run id>]."),
     kafka_version: str = typer.Option(None, "--kafka-version",
                                       help=f"Apache Kafka release \\[default: the cluster that is up, else {pins.KAFKA_VERSION}]."),
     port_base: int | None = PortBase,
@@ -95,7 +95,8 @@ def run_cmd(
     if dry_run:
         dryrun.print_plan(sc, s, as_json)
         return
-    run_dir = Path(out_dir) if out_dir else new_run_dir(sc.name)
+    # a bad --out is refused before anything starts (no cluster, no folder made)
+    run_dir = check_out(Path(out_dir), "--out", "run folder") if out_dir else new_run_dir(sc.name)
     log.info(f"scenario {sc.name}, seed {s}, {backend.value} backend, run folder {run_dir}")
     from harness.report.progress import Progress
 

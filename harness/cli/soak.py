@@ -16,7 +16,7 @@ from harness.base.errors import ConfigError
 from harness.cli.console import out
 from harness.cli.guard import EXIT_INTERRUPTED, guarded
 from harness.cli.options import BackendOpt, TransactionVersion, duration_option, finite_option
-from harness.rundir.runfolder import SOAK_HTML, new_run_dir
+from harness.rundir.runfolder import SOAK_HTML, check_out, make_folder, new_run_dir
 
 log = logging.getLogger(__name__)
 app = typer.Typer()
@@ -34,7 +34,7 @@ def soak_cmd(
     backend: Backend = BackendOpt,
     duration: float | None = duration_option("Override every scenario's duration (s)."),
     kafka_version: str = typer.Option(None, "--kafka-version", help=f"Apache Kafka release \\[default: {pins.KAFKA_VERSION}]."),
-    out_dir: str = typer.Option(None, "--out", help="Soak folder \\[default: results/<id>-soak]."),
+    out_dir: str = typer.Option(None, "--out", help="Soak folder: a new or empty one, in a folder that exists \\[default: results/<id>-soak]."),
     transaction_version: int | None = TransactionVersion,
 ) -> None:
     """Repeat scenarios with fresh seeds on one cluster; keep every run; write soak.html + soak.json.
@@ -52,8 +52,7 @@ def soak_cmd(
     wanted = soak.runs_wanted(runs, hours, len(scs))
     sources = names or [sc.name for sc in scs]
     master = seed if seed is not None else random.randrange(2**31)
-    folder = Path(out_dir) if out_dir else new_run_dir("soak")
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = make_folder(check_out(Path(out_dir), "--out", "soak folder")) if out_dir else new_run_dir("soak")
     log.info(f"soak of {', '.join(sources)} on {backend.value}, seed {master}, "
              + (f"{hours} h" if hours else f"{wanted} runs") + f"; folder {folder}")
     result = soak.soak(scs, sources, backend, master, folder, runs=wanted, hours=hours, fail_fast=fail_fast,

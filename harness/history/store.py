@@ -57,6 +57,7 @@ from harness.history.model import (
     split_tp,
 )
 from harness.history.recorder import HISTORY_DIR
+from harness.rundir.runfolder import read_json_object, unreadable
 
 #: the fields every history line has (the rest depend on its ``f``)
 REQUIRED = ("time", "process", "type", "f")
@@ -117,7 +118,10 @@ def read_ops(run_dir: Path) -> tuple[list[Op], list[str]]:
     where: list[tuple[int, int]] = []  # (file, line number) of each line, for errors about the merge
     truncated: list[str] = []
     for k, path in enumerate(files):
-        data = path.read_bytes()
+        try:
+            data = path.read_bytes()
+        except OSError as exc:  # a folder named like a history file, a file that cannot be read
+            raise unreadable(path, exc) from None
         raw = data.split(b"\n")
         if raw and raw[-1] == b"":
             raw.pop()
@@ -553,9 +557,9 @@ def _layout_found(run_dir: Path) -> object:
     if not meta.exists():
         return _NO_META
     try:
-        return json.loads(meta.read_text()).get("layout")
-    except (json.JSONDecodeError, AttributeError):
-        return None
+        return (read_json_object(meta) or {}).get("layout")
+    except ConfigError:
+        return None  # a broken meta.json: rebuilt from the JSON lines, or refused without them
 
 
 def parquet_is_current(run_dir: Path) -> bool:
@@ -649,7 +653,7 @@ def ensure_parquet(run_dir: Path) -> None:
 
 def read_meta(run_dir: Path) -> dict[str, Any]:
     """The history's ``meta`` saved with its current Parquet (without the layout number)."""
-    meta: dict[str, Any] = json.loads((run_dir / PARQUET_DIR / META_FILE).read_text())
+    meta = read_json_object(run_dir / PARQUET_DIR / META_FILE) or {}
     meta.pop("layout", None)
     return meta
 

@@ -19,7 +19,7 @@ from harness.report.logs import excerpts, log_links
 from harness.report.ops import Marked
 from harness.rundir import runinfo
 from harness.rundir.journal import Journal
-from harness.rundir.runfolder import REPORT, RunFolder, write_text
+from harness.rundir.runfolder import REPORT, RunFolder, write_output
 
 REPORT_FILE = REPORT
 log = logging.getLogger(__name__)
@@ -145,4 +145,4 @@ def write_report(run_dir: Path, out: Path | None = None) -> Path:
             write_history_text(run_dir, data.clock.zero_ns, data.clock.wall_zero_ns, data.clock.basis)
         except Exception as exc:  # noqa: BLE001 - see docstring
             log.info(f"history.txt could not be written ({type(exc).__name__}: {exc})")
-    return write_text(out or RunFolder(run_dir).report, render(data))
+    return write_output(out or RunFolder(run_dir).report, render(data))

@@ -11,6 +11,7 @@ from typing import Any
 from harness.base.errors import ConfigError
 from harness.rundir.journal import Journal
 from harness.rundir.runfolder import RunFolder
+from harness.rundir.verdict_shape import as_verdict
 
 #: Figures compared, as (section, path in the verdict's stats).
 FIGURES: list[tuple[str, tuple[str, ...]]] = [
@@ -53,6 +54,7 @@ def _run(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     verdict = folder.read_json(folder.verdict)
     if verdict is None:
         raise ConfigError(f"{path} has no {folder.verdict.name}: not a finished run (eos-chaos check {path} makes one)")
+    as_verdict(folder.verdict, verdict)
     scenario = folder.read_json(folder.scenario) or {}
     journal = Journal.load(folder)
     if journal is not None:

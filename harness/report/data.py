@@ -8,7 +8,6 @@ Everything here reads files; nothing talks to Kafka (docs/ARCHITECTURE.md: data 
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +24,8 @@ from harness.history.model import SCAN, SPARK_BATCH, SPARK_SKIP, SPARK_START
 from harness.report.clock import Clock, clock_of
 from harness.report.ops import MAX_MARKED, History, Marked, active_faults, example_spans
 from harness.rundir.journal import Journal, fault_runs
-from harness.rundir.runfolder import RunFolder
+from harness.rundir.runfolder import RunFolder, read_json_object
+from harness.rundir.verdict_shape import as_verdict
 
 #: Broker process faults and the state a node is in during their window.
 NODE_STATE = node_states()
@@ -85,19 +85,20 @@ class RunData:
 
 
 def _json(path: Path, what: str) -> dict[str, Any]:
-    try:
-        return json.loads(path.read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"{path.parent} has no {path.name}: {what}") from None
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{path}: not valid JSON ({exc})") from None
+    """The JSON object in ``path``; ``ConfigError`` naming it when it is missing (``what`` says
+    why that matters) or broken."""
+    data = read_json_object(path)
+    if data is None:
+        raise ConfigError(f"{path.parent} has no {path.name}: {what}")
+    return data
 
 
 def load(run_dir: Path) -> RunData:
     """The report's data of ``run_dir``; ``ConfigError`` if it is not a finished run folder."""
     if not run_dir.is_dir():
         raise ConfigError(f"run folder {run_dir} does not exist")
-    verdict = _json(run_dir / VERDICT_FILE, "not a finished run (eos-chaos check RUN_DIR makes a verdict from its history)")
+    where = run_dir / VERDICT_FILE
+    verdict = as_verdict(where, _json(where, "not a finished run (eos-chaos check RUN_DIR makes a verdict from its history)"))
     scenario = _json(run_dir / "scenario.json", "not a run folder of eos-chaos run")
     journal = Journal.load(RunFolder(run_dir))
     clock = clock_of(run_dir, journal)

@@ -25,7 +25,7 @@ from harness.base.paths import results_dir
 from harness.report import _env, rerun, run_facts
 from harness.report.nemesis_page import META_FILE as NEMESIS_META
 from harness.rundir.journal import Journal
-from harness.rundir.runfolder import INDEX, LATEST, SOAK_HTML, RunFolder, point_latest, write_text
+from harness.rundir.runfolder import INDEX, LATEST, SOAK_HTML, RunFolder, point_latest, write_output, write_text
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +102,7 @@ def run_row(run_dir: Path, page_dir: Path) -> RunRow:
                         if journal is None or journal.finished is None else "no verdict (eos-chaos check RUN_DIR makes one)")
     try:
         row.command = rerun(scenario, journal) if scenario or journal else None
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, AttributeError):
         row.command = None  # a scenario.json too broken to rebuild the command from
     row.problem = "; ".join(problems) or None
     if folder.report.exists():
@@ -124,8 +124,8 @@ def _nemesis_row(row: RunRow, folder: RunFolder, page_dir: Path) -> RunRow:
     row.as_expected = healed if isinstance(healed, bool) else None
     if isinstance(meta.get("t0_ns"), int) and isinstance(meta.get("ended_ns"), int):
         row.took_s = (meta["ended_ns"] - meta["t0_ns"]) / 1e9
-    problems += [f"not healed: {p}" for p in meta.get("heal_problems") or []]
-    problems += [f"fault failed: {e}" for e in meta.get("errors") or []]
+    problems += [f"not healed: {p}" for p in _items(meta.get("heal_problems"))]
+    problems += [f"fault failed: {e}" for e in _items(meta.get("errors"))]
     if healed is None and not problems:
         problems.append("the test had not ended (or was killed)")
     row.problem = "; ".join(problems) or None
@@ -186,6 +186,11 @@ def _clients(workloads: Any) -> list[str]:
 def _link(path: Path, page_dir: Path) -> str:
     # relative, so the pages work wherever the results folder is copied to (a CI artifact)
     return Path(os.path.relpath(path.absolute(), page_dir.absolute())).as_posix()
+
+
+def _items(v: Any) -> list[Any]:
+    """A list a file should hold as one (a single value as a list of it; nothing: none)."""
+    return v if isinstance(v, list) else [] if v is None or v == "" else [v]
 
 
 def _str(v: Any) -> str | None:
@@ -256,7 +261,7 @@ def write_index(folder: Path | None = None) -> Path:
     runs.sort(key=lambda r: (r.when, r.name), reverse=True)
     t = totals(runs)
     where = folder.absolute()
-    return write_text(folder / INDEX, render_runs(
+    return write_output(folder / INDEX, render_runs(
         f"runs in {where.name}", f"{t['runs']} runs in {where}; newest first. {LATEST} points at the run that "
         "finished last.", runs, groups))
 

@@ -18,7 +18,7 @@ from urllib.parse import quote
 from harness.base.errors import ConfigError
 from harness.report.data import fault_windows
 from harness.report.logs import LogLink, log_links
-from harness.rundir.runfolder import REPORT, write_text
+from harness.rundir.runfolder import REPORT, read_json_object, unreadable, write_output
 
 #: What the fixture records beside the fault events.
 META_FILE = "nemesis.json"
@@ -31,12 +31,16 @@ def _events(run_dir: Path, zero_ns: int) -> list[dict[str, Any]]:
     path = run_dir / EVENTS
     if not path.exists():
         return out
-    for line in path.read_text().splitlines():
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")  # a bad byte spoils its line only
+    except OSError as exc:
+        raise unreadable(path, exc) from None
+    for line in text.splitlines():
         try:
             op = json.loads(line)
         except ValueError:
             continue  # a line cut off by a killed process: the rest still tells the story
-        if op.get("f") == "fault":
+        if isinstance(op, dict) and op.get("f") == "fault" and isinstance(op.get("time"), int):
             out.append({"time": int(op["time"]) - zero_ns, "value": op.get("value") or {}})
     return out
 
@@ -55,10 +59,9 @@ def render(run_dir: Path, title: str | None = None) -> str:
     from harness.report import _env
     from harness.report.plots import faults_svg
 
-    try:
-        meta = json.loads((run_dir / META_FILE).read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"{run_dir} has no {META_FILE}: not the run folder of a test's nemesis fixture") from None
+    meta = read_json_object(run_dir / META_FILE)
+    if meta is None:
+        raise ConfigError(f"{run_dir} has no {META_FILE}: not the run folder of a test's nemesis fixture")
     zero_ns = int(meta.get("t0_ns") or 0)
     faults = fault_windows(_events(run_dir, zero_ns))
     end_s = max([float(meta.get("ended_ns", zero_ns) - zero_ns) / 1e9, *(f.end_s or f.start_s for f in faults), 1.0])
@@ -77,4 +80,4 @@ def is_nemesis_run(run_dir: Path) -> bool:
 def write_nemesis_report(run_dir: Path, title: str | None = None, out: Path | None = None) -> Path:
     """Write ``run_dir/report.html`` (or ``out``) for a test's nemesis run folder, atomically;
     return its path. ``title``: default the test's id."""
-    return write_text(out or run_dir / REPORT, render(run_dir, title))
+    return write_output(out or run_dir / REPORT, render(run_dir, title))

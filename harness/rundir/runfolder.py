@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.base.errors import ConfigError
-from harness.base.paths import results_dir
+from harness.base.paths import nearest_existing, results_dir
 
 SCENARIO = "scenario.json"
 JOURNAL = "journal.json"
@@ -62,9 +62,7 @@ def new_run_id(kind: str) -> str:
 
 def new_run_dir(kind: str, parent: Path | None = None) -> Path:
     """A new, empty run folder under ``parent`` (default: the results folder)."""
-    d = (parent or results_dir()) / new_run_id(kind)
-    d.mkdir(parents=True, exist_ok=False)
-    return d
+    return make_folder((parent or results_dir()) / new_run_id(kind), exist_ok=False)
 
 
 def point_latest(results: Path, run_dir: Path) -> Path:
@@ -96,6 +94,103 @@ def write_json(path: Path, data: Any) -> Path:
     return write_text(path, json.dumps(data, indent=2, default=str) + "\n")
 
 
+def write_output(path: Path, text: str) -> Path:
+    """``write_text`` for a file a command was asked to make (a report, an index page): a path
+    that cannot be written is a ``ConfigError`` naming it, never an ``OSError`` (exit 2, not an
+    internal error). Nothing is left half-written: the old file stays, and no temporary file."""
+    try:
+        return write_text(path, text)
+    except OSError as exc:
+        raise ConfigError(f"{path} cannot be written ({_why(exc)}); give a file in a folder that exists and "
+                          "can be written") from None
+
+
+def make_folder(path: Path, exist_ok: bool = True) -> Path:
+    """``path`` as a folder, with its parents, made if missing (``exist_ok=False``: it must not
+    exist); ``ConfigError`` naming it when it cannot be made (a read-only folder, a file in the way)."""
+    try:
+        path.mkdir(parents=True, exist_ok=exist_ok)
+    except FileExistsError:
+        if not exist_ok and path.is_dir():
+            raise  # a folder of that name already: the caller's to avoid (a run id made twice)
+        raise ConfigError(f"folder {path} cannot be made (a file of that name is in the way)") from None
+    except OSError as exc:
+        raise ConfigError(f"folder {path} cannot be made ({_why(exc)})") from None
+    return path
+
+
+def _why(exc: OSError | UnicodeDecodeError) -> str:
+    """What went wrong reading or writing a file, in words (the path is said by the caller)."""
+    if isinstance(exc, UnicodeDecodeError):
+        return f"not UTF-8 text: byte {exc.object[exc.start]:#04x} at offset {exc.start}"
+    if isinstance(exc, IsADirectoryError):
+        return "a folder, not a file"
+    if isinstance(exc, NotADirectoryError):
+        return "a file is in the way of a folder on its path"
+    return exc.strerror or str(exc)
+
+
+def unreadable(path: Path, exc: OSError | UnicodeDecodeError) -> ConfigError:
+    """The ``ConfigError`` of a file that cannot be read: ``path``, and why."""
+    return ConfigError(f"{path}: cannot be read ({_why(exc)})")
+
+
+def read_json_object(path: Path) -> dict[str, Any] | None:
+    """The JSON object in ``path``; None when there is no such file. ``ConfigError`` naming the
+    file for anything else it is or holds: a folder, an unreadable file, bytes that are not UTF-8,
+    text that is not JSON, JSON that is not an object."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise unreadable(path, exc) from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path}: not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: a JSON object was expected, found {type(data).__name__}")
+    return data
+
+
+def check_out(path: Path, flag: str, what: str = "folder", *, file: bool = False, resumable: bool = False) -> Path:
+    """Refuse, before anything starts, an output path a command cannot write to. ``path`` (given
+    as ``flag``) is a ``file`` to (re)write, else a folder to make (``what``: "run folder", ...)
+    that must be new or empty (a ``resumable`` one may hold an earlier result: the command checks
+    it). Either way its parent must be a folder that exists and can be written. ``ConfigError``
+    naming the path and what is allowed; ``path`` when it will do. ``os.access`` does not stop root,
+    so the writes are guarded too (``write_output``, ``make_folder``)."""
+    allowed = (f"{flag} takes a file name in a folder that exists and can be written" if file else
+               f"{flag} takes a new folder (in one that exists and can be written), or an empty one"
+               + (", or one an earlier run of this command made" if resumable else ""))
+    if path.is_dir():
+        if file:
+            raise ConfigError(f"{flag} {path} is a folder; {allowed}")
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise ConfigError(f"{flag} {path}: the folder cannot be written; {allowed}")
+        if not resumable and any(path.iterdir()):
+            raise ConfigError(f"{flag} {path} holds files already, which this command's would be mixed with; "
+                              f"{allowed}")
+        return path
+    if path.exists() or path.is_symlink():
+        if file:
+            if not os.access(path, os.W_OK):
+                raise ConfigError(f"{flag} {path}: the file cannot be written; {allowed}")
+        else:
+            raise ConfigError(f"{flag} {path} is a file, not a {what}; {allowed}")
+    parent = path.parent
+    blocker = nearest_existing(parent)
+    if blocker is not None and not blocker.is_dir():
+        raise ConfigError(f"{flag} {path}: {blocker} is a file, so nothing can be made under it; {allowed}")
+    if blocker != parent:
+        raise ConfigError(f"{flag} {path}: the folder it goes in, {parent}, does not exist; {allowed} "
+                          f"(mkdir -p {parent} first)")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ConfigError(f"{flag} {path}: its folder {parent} cannot be written; {allowed}")
+    return path
+
+
 @dataclass(frozen=True)
 class RunFolder:
     """The files of the run folder at ``path`` (which may not exist yet: ``create`` makes it)."""
@@ -108,8 +203,9 @@ class RunFolder:
         return cls(new_run_dir(kind, parent))
 
     def create(self) -> RunFolder:
-        """This folder, made if missing (a ``--out`` folder may exist already)."""
-        self.path.mkdir(parents=True, exist_ok=True)
+        """This folder, made if missing (a ``--out`` folder may exist already); ``ConfigError``
+        naming it when it cannot be made."""
+        make_folder(self.path)
         return self
 
     @property
@@ -166,13 +262,5 @@ class RunFolder:
 
     def read_json(self, path: Path) -> dict[str, Any] | None:
         """The JSON object in ``path`` (one of this folder's files), None if there is none;
-        ``ConfigError`` naming the file when it holds something else."""
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return None
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{path}: not valid JSON ({exc})") from None
-        if not isinstance(data, dict):
-            raise ConfigError(f"{path}: a JSON object was expected, found {type(data).__name__}")
-        return data
+        ``ConfigError`` naming the file when it is or holds something else (``read_json_object``)."""
+        return read_json_object(path)
