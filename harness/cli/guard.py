@@ -13,7 +13,6 @@ import traceback
 from collections.abc import Callable
 from typing import NoReturn, ParamSpec, TypeVar
 
-import click
 import typer
 from rich.markup import escape
 
@@ -44,8 +43,10 @@ def guarded(command: Callable[P, T]) -> Callable[P, T]:
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
         try:
             return command(*args, **kwargs)
-        except (typer.Exit, typer.Abort, click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
-            raise  # a command's chosen exit code, and usage errors, which carry their own message
+        except (typer.Exit, typer.Abort, typer.TyperException):
+            # a command's chosen exit code, and usage errors (typer's own click, vendored since 0.22:
+            # its exceptions are not click's), which carry their own message
+            raise
         except HarnessError as exc:
             fail(exc)
         except MemoryError:

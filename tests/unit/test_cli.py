@@ -333,3 +333,23 @@ def test_running_out_of_memory_is_exit_2_and_names_the_spark_engine(capsys: pyte
     assert stopped.value.exit_code == 2
     said = capsys.readouterr().err
     assert "out of memory" in said and "--engine spark" in said and "internal error" not in said
+
+
+def test_a_usage_error_raised_inside_a_command_is_a_usage_error_not_a_bug() -> None:
+    """typer vendors its own click: a ``typer.BadParameter`` raised by a guarded command is a usage
+    error with its own message (exit 2), never "internal error (a bug in eos-chaos)"."""
+    import typer
+    from typer.testing import CliRunner
+
+    from harness.cli.guard import guarded
+
+    app = typer.Typer()
+
+    @app.command()
+    @guarded
+    def only(n: int = 1) -> None:
+        raise typer.BadParameter("give a number of at most 3", param_hint="'--n'")
+
+    r = CliRunner().invoke(app, ["--n", "5"])
+    assert r.exit_code == 2, r.output
+    assert "internal error" not in r.output and "at most 3" in r.output
