@@ -14,7 +14,7 @@ import typer
 from clusters import artifacts, backends, pins
 from clusters.backends import Backend
 from harness.bench_window import DEFAULT_LIBRARIES, DEFAULT_PRODUCERS, PRODUCER_PERFORMANCE
-from harness.cli.console import out
+from harness.cli.console import out, print_json
 from harness.cli.guard import guarded
 from harness.cli.options import (
     BackendOpt,
@@ -176,7 +176,7 @@ def _on_one_cluster(name: str, backend: Backend, port_base: int | None,
               "kafka_tools_version": pins.KAFKA_TOOLS_VERSION, "machine": machine(), "run_dir": str(run_dir)}
     write_json(run_dir / f"{name}.json", result)
     if as_json:
-        print(json.dumps(result, indent=2))
+        print_json(result)
         return None
     out.print(f"machine: {result['machine']}; Kafka {pins.KAFKA_VERSION}, {backend.value} backend; {run_dir}", highlight=False)
     return result

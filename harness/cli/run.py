@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import random
 from collections.abc import Callable
@@ -14,7 +13,8 @@ from rich.markup import escape
 from clusters import artifacts, backends, pins
 from clusters.backends import Backend
 from clusters.features import check_transaction_version
-from harness.cli.console import err, out
+from harness.cli import exits
+from harness.cli.console import err, out, print_json
 from harness.cli.guard import EXIT_INTERRUPTED, guarded
 from harness.cli.options import (
     BackendOpt,
@@ -44,7 +44,7 @@ def scenarios(as_json: bool = typer.Option(False, "--json", help="Machine-readab
 
     items = [(n, scenario.load(n).description) for n in scenario.names()]
     if as_json:
-        print(json.dumps([{"name": n, "description": d} for n, d in items], indent=2))
+        print_json([{"name": n, "description": d} for n, d in items])
         return
     for n, d in items:
         out.print(f"[bold]{n}[/]  {escape(d)}", highlight=False)
@@ -135,4 +135,4 @@ def smoke(
                   f"logs: {run_dir}/nodes/*/server.log, {run_dir}/toxiproxy.log ({backend.value} backend)")
     write_text(run_dir / "smoke.txt", ("PASS " if result.passed else "FAIL ") + result.summary() + "\n")
     if not result.passed:
-        raise typer.Exit(1)
+        raise typer.Exit(exits.FINDING)

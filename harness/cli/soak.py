@@ -12,6 +12,7 @@ from rich.markup import escape
 from clusters import artifacts, pins
 from clusters.backends import Backend
 from clusters.features import check_transaction_version
+from harness.cli import exits
 from harness.cli.console import out
 from harness.cli.guard import EXIT_INTERRUPTED, guarded
 from harness.cli.options import BackendOpt, TransactionVersion, duration_option, finite_option
@@ -66,4 +67,4 @@ def soak_cmd(
     if result.interrupted:
         raise typer.Exit(EXIT_INTERRUPTED)
     if not result.as_expected:
-        raise typer.Exit(1)
+        raise typer.Exit(exits.FINDING)
