@@ -95,6 +95,10 @@ def run_cmd(
     if dry_run:
         dryrun.print_plan(sc, s, as_json)
         return
+    if library is not None:  # fetched and built before anything starts; a release that does not exist names the flag
+        from harness.workloads.clients import prepare
+
+        prepare([library], flag="--library")
     run_dir = Path(out_dir) if out_dir else new_run_dir(sc.name)
     log.info(f"scenario {sc.name}, seed {s}, {backend.value} backend, run folder {run_dir}")
     from harness.progress import Progress
