@@ -1,6 +1,7 @@
 """How ``eos-chaos`` ends, as a process (no cluster): the one exit-code table at the end of every
 ``--help``; a reader that closes the pipe early changes no code; a Ctrl-C while the modules load is
-one line and 130; JSON is never coloured, even on a terminal. The real ``.venv/bin/eos-chaos`` runs in a
+one line and 130; JSON is never coloured, even on a terminal; ``bench checker`` bounds ``--values``
+and removes its temporary folder when it is signalled. The real ``.venv/bin/eos-chaos`` runs in a
 subprocess where the process is what is tested (signals, pipes, a terminal)."""
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ def isolated_env(tmp_path: Path, **extra: str) -> dict[str, str]:
             "TMPDIR": str(tmp_path / "tmp"), **extra}
 
 
-# ---- 1. one table, at the end of every help ----
+# ---- one table, at the end of every help ----
 
 def _paths(cmd: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
     """Every command and group of the click tree (typer's own click), as the words that name it."""
@@ -63,7 +64,7 @@ def test_every_code_the_cli_gives_is_in_the_table() -> None:
     assert {*summary.EXIT_CODES.values(), HarnessError.exit_code, guard.EXIT_INTERRUPTED, guard.EXIT_INTERNAL} <= codes
 
 
-# ---- 2. cluster status: no cluster is not a finding ----
+# ---- cluster status: no cluster is not a finding ----
 
 def test_cluster_status_with_no_cluster_is_exit_2_and_says_so_in_its_help(tmp_path: Path,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
@@ -73,7 +74,7 @@ def test_cluster_status_with_no_cluster_is_exit_2_and_says_so_in_its_help(tmp_pa
     assert "Exit 2: no cluster of the backend is up" in " ".join(cli("cluster", "status", "--help").stdout.split())
 
 
-# ---- 2. a reader that closes the pipe early ----
+# ---- a reader that closes the pipe early ----
 
 def _to_a_closed_pipe(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     """``eos-chaos ARGS | head -c0``, made certain: the pipe's reader is gone before the command
@@ -103,7 +104,7 @@ def test_a_reader_that_leaves_early_changes_no_exit_code_and_prints_no_traceback
     assert "Traceback" not in r.stderr and "BrokenPipe" not in r.stderr and "internal error" not in r.stderr, r.stderr
 
 
-# ---- 3. Ctrl-C while the modules load ----
+# ---- Ctrl-C while the modules load ----
 
 @pytest.mark.parametrize("delay", [0.1, 0.2, 0.3])
 def test_ctrl_c_while_the_command_loads_is_one_line_and_exit_130(delay: float, tmp_path: Path) -> None:
@@ -119,7 +120,7 @@ def test_ctrl_c_while_the_command_loads_is_one_line_and_exit_130(delay: float, t
     assert len(err.strip().splitlines()) == 1 and "interrupted" in err, err
 
 
-# ---- 4. JSON on a terminal ----
+# ---- JSON on a terminal ----
 
 def _on_a_terminal(args: list[str], env: dict[str, str]) -> tuple[int, str]:
     """``eos-chaos ARGS`` with stdout a pseudo-terminal (as a person runs it): exit code, stdout."""
@@ -151,3 +152,39 @@ def test_json_on_a_terminal_has_no_colour_codes(force: dict[str, str], tmp_path:
     assert code == 2, said
     assert "\x1b[" not in said, repr(said)
     assert json.loads(said) == {"backend": "local", "up": False, "nodes": [], "spark": None}
+
+
+# ---- bench checker: --values bounded, its temporary folder removed when signalled ----
+
+@pytest.mark.parametrize("values", ["100000001", "1000000000000"])
+def test_bench_checker_refuses_more_than_100m_values_before_anything(values: str) -> None:
+    r = cli("bench", "checker", "--values", values)
+    assert r.exit_code == 2, r.output
+    assert "--values" in r.output and "100000000" in r.output
+
+
+def test_bench_checker_help_states_the_bound() -> None:
+    assert "at most 100M" in " ".join(cli("bench", "checker", "--help").stdout.split())
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signalled_bench_checker_removes_its_temporary_folder_and_exits_130(sig: signal.Signals, tmp_path: Path) -> None:
+    env = isolated_env(tmp_path)
+    tmp = tmp_path / "tmp"
+    # runs enough that the benchmark is still going when its first folder appears
+    p = subprocess.Popen([CLI, "bench", "checker", "--values", "1000", "--runs", "10"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, env=env)
+    try:
+        deadline = time.monotonic() + DEADLINE_S
+        while not list(tmp.glob("eos-chaos-bench-checker-*")):
+            assert p.poll() is None and time.monotonic() < deadline, "no temporary folder appeared"
+            time.sleep(0.02)
+        p.send_signal(sig)
+        out, err = p.communicate(timeout=DEADLINE_S)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait(timeout=DEADLINE_S)
+    assert p.returncode == 130, (out, err)
+    assert "Traceback" not in err, err
+    assert list(tmp.iterdir()) == [], "the benchmark left its temporary folder"
