@@ -12,7 +12,10 @@ from __future__ import annotations
 import resource
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import numpy as np
@@ -94,7 +97,8 @@ def generate_chunked(n_values: int, run_dir: Path) -> None:
     import pyarrow.parquet as pq
 
     folder = run_dir / store.PARQUET_DIR
-    with tempfile.TemporaryDirectory() as tiny:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=run_dir) as tiny:  # inside the history's folder: removed with it
         generate(PARTITIONS * ABORT_EVERY, Path(tiny))
         shutil.copytree(Path(tiny) / store.PARQUET_DIR, folder)
     schema = {t: pq.read_schema(folder / f"{t}.parquet").remove_metadata() for t in ("writes", "reads", "txns", store.VALUES_TABLE)}
@@ -290,19 +294,76 @@ def spark_work(events: Path) -> dict[str, Any]:
     return {"total": total, "by_check": work}
 
 
+#: The temporary folder of one ``bench`` (the history, up to GBs of Parquet): under $TMPDIR.
+TMP_PREFIX = "eos-chaos-bench-checker-"
+#: How long one step (generate, measure) may take: 100M values took 211 s to generate; a step hung
+#: (a stuck Spark job) must not hold the benchmark, and its folder, forever.
+STEP_DEADLINE_S = 4 * 3600.0
+#: How long a killed step may take to be gone (SIGKILL: at once; the bound is for a wedged kernel).
+KILL_WAIT_S = 30.0
+
+
 def bench(n_values: int, engine: str = "default", master: str | None = None) -> dict[str, Any]:
-    """Generate in one process, load + check in another."""
+    """Generate in one process, load + check in another (so peak RSS is the checker's own), in a
+    temporary folder removed whatever happens: a Ctrl-C or SIGTERM (KeyboardInterrupt here) ends
+    the step under way and what it started before the folder goes."""
     import json
+
+    with tempfile.TemporaryDirectory(prefix=TMP_PREFIX) as tmp:
+        _step(["generate", str(n_values), tmp])
+        return dict(json.loads(_step(["measure", tmp, engine, *([master] if master else [])])))
+
+
+@contextmanager
+def _interrupts_held() -> Iterator[None]:
+    """SIGINT and SIGTERM held back while the block runs, then raised as the KeyboardInterrupt
+    they would have been (Python's handlers are not inherited by a child: it starts with the defaults)."""
+    import signal
+
+    held: list[int] = []
+
+    def hold(signum: int, frame: FrameType | None) -> None:
+        held.append(signum)
+
+    before = {s: signal.signal(s, hold) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, handler)
+    if held:
+        raise KeyboardInterrupt
+
+
+def _step(args: list[str]) -> str:
+    """``python -m harness.bench.checker ARGS`` in a session of its own; its stdout. Interrupted,
+    the whole session is killed (the step and what it started: the Spark engine's JVM), so
+    nothing writes into the folder while it is removed."""
+    import os
+    import signal
     import subprocess
     import sys
 
-    with tempfile.TemporaryDirectory(prefix="eos-chaos-bench-checker-") as tmp:
-        for args in (["generate", str(n_values), tmp], ["measure", tmp, engine, *([master] if master else [])]):
-            proc = subprocess.run([sys.executable, "-m", "harness.bench.checker", *args], capture_output=True, text=True,
-                                  stdin=subprocess.DEVNULL)
-            if proc.returncode != 0:
-                raise RuntimeError(f"bench_checker {args[0]} failed:\n{proc.stderr[-2000:]}")
-        return dict(json.loads(proc.stdout))
+    from harness.base.errors import HarnessError
+
+    with _interrupts_held():  # a Ctrl-C while the child starts would lose its pid, and it would write on
+        proc = subprocess.Popen([sys.executable, "-m", "harness.bench.checker", *args], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, start_new_session=True)
+    with proc:
+        try:
+            out, err = proc.communicate(timeout=STEP_DEADLINE_S)
+        except BaseException as exc:  # KeyboardInterrupt (Ctrl-C, SIGTERM) or the deadline
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass  # gone already
+            proc.wait(timeout=KILL_WAIT_S)
+            if isinstance(exc, subprocess.TimeoutExpired):
+                raise HarnessError(f"bench_checker {args[0]} took more than {STEP_DEADLINE_S:.0f}s; killed") from None
+            raise
+    if proc.returncode != 0:
+        raise HarnessError(f"bench_checker {args[0]} failed:\n{err[-2000:]}")
+    return out
 
 
 def median_of(runs: list[dict[str, Any]]) -> dict[str, Any]:

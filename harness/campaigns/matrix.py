@@ -24,10 +24,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from clusters import artifacts, backends, pins
+from clusters import artifacts, backends, pins, procs, state
 from clusters.backends import Backend
 from clusters.base import Cluster
-from clusters.features import check_transaction_version
+from clusters.features import check_transaction_version, transaction_versions
 from harness.base.errors import ConfigError
 from harness.campaigns import soak
 from harness.run import runner
@@ -341,6 +341,74 @@ def continued(old: Matrix | None, defn: Definition, out: Path) -> Matrix:
                           "transaction versions or seeds), or give a new --out")
     old.definition = defn
     return old
+
+
+# ---- before running it: the clients, and the dry run ----
+
+def prepare_clients(m: Matrix, scs: dict[tuple[str, str], Scenario]) -> None:
+    """Every client library a pending run uses, made ready before any cluster starts (a Java
+    bridge fetched and built, once): a release that does not exist is refused here, exit 2 naming
+    ``--clients``, rather than failing every run of its column on a cluster started for nothing."""
+    wanted = {w.library for k in m.pending for w in scs[(k.cell.scenario, k.cell.client)].workloads}
+    for lib in sorted(wanted):
+        clients.prepare([lib], flag="--clients" if lib in m.definition.clients else None)
+
+
+#: What a run costs besides its scenario's duration (set-up, heal, final reads, check, report), for
+#: the dry run's estimate: docs/MATRIX.md measured 5-8 s without broker kills, ~17 s with them.
+RUN_OVERHEAD_S = 10.0
+#: What one cluster's start costs, for the estimate: ~20 s on the local backend (docs/MATRIX.md).
+CLUSTER_START_S = 20.0
+
+
+def _cluster_up(backend: Backend) -> state.ClusterRecord | None:
+    """The record of the backend's cluster that is up (as ``runner.cluster_that_is_up`` finds it),
+    read only: a dry run touches no cluster."""
+    rec = state.load(backend.value)
+    return None if rec is None or (rec.owner_pid is not None and not procs.alive(rec.owner_pid)) else rec
+
+
+def plan(m: Matrix, scs: dict[tuple[str, str], Scenario]) -> dict[str, Any]:
+    """What ``run_matrix`` would do with ``m``'s pending runs, starting nothing (``eos-chaos matrix
+    --dry-run``): the clusters in the order they would run (backend, Kafka version, transaction
+    version, broker settings; the default level's may be the cluster that is up), the cells each
+    runs with their seeds, and an estimate of the time: the scenarios' durations plus
+    ``RUN_OVERHEAD_S`` a run and ``CLUSTER_START_S`` a cluster started."""
+    d = m.definition
+    seeds = d.run_seeds()
+    kafka = d.kafka_version or pins.KAFKA_VERSION
+    up = _cluster_up(Backend(d.backend))
+    clusters: list[dict[str, Any]] = []
+    for group, keys in groups(m.pending, scs).items():
+        shared = up if group == Group(None, ()) else None
+        kv = shared.kafka_version if shared is not None else kafka
+        level = group.level if shared is None else shared.transaction_version
+        cells: dict[Cell, list[int]] = {}
+        for k in keys:
+            cells.setdefault(k.cell, []).append(seeds[k.i])
+        note = None
+        if shared is not None and d.kafka_version and d.kafka_version != shared.kafka_version:
+            note = (f"it runs Kafka {shared.kafka_version}, --kafka-version asks for {d.kafka_version}: the matrix "
+                    f"would refuse it (eos-chaos cluster down --backend {d.backend} first)")
+        why = ("as the cluster that is up was formatted" if shared is not None
+               else "Kafka's default" if group.level is None else "asked")
+        clusters.append({
+            "backend": d.backend, "kafka_version": kv,
+            "transaction_version": level if level is not None else transaction_versions(kv)[1],
+            "transaction_version_why": why, "broker_config": dict(group.broker_config),
+            "started": shared is None, "run_dir": shared.run_dir if shared is not None else None, "note": note,
+            "runs": len(keys), "scenario_s": sum(scs[(k.cell.scenario, k.cell.client)].duration for k in keys),
+            "cells": [{"scenario": c.scenario, "client": c.client, "seeds": s} for c, s in cells.items()]})
+    # the cluster that is up makes way for the first cluster of another group, and is started again at the end
+    comes_back = up is not None and any(c["started"] for c in clusters)
+    starts = sum(c["started"] for c in clusters) + comes_back
+    scenario_s = sum(c["scenario_s"] for c in clusters)
+    return {"cells": len(d.cells()), "seeds": d.seeds, "run_seeds": seeds, "master_seed": d.master_seed,
+            "backend": d.backend, "runs": len(d.run_keys()), "done": len(m.runs), "pending": len(m.pending),
+            "clusters": clusters, "cluster_up_comes_back": comes_back,
+            "estimate": {"scenario_s": scenario_s, "run_overhead_s": RUN_OVERHEAD_S, "cluster_starts": starts,
+                         "cluster_start_s": CLUSTER_START_S,
+                         "total_s": scenario_s + len(m.pending) * RUN_OVERHEAD_S + starts * CLUSTER_START_S}}
 
 
 # ---- running it ----

@@ -1,53 +1,42 @@
-"""The ``eos-chaos`` command line: the Typer app, its global options and ``main``.
+"""The ``eos-chaos`` command line: ``main``, and the Typer ``app`` (``harness.cli.root``, loaded
+when first asked for).
 
-Exit codes (README.md, "Exit codes"): 0 ok, 1 the thing tested failed, 2 bad input or environment,
-3 unknown, 130 interrupted. Each command group is a module of its own; every command is wrapped in
-``guard.guarded``, the one place errors become exit codes."""
+This package's own module stays light on purpose: the console script imports it before ``main``
+runs, and the commands' modules take about a second to load; a Ctrl-C in that second must end in
+one line and exit 130 like any other (``harness.cli.exits``), not in a traceback."""
 
 from __future__ import annotations
 
-import logging
-import signal
+from typing import TYPE_CHECKING, Any
 
-import typer
+from harness.cli import exits
 
-from harness.base import logsetup
-from harness.cli import bench, cluster, matrix, results, run, selftest, setup, soak
+if TYPE_CHECKING:
+    import typer
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="Chaos-testing harness for Kafka exactly-once semantics.")
-app.add_typer(setup.app)
-app.add_typer(cluster.app, name="cluster")
-app.add_typer(run.app)
-app.add_typer(results.app)
-app.add_typer(soak.app)
-app.add_typer(matrix.app)
-app.add_typer(bench.app, name="bench")
-app.add_typer(setup.engine_app, name="engine")
-app.add_typer(selftest.app)
-
-
-@app.callback()
-def console_level(
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="Also debug lines (and a bug's traceback)."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="Only warnings and errors on stderr, no progress lines."),
-) -> None:
-    """Chaos-testing harness for Kafka exactly-once semantics."""
-    if verbose and quiet:
-        raise typer.BadParameter("give one of -v and -q", param_hint="'-v' / '-q'")
-    logsetup.to_console(logging.DEBUG if verbose else logging.WARNING if quiet else logging.INFO)
-
-
-def _sigterm(signum: int, frame: object) -> None:
-    # SIGTERM (CI cancelling, `kill`) takes the same cleanup path as Ctrl-C.
-    raise KeyboardInterrupt
+    app: typer.Typer
 
 
 def main() -> None:
-    """The ``eos-chaos`` entry point."""
-    signal.signal(signal.SIGTERM, _sigterm)
-    logsetup.to_console()
-    app()
+    """The ``eos-chaos`` entry point (``python -m harness`` too)."""
+    exits.take_over()  # first: SIGTERM as Ctrl-C, a reader that leaves early is no error
+    try:
+        from harness.base import logsetup as logs
+        from harness.cli.root import app
+
+        logs.to_console()
+        app()
+    except KeyboardInterrupt:  # before a command's guard (the modules loading): the guard says it otherwise
+        exits.interrupted_before_the_command()
+
+
+def __getattr__(name: str) -> Any:
+    # ``from harness.cli import app``: the app and every command module, loaded only when asked for
+    if name == "app":
+        from harness.cli.root import app
+
+        return app
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = ["app", "main"]

@@ -13,9 +13,9 @@ import typer
 
 from clusters import artifacts, backends, pins
 from clusters.backends import Backend
-from harness.base.errors import ConfigError, HarnessError
+from harness.base.errors import ConfigError
 from harness.bench.window import DEFAULT_LIBRARIES, DEFAULT_PRODUCERS, PRODUCER_PERFORMANCE
-from harness.cli.console import out
+from harness.cli.console import out, print_json
 from harness.cli.guard import guarded
 from harness.cli.options import (
     BackendOpt,
@@ -44,6 +44,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 app = typer.Typer(no_args_is_help=True, help="Benchmarks: repeated runs, medians, the machine.")
+
+#: ``bench checker --values`` at most: the largest history measured (docs/BENCHMARKS.md: 211 s to
+#: write, 7.5 GB of Parquet in the temporary folder); 10^12 would fill the disk for hours.
+MAX_CHECKER_VALUES = 100_000_000
 
 
 def _print_series(header: str, series: Iterable[Series]) -> None:
@@ -95,7 +99,9 @@ def bench_images_cmd(runs: int = typer.Option(3, "--runs", min=1, max=10), kafka
 @app.command("checker")
 @guarded
 def bench_checker_cmd(
-    values: int = typer.Option(2_000_000, "--values", min=1000, help="Values in the synthetic history."),
+    values: int = typer.Option(2_000_000, "--values", min=1000, max=MAX_CHECKER_VALUES,
+                               help="Values in the synthetic history, at most 100M (written to a temporary folder, "
+                                    "removed after each run and on Ctrl-C: 100M values are 7.5 GB of Parquet)."),
     runs: int = typer.Option(3, "--runs", min=1, max=10),
     engine: Engine = EngineOpt,
     master: str | None = typer.Option(
@@ -104,11 +110,9 @@ def bench_checker_cmd(
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
     """Load and check a valid synthetic history of N values (median of --runs, each in its own process)."""
-    import subprocess
-    import sys
     from contextlib import ExitStack
 
-    from harness.bench.checker import median_of
+    from harness.bench.checker import bench, median_of
     from harness.bench.infra import machine
 
     if master is not None and engine is not Engine.spark:
@@ -124,15 +128,13 @@ def bench_checker_cmd(
             spark = stack.enter_context(SparkStandalone(new_run_dir("bench-checker-spark"), "bench-checker"))
             url = spark.master_url
         for i in range(runs):
-            proc = subprocess.run([sys.executable, "-m", "harness.bench.checker", str(values), engine.value, *([url] if url else [])],
-                                  capture_output=True, check=False, text=True, stdin=subprocess.DEVNULL)
-            if proc.returncode != 0:
-                raise HarnessError(f"checker benchmark run {i + 1} failed:\n{proc.stderr[-2000:]}")
-            samples.append(json.loads(proc.stdout))
+            # in this process, so that the history's temporary folder is this process's to remove
+            # on Ctrl-C or SIGTERM (a child killed by a signal would leave it, GBs in $TMPDIR)
+            samples.append(bench(values, engine.value, url))
             log.info(f"run {i + 1}/{runs}: {samples[-1]}")
     result = {**median_of(samples), "machine": machine()}
     if as_json:
-        print(json.dumps(result, indent=2))
+        print_json(result)
         return
     out.print(f"machine: {result['machine']}", highlight=False)
     read = "Spark session start" if engine is Engine.spark else "read"
@@ -176,7 +178,7 @@ def _on_one_cluster(name: str, backend: Backend, port_base: int | None,
               "kafka_tools_version": pins.KAFKA_TOOLS_VERSION, "machine": machine(), "run_dir": str(run_dir)}
     write_json(run_dir / f"{name}.json", result)
     if as_json:
-        print(json.dumps(result, indent=2))
+        print_json(result)
         return None
     out.print(f"machine: {result['machine']}; Kafka {pins.KAFKA_VERSION}, {backend.value} backend; {run_dir}", highlight=False)
     return result

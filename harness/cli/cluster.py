@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 
@@ -12,7 +11,8 @@ from clusters import artifacts, backends, state
 from clusters.backends import Backend
 from clusters.reclaim import Owner
 from clusters.spark_standalone import recorded_status as spark_status
-from harness.cli.console import out
+from harness.cli import exits
+from harness.cli.console import out, print_json
 from harness.cli.guard import guarded
 from harness.cli.options import (
     BackendOpt,
@@ -84,14 +84,17 @@ def cluster_status(
     backend: Backend = BackendOpt,
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
 ) -> None:
-    """Show the cluster's addresses and node states (exit 1 when no cluster is up)."""
+    """Show the cluster's addresses and node states.
+
+    Exit 0: a cluster is recorded (shown whatever its nodes' states; `up` says whether any node is).
+    Exit 2: no cluster of the backend is up (an environment without one; not a finding)."""
     rec = state.load(backend.value)
     if rec is None:
         if as_json:
-            out.print_json(json.dumps({"backend": backend.value, "up": False, "nodes": [], "spark": spark_status()}))
+            print_json({"backend": backend.value, "up": False, "nodes": [], "spark": spark_status()})
         else:
             out.print(f"no {backend.value} cluster is up")
-        raise typer.Exit(1)
+        raise typer.Exit(exits.BAD_INPUT)
     status = backends.status(rec)
     s = status.to_json()
     s["up"] = any(n["state"] != "down" for n in s["nodes"])
@@ -103,7 +106,7 @@ def cluster_status(
     # a run's standalone Spark cluster (clusters/spark_standalone.py), while one runs
     s["spark"] = spark_status()
     if as_json:
-        print(json.dumps(s, indent=2))
+        print_json(s)
         return
     out.print(f"{s['backend']} cluster, Kafka {s['kafka_version']}, run folder {s['run_dir']}", highlight=False)
     out.print(f"  owner     {Owner(rec.owner_pid)}", highlight=False)

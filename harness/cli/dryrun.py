@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from chaos import schedule
-from harness.cli.console import err, out
+from harness.cli.console import err, out, print_json
 from harness.run.scenario import Scenario
 
 #: The plan's zero, in the words the report uses for it (harness/report/clock.py SCHEDULE_ZERO).
@@ -23,7 +22,7 @@ def print_plan(sc: Scenario, seed: int, as_json: bool) -> None:
     """Print the plan as JSON, or one line per fault: when, what (and on which workload), how long."""
     planned = plan(sc, seed)
     if as_json:
-        print(json.dumps(planned, indent=2))
+        print_json(planned)
         return
     out.print(f"{sc.name}, seed {seed}, {sc.duration:.0f}s:", highlight=False)
     for f in planned["schedule"]:

@@ -1,9 +1,9 @@
 """The one place where errors become exit codes: every command is wrapped in ``guarded``.
 
-0 ok, 1 the thing tested failed, 2 bad input or environment, 3 unknown (a verdict's, summary.exit_code),
-130 interrupted; README.md, "Exit codes", is the table users read. No user ever sees a traceback: an
-unexpected exception is one line on stderr (the traceback goes to the log at debug level, shown
-with ``eos-chaos -v``)."""
+The codes are ``harness.cli.exits``'s table (0 valid or done, 1 a finding, 2 bad input or
+environment, 3 unknown, 130 interrupted). No user ever sees a
+traceback: an unexpected exception is one line on stderr (the traceback goes to the log at debug
+level, shown with ``eos-chaos -v``)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ import typer
 from rich.markup import escape
 
 from harness.base.errors import HarnessError
+from harness.cli import exits
 from harness.cli.console import err
 
 log = logging.getLogger(__name__)
@@ -24,9 +25,9 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 #: Exit code of a command ended by Ctrl-C or SIGTERM (128 + SIGINT, as shells report it).
-EXIT_INTERRUPTED = 130
+EXIT_INTERRUPTED = exits.INTERRUPTED
 #: Exit code of an error the harness did not expect (a bug): the same as bad input or environment.
-EXIT_INTERNAL = 2
+EXIT_INTERNAL = exits.BAD_INPUT
 
 
 def fail(exc: HarnessError) -> NoReturn:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import random
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.markup import escape
@@ -37,11 +38,14 @@ def matrix_cmd(
                                 "\\[default: results/<id>-matrix]."),
     seed: int = typer.Option(None, "--seed", help="Master seed \\[default: the folder's on resume, else random]."),
     kafka_version: str = typer.Option(None, "--kafka-version", help=f"Apache Kafka release \\[default: {pins.KAFKA_VERSION}]."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the cells, their seeds, the clusters and an estimate "
+                                 "of the time; start nothing, fetch nothing, write nothing."),
 ) -> None:
     """Run every cell (scenario x client x transaction version) with the same seeds; write matrix.json + matrix.html.
 
     One cluster per transaction version. Resumable: the same command with the same --out skips
-    finished runs. Exit 0: every run valid; 1: some run found an anomaly; 3: some unknown; 130: interrupted."""
+    finished runs (with --dry-run: lists what is left).
+    Exit 0: every run valid; 1: some run found an anomaly; 3: some unknown; 130: interrupted."""
     from harness.campaigns import matrix
 
     if kafka_version is not None:
@@ -51,6 +55,10 @@ def matrix_cmd(
     master = seed if seed is not None else old.definition.master_seed if old is not None else random.randrange(2**31)
     defn, scs = matrix.define(scenarios, clients, levels, seeds, master, backend, duration, kafka_version)
     m = matrix.continued(old, defn, folder or Path("."))
+    if dry_run:
+        _print_plan(matrix.plan(m, scs))
+        return
+    matrix.prepare_clients(m, scs)  # a client release that does not exist is refused before any cluster starts
     if folder is None:
         folder = new_run_dir("matrix")
     make_folder(folder)
@@ -71,3 +79,47 @@ def matrix_cmd(
         raise typer.Exit(EXIT_INTERRUPTED)
     if m.exit_code():
         raise typer.Exit(m.exit_code())
+
+
+def _print_plan(p: dict[str, Any]) -> None:
+    """``matrix.plan`` as lines: the matrix, its seeds, each cluster with its cells, the estimate."""
+    from harness.campaigns.matrix import CLUSTER_START_S, RUN_OVERHEAD_S
+
+    def say(line: str) -> None:
+        out.print(escape(line), highlight=False)
+
+    left = f"{p['pending']} to run" + (f", {p['done']} done" if p["done"] else "")
+    say(f"matrix of {_n(p['cells'], 'cell')} x {_n(p['seeds'], 'seed')} = {_n(p['runs'], 'run')} ({left}), {p['backend']} backend, "
+        f"master seed {p['master_seed']}")
+    say("run seeds (the same in every cell): " + ", ".join(f"#{i + 1} {s}" for i, s in enumerate(p["run_seeds"])))
+    if p["clusters"]:
+        say("clusters, one at a time, each with its cells and their seeds to run:")
+    for n, c in enumerate(p["clusters"], 1):
+        settings = ", ".join(f"{k}={v}" for k, v in c["broker_config"].items()) or "no broker settings of its own"
+        how = "started for its runs" if c["started"] else f"the cluster that is up (run folder {c['run_dir']})"
+        say(f"  {n}. {c['backend']}, Kafka {c['kafka_version']}, transaction version {c['transaction_version']}"
+            + (f" ({c['transaction_version_why']})" if c["transaction_version_why"] != "asked" else "")
+            + f", {settings}: {how}; {_n(c['runs'], 'run')}, {c['scenario_s']:.0f} s of scenarios")
+        if c["note"]:
+            say(f"     note: {c['note']}")
+        for cell in c["cells"]:
+            say(f"     {cell['scenario']} / {cell['client']}: seed{'s' * (len(cell['seeds']) != 1)} {', '.join(map(str, cell['seeds']))}")
+    if p["cluster_up_comes_back"]:
+        say(f"  the {p['backend']} cluster that is up makes way for them, and is started again at the end")
+    e = p["estimate"]
+    say(f"estimate: about {_duration(e['total_s'])} = {e['scenario_s']:.0f} s of scenarios + {_n(p['pending'], 'run')} x "
+        f"{RUN_OVERHEAD_S:.0f} s (set-up, heal, final reads, check, report) + {_n(e['cluster_starts'], 'cluster start')} x "
+        f"{CLUSTER_START_S:.0f} s (measured on the local backend, docs/MATRIX.md)")
+    say("nothing started (--dry-run)")
+
+
+def _duration(seconds: float) -> str:
+    """``seconds`` as "1 h 05 min", "12 min 30 s" or "40 s"."""
+    s = round(seconds)
+    if s >= 3600:
+        return f"{s // 3600} h {s % 3600 // 60:02d} min"
+    return f"{s // 60} min {s % 60:02d} s" if s >= 60 else f"{s} s"
+
+
+def _n(count: int, what: str) -> str:
+    return f"{count} {what}{'s' * (count != 1)}"

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
 import typer
 from rich.markup import escape
 
-from harness.cli.console import out
+from harness.cli.console import out, print_json
 from harness.cli.guard import guarded
 from harness.cli.options import Engine, EngineOpt, run_folder
 from harness.cli.summary import exit_code, print_verdict
@@ -72,7 +71,7 @@ def compare_cmd(run_a: str = typer.Argument(..., help="A finished run folder."),
     a, b = run_folder(run_a), run_folder(run_b)
     rows = compare(a, b)
     if as_json:
-        print(json.dumps(to_json(a, b, rows), indent=2, default=str))
+        print_json(to_json(a, b, rows), default=str)
         return
     shown = [r for r in rows if show_all or r.differs]
     if not shown:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import random
 from collections.abc import Callable
@@ -15,7 +14,8 @@ from clusters import artifacts, backends, pins
 from clusters.backends import Backend
 from clusters.features import check_transaction_version
 from harness.base.errors import ConfigError
-from harness.cli.console import err, out
+from harness.cli import exits
+from harness.cli.console import err, out, print_json
 from harness.cli.guard import EXIT_INTERRUPTED, guarded
 from harness.cli.options import (
     BackendOpt,
@@ -44,7 +44,7 @@ def scenarios(as_json: bool = typer.Option(False, "--json", help="Machine-readab
 
     items = [(n, scenario.load(n).description) for n in scenario.names()]
     if as_json:
-        print(json.dumps([{"name": n, "description": d} for n, d in items], indent=2))
+        print_json([{"name": n, "description": d} for n, d in items])
         return
     for n, d in items:
         out.print(f"[bold]{n}[/]  {escape(d)}", highlight=False)
@@ -95,6 +95,10 @@ def run_cmd(
     if dry_run:
         dryrun.print_plan(sc, s, as_json)
         return
+    if library is not None:  # fetched and built before anything starts; a release that does not exist names the flag
+        from harness.workloads.clients import prepare
+
+        prepare([library], flag="--library")
     # a bad --out is refused before anything starts (no cluster, no folder made)
     run_dir = check_out(Path(out_dir), "--out", "run folder") if out_dir else new_run_dir(sc.name)
     log.info(f"scenario {sc.name}, seed {s}, {backend.value} backend, run folder {run_dir}")
@@ -138,4 +142,4 @@ def smoke(
     if not result.passed:
         # a finding is 1; a smoke that judged nothing (unknown verdict, no broker killed, nothing
         # committed, a fault or heal that failed) is 3, never the code of a finding
-        raise typer.Exit(1 if result.verdict.get("valid") is False else 3)
+        raise typer.Exit(exits.FINDING if result.verdict.get("valid") is False else exits.UNKNOWN)

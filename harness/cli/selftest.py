@@ -11,6 +11,7 @@ from rich.table import Table
 
 from harness.base.errors import ConfigError
 from harness.campaigns.selftest import KindResult
+from harness.cli import exits
 from harness.cli.console import out
 from harness.cli.guard import guarded
 from harness.cli.options import Engine, EngineOpt
@@ -53,7 +54,7 @@ def selftest_cmd(
     out.print(f"{'FAIL' if bad else 'OK'}: {sum(r.examples for r in results)} histories, {engine.value} engine, "
               f"seeds {seed}..{seed + examples - 1}, {time.monotonic() - t0:.1f}s")
     if bad:
-        raise typer.Exit(1)
+        raise typer.Exit(exits.FINDING)
 
 
 def _spark(examples: int, seed: int, kinds: list[str]) -> list[KindResult]:

@@ -13,6 +13,7 @@ from clusters import artifacts, pins
 from clusters.backends import Backend
 from clusters.features import check_transaction_version
 from harness.base.errors import ConfigError
+from harness.cli import exits
 from harness.cli.console import out
 from harness.cli.guard import EXIT_INTERRUPTED, guarded
 from harness.cli.options import BackendOpt, TransactionVersion, duration_option, finite_option
@@ -65,4 +66,4 @@ def soak_cmd(
     if result.interrupted:
         raise typer.Exit(EXIT_INTERRUPTED)
     if not result.as_expected:
-        raise typer.Exit(1)
+        raise typer.Exit(exits.FINDING)

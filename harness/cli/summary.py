@@ -9,6 +9,7 @@ from typing import Any
 
 from rich.markup import escape
 
+from harness.cli import exits
 from harness.cli.console import out
 
 #: How a verdict's ``valid`` reads, and its colour.
@@ -68,9 +69,9 @@ def print_verdict(verdict: dict[str, Any], run_dir: object) -> None:
 
 #: A verdict's exit code: 0 valid, 1 invalid (a finding), 3 unknown (a check crashed, or there was
 #: nothing to judge) -- never 1, which would pass an unknown off as a finding, nor 2 (bad input).
-EXIT_CODES = {True: 0, False: 1, "unknown": 3}
+EXIT_CODES = {True: exits.OK, False: exits.FINDING, "unknown": exits.UNKNOWN}
 
 
 def exit_code(verdict: dict[str, Any]) -> int:
     """The exit code ``verdict`` stands for (``EXIT_CODES``)."""
-    return EXIT_CODES.get(verdict["valid"], 3)
+    return EXIT_CODES.get(verdict["valid"], exits.UNKNOWN)

@@ -74,7 +74,7 @@ def test_down_with_nothing_up_is_fine(iso_env: dict[str, str], backend: str) -> 
 @pytest.mark.parametrize("backend", ["local", "compose"])
 def test_status_with_nothing_up_says_so(iso_env: dict[str, str], backend: str) -> None:
     r = run(["cluster", "status", "--backend", backend, "--json"], iso_env)
-    assert r.returncode == 1 and '"up": false' in r.stdout and f'"backend": "{backend}"' in r.stdout
+    assert r.returncode == 2 and '"up": false' in r.stdout and f'"backend": "{backend}"' in r.stdout
 
 
 def test_busy_port_names_the_address_and_starts_nothing(iso_env: dict[str, str]) -> None:

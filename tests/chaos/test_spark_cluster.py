@@ -37,10 +37,10 @@ def test_a_standalone_cluster_starts_heals_and_stops_clean(iso_env: dict[str, st
         assert st is not None and st["master_url"] == s.master_url and st["master_status"] == "ALIVE", st
         assert [w["state"] for w in st["workers"]] == ["up"] * WORKERS, st
         assert sorted(_spark_jvms("spark-test-1")) == sorted([s.master_pid, *s.worker_pids.values()])
-        # and through the CLI (no Kafka cluster here: exit 1, the Spark cluster still shown)
+        # and through the CLI (no Kafka cluster here: exit 2, the Spark cluster still shown)
         r = CliRunner().invoke(app, ["cluster", "status", "--json"])
         shown = json.loads(r.output)["spark"]
-        assert r.exit_code == 1 and shown["master_pid"] == s.master_pid, r.output
+        assert r.exit_code == 2 and shown["master_pid"] == s.master_pid, r.output
         assert {w["pid"] for w in shown["workers"]} == set(s.worker_pids.values()), shown
         # a killed worker and a paused one: heal brings both back
         killed = s.kill_worker(1)

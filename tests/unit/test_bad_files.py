@@ -310,7 +310,7 @@ def test_a_record_with_unknown_fields_is_exit_2_naming_the_file_and_kept(state_d
 def test_status_keeps_a_record_it_cannot_parse_aside_and_says_so(state_dir: Path, content: bytes) -> None:
     (state_dir / "local.json").write_bytes(content)
     r = cli("cluster", "status", "--backend", "local")
-    assert r.exit_code == 1 and "no local cluster is up" in r.stdout, r.output
+    assert r.exit_code == 2 and "no local cluster is up" in r.stdout, r.output
     kept = list(state_dir.glob("local.json.broken-*"))
     assert len(kept) == 1 and kept[0].read_bytes() == content
     assert not (state_dir / "local.json").exists()
@@ -320,7 +320,7 @@ def test_status_keeps_a_record_it_cannot_parse_aside_and_says_so(state_dir: Path
 def test_a_spark_record_that_is_a_folder_is_kept_aside(state_dir: Path) -> None:
     (state_dir / SPARK_RECORD).mkdir()
     r = cli("cluster", "status", "--backend", "local", "--json")
-    assert r.exit_code == 1 and '"spark": null' in r.stdout and "internal error" not in r.output, r.output
+    assert r.exit_code == 2 and '"spark": null' in r.stdout and "internal error" not in r.output, r.output
     assert list(state_dir.glob(f"{SPARK_RECORD}.broken-*"))
 
 

@@ -60,6 +60,28 @@ def test_json_with_dry_run_prints_the_schedule(no_real_run: list[Any]) -> None:
     assert no_real_run == []
 
 
+@pytest.mark.parametrize(("library", "said"), [
+    ("java@9.9", "--library: library 'java@9.9': '9.9' is not a release version; expected java@MAJOR.MINOR.PATCH"),
+    ("rust", "--library: library 'rust': unknown client library; allowed: confluent-kafka, java, kafka-python"),
+    ("confluent-kafka@2.5.0", "--library: library 'confluent-kafka@2.5.0': only java takes a version"),
+    # a release that does not exist: refused while the client is prepared, before the run starts anything
+    ("java@9.9.9", "--library: library java@9.9.9: org.apache.kafka:kafka-clients:9.9.9 is not on Maven Central"),
+])
+def test_a_bad_library_is_exit_2_naming_the_flag_before_the_run_starts(library: str, said: str, no_real_run: list[Any],
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.workloads.clients import java_build
+
+    def ensure(version: str) -> None:  # what java_build._missing says, without asking Maven Central
+        raise ConfigError(f"library java@{version}: org.apache.kafka:kafka-clients:{version} is not on Maven Central; "
+                          "versions known here: 3.9.1, 4.4.0")
+
+    monkeypatch.setattr(java_build, "ensure", ensure)
+    r = cli("run", "baseline", "--library", library)
+    assert r.exit_code == 2, r.output
+    assert said in " ".join(r.output.split()) and "internal error" not in r.output
+    assert no_real_run == []
+
+
 @pytest.mark.parametrize("value", ["inf", "-inf", "nan", "86401", "1e9", "4"])
 @pytest.mark.parametrize("command", [["run", "baseline", "--dry-run"], ["soak", "--runs", "1"]])
 def test_a_duration_that_is_not_5_s_to_24_h_is_refused_naming_the_flag(value: str, command: list[str],
@@ -154,7 +176,7 @@ def _raise(exc: BaseException) -> Any:
 def test_an_exit_code_a_command_chooses_passes_the_guard(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("EOS_CHAOS_STATE", str(tmp_path / "state"))
     r = cli("cluster", "status", "--backend", "local", "--json")
-    assert r.exit_code == 1, r.output
+    assert r.exit_code == 2, r.output  # no cluster up: an environment without one (harness.cli.exits), not a finding
     assert '"up": false' in r.stdout and "internal error" not in r.output
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner, Result
 
+from clusters import pins
 from clusters.backends import Backend
 from harness.base.errors import ConfigError
 from harness.campaigns import matrix, soak
@@ -25,8 +26,12 @@ from harness.report.matrix_page import STATES, render_matrix
 from harness.run import runner, scenario
 from harness.run.scenario import Scenario
 from harness.rundir.runfolder import new_run_dir
+from harness.workloads import clients
+from harness.workloads.clients import java_build
 from tests.unit.test_cli import WIDE, _restore_logging  # noqa: F401 - the fixture puts the loggers back after each invocation
 
+#: ``clients.prepare`` itself (the ``fakes`` fixture replaces it).
+PREPARE = clients.prepare
 #: What new_cluster was called with (the fake below, which also takes the cluster-level keyword).
 NEW_CLUSTER_CALLS: list[dict[str, Any]] = []
 
@@ -73,6 +78,8 @@ class Fakes:
         #: (scenario, library, seed) -> "valid" | "invalid" | "unknown" | "error" | "interrupt"
         self.outcome: Callable[[str, str, int], str] = lambda s, lib, seed: "valid"
         self.shared: FakeCluster | None = None
+        #: the client libraries the matrix made ready (clients.prepare), with the flag it named
+        self.prepared: list[tuple[list[str], str | None]] = []
 
 
 @pytest.fixture
@@ -102,6 +109,7 @@ def fakes(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Fakes:
         return run
 
     monkeypatch.setattr(matrix, "level_cluster", level_cluster)
+    monkeypatch.setattr(matrix.clients, "prepare", lambda libs, flag=None: f.prepared.append((list(libs), flag)))
     monkeypatch.setattr(matrix.artifacts, "ensure", lambda *a, **kw: None)
     monkeypatch.setattr(matrix.artifacts, "ready", lambda *a, **kw: None)
     monkeypatch.setattr(soak, "one_run", one_run)
@@ -305,6 +313,105 @@ def test_nothing_left_to_run_starts_no_cluster(fakes: Fakes, tmp_path: Path) -> 
     fakes.events.clear()
     r = cli(*args)
     assert r.exit_code == 0 and fakes.events == [] and "1/1 runs" in r.output
+
+
+# ---- the clients, made ready before any cluster ----
+
+@pytest.fixture
+def java_builds(fakes: Fakes, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The real ``clients.prepare``, with the Java bridge's fetch and build replaced: a build is an
+    event next to the clusters' starts; kafka-clients 9.9.9 is not on Maven Central, as
+    ``java_build._missing`` says it."""
+    monkeypatch.setattr(matrix.clients, "prepare", PREPARE)
+
+    def ensure(version: str) -> None:
+        if version == "9.9.9":
+            raise ConfigError("library java@9.9.9: org.apache.kafka:kafka-clients:9.9.9 is not on Maven Central; "
+                              "versions known here: 3.9.1, 4.4.0")
+        fakes.events.append(f"build java {version}")
+
+    monkeypatch.setattr(java_build, "ensure", ensure)
+    return fakes.events
+
+
+def test_a_client_release_that_does_not_exist_is_refused_before_any_cluster_starts(java_builds: list[str], fakes: Fakes,
+                                                                                   tmp_path: Path) -> None:
+    r = cli("--scenarios", "baseline", "--clients", "confluent-kafka,java@9.9.9", "--transaction-versions", "0",
+            "--seed", "5", "--out", str(tmp_path / "m"))
+    assert r.exit_code == 2, r.output
+    assert "--clients: library java@9.9.9: org.apache.kafka:kafka-clients:9.9.9 is not on Maven Central" in r.output
+    assert "versions known here" in r.output and "internal error" not in r.output
+    assert fakes.events == [] and fakes.runs == [] and not (tmp_path / "m").exists()
+
+
+def test_the_clients_are_built_before_the_first_cluster_starts(java_builds: list[str], fakes: Fakes, tmp_path: Path) -> None:
+    r = cli("--scenarios", "baseline", "--clients", "java@3.9.1,java@4.4.0", "--transaction-versions", "0,2",
+            "--seed", "5", "--out", str(tmp_path / "m"))
+    assert r.exit_code == 0, r.output
+    assert fakes.events == ["build java 3.9.1", "build java 4.4.0", "start tv-0", "stop tv-0", "start tv-2", "stop tv-2"]
+
+
+# ---- --dry-run: the plan, nothing started ----
+
+def test_a_dry_run_lists_cells_seeds_clusters_and_an_estimate_and_starts_nothing(fakes: Fakes, tmp_path: Path,
+                                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    def no(*a: Any, **kw: Any) -> Any:
+        raise AssertionError("a dry run must not fetch or start anything")
+
+    for name in ("ensure", "ready"):  # no Kafka artifacts on this machine, as far as a dry run can tell
+        monkeypatch.setattr(matrix.artifacts, name, no)
+    monkeypatch.setattr(matrix, "level_cluster", no)
+    monkeypatch.setattr(runner, "cluster_that_is_up", no)
+    r = cli("--scenarios", "baseline,incident-txn-expiry", "--clients", "confluent-kafka,java@3.9.1",
+            "--transaction-versions", "0,2", "--seeds", "2", "--seed", "5", "--duration", "10",
+            "--out", str(tmp_path / "m"), "--dry-run")
+    assert r.exit_code == 0, r.output
+    assert fakes.events == [] and fakes.runs == [] and fakes.prepared == [] and not (tmp_path / "m").exists()
+    text = r.stdout
+    seeds = definition(seeds=2).run_seeds()
+    assert "matrix of 8 cells x 2 seeds = 16 runs (16 to run), local backend, master seed 5" in text
+    assert f"run seeds (the same in every cell): #1 {seeds[0]}, #2 {seeds[1]}" in text
+    for cell in ("baseline / confluent-kafka", "baseline / java@3.9.1", "incident-txn-expiry / confluent-kafka",
+                 "incident-txn-expiry / java@3.9.1"):
+        assert text.count(f"     {cell}: seeds {seeds[0]}, {seeds[1]}") == 2, cell  # at each level
+    clusters = [line for line in text.splitlines() if re.match(r"  \d\. ", line)]
+    assert len(clusters) == 4, clusters  # per level: one with the scenario's broker settings, one without
+    assert clusters[0].startswith(f"  1. local, Kafka {pins.KAFKA_VERSION}, transaction version 0, no broker settings")
+    assert "transactional.id.expiration.ms=5000" in clusters[1] and "transaction version 0" in clusters[1]
+    # 16 runs of 10 s, 10 s more each, 4 cluster starts of 20 s: 400 s
+    assert "estimate: about 6 min 40 s = 160 s of scenarios + 16 runs x 10 s" in text
+    assert "+ 4 cluster starts x 20 s" in text and "nothing started (--dry-run)" in text
+
+
+def test_a_dry_run_says_the_default_level_runs_on_the_cluster_that_is_up_and_it_comes_back(fakes: Fakes,
+                                                                                           tmp_path: Path) -> None:
+    import os
+
+    from clusters import state
+
+    # fakes points EOS_CHAOS_STATE at tmp_path/state; this process owns the record, so it is alive
+    state.save(state.ClusterRecord(backend="local", cluster_id="c", run_dir="/up/there", kafka_version="4.0.0", net=10,
+                                   port_base=19092, api_port=8474, owner_pid=os.getpid(), transaction_version=1))
+    r = cli("--scenarios", "baseline", "--transaction-versions", "default,2", "--duration", "10", "--seed", "5", "--dry-run")
+    assert r.exit_code == 0, r.output
+    lines = r.stdout.splitlines()
+    assert any(line.startswith("  1. local, Kafka 4.0.0, transaction version 1 (as the cluster that is up was formatted)")
+               and "the cluster that is up (run folder /up/there)" in line for line in lines), r.stdout
+    assert "the local cluster that is up makes way for them, and is started again at the end" in r.stdout
+    assert "+ 2 cluster starts x 20 s" in r.stdout  # the level-2 cluster, and the one that was up coming back
+    r = cli("--scenarios", "baseline", "--kafka-version", "4.1.1", "--duration", "10", "--seed", "5", "--dry-run")
+    assert "it runs Kafka 4.0.0, --kafka-version asks for 4.1.1: the matrix would refuse it" in r.stdout
+
+
+def test_a_dry_run_on_a_matrix_folder_lists_what_is_left(fakes: Fakes, tmp_path: Path) -> None:
+    out = str(tmp_path / "m")
+    assert cli("--scenarios", "baseline", "--seed", "5", "--duration", "10", "--out", out).exit_code == 0
+    fakes.events.clear()
+    r = cli("--scenarios", "baseline,negative-aborted-read", "--seeds", "1", "--duration", "10", "--out", out, "--dry-run")
+    assert r.exit_code == 0, r.output
+    assert "= 2 runs (1 to run, 1 done)" in r.stdout and "negative-aborted-read / confluent-kafka" in r.stdout
+    assert "baseline / confluent-kafka" not in r.stdout and fakes.events == []
+    assert "1 run, 10 s of scenarios" in r.stdout
 
 
 @pytest.mark.parametrize(("change", "message"), [

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from harness.base.errors import ConfigError
 from harness.workloads.client import Client, GroupReader, Reader
 
 DEFAULT_LIBRARY = "confluent-kafka"
@@ -53,16 +54,21 @@ def parse(spec: str) -> Library:
     return Library(name, version)
 
 
-def prepare(libraries: Iterable[str]) -> None:
+def prepare(libraries: Iterable[str], flag: str | None = None) -> None:
     """Make every library of ``libraries`` ready to run before anything starts: the Java bridge of
     each ``java@VERSION`` is fetched and compiled (once; cached). ``ConfigError`` (exit 2) for a
-    release Maven Central lacks, naming it."""
+    release Maven Central lacks, naming it (and ``flag``, the option that asked for it, if given)."""
     versions = {lib.version for lib in map(parse, libraries) if lib.name == "java" and lib.version}
     if versions:
         from harness.workloads.clients import java_build
 
         for version in sorted(versions):
-            java_build.ensure(version)
+            try:
+                java_build.ensure(version)
+            except ConfigError as exc:
+                if flag is None:
+                    raise
+                raise ConfigError(f"{flag}: {exc}") from None
 
 
 def open_producer(library: str, bootstrap: str, txn_id: str, transaction_timeout_ms: int,

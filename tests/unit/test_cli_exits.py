@@ -1,0 +1,190 @@
+"""How ``eos-chaos`` ends, as a process (no cluster): the one exit-code table at the end of every
+``--help``; a reader that closes the pipe early changes no code; a Ctrl-C while the modules load is
+one line and 130; JSON is never coloured, even on a terminal; ``bench checker`` bounds ``--values``
+and removes its temporary folder when it is signalled. The real ``.venv/bin/eos-chaos`` runs in a
+subprocess where the process is what is tested (signals, pipes, a terminal)."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer
+
+from harness.base.errors import HarnessError
+from harness.cli import app, exits, guard, summary
+from tests.unit.test_cli import _restore_logging, cli  # noqa: F401 - the fixture puts the loggers back after each invocation
+
+CLI = str(Path(sys.executable).parent / "eos-chaos")
+#: Long enough for the slowest command here on a busy 2-core machine; none waits on anything.
+DEADLINE_S = 60.0
+
+
+def isolated_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    """The environment of a subprocess that can touch nothing of this machine's: no cluster record,
+    its own results folder and temporary folder."""
+    for d in ("state", "results", "tmp"):
+        (tmp_path / d).mkdir(exist_ok=True)
+    return {**os.environ, "EOS_CHAOS_STATE": str(tmp_path / "state"), "EOS_CHAOS_RESULTS": str(tmp_path / "results"),
+            "TMPDIR": str(tmp_path / "tmp"), **extra}
+
+
+# ---- one table, at the end of every help ----
+
+def _paths(cmd: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
+    """Every command and group of the click tree (typer's own click), as the words that name it."""
+    yield path
+    for name, sub in getattr(cmd, "commands", {}).items():  # a group's
+        yield from _paths(sub, (*path, name))
+
+
+def test_every_commands_help_ends_with_the_exit_code_table() -> None:
+    paths = list(_paths(typer.main.get_command(app)))
+    assert len(paths) >= 25 and ("cluster", "status") in paths and ("bench", "checker") in paths, paths
+    table = exits.table_lines()
+    for path in paths:
+        r = cli(*path, "--help")
+        assert r.exit_code == 0, (path, r.output)
+        lines = [line.strip() for line in r.stdout.splitlines() if line.strip()]
+        assert lines[-len(table):] == table, f"eos-chaos {' '.join(path)} --help ends with {lines[-len(table):]}"
+
+
+def test_every_code_the_cli_gives_is_in_the_table() -> None:
+    codes = {code for code, _ in exits.TABLE}
+    assert codes == {0, 1, 2, 3, 130}
+    assert {*summary.EXIT_CODES.values(), HarnessError.exit_code, guard.EXIT_INTERRUPTED, guard.EXIT_INTERNAL} <= codes
+
+
+# ---- cluster status: no cluster is not a finding ----
+
+def test_cluster_status_with_no_cluster_is_exit_2_and_says_so_in_its_help(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EOS_CHAOS_STATE", str(tmp_path / "state"))
+    r = cli("cluster", "status", "--backend", "compose")
+    assert r.exit_code == 2 and "no compose cluster is up" in r.stdout, r.output
+    assert "Exit 2: no cluster of the backend is up" in " ".join(cli("cluster", "status", "--help").stdout.split())
+
+
+# ---- a reader that closes the pipe early ----
+
+def _to_a_closed_pipe(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``eos-chaos ARGS | head -c0``, made certain: the pipe's reader is gone before the command
+    writes, so every write to stdout fails (EPIPE), however little it prints."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        return subprocess.run([CLI, *args], stdout=write, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+                              env=env, timeout=DEADLINE_S, check=False)
+    finally:
+        os.close(write)
+
+
+@pytest.mark.parametrize(("args", "code"), [
+    (["scenarios", "--json"], 0),  # the command's own code: it did its work
+    (["cluster", "status", "--json"], 2),  # no cluster: its own code, not the pipe's
+    (["check", "{dup}"], 1),  # a finding stays a finding
+])
+def test_a_reader_that_leaves_early_changes_no_exit_code_and_prints_no_traceback(args: list[str], code: int,
+                                                                                 tmp_path: Path) -> None:
+    if "{dup}" in args:
+        from tests.unit.test_report import make_run
+
+        args = [str(make_run(tmp_path, "duplicate", "dup")) if a == "{dup}" else a for a in args]
+    r = _to_a_closed_pipe(args, isolated_env(tmp_path))
+    assert r.returncode == code, r.stderr
+    assert "Traceback" not in r.stderr and "BrokenPipe" not in r.stderr and "internal error" not in r.stderr, r.stderr
+
+
+# ---- Ctrl-C while the modules load ----
+
+@pytest.mark.parametrize("delay", [0.1, 0.2, 0.3])
+def test_ctrl_c_while_the_command_loads_is_one_line_and_exit_130(delay: float, tmp_path: Path) -> None:
+    """The console script imports the commands' modules (about a second) before ``main`` could
+    catch anything; they now load inside it."""
+    p = subprocess.Popen([CLI, "scenarios"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                         text=True, env=isolated_env(tmp_path))
+    time.sleep(delay)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=DEADLINE_S)
+    assert p.returncode == 130, (out, err)
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    assert len(err.strip().splitlines()) == 1 and "interrupted" in err, err
+
+
+# ---- JSON on a terminal ----
+
+def _on_a_terminal(args: list[str], env: dict[str, str]) -> tuple[int, str]:
+    """``eos-chaos ARGS`` with stdout a pseudo-terminal (as a person runs it): exit code, stdout."""
+    leader, follower = pty.openpty()
+    try:
+        p = subprocess.Popen([CLI, *args], stdout=follower, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env)
+        os.close(follower)
+        follower = -1
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # EIO: the terminal's other end is closed, the command is over
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        p.wait(timeout=DEADLINE_S)
+        return p.returncode, b"".join(chunks).decode()
+    finally:
+        os.close(leader)
+        if follower != -1:
+            os.close(follower)
+
+
+@pytest.mark.parametrize("force", [{}, {"FORCE_COLOR": "1"}])
+def test_json_on_a_terminal_has_no_colour_codes(force: dict[str, str], tmp_path: Path) -> None:
+    code, said = _on_a_terminal(["cluster", "status", "--json"], isolated_env(tmp_path, TERM="xterm-256color", **force))
+    assert code == 2, said
+    assert "\x1b[" not in said, repr(said)
+    assert json.loads(said) == {"backend": "local", "up": False, "nodes": [], "spark": None}
+
+
+# ---- bench checker: --values bounded, its temporary folder removed when signalled ----
+
+@pytest.mark.parametrize("values", ["100000001", "1000000000000"])
+def test_bench_checker_refuses_more_than_100m_values_before_anything(values: str) -> None:
+    r = cli("bench", "checker", "--values", values)
+    assert r.exit_code == 2, r.output
+    assert "--values" in r.output and "100000000" in r.output
+
+
+def test_bench_checker_help_states_the_bound() -> None:
+    assert "at most 100M" in " ".join(cli("bench", "checker", "--help").stdout.split())
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signalled_bench_checker_removes_its_temporary_folder_and_exits_130(sig: signal.Signals, tmp_path: Path) -> None:
+    env = isolated_env(tmp_path)
+    tmp = tmp_path / "tmp"
+    # runs enough that the benchmark is still going when its first folder appears
+    p = subprocess.Popen([CLI, "bench", "checker", "--values", "1000", "--runs", "10"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, env=env)
+    try:
+        deadline = time.monotonic() + DEADLINE_S
+        while not list(tmp.glob("eos-chaos-bench-checker-*")):
+            assert p.poll() is None and time.monotonic() < deadline, "no temporary folder appeared"
+            time.sleep(0.02)
+        p.send_signal(sig)
+        out, err = p.communicate(timeout=DEADLINE_S)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait(timeout=DEADLINE_S)
+    assert p.returncode == 130, (out, err)
+    assert "Traceback" not in err, err
+    assert list(tmp.iterdir()) == [], "the benchmark left its temporary folder"
