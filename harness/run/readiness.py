@@ -1,0 +1,106 @@
+"""When a run's workloads are ready: the fault schedule starts then, not when their processes were
+started. A Spark job's first micro-batch came 88 s after its process started on a loaded machine,
+after the first fault was due; a schedule counted from the start hit a job that had run nothing.
+
+Each workload kind names the op that shows it ready (``Kind.ready_op`` in
+harness/workloads/registry.py: a txn-producer's first committed transaction, a copier's first
+committed copy, a Spark job's first finished micro-batch); kinds that name none are ready when
+started. The ops are read from the processes' own history files as they append them."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+
+from harness.base.wait import wait_until
+from harness.history.model import OK
+
+log = logging.getLogger(__name__)
+
+#: The longest a workload may take to become ready: a Spark job's first micro-batch on a loaded
+#: 2-core machine (JVM, session, query planning) took up to 90 s; generous, so that only a workload
+#: that is broken runs into it.
+READY_TIMEOUT_S = 300.0
+#: How many lines of a workload's log the error quotes.
+LOG_TAIL_LINES = 12
+
+
+@dataclass
+class Readiness:
+    """Which of a run's processes are ready, read incrementally from ``history_dir``.
+
+    ``waiting`` maps a workload process's name (``<workload>-<n>``) to the op (``f``) whose first ``ok``
+    makes it ready; its history file is ``<name>.jsonl`` (every incarnation of it appends there)."""
+
+    history_dir: Path
+    waiting: dict[str, str]
+    ready_at: dict[str, float] = field(default_factory=dict)
+    _offsets: dict[Path, int] = field(default_factory=dict)
+
+    def poll(self) -> bool:
+        """Read what was appended since the last poll; True once every process is ready."""
+        for name, f in list(self.waiting.items()):
+            if self._seen(name, f):
+                self.ready_at[name] = time.monotonic()
+                del self.waiting[name]
+        return not self.waiting
+
+    def _seen(self, name: str, f: str) -> bool:
+        for path in (self.history_dir / f"{name}.jsonl",):
+            start = self._offsets.get(path, 0)
+            try:
+                with open(path, "rb") as fh:
+                    fh.seek(start)
+                    chunk = fh.read()
+            except OSError:
+                continue
+            whole = chunk[: chunk.rfind(b"\n") + 1]  # a line still being written is read next time
+            self._offsets[path] = start + len(whole)
+            for line in whole.splitlines():
+                try:
+                    op = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    continue
+                if op.get("type") == OK and op.get("f") == f:
+                    return True
+        return False
+
+
+def await_ready(history_dir: Path, waiting: Mapping[str, str], logs: Mapping[str, Path],
+                dead: Callable[[], str | None], timeout: float = READY_TIMEOUT_S) -> dict[str, float]:
+    """Wait until every process in ``waiting`` recorded its ready op; return the seconds each took.
+    ``WaitTimeout`` at the deadline, or at once when ``dead()`` names a process that exited, naming
+    the processes not ready and the last lines of their logs (``logs``)."""
+    t0 = time.monotonic()
+    r = Readiness(history_dir, dict(waiting))
+
+    def state() -> str:
+        parts = []
+        for name in sorted(r.waiting):
+            parts.append(f"{name} has recorded no {waiting[name]!r} ok yet; the last lines of its log "
+                         f"({logs.get(name, '?')}):\n{_tail(logs.get(name))}")
+        return "\n".join(parts) or "every workload ready"
+
+    if waiting:
+        log.info(f"waiting for the workloads to be ready: {', '.join(f'{n} ({f})' for n, f in sorted(waiting.items()))}")
+    wait_until(r.poll, timeout=timeout, what="every workload ready (its first committed transaction, copy or micro-batch)",
+               state=state, interval=0.2, max_interval=1.0, fatal=dead)
+    took = {name: round(at - t0, 2) for name, at in r.ready_at.items()}
+    if took:
+        log.info("workloads ready: " + ", ".join(f"{n} after {s:.1f}s" for n, s in sorted(took.items())))
+    return took
+
+
+def _tail(path: Path | None, lines: int = LOG_TAIL_LINES) -> str:
+    if path is None:
+        return "  (no log)"
+    try:
+        text = path.read_text(errors="replace").splitlines()[-lines:]
+    except OSError as exc:
+        return f"  (unreadable: {exc.strerror})"
+    return "\n".join(f"  {line}" for line in text) or "  (empty)"
