@@ -6,7 +6,7 @@ import time
 
 import typer
 
-from clusters import artifacts, pins
+from clusters import artifacts
 from harness.cli.console import out
 from harness.cli.guard import guarded
 from harness.cli.options import KafkaVersion
@@ -20,16 +20,16 @@ engine_app = typer.Typer(no_args_is_help=True, help="The Docker engine of the co
 def setup(kafka_version: str = KafkaVersion) -> None:
     """Fetch Kafka and Spark's Kafka connector (Maven Central), build Toxiproxy (Go module proxy) and
     the Java client bridge (one per kafka-clients version the tests use) into the cache."""
-    from harness.workloads.clients import DEFAULT_JAVA_VERSION, prepare
+    from harness.workloads.clients import prepare, setup_specs
 
     t0 = time.monotonic()
     arts = artifacts.ensure(kafka_version)
     spark = artifacts.ensure_spark()
-    java_clients = [DEFAULT_JAVA_VERSION, pins.JAVA_CLIENT_3X_VERSION]
-    prepare(f"java@{v}" for v in java_clients)
+    clients = setup_specs()  # every versioned client library's versions for the tests (the Java bridge)
+    prepare(clients)
     out.print(f"ready in {time.monotonic() - t0:.1f}s: kafka {arts.kafka_version} ({arts.kafka_libs}), "
               f"toxiproxy ({arts.toxiproxy_bin}), wire proxy ({arts.kwire_bin}), spark-sql-kafka ({len(spark)} jars), "
-              f"java client bridge (kafka-clients {', '.join(java_clients)}), java {arts.java}",
+              f"client bridges ({', '.join(clients)}), java {arts.java}",
               highlight=False)
 
 

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from harness.rundir.runfolder import RunFolder
+from harness.workloads.clients import spelled as client_libraries
 
 log = logging.getLogger("eos_chaos.pytest")
 
@@ -97,7 +98,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--eos-require-backend", action="store_true",
                 help="fail, instead of skip, tests whose backend cannot be had (no Docker engine for compose)")
     g.addoption("--eos-client", default=None, metavar="LIB",
-                help="run every scenario's workloads on this client library: confluent-kafka, java or java@VERSION "
+                help=f"run every scenario's workloads on this client library: {client_libraries()} "
                      "(a scenario that cannot is skipped) [default: each workload's own]")
 
 

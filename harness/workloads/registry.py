@@ -13,7 +13,7 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from harness.workloads.client import CALL_TIMEOUT_S, TRANSACTION_TIMEOUT_MS
-from harness.workloads.clients import DEFAULT_LIBRARY, LIBRARIES, parse
+from harness.workloads.clients import CLIENTS, DEFAULT_LIBRARY, LIBRARIES, parse
 
 #: The kinds a scenario may name (``workloads[].kind``, ``faults[].workload``).
 KindName = Literal["txn-producer", "reader", "copier", "zombie", "spark-job"]
@@ -174,8 +174,9 @@ def check_library(name: str, library: str, settings: dict[str, Any]) -> None:
     allowed = KINDS[name].libraries
     if lib.name not in allowed:
         raise ValueError(f"a {name} workload runs on {', '.join(allowed)} only, not {lib}")
-    if name == "txn-producer" and settings.get("transactional") is False and lib.name != DEFAULT_LIBRARY:
-        raise ValueError(f"a txn-producer with transactional: false runs on {DEFAULT_LIBRARY} only, not {lib}")
+    if name == "txn-producer" and settings.get("transactional") is False and not lib.entry.plain_sends:
+        plain = [c.name for c in CLIENTS.values() if c.plain_sends]
+        raise ValueError(f"a txn-producer with transactional: false runs on {', '.join(plain)} only, not {lib}")
 
 
 def check_settings(name: str, settings: dict[str, Any]) -> None:
