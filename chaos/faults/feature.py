@@ -20,6 +20,7 @@ class SetTransactionVersion(FaultBase):
     are in the fault's events."""
 
     kind: Literal["set-transaction-version"] = "set-transaction-version"
+    category = "feature"
     #: the level to set: 0 classic, 1 flexible transaction records, 2 KIP-890 part 2 (epoch bump per
     #: transaction). Checked against the release before the run and against what the running
     #: brokers support when the fault applies.

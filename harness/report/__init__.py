@@ -102,7 +102,7 @@ def example_times(data: RunData) -> dict[tuple[str, int], dict[str, Any]]:
 
 def render(data: RunData) -> str:
     from harness.report.lanes import lane_views
-    from harness.report.plots import partition_svg, timeline_svg
+    from harness.report.plots import legend, partition_svg, timeline_svg
 
     v = data.verdict
     checks = [{"name": name, "count": c.get("count"), "meaning": MEANING.get(name, ""), "error": c.get("error"),
@@ -125,7 +125,8 @@ def render(data: RunData) -> str:
         seed=journal.seed if journal is not None else data.scenario.get("seed"),
         backend=journal.backend if journal is not None else data.scenario.get("backend"),
         command=rerun(data.scenario, journal), duration_s=data.duration_s,
-        timeline=timeline_svg(data), faults=data.faults, spark_ran=data.spark_batches is not None,
+        timeline=timeline_svg(data), faults=data.faults, fault_legend=legend([f.kind for f in data.faults]),
+        spark_ran=data.spark_batches is not None,
         partitions=[(p, partition_svg(p)) for p in data.partitions],
         stats=flat(stats), expected=v.get("expected"), generated=time.strftime("%Y-%m-%d %H:%M:%S %Z"),
         description=data.scenario.get("description", ""), esc=html.escape)
