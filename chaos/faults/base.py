@@ -99,6 +99,10 @@ class FaultBase(BaseModel):
     #: The fault acts on a standalone Spark cluster (the scenario's ``spark: standalone``).
     needs_spark_cluster: ClassVar[bool] = False
 
+    def check_release(self, kafka_version: str) -> None:
+        """Refuse, before the run starts, what Kafka ``kafka_version`` cannot do (``ConfigError``);
+        most kinds can do anything any release can."""
+
     def apply(self, ctx: FaultContext) -> Heal:
         """Start the fault (recording its start event with the resolved target); returns its heal."""
         raise NotImplementedError

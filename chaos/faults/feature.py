@@ -9,6 +9,7 @@ from pydantic import Field
 
 from chaos.faults.base import FaultBase, FaultContext, Heal
 from clusters import pins
+from clusters.features import check_transaction_version
 from harness.kafka import features
 
 TV = features.TRANSACTION_VERSION
@@ -25,6 +26,9 @@ class SetTransactionVersion(FaultBase):
     #: transaction). Checked against the release before the run and against what the running
     #: brokers support when the fault applies.
     level: int = Field(ge=pins.TRANSACTION_VERSION_RANGE[0], le=pins.TRANSACTION_VERSION_RANGE[1])
+
+    def check_release(self, kafka_version: str) -> None:
+        check_transaction_version(kafka_version, self.level, flag=f"fault {self.kind} at {self.at:g}s: level")
 
     def apply(self, ctx: FaultContext) -> Heal:
         bootstrap = ctx.cluster.direct_bootstrap

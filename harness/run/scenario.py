@@ -137,8 +137,9 @@ class Scenario(Strict):
         if cluster_faults and self.spark != "standalone":
             raise _invalid(("spark",), f"faults {cluster_faults} act on a standalone Spark cluster; set spark: standalone "
                                        f"(it is {self.spark})")
-        if self.spark == "standalone" and "spark-job" not in kinds:
-            raise _invalid(("spark",), f"standalone: a Spark cluster runs a spark-job workload; this scenario has {sorted(kinds)}")
+        if self.spark == "standalone" and not kinds & set(registry.spark_kinds()):
+            raise _invalid(("spark",), f"standalone: a Spark cluster runs a {' or '.join(registry.spark_kinds())} "
+                                       f"workload; this scenario has {sorted(kinds)}")
         allowed = get_args(WorkloadKind)
         for i, f in enumerate(self.faults):
             workload = getattr(f, "workload", None)
@@ -177,10 +178,10 @@ class Scenario(Strict):
 
     def target_defaults(self) -> TargetDefaults:
         """What fault roles are of when a fault gives no ``of``: the first topic, the first
-        txn-producer's transactional.id, the (first) copier's group."""
+        txn-producer's transactional.id, the first consumer group a workload commits in (the copier's)."""
         from harness.workloads.txn_producer import transactional_id
 
-        groups = [str(w.settings.get("group", registry.COPIER_GROUP)) for w in self.workloads if w.kind == "copier"]
+        groups = [g for w in self.workloads if (g := registry.kind(w.kind).group_of(w.settings)) is not None]
         return TargetDefaults(topic=self.topics[0] if self.topics else None,
                               transactional_id=transactional_id("txn-producer-0"),
                               group=groups[0] if groups else None)
