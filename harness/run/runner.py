@@ -48,6 +48,7 @@ from harness.kafka.admin import create_topic
 from harness.kafka.features import METADATA_VERSION, finalized
 from harness.kafka.reads import lso_lag, read_all
 from harness.report.index_page import after_run
+from harness.report.loaded import LoadedRun
 from harness.run import verdict_file
 from harness.run.scenario import Fault, Scenario
 from harness.run.supervisor import Supervisor
@@ -262,7 +263,7 @@ def _run(sc: Scenario, backend: Backend, seed: int, folder: RunFolder, kafka_ver
     verdict = verdict_file.assemble(check(tables), journal, journal.expected)
     verdict_file.write(verdict, folder)
     if report:
-        _write_report(run_dir)
+        _write_report(LoadedRun(folder, journal, verdict, tables))  # from what the run holds: nothing read again
     after_run(run_dir)  # results/latest and results/index.html; logs, never raises
     return RunResult(folder, verdict, journal)
 
@@ -303,16 +304,16 @@ def _keep_cluster_logs(cluster: Cluster) -> None:
         log.info(f"the cluster's logs could not be copied into {cluster.run_dir} ({type(exc).__name__}: {exc})")
 
 
-def _write_report(run_dir: Path) -> None:
+def _write_report(run: LoadedRun) -> None:
     """The run's report.html; a report that cannot be made is logged, never fails the run (the
     verdict is what counts, and ``eos-chaos report RUN_DIR`` can make it again)."""
     from harness.report import write_report
 
     try:
-        path = write_report(run_dir)
+        path = write_report(run)
         log.info(f"report: {path}")
     except Exception as exc:  # noqa: BLE001 - see docstring
-        log.info(f"report.html could not be written ({type(exc).__name__}: {exc}); try: eos-chaos report {run_dir}")
+        log.info(f"report.html could not be written ({type(exc).__name__}: {exc}); try: eos-chaos report {run.run_dir}")
 
 
 def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, folder: RunFolder, t0: int,
@@ -476,21 +477,27 @@ def final_reads(cluster: Cluster, sc: Scenario, rec: Recorder) -> None:
 def rerun_check(run_dir: Path, engine: str = "default") -> dict[str, Any]:
     """``eos-chaos check RUN_DIR``: the checker again, from the folder's history alone, assembled
     with its journal's run facts and its expectation (the journal's; for an older folder, the old
-    verdict's) into a new ``verdict.json``; the report is made again from it. Returns the verdict."""
+    verdict's) into a new ``verdict.json``; the report is made again from it. Returns the verdict.
+    The journal is read once and the history loaded once, for the checker and the report alike."""
     folder = RunFolder(run_dir)
     journal = Journal.load(folder)
     old = verdict_file.load(folder) or {}
     expected = journal.expected if journal is not None else old.get("expected")
+    reported = folder.scenario.exists()  # a bare history (copied out of a run) has no report to make
+    tables: store.Tables | None = None
     if engine == "spark":
         from harness.checker.spark_engine import check_run
         from harness.sparkjob.session import checker_session
 
         with checker_session() as spark:
-            checked = check_run(run_dir, spark)
+            checked = check_run(run_dir, spark)  # Spark reads the Parquet files itself
     else:
-        checked = check(store.load(run_dir))
+        # a history only in JSON lines is saved as Parquet on the way (as the report used to), for
+        # whatever reads the files next
+        tables = store.load(run_dir, persist=reported)
+        checked = check(tables)
     verdict = verdict_file.assemble(checked, journal, expected)
     verdict_file.write(verdict, folder)
-    if folder.scenario.exists():  # a bare history (copied out of a run) has no report to make
-        _write_report(run_dir)
+    if reported:
+        _write_report(LoadedRun(folder, journal, verdict, tables if tables is not None else store.load(run_dir)))
     return verdict
