@@ -264,12 +264,24 @@ def test_the_spark_jobs_progress_file_is_the_one_the_job_writes(tmp_path: Path) 
 # ---------------------------------------------------------------- checks
 
 def check_problems() -> list[str]:
-    """A check of ``harness.checker.CHECKS`` without a ``MEANING`` (the report and the summary say it)."""
-    return [f"{name}: no MEANING" for name in checker.CHECKS if not str(checker.MEANING.get(name, "")).strip()] + [
-        f"{name}: a MEANING of no check" for name in checker.MEANING if name not in checker.CHECKS]
+    """A check of ``harness.checker.CHECKS`` without a ``MEANING`` (the report and the summary say
+    it), the Spark engine's twin (held equal to it by tests/unit/test_spark_engine.py) or a row in
+    the README's table of checks."""
+    from harness.checker import spark_engine
+
+    readme = FAULT_REFERENCE.read_text()
+    out = []
+    for name in checker.CHECKS:
+        if not str(checker.MEANING.get(name, "")).strip():
+            out.append(f"{name}: no MEANING")
+        if name not in spark_engine.CHECKS:
+            out.append(f"{name}: not in the Spark engine's CHECKS")
+        if f"| `{name}` |" not in readme:
+            out.append(f"{name}: no row in README.md's table of checks")
+    return out + [f"{name}: a MEANING of no check" for name in checker.MEANING if name not in checker.CHECKS]
 
 
-def test_every_check_has_a_meaning() -> None:
+def test_every_check_has_a_meaning_a_spark_twin_and_a_readme_row() -> None:
     assert check_problems() == []
 
 
@@ -278,4 +290,5 @@ def test_a_check_without_meaning_is_named(monkeypatch: pytest.MonkeyPatch) -> No
 
     monkeypatch.setitem(checker.CHECKS, "new-check", new_check)
     monkeypatch.setitem(checker.MEANING, "old-check", "what it meant")
-    assert check_problems() == ["new-check: no MEANING", "old-check: a MEANING of no check"]
+    assert check_problems() == ["new-check: no MEANING", "new-check: not in the Spark engine's CHECKS",
+                                "new-check: no row in README.md's table of checks", "old-check: a MEANING of no check"]
