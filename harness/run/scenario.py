@@ -15,6 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 from pydantic_core import PydanticCustomError
 
 from chaos.faults import REGISTRY, Fault, FaultKind, needing, spark_cluster_kinds
+from chaos.faults import problems as fault_problems
+from chaos.schedule import drawn, takes_workload
 from chaos.targets import TargetDefaults
 from harness.base.errors import ConfigError
 from harness.workloads import registry
@@ -82,8 +84,19 @@ class Mix(Strict):
     gap: tuple[Seconds, Seconds] = (3.0, 10.0)
     #: no fault may still run this close to the end (workloads get a calm tail before heal)
     quiet_end: Seconds = 5.0
-    #: kill-workload: which workload kinds may be hit
+    #: kill-workload, pause-workload: which workload kinds may be hit
     workloads: list[WorkloadKind] = []
+
+    @model_validator(mode="after")
+    def _drawable(self) -> Mix:
+        for i, (kind, _) in enumerate(self.kinds):
+            try:  # as the schedule will draw it (chaos/schedule.py), with the first workload it may hit
+                drawn(kind, self.start, self.duration[0], lambda: self.workloads[0] if self.workloads else None)
+            except ValidationError as exc:
+                hint = "; give mix.workloads: the workload kinds it may hit" if takes_workload(kind) and not self.workloads else ""
+                said = "; ".join(fault_problems(exc))
+                raise _invalid(("mix", "kinds", i), f"a mix cannot draw {kind}: {said}{hint}") from None
+        return self
 
 
 class Expect(Strict):
