@@ -6,10 +6,10 @@ under test may still behave differently. ``eos-chaos run NAME --seed S --dry-run
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from chaos.faults import Fault, parse
+from chaos.faults import REGISTRY, Fault, parse
 from harness.base.errors import ConfigError
 
 #: The most faults a mix may plan in one run (a fault every 4.3 s through a day's run; the library's
@@ -86,10 +86,7 @@ def plan(sc: Planned, seed: int) -> list[Fault]:
             if t + duration > sc.duration - mix.quiet_end:
                 break
             kind = rnd.choices(kinds, weights)[0]
-            fields: dict[str, Any] = {"at": round(t, 1), "kind": kind, "duration": duration}
-            if kind == "kill-workload" and mix.workloads:
-                fields["workload"] = rnd.choice(mix.workloads)
-            faults.append(parse(fields))
+            faults.append(drawn(kind, round(t, 1), duration, lambda: rnd.choice(mix.workloads) if mix.workloads else None))
             t += duration + rnd.uniform(*mix.gap)
         else:
             raise ConfigError(f"scenario {sc.name}: its mix planned {MAX_PLANNED:,} faults and had not reached the run's "
@@ -101,6 +98,21 @@ def plan(sc: Planned, seed: int) -> list[Fault]:
 def _pair(bounds: tuple[float, float]) -> str:
     """``[3, 8]``: a mix's (shortest, longest) as the scenario file writes it."""
     return f"[{bounds[0]:g}, {bounds[1]:g}]"
+def takes_workload(kind: str) -> bool:
+    """A kind whose faults name the workload they hit (``workload``: kill-workload, pause-workload)."""
+    return "workload" in REGISTRY[kind].model_fields
+
+
+def drawn(kind: str, at: float, duration: float, workload: Callable[[], str | None]) -> Fault:
+    """One fault a mix draws: its kind, time and duration, and for a kind that takes one the workload
+    ``workload`` picks (called only then: the schedule's random draws stay as they were). Pydantic's
+    ValidationError for a kind a mix cannot draw (one with another required field)."""
+    fields: dict[str, Any] = {"at": at, "kind": kind, "duration": duration}
+    if takes_workload(kind):
+        picked = workload()
+        if picked is not None:
+            fields["workload"] = picked
+    return parse(fields)
 
 
 def as_json(faults: list[Fault]) -> list[dict[str, Any]]:

@@ -2,16 +2,17 @@
 ``.wire``, ``.workload``), the ``Fault`` union discriminated on ``kind``, and the registry of kinds.
 
 A fault is data until the nemesis calls its ``apply(ctx)``, which starts it and returns its heal.
-Adding a kind: a model with ``kind: Literal[...]`` and ``apply``, listed in ``Fault`` and ``FaultKind``.
+Adding a kind: a model with ``kind: Literal[...]``, a ``category`` and ``apply``, listed in ``Fault``
+(``REGISTRY`` and ``FaultKind`` follow from it; docs/ADDING.md).
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field, TypeAdapter, ValidationError
 
-from chaos.faults.base import FaultBase, FaultContext, Heal, Target
+from chaos.faults.base import CATEGORIES, FaultBase, FaultContext, Heal, Target
 from chaos.faults.feature import SetTransactionVersion
 from chaos.faults.network import (
     Bandwidth,
@@ -28,7 +29,7 @@ from chaos.faults.spark_standalone import KillExecutor, KillWorker, PauseExecuto
 from chaos.faults.wire import DropApiResponses, ErrorResponses, HoldRequests
 from chaos.faults.workload import KillDriver, KillWorkload, PauseWorkload, ZombieDriver
 
-__all__ = ["REGISTRY", "Fault", "FaultBase", "FaultContext", "FaultKind", "Heal", "Target", "parse"]
+__all__ = ["CATEGORIES", "REGISTRY", "Fault", "FaultBase", "FaultContext", "FaultKind", "Heal", "Target", "parse"]
 
 #: Process faults on brokers, network faults on the per-link proxies, faults on workload processes,
 #: and a change of the cluster's transaction.version.
@@ -40,18 +41,17 @@ Fault = Annotated[
      | KillExecutor | PauseExecutor | KillWorker),
     Field(discriminator="kind"),
 ]
-#: Every kind's name (a scenario's ``mix`` draws from these).
-FaultKind = Literal["kill", "kill-leader", "stop", "pause", "restart", "rolling-restart",
-                    "partition", "flap", "latency", "bandwidth", "reset-peer", "blackhole", "slicer", "drop-responses",
-                    "hold-requests", "drop-api-responses", "error-responses",
-                    "kill-workload", "pause-workload", "kill-driver", "zombie-driver", "set-transaction-version",
-                    "kill-executor", "pause-executor", "kill-worker"]
-
 _ADAPTER: TypeAdapter[Fault] = TypeAdapter(Fault)
-#: kind -> its model
+#: kind -> its model, in the order of ``Fault``
 REGISTRY: dict[str, type[FaultBase]] = {
     str(cls.model_fields["kind"].default): cls for cls in Fault.__args__[0].__args__
 }
+#: Every kind's name (a scenario's ``mix`` draws from these): the registry's keys, as a type that
+#: pydantic validates against (for mypy a ``str``: it cannot read a literal built at run time).
+if TYPE_CHECKING:
+    FaultKind = str
+else:
+    FaultKind = Literal[tuple(REGISTRY)]
 
 
 def parse(data: dict[str, Any]) -> Fault:
@@ -62,6 +62,11 @@ def parse(data: dict[str, Any]) -> Fault:
 def broker_process_kinds() -> list[str]:
     """Kinds that act on broker processes (never two at a time)."""
     return [k for k, cls in REGISTRY.items() if cls.broker_process]
+
+
+def of_category(category: str) -> list[str]:
+    """The kinds that act on ``category`` (``CATEGORIES``)."""
+    return [k for k, cls in REGISTRY.items() if cls.category == category]
 
 
 def node_states() -> dict[str, str]:

@@ -22,6 +22,12 @@ Role = Literal["random", "all", "leader", "coordinator", "group-coordinator", "c
 ROLES: tuple[str, ...] = Role.__args__  # type: ignore[attr-defined]
 #: Node ids of the 3-broker cluster.
 NODE_IDS = (1, 2, 3)
+#: What a fault acts on (each kind's ``category``): the report colours and names its window by it.
+Category = Literal["process", "network", "workload", "spark", "wire", "feature"]
+#: Each category as the report's legend says it.
+CATEGORIES: dict[str, str] = {"process": "broker processes", "network": "network links",
+                              "workload": "workload processes", "spark": "the Spark cluster",
+                              "wire": "Kafka requests on the wire", "feature": "cluster features"}
 
 
 def _target(value: Any) -> Any:
@@ -78,6 +84,8 @@ class FaultBase(BaseModel):
     #: repeat every this many seconds until the run ends (0: once)
     every: float = Field(0.0, ge=0, le=MAX_SECONDS, allow_inf_nan=False)
 
+    #: What it acts on (``CATEGORIES``); every kind sets it (tests/unit/test_registries.py).
+    category: ClassVar[Category]
     #: The nemesis waits ``duration`` (or the run's end) between ``apply`` and the heal; False for
     #: faults that end by themselves (a restart, a driver kill).
     holds: ClassVar[bool] = True
@@ -90,6 +98,10 @@ class FaultBase(BaseModel):
     needs_workload: ClassVar[str | None] = None
     #: The fault acts on a standalone Spark cluster (the scenario's ``spark: standalone``).
     needs_spark_cluster: ClassVar[bool] = False
+
+    def check_release(self, kafka_version: str) -> None:
+        """Refuse, before the run starts, what Kafka ``kafka_version`` cannot do (``ConfigError``);
+        most kinds can do anything any release can."""
 
     def apply(self, ctx: FaultContext) -> Heal:
         """Start the fault (recording its start event with the resolved target); returns its heal."""

@@ -9,6 +9,7 @@ from pydantic import Field
 
 from chaos.faults.base import FaultBase, FaultContext, Heal
 from clusters import pins
+from clusters.features import check_transaction_version
 from harness.kafka import features
 
 TV = features.TRANSACTION_VERSION
@@ -20,10 +21,14 @@ class SetTransactionVersion(FaultBase):
     are in the fault's events."""
 
     kind: Literal["set-transaction-version"] = "set-transaction-version"
+    category = "feature"
     #: the level to set: 0 classic, 1 flexible transaction records, 2 KIP-890 part 2 (epoch bump per
     #: transaction). Checked against the release before the run and against what the running
     #: brokers support when the fault applies.
     level: int = Field(ge=pins.TRANSACTION_VERSION_RANGE[0], le=pins.TRANSACTION_VERSION_RANGE[1])
+
+    def check_release(self, kafka_version: str) -> None:
+        check_transaction_version(kafka_version, self.level, flag=f"fault {self.kind} at {self.at:g}s: level")
 
     def apply(self, ctx: FaultContext) -> Heal:
         bootstrap = ctx.cluster.direct_bootstrap

@@ -16,6 +16,7 @@ Listeners = Literal["internal", "controller", "client", "all"]
 
 
 class _LinkFault(FaultBase):
+    category = "network"
     #: the node(s) whose links: an id, random, all, or a role resolved at fault time
     target: Target = "random"
     #: what the role is of (see chaos/faults/process.py)

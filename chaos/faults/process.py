@@ -9,6 +9,7 @@ from chaos.faults.base import FaultBase, FaultContext, Heal, Target, no_heal
 
 
 class _NodeFault(FaultBase):
+    category = "process"
     broker_process = True
     #: the node: an id, random, or a role resolved at fault time
     target: Target = "random"
@@ -83,6 +84,7 @@ class RollingRestart(FaultBase):
     """Restart every node in turn, each once the cluster is healthy again."""
 
     kind: Literal["rolling-restart"] = "rolling-restart"
+    category = "process"
     broker_process = True
     node_state = "down"
     holds = False

@@ -19,6 +19,7 @@ from chaos.faults.base import FaultBase, FaultContext, Heal, no_heal
 
 
 class _SparkFault(FaultBase):
+    category = "spark"
     needs_workload = "spark-job"
     needs_spark_cluster = True
 

@@ -40,6 +40,7 @@ MAX_HOLD_MS = 24 * 3600 * 1000
 
 
 class _WireFault(FaultBase):
+    category = "wire"
     #: the request(s) to act on: EndTxn (default: the commit or abort), AddPartitionsToTxn, Produce,
     #: TxnOffsetCommit, AddOffsetsToTxn, InitProducerId, ...
     api: Apis = Field(default_factory=lambda: ["EndTxn"])

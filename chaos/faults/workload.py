@@ -11,6 +11,7 @@ from chaos.faults.base import FaultBase, FaultContext, Heal, no_heal
 
 
 class _WorkloadFault(FaultBase):
+    category = "workload"
     #: which workload kind's processes (every process of it)
     workload: str
 
@@ -62,6 +63,7 @@ class PauseWorkload(_WorkloadFault):
 class _DriverFault(FaultBase):
     """Faults on the Spark job's driver at a chosen point of a micro-batch (harness/sparkjob/job.py)."""
 
+    category = "workload"
     needs_workload = "spark-job"
     #: where in a micro-batch: inside its open transaction, after the transaction committed but
     #: before Spark's commit log, or whichever comes first

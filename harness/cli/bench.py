@@ -261,7 +261,7 @@ def bench_txn_rate_cmd(
 
     names = parse_producers(libraries, flag="--libraries", allow_tool=False)
     prepare(names)
-    startup = {v: jvm_startup(v, runs) for v in sorted({v for v in (parse(n).version for n in names) if v})}
+    startup = {v: jvm_startup(v, runs) for v in sorted({lib.version for lib in map(parse, names) if lib.entry.jvm and lib.version})}
     result = _on_one_cluster("bench-txn-rate", backend, port_base,
                              lambda arts, c, d: {**bench_txn_rate(c, d, names, warmup, seconds, runs),
                                                          "jvm_startup_s": startup}, as_json)

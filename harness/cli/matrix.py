@@ -17,6 +17,8 @@ from harness.cli.console import out
 from harness.cli.guard import EXIT_INTERRUPTED, guarded
 from harness.cli.options import BackendOpt, duration_option
 from harness.rundir.runfolder import check_out, make_folder, new_run_dir
+from harness.workloads.clients import DEFAULT_LIBRARY
+from harness.workloads.clients import spelled as client_libraries
 
 log = logging.getLogger(__name__)
 app = typer.Typer()
@@ -26,8 +28,8 @@ app = typer.Typer()
 @guarded
 def matrix_cmd(
     scenarios: str = typer.Option(..., "--scenarios", metavar="A,B,...", help="Scenarios (names or YAML files): the rows."),
-    clients: str = typer.Option("confluent-kafka", "--clients", metavar="L,L,...",
-                                help="Client libraries, NAME or java@VERSION: the columns \\[default: confluent-kafka]."),
+    clients: str = typer.Option(DEFAULT_LIBRARY, "--clients", metavar="L,L,...",
+                                help=f"Client libraries ({client_libraries()}): the columns \\[default: {DEFAULT_LIBRARY}]."),
     levels: str = typer.Option("default", "--transaction-versions", metavar="V,V,...",
                                help="Transaction versions the clusters are formatted with: 0, 1, 2 or default "
                                     "(Kafka's own) \\[default: default]."),

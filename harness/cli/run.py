@@ -28,6 +28,7 @@ from harness.cli.options import (
 )
 from harness.cli.summary import FAIL, PASS, exit_code, print_outcome, print_verdict
 from harness.rundir.runfolder import check_out, new_run_dir, write_text
+from harness.workloads.clients import spelled as client_libraries
 
 log = logging.getLogger(__name__)
 app = typer.Typer()
@@ -67,8 +68,8 @@ def run_cmd(
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the planned fault schedule; start nothing."),
     as_json: bool = typer.Option(False, "--json", help="With --dry-run: the schedule as JSON."),
     library: str | None = typer.Option(None, "--library", metavar="LIB",
-                                       help="Run every workload that can choose on this client library: confluent-kafka, "
-                                            "java or java@VERSION (a kafka-clients release) \\[default: the scenario's]."),
+                                       help=f"Run every workload that can choose on this client library: {client_libraries()} "
+                                            "\\[default: the scenario's]."),
 ) -> None:
     """Run a scenario: cluster, workloads, faults, heal, final reads, verdict. Exit 0 valid, 1 invalid, 3 unknown.
 

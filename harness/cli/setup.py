@@ -6,7 +6,7 @@ import time
 
 import typer
 
-from clusters import artifacts, pins
+from clusters import artifacts
 from harness.cli.console import out
 from harness.cli.guard import guarded
 from harness.cli.options import KafkaVersion
@@ -23,9 +23,9 @@ def setup(
                                     "(otherwise each is fetched when a run first needs it)."),
 ) -> None:
     """Fetch Kafka (Maven Central) and build Toxiproxy (Go module proxy) and the wire proxy into the cache:
-    what a local cluster needs. With --all, also Spark's Kafka connector and the Java client bridge (one per
-    kafka-clients version the tests use), which runs otherwise fetch when they first need them."""
-    from harness.workloads.clients import DEFAULT_JAVA_VERSION, prepare
+    what a local cluster needs. With --all, also Spark's Kafka connector and the client bridges (each versioned
+    client library's versions the tests use), which runs otherwise fetch when they first need them."""
+    from harness.workloads.clients import prepare, setup_specs
 
     t0 = time.monotonic()
     arts = artifacts.ensure(kafka_version)
@@ -33,9 +33,9 @@ def setup(
              f"wire proxy ({arts.kwire_bin}), java {arts.java}")
     if everything:
         spark = artifacts.ensure_spark()
-        java_clients = [DEFAULT_JAVA_VERSION, pins.JAVA_CLIENT_3X_VERSION]
-        prepare(f"java@{v}" for v in java_clients)
-        ready += f", spark-sql-kafka ({len(spark)} jars), java client bridge (kafka-clients {', '.join(java_clients)})"
+        clients = setup_specs()  # every versioned client library's versions for the tests (the Java bridge)
+        prepare(clients)
+        ready += f", spark-sql-kafka ({len(spark)} jars), client bridges ({', '.join(clients)})"
     out.print(f"ready in {time.monotonic() - t0:.1f}s: {ready}", highlight=False)
 
 

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -485,6 +486,32 @@ def values_at(t: Tables, vids: np.ndarray) -> np.ndarray:
     return t.values.take(vids).to_numpy()
 
 
+def vids_of(t: Tables, values: list[str]) -> dict[int, str]:
+    """The value ids of ``values`` (those the history has): value id -> value."""
+    if t.values is not None:
+        found = t.values[t.values.isin(values)]
+        return {int(i): str(v) for i, v in zip(found.index.to_numpy(np.int64), found)}
+    if t.values_file is None:
+        raise ValueError("the tables have no values (add_ids sets them)")
+    few = pd.read_parquet(t.values_file, filters=[("value", "in", list(values))])
+    return {int(i): str(v) for i, v in zip(few["vid"], few["value"])}
+
+
+def values_of(t: Tables) -> Callable[[np.ndarray], list[Any]]:
+    """A lookup of the values of many value ids, for a pass over the whole history: from the values
+    in memory, or from the values file read once as one Arrow column (compact: a Python string is
+    made only for a value asked for)."""
+    if t.values is not None:
+        in_memory = t.values.to_numpy()
+        return lambda vids: list(in_memory[vids])
+    if t.values_file is None:
+        raise ValueError("the tables have no values (add_ids sets them)")
+    import pyarrow.parquet as pq_io
+
+    column = pq_io.read_table(t.values_file, columns=["value"]).column("value")
+    return lambda vids: list(column.take(vids).to_pylist())
+
+
 def _str(values: Sequence[str | None]) -> pd.Series:
     """A string column that stays a string column when empty (the checks use ``.str``)."""
     return pd.Series(values, dtype="str")
@@ -521,9 +548,8 @@ def save(tables: Tables, run_dir: Path) -> Path:
         _file(tmp, VALUES_TABLE), index=False)
     (tmp / META_FILE).write_text(json.dumps({**tables.meta, "layout": LAYOUT}))
     if final.exists():
-        for p in final.iterdir():
-            p.unlink()
-        final.rmdir()
+        # whatever is there goes (a broken one included: a folder where meta.json belongs)
+        shutil.rmtree(final)
     os.replace(tmp, final)
     return final
 
@@ -617,8 +643,9 @@ def _lean_pool() -> Any:
         return pa.default_memory_pool()
 
 
-def load(run_dir: Path) -> Tables:
-    """The run's tables: from Parquet when it is current (``parquet_is_current``), else from the JSON lines."""
+def load(run_dir: Path, persist: bool = False) -> Tables:
+    """The run's tables: from Parquet when it is current (``parquet_is_current``), else from the JSON
+    lines (``persist``: then saved as the current Parquet too, for whatever reads the files next)."""
     pq = run_dir / PARQUET_DIR
     if parquet_is_current(run_dir):
         import pyarrow as pa
@@ -641,7 +668,10 @@ def load(run_dir: Path) -> Tables:
         return Tables(**frames, meta=read_meta(run_dir), values_file=_file(pq, VALUES_TABLE))
     _refuse_stale_layout(run_dir)
     ops, truncated = read_ops(run_dir)
-    return flatten(ops, truncated)
+    tables = flatten(ops, truncated)
+    if persist:
+        save(tables, run_dir)
+    return tables
 
 
 def ensure_parquet(run_dir: Path) -> None:

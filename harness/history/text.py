@@ -5,22 +5,24 @@ order: time, wall-clock time (when known), process, type, f, what it carried, er
     12.009870  06:18:30.009  txn-producer-0.0  ok      txn   eos-a-1@17=txn-producer-0.0-3-0 ...
 
 It lives at the run folder's root, beside ``history/`` (the JSON lines it is made from) and
-``history.parquet/`` (the tables it is read from), as Jepsen's store keeps ``history.txt`` beside
-its results. It is streamed from the Parquet tables batch by batch, so memory stays bounded by
-one batch plus the run's distinct values (an Arrow string array); a line names at most
-``MAX_RECORDS`` records (a final scan holds every record of the run) and says how many more.
+``history.parquet/`` (the tables), as Jepsen's store keeps ``history.txt`` beside its results. It
+is written from the run's tables as already loaded (the checker's), batch by batch, so it adds one
+batch to memory, plus the run's distinct values as one Arrow string array when they were still on
+disk; a line names at most ``MAX_RECORDS`` records (a final scan holds every record of the run)
+and says how many more.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from harness.history import store
 from harness.history.model import FAULT, INIT, INVOKE
@@ -36,7 +38,7 @@ class _Grouped:
     """A table whose rows are in the order of ``key`` (an op index), read batch by batch: the first
     ``MAX_RECORDS`` rows of each key as text, and how many rows it has."""
 
-    batches: Iterator[Any]
+    batches: Iterator[dict[str, np.ndarray]]
     key: str
     render: Any  # (numpy columns of a batch, row indexes) -> [(topic-partition, @offset, value)]
     pending: dict[str, np.ndarray] | None = None
@@ -48,10 +50,9 @@ class _Grouped:
         out: dict[int, tuple[list[tuple[str, str, str]], int]] = {}
         while True:
             if self.pending is None:
-                batch = next(self.batches, None)
-                if batch is None:
+                self.pending = next(self.batches, None)
+                if self.pending is None:
                     return out
-                self.pending = {n: c.to_numpy(zero_copy_only=False) for n, c in zip(batch.schema.names, batch.columns)}
             cols = self.pending
             keys = cols[self.key]
             cut = int(np.searchsorted(keys, last, "right"))
@@ -79,46 +80,51 @@ class _Grouped:
             out[int(keys[i])][0].append(t)
 
 
-def _records(values: Any) -> Any:
+def _batches(df: pd.DataFrame, key: str) -> Iterator[dict[str, np.ndarray]]:
+    """The records of ``df`` (writes or reads, in ``key`` order), ``BATCH`` rows at a time: key,
+    topic, partition, offset (NaN: unknown) and vid."""
+    for start in range(0, len(df), BATCH):
+        part = df.iloc[start:start + BATCH]
+        yield {key: part[key].to_numpy(np.int64), "topic": part["topic"].to_numpy(object),
+               "partition": part["partition"].to_numpy(np.int64),
+               "offset": part["offset"].to_numpy(np.float64, na_value=np.nan), "vid": part["vid"].to_numpy(np.int64)}
+
+
+def _records(values: Callable[[np.ndarray], list[Any]]) -> Any:
     """A renderer of (topic, partition, offset, vid) rows as (``topic-partition``, ``@offset`` or
     empty when unknown, value): an invoke's line leaves the offset out (it was not known yet)."""
     def render(cols: dict[str, np.ndarray], rows: np.ndarray) -> list[tuple[str, str, str]]:
-        vals = values.take(cols["vid"][rows]).to_pylist() if len(rows) else []
+        vals = values(cols["vid"][rows]) if len(rows) else []
         offs = cols["offset"][rows]
         return [(f"{t}-{p}", "" if o is None or o != o else f"@{int(o)}", str(v))
                 for t, p, o, v in zip(cols["topic"][rows], cols["partition"][rows], offs, vals)]
     return render
 
 
-def write_history_text(run_dir: Path, zero_ns: int = 0, wall_zero_ns: int | None = None,
+def write_history_text(run_dir: Path, tables: store.Tables, zero_ns: int = 0, wall_zero_ns: int | None = None,
                        zero_says: str = "t=0 is the runner's start") -> Path:
-    """Write ``run_dir/history.txt`` from the run's Parquet history (made first if missing or
-    stale); ``zero_ns``: the history-clock instant that is t=0, ``wall_zero_ns``: its wall-clock
-    time (ns since the epoch, local time), for the second column."""
-    import pyarrow.parquet as pq
-
-    store.ensure_parquet(run_dir)
-    values = pq.read_table(store.table_file(run_dir, store.VALUES_TABLE), columns=["value"]).column("value")
-    rec_cols = ["topic", "partition", "offset", "vid"]
-    writes = _Grouped(pq.ParquetFile(store.table_file(run_dir, "writes")).iter_batches(BATCH, columns=["txn", *rec_cols]),
-                      "txn", _records(values))
-    reads = _Grouped(pq.ParquetFile(store.table_file(run_dir, "reads")).iter_batches(BATCH, columns=["op", *rec_cols]),
-                     "op", _records(values))
-    inits = dict(zip(*(store.read_table(run_dir, "inits", columns=["op", "txn_id"])[c] for c in ("op", "txn_id"))))
-    faults = iter(store.fault_events(store.read_table(run_dir, "faults")))
+    """Write ``run_dir/history.txt`` from the run's ``tables`` (``store.load``'s); ``zero_ns``: the
+    history-clock instant that is t=0, ``wall_zero_ns``: its wall-clock time (ns since the epoch,
+    local time), for the second column."""
+    store.add_ids(tables)  # the records carry value ids (tables flattened but not saved have none yet)
+    values = store.values_of(tables)
+    writes = _Grouped(_batches(tables.writes, "txn"), "txn", _records(values))
+    reads = _Grouped(_batches(tables.reads, "op"), "op", _records(values))
+    inits = dict(zip(tables.inits["op"].tolist(), tables.inits["txn_id"].tolist()))
+    faults = iter(store.fault_events(tables.faults))
     out = run_dir / HISTORY_TEXT
     tmp = out.with_name(f".{out.name}.tmp{os.getpid()}")
-    ops = pq.ParquetFile(store.table_file(run_dir, "ops"))
+    ops = tables.ops
     with tmp.open("w", encoding="utf-8") as f:
-        f.write(f"# {run_dir.name}: {ops.metadata.num_rows} ops in time order. {zero_says}.\n"
+        f.write(f"# {run_dir.name}: {len(ops)} ops in time order. {zero_says}.\n"
                 "# seconds  wall-clock  process  type  f  records (topic-partition@offset=value) / value  error\n")
         open_: dict[str, int] = {}  # process -> its open invoke's index (a completion shows its invoke's writes)
-        for batch in ops.iter_batches(BATCH, columns=["index", "time", "process", "type", "f", "error"]):
-            # to_numpy then tolist: Arrow's to_pylist of a dictionary column is ten times slower
-            cols = {n: c.to_numpy(zero_copy_only=False).tolist() for n, c in zip(batch.schema.names, batch.columns)}
+        for start in range(0, len(ops), BATCH):
+            batch = ops.iloc[start:start + BATCH]
+            cols = {n: batch[n].tolist() for n in ("index", "process", "type", "f", "error")}
             last = cols["index"][-1]
             w, r = writes.upto(last), reads.upto(last)
-            times = np.array(cols["time"], dtype=np.int64)
+            times = batch["time"].to_numpy(np.int64)
             secs = ((times - zero_ns) / 1e9).tolist()
             walls = (np.datetime_as_string((times - zero_ns + wall_zero_ns).astype("datetime64[ns]"), unit="ms")
                      if wall_zero_ns is not None else None)
@@ -132,7 +138,7 @@ def write_history_text(run_dir: Path, zero_ns: int = 0, wall_zero_ns: int | None
                 what = _what(mine, typ != INVOKE) if mine else _value(fn, invoke, inits, faults)
                 wall = f"{walls[k][11:]}  " if walls is not None else ""
                 lines.append(f"{secs[k]:12.6f}  {wall}{proc:<20} {typ:<6} {fn:<13} {what}"
-                             f"{'  error=' + str(err) if err else ''}\n")
+                             f"{'  error=' + str(err) if isinstance(err, str) and err else ''}\n")
             f.writelines(lines)
     os.replace(tmp, out)
     return out

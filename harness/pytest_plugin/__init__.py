@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from harness.rundir.runfolder import RunFolder
+from harness.workloads.clients import spelled as client_libraries
 
 log = logging.getLogger("eos_chaos.pytest")
 
@@ -97,7 +98,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--eos-require-backend", action="store_true",
                 help="fail, instead of skip, tests whose backend cannot be had (no Docker engine for compose)")
     g.addoption("--eos-client", default=None, metavar="LIB",
-                help="run every scenario's workloads on this client library: confluent-kafka, java or java@VERSION "
+                help=f"run every scenario's workloads on this client library: {client_libraries()} "
                      "(a scenario that cannot is skipped) [default: each workload's own]")
 
 
@@ -324,9 +325,9 @@ class FaultInjector:
     def _fault(self, kind: str, duration: float, fields: dict[str, Any]) -> Fault:
         from pydantic import ValidationError
 
-        from chaos.faults import parse, problems
+        from chaos.faults import of_category, parse, problems
 
-        if kind in ("kill-workload", "pause-workload", "kill-driver", "zombie-driver"):
+        if kind in of_category("workload"):  # a test runs no eos-chaos workload to act on
             raise pytest.UsageError(f"nemesis fault {kind!r} acts on eos-chaos workloads; in your own test, stop "
                                     "your own processes. Allowed here: broker and network faults")
         try:

@@ -15,6 +15,7 @@ import jinja2
 from harness.checker import MEANING, VERDICT_FILE
 from harness.history.text import write_history_text
 from harness.report.data import RunData, is_position, load, position_text
+from harness.report.loaded import LoadedRun
 from harness.report.logs import excerpts, log_links
 from harness.report.ops import Marked
 from harness.rundir import runinfo
@@ -102,7 +103,7 @@ def example_times(data: RunData) -> dict[tuple[str, int], dict[str, Any]]:
 
 def render(data: RunData) -> str:
     from harness.report.lanes import lane_views
-    from harness.report.plots import partition_svg, timeline_svg
+    from harness.report.plots import legend, partition_svg, timeline_svg
 
     v = data.verdict
     checks = [{"name": name, "count": c.get("count"), "meaning": MEANING.get(name, ""), "error": c.get("error"),
@@ -111,7 +112,7 @@ def render(data: RunData) -> str:
               for name, c in v.get("checks", {}).items()]
     fired = [c for c in checks if c["count"] != 0]
     stats = {k: _without_series(x) for k, x in (v.get("stats") or {}).items()}
-    journal = Journal.load(RunFolder(data.run_dir))
+    journal = data.journal
     # a run on a shared cluster (a pytest session's, a soak's): the brokers' logs are in its folder
     cluster_dir = Path(journal.cluster_dir) if journal is not None and journal.cluster_dir else None
     return _env.get_template("report.html.j2").render(
@@ -125,24 +126,27 @@ def render(data: RunData) -> str:
         seed=journal.seed if journal is not None else data.scenario.get("seed"),
         backend=journal.backend if journal is not None else data.scenario.get("backend"),
         command=rerun(data.scenario, journal), duration_s=data.duration_s,
-        timeline=timeline_svg(data), faults=data.faults, spark_ran=data.spark_batches is not None,
+        timeline=timeline_svg(data), faults=data.faults, fault_legend=legend([f.kind for f in data.faults]),
+        spark_ran=data.spark_batches is not None,
         partitions=[(p, partition_svg(p)) for p in data.partitions],
         stats=flat(stats), expected=v.get("expected"), generated=time.strftime("%Y-%m-%d %H:%M:%S %Z"),
         description=data.scenario.get("description", ""), esc=html.escape)
 
 
-def write_report(run_dir: Path, out: Path | None = None) -> Path:
-    """Write ``run_dir/report.html`` (or ``out``) atomically; return its path. Into the run folder,
-    ``history.txt`` is written first (the page links it); a history that cannot be written so is
-    logged, never stops the report."""
+def write_report(run: Path | LoadedRun, out: Path | None = None) -> Path:
+    """Write the run folder's ``report.html`` (or ``out``) atomically; return its path. ``run``: the
+    folder, or the run as already loaded (the runner's, ``eos-chaos check``'s: nothing is read
+    again). Into the run folder, ``history.txt`` is written first (the page links it); a history
+    that cannot be written so is logged, never stops the report."""
     from harness.report.nemesis_page import is_nemesis_run, write_nemesis_report
 
-    if is_nemesis_run(run_dir) and not (run_dir / VERDICT_FILE).exists():
+    run_dir = run if isinstance(run, Path) else run.run_dir
+    if isinstance(run, Path) and is_nemesis_run(run_dir) and not (run_dir / VERDICT_FILE).exists():
         return write_nemesis_report(run_dir, out=out)  # a pytest test's nemesis fixture: faults, no verdict
-    data = load(run_dir)
-    if out is None:
+    data = load(run)
+    if out is None and data.tables is not None:
         try:
-            write_history_text(run_dir, data.clock.zero_ns, data.clock.wall_zero_ns, data.clock.basis)
+            write_history_text(run_dir, data.tables, data.clock.zero_ns, data.clock.wall_zero_ns, data.clock.basis)
         except Exception as exc:  # noqa: BLE001 - see docstring
             log.info(f"history.txt could not be written ({type(exc).__name__}: {exc})")
     return write_output(out or RunFolder(run_dir).report, render(data))

@@ -17,15 +17,12 @@ import numpy as np
 import pandas as pd
 
 from chaos.faults import node_states
-from harness.base.errors import ConfigError
-from harness.checker import VERDICT_FILE
 from harness.history import store
 from harness.history.model import SCAN, SPARK_BATCH, SPARK_SKIP, SPARK_START
 from harness.report.clock import Clock, clock_of
+from harness.report.loaded import LoadedRun, load_run, read_json, read_verdict
 from harness.report.ops import MAX_MARKED, History, Marked, active_faults, example_spans
 from harness.rundir.journal import Journal, fault_runs
-from harness.rundir.runfolder import RunFolder, read_json_object
-from harness.rundir.verdict_shape import as_verdict
 
 #: Broker process faults and the state a node is in during their window.
 NODE_STATE = node_states()
@@ -82,27 +79,24 @@ class RunData:
     history: History | None = None
     #: planned faults that never started: (kind, planned report seconds or None)
     never_started: list[tuple[str, float | None]] = field(default_factory=list)
+    #: the run's journal (None: a folder made before journals)
+    journal: Journal | None = None
+    #: the history as loaded (None: not kept)
+    tables: store.Tables | None = None
 
 
-def _json(path: Path, what: str) -> dict[str, Any]:
-    """The JSON object in ``path``; ``ConfigError`` naming it when it is missing (``what`` says
-    why that matters) or broken."""
-    data = read_json_object(path)
-    if data is None:
-        raise ConfigError(f"{path.parent} has no {path.name}: {what}")
-    return data
-
-
-def load(run_dir: Path) -> RunData:
-    """The report's data of ``run_dir``; ``ConfigError`` if it is not a finished run folder."""
-    if not run_dir.is_dir():
-        raise ConfigError(f"run folder {run_dir} does not exist")
-    where = run_dir / VERDICT_FILE
-    verdict = as_verdict(where, _json(where, "not a finished run (eos-chaos check RUN_DIR makes a verdict from its history)"))
-    scenario = _json(run_dir / "scenario.json", "not a run folder of eos-chaos run")
-    journal = Journal.load(RunFolder(run_dir))
+def load(run: Path | LoadedRun) -> RunData:
+    """The report's data of a run folder, or of the run as already loaded (``LoadedRun``: its files
+    are not read again); ``ConfigError`` if it is not a finished run folder."""
+    if isinstance(run, Path):
+        verdict = read_verdict(run)  # the folder and its verdict first: the clearest refusal
+        scenario = _scenario(run)
+        run = load_run(run, verdict)
+    else:
+        scenario = _scenario(run.run_dir)
+    run_dir, verdict, journal = run.run_dir, run.verdict, run.journal
     clock = clock_of(run_dir, journal)
-    h = _history(run_dir)
+    h = _history(run.tables)
     faults = fault_windows(h.events)
     _shift(faults, h.txns, clock)
     never = planned_starts(faults, h.events, journal)
@@ -110,8 +104,8 @@ def load(run_dir: Path) -> RunData:
     duration_s = max([last_s, float(scenario.get("duration") or 0.0), *(f.end_s or f.start_s for f in faults)])
     node_ids = sorted({n for f in faults for n in f.nodes} | {1, 2, 3})
     data = RunData(run_dir, verdict, scenario, duration_s, faults, node_ids, h.txns, clock=clock,
-                   start_s=min(0.0, first_s), history=h.lookup, never_started=never)
-    data.partitions = partition_views(run_dir, verdict)
+                   start_s=min(0.0, first_s), history=h.lookup, never_started=never, journal=journal, tables=run.tables)
+    data.partitions = partition_views(run.tables, verdict)
     spark_events(data, h.spark)
     data.marked = mark_examples(verdict, h.lookup, clock, faults)
     return data
@@ -184,26 +178,21 @@ class _Read:
     lookup: History
 
 
-def _history(run_dir: Path) -> _Read:
-    """The history's transactions, the nemesis's fault events, the Spark job's events and its ops
-    (from the saved Parquet when current; else flattened from the JSON lines)."""
-    wanted = ["outcome", "invoke_time", "complete_time", "commit_at"]
-    if store.parquet_is_current(run_dir):
-        tx = store.read_table(run_dir, "txns", columns=wanted)
-        faults = store.read_table(run_dir, "faults")
-        spark = store.spark_events_of(store.read_table(run_dir, "spark_events"))
-        lookup = History.of_run(run_dir)
-    else:
-        tables = store.load(run_dir)
-        tx, faults, spark = tables.txns[wanted], tables.faults, store.spark_events(tables)
-        lookup = History.of_run(run_dir, tables)
+def _scenario(run_dir: Path) -> dict[str, Any]:
+    return read_json(run_dir / "scenario.json", "not a run folder of eos-chaos run")
+
+
+def _history(tables: store.Tables) -> _Read:
+    """The history's transactions, the nemesis's fault events, the Spark job's events and its ops."""
+    tx = tables.txns[["outcome", "invoke_time", "complete_time", "commit_at"]]
+    lookup = History.of_tables(tables)
     times = lookup.ops["time"]
     span = (int(times.iloc[0]), int(times.iloc[-1])) if len(times) else (0, 0)
     tx = tx[tx["complete_time"].notna()]
     out = pd.DataFrame({"complete_s": tx["complete_time"].astype("float64") / 1e9, "outcome": tx["outcome"].astype(str)})
     started = tx["commit_at"].fillna(tx["invoke_time"]).astype("float64")
     out["latency_ms"] = np.where(out["outcome"] == "ok", (tx["complete_time"].astype("float64") - started) / 1e6, np.nan)
-    return _Read(out.reset_index(drop=True), store.fault_events(faults), spark, span, lookup)
+    return _Read(out.reset_index(drop=True), store.fault_events(tables.faults), store.spark_events(tables), span, lookup)
 
 
 def _key(value: dict[str, Any]) -> tuple[str, ...]:
@@ -336,22 +325,21 @@ def anomaly_positions(verdict: dict[str, Any]) -> dict[tuple[str, int], dict[str
     return found
 
 
-def partition_views(run_dir: Path, verdict: dict[str, Any]) -> list[PartitionView]:
+def partition_views(tables: store.Tables, verdict: dict[str, Any]) -> list[PartitionView]:
     """What Kafka kept in each partition an anomaly names (the final scans), with writer processes."""
     spots = list(anomaly_positions(verdict).items())[:MAX_PARTITION_VIEWS]
     if not spots:
         return []
-    if not store.parquet_is_current(run_dir):
-        return [PartitionView(t, p, marks, pd.DataFrame(columns=["offset", "isolation", "writer", "order"]))
-                for (t, p), marks in spots]
-    writes = store.read_table(run_dir, "writes", columns=["txn", "vid", "row"]).drop_duplicates("vid")
-    txns = store.read_table(run_dir, "txns", columns=["txn", "process"])
-    by_vid = writes.merge(txns, on="txn", how="left").set_index("vid")
+    store.add_ids(tables)  # value ids on writes and reads (tables flattened but not saved have none yet)
+    # a value's place in the order of all writes is its first write's row
+    writes = tables.writes[["txn", "vid"]].assign(row=np.arange(len(tables.writes))).drop_duplicates("vid")
+    by_vid = writes.merge(tables.txns[["txn", "process"]], on="txn", how="left").set_index("vid")
     writer, order = by_vid["process"].astype(str), by_vid["row"].astype("float64")
+    all_reads = tables.reads
     views = []
     for (topic, part), marks in spots:
-        reads = store.read_table(run_dir, "reads", columns=["isolation", "offset", "vid"],
-                                 filters=[("source", "==", SCAN), ("topic", "==", topic), ("partition", "==", part)])
+        reads = all_reads.loc[(all_reads["source"] == SCAN).to_numpy() & (all_reads["topic"] == topic).to_numpy()
+                              & (all_reads["partition"] == part).to_numpy(), ["isolation", "offset", "vid"]]
         scan = pd.DataFrame({"offset": reads["offset"].astype("int64"), "isolation": reads["isolation"].astype(str),
                              "writer": writer.reindex(reads["vid"].to_numpy()).fillna("?").to_numpy(),
                              "order": order.reindex(reads["vid"].to_numpy()).to_numpy()})

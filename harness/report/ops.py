@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -95,16 +94,11 @@ class History:
         self.txns_of_values = txns_of_values
 
     @classmethod
-    def of_run(cls, run_dir: Path, tables: store.Tables | None = None) -> History:
-        """From the run's current Parquet, or from ``tables`` already loaded from its JSON lines."""
+    def of_tables(cls, tables: store.Tables) -> History:
+        """From the run's tables (``store.load``'s)."""
         ops_cols, tx_cols = ["index", "time", "process", "type", "f"], ["txn", "process", "f", "outcome", "invoke_time",
                                                                         "complete_time", "commit_at"]
-        if tables is not None:
-            writes = tables.writes
-            return cls(tables.ops[ops_cols], tables.txns[tx_cols],
-                       lambda values: _first_txn(writes[writes["value"].isin(values)], "value"))
-        return cls(store.read_table(run_dir, "ops", columns=ops_cols), store.read_table(run_dir, "txns", columns=tx_cols),
-                   lambda values: _txns_of_values(run_dir, values))
+        return cls(tables.ops[ops_cols], tables.txns[tx_cols], lambda values: _txns_of_values(tables, values))
 
     def span(self, index: int, role: str, clock: Clock) -> OpSpan | None:
         """The op at history ``index`` (a transaction by its invoke, any other op by its invoke or
@@ -138,17 +132,17 @@ def _first_txn(writes: pd.DataFrame, key: str) -> dict[str, int]:
     return {str(k): int(t) for k, t in zip(first[key], first["txn"])}
 
 
-def _txns_of_values(run_dir: Path, values: list[str]) -> dict[str, int]:
-    """value -> the transaction (invoke index) that wrote it, read by filters from the Parquet."""
+def _txns_of_values(tables: store.Tables, values: list[str]) -> dict[str, int]:
+    """value -> the transaction (invoke index) that wrote it: by the writes' values when they carry
+    them, else by their value ids (the values of Parquet-loaded tables stay on disk)."""
     if not values:
         return {}
-    vids = store.read_table(run_dir, store.VALUES_TABLE, filters=[("value", "in", values)])
-    if not len(vids):
-        return {}
-    writes = store.read_table(run_dir, "writes", columns=["txn", "vid"],
-                              filters=[("vid", "in", vids["vid"].astype("int64").tolist())])
-    by_vid = dict(zip(vids["vid"].astype("int64"), vids["value"].astype(str)))
-    return _first_txn(writes.assign(value=writes["vid"].map(by_vid)), "value")
+    writes = tables.writes
+    if "value" in writes.columns:
+        return _first_txn(writes[writes["value"].isin(values)], "value")
+    by_vid = store.vids_of(tables, values)
+    mine = writes.loc[writes["vid"].isin(list(by_vid)), ["txn", "vid"]]
+    return _first_txn(mine.assign(value=mine["vid"].map(by_vid)), "value")
 
 
 def example_spans(ex: dict[str, Any], history: History, clock: Clock) -> list[OpSpan]:

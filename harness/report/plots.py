@@ -16,12 +16,17 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import FuncFormatter, NullFormatter, ScalarFormatter  # noqa: E402
 
-from harness.report.data import NODE_STATE, FaultWindow, PartitionView, RunData, node_lanes, timeline  # noqa: E402
+from chaos.faults import CATEGORIES, REGISTRY  # noqa: E402
+from harness.report.data import FaultWindow, PartitionView, RunData, node_lanes, timeline  # noqa: E402
 
 plt.rcParams.update({"svg.fonttype": "none", "font.size": 9, "axes.spines.top": False, "axes.spines.right": False})
 _salt = itertools.count()
-#: Fault colours by what they act on.
-COLOURS = {"process": "#d62728", "network": "#1f77b4", "client": "#ff7f0e"}
+#: Fault colours by what they act on (each kind's ``category``, chaos.faults.CATEGORIES): the colour,
+#: and its name in the legend.
+COLOURS = {"process": ("#d62728", "red"), "network": ("#1f77b4", "blue"), "workload": ("#ff7f0e", "orange"),
+           "spark": ("#8c564b", "brown"), "wire": ("#17becf", "cyan"), "feature": ("#bcbd22", "olive")}
+#: A kind no registry entry names (a history of an older version): drawn, never refused.
+UNKNOWN_COLOUR = ("#7f7f7f", "grey")
 STATE_COLOURS = {"down": "#d62728", "paused": "#9467bd"}
 #: Up to this many fault windows get their label written in the plot (more: numbers only).
 MAX_INLINE_LABELS = 8
@@ -37,12 +42,21 @@ _CHAR_PT = 7 * 0.6
 ZOOM_OFFSETS = 30
 
 
-def category(kind: str) -> str:
-    if kind in NODE_STATE:
-        return "process"
-    if kind.endswith("-workload") or kind.endswith("-driver"):
-        return "client"
-    return "network"
+def category(kind: str) -> str | None:
+    """What fault ``kind`` acts on, as its model says (None: no such kind here)."""
+    model = REGISTRY.get(kind)
+    return model.category if model is not None else None
+
+
+def fault_colour(kind: str) -> str:
+    return COLOURS.get(category(kind) or "", UNKNOWN_COLOUR)[0]
+
+
+def legend(kinds: list[str]) -> list[str]:
+    """``red: broker processes``, ... for the categories of ``kinds``, in ``COLOURS`` order."""
+    present = {category(k) for k in kinds}
+    said = [f"{name}: {CATEGORIES[c]}" for c, (_, name) in COLOURS.items() if c in present]
+    return said + ([f"{UNKNOWN_COLOUR[1]}: other"] if None in present else [])
 
 
 def to_svg(fig: Figure) -> str:
@@ -152,14 +166,14 @@ def _fault_windows(axes: list[plt.Axes], faults: list[FaultWindow], begin: float
     rows = label_rows([f.start_s for f in faults], texts, end - begin)
     for n, (f, text, row) in enumerate(zip(faults, texts, rows), 1):
         stop = f.end_s if f.end_s is not None else end
-        colour = COLOURS[category(f.kind)]
+        shade = fault_colour(f.kind)
         for i, ax in enumerate(axes[:-1]):
-            span = ax.axvspan(f.start_s, max(stop, f.start_s + (end - begin) / 500), color=colour, alpha=0.12, lw=0)
+            span = ax.axvspan(f.start_s, max(stop, f.start_s + (end - begin) / 500), color=shade, alpha=0.12, lw=0)
             if i == 0:
                 span.set_gid(f"fault-F{n}")
         axes[0].annotate(text if row is not None else f"F{n}", (f.start_s, 1.0), xycoords=("data", "axes fraction"),
                          xytext=(2, -2 - 10 * (row if row is not None else LABEL_ROWS)), textcoords="offset points",
-                         va="top", fontsize=7, color=colour)
+                         va="top", fontsize=7, color=shade)
 
 
 def _anomaly_markers(axes: list[plt.Axes], data: RunData) -> None:

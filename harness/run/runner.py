@@ -48,6 +48,7 @@ from harness.kafka.admin import create_topic
 from harness.kafka.features import METADATA_VERSION, finalized
 from harness.kafka.reads import lso_lag, read_all
 from harness.report.index_page import after_run
+from harness.report.loaded import LoadedRun
 from harness.run import verdict_file
 from harness.run.scenario import Fault, Scenario
 from harness.run.supervisor import Supervisor
@@ -94,8 +95,9 @@ class RunResult:
 
 
 def physical(sc: Scenario, tag: str) -> Scenario:
-    """The scenario with every topic name (and the copier group) made unique to this run, so runs
-    can share a cluster (the test session's) without reading each other's records."""
+    """The scenario with every topic name (and every consumer group a workload defaults to: the
+    copier's) made unique to this run, so runs can share a cluster (the test session's) without
+    reading each other's records."""
     names = {t: f"{t}.{tag}" for t in sc.topics}
 
     def mapped(v: Any) -> Any:
@@ -107,9 +109,7 @@ def physical(sc: Scenario, tag: str) -> Scenario:
 
     workloads = []
     for w in sc.workloads:
-        settings = {k: mapped(v) for k, v in w.settings.items()}
-        if w.kind == "copier":
-            settings.setdefault("group", f"{registry.COPIER_GROUP}.{tag}")
+        settings = registry.kind(w.kind).run_settings({k: mapped(v) for k, v in w.settings.items()}, tag)
         workloads.append(w.model_copy(update={"settings": settings}))
     faults = []
     for f in sc.faults:
@@ -195,8 +195,9 @@ def run(sc: Scenario, backend: Backend, seed: int, run_dir: Path, kafka_version:
     (``run.interrupted`` in verdict.json, ``RunResult.interrupted``). The run's narrative also goes
     to its ``run.log``. ``transaction_version``: the level the cluster must be formatted at (a
     cluster that is up at another is refused; one started here is formatted so; None: any)."""
-    if any(w.kind == "spark-job" for w in sc.workloads):
-        require_pyspark(f"scenario {sc.name} (a spark-job workload)")  # before anything starts
+    spark_apps = [w.kind for w in sc.workloads if registry.kind(w.kind).spark]
+    if spark_apps:
+        require_pyspark(f"scenario {sc.name} (a {spark_apps[0]} workload)")  # before anything starts
     clients.prepare(w.library for w in sc.workloads)  # a Java client is built (or refused) before anything starts
     folder = RunFolder(run_dir).create()
     with run_log(folder.run_log):
@@ -262,7 +263,7 @@ def _run(sc: Scenario, backend: Backend, seed: int, folder: RunFolder, kafka_ver
     verdict = verdict_file.assemble(check(tables), journal, journal.expected)
     verdict_file.write(verdict, folder)
     if report:
-        _write_report(run_dir)
+        _write_report(LoadedRun(folder, journal, verdict, tables))  # from what the run holds: nothing read again
     after_run(run_dir)  # results/latest and results/index.html; logs, never raises
     return RunResult(folder, verdict, journal)
 
@@ -273,12 +274,12 @@ def _kafka_version(cluster: Cluster, asked: str | None) -> str | None:
 
 
 def check_fault_levels(faults: list[Fault], kafka_version: str | None) -> None:
-    """Every ``set-transaction-version`` fault's level must be one the release accepts
-    (ConfigError before the run starts; the fault asks the running brokers again when it applies)."""
-    for f in faults:
-        level = getattr(f, "level", None)
-        if f.kind == "set-transaction-version" and kafka_version and level is not None:
-            check_transaction_version(kafka_version, level, flag=f"fault set-transaction-version at {f.at:g}s: level")
+    """Every fault must be one the release can do (``FaultBase.check_release``: a
+    ``set-transaction-version`` level the release accepts); ConfigError before the run starts (the
+    fault asks the running brokers again when it applies)."""
+    if kafka_version:
+        for f in faults:
+            f.check_release(kafka_version)
 
 
 def run_on_shared(sc: Scenario, backend: Backend, seed: int, run_dir: Path, cluster: Cluster,
@@ -303,16 +304,16 @@ def _keep_cluster_logs(cluster: Cluster) -> None:
         log.info(f"the cluster's logs could not be copied into {cluster.run_dir} ({type(exc).__name__}: {exc})")
 
 
-def _write_report(run_dir: Path) -> None:
+def _write_report(run: LoadedRun) -> None:
     """The run's report.html; a report that cannot be made is logged, never fails the run (the
     verdict is what counts, and ``eos-chaos report RUN_DIR`` can make it again)."""
     from harness.report import write_report
 
     try:
-        path = write_report(run_dir)
+        path = write_report(run)
         log.info(f"report: {path}")
     except Exception as exc:  # noqa: BLE001 - see docstring
-        log.info(f"report.html could not be written ({type(exc).__name__}: {exc}); try: eos-chaos report {run_dir}")
+        log.info(f"report.html could not be written ({type(exc).__name__}: {exc}); try: eos-chaos report {run.run_dir}")
 
 
 def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, folder: RunFolder, t0: int,
@@ -321,8 +322,7 @@ def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, fold
     started_us = time.time_ns() // 1000  # the wire proxy stamps its events with wall-clock microseconds
     with Recorder(run_dir, "runner") as rec:
         admin = admin_client(cluster.direct_bootstrap)
-        # the Spark job's marker topic is compacted (one marker per batch id, kept forever)
-        compacted = {w.settings["markers"] for w in sc.workloads if w.kind == "spark-job" and "markers" in w.settings}
+        compacted = compacted_topics(sc)
         for topic in sc.topics:
             create_topic(admin, topic, sc.partitions, config={"cleanup.policy": "compact"} if topic in compacted else None)
         env = {**os.environ, **procs.tags(cluster.cluster_id, os.getpid()), ENV_T0: str(t0)}
@@ -330,11 +330,13 @@ def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, fold
         sup = Supervisor(run_dir, env)
         nemesis = Nemesis(cluster, sup, rec, faults, seed, sc.target_defaults(), spark=spark)
         thread: threading.Thread | None = None
-        zombie_thread: threading.Thread | None = None
+        staged_thread: threading.Thread | None = None
         progress = show(run_dir, sc.duration, nemesis.active_faults) if show else None
         try:
+            staged = False  # processes the nemesis starts at their moment (the zombie's second instance)
             for kind, cfg, now in workload_configs(sc, run_dir, cluster.bootstrap, seed):
                 sup.start(kind, cfg) if now else sup.register(kind, cfg)
+                staged = staged or not now
             sup.keep_restarting()
             log.info(f"workloads started: {', '.join(sup.procs)}; running {sc.duration:.0f}s")
             if progress is not None:
@@ -342,9 +344,9 @@ def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, fold
             thread = threading.Thread(target=nemesis.run, name="nemesis", daemon=True)
             journal.schedule_t0_s = rec.now() / 1e9  # the nemesis counts its schedule from here
             thread.start()
-            if sup.of_kind("zombie"):
-                zombie_thread = threading.Thread(target=_guarded(nemesis.zombie, nemesis.errors), name="zombie", daemon=True)
-                zombie_thread.start()
+            if staged:
+                staged_thread = threading.Thread(target=_guarded(nemesis.zombie, nemesis.errors), name="zombie", daemon=True)
+                staged_thread.start()
             try:
                 nemesis.stop.wait(sc.duration)
                 # a fault due in the run that waits for the node fault before it to heal begins late
@@ -359,7 +361,7 @@ def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, fold
                 progress.set_phase("healing")
             nemesis.stop.set()
             killed = sup.stop_all()
-            for th in (thread, zombie_thread):
+            for th in (thread, staged_thread):
                 if th is not None:
                     th.join(timeout=300)
             problems = heal_all(cluster) + stop_spark_cluster(spark)
@@ -375,6 +377,12 @@ def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, fold
         finally:
             if progress is not None:
                 progress.close()
+
+
+def compacted_topics(sc: Scenario) -> set[str]:
+    """The topics created compacted: those a workload's ``compacted`` settings name (the Spark job's
+    markers: one per batch id, kept forever)."""
+    return {w.settings[k] for w in sc.workloads for k in registry.kind(w.kind).compacted if k in w.settings}
 
 
 def start_spark_cluster(sc: Scenario, cluster: Cluster, run_dir: Path, env: dict[str, str]) -> SparkStandalone | None:
@@ -439,8 +447,8 @@ def _guarded(fn: Callable[[], None], errors: list[str]) -> Callable[[], None]:
 
 def final_reads(cluster: Cluster, sc: Scenario, rec: Recorder) -> None:
     """How long each partition's LSO took to catch up; every partition from offset 0 to its end,
-    read_committed and read_uncommitted; and the copier group's committed offsets: all over DIRECT,
-    which no fault touches."""
+    read_committed and read_uncommitted; and the committed offsets of the first workload that
+    consumes in a group (the copier's): all over DIRECT, which no fault touches."""
     lag, stuck = lso_lag(cluster.direct_bootstrap, sc.topics, sc.partitions, sc.lso_bound_s)
     lags = {tp_key(t, p): v for (t, p), v in lag.items()}
     stalled_at = {tp_key(t, p): v for (t, p), v in stuck.items()}
@@ -453,10 +461,12 @@ def final_reads(cluster: Cluster, sc: Scenario, rec: Recorder) -> None:
             for p, recs in back.records.items():
                 value[tp_key(topic, p)] = [[o, v] for o, v in recs]
         rec.event("final", SCAN, value, type_="ok", isolation=iso)
-    if any(w.kind == "copier" for w in sc.workloads):
+    consumer = next((w for w in sc.workloads if registry.kind(w.kind).consumes is not None), None)
+    if consumer is not None:
         admin = admin_client(cluster.direct_bootstrap)
-        copier = next(w for w in sc.workloads if w.kind == "copier")
-        src, group = copier.settings["input"], copier.settings.get("group", registry.COPIER_GROUP)
+        kind = registry.kind(consumer.kind)
+        assert kind.consumes is not None  # chosen for it
+        src, group = consumer.settings[kind.consumes.input], str(kind.group_of(consumer.settings))
         req = ConsumerGroupTopicPartitions(group, [TopicPartition(src, p) for p in range(sc.partitions)])
         res = admin.list_consumer_group_offsets([req])[group].result(timeout=60)
         rec.event("final", GROUP_OFFSETS, {tp_key(tp.topic, tp.partition): tp.offset for tp in res.topic_partitions
@@ -467,21 +477,27 @@ def final_reads(cluster: Cluster, sc: Scenario, rec: Recorder) -> None:
 def rerun_check(run_dir: Path, engine: str = "default") -> dict[str, Any]:
     """``eos-chaos check RUN_DIR``: the checker again, from the folder's history alone, assembled
     with its journal's run facts and its expectation (the journal's; for an older folder, the old
-    verdict's) into a new ``verdict.json``; the report is made again from it. Returns the verdict."""
+    verdict's) into a new ``verdict.json``; the report is made again from it. Returns the verdict.
+    The journal is read once and the history loaded once, for the checker and the report alike."""
     folder = RunFolder(run_dir)
     journal = Journal.load(folder)
     old = verdict_file.load(folder) or {}
     expected = journal.expected if journal is not None else old.get("expected")
+    reported = folder.scenario.exists()  # a bare history (copied out of a run) has no report to make
+    tables: store.Tables | None = None
     if engine == "spark":
         from harness.checker.spark_engine import check_run
         from harness.sparkjob.session import checker_session
 
         with checker_session() as spark:
-            checked = check_run(run_dir, spark)
+            checked = check_run(run_dir, spark)  # Spark reads the Parquet files itself
     else:
-        checked = check(store.load(run_dir))
+        # a history only in JSON lines is saved as Parquet on the way (as the report used to), for
+        # whatever reads the files next
+        tables = store.load(run_dir, persist=reported)
+        checked = check(tables)
     verdict = verdict_file.assemble(checked, journal, expected)
     verdict_file.write(verdict, folder)
-    if folder.scenario.exists():  # a bare history (copied out of a run) has no report to make
-        _write_report(run_dir)
+    if reported:
+        _write_report(LoadedRun(folder, journal, verdict, tables if tables is not None else store.load(run_dir)))
     return verdict

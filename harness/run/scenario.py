@@ -17,6 +17,8 @@ from pydantic_core import PydanticCustomError
 
 from chaos import schedule
 from chaos.faults import REGISTRY, Fault, FaultKind, needing, spark_cluster_kinds
+from chaos.faults import problems as fault_problems
+from chaos.schedule import drawn, takes_workload
 from chaos.targets import TargetDefaults
 from harness.base.errors import ConfigError
 from harness.workloads import registry
@@ -96,7 +98,7 @@ class Mix(Strict):
     gap: tuple[Seconds, Seconds] = (3.0, 10.0)
     #: no fault may still run this close to the end (workloads get a calm tail before heal)
     quiet_end: Seconds = 5.0
-    #: kill-workload: which workload kinds may be hit
+    #: kill-workload, pause-workload: which workload kinds may be hit
     workloads: list[WorkloadKind] = []
 
     @field_validator("kinds")
@@ -107,6 +109,16 @@ class Mix(Strict):
         if not any(w > 0 for _, w in kinds):
             raise _invalid(("mix", "kinds"), "every weight is 0: at least one kind needs a weight above 0 to be drawn")
         return kinds
+    @model_validator(mode="after")
+    def _drawable(self) -> Mix:
+        for i, (kind, _) in enumerate(self.kinds):
+            try:  # as the schedule will draw it (chaos/schedule.py), with the first workload it may hit
+                drawn(kind, self.start, self.duration[0], lambda: self.workloads[0] if self.workloads else None)
+            except ValidationError as exc:
+                hint = "; give mix.workloads: the workload kinds it may hit" if takes_workload(kind) and not self.workloads else ""
+                said = "; ".join(fault_problems(exc))
+                raise _invalid(("mix", "kinds", i), f"a mix cannot draw {kind}: {said}{hint}") from None
+        return self
 
 
 class Expect(Strict):
@@ -188,8 +200,9 @@ class Scenario(Strict):
         if cluster_faults and self.spark != "standalone":
             raise _invalid(("spark",), f"faults {cluster_faults} act on a standalone Spark cluster; set spark: standalone "
                                        f"(it is {self.spark})")
-        if self.spark == "standalone" and "spark-job" not in kinds:
-            raise _invalid(("spark",), f"standalone: a Spark cluster runs a spark-job workload; this scenario has {sorted(kinds)}")
+        if self.spark == "standalone" and not kinds & set(registry.spark_kinds()):
+            raise _invalid(("spark",), f"standalone: a Spark cluster runs a {' or '.join(registry.spark_kinds())} "
+                                       f"workload; this scenario has {sorted(kinds)}")
         allowed = get_args(WorkloadKind)
         for i, f in enumerate(self.faults):
             workload = getattr(f, "workload", None)
@@ -270,10 +283,10 @@ class Scenario(Strict):
 
     def target_defaults(self) -> TargetDefaults:
         """What fault roles are of when a fault gives no ``of``: the first topic, the first
-        txn-producer's transactional.id, the (first) copier's group."""
+        txn-producer's transactional.id, the first consumer group a workload commits in (the copier's)."""
         from harness.workloads.txn_producer import transactional_id
 
-        groups = [str(w.settings.get("group", registry.COPIER_GROUP)) for w in self.workloads if w.kind == "copier"]
+        groups = [g for w in self.workloads if (g := registry.kind(w.kind).group_of(w.settings)) is not None]
         return TargetDefaults(topic=self.topics[0] if self.topics else None,
                               transactional_id=transactional_id("txn-producer-0"),
                               group=groups[0] if groups else None)

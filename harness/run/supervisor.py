@@ -23,7 +23,7 @@ from harness.base import lifeline
 from harness.base.errors import WaitTimeout
 from harness.base.wait import wait_until
 from harness.rundir.runfolder import RunFolder, write_json
-from harness.sparkjob.job import ARM_FILE, PROGRESS_FILE, job_dir
+from harness.sparkjob.job import ARM_FILE, job_dir
 from harness.sparkjob.sink import EXECUTOR_ARM_FILE
 from harness.workloads import registry
 from harness.workloads.common import WorkloadConfig
@@ -226,24 +226,32 @@ class Supervisor:
                 missing += [f"{n}: its armed fault neither fired nor gave up" for n in sorted(self._pending)]
         deadline = time.monotonic() + timeout
         for name in sorted(self.restarted):
-            progress = job_dir(self.run_dir, name) / PROGRESS_FILE
+            progress = self.progress_file(name)
 
-            def state(name: str = name, progress: Path = progress) -> str:
+            def state(name: str = name, progress: Path | None = progress) -> str:
                 p = self.procs[name]
-                return f"driver pid {p.pid} alive: {p.poll() is None}, last batch: {_read_json(progress)}"
+                last = f", last batch: {_read_json(progress)}" if progress is not None else ""
+                return f"driver pid {p.pid} alive: {p.poll() is None}{last}"
 
-            def recovered(name: str = name, progress: Path = progress) -> bool:
+            def recovered(name: str = name, progress: Path | None = progress) -> bool:
+                if progress is None:
+                    return self.alive(name)
                 last = _read_json(progress)
                 return last is not None and last.get("pid") == self.procs[name].pid
 
             log.info(f"waiting for the restarted {name} to finish a micro-batch before the run ends")
             try:
                 wait_until(recovered, timeout=max(0.0, deadline - time.monotonic()),
-                           what=f"the restarted {name} to finish a micro-batch ({progress})", state=state)
+                           what=f"the restarted {name} to finish a micro-batch ({progress or 'alive'})", state=state)
             except WaitTimeout as exc:
                 log.info(str(exc))
                 missing.append(f"{name}: {state()}")
         return missing
+
+    def progress_file(self, name: str) -> Path | None:
+        """Where process ``name`` says it made progress (its kind's ``progress_file``), if its kind says."""
+        pattern = registry.kind(self.kinds[name]).progress_file
+        return self.run_dir / pattern.format(name=name) if pattern else None
 
     def wait(self, name: str, timeout: float) -> int:
         return self.procs[name].wait(timeout=timeout)

@@ -1,19 +1,22 @@
 """Every workload kind in one place: the module its processes run (``python -m MODULE CONFIG.json``),
 its settings (a pydantic model: names, defaults, bounds), how many processes one scenario entry
-makes, and whether the supervisor restarts a process that dies. ``harness.run.scenario`` validates
-settings with it, ``harness.run.runner`` names the processes with it, ``harness.run.supervisor`` starts and
-restarts them with it. Adding a kind: docs/ADDING.md."""
+makes, whether the supervisor restarts a process that dies and how its recovery shows, and what
+else a run does for it (a Spark application's pyspark and cluster, a compacted topic, a consumer
+group made unique and read back at the end). ``harness.run.scenario`` validates settings with it,
+``harness.run.runner`` names the processes and prepares the run with it, ``harness.run.supervisor``
+starts and restarts them with it: none of them names a kind. Adding a kind: docs/ADDING.md."""
 
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from harness.workloads.client import CALL_TIMEOUT_S, TRANSACTION_TIMEOUT_MS
-from harness.workloads.clients import DEFAULT_LIBRARY, LIBRARIES, parse
+from harness.workloads.clients import CLIENTS, DEFAULT_LIBRARY, LIBRARIES, parse
 
 #: The kinds a scenario may name (``workloads[].kind``, ``faults[].workload``).
 KindName = Literal["txn-producer", "reader", "copier", "zombie", "spark-job"]
@@ -113,6 +116,18 @@ class SparkJobSettings(Settings):
 
 
 @dataclass(frozen=True)
+class ConsumerGroup:
+    """A kind that consumes in a consumer group and commits the group's offsets in its transactions:
+    the runner makes the group unique to the run (unless the scenario names one), records its
+    committed offsets in the final reads, and faults on the ``group-coordinator`` role default to it."""
+
+    #: the setting naming the group (its model's default is the name made unique per run)
+    group: str
+    #: the setting naming the topic it consumes (whose offsets the group commits)
+    input: str
+
+
+@dataclass(frozen=True)
 class Kind:
     name: str
     #: what ``python -m`` runs for each process of this kind
@@ -120,11 +135,28 @@ class Kind:
     settings: type[BaseModel]
     #: settings naming topics the scenario must declare (given the entry's settings)
     topic_settings: tuple[str, ...] = ()
+    #: which of ``topic_settings`` an entry with these settings needs (None: all of them)
+    topics_needed: Callable[[dict[str, Any]], tuple[str, ...]] | None = None
+    #: settings naming topics the runner creates compacted (the Spark job's markers: one per batch id, kept)
+    compacted: tuple[str, ...] = ()
+    #: it consumes in a consumer group whose offsets its transactions commit (the copier)
+    consumes: ConsumerGroup | None = None
+    #: a Spark application: pyspark must be importable before the run starts, and it is what a
+    #: scenario's ``spark: standalone`` cluster runs
+    spark: bool = False
+    #: where a process of it says it made progress (``{"pid": ...}`` after each step), relative to
+    #: the run folder, ``{name}`` its process name: after the supervisor restarted one, the run
+    #: waits until its new process has written it (None: being alive again is recovery enough)
+    progress_file: str | None = None
+    #: a boolean setting that, false, makes it send without transactions: only on a client library
+    #: with ``plain_sends`` (harness/workloads/clients)
+    plain_sends_setting: str | None = None
     #: the supervisor restarts a process of this kind whenever it dies (the Spark driver: from its
     #: checkpoint)
     restarted: bool = False
     #: one process per role (setting ``role``) instead of ``count`` alike; only the first starts with
-    #: the run, the nemesis starts the others at their moment (the zombie's second instance)
+    #: the run, the nemesis's choreography (``Nemesis.zombie``) starts the others at their moment
+    #: (the zombie's second instance)
     roles: tuple[str, ...] = ()
     #: the client libraries (``harness.workloads.clients.LIBRARIES``) its processes can run on
     libraries: tuple[str, ...] = LIBRARIES
@@ -137,18 +169,37 @@ class Kind:
 
     def required_topics(self, settings: dict[str, Any]) -> list[str]:
         """The settings of this entry that must each name one of the scenario's topics."""
-        if self.name == "spark-job" and settings.get("sink", "driver") not in ("driver", "executor", "transactional"):
-            return [k for k in self.topic_settings if k != "markers"]
-        return list(self.topic_settings)
+        return list(self.topics_needed(settings) if self.topics_needed else self.topic_settings)
+
+    def run_settings(self, settings: dict[str, Any], tag: str) -> dict[str, Any]:
+        """``settings`` for one run tagged ``tag``: a consumer group it defaults to made unique to the run."""
+        if self.consumes is None or self.consumes.group in settings:
+            return dict(settings)
+        default = self.settings.model_fields[self.consumes.group].default
+        return {**settings, self.consumes.group: f"{default}.{tag}"}
+
+    def group_of(self, settings: dict[str, Any]) -> str | None:
+        """The consumer group an entry with ``settings`` commits offsets in (None: it has none)."""
+        if self.consumes is None:
+            return None
+        return str(settings.get(self.consumes.group, self.settings.model_fields[self.consumes.group].default))
+
+
+def _spark_job_topics(settings: dict[str, Any]) -> tuple[str, ...]:
+    # only the transactional sinks write markers
+    transactional = settings.get("sink", "driver") in ("driver", "executor", "transactional")
+    return ("input", "output", "markers") if transactional else ("input", "output")
 
 
 KINDS: dict[str, Kind] = {k.name: k for k in (
-    Kind("txn-producer", "harness.workloads.txn_producer", TxnProducerSettings),
+    Kind("txn-producer", "harness.workloads.txn_producer", TxnProducerSettings, plain_sends_setting="transactional"),
     Kind("reader", "harness.workloads.reader", ReaderSettings),
-    Kind("copier", "harness.workloads.copier", CopierSettings, topic_settings=("input", "output")),
+    Kind("copier", "harness.workloads.copier", CopierSettings, topic_settings=("input", "output"),
+         consumes=ConsumerGroup(group="group", input="input")),
     Kind("zombie", "harness.workloads.zombie", ZombieSettings, roles=("first", "second")),
     Kind("spark-job", "harness.sparkjob.job", SparkJobSettings, topic_settings=("input", "output", "markers"),
-         restarted=True, libraries=(DEFAULT_LIBRARY,)),
+         topics_needed=_spark_job_topics, compacted=("markers",), spark=True,
+         progress_file="spark/{name}/progress.json", restarted=True, libraries=(DEFAULT_LIBRARY,)),
 )}
 assert set(KINDS) == set(get_args(KindName)), "every kind a scenario may name is registered"
 
@@ -168,14 +219,21 @@ def restarted() -> tuple[str, ...]:
     return tuple(k.name for k in KINDS.values() if k.restarted)
 
 
+def spark_kinds() -> tuple[str, ...]:
+    """The kinds that are Spark applications."""
+    return tuple(k.name for k in KINDS.values() if k.spark)
+
+
 def check_library(name: str, library: str, settings: dict[str, Any]) -> None:
     """Raise ValueError unless a ``name`` workload with ``settings`` can run on ``library``."""
     lib = parse(library)
     allowed = KINDS[name].libraries
     if lib.name not in allowed:
         raise ValueError(f"a {name} workload runs on {', '.join(allowed)} only, not {lib}")
-    if name == "txn-producer" and settings.get("transactional") is False and lib.name != DEFAULT_LIBRARY:
-        raise ValueError(f"a txn-producer with transactional: false runs on {DEFAULT_LIBRARY} only, not {lib}")
+    plain = KINDS[name].plain_sends_setting
+    if plain is not None and settings.get(plain) is False and not lib.entry.plain_sends:
+        able = [c.name for c in CLIENTS.values() if c.plain_sends]
+        raise ValueError(f"a {name} with {plain}: false runs on {', '.join(able)} only, not {lib}")
 
 
 def check_settings(name: str, settings: dict[str, Any]) -> None:

@@ -79,7 +79,7 @@ class FakeToxiproxy:
         if self.refuse and link in self.refuse:
             raise RuntimeError(f"toxiproxy refused a toxic on {link}")
         self.present.add((link, name))
-        self.calls.append(("add", link, name, attributes["latency"]))
+        self.calls.append(("add", link, name, attributes.get("latency")))
 
     def remove_toxic(self, link: str, name: str) -> None:
         self.present.discard((link, name))
@@ -161,6 +161,62 @@ def nemesis(tmp_path: Path, control: FakeControl | None = None) -> tuple[Nemesis
 def run_one(nem: Nemesis, **fields: Any) -> None:
     nem._guarded(faults.parse({"at": 0, "duration": 0.01, **fields}))
     assert nem.errors == [] and nem.active_faults() == []
+
+
+class FakeSpark:
+    """A standalone Spark cluster of two workers with one executor (``chaos.control.SparkControl``)."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[Any, ...]] = []
+
+    def executors(self) -> list[dict[str, Any]]:
+        return [{"pid": 50, "worker": 1, "executor_id": "0", "app_id": "app-1"}]
+
+    def worker_ids(self) -> list[int]:
+        return [1, 2]
+
+    def kill_worker(self, i: int) -> int:
+        self.calls.append(("kill_worker", i))
+        return 60 + i
+
+    def start_worker(self, i: int) -> None:
+        self.calls.append(("start_worker", i))
+
+    def signal_tree(self, pid: int, sig: int) -> list[int]:
+        self.calls.append(("signal", pid, sig))
+        return [pid]
+
+
+#: One scenario entry of every fault kind that fires on the fakes: the registry test
+#: (tests/unit/test_registries.py) wants one for each kind of ``chaos.faults.REGISTRY``.
+FIRED: dict[str, dict[str, Any]] = {
+    "kill": {"target": 2}, "kill-leader": {}, "stop": {"target": 1}, "pause": {"target": 1}, "restart": {"target": 1},
+    "rolling-restart": {}, "partition": {"target": 1}, "flap": {"target": 1, "period": 0.005},
+    "latency": {"target": 1, "listeners": "client"}, "bandwidth": {"target": 1}, "reset-peer": {"target": 1},
+    "blackhole": {"target": 1}, "slicer": {"target": 1}, "drop-responses": {"target": 1},
+    "hold-requests": {"target": 1}, "drop-api-responses": {"target": 1, "api": "Produce", "count": 1},
+    "error-responses": {"target": 1, "error": "CONCURRENT_TRANSACTIONS"},
+    "kill-workload": {"workload": "reader"}, "pause-workload": {"workload": "reader"},
+    "kill-driver": {"window": "in-txn"}, "zombie-driver": {"window": "in-txn"},
+    "set-transaction-version": {"level": 0},
+    "kill-executor": {}, "pause-executor": {}, "kill-worker": {},
+}
+
+
+@pytest.mark.parametrize("kind", sorted(FIRED))
+def test_every_kind_fires_through_the_nemesis_and_records_its_start_and_stop(
+        kind: str, tmp_path: Path, events: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from chaos.faults import feature
+
+    control, cluster, spark = FakeControl({"reader": ["reader-0"], "spark-job": ["spark-job-0"]}), FakeCluster(), FakeSpark()
+    monkeypatch.setattr(feature.features, "finalized", lambda bootstrap, *a: {"transaction.version": 2})
+    monkeypatch.setattr(feature.features, "update",
+                        lambda bootstrap, name, level: cluster.calls.append(("feature", name, level)) or {name: level})
+    nem = Nemesis(cluster, control, Recorder(tmp_path, "nemesis"), spark=spark)  # type: ignore[arg-type]
+    nem.resolve = lambda target, of=None: 1  # type: ignore[method-assign]  # every role: node 1
+    run_one(nem, kind=kind, **FIRED[kind])
+    assert [e["phase"] for e in events()][:1] == ["start"] and events()[-1]["phase"] == "stop", events()
+    assert cluster.calls + control.calls + spark.calls, "it acted on nothing"
 
 
 def test_kill_takes_the_node_down_for_its_duration_and_records_start_and_stop(tmp_path: Path, events: Any) -> None:

@@ -410,3 +410,27 @@ def test_small_fixes_latency_ticks_zoom_and_folded_checks(runs: dict[str, Path])
     words = text(write_report(runs["duplicate"]).read_text())
     assert "0 found: lost-write , aborted-read ," in words  # clean checks in one line, under the fired one
     assert words.index("duplicate 1") < words.index("0 found:")
+
+
+#: One fault of each category but the broker's; drawn blue ("network") before each model said what it acts on.
+BY_CATEGORY = [
+    (1, {"kind": "kill-executor", "phase": "start", "workload": "spark-job", "executor": "0", "pid": 11}),
+    (2, {"kind": "kill-executor", "phase": "stop", "workload": "spark-job", "executor": "0"}),
+    (3, {"kind": "hold-requests", "phase": "start", "links": ["client-to-n1"], "api": ["EndTxn"]}),
+    (4, {"kind": "hold-requests", "phase": "stop", "links": ["client-to-n1"]}),
+    (5, {"kind": "set-transaction-version", "phase": "start", "level": 1, "was": 2}),
+    (6, {"kind": "set-transaction-version", "phase": "stop", "level": 2}),
+    (7, {"kind": "kill-workload", "phase": "start", "workload": "reader-0"}),
+    (8, {"kind": "kill-workload", "phase": "stop", "workload": "reader-0"}),
+    (8.5, {"kind": "partition", "phase": "start", "links": ["client-to-n3"], "target": "random", "of": None}),
+    (9, {"kind": "partition", "phase": "stop", "links": ["client-to-n3"]}),
+]
+
+
+def test_each_fault_is_drawn_and_named_by_the_category_its_model_gives(tmp_path: Path) -> None:
+    page = write_report(make_run(tmp_path, name="run-categories", faults=BY_CATEGORY)).read_text()
+    shades = dict(re.findall(r'<g id="fault-F(\d)">\s*<path [^>]*?style="fill: (#[0-9a-f]{6})', page))
+    assert shades == {"1": "#8c564b", "2": "#17becf", "3": "#bcbd22", "4": "#ff7f0e", "5": "#1f77b4"}, shades
+    assert ("Shaded: fault windows (blue: network links, orange: workload processes, brown: the Spark cluster, "
+            "cyan: Kafka requests on the wire, olive: cluster features)") in text(page)
+    assert "red: broker processes" not in text(page)  # no broker fault in this run

@@ -46,3 +46,32 @@ def test_dry_run_prints_the_plan_as_json_and_starts_nothing(tmp_path: Path) -> N
     out = json.loads(r.stdout)
     assert out["seed"] == 7 and out["schedule"] == schedule.as_json(schedule.plan(scenario.load("mixed"), 7))
     assert not list(tmp_path.iterdir()), "a dry run must not create state"
+
+
+def _mixy(tmp_path: Path, mix: str) -> Path:
+    f = tmp_path / "mixy.yaml"
+    f.write_text("name: mixy\ndescription: x\nduration: 60\nworkloads:\n  - kind: txn-producer\n  - kind: reader\n"
+                 f"mix:\n{mix}")
+    return f
+
+
+def test_a_mix_draws_every_kind_that_names_its_workload_with_one_of_mix_workloads(tmp_path: Path) -> None:
+    """pause-workload takes a workload as kill-workload does (the plan used to crash on it)."""
+    sc = scenario.load(str(_mixy(tmp_path, "  kinds: [[pause-workload, 1], [kill-workload, 1]]\n  workloads: [reader]\n")))
+    faults = schedule.plan(sc, 3)
+    assert {f.kind for f in faults} == {"pause-workload", "kill-workload"}
+    assert all(f.workload == "reader" for f in faults)  # type: ignore[union-attr]
+
+
+def test_a_mix_of_a_kind_it_cannot_draw_is_refused_where_the_file_says_it(tmp_path: Path) -> None:
+    f = _mixy(tmp_path, "  kinds: [[kill, 2], [set-transaction-version, 1]]\n")
+    r = subprocess.run([CLI, "run", str(f), "--dry-run"], capture_output=True, text=True, timeout=60,
+                       stdin=subprocess.DEVNULL)
+    assert r.returncode == 2, r.stderr
+    assert f"{f}:8: mix.kinds[1]: a mix cannot draw set-transaction-version: level: missing (required)" in r.stderr, r.stderr
+    assert "internal error" not in r.stderr
+    f = _mixy(tmp_path, "  kinds: [[pause-workload, 1]]\n")
+    r = subprocess.run([CLI, "run", str(f), "--dry-run"], capture_output=True, text=True, timeout=60,
+                       stdin=subprocess.DEVNULL)
+    assert r.returncode == 2 and "a mix cannot draw pause-workload: workload: missing (required); give mix.workloads" \
+        in r.stderr, r.stderr

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -74,3 +75,70 @@ def test_a_missing_setting_and_a_topic_the_scenario_lacks_are_reported(tmp_path:
 def test_a_reader_takes_no_settings(tmp_path: Path) -> None:
     msg = _load(tmp_path, "  - kind: reader\n    settings: {batch: 5}\n")
     assert "reader setting batch: unknown (allowed: none)" in msg, msg
+
+
+# What the runner reads from the registry instead of naming kinds (harness/run/runner.py).
+
+COPIER_AND_SPARK = scenario.Scenario(name="s", description="-", topics=["in", "out", "marks"], workloads=[
+    scenario.Workload(kind="txn-producer", settings={"topics": ["in"]}),
+    scenario.Workload(kind="copier", settings={"input": "in", "output": "out"}),
+    scenario.Workload(kind="spark-job", settings={"input": "in", "output": "out", "markers": "marks"})])
+
+
+def test_a_run_makes_the_consumer_group_a_workload_defaults_to_its_own_and_keeps_one_given() -> None:
+    from harness.run.runner import physical
+
+    tagged = physical(COPIER_AND_SPARK, "r1")
+    assert tagged.workloads[1].settings == {"input": "in.r1", "output": "out.r1", "group": "eos-chaos-copier.r1"}
+    assert tagged.target_defaults().group == "eos-chaos-copier.r1"  # the group-coordinator role's default
+    given = COPIER_AND_SPARK.model_copy(update={"workloads": [
+        scenario.Workload(kind="copier", settings={"input": "in", "output": "out", "group": "mine"})]})
+    assert physical(given, "r1").workloads[0].settings["group"] == "mine"
+    assert "group" not in physical(COPIER_AND_SPARK, "r1").workloads[2].settings  # the Spark job has none
+
+
+def test_the_markers_topic_is_the_one_created_compacted() -> None:
+    from harness.run.runner import compacted_topics
+
+    assert compacted_topics(COPIER_AND_SPARK) == {"marks"}
+    assert compacted_topics(scenario.load("txn-baseline")) == set()
+
+
+def test_the_final_reads_record_the_committed_offsets_of_the_consuming_workloads_group(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.run import runner
+
+    asked: list[tuple[str, list[tuple[str, int]]]] = []
+
+    class Result:
+        def __init__(self, group: str, tps: list[Any]) -> None:
+            self.topic_partitions = [type("TP", (), {"topic": tp.topic, "partition": tp.partition, "offset": 5})()
+                                     for tp in tps]
+
+        def result(self, timeout: float) -> Result:
+            return self
+
+    class Admin:
+        def list_consumer_group_offsets(self, reqs: list[Any]) -> dict[str, Result]:
+            asked.extend((r.group_id, [(tp.topic, tp.partition) for tp in r.topic_partitions]) for r in reqs)
+            return {r.group_id: Result(r.group_id, r.topic_partitions) for r in reqs}
+
+    events: list[tuple[str, Any]] = []
+    rec = type("Rec", (), {"event": lambda self, process, f, value, **kw: events.append((f, value))})()
+    monkeypatch.setattr(runner, "lso_lag", lambda *a: ({}, {}))
+    monkeypatch.setattr(runner, "read_all", lambda *a, **kw: type("Back", (), {"records": {}})())
+    monkeypatch.setattr(runner, "admin_client", lambda bootstrap: Admin())
+    cluster = type("C", (), {"direct_bootstrap": "127.0.0.1:1"})()
+    sc = physical_of(COPIER_AND_SPARK)
+    runner.final_reads(cluster, sc, rec)  # type: ignore[arg-type]
+    assert asked == [("eos-chaos-copier.r1", [("in.r1", p) for p in range(sc.partitions)])]
+    assert events[-1] == ("group-offsets", {f"in.r1-{p}": 5 for p in range(sc.partitions)})
+    asked.clear()
+    runner.final_reads(cluster, physical_of(scenario.load("txn-baseline")), rec)  # type: ignore[arg-type]
+    assert asked == []  # no workload consumes in a group
+
+
+def physical_of(sc: scenario.Scenario) -> scenario.Scenario:
+    from harness.run.runner import physical
+
+    return physical(sc, "r1")

@@ -1,29 +1,103 @@
 """Implementations of the ``Client`` protocol (harness/workloads/client.py), one module per client
-library, and the choice between them.
+library, and the table of them (``CLIENTS``): the one place that knows which libraries exist.
 
 A workload entry names its library with ``library:`` (``client:`` holds that library's own
-settings): ``NAME`` or ``NAME@VERSION``. The names are ``LIBRARIES``; only ``java`` takes a
-version (a ``kafka-clients`` release on Maven Central; none: ``DEFAULT_JAVA_VERSION``).
-``open_producer`` / ``open_reader`` / ``open_group_reader`` import the chosen implementation only
-when it is used, so a workload of one library never loads another.
+settings): ``NAME`` or, for a library whose entry has ``versions``, ``NAME@VERSION`` (``NAME``
+alone: its default version). Each entry names its module and the classes there that implement the
+three protocols; ``open_producer`` / ``open_reader`` / ``open_group_reader`` import that module
+only when it is used, so a workload of one library never loads another. Adding a library: one
+entry here and its module (docs/ADDING.md).
 """
 
 from __future__ import annotations
 
+import importlib
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, cast, get_args
 
+from clusters import pins
 from harness.base.errors import ConfigError
 from harness.workloads.client import Client, GroupReader, Reader
 
-DEFAULT_LIBRARY = "confluent-kafka"
-#: Every client library a workload may name.
-LIBRARIES = ("confluent-kafka", "java", "kafka-python")
+#: What a library opens: a ``Client``, a ``Reader``, a ``GroupReader``.
+Role = Literal["producer", "reader", "group_reader"]
+ROLES: tuple[Role, ...] = get_args(Role)
 #: The ``kafka-clients`` release ``java`` means without a version: the newest 4.x on Maven Central.
 DEFAULT_JAVA_VERSION = "4.4.0"
-_VERSION_RE = re.compile(r"^\d+\.\d+\.\d+$")
+
+
+@dataclass(frozen=True)
+class Versions:
+    """The versions a library takes (``NAME@VERSION``)."""
+
+    #: what ``NAME`` alone means
+    default: str
+    #: a version must match this (whole)
+    pattern: str
+    #: how the pattern reads, in an error message
+    spelled: str
+    #: what a version names, in an error message and help texts ("a kafka-clients release")
+    what: str
+    #: an example for error messages
+    example: str
+    #: the versions ``eos-chaos setup`` makes ready ahead of any run
+    setup: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ClientLibrary:
+    """One client library a workload may run on: its module, and in it the classes of the three
+    protocols. Each class is opened with ``(VERSION,)`` -- only for a library with ``versions`` --
+    and then the arguments of ``open_producer`` / ``open_reader`` / ``open_group_reader`` after
+    ``library``."""
+
+    name: str
+    #: the module implementing it (imported when a workload opens it, never before)
+    module: str
+    #: its ``Client``: ``([version,] bootstrap, txn_id, transaction_timeout_ms, overrides)``
+    producer: str
+    #: its ``Reader``: ``([version,] bootstrap, group, partitions, overrides)``
+    reader: str
+    #: its ``GroupReader``: ``([version,] bootstrap, group, topics, overrides)``
+    group_reader: str
+    #: None: the library takes no version (the installed package is the one)
+    versions: Versions | None = None
+    #: makes one version ready before anything starts (the Java bridge fetched and compiled);
+    #: ``ConfigError`` (exit 2) for a version that cannot be had. None: nothing to make
+    prepare: Callable[[str], None] | None = None
+    #: runs a txn-producer's plain, non-transactional sends (``transactional: false``)
+    plain_sends: bool = False
+    #: runs in a JVM of its own, whose start-up ``eos-chaos bench txn-rate`` measures
+    jvm: bool = False
+
+    def factory(self, role: Role) -> Callable[..., Any]:
+        """The class of ``role`` (``producer``, ``reader``, ``group_reader``), its module imported now."""
+        return cast(Callable[..., Any], getattr(importlib.import_module(self.module), getattr(self, role)))
+
+
+def _build_java_bridge(version: str) -> None:
+    # imported here: the table stays cheap to import (the CLI's --help reads it)
+    from harness.workloads.clients import java_build
+
+    java_build.ensure(version)
+
+
+#: Every client library a workload may name, by name.
+CLIENTS: dict[str, ClientLibrary] = {c.name: c for c in (
+    ClientLibrary("confluent-kafka", "harness.workloads.clients.confluent", "ConfluentClient", "ConfluentReader",
+                  "ConfluentGroupReader", plain_sends=True),
+    ClientLibrary("java", "harness.workloads.clients.java", "JavaClient", "JavaReader", "JavaGroupReader",
+                  versions=Versions(DEFAULT_JAVA_VERSION, r"\d+\.\d+\.\d+", "MAJOR.MINOR.PATCH",
+                                    "a kafka-clients release", "3.9.1", setup=(DEFAULT_JAVA_VERSION, pins.JAVA_CLIENT_3X_VERSION)),
+                  prepare=_build_java_bridge, jvm=True),
+    ClientLibrary("kafka-python", "harness.workloads.clients.kafka_python", "KafkaPythonClient", "KafkaPythonReader",
+                  "KafkaPythonGroupReader"),
+)}
+DEFAULT_LIBRARY = "confluent-kafka"
+#: Every client library's name.
+LIBRARIES = tuple(CLIENTS)
 
 
 @dataclass(frozen=True)
@@ -36,93 +110,82 @@ class Library:
     def __str__(self) -> str:
         return f"{self.name}@{self.version}" if self.version else self.name
 
+    @property
+    def entry(self) -> ClientLibrary:
+        return CLIENTS[self.name]
+
+    def open(self, role: Role, *args: Any) -> Any:
+        """An instance of its ``role`` class, opened with this version (if it has one) and ``args``."""
+        return self.entry.factory(role)(*([self.version] if self.version else []), *args)
+
+
+def spelled() -> str:
+    """The libraries as help texts list them: ``confluent-kafka, java or java@VERSION, ...``."""
+    return ", ".join(f"{c.name} or {c.name}@VERSION" if c.versions else c.name for c in CLIENTS.values())
+
+
+def _versioned() -> list[ClientLibrary]:
+    return [c for c in CLIENTS.values() if c.versions]
+
 
 def parse(spec: str) -> Library:
     """``NAME`` or ``NAME@VERSION`` as a ``Library``; ValueError saying what is allowed."""
     name, _, version = spec.strip().partition("@")
-    if name not in LIBRARIES:
-        raise ValueError(f"library {spec!r}: unknown client library; allowed: {', '.join(LIBRARIES)} "
-                         f"(java@VERSION picks a kafka-clients release, e.g. java@3.9.1)")
-    if name != "java":
+    entry = CLIENTS.get(name)
+    if entry is None:
+        hints = "; ".join(f"{c.name}@VERSION picks {c.versions.what}, e.g. {c.name}@{c.versions.example}"
+                          for c in _versioned() if c.versions)
+        raise ValueError(f"library {spec!r}: unknown client library; allowed: {', '.join(LIBRARIES)}"
+                         + (f" ({hints})" if hints else ""))
+    if entry.versions is None:
         if version:
-            raise ValueError(f"library {spec!r}: only java takes a version (java@VERSION)")
+            takers = [c.name for c in _versioned()]
+            raise ValueError(f"library {spec!r}: only {' and '.join(takers)} take{'s' if len(takers) == 1 else ''} "
+                             f"a version ({', '.join(f'{n}@VERSION' for n in takers)})")
         return Library(name)
-    version = version or DEFAULT_JAVA_VERSION
-    if not _VERSION_RE.match(version):
-        raise ValueError(f"library {spec!r}: {version!r} is not a release version; expected java@MAJOR.MINOR.PATCH, "
-                         f"e.g. java@{DEFAULT_JAVA_VERSION}")
+    version = version or entry.versions.default
+    if not re.fullmatch(entry.versions.pattern, version):
+        raise ValueError(f"library {spec!r}: {version!r} is not a release version; expected "
+                         f"{name}@{entry.versions.spelled}, e.g. {name}@{entry.versions.default}")
     return Library(name, version)
 
 
-def prepare(libraries: Iterable[str], flag: str | None = None) -> None:
-    """Make every library of ``libraries`` ready to run before anything starts: the Java bridge of
-    each ``java@VERSION`` is fetched and compiled (once; cached). ``ConfigError`` (exit 2) for a
-    release Maven Central lacks, naming it (and ``flag``, the option that asked for it, if given)."""
-    versions = {lib.version for lib in map(parse, libraries) if lib.name == "java" and lib.version}
-    if versions:
-        from harness.workloads.clients import java_build
+def setup_specs() -> list[str]:
+    """``NAME@VERSION`` of every version ``eos-chaos setup`` makes ready."""
+    return [f"{c.name}@{v}" for c in _versioned() if c.versions for v in c.versions.setup]
 
-        for version in sorted(versions):
-            try:
-                java_build.ensure(version)
-            except ConfigError as exc:
-                if flag is None:
-                    raise
-                raise ConfigError(f"{flag}: {exc}") from None
+
+def prepare(libraries: Iterable[str], flag: str | None = None) -> None:
+    """Make every library of ``libraries`` ready to run before anything starts, each version once
+    (the Java bridge of each ``java@VERSION`` is fetched and compiled; cached). ``ConfigError``
+    (exit 2) for a version that cannot be had (a release Maven Central lacks), naming it (and
+    ``flag``, the option that asked for it, if given)."""
+    wanted = sorted({(lib.name, lib.version) for lib in map(parse, libraries) if lib.version})
+    for name, version in wanted:
+        make = CLIENTS[name].prepare
+        if make is None:
+            continue
+        try:
+            make(version)
+        except ConfigError as exc:
+            if flag is None:
+                raise
+            raise ConfigError(f"{flag}: {exc}") from None
 
 
 def open_producer(library: str, bootstrap: str, txn_id: str, transaction_timeout_ms: int,
                   overrides: dict[str, Any]) -> Client:
     """A transactional producer of ``library`` for ``txn_id`` (``overrides``: the library's own settings)."""
-    lib = parse(library)
-    if lib.name == "confluent-kafka":
-        from harness.workloads.clients.confluent import ConfluentClient
-
-        return ConfluentClient(bootstrap, txn_id, transaction_timeout_ms, overrides)
-    if lib.name == "kafka-python":
-        from harness.workloads.clients.kafka_python import KafkaPythonClient
-
-        return KafkaPythonClient(bootstrap, txn_id, transaction_timeout_ms, overrides)
-    if lib.name == "java" and lib.version:
-        from harness.workloads.clients.java import JavaClient
-
-        return JavaClient(lib.version, bootstrap, txn_id, transaction_timeout_ms, overrides)
-    raise NotImplementedError(f"no producer of {lib} yet")
+    return cast(Client, parse(library).open("producer", bootstrap, txn_id, transaction_timeout_ms, overrides))
 
 
 def open_reader(library: str, bootstrap: str, group: str, partitions: list[tuple[str, int]],
                 overrides: dict[str, Any]) -> Reader:
     """A read_committed reader of ``library`` over ``partitions`` from offset 0 (assign mode)."""
-    lib = parse(library)
-    if lib.name == "confluent-kafka":
-        from harness.workloads.clients.confluent import ConfluentReader
-
-        return ConfluentReader(bootstrap, group, partitions, overrides)
-    if lib.name == "kafka-python":
-        from harness.workloads.clients.kafka_python import KafkaPythonReader
-
-        return KafkaPythonReader(bootstrap, group, partitions, overrides)
-    if lib.name == "java" and lib.version:
-        from harness.workloads.clients.java import JavaReader
-
-        return JavaReader(lib.version, bootstrap, partitions, overrides)
-    raise NotImplementedError(f"no reader of {lib} yet")
+    return cast(Reader, parse(library).open("reader", bootstrap, group, partitions, overrides))
 
 
 def open_group_reader(library: str, bootstrap: str, group: str, topics: list[str],
                       overrides: dict[str, Any]) -> GroupReader:
     """A read_committed member of consumer group ``group`` of ``library``, subscribed to ``topics``."""
-    lib = parse(library)
-    if lib.name == "confluent-kafka":
-        from harness.workloads.clients.confluent import ConfluentGroupReader
-
-        return ConfluentGroupReader(bootstrap, group, topics, overrides)
-    if lib.name == "kafka-python":
-        from harness.workloads.clients.kafka_python import KafkaPythonGroupReader
-
-        return KafkaPythonGroupReader(bootstrap, group, topics, overrides)
-    if lib.name == "java" and lib.version:
-        from harness.workloads.clients.java import JavaGroupReader
-
-        return JavaGroupReader(lib.version, bootstrap, group, topics, overrides)
-    raise NotImplementedError(f"no group reader of {lib} yet")
+    return cast(GroupReader, parse(library).open("group_reader", bootstrap, group, topics, overrides))

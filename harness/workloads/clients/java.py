@@ -333,8 +333,9 @@ class _JavaConsumer:
 class JavaReader(_JavaConsumer):
     """The ``Reader`` protocol: assign mode, from offset 0 (no group: Java needs none for it)."""
 
-    def __init__(self, version: str, bootstrap: str, partitions: list[tuple[str, int]],
+    def __init__(self, version: str, bootstrap: str, group: str, partitions: list[tuple[str, int]],
                  overrides: dict[str, Any] | None = None) -> None:
+        # ``group`` is the protocol's (harness/workloads/clients: every reader is opened alike); unused
         super().__init__(version, consumer_config(bootstrap, None, overrides or {}), assign=[[t, p] for t, p in partitions])
 
 
