@@ -9,7 +9,8 @@ from harness.cli.console import err, out, print_json
 from harness.run.scenario import Scenario
 
 #: The plan's zero, in the words the report uses for it (harness/report/clock.py SCHEDULE_ZERO).
-PLAN_ZERO = "t=0 is when the workloads started and the nemesis began its schedule (the report's zero too)"
+PLAN_ZERO = ("t=0 is when every workload is ready (its first finished transaction, copy or micro-batch) "
+             "and the nemesis begins its schedule (the report's zero too)")
 
 
 def plan(sc: Scenario, seed: int) -> dict[str, Any]:

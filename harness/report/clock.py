@@ -20,7 +20,8 @@ from pathlib import Path
 from harness.rundir.journal import Journal
 
 #: What t=0 is when the run recorded its schedule's start; the dry-run plan says the same words.
-SCHEDULE_ZERO = "t=0 is when the workloads started and the nemesis began its schedule (the zero of the dry-run plan)"
+SCHEDULE_ZERO = ("t=0 is when every workload is ready (its first finished transaction, copy or micro-batch) "
+                 "and the nemesis begins its schedule (the zero of the dry-run plan)")
 #: What t=0 is for runs made before the schedule's start was recorded.
 RUNNER_ZERO = "t=0 is the runner's start (this run did not record when its schedule began)"
 #: run.log's line just before ``journal.schedule_t0_s`` was taken (harness/run/runner.py)

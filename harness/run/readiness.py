@@ -2,10 +2,12 @@
 started. A Spark job's first micro-batch came 88 s after its process started on a loaded machine,
 after the first fault was due; a schedule counted from the start hit a job that had run nothing.
 
-Each workload kind names the op that shows it ready (``Kind.ready_op`` in
-harness/workloads/registry.py: a txn-producer's first committed transaction, a copier's first
+Each workload kind names the ops that show it ready (``Kind.ready_ops`` in
+harness/workloads/registry.py: a txn-producer's first finished transaction, a copier's first
 committed copy, a Spark job's first finished micro-batch); kinds that name none are ready when
-started. The ops are read from the processes' own history files as they append them."""
+started. A finished op is an ``ok``, or an abort the workload chose (a producer whose every
+transaction aborts on purpose is running all the same). The ops are read from the processes' own
+history files as they append them."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from pathlib import Path
 import orjson
 
 from harness.base.wait import wait_until
-from harness.history.model import OK
+from harness.history.model import ABORTED_ON_PURPOSE, FAIL, OK
 
 log = logging.getLogger(__name__)
 
@@ -34,11 +36,11 @@ LOG_TAIL_LINES = 12
 class Readiness:
     """Which of a run's processes are ready, read incrementally from ``history_dir``.
 
-    ``waiting`` maps a workload process's name (``<workload>-<n>``) to the op (``f``) whose first ``ok``
-    makes it ready; its history file is ``<name>.jsonl`` (every incarnation of it appends there)."""
+    ``waiting`` maps a workload process's name (``<workload>-<n>``) to the ops (``f``) whose first
+    completion makes it ready; its history file is ``<name>.jsonl`` (every incarnation appends there)."""
 
     history_dir: Path
-    waiting: dict[str, str]
+    waiting: dict[str, tuple[str, ...]]
     ready_at: dict[str, float] = field(default_factory=dict)
     _offsets: dict[Path, int] = field(default_factory=dict)
 
@@ -50,7 +52,7 @@ class Readiness:
                 del self.waiting[name]
         return not self.waiting
 
-    def _seen(self, name: str, f: str) -> bool:
+    def _seen(self, name: str, fs: tuple[str, ...]) -> bool:
         for path in (self.history_dir / f"{name}.jsonl",):
             start = self._offsets.get(path, 0)
             try:
@@ -66,12 +68,12 @@ class Readiness:
                     op = orjson.loads(line)
                 except orjson.JSONDecodeError:
                     continue
-                if op.get("type") == OK and op.get("f") == f:
+                if op.get("f") in fs and (op.get("type") == OK or (op.get("type") == FAIL and op.get("error") == ABORTED_ON_PURPOSE)):
                     return True
         return False
 
 
-def await_ready(history_dir: Path, waiting: Mapping[str, str], logs: Mapping[str, Path],
+def await_ready(history_dir: Path, waiting: Mapping[str, tuple[str, ...]], logs: Mapping[str, Path],
                 dead: Callable[[], str | None], timeout: float = READY_TIMEOUT_S) -> dict[str, float]:
     """Wait until every process in ``waiting`` recorded its ready op; return the seconds each took.
     ``WaitTimeout`` at the deadline, or at once when ``dead()`` names a process that exited, naming
@@ -82,12 +84,12 @@ def await_ready(history_dir: Path, waiting: Mapping[str, str], logs: Mapping[str
     def state() -> str:
         parts = []
         for name in sorted(r.waiting):
-            parts.append(f"{name} has recorded no {waiting[name]!r} ok yet; the last lines of its log "
+            parts.append(f"{name} has finished no {' or '.join(waiting[name])} yet; the last lines of its log "
                          f"({logs.get(name, '?')}):\n{_tail(logs.get(name))}")
         return "\n".join(parts) or "every workload ready"
 
     if waiting:
-        log.info(f"waiting for the workloads to be ready: {', '.join(f'{n} ({f})' for n, f in sorted(waiting.items()))}")
+        log.info(f"waiting for the workloads to be ready: {', '.join(f'{n} (a {fs[0]})' for n, fs in sorted(waiting.items()))}")
     wait_until(r.poll, timeout=timeout, what="every workload ready (its first committed transaction, copy or micro-batch)",
                state=state, interval=0.2, max_interval=1.0, fatal=dead)
     took = {name: round(at - t0, 2) for name, at in r.ready_at.items()}

@@ -43,13 +43,14 @@ from harness.history.model import (
     SCAN,
     tp_key,
 )
-from harness.history.recorder import ENV_T0, Recorder, run_t0
+from harness.history.recorder import ENV_T0, HISTORY_DIR, Recorder, run_t0
 from harness.kafka.admin import create_topic
 from harness.kafka.features import METADATA_VERSION, finalized
 from harness.kafka.reads import lso_lag, read_all
 from harness.report.index_page import after_run
 from harness.report.loaded import LoadedRun
 from harness.run import verdict_file
+from harness.run.readiness import await_ready
 from harness.run.scenario import Fault, Scenario
 from harness.run.supervisor import Supervisor
 from harness.rundir import runinfo
@@ -338,7 +339,13 @@ def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, fold
                 sup.start(kind, cfg) if now else sup.register(kind, cfg)
                 staged = staged or not now
             sup.keep_restarting()
-            log.info(f"workloads started: {', '.join(sup.procs)}; running {sc.duration:.0f}s")
+            log.info(f"workloads started: {', '.join(sup.procs)}")
+            if progress is not None:
+                progress.set_phase("waiting for the workloads")
+            # the schedule starts when every workload is ready, not when its process started: a
+            # Spark job's first micro-batch can take a minute and a half on a loaded machine
+            journal.workloads_ready_s = await_workloads(sup, run_dir)
+            log.info(f"running {sc.duration:.0f}s")
             if progress is not None:
                 progress.set_phase("running")
             thread = threading.Thread(target=nemesis.run, name="nemesis", daemon=True)
@@ -383,6 +390,22 @@ def compacted_topics(sc: Scenario) -> set[str]:
     """The topics created compacted: those a workload's ``compacted`` settings name (the Spark job's
     markers: one per batch id, kept forever)."""
     return {w.settings[k] for w in sc.workloads for k in registry.kind(w.kind).compacted if k in w.settings}
+
+
+def await_workloads(sup: Supervisor, run_dir: Path) -> dict[str, float]:
+    """Wait until every started workload is ready (its kind's ``ready_ops``: harness/run/readiness.py);
+    the seconds each took. ``WaitTimeout`` naming the ones that never were, with their logs' last lines."""
+    waiting = {name: registry.kind(kind).ready_ops for name, kind in sup.kinds.items()
+               if name in sup.procs and registry.kind(kind).ready_ops}
+    logs = {name: sup.log_of(name) for name in waiting}
+
+    def dead() -> str | None:
+        for name in waiting:
+            if not sup.alive(name) and not sup.restarts_itself(name):
+                return f"{name} exited with {sup.procs[name].poll()} before it was ready (its log: {logs[name]})"
+        return None
+
+    return await_ready(run_dir / HISTORY_DIR, waiting, logs, dead)
 
 
 def start_spark_cluster(sc: Scenario, cluster: Cluster, run_dir: Path, env: dict[str, str]) -> SparkStandalone | None:

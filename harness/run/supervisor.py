@@ -83,9 +83,13 @@ class Supervisor:
         path.write_text(json.dumps(asdict(cfg), indent=2))
         cmd = [sys.executable, "-m", MODULES[kind], str(path)]
         line = lifeline.handoff()  # the workload stops by itself when this process dies, even by SIGKILL
-        self.procs[cfg.name] = procs.spawn(cmd, path.parent / f"{cfg.name}.log", cwd=Path.cwd(),
+        self.procs[cfg.name] = procs.spawn(cmd, self.log_of(cfg.name), cwd=Path.cwd(),
                                            env={**self.env, **line.env}, pass_fds=line.pass_fds)
         self.kinds[cfg.name], self.configs[cfg.name] = kind, cfg
+
+    def log_of(self, name: str) -> Path:
+        """Where a workload process's output goes (its log)."""
+        return RunFolder(self.run_dir).workloads / f"{name}.log"
 
     def of_kind(self, kind: str) -> list[str]:
         return [n for n, k in self.kinds.items() if k == kind]

@@ -65,9 +65,12 @@ class Journal(BaseModel):
     finished: str | None = None
     #: the faults planned for this seed (harness/schedule.py), in start order
     schedule: list[dict[str, Any]] = Field(default_factory=list)
-    #: when the nemesis began its schedule, in seconds on the history's clock: a fault planned
+    #: when the nemesis began its schedule, every workload ready, in seconds on the history's clock: a fault planned
     #: ``at`` seconds in was due at ``schedule_t0_s + at`` (the cluster's start comes before it)
     schedule_t0_s: float | None = None
+    #: seconds from the workloads' start until each was ready (its first finished transaction, copy
+    #: or micro-batch: harness/run/readiness.py); the schedule starts when the last one is
+    workloads_ready_s: dict[str, float] = Field(default_factory=dict)
     faults: list[FaultRun] = Field(default_factory=list)
     healed: bool | None = None
     heal_problems: list[str] = Field(default_factory=list)

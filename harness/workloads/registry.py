@@ -15,6 +15,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from harness.history.model import SEND, SPARK_BATCH, TXN
 from harness.workloads.client import CALL_TIMEOUT_S, TRANSACTION_TIMEOUT_MS
 from harness.workloads.clients import CLIENTS, DEFAULT_LIBRARY, LIBRARIES, parse
 
@@ -148,6 +149,10 @@ class Kind:
     #: the run folder, ``{name}`` its process name: after the supervisor restarted one, the run
     #: waits until its new process has written it (None: being alive again is recovery enough)
     progress_file: str | None = None
+    #: the ops (``f``) whose first completion shows a process of it ready (an ``ok``, or an abort it
+    #: chose): the run's fault schedule starts when every process is (harness/run/readiness.py).
+    #: Empty: ready once started (a reader, the zombie's choreography)
+    ready_ops: tuple[str, ...] = ()
     #: a boolean setting that, false, makes it send without transactions: only on a client library
     #: with ``plain_sends`` (harness/workloads/clients)
     plain_sends_setting: str | None = None
@@ -192,14 +197,15 @@ def _spark_job_topics(settings: dict[str, Any]) -> tuple[str, ...]:
 
 
 KINDS: dict[str, Kind] = {k.name: k for k in (
-    Kind("txn-producer", "harness.workloads.txn_producer", TxnProducerSettings, plain_sends_setting="transactional"),
+    Kind("txn-producer", "harness.workloads.txn_producer", TxnProducerSettings, plain_sends_setting="transactional",
+         ready_ops=(TXN, SEND)),
     Kind("reader", "harness.workloads.reader", ReaderSettings),
     Kind("copier", "harness.workloads.copier", CopierSettings, topic_settings=("input", "output"),
-         consumes=ConsumerGroup(group="group", input="input")),
+         consumes=ConsumerGroup(group="group", input="input"), ready_ops=(TXN,)),
     Kind("zombie", "harness.workloads.zombie", ZombieSettings, roles=("first", "second")),
     Kind("spark-job", "harness.sparkjob.job", SparkJobSettings, topic_settings=("input", "output", "markers"),
          topics_needed=_spark_job_topics, compacted=("markers",), spark=True,
-         progress_file="spark/{name}/progress.json", restarted=True, libraries=(DEFAULT_LIBRARY,)),
+         progress_file="spark/{name}/progress.json", restarted=True, libraries=(DEFAULT_LIBRARY,), ready_ops=(SPARK_BATCH,)),
 )}
 assert set(KINDS) == set(get_args(KindName)), "every kind a scenario may name is registered"
 

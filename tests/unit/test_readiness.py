@@ -26,7 +26,7 @@ def op(f: str, type_: str, process: str = "p.0") -> dict[str, object]:
 
 
 def test_a_process_is_ready_at_its_first_ok_of_its_op_not_before(tmp_path: Path) -> None:
-    r = Readiness(tmp_path, {"txn-producer-0": "txn", "spark-job-0": "spark-batch"})
+    r = Readiness(tmp_path, {"txn-producer-0": ("txn", "send"), "spark-job-0": ("spark-batch",)})
     assert r.poll() is False  # no files yet
     append(tmp_path / "txn-producer-0.jsonl", op("init", "ok"), op("txn", "invoke"), op("txn", "fail"))
     append(tmp_path / "spark-job-0.jsonl", op("spark-start", "ok"))
@@ -49,7 +49,7 @@ def test_await_ready_returns_when_the_op_is_written(tmp_path: Path) -> None:
 
     th = threading.Thread(target=later)
     th.start()
-    took = await_ready(tmp_path, {"copier-0": "txn"}, {}, dead=lambda: None, timeout=20)
+    took = await_ready(tmp_path, {"copier-0": ("txn",)}, {}, dead=lambda: None, timeout=20)
     th.join()
     assert set(took) == {"copier-0"} and took["copier-0"] >= 0.2
 
@@ -63,14 +63,23 @@ def test_a_workload_never_ready_is_named_with_the_last_lines_of_its_log(tmp_path
     log.write_text("\n".join(f"line {i}" for i in range(30)) + "\nPy4JError: the answer from Java was empty\n")
     append(tmp_path / "spark-job-0.jsonl", op("spark-start", "ok"))
     with pytest.raises(WaitTimeout) as e:
-        await_ready(tmp_path, {"spark-job-0": "spark-batch"}, {"spark-job-0": log}, dead=lambda: None, timeout=0.5)
+        await_ready(tmp_path, {"spark-job-0": ("spark-batch",)}, {"spark-job-0": log}, dead=lambda: None, timeout=0.5)
     text = str(e.value)
-    assert "every workload ready" in text and "spark-job-0 has recorded no 'spark-batch' ok yet" in text
+    assert "every workload ready" in text and "spark-job-0 has finished no spark-batch yet" in text
     assert "Py4JError: the answer from Java was empty" in text and "line 29" in text and "line 5\n" not in text
 
 
 def test_a_workload_that_exited_ends_the_wait_at_once(tmp_path: Path) -> None:
     t0 = time.monotonic()
     with pytest.raises(WaitTimeout) as e:
-        await_ready(tmp_path, {"txn-producer-0": "txn"}, {}, dead=lambda: "txn-producer-0 exited with 1", timeout=60)
+        await_ready(tmp_path, {"txn-producer-0": ("txn",)}, {}, dead=lambda: "txn-producer-0 exited with 1", timeout=60)
     assert time.monotonic() - t0 < 10 and "txn-producer-0 exited with 1" in str(e.value)
+
+
+def test_an_abort_the_workload_chose_shows_it_ready_and_one_it_met_does_not(tmp_path: Path) -> None:
+    r = Readiness(tmp_path, {"txn-producer-0": ("txn",)})
+    met = {**op("txn", "fail"), "error": "KafkaError{code=_TIMED_OUT}"}
+    append(tmp_path / "txn-producer-0.jsonl", op("txn", "invoke"), met)
+    assert r.poll() is False
+    append(tmp_path / "txn-producer-0.jsonl", op("txn", "invoke"), {**op("txn", "fail"), "error": "aborted on purpose"})
+    assert r.poll() is True
