@@ -5,8 +5,9 @@ after the first fault was due; a schedule counted from the start hit a job that 
 Each workload kind names the ops that show it ready (``Kind.ready_ops`` in
 harness/workloads/registry.py: a txn-producer's first finished transaction, a copier's first
 committed copy, a Spark job's first finished micro-batch); kinds that name none are ready when
-started. A finished op is an ``ok``, or an abort the workload chose (a producer whose every
-transaction aborts on purpose is running all the same). The ops are read from the processes' own
+started. A finished op is an ``ok``, an abort the workload chose (a producer whose every
+transaction aborts on purpose is running all the same), or an event whose outcome is ``ok`` (the
+Spark job records each micro-batch as one). The ops are read from the processes' own
 history files as they append them."""
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pathlib import Path
 import orjson
 
 from harness.base.wait import wait_until
-from harness.history.model import ABORTED_ON_PURPOSE, FAIL, OK
+from harness.history.model import ABORTED_ON_PURPOSE, FAIL, INFO, OK
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +54,7 @@ class Readiness:
         return not self.waiting
 
     def _seen(self, name: str, fs: tuple[str, ...]) -> bool:
-        for path in (self.history_dir / f"{name}.jsonl",):
+        for path in sorted([*self.history_dir.glob(f"{name}.*jsonl"), *self.history_dir.glob(f"{name}-exec-*.jsonl")]):
             start = self._offsets.get(path, 0)
             try:
                 with open(path, "rb") as fh:
@@ -68,9 +69,17 @@ class Readiness:
                     op = orjson.loads(line)
                 except orjson.JSONDecodeError:
                     continue
-                if op.get("f") in fs and (op.get("type") == OK or (op.get("type") == FAIL and op.get("error") == ABORTED_ON_PURPOSE)):
+                if op.get("f") in fs and _finished(op):
                     return True
         return False
+
+
+def _finished(op: dict[str, object]) -> bool:
+    """An op that finished: ``ok``; an abort the workload chose; or an event (``info``, no invoke) that
+    says its outcome was ``ok`` (a Spark micro-batch)."""
+    kind, value = op.get("type"), op.get("value")
+    return (kind == OK or (kind == FAIL and op.get("error") == ABORTED_ON_PURPOSE)
+            or (kind == INFO and isinstance(value, dict) and value.get("outcome") == OK))
 
 
 def await_ready(history_dir: Path, waiting: Mapping[str, tuple[str, ...]], logs: Mapping[str, Path],

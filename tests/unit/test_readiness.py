@@ -29,16 +29,17 @@ def test_a_process_is_ready_at_its_first_ok_of_its_op_not_before(tmp_path: Path)
     r = Readiness(tmp_path, {"txn-producer-0": ("txn", "send"), "spark-job-0": ("spark-batch",)})
     assert r.poll() is False  # no files yet
     append(tmp_path / "txn-producer-0.jsonl", op("init", "ok"), op("txn", "invoke"), op("txn", "fail"))
-    append(tmp_path / "spark-job-0.jsonl", op("spark-start", "ok"))
+    append(tmp_path / "spark-job-0.0.jsonl", op("spark-start", "ok"))  # the driver: a file per incarnation
     assert r.poll() is False and set(r.waiting) == {"txn-producer-0", "spark-job-0"}
     append(tmp_path / "txn-producer-0.jsonl", op("txn", "invoke"), op("txn", "ok"))
     # a half-written line is read when it is whole, and the ready op of another process counts not
-    with open(tmp_path / "spark-job-0.jsonl", "a") as f:
-        f.write('{"time": 2, "process": "p.0", "type": "ok", "f": "spark-ba')
+    with open(tmp_path / "spark-job-0.0.jsonl", "a") as f:
+        f.write('{"time": 2, "process": "p.0", "type": "info", "f": "spark-ba')
     append(tmp_path / "txn-producer-1.jsonl", op("spark-batch", "ok"))
+    append(tmp_path / "spark-job-01.jsonl", op("spark-batch", "ok"))  # another process's file
     assert r.poll() is False and set(r.waiting) == {"spark-job-0"}
-    with open(tmp_path / "spark-job-0.jsonl", "a") as f:
-        f.write('tch", "value": null}\n')
+    with open(tmp_path / "spark-job-0.0.jsonl", "a") as f:
+        f.write('tch", "value": {"outcome": "ok"}}\n')
     assert r.poll() is True and set(r.ready_at) == {"txn-producer-0", "spark-job-0"}
 
 
@@ -82,4 +83,17 @@ def test_an_abort_the_workload_chose_shows_it_ready_and_one_it_met_does_not(tmp_
     append(tmp_path / "txn-producer-0.jsonl", op("txn", "invoke"), met)
     assert r.poll() is False
     append(tmp_path / "txn-producer-0.jsonl", op("txn", "invoke"), {**op("txn", "fail"), "error": "aborted on purpose"})
+    assert r.poll() is True
+
+
+def event(f: str, outcome: str) -> dict[str, object]:
+    return {"time": 1, "process": "spark-job-0.0", "type": "info", "f": f, "value": {"batch": 0, "outcome": outcome}}
+
+
+def test_a_spark_job_is_ready_at_its_first_micro_batch_whose_outcome_is_ok_in_the_driver_or_an_executor(tmp_path: Path) -> None:
+    r = Readiness(tmp_path, {"spark-job-0": ("spark-batch",)})
+    append(tmp_path / "spark-job-0.0.jsonl", event("spark-start", "ok"), event("spark-batch", "retired"),
+           {**op("txn", "info", "spark-job-0.0"), "value": [["send", "t", 0, "v"]]})
+    assert r.poll() is False
+    append(tmp_path / "spark-job-0-exec-4242.jsonl", event("spark-batch", "ok"))  # the executor-side sink's batch
     assert r.poll() is True
