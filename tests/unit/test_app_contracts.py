@@ -176,6 +176,15 @@ def test_a_key_of_aborted_input_only_must_have_no_update() -> None:
         ("final", "k2", 0, 1), ("overshoot", "k2", 0, 1)]
 
 
+def test_an_input_that_is_not_an_integer_makes_the_verdict_unknown_naming_it() -> None:
+    h = app_aggregate()
+    h.txn("app-feeder.0", [("ain", 0, "eight", 8)], keys=["k0"])
+    for scan in (o for o in h.ops if o["f"] == SCAN and not o.get("app")):
+        scan["value"]["ain-0"].append([8, "eight"])
+    v = verdict(h)
+    assert v["valid"] == "unknown" and "'eight' is not an integer" in v["checks"]["app-aggregate"]["error"]
+
+
 # ---- nothing to judge
 
 def test_without_an_app_both_checks_say_why_they_skipped() -> None:
