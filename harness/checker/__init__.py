@@ -14,6 +14,7 @@ import pandas as pd
 
 from harness.checker.checks import CHECKS as _CORE
 from harness.checker.checks import Found, cols, poll_times
+from harness.checker.contracts import app_aggregate, app_map
 from harness.checker.figures import NEVER, reader_figures
 from harness.checker.sparkjob_check import spark_exactly_once, spark_stats
 from harness.checker.verdict import CheckResult, Verdict, validity
@@ -26,6 +27,8 @@ VERDICT_FILE = "verdict.json"
 CHECKS: dict[str, Callable[[Tables], Found]] = {
     **{k: v for k, v in _CORE.items() if k != "lso-stall"},
     "spark-exactly-once": spark_exactly_once,
+    "app-map": app_map,
+    "app-aggregate": app_aggregate,
     "lso-stall": _CORE["lso-stall"],
 }
 
@@ -52,6 +55,11 @@ MEANING: dict[str, str] = {
     "copy-exactly-once": "consume-transform-produce: a committed input record has zero or several committed outputs, "
                          "or the committed group offsets disagree with the outputs",
     "spark-exactly-once": "the Spark job's committed output is not exactly its committed input",
+    "app-map": "an app's committed output is not what its map contract makes of its committed input: an output "
+               "missing or too many, one of an aborted input, one no input explains, or one key's outputs out of "
+               "their inputs' order",
+    "app-aggregate": "an app's committed running aggregate of a key is not the exact aggregate of its committed "
+                     "input: the last update differs, an update overshoots it or goes back, or is not an integer",
     "lso-stall": "after heal, a partition's last stable offset did not reach its high watermark in time "
                  "(a hanging transaction)",
 }
@@ -62,7 +70,7 @@ assert set(MEANING) == set(CHECKS), "every check has a meaning"
 #: runner died before the final reads, or the scan's line was cut off) leaves them nothing to
 #: judge: they are skipped, and the verdict is "unknown" unless another check found something.
 NEEDS_FINAL_READS = ("lost-write", "torn-transaction", "wrong-offset", "poll-skip", "copy-exactly-once",
-                     "spark-exactly-once")
+                     "spark-exactly-once", "app-map", "app-aggregate")
 NO_FINAL_READS = ("no final reads: the history has no final read_committed scan (its run died before the final "
                   "reads, or the line of its scan was cut off)")
 NOTHING_COMMITTED = "nothing committed: no transaction was acknowledged or seen committed, so no guarantee was exercised"

@@ -5,11 +5,27 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.history.model import GROUP_OFFSETS, INIT, INVOKE, OK, POLL, READ_COMMITTED, SCAN, TXN, Op
+from harness.history.model import (
+    APP_CONTRACT,
+    EXPECT,
+    GROUP_OFFSETS,
+    INIT,
+    INVOKE,
+    OK,
+    POLL,
+    READ_COMMITTED,
+    SCAN,
+    TXN,
+    Op,
+)
 from harness.history.store import Tables, flatten
 
 #: records by "topic-partition": [(offset, value), ...]
 Recs = dict[str, list[tuple[int, str]]]
+#: an app's output records by "topic-partition": [(offset, value, key), ...]
+AppRecs = dict[str, list[tuple[int, str | None, str | None]]]
+#: an output record a contract's function gives: (topic, key, value)
+Output = tuple[str, str | None, str | None]
 
 
 class History:
@@ -28,10 +44,11 @@ class History:
         self._add(process=process, type=outcome, f=INIT, value=txn_id)
 
     def txn(self, process: str, sends: list[tuple[str, int, str, int | None]], outcome: str = OK,
-            txn_id: str | None = None) -> None:
-        """``sends``: (topic, partition, value, offset Kafka returned or None)."""
+            txn_id: str | None = None, keys: list[str | None] | None = None) -> None:
+        """``sends``: (topic, partition, value, offset Kafka returned or None); ``keys``: one per send."""
         inv = [["send", t, p, v] for t, p, v, _ in sends]
-        self._add(process=process, type=INVOKE, f=TXN, value=inv, txn_id=txn_id)
+        self._add(process=process, type=INVOKE, f=TXN, value=inv, txn_id=txn_id,
+                  **({"keys": keys} if keys is not None else {}))
         commit_at = self.t + 500
         done = [["send", t, p, v, o] for t, p, v, o in sends] if outcome == OK else inv
         self._add(process=process, type=outcome, f=TXN, value=done, commit_at=commit_at, txn_id=txn_id,
@@ -44,6 +61,24 @@ class History:
     def scan(self, recs: Recs, isolation: str = READ_COMMITTED) -> None:
         self._add(process="final", type=OK, f=SCAN, value={k: [list(r) for r in v] for k, v in recs.items()},
                   isolation=isolation)
+
+    def app_contract(self, app: str, contract: str, inputs: list[str], outputs: list[str], **fields: Any) -> None:
+        """The runner's ``app-contract`` event (``fields``: function, order, aggregates)."""
+        self._add(process="runner", type=OK, f=APP_CONTRACT,
+                  value={"app": app, "contract": contract, "inputs": inputs, "outputs": outputs, **fields})
+
+    def expect(self, app: str, inputs: list[tuple[str, list[Output]]]) -> None:
+        """The runner's ``expect`` event: per input value, the outputs the contract's function gives."""
+        self._add(process="runner", type=OK, f=EXPECT,
+                  value={"app": app, "inputs": [[v, [list(o) for o in outs]] for v, outs in inputs]})
+
+    def app_poll(self, process: str, app: str, recs: AppRecs) -> None:
+        self._add(process=process, type=INVOKE, f=POLL, value=None)
+        self._add(process=process, type=OK, f=POLL, value={k: [list(r) for r in v] for k, v in recs.items()}, app=app)
+
+    def app_scan(self, app: str, recs: AppRecs, isolation: str = READ_COMMITTED) -> None:
+        self._add(process="final", type=OK, f=SCAN, value={k: [list(r) for r in v] for k, v in recs.items()},
+                  isolation=isolation, app=app)
 
     def lso(self, lags: dict[str, float | None], bound: float = 90.0, stalled_at: dict[str, int] | None = None) -> None:
         self._add(process="final", type=OK, f="lso", value={"bound_s": bound, "lag_s": lags, "stalled_at": stalled_at or {}})

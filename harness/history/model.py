@@ -39,6 +39,20 @@ Values written are strings unique in the whole run. Shapes of ``value``:
 - ``spark-progress``: Spark's own figures of a finished micro-batch ``{"batch", "trigger_ms", "rows"}``
   (the whole trigger: planning, reading, ``foreachBatch``, the commit log).
 
+An ``app`` (a user's own application, docs/APPS.md) is recorded by the harness around it:
+
+- ``txn`` extra ``keys``: one record key per send (null for none); the app's feeder sets it.
+- ``app-contract``: the runner's one-line event naming an app and what it must do, value
+  ``{"app", "contract": "map" | "aggregate", "inputs": [topic, ...], "outputs": [topic, ...],
+  "function": "identity" | "module:function", "order": "per-key" | "none", "aggregates": {topic:
+  "count" | "sum" | "min" | "max"}}`` (topics as the run names them).
+- ``expect``: the outputs a ``map`` contract's function gives for input values, applied by the runner
+  (never by the checker) ``{"app", "inputs": [[input value, [[topic, key, value], ...]], ...]}``.
+- ``scan`` / ``poll`` extra ``app``: a read of the app's output topics; its records carry the key,
+  ``{"topic-partition": [[offset, value, key], ...]}`` (value, key: null for a null). They are the
+  ``app_outputs`` table, never ``reads``: output values need not be unique nor written by a
+  recorded send, so only the contract checks judge them.
+
 A copier's output value is ``copy/<in topic>/<in partition>/<in offset>/<attempt>/<in value>``, so
 the checker can pair outputs with inputs from the output alone; ``attempt`` (copier process and
 transaction number) keeps values unique when an aborted copy is copied again.
@@ -62,6 +76,17 @@ TXN, SEND, INIT, POLL, SCAN, GROUP_OFFSETS, FENCED, RETIRED, FAULT, LSO = (
     "txn", "send", "init", "poll", "scan", "group-offsets", "fenced", "retired", "fault", "lso")
 #: a producer dropped on purpose after an indefinite outcome (``recreate_on_indefinite``)
 RECREATED = "recreated"
+#: an app's contract (the runner's), and the outputs its ``map`` function gives per input value
+APP_CONTRACT, EXPECT = "app-contract", "expect"
+#: the kinds of contract an app declares (``app-contract``'s ``contract``)
+MAP, AGGREGATE = "map", "aggregate"
+#: a ``map`` contract's function when none is named: one output per input, same key and value
+IDENTITY = "identity"
+#: a ``map`` contract's ``order``: per output key, outputs keep their inputs' order / no order asked
+PER_KEY, NO_ORDER = "per-key", "none"
+#: the running aggregates an ``aggregate`` contract may declare per output topic
+COUNT, SUM, MIN, MAX = "count", "sum", "min", "max"
+AGGREGATES = (COUNT, SUM, MIN, MAX)
 SPARK_START, SPARK_BATCH, SPARK_SKIP, SPARK_FAULT, SPARK_PROGRESS = (
     "spark-start", "spark-batch", "spark-skip", "spark-fault", "spark-progress")
 SPARK_EVENTS = (SPARK_START, SPARK_BATCH, SPARK_SKIP, SPARK_FAULT, SPARK_PROGRESS)
@@ -132,7 +157,7 @@ def position(topic: str, partition: int, offset: int) -> Position:
 
 #: The op fields every line may carry; anything else a line holds is kept in ``Op.extra``.
 _FIELDS = ("index", "time", "process", "type", "f", "value", "error", "txn_id", "commit_at", "offsets", "isolation",
-           "commit_retries", "aborts_refused", "abort_error", "batch", "ranges")
+           "commit_retries", "aborts_refused", "abort_error", "batch", "ranges", "keys", "app")
 _FIELD_SET = frozenset(_FIELDS)
 _UNSET: dict[str, Any] = dict.fromkeys(_FIELDS)
 
@@ -157,6 +182,10 @@ class Op:
     abort_error: str | None = None
     batch: int | None = None
     ranges: dict[str, list[int]] | None = None
+    #: a ``txn``'s record keys, one per send (an app's feeder)
+    keys: list[str | None] | None = None
+    #: the app whose output a ``scan`` / ``poll`` read
+    app: str | None = None
     #: fields of the line this model does not name (kept, so nothing a workload wrote is lost)
     extra: Mapping[str, Any] = field(default_factory=dict)
 

@@ -12,19 +12,37 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictInt, StrictStr, TypeAdapter, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictInt,
+    StrictStr,
+    TypeAdapter,
+    ValidationError,
+    model_validator,
+)
 
 from harness.history.model import (
+    AGGREGATE,
+    AGGREGATES,
+    APP_CONTRACT,
     COMPLETIONS,
+    EXPECT,
     FAULT,
     FENCED,
     GROUP_OFFSETS,
+    IDENTITY,
     INIT,
     INVOKE,
     LSO,
+    MAP,
     MAX_OFFSET,
     MAX_PARTITION,
+    NO_ORDER,
     OK,
+    PER_KEY,
     POLL,
     READ_COMMITTED,
     READ_UNCOMMITTED,
@@ -37,7 +55,8 @@ from harness.history.model import (
 )
 
 #: every op kind a history may hold
-KINDS = (TXN, SEND, INIT, POLL, SCAN, GROUP_OFFSETS, FENCED, RETIRED, RECREATED, FAULT, LSO, *SPARK_EVENTS)
+KINDS = (TXN, SEND, INIT, POLL, SCAN, GROUP_OFFSETS, FENCED, RETIRED, RECREATED, FAULT, LSO, *SPARK_EVENTS,
+         APP_CONTRACT, EXPECT)
 #: the kinds that are an invoke and its completion (the rest are one-line events)
 PAIRED = (TXN, SEND, INIT, POLL)
 
@@ -57,6 +76,8 @@ def _topic_partition(key: str) -> str:
 
 TopicPartition = Annotated[StrictStr, AfterValidator(_topic_partition)]
 Records = dict[TopicPartition, list[tuple[Offset, Text]]]
+#: an app's output as a read got it: ``[offset, value, key]``, value and key null for a null
+AppRecords = dict[TopicPartition, list[tuple[Offset, Text | None, Text | None]]]
 
 
 class Line(BaseModel):
@@ -75,8 +96,35 @@ class Line(BaseModel):
     offsets: dict[TopicPartition, Offset] | None = None
     isolation: Literal["read_committed", "read_uncommitted"] | None = None
     batch: StrictInt | None = None
+    keys: list[StrictStr | None] | None = None
+    app: Annotated[StrictStr, Field(min_length=1)] | None = None
 
 
+class AppContract(BaseModel):
+    """An ``app-contract`` op's value (``model``): what the app must do with its input."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    app: Annotated[StrictStr, Field(min_length=1)]
+    contract: Literal["map", "aggregate"]
+    inputs: Annotated[list[Text], Field(min_length=1)]
+    outputs: Annotated[list[Text], Field(min_length=1)]
+    function: Annotated[StrictStr, Field(min_length=1)] = IDENTITY
+    order: Literal["per-key", "none"] = "none"
+    aggregates: dict[Text, Literal["count", "sum", "min", "max"]] = {}
+
+    @model_validator(mode="after")
+    def _complete(self) -> AppContract:
+        if self.contract == MAP and self.function == IDENTITY and len(self.outputs) != 1:
+            raise ValueError(f"one output topic for the identity function, not {len(self.outputs)}")
+        if self.contract == MAP and self.aggregates:
+            raise ValueError("aggregates only in an aggregate contract")
+        if self.contract == AGGREGATE and (not self.aggregates or not set(self.aggregates) <= set(self.outputs)):
+            raise ValueError("an aggregate contract's aggregates: an aggregate for one or more of its outputs")
+        return self
+
+
+_OUTPUT = tuple[Text, Text | None, Text | None]
 _SEND = tuple[Literal["send"], Text, Partition, Text]
 _ACKED = tuple[Literal["send"], Text, Partition, Text, Offset | None]
 #: (f, type) -> the shape of ``value`` (type None: any type of that f); absent: not constrained
@@ -89,10 +137,20 @@ _VALUES: dict[tuple[str, str | None], TypeAdapter[Any]] = {
     (POLL, OK): TypeAdapter(Records | None),
     (SCAN, None): TypeAdapter(Records),
     (GROUP_OFFSETS, None): TypeAdapter(dict[TopicPartition, Offset]),
+    (APP_CONTRACT, None): TypeAdapter(AppContract),
+    (EXPECT, None): TypeAdapter(dict[Literal["app", "inputs"], Any]),
 }
+#: the shapes of an app's reads (a line with ``app``), and of ``expect``'s inputs
+_APP_VALUES: dict[tuple[str, str | None], TypeAdapter[Any]] = {
+    (POLL, OK): TypeAdapter(AppRecords | None),
+    (SCAN, None): TypeAdapter(AppRecords),
+}
+_EXPECTED = TypeAdapter(list[tuple[Text, list[_OUTPUT]]])
 _LINE = TypeAdapter(Line)
 assert set(COMPLETIONS) | {INVOKE} == {"invoke", "ok", "fail", "info"}
 assert {READ_COMMITTED, READ_UNCOMMITTED} == {"read_committed", "read_uncommitted"}
+assert (MAP, AGGREGATE, PER_KEY, NO_ORDER, AGGREGATES) == ("map", "aggregate", "per-key", "none",
+                                                          ("count", "sum", "min", "max"))
 
 
 class BadLine(ValueError):
@@ -111,12 +169,36 @@ def validate(line: Any) -> None:
         _LINE.validate_python(line)
     except ValidationError as exc:
         raise _bad(exc, ()) from None
-    shape = _VALUES.get((line["f"], line["type"])) or _VALUES.get((line["f"], None))
+    shapes = _APP_VALUES if line.get("app") is not None else _VALUES
+    shape = shapes.get((line["f"], line["type"])) or shapes.get((line["f"], None))
     if shape is not None:
         try:
             shape.validate_python(line.get("value"))
         except ValidationError as exc:
             raise _bad(exc, ("value",)) from None
+    _validate_app_fields(line)
+
+
+def _validate_app_fields(line: dict[str, Any]) -> None:
+    """What the app's fields need beyond their own types: ``keys`` only on a ``txn``, one per send;
+    ``app`` only on a read; an ``expect``'s input values and their outputs."""
+    f, keys = line["f"], line.get("keys")
+    if keys is not None:
+        if f != TXN:
+            raise BadLine("keys", "keys only on a txn op (one per send)", f"keys on a {f} op")
+        sends = line.get("value")
+        if isinstance(sends, list) and len(keys) != len(sends):
+            raise BadLine("keys", f"one key per send ({len(sends)})", f"{len(keys)} keys")
+    if line.get("app") is not None and f not in (SCAN, POLL):
+        raise BadLine("app", "app only on a scan or poll op (a read of the app's output)", f"app on a {f} op")
+    if f == EXPECT:
+        value = line.get("value") or {}
+        if not isinstance(value.get("app"), str) or not value["app"]:
+            raise BadLine("value.app", "the app's name", _found(value.get("app")))
+        try:
+            _EXPECTED.validate_python(value.get("inputs"))
+        except ValidationError as exc:
+            raise _bad(exc, ("value", "inputs")) from None
 
 
 def _bad(exc: ValidationError, under: tuple[str, ...]) -> BadLine:

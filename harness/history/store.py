@@ -28,6 +28,8 @@ import pandas as pd
 from harness.base.errors import ConfigError
 from harness.history import schema
 from harness.history.model import (
+    APP_CONTRACT,
+    EXPECT,
     FAULT,
     FENCED,
     GROUP_OFFSETS,
@@ -67,11 +69,14 @@ META_FILE = "meta.json"
 VALUES_TABLE = "values"
 #: The Parquet layout this code writes and reads. 1 (no number in meta.json): before the layout
 #: was versioned; 2: + the ``faults`` and ``spark_events`` tables (no more ``meta.spark``) and
-#: ``meta.errors_seen``; 3: the reads' ``pos`` packed with 11 bits of topic (``pack``), not 7.
-LAYOUT = 3
-TABLES = ("ops", "txns", "writes", "reads", "inits", "group_offsets", "faults", "spark_events")
+#: ``meta.errors_seen``; 3: the reads' ``pos`` packed with 11 bits of topic (``pack``), not 7;
+#: 4: + the app tables ``keys``, ``app_outputs`` and ``app_expected``, ``meta.apps`` and ``meta.app_scans``.
+LAYOUT = 4
+TABLES = ("ops", "txns", "writes", "reads", "inits", "group_offsets", "faults", "spark_events", "keys", "app_outputs",
+          "app_expected")
 LOW_CARDINALITY = {"reads": ("process", "source", "isolation", "topic"), "writes": ("topic",),
-                   "txns": ("process", "f", "outcome", "txn_id"), "ops": ("process", "type", "f")}
+                   "txns": ("process", "f", "outcome", "txn_id"), "ops": ("process", "type", "f"),
+                   "app_outputs": ("app", "process", "source", "isolation", "topic"), "app_expected": ("app", "topic")}
 
 
 def _no_faults() -> pd.DataFrame:
@@ -80,6 +85,18 @@ def _no_faults() -> pd.DataFrame:
 
 def _no_spark_events() -> pd.DataFrame:
     return _spark_frame([])
+
+
+def _no_keys() -> pd.DataFrame:
+    return _Keys().frame()
+
+
+def _no_app_outputs() -> pd.DataFrame:
+    return _AppOutputs().frame()
+
+
+def _no_app_expected() -> pd.DataFrame:
+    return _AppExpected().frame()
 
 
 @dataclass
@@ -97,6 +114,14 @@ class Tables:
     #: the Spark job's events, and the nemesis's faults on workloads (driver kills): time, process,
     #: f, type, detail (the value, JSON); ``spark_events`` gives them back as dicts
     spark_events: pd.DataFrame = field(default_factory=_no_spark_events)
+    #: the key of each written value that has one (an app's feeder): value, key
+    keys: pd.DataFrame = field(default_factory=_no_keys)
+    #: the records reads of an app's output topics got (never in ``reads``): app, op, process,
+    #: source (poll / scan), isolation, topic, partition, offset, value, key
+    app_outputs: pd.DataFrame = field(default_factory=_no_app_outputs)
+    #: the outputs a ``map`` contract's function gives per input value (``expect`` ops): app,
+    #: input, seq, topic, key, value; an input that yields nothing has one row of seq -1 and no topic
+    app_expected: pd.DataFrame = field(default_factory=_no_app_expected)
     meta: dict[str, Any] = field(default_factory=dict)
     #: derived data a checker run computes once (never saved)
     cache: dict[str, Any] = field(default_factory=dict)
@@ -246,6 +271,71 @@ class _Reads:
                              "offset": pd.array(self.offset, dtype="int64"), "value": _str(self.value)})
 
 
+@dataclass
+class _Keys:
+    """The ``keys`` table's columns: the key of each written value that has one."""
+
+    value: list[str] = field(default_factory=list)
+    key: list[str | None] = field(default_factory=list)
+
+    def add(self, sends: list[Send], keys: list[str | None]) -> None:
+        for s, k in zip(sends, keys):
+            self.value.append(s.value)
+            self.key.append(k)
+
+    def frame(self) -> pd.DataFrame:
+        return pd.DataFrame({"value": _str(self.value), "key": _str(self.key)})
+
+
+@dataclass
+class _AppOutputs(_Reads):
+    """The ``app_outputs`` table's columns: one row per record a read of an app's output got, its
+    records ``[offset, value, key]`` (value and key may be null)."""
+
+    app: list[str] = field(default_factory=list)
+    key: list[str | None] = field(default_factory=list)
+
+    def add(self, op: Op, source: str) -> None:
+        super().add(op, source)
+        for recs in (op.value or {}).values():
+            self.app.extend([str(op.app)] * len(recs))
+            self.key.extend(r[2] if len(r) > 2 else None for r in recs)
+
+    def frame(self) -> pd.DataFrame:
+        reads = super().frame()
+        return pd.concat([pd.DataFrame({"app": _str(self.app)}), reads, pd.DataFrame({"key": _str(self.key)})], axis=1)
+
+
+@dataclass
+class _AppExpected:
+    """The ``app_expected`` table's columns, from ``expect`` ops."""
+
+    app: list[str] = field(default_factory=list)
+    input: list[str] = field(default_factory=list)
+    seq: list[int] = field(default_factory=list)
+    topic: list[str | None] = field(default_factory=list)
+    key: list[str | None] = field(default_factory=list)
+    value: list[str | None] = field(default_factory=list)
+
+    def add(self, op: Op) -> None:
+        """``{"app", "inputs": [[input value, [[topic, key, value], ...]], ...]}``."""
+        app = str(op.value["app"])
+        for value, outputs in op.value["inputs"]:
+            rows = [(k, *o) for k, o in enumerate(outputs)] or [(-1, None, None, None)]
+            for seq, topic, key, out in rows:
+                self.app.append(app)
+                self.input.append(value)
+                self.seq.append(seq)
+                self.topic.append(topic)
+                self.key.append(key)
+                self.value.append(out)
+
+    def frame(self) -> pd.DataFrame:
+        return pd.DataFrame({"app": _str(self.app), "input": _str(self.input),
+                             "seq": pd.array(self.seq, dtype="int64"), "topic": _str(self.topic),
+                             "key": _str(self.key), "value": _str(self.value)})
+
+
 def _fault_row(op: Op) -> tuple[int, str | None, str | None, str]:
     """A nemesis ``fault`` event as a row of the ``faults`` table: the rest of its value as JSON text."""
     v = dict(op.value or {})
@@ -310,6 +400,11 @@ def flatten(ops: Sequence[Op], truncated: list[str] | None = None) -> Tables:
     txn_rows: list[tuple[Any, ...]] = []
     writes = _Writes()
     reads = _Reads()
+    keys = _Keys()
+    app_outputs = _AppOutputs()
+    app_expected = _AppExpected()
+    apps: list[dict[str, Any]] = []
+    app_scans: dict[str, set[str]] = {}
     init_rows: list[tuple[Any, ...]] = []
     group_rows: list[tuple[str, int, int]] = []
     fault_rows: list[tuple[int, str | None, str | None, str]] = []
@@ -329,13 +424,20 @@ def flatten(ops: Sequence[Op], truncated: list[str] | None = None) -> Tables:
             done = pairs.get(op.index)
             txn_rows.append((op.index, op.process, f, done.type if done else INFO, op.time, done.time if done else None,
                              done.commit_at if done is not None and done.commit_at is not None else op.commit_at, op.txn_id, done.error if done else None))
-            for s in sends_of(op, done):
+            sends = sends_of(op, done)
+            for s in sends:
                 writes.txn.append(op.index)
                 writes.send.append(s)
+            if op.keys is not None:
+                keys.add(sends, op.keys)
         elif t == INVOKE and f == INIT:
             done = pairs.get(op.index)
             init_rows.append((op.index, op.process, op.value, done.type if done else INFO,
                               op.time, done.time if done else None))
+        elif ((f == POLL and t == OK) or f == SCAN) and op.app is not None:
+            app_outputs.add(op, POLL if f == POLL else SCAN)
+            if f == SCAN:
+                app_scans.setdefault(op.app, set()).add(op.isolation or READ_COMMITTED)
         elif (f == POLL and t == OK) or f == SCAN:
             reads.add(op, POLL if f == POLL else SCAN)
             if f == SCAN and op.isolation:
@@ -350,6 +452,10 @@ def flatten(ops: Sequence[Op], truncated: list[str] | None = None) -> Tables:
             recreated.append(op.process)
         elif f == LSO:
             lso = op.value
+        elif f == APP_CONTRACT:
+            apps.append(dict(op.value))
+        elif f == EXPECT:
+            app_expected.add(op)
         if f == FAULT:
             fault_rows.append(_fault_row(op))
         if f in SPARK_EVENTS or (f == FAULT and "workload" in (op.value or {})):
@@ -372,11 +478,12 @@ def flatten(ops: Sequence[Op], truncated: list[str] | None = None) -> Tables:
     meta = {"ops": len(ops), "truncated": truncated or [], "fenced": sorted(set(fenced)), "retired": sorted(set(retired)),
             "recreated": sorted(set(recreated)), "lso": lso, "final_scans": sorted(final_scans),
             "errors_seen": _errors_seen(ops),
-            "duration_ns": (ops[-1].time - ops[0].time) if ops else 0}
+            "duration_ns": (ops[-1].time - ops[0].time) if ops else 0,
+            **({"apps": apps, "app_scans": {a: sorted(i) for a, i in sorted(app_scans.items())}} if apps or app_scans else {})}
     written = writes.frame()
     _refuse_reused_values(written, txns)
     return Tables(ops_df, txns, written, reads.frame(), inits, groups, _faults_frame(fault_rows),
-                  _spark_frame(spark), meta)
+                  _spark_frame(spark), keys.frame(), app_outputs.frame(), app_expected.frame(), meta)
 
 
 def _refuse_reused_values(writes: pd.DataFrame, txns: pd.DataFrame) -> None:

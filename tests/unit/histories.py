@@ -162,3 +162,117 @@ def many_topics(n: int, duplicate_in_last: bool = False) -> History:
     h.scan(recs)
     h.scan(recs, READ_UNCOMMITTED)
     return h
+
+
+#: ``app_map``'s variants, each one kind of ``app-map`` finding (the kind it must show)
+APP_MAP_VARIANTS = {"missing": "missing", "duplicate": "duplicate", "aborted-input": "aborted-input",
+                    "unexplained": "unexplained", "polled-aborted": "aborted-input", "order": "order"}
+
+
+def app_map(variant: str = "", function: bool = False) -> History:
+    """An app with a ``map`` contract (per-key order) reading ``in`` (partitions 0, 1) and writing
+    ``out``, fed by ``app-feeder.0`` with keys k0 (partition 0) and k1 (1): T1, T2 committed, T3
+    aborted, T4 unknown but seen committed, T5 unknown and never seen (aborted). The app copies
+    each committed input (``identity``), or, with ``function``, writes two outputs for it
+    (``<value>:a``, ``<value>:b``) and none for i4 (the ``expect`` ops say so). An output reader
+    polls, the final scans read ``in`` and ``out``. Each variant of ``APP_MAP_VARIANTS`` adds one
+    finding of its kind."""
+    h = History()
+    h.init("app-feeder.0", "feeder-tx")
+    h.txn("app-feeder.0", [("in", 0, "i1", 0), ("in", 1, "i2", 0)], keys=["k0", "k1"])
+    h.txn("app-feeder.0", [("in", 0, "i3", 2), ("in", 1, "i4", 2)], keys=["k0", "k1"])
+    h.txn("app-feeder.0", [("in", 0, "i5", None), ("in", 1, "i6", None)], outcome=FAIL, keys=["k0", "k1"])
+    h.txn("app-feeder.0", [("in", 0, "i7", None)], outcome=INFO, keys=["k0"])
+    h.txn("app-feeder.0", [("in", 1, "i8", None)], outcome=INFO, keys=["k1"])
+    committed_in = {0: [(0, "i1"), (2, "i3"), (6, "i7")], 1: [(0, "i2"), (2, "i4")]}
+    h.scan({tp_key("in", p): recs for p, recs in committed_in.items()})
+    h.scan({tp_key("in", 0): [(0, "i1"), (2, "i3"), (4, "i5"), (6, "i7")],
+            tp_key("in", 1): [(0, "i2"), (2, "i4"), (4, "i6"), (6, "i8")]}, READ_UNCOMMITTED)
+
+    def yields(value: str) -> list[str]:
+        return ([] if value == "i4" else [f"{value}:a", f"{value}:b"]) if function else [value]
+
+    contract = {"function": "tests.apps:twice", "order": "per-key"} if function else {"order": "per-key"}
+    h.app_contract("app", "map", ["in"], ["out"], **contract)
+    if function:
+        h.expect("app", [(v, [("out", "k0" if int(v[1:]) % 2 else "k1", y) for y in yields(v)])
+                         for v in ("i1", "i2", "i3", "i4", "i5", "i6", "i7", "i8")])
+    # one output after another in each partition, a transaction marker after each input's outputs
+    out: dict[int, list[tuple[int, str | None, str | None]]] = {0: [], 1: []}
+    for p, recs in committed_in.items():
+        for _, v in recs:
+            for y in yields(v):
+                out[p].append((len(out[p]) * 2, y, f"k{p}"))
+    if variant == "missing":
+        out[0] = [r for r in out[0] if r[1] not in yields("i3")[:1]]
+    if variant == "duplicate":
+        out[0].append((20, yields("i3")[0], "k0"))
+    if variant == "aborted-input":
+        out[1].append((20, yields("i6")[0], "k1"))
+    if variant == "unexplained":
+        out[1].append((20, "x9", "k1"))
+    if variant == "order":  # i3's outputs after i7's
+        i3 = [r[1] for r in out[0] if r[1] in yields("i3")]
+        i7 = [r[1] for r in out[0] if r[1] in yields("i7")]
+        values = [r[1] for r in out[0] if r[1] not in i3 + i7] + i7 + i3
+        out[0] = [(k * 2, v, "k0") for k, v in enumerate(values)]
+    uncommitted = {p: [*recs, (30, recs[-1][1] if recs else None, f"k{p}")] for p, recs in out.items()}
+    if variant == "missing":  # the app wrote it, in a transaction that aborted
+        uncommitted[0].append((31, yields("i3")[0], "k0"))
+    polled = {tp_key("out", 0): out[0][:1]}
+    if variant == "polled-aborted":  # a read_committed poll saw i8's output, gone from the final scan
+        polled[tp_key("out", 1)] = [(20, yields("i8")[0], "k1")]
+    h.app_poll("app-reader.0", "app", polled)
+    h.app_scan("app", {tp_key("out", p): recs for p, recs in out.items()})
+    h.app_scan("app", {tp_key("out", p): recs for p, recs in uncommitted.items()}, READ_UNCOMMITTED)
+    h.lso({tp_key("in", 0): 0.1, tp_key("in", 1): 0.1})
+    return h
+
+
+#: ``app_aggregate``'s variants, each the kinds of ``app-aggregate`` finding it must show
+APP_AGGREGATE_VARIANTS = {"final": {"final"}, "overshoot": {"overshoot", "final"}, "back": {"back"},
+                          "split": {"split"}, "not-a-number": {"not-a-number"}, "aborted-counted": {"overshoot", "final"}}
+
+
+def app_aggregate(variant: str = "") -> History:
+    """An app with an ``aggregate`` contract reading ``ain`` (partitions 0, 1) and writing the count,
+    sum, min and max of each key to ``cnt``, ``sm``, ``mn``, ``mx``, one update per input in the
+    key's partition. Committed input: k0 5, 3, 8; k1 7, 9; aborted: k0 100, k1 1, k2 2. Each
+    variant of ``APP_AGGREGATE_VARIANTS`` breaks one topic's updates."""
+    h = History()
+    h.init("app-feeder.0", "feeder-tx")
+    h.txn("app-feeder.0", [("ain", 0, "5", 0), ("ain", 1, "7", 0)], keys=["k0", "k1"])
+    h.txn("app-feeder.0", [("ain", 0, "3", 2), ("ain", 1, "9", 2)], keys=["k0", "k1"])
+    h.txn("app-feeder.0", [("ain", 0, "100", None), ("ain", 1, "1", None), ("ain", 0, "2", None)], outcome=FAIL,
+          keys=["k0", "k1", "k2"])
+    h.txn("app-feeder.0", [("ain", 0, "8", 6)], keys=["k0"])
+    h.scan({tp_key("ain", 0): [(0, "5"), (2, "3"), (6, "8")], tp_key("ain", 1): [(0, "7"), (2, "9")]})
+    h.scan({tp_key("ain", 0): [(0, "5"), (2, "3"), (4, "100"), (5, "2"), (6, "8")],
+            tp_key("ain", 1): [(0, "7"), (2, "9"), (4, "1")]}, READ_UNCOMMITTED)
+    aggregates = {"cnt": "count", "sm": "sum", "mn": "min", "mx": "max"}
+    h.app_contract("agg", "aggregate", ["ain"], list(aggregates), aggregates=aggregates)
+    updates = {"cnt": {"k0": [1, 2, 3], "k1": [1, 2]}, "sm": {"k0": [5, 8, 16], "k1": [7, 16]},
+               "mn": {"k0": [5, 3, 3], "k1": [7, 7]}, "mx": {"k0": [5, 5, 8], "k1": [7, 9]}}
+    if variant == "final":
+        updates["cnt"]["k0"] = [1, 2]  # the last input's update never committed
+    if variant == "overshoot":
+        updates["cnt"]["k0"] = [1, 2, 3, 4]  # an input counted twice after a crash
+    if variant == "back":
+        updates["sm"]["k0"] = [5, 8, 5, 16]  # a stale update from restored state
+    if variant == "aborted-counted":
+        updates["mx"]["k0"] = [5, 5, 100]  # the aborted 100 made it into the max
+    recs: dict[str, dict[int, list[tuple[int, str | None, str | None]]]] = {}
+    for topic, per_key in updates.items():
+        recs[topic] = {0: [], 1: []}
+        for key, values in per_key.items():
+            for v in values:
+                part = recs[topic][int(key[1:])]
+                part.append((len(part) * 2, str(v), key))
+    if variant == "split":
+        recs["cnt"][0].append((10, "1", "k1"))  # k1 counted in partition 0 too
+    if variant == "not-a-number":
+        recs["sm"][1].append((10, "sixteen", "k1"))
+    h.app_scan("agg", {tp_key(t, p): r for t, parts in recs.items() for p, r in parts.items()})
+    h.app_scan("agg", {tp_key(t, p): r for t, parts in recs.items() for p, r in parts.items()}, READ_UNCOMMITTED)
+    h.lso({tp_key("ain", 0): 0.1, tp_key("ain", 1): 0.1})
+    return h

@@ -268,7 +268,9 @@ def test_the_spark_jobs_progress_file_is_the_one_the_job_writes(tmp_path: Path) 
 def check_problems() -> list[str]:
     """A check of ``harness.checker.CHECKS`` without a ``MEANING`` (the report and the summary say
     it), the Spark engine's twin (held equal to it by tests/unit/test_spark_engine.py) or a row in
-    docs/reference/checks.md."""
+    docs/reference/checks.md. A check the Spark engine does not run has a stand-in there instead
+    and says why in ``spark_engine.DEFAULT_ENGINE_ONLY`` (tests/unit/test_app_contracts.py holds
+    the stand-ins to the default engine's reasons for skipping)."""
     from harness.checker import spark_engine
 
     readme = CHECK_REFERENCE.read_text()
@@ -280,6 +282,11 @@ def check_problems() -> list[str]:
             out.append(f"{name}: not in the Spark engine's CHECKS")
         if f"| `{name}` |" not in readme:
             out.append(f"{name}: no row in docs/reference/checks.md")
+    for name, why in spark_engine.DEFAULT_ENGINE_ONLY.items():
+        if name not in checker.CHECKS:
+            out.append(f"{name}: default-engine-only, but no check")
+        if not why.strip():
+            out.append(f"{name}: default-engine-only without the reason")
     return out + [f"{name}: a MEANING of no check" for name in checker.MEANING if name not in checker.CHECKS]
 
 
@@ -294,3 +301,11 @@ def test_a_check_without_meaning_is_named(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setitem(checker.MEANING, "old-check", "what it meant")
     assert check_problems() == ["new-check: no MEANING", "new-check: not in the Spark engine's CHECKS",
                                 "new-check: no row in docs/reference/checks.md", "old-check: a MEANING of no check"]
+
+
+def test_a_default_engine_only_check_is_named_without_its_reason_or_its_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.checker import spark_engine
+
+    monkeypatch.setitem(spark_engine.DEFAULT_ENGINE_ONLY, "app-map", " ")
+    monkeypatch.setitem(spark_engine.DEFAULT_ENGINE_ONLY, "gone-check", "why")
+    assert check_problems() == ["app-map: default-engine-only without the reason", "gone-check: default-engine-only, but no check"]

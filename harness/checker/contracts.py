@@ -1,0 +1,357 @@
+"""The checks of an app's output against its declared contract (docs/APPS.md): ``app-map`` and
+``app-aggregate``. The app is a black box: what it read is the feeder's writes to its input topics
+(``writes``, their keys in ``keys``), what it wrote is what the reads of its output topics got
+(``app_outputs``), and what it must write is its contract (``meta["apps"]``) and, for a ``map``
+contract's own function, the outputs the runner recorded per input (``app_expected``). The checker
+never runs the app's function: it compares history with history.
+
+An input is *committed* when its transaction was acknowledged (``ok``), or its outcome was unknown
+(``info``) and a read_committed read saw it (as ``lost-write`` decides); otherwise it is *aborted*.
+App histories are small (a feeder's rate): these checks work on pandas frames of their rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from harness.checker.arrays import OUTCOME_CODES
+from harness.checker.checks import MAX_EXAMPLES, Found, cols
+from harness.history.model import (
+    AGGREGATE,
+    COUNT,
+    IDENTITY,
+    INFO,
+    MAP,
+    MAX,
+    MIN,
+    NO_ORDER,
+    OK,
+    PER_KEY,
+    POLL,
+    READ_COMMITTED,
+    READ_UNCOMMITTED,
+    SCAN,
+    SUM,
+    position,
+)
+from harness.history.store import Tables, with_values
+
+NO_MAP_APP = "no app with a map contract in the history"
+NO_AGGREGATE_APP = "no app with an aggregate contract in the history"
+NO_APP_SCAN = "no final read_committed scan of the app's output topics"
+
+#: ``app-map``'s kinds of finding, in the order their examples are picked
+MAP_KINDS = ("missing", "duplicate", "aborted-input", "unexplained", "order")
+#: ``app-aggregate``'s kinds of finding
+AGGREGATE_KINDS = ("final", "overshoot", "back", "split", "not-a-number")
+
+
+def apps_of(meta: dict[str, Any], contract: str) -> list[dict[str, Any]]:
+    """The contracts (``app-contract`` values) of ``contract``'s kind in the history's meta."""
+    return [a for a in meta.get("apps") or [] if a.get("contract") == contract]
+
+
+def nothing_to_judge(meta: dict[str, Any], contract: str) -> str | None:
+    """Why a history has nothing for the check of ``contract`` (``map`` / ``aggregate``) to judge,
+    from its meta alone (both engines give this reason), or None."""
+    apps = apps_of(meta, contract)
+    if not apps:
+        return NO_MAP_APP if contract == MAP else NO_AGGREGATE_APP
+    if not any(READ_COMMITTED in (meta.get("app_scans") or {}).get(a["app"], []) for a in apps):
+        return NO_APP_SCAN
+    return None
+
+
+def _judged(t: Tables, contract: str) -> list[dict[str, Any]]:
+    """The apps of ``contract`` whose output the history has a final read_committed scan of."""
+    scans = t.meta.get("app_scans") or {}
+    return [a for a in apps_of(t.meta, contract) if READ_COMMITTED in scans.get(a["app"], [])]
+
+
+def _plain_text(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with categorical columns (as Parquet loads the few-valued ones) as their values."""
+    cats = [c for c in df.columns if isinstance(df[c].dtype, pd.CategoricalDtype)]
+    return df.astype({c: object for c in cats}) if cats else df
+
+
+def _none(v: Any) -> Any:
+    """A JSON-friendly scalar: pandas' missing values as None, numpy numbers as Python's."""
+    if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)):
+        return None
+    if isinstance(v, np.integer):
+        return int(v)
+    return v
+
+
+def inputs(t: Tables, app: dict[str, Any]) -> pd.DataFrame:
+    """Every write to the app's input topics: value, key, topic, partition, offset (acknowledged,
+    else where a read_committed read saw it; NA when neither), writer_op and ``committed``."""
+    c = cols(t)
+    rows = np.flatnonzero(t.writes["topic"].astype(object).isin(app["inputs"]).to_numpy(bool))
+    w = _plain_text(with_values(t, t.writes.iloc[rows]))
+    out = c.w_out[rows]
+    committed = (out == OUTCOME_CODES[OK]) | ((out == OUTCOME_CODES[INFO]) & c.in_cv[c.w_vid[rows]])
+    mine = np.zeros(c.n_values, dtype=bool)
+    mine[c.w_vid[rows]] = True
+    at = c.cv & mine[c.r_vid]  # the reads of these values (all of them an app's input)
+    seen = pd.Series(c.r_off[at], index=c.r_vid[at])
+    seen = seen[~seen.index.duplicated()]
+    acked = w["offset"].astype("Int64")
+    offset = acked.fillna(pd.Series(seen.reindex(c.w_vid[rows]).to_numpy(), index=acked.index).astype("Int64"))
+    keys = _plain_text(t.keys).drop_duplicates("value").set_index("value")["key"]
+    return pd.DataFrame({"value": w["value"].to_numpy(object), "key": keys.reindex(w["value"]).to_numpy(object),
+                         "topic": w["topic"].to_numpy(object), "partition": w["partition"].to_numpy(np.int64),
+                         "offset": offset.to_numpy(), "writer_op": w["txn"].to_numpy(np.int64),
+                         "committed": committed})
+
+
+def _outputs(t: Tables, app: dict[str, Any], source: str, isolation: str) -> pd.DataFrame:
+    o = t.app_outputs
+    sel = ((o["app"].astype(object) == app["app"]) & (o["source"].astype(object) == source)
+           & (o["isolation"].astype(object) == isolation) & o["topic"].astype(object).isin(app["outputs"]))
+    return _plain_text(o[sel.to_numpy(bool)]).reset_index(drop=True)
+
+
+def _mixed(by_kind: dict[str, list[dict[str, Any]]], kinds: tuple[str, ...]) -> list[dict[str, Any]]:
+    """Up to ``MAX_EXAMPLES`` examples, one of each kind in turn, so every kind found shows."""
+    out: list[dict[str, Any]] = []
+    for k in range(MAX_EXAMPLES):
+        out += [by_kind[kind][k] for kind in kinds if k < len(by_kind.get(kind, []))]
+    return out[:MAX_EXAMPLES]
+
+
+# ---------------------------------------------------------------------------------------------- map
+Judged = tuple[int, dict[str, list[dict[str, Any]]]]
+
+
+def _every_app(t: Tables, contract: str, judge: Callable[[Tables, dict[str, Any]], Judged],
+               kinds: tuple[str, ...]) -> Found:
+    """``judge`` on every app of ``contract`` the history can judge: the findings summed, the
+    examples of each kind in turn."""
+    skipped = nothing_to_judge(t.meta, contract)
+    if skipped:
+        return Found(0, skipped=skipped)
+    count = 0
+    by_kind: dict[str, list[dict[str, Any]]] = {}
+    for app in _judged(t, contract):
+        n, examples = judge(t, app)
+        count += n
+        for kind, ex in examples.items():
+            by_kind.setdefault(kind, []).extend(ex)
+    return Found(count, _mixed(by_kind, kinds))
+
+
+def app_map(t: Tables) -> Found:
+    """A ``map`` app's committed output is not exactly what its committed input yields: an output
+    missing, one too many, one of an aborted input, one no input explains, or (``order: per-key``)
+    two outputs of one key in the other order than their inputs."""
+    return _every_app(t, MAP, _judge_map, MAP_KINDS)
+
+
+def _expected(t: Tables, app: dict[str, Any], ins: pd.DataFrame) -> pd.DataFrame:
+    """The outputs each input must yield (input, seq, topic, key, value): its own record on the one
+    output topic for ``identity``, else the ``expect`` rows of the app. An input the runner recorded
+    nothing for cannot be judged: an error (the verdict is then unknown), never a finding."""
+    if app.get("function", IDENTITY) == IDENTITY:
+        return pd.DataFrame({"input": ins["value"], "seq": 0, "topic": app["outputs"][0], "key": ins["key"],
+                             "value": ins["value"]})
+    e = t.app_expected
+    e = _plain_text(e[(e["app"].astype(object) == app["app"]).to_numpy(bool)])
+    lacking = ins.loc[~ins["value"].isin(e["input"]), "value"]
+    if len(lacking):
+        raise ValueError(f"app {app['app']}: no expected outputs recorded for {len(lacking)} input value(s) "
+                         f"(first {lacking.iloc[0]!r}): the runner records them (expect ops) for every input "
+                         f"the feeder wrote, by {app.get('function')}")
+    return e[e["seq"] >= 0][["input", "seq", "topic", "key", "value"]].reset_index(drop=True)
+
+
+def _record_ids(*frames: pd.DataFrame) -> list[np.ndarray]:
+    """One id per distinct (topic, key, value) over all ``frames`` (nulls equal to nulls)."""
+    both = pd.concat([f[["topic", "key", "value"]].astype(object) for f in frames], ignore_index=True)
+    ids = both.groupby(["topic", "key", "value"], dropna=False, sort=False).ngroup().to_numpy(np.int64)
+    out, at = [], 0
+    for f in frames:
+        out.append(ids[at:at + len(f)])
+        at += len(f)
+    return out
+
+
+def _judge_map(t: Tables, app: dict[str, Any]) -> Judged:
+    ins = inputs(t, app)
+    exp = _expected(t, app, ins).merge(ins[["value", "committed", "writer_op", "topic", "partition", "offset"]]
+                                       .rename(columns={"value": "input", "topic": "in_topic",
+                                                        "partition": "in_partition", "offset": "in_offset"}),
+                                       on="input", how="inner")
+    found = _outputs(t, app, SCAN, READ_COMMITTED)
+    polled = _outputs(t, app, POLL, READ_COMMITTED)
+    uncommitted = _outputs(t, app, SCAN, READ_UNCOMMITTED)
+    e_id, f_id, p_id, u_id = _record_ids(exp, found, polled, uncommitted)
+    n = int(max([0, *(int(a.max()) + 1 for a in (e_id, f_id, p_id, u_id) if len(a))]))
+    committed = exp["committed"].to_numpy(bool)
+    want = np.bincount(e_id[committed], minlength=n)  # per output record: committed inputs yielding it
+    from_aborted = np.bincount(e_id[~committed], minlength=n)
+    got = np.bincount(f_id, minlength=n)  # in the final read_committed scan
+    seen = np.bincount(p_id, minlength=n) > 0  # by a read_committed poll
+    in_uncommitted = np.bincount(u_id, minlength=n) > 0
+
+    missing = np.flatnonzero(want > got)
+    excess = np.flatnonzero(got > want)
+    only_polled = np.flatnonzero(seen & (got == 0) & (want == 0))
+    count = int((want - got)[missing].sum() + (got - want)[excess].sum() + len(only_polled))
+    by_kind: dict[str, list[dict[str, Any]]] = {}
+
+    def example(kind: str, r: int, how_many: int, outs: pd.DataFrame, at: np.ndarray) -> None:
+        if len(by_kind.get(kind, [])) >= MAX_EXAMPLES:
+            return
+        yielding = exp[e_id == r]
+        yielding = yielding[yielding["committed"] == (kind in ("missing", "duplicate"))]
+        outs = outs[at == r]
+        record = (yielding if len(yielding) else outs).iloc[0]
+        by_kind.setdefault(kind, []).append({
+            "kind": kind, "app": app["app"], "count": how_many, "inputs": [_none(v) for v in yielding["input"]],
+            "writer_op": _none(yielding["writer_op"].iloc[0]) if len(yielding) else None,
+            "record": {"topic": _none(record["topic"]), "key": _none(record["key"]), "value": _none(record["value"])},
+            "outputs": [position(*p) for p in zip(outs["topic"], outs["partition"], outs["offset"])],
+            **({"read_op": _none(outs["op"].iloc[0])} if at is p_id else {}),
+            **({"uncommitted": bool(in_uncommitted[r])} if kind == "missing" else {})})
+
+    def kind_of(r: int) -> str:
+        return "duplicate" if want[r] else "aborted-input" if from_aborted[r] else "unexplained"
+
+    for r in missing:
+        example("missing", int(r), int(want[r] - got[r]), found, f_id)
+    for r in excess:
+        example(kind_of(int(r)), int(r), int(got[r] - want[r]), found, f_id)
+    for r in only_polled:
+        example(kind_of(int(r)), int(r), 1, polled, p_id)
+    if app.get("order", NO_ORDER) == PER_KEY:
+        n_order, by_kind["order"] = _order(app, exp, e_id, found, f_id, (want == 1) & (got == 1))
+        count += n_order
+    return count, by_kind
+
+
+def _order(app: dict[str, Any], exp: pd.DataFrame, e_id: np.ndarray, found: pd.DataFrame, f_id: np.ndarray,
+           single: np.ndarray) -> tuple[int, list[dict[str, Any]]]:
+    """Per output key and partition, in offset order, the outputs each matched to exactly one
+    committed input, whose inputs are in one input partition: an output of an earlier input (or an
+    earlier output of the same input) after a later one is one count."""
+    mine = exp["committed"].to_numpy(bool) & single[e_id]
+    one = exp[mine].assign(rid=e_id[mine])
+    m = found.assign(rid=f_id)[single[f_id]].merge(
+        one[["rid", "input", "seq", "writer_op", "in_topic", "in_partition", "in_offset"]], on="rid")
+    m = m[m["in_offset"].notna()]
+    if m.empty:
+        return 0, []
+    lane = m[["topic", "partition", "key", "in_topic", "in_partition"]].astype(object).groupby(
+        ["topic", "partition", "key", "in_topic", "in_partition"], dropna=False, sort=False).ngroup()
+    m = m.assign(lane=lane.to_numpy(), in_offset=m["in_offset"].astype("int64")).sort_values(
+        ["lane", "offset"], kind="stable").reset_index(drop=True)
+    same = m["lane"].to_numpy()[1:] == m["lane"].to_numpy()[:-1]
+    at, seq = m["in_offset"].to_numpy(np.int64), m["seq"].to_numpy(np.int64)
+    earlier = (at[1:] < at[:-1]) | ((at[1:] == at[:-1]) & (seq[1:] < seq[:-1]))
+    bad = np.flatnonzero(same & earlier) + 1
+    ex = [{"kind": "order", "app": app["app"], "count": 1, "key": _none(m.at[b, "key"]),
+           "inputs": [_none(m.at[b - 1, "input"]), _none(m.at[b, "input"])], "writer_op": _none(m.at[b, "writer_op"]),
+           "input_offsets": [_none(m.at[b - 1, "in_offset"]), _none(m.at[b, "in_offset"])],
+           "outputs": [_pos(m.at[k, "topic"], m.at[k, "partition"], m.at[k, "offset"]) for k in (b - 1, b)]}
+          for b in bad[:MAX_EXAMPLES]]
+    return len(bad), ex
+
+
+# ---------------------------------------------------------------------------------------------- aggregate
+def app_aggregate(t: Tables) -> Found:
+    """An ``aggregate`` app's committed updates of a key: the last one is not the exact aggregate of
+    the key's committed input, one overshoots it, one goes back from the one before, the updates
+    are in more than one partition, or one is not an integer."""
+    return _every_app(t, AGGREGATE, _judge_aggregates, AGGREGATE_KINDS)
+
+
+def _judge_aggregates(t: Tables, app: dict[str, Any]) -> Judged:
+    ins = inputs(t, app)
+    ins = ins[ins["committed"] & ins["key"].notna()]  # a record without a key is not aggregated
+    found = _outputs(t, app, SCAN, READ_COMMITTED)
+    count = 0
+    by_kind: dict[str, list[dict[str, Any]]] = {}
+    for topic, fn in app["aggregates"].items():
+        n, examples = _judge_aggregate(app["app"], topic, fn, ins, found[found["topic"] == topic])
+        count += n
+        for kind, ex in examples.items():
+            by_kind.setdefault(kind, []).extend(ex)
+    return count, by_kind
+
+
+def _integers(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Which ``values`` (text or null) are integers (of int64), and their values (0 where not)."""
+    text = values.astype(object).where(values.notna(), "").astype(str)
+    ok = text.str.fullmatch(r"-?\d{1,18}").to_numpy(bool)
+    numbers = np.zeros(len(values), dtype=np.int64)
+    numbers[ok] = text[ok].astype(np.int64).to_numpy()
+    return ok, numbers
+
+
+def _judge_aggregate(app: str, topic: str, fn: str, ins: pd.DataFrame,
+                     found: pd.DataFrame) -> Judged:
+    """One output topic of an aggregate: per key, its committed updates against the exact aggregate."""
+    ok, numbers = _integers(ins["value"])
+    if fn != COUNT and not ok.all():
+        raise ValueError(f"app {app}: input value {ins['value'][~ok].iloc[0]!r} is not an integer; the feeder writes "
+                         f"integers for an aggregate contract ({fn} of {topic})")
+    exact = pd.Series(numbers, index=ins["key"].to_numpy(object)).groupby(level=0).agg(
+        {COUNT: "size", SUM: "sum", MIN: "min", MAX: "max"}[fn])
+
+    def expected(keys: Any) -> pd.Series:
+        """The exact aggregate of each key (nullable): count and sum 0 for a key of no committed
+        input, min and max none."""
+        e = exact.reindex(pd.Index(keys, dtype=object)).astype("Int64")
+        return e.fillna(0) if fn in (COUNT, SUM) else e
+
+    good, values = _integers(found["value"])
+    upd = found.assign(number=values)[good & found["key"].notna().to_numpy(bool)]
+    parts = upd.groupby("key", sort=False)["partition"].nunique()
+    split = parts.index[parts.to_numpy() > 1]
+    upd = upd[~upd["key"].isin(split)].sort_values(["key", "offset"], kind="stable").reset_index(drop=True)
+    sign = -1 if fn == MIN else 1  # the way the aggregate moves: min goes down, the rest up
+    keys, nums = upd["key"].to_numpy(object), upd["number"].to_numpy(np.int64)
+    want = expected(keys)
+    back = np.r_[False, (keys[1:] == keys[:-1]) & (sign * (nums[1:] - nums[:-1]) < 0)]
+    over = (want.notna() & (sign * (pd.Series(nums, index=want.index) - want) > 0)).to_numpy(bool)
+    last = upd.drop_duplicates("key", keep="last").set_index("key")
+    every = pd.Index(exact.index, dtype=object).union(pd.Index(last.index, dtype=object)).difference(split)
+    final_want = expected(every)
+    final_have = last["number"].reindex(every).astype("Int64")
+    final = ((final_want.isna() != final_have.isna()) | (final_want != final_have).fillna(False)).to_numpy(bool)
+
+    bad_value = found[~good]
+    keyed = {"app": app, "topic": topic, "aggregate": fn}
+    by_kind = {
+        "not-a-number": [{"kind": "not-a-number", **keyed, "key": _none(r["key"]), "found": _none(r["value"]),
+                          "at": position(r["topic"], r["partition"], r["offset"])}
+                         for _, r in bad_value.head(MAX_EXAMPLES).iterrows()],
+        "split": [{"kind": "split", **keyed, "key": _none(k),
+                   "partitions": sorted(int(p) for p in found.loc[found["key"] == k, "partition"].unique())}
+                  for k in split[:MAX_EXAMPLES]],
+        "back": [{"kind": "back", **keyed, "key": _none(keys[b]), "expected": _none(want.iloc[b]),
+                  "found": int(nums[b]), "previous_found": int(nums[b - 1]), "at": _at(upd, b), "previous": _at(upd, b - 1)}
+                 for b in np.flatnonzero(back)[:MAX_EXAMPLES]],
+        "overshoot": [{"kind": "overshoot", **keyed, "key": _none(keys[b]), "expected": _none(want.iloc[b]),
+                       "found": int(nums[b]), "at": _at(upd, b)} for b in np.flatnonzero(over)[:MAX_EXAMPLES]],
+        "final": [{"kind": "final", **keyed, "key": _none(k), "expected": _none(final_want[k]),
+                   "found": _none(final_have[k]), "inputs": int((ins["key"] == k).sum()),
+                   "at": _pos(topic, last.at[k, "partition"], last.at[k, "offset"]) if k in last.index else None}
+                  for k in every[final][:MAX_EXAMPLES]],
+    }
+    return int((~good).sum() + len(split) + back.sum() + over.sum() + final.sum()), by_kind
+
+
+def _at(df: pd.DataFrame, row: int) -> Any:
+    """The position of row ``row`` of output records ``df``."""
+    return _pos(df.at[row, "topic"], df.at[row, "partition"], df.at[row, "offset"])
+
+
+def _pos(topic: Any, partition: Any, offset: Any) -> Any:
+    """A position of a frame's cells (whatever scalar types pandas gives)."""
+    return position(str(topic), int(partition), int(offset))
