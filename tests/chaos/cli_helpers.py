@@ -20,10 +20,11 @@ def start(args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
     A test session started in the background of a non-interactive shell (``cmd &``) inherits SIGINT
     ignored, and so would the CLI (Python keeps an ignored SIGINT ignored), which no user sees."""
     return subprocess.Popen([CLI, *args], env=env, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                            stdin=subprocess.DEVNULL, preexec_fn=_sigint_on)
+                            stdin=subprocess.DEVNULL, preexec_fn=sigint_on)
 
 
-def _sigint_on() -> None:
+def sigint_on() -> None:
+    """In a child before exec: SIGINT at its default, as at a terminal (see ``start``)."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 

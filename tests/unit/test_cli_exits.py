@@ -22,6 +22,7 @@ import typer
 
 from harness.base.errors import HarnessError
 from harness.cli import app, exits, guard, summary
+from tests.chaos.cli_helpers import sigint_on
 from tests.unit.test_cli import _restore_logging, cli  # noqa: F401 - the fixture puts the loggers back after each invocation
 
 CLI = str(Path(sys.executable).parent / "eos-chaos")
@@ -106,12 +107,18 @@ def test_a_reader_that_leaves_early_changes_no_exit_code_and_prints_no_traceback
 
 # ---- Ctrl-C while the modules load ----
 
+# A suite started in the background (``make test &``, a CI runner's job) hands its children SIGINT
+# ignored, and an ignored Ctrl-C is what a background job should get (eos-chaos keeps it so): these
+# children get SIGINT at its default, as a command typed at a terminal does (tests/chaos/cli_helpers.py).
+as_at_a_terminal = sigint_on
+
+
 @pytest.mark.parametrize("delay", [0.1, 0.2, 0.3])
 def test_ctrl_c_while_the_command_loads_is_one_line_and_exit_130(delay: float, tmp_path: Path) -> None:
     """The console script imports the commands' modules (about a second) before ``main`` could
     catch anything; they now load inside it."""
     p = subprocess.Popen([CLI, "scenarios"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                         text=True, env=isolated_env(tmp_path))
+                         text=True, env=isolated_env(tmp_path), preexec_fn=as_at_a_terminal)
     time.sleep(delay)
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=DEADLINE_S)
@@ -173,7 +180,7 @@ def test_a_signalled_bench_checker_removes_its_temporary_folder_and_exits_130(si
     tmp = tmp_path / "tmp"
     # runs enough that the benchmark is still going when its first folder appears
     p = subprocess.Popen([CLI, "bench", "checker", "--values", "1000", "--runs", "10"], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, env=env)
+                         stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, env=env, preexec_fn=as_at_a_terminal)
     try:
         deadline = time.monotonic() + DEADLINE_S
         while not list(tmp.glob("eos-chaos-bench-checker-*")):
