@@ -62,12 +62,21 @@ def cluster(session_cluster: Cluster) -> Iterator[Cluster]:
 #: clients' behaviour, which is the same on both; on compose it runs with `make library`.
 BACKEND_SENSITIVE = {"test_cluster.py", "test_fault_effects.py", "test_heal.py", "test_runner_killed.py",
                      "test_compose_errors.py", "test_transaction_version.py"}
+#: Tests of those modules whose compose twin goes to `make library` all the same, to keep `make test`
+#: within 30 minutes: each has a cheaper compose test of the same mechanism that stays (a killed
+#: runner: test_runner_killed.py; kill -9 of a node: test_fault_effects.py's kill and stop; a restart:
+#: test_fault_effects.py's kill, which restarts the node; reclaim: test_runner_killed.py).
+LIBRARY_ON_COMPOSE = {"test_runner_killed_mid_fault_is_healed_by_the_next_run",
+                      "test_kill_leader_while_committing_keeps_every_committed_value",
+                      "test_restart_and_rolling_restart_replace_the_processes",
+                      "test_crashed_run_is_reclaimed_by_the_next_start"}
 
 
 def _on_compose(item: pytest.Item) -> bool:
     callspec = getattr(item, "callspec", None)
     if callspec is None:
-        return False
+        # test_compose_errors.py's tests run on compose alone
+        return item.path.name == "test_compose_errors.py"
     return "compose" in (callspec.params.get("session_cluster"), callspec.params.get("backend"))
 
 
@@ -76,5 +85,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """A compose twin of a test that does not depend on the backend is part of the library (run before
     `-m` deselects, so `make library` still runs it)."""
     for item in items:
-        if _on_compose(item) and item.path.name not in BACKEND_SENSITIVE and item.get_closest_marker("library") is None:
+        if not _on_compose(item) or item.get_closest_marker("library") is not None:
+            continue
+        name = getattr(item, "originalname", item.name)
+        if item.path.name not in BACKEND_SENSITIVE or name in LIBRARY_ON_COMPOSE:
             item.add_marker(pytest.mark.library)

@@ -111,6 +111,9 @@ def test_spark_job_stays_exactly_once_through_driver_kills(cluster: Cluster) -> 
     assert v["as_expected"] is True, spark
 
 
+# 2.5 min: in `make library`. The Spark job's guarantee stays in `make test` through the driver kills,
+# the standalone cluster's through its negative control below and tests/chaos/test_spark_cluster.py.
+@pytest.mark.library
 def test_executor_sink_on_a_standalone_spark_cluster_survives_executor_kills(cluster: Cluster) -> None:
     result = run_full_local_only(cluster, "spark-executor-kill", SPARK_ONCE)
     v = result.verdict

@@ -73,9 +73,14 @@ SAME_EXAMPLES = ("lost-write", "int-nonmonotonic-send", "wrong-offset", "precomm
                  "torn-transaction", "nonmonotonic-poll", "poll-skip", "zombie-commit", "duplicate", "inconsistent-offsets")
 
 
-def test_the_engines_agree_on_every_hand_written_history(spark: Any, tmp_path: Path) -> None:
-    cases = [("clean", clean())] + [(a, clean(a)) for a in ANOMALIES] + [("zombie-commit-clean", clean("zombie-commit-clean"))]
-    cases += [(f"spark:{v or 'clean'}", spark_history(v)) for v in SPARK_VARIANTS]
+def each_check_alone() -> list[tuple[str, History]]:
+    """A clean history and one where each check fires alone: the equivalence `make test` holds."""
+    return [("clean", clean())] + [(a, clean(a)) for a in ANOMALIES] + [("zombie-commit-clean", clean("zombie-commit-clean"))]
+
+
+def the_other_histories() -> list[tuple[str, History]]:
+    """The Spark job's, big topic ids, lagging and stalled readers, nothing to judge: `make library`."""
+    cases = [(f"spark:{v or 'clean'}", spark_history(v)) for v in SPARK_VARIANTS]
     cases += [("spark-builtin", spark_history(sink="builtin")), ("spark-builtin-replayed", spark_history("replayed", sink="builtin"))]
     cases += [(f"spark-executor:{v or 'clean'}", executor_history(v)) for v in ("", "overlap", "uncovered-input", "batch-incarnations")]
     cases += [("lost-write-seen", clean("lost-write-seen"))]
@@ -87,6 +92,10 @@ def test_the_engines_agree_on_every_hand_written_history(spark: Any, tmp_path: P
     # nothing to judge, or nothing for some checks: the same reasons (``skipped``, ``unknown_because``)
     cases += [("no-final-reads", without_final_reads(clean())), ("no-final-reads:aborted-read", without_final_reads(clean("aborted-read"))),
               ("empty", History())] + [(f"nothing:{v}", nothing_for(v)) for v in ("no-polls", "no-fail", "no-copier")]
+    return cases
+
+
+def assert_engines_agree(cases: list[tuple[str, History]], spark: Any, tmp_path: Path) -> None:
     for name, h in cases:
         default, by_spark = both(h, tmp_path / name.replace(":", "-"), spark)
         try:
@@ -95,6 +104,17 @@ def test_the_engines_agree_on_every_hand_written_history(spark: Any, tmp_path: P
                 assert by_spark["checks"][name]["examples"] == default["checks"][name]["examples"], "examples differ"
         except AssertionError as exc:
             raise AssertionError(f"history {name}: {exc}") from exc
+
+
+def test_the_engines_agree_on_each_check_firing_alone(spark: Any, tmp_path: Path) -> None:
+    assert_engines_agree(each_check_alone(), spark, tmp_path)
+
+
+# 2 of the 3.5 min the whole set took in `make test`: the rest of the hand-written histories run in
+# `make library` (each check's own firing stays above)
+@pytest.mark.library
+def test_the_engines_agree_on_every_other_hand_written_history(spark: Any, tmp_path: Path) -> None:
+    assert_engines_agree(the_other_histories(), spark, tmp_path)
 
 
 def test_the_engines_agree_on_a_random_history_of_a_correct_kafka(spark: Any, tmp_path: Path) -> None:
