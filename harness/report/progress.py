@@ -23,6 +23,7 @@ from rich.table import Table
 
 from harness.history.model import FAIL, INFO, OK, TXN
 from harness.history.recorder import HISTORY_DIR
+from harness.history.tail import appended_lines
 
 #: How often the counts are refreshed (reading only what was appended since the last look).
 REFRESH_S = 1.0
@@ -49,16 +50,7 @@ class HistoryTail:
 
     def poll(self) -> Counts:
         for path in sorted((self.run_dir / HISTORY_DIR).glob("*.jsonl")):
-            start = self._offsets.get(path, 0)
-            try:
-                with open(path, "rb") as f:
-                    f.seek(start)
-                    chunk = f.read()
-            except OSError:
-                continue
-            whole = chunk[: chunk.rfind(b"\n") + 1]  # a line still being written is read next time
-            self._offsets[path] = start + len(whole)
-            for line in whole.splitlines():
+            for line in appended_lines(path, self._offsets):
                 self._count(line)
         return self.counts
 

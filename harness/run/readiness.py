@@ -22,6 +22,7 @@ import orjson
 
 from harness.base.wait import wait_until
 from harness.history.model import ABORTED_ON_PURPOSE, FAIL, INFO, OK
+from harness.history.tail import appended_lines
 
 log = logging.getLogger(__name__)
 
@@ -55,16 +56,7 @@ class Readiness:
 
     def _seen(self, name: str, fs: tuple[str, ...]) -> bool:
         for path in sorted([*self.history_dir.glob(f"{name}.*jsonl"), *self.history_dir.glob(f"{name}-exec-*.jsonl")]):
-            start = self._offsets.get(path, 0)
-            try:
-                with open(path, "rb") as fh:
-                    fh.seek(start)
-                    chunk = fh.read()
-            except OSError:
-                continue
-            whole = chunk[: chunk.rfind(b"\n") + 1]  # a line still being written is read next time
-            self._offsets[path] = start + len(whole)
-            for line in whole.splitlines():
+            for line in appended_lines(path, self._offsets):
                 try:
                     op = orjson.loads(line)
                 except orjson.JSONDecodeError:
