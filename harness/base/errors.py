@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pydantic import ValidationError
+
 
 class HarnessError(Exception):
     """Base of every error the harness raises on purpose."""
@@ -32,3 +34,11 @@ class WaitTimeout(HarnessError):
     The cluster or the machine did not get there in time: an environment problem (exit 2), never a
     finding about Kafka (exit 1)."""
 
+
+
+def problems_in_brief(exc: ValidationError) -> str:
+    """A pydantic ``ValidationError`` in the words a file's refusal uses: how many problems, and the
+    first one's field and message (``N problems, the first: a.b: why``)."""
+    errors = exc.errors()
+    first = errors[0]
+    return f"{len(errors)} problems, the first: {'.'.join(map(str, first['loc']))}: {first['msg']}"

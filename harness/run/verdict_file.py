@@ -14,9 +14,6 @@ from harness.checker.verdict import Verdict
 from harness.run.scenario import Expect
 from harness.rundir.journal import Journal
 from harness.rundir.runfolder import RunFolder, write_json
-from harness.rundir.verdict_shape import as_verdict
-
-__all__ = ["FORMAT", "as_expected", "as_verdict", "assemble", "load", "write"]
 
 FORMAT = 2
 #: ``note`` of a verdict whose folder has no journal.json (made before runs kept one).

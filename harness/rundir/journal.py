@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from harness.base.errors import ConfigError
+from harness.base.errors import ConfigError, problems_in_brief
 from harness.rundir.runfolder import RunFolder, write_json
 
 #: Bumped when a field changes meaning or goes; new optional fields keep it.
@@ -102,8 +102,7 @@ class Journal(BaseModel):
         try:
             return cls.model_validate(data)
         except ValidationError as exc:
-            raise ConfigError(f"{folder.journal}: not a run journal ({exc.error_count()} problems, the first: "
-                              f"{'.'.join(map(str, exc.errors()[0]['loc']))}: {exc.errors()[0]['msg']})") from None
+            raise ConfigError(f"{folder.journal}: not a run journal ({problems_in_brief(exc)})") from None
 
     def run_facts(self) -> dict[str, Any]:
         """``verdict.json``'s ``run`` section: how the run went, apart from what the history shows."""

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from harness.base.errors import ConfigError
+from harness.base.errors import ConfigError, problems_in_brief
 
 
 class _Shape(BaseModel):
@@ -30,8 +30,6 @@ def as_verdict(path: Path, data: dict[str, Any]) -> dict[str, Any]:
     try:
         _Shape.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        raise ConfigError(f"{path}: not a verdict ({exc.error_count()} problems, the first: "
-                          f"{'.'.join(map(str, first['loc']))}: {first['msg']})") from None
+        raise ConfigError(f"{path}: not a verdict ({problems_in_brief(exc)})") from None
     data.setdefault("history", {})
     return data
