@@ -21,8 +21,9 @@ def main() -> None:
     """The ``eos-chaos`` entry point (``python -m harness`` too)."""
     exits.take_over()  # first: SIGTERM as Ctrl-C, a reader that leaves early is no error
     try:
-        from harness.base import logsetup as logs
-        from harness.cli.root import app
+        with exits.interrupts_noted():
+            from harness.base import logsetup as logs
+            from harness.cli.root import app
 
         logs.to_console()
         app()
