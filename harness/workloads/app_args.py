@@ -5,6 +5,7 @@ environment, so an app can take them either way. ``{{`` and ``}}`` are literal b
 from __future__ import annotations
 
 import string
+import sys
 from dataclasses import dataclass
 
 from harness.base.errors import ConfigError
@@ -18,6 +19,8 @@ PLACEHOLDERS: dict[str, tuple[str, str]] = {
     "instance": ("EOS_CHAOS_APP_INSTANCE", "this instance, 0 to count - 1, the same after a restart"),
     "instances": ("EOS_CHAOS_APP_INSTANCES", "the number of instances (count)"),
     "id": ("EOS_CHAOS_APP_ID", "an id unique to the app in the run: application.id, group, transactional.id prefix"),
+    "workdir": ("EOS_CHAOS_APP_WORKDIR", "a folder of this instance's own in the run folder, kept across restarts (state, logs)"),
+    "python": ("EOS_CHAOS_APP_PYTHON", "the Python that runs the harness (its virtual environment's)"),
 }
 _TOPIC = "topic"
 
@@ -35,12 +38,15 @@ class Place:
     instance: int
     instances: int
     id: str
+    workdir: str = ""
+    python: str = ""
 
     def values(self) -> dict[str, str]:
         """Each placeholder but ``topic:NAME`` -> its text."""
         return {"bootstrap": self.bootstrap, "inputs": ",".join(self.topics[t] for t in self.inputs),
                 "outputs": ",".join(self.topics[t] for t in self.outputs), "instance": str(self.instance),
-                "instances": str(self.instances), "id": self.id}
+                "instances": str(self.instances), "id": self.id, "workdir": self.workdir,
+                "python": self.python or sys.executable}
 
 
 def problem(text: str, topics: list[str]) -> str | None:

@@ -12,7 +12,8 @@ from harness.base.errors import ConfigError
 from harness.workloads.app_args import PLACEHOLDERS, Place, environment, expand, problem
 
 PLACE = Place(bootstrap="127.0.0.1:19092,127.0.0.1:19093", topics={"app-in": "app-in-r7", "app-out": "app-out-r7"},
-              inputs=("app-in",), outputs=("app-out",), instance=1, instances=2, id="eos-chaos-app-r7")
+              inputs=("app-in",), outputs=("app-out",), instance=1, instances=2, id="eos-chaos-app-r7",
+              workdir="/runs/r7/workloads/app-1", python="/venv/bin/python")
 
 
 def test_every_placeholder_is_filled_and_literal_braces_stay() -> None:
@@ -27,7 +28,8 @@ def test_every_placeholder_is_in_the_environment_too() -> None:
     assert environment(PLACE) == {
         "EOS_CHAOS_APP_BOOTSTRAP": "127.0.0.1:19092,127.0.0.1:19093", "EOS_CHAOS_APP_INPUTS": "app-in-r7",
         "EOS_CHAOS_APP_OUTPUTS": "app-out-r7", "EOS_CHAOS_APP_TOPICS": "app-in=app-in-r7,app-out=app-out-r7",
-        "EOS_CHAOS_APP_INSTANCE": "1", "EOS_CHAOS_APP_INSTANCES": "2", "EOS_CHAOS_APP_ID": "eos-chaos-app-r7"}
+        "EOS_CHAOS_APP_INSTANCE": "1", "EOS_CHAOS_APP_INSTANCES": "2", "EOS_CHAOS_APP_ID": "eos-chaos-app-r7",
+        "EOS_CHAOS_APP_WORKDIR": "/runs/r7/workloads/app-1", "EOS_CHAOS_APP_PYTHON": "/venv/bin/python"}
     assert set(environment(PLACE)) == {var for var, _ in PLACEHOLDERS.values()}
 
 
