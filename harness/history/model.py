@@ -52,6 +52,9 @@ An ``app`` (a user's own application, docs/APPS.md) is recorded by the harness a
   ``{"topic-partition": [[offset, value, key], ...]}`` (value, key: null for a null). They are the
   ``app_outputs`` table, never ``reads``: output values need not be unique nor written by a
   recorded send, so only the contract checks judge them.
+- ``app-ready`` / ``app-exit``: an instance's wrapper (process ``<app>-<n>.<k>``), one-line events
+  ``{"how": what made it ready}`` (type ``ok``) and ``{"code": exit code, "signal": name or null,
+  "after_ready": bool}`` (type ``info``).
 
 A copier's output value is ``copy/<in topic>/<in partition>/<in offset>/<attempt>/<in value>``, so
 the checker can pair outputs with inputs from the output alone; ``attempt`` (copier process and
@@ -78,6 +81,8 @@ TXN, SEND, INIT, POLL, SCAN, GROUP_OFFSETS, FENCED, RETIRED, FAULT, LSO = (
 RECREATED = "recreated"
 #: an app's contract (the runner's), and the outputs its ``map`` function gives per input value
 APP_CONTRACT, EXPECT = "app-contract", "expect"
+#: an app instance's wrapper: the app became ready (its readiness condition met), the app's command exited
+APP_READY, APP_EXIT = "app-ready", "app-exit"
 #: the kinds of contract an app declares (``app-contract``'s ``contract``)
 MAP, AGGREGATE = "map", "aggregate"
 #: a ``map`` contract's function when none is named: one output per input, same key and value

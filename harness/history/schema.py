@@ -28,6 +28,8 @@ from harness.history.model import (
     AGGREGATE,
     AGGREGATES,
     APP_CONTRACT,
+    APP_EXIT,
+    APP_READY,
     COMPLETIONS,
     EXPECT,
     FAULT,
@@ -56,7 +58,7 @@ from harness.history.model import (
 
 #: every op kind a history may hold
 KINDS = (TXN, SEND, INIT, POLL, SCAN, GROUP_OFFSETS, FENCED, RETIRED, RECREATED, FAULT, LSO, *SPARK_EVENTS,
-         APP_CONTRACT, EXPECT)
+         APP_CONTRACT, EXPECT, APP_READY, APP_EXIT)
 #: the kinds that are an invoke and its completion (the rest are one-line events)
 PAIRED = (TXN, SEND, INIT, POLL)
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
@@ -23,7 +25,7 @@ READ_BACK_TIMEOUT_S = 120.0
 class ReadBack:
     """Everything a reader saw in a whole-topic scan: partition -> [(offset, value)]."""
 
-    records: dict[int, list[tuple[int, str]]]
+    records: dict[int, list[tuple[Any, ...]]]
     end_offsets: dict[int, int]
 
     def values(self) -> list[str]:
@@ -63,8 +65,10 @@ def lso_lag(bootstrap: str, topics: list[str], partitions: int,
 
 
 def read_all(bootstrap: str, topic: str, partitions: int, isolation: str = "read_committed",
-             timeout: float = READ_BACK_TIMEOUT_S, stable: bool = True) -> ReadBack:
-    """Read every partition of ``topic`` from offset 0 to its end.
+             timeout: float = READ_BACK_TIMEOUT_S, stable: bool = True,
+             record: Callable[[Any], tuple[Any, ...]] | None = None) -> ReadBack:
+    """Read every partition of ``topic`` from offset 0 to its end: per partition ``(offset, value
+    text)``, or what ``record`` makes of each message (an app's output: its key too).
 
     For read_committed the end is the last stable offset; with ``stable`` we require it to equal
     the high watermark (no transaction left open) within ``timeout``. Without (a transaction is
@@ -91,7 +95,7 @@ def read_all(bootstrap: str, topic: str, partitions: int, isolation: str = "read
         wait_until(ends_settled, timeout=timeout, what=f"the last stable offset of every partition of {topic} "
                    "to reach its high watermark (no open transaction)", state=lambda: f"end offsets {end}")
         consumer.assign(tps)
-        records: dict[int, list[tuple[int, str]]] = {p: [] for p in range(partitions)}
+        records: dict[int, list[tuple[Any, ...]]] = {p: [] for p in range(partitions)}
         done = {p for p, off in end.items() if off == 0}
         while len(done) < partitions:
             if time.monotonic() > deadline:
@@ -108,7 +112,7 @@ def read_all(bootstrap: str, topic: str, partitions: int, isolation: str = "read
                         done.add(part)
                     continue
                 raise HarnessError(f"read-back of {topic} failed: {err}")
-            records[part].append((offset, (msg.value() or b"").decode()))
+            records[part].append(record(msg) if record is not None else (offset, (msg.value() or b"").decode()))
         return ReadBack(records=records, end_offsets=end)
     finally:
         consumer.close()

@@ -36,6 +36,7 @@ from harness.base.logsetup import run_log
 from harness.checker import check
 from harness.history import store
 from harness.history.model import (
+    APP_CONTRACT,
     GROUP_OFFSETS,
     LSO,
     READ_COMMITTED,
@@ -49,9 +50,9 @@ from harness.kafka.features import METADATA_VERSION, finalized
 from harness.kafka.reads import lso_lag, read_all
 from harness.report.index_page import after_run
 from harness.report.loaded import LoadedRun
-from harness.run import verdict_file
+from harness.run import app_run, verdict_file
 from harness.run.readiness import await_ready
-from harness.run.scenario import Fault, Scenario
+from harness.run.scenario import Fault, Scenario, Workload
 from harness.run.supervisor import Supervisor
 from harness.rundir import runinfo
 from harness.rundir.journal import Journal, fault_runs
@@ -60,6 +61,7 @@ from harness.sparkjob.job import ENV_JOB_CONF, ENV_JOB_MASTER
 from harness.sparkjob.session import require_pyspark
 from harness.workloads import clients, registry
 from harness.workloads.common import WorkloadConfig
+from harness.workloads.registry import AppSettings
 
 log = logging.getLogger(__name__)
 
@@ -122,16 +124,23 @@ def physical(sc: Scenario, tag: str) -> Scenario:
     return sc.model_copy(update={"topics": [names[t] for t in sc.topics], "workloads": workloads, "faults": faults})
 
 
-def workload_configs(sc: Scenario, run_dir: Path, bootstrap: str, seed: int) -> list[tuple[str, WorkloadConfig, bool]]:
-    """(kind, config, start now?) for every workload process of the scenario."""
+def workload_configs(sc: Scenario, run_dir: Path, bootstrap: str, seed: int,
+                     topic_names: dict[str, str] | None = None) -> list[tuple[str, WorkloadConfig, bool]]:
+    """(kind, config, start now?) for every workload process of the scenario, an app's feeder and
+    output reader included. An app's output topics are its own: the other workloads (a reader of
+    every topic) leave them out, since their values repeat and no recorded send wrote them."""
+    app_outputs = set(app_run.outputs(sc))
 
-    def config(name: str, settings: dict[str, Any], client: dict[str, Any], library: str) -> WorkloadConfig:
-        return WorkloadConfig(run_dir=str(run_dir), name=name, bootstrap=bootstrap, topics=list(sc.topics),
+    def config(kind: str, name: str, settings: dict[str, Any], w: Workload) -> WorkloadConfig:
+        mine = registry.kind(kind).internal or kind == app_run.APP
+        topics = list(sc.topics) if mine else [t for t in sc.topics if t not in app_outputs]
+        return WorkloadConfig(run_dir=str(run_dir), name=name, bootstrap=bootstrap, topics=topics,
                               partitions=sc.partitions, seed=seed, max_seconds=sc.duration + WORKLOAD_GRACE_S,
-                              settings=settings, client=client, library=library)
+                              settings=settings, client=dict(w.client), library=w.library,
+                              topic_names=dict(topic_names or {}), instances=w.count)
 
-    return [(w.kind, config(name, settings, dict(w.client), w.library), now) for w in sc.workloads
-            for name, settings, now in registry.kind(w.kind).processes(w.count, dict(w.settings))]
+    return [(kind, config(kind, name, settings, w), now) for w in sc.workloads
+            for kind, name, settings, now in registry.kind(w.kind).processes(w.count, dict(w.settings))]
 
 
 def cluster_that_is_up(backend: Backend, sc: Scenario, kafka_version: str | None = None,
@@ -200,6 +209,7 @@ def run(sc: Scenario, backend: Backend, seed: int, run_dir: Path, kafka_version:
     if spark_apps:
         require_pyspark(f"scenario {sc.name} (a {spark_apps[0]} workload)")  # before anything starts
     clients.prepare(w.library for w in sc.workloads)  # a Java client is built (or refused) before anything starts
+    app_run.preflight(sc)  # an app's command and contract function are found (or refused) before anything starts
     folder = RunFolder(run_dir).create()
     with run_log(folder.run_log):
         return _run(sc, backend, seed, folder, kafka_version, cluster, port_base, keep, attach, show,
@@ -211,7 +221,9 @@ def _run(sc: Scenario, backend: Backend, seed: int, folder: RunFolder, kafka_ver
          show: Callable[[Path, float, Callable[[], list[str]]], Any] | None, source: str, report: bool,
          transaction_version: int | None = None) -> RunResult:
     run_dir = folder.path
-    sc = physical(sc, folder.name.rsplit("-", 1)[-1])
+    tag = folder.name.rsplit("-", 1)[-1]
+    topic_names = {t: f"{t}.{tag}" for t in sc.topics}  # what physical() names them
+    sc = physical(sc, tag)
     faults = schedule.plan(sc, seed)
     planned = schedule.as_json(faults)
     write_json(folder.scenario, {**sc.model_dump(), "seed": seed, "backend": backend.value, "schedule": planned})
@@ -249,7 +261,7 @@ def _run(sc: Scenario, backend: Backend, seed: int, folder: RunFolder, kafka_ver
         journal.save(folder)
         log.info(f"transaction.version {journal.transaction_version}, metadata.version "
                  f"{journal.features.get(METADATA_VERSION)} (read back from the cluster)")
-        _run_on(sc, faults, cluster, seed, folder, t0, journal, show)
+        _run_on(sc, faults, cluster, seed, folder, t0, journal, show, topic_names)
     finally:
         if own:
             cluster.stop()
@@ -318,8 +330,10 @@ def _write_report(run: LoadedRun) -> None:
 
 
 def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, folder: RunFolder, t0: int,
-            journal: Journal, show: Callable[[Path, float, Callable[[], list[str]]], Any] | None) -> None:
+            journal: Journal, show: Callable[[Path, float, Callable[[], list[str]]], Any] | None,
+            topic_names: dict[str, str]) -> None:
     run_dir = folder.path
+    app = app_run.settings_of(sc)
     started_us = time.time_ns() // 1000  # the wire proxy stamps its events with wall-clock microseconds
     with Recorder(run_dir, "runner") as rec:
         admin = admin_client(cluster.direct_bootstrap)
@@ -335,7 +349,9 @@ def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, fold
         progress = show(run_dir, sc.duration, nemesis.active_faults) if show else None
         try:
             staged = False  # processes the nemesis starts at their moment (the zombie's second instance)
-            for kind, cfg, now in workload_configs(sc, run_dir, cluster.bootstrap, seed):
+            if app is not None:
+                rec.event("runner", APP_CONTRACT, app_run.contract_value(app), type_="ok")
+            for kind, cfg, now in workload_configs(sc, run_dir, cluster.bootstrap, seed, topic_names):
                 sup.start(kind, cfg) if now else sup.register(kind, cfg)
                 staged = staged or not now
             sup.keep_restarting()
@@ -344,7 +360,7 @@ def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, fold
                 progress.set_phase("waiting for the workloads")
             # the schedule starts when every workload is ready, not when its process started: a
             # Spark job's first micro-batch can take a minute and a half on a loaded machine
-            journal.workloads_ready_s = await_workloads(sup, run_dir)
+            journal.workloads_ready_s = await_workloads(sup, run_dir, app.ready_timeout_s if app is not None else None)
             log.info(f"running {sc.duration:.0f}s")
             if progress is not None:
                 progress.set_phase("running")
@@ -367,11 +383,19 @@ def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, fold
             if progress is not None:
                 progress.set_phase("healing")
             nemesis.stop.set()
-            killed = sup.stop_all()
+            # an app and the reader of its output run on through heal, to process what it was given
+            draining = (*app_run.instances(sup), registry.APP_READER) if app is not None else ()
+            killed = sup.stop_all(keep=draining)
             for th in (thread, staged_thread):
                 if th is not None:
                     th.join(timeout=300)
             problems = heal_all(cluster) + stop_spark_cluster(spark)
+            if app is not None:
+                if progress is not None:
+                    progress.set_phase("draining the app")
+                journal.app = _drain_app(sup, cluster, sc, app, problems, journal.interrupted)
+                killed += sup.stop_all()
+                journal.app["exits"] = {n: sup.exit_codes.get(n) for n in app_run.instances(sup)}
             keep_wire_events(cluster, folder, started_us)
             journal.healed, journal.heal_problems = not problems, problems
             journal.nemesis_errors, journal.workloads_killed_at_stop = list(nemesis.errors), killed
@@ -380,10 +404,43 @@ def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, fold
         if progress is not None:
             progress.set_phase("final reads")
         try:
-            final_reads(cluster, sc, rec)
+            stalled = final_reads(cluster, sc, rec)
+            if app is not None:
+                _judge_app_outputs(run_dir, cluster, sc, app, rec, topic_names, journal, stalled)
+                journal.save(folder)
         finally:
             if progress is not None:
                 progress.close()
+
+
+def _drain_app(sup: Supervisor, cluster: Cluster, sc: Scenario, app: AppSettings, heal_problems: list[str],
+               interrupted: bool) -> dict[str, Any]:
+    """After heal: the app instances the run's end left dead started again, then the drain (none when
+    the heal failed or the run was interrupted: the final reads come at once). The journal's facts."""
+    facts: dict[str, Any] = {"restarted_for_drain": [], "drain": None}
+    if heal_problems or interrupted:
+        facts["drain"] = {"drained": False, "how": "skipped: " + ("interrupted" if interrupted else "not healed")}
+        return facts
+    facts["restarted_for_drain"] = app_run.restart_dead(sup)
+    log.info(f"draining the app (at most {app.drain_s:g}s)")
+    facts["drain"] = app_run.drain(cluster.direct_bootstrap, app, sc.partitions, list(app.inputs))
+    log.info(f"app drain: {facts['drain']}")
+    return facts
+
+
+def _judge_app_outputs(run_dir: Path, cluster: Cluster, sc: Scenario, app: AppSettings, rec: Recorder,
+                       topic_names: dict[str, str], journal: Journal, stalled: bool) -> None:
+    """The app's output scanned with keys, and its contract function's expected outputs recorded. A
+    function that fails here is on record (``journal.app``) and leaves the check unable to judge."""
+    facts = journal.app if journal.app is not None else {}
+    facts["outputs_read"] = app_run.final_scans(cluster.direct_bootstrap, app, sc.partitions, rec, stable=not stalled)
+    if app.contract.kind == "map" and app.contract.function != "identity":
+        try:
+            facts["expected_inputs"] = app_run.record_expected(run_dir, app, rec, topic_names, app_run.cwd_of(app))
+        except ConfigError as exc:
+            facts["function_error"] = str(exc)
+            log.info(f"the contract's function could not be applied: {exc}")
+    journal.app = facts
 
 
 def compacted_topics(sc: Scenario) -> set[str]:
@@ -392,9 +449,10 @@ def compacted_topics(sc: Scenario) -> set[str]:
     return {w.settings[k] for w in sc.workloads for k in registry.kind(w.kind).compacted if k in w.settings}
 
 
-def await_workloads(sup: Supervisor, run_dir: Path) -> dict[str, float]:
-    """Wait until every started workload is ready (its kind's ``ready_ops``: harness/run/readiness.py);
-    the seconds each took. ``WaitTimeout`` naming the ones that never were, with their logs' last lines."""
+def await_workloads(sup: Supervisor, run_dir: Path, timeout: float | None = None) -> dict[str, float]:
+    """Wait until every started workload is ready (its kind's ``ready_ops``: harness/run/readiness.py)
+    within ``timeout`` (an app's ``ready_timeout_s``; None: ``READY_TIMEOUT_S``); the seconds each
+    took. ``WaitTimeout`` naming the ones that never were, with their logs' last lines."""
     waiting = {name: registry.kind(kind).ready_ops for name, kind in sup.kinds.items()
                if name in sup.procs and registry.kind(kind).ready_ops}
     logs = {name: sup.log_of(name) for name in waiting}
@@ -405,7 +463,7 @@ def await_workloads(sup: Supervisor, run_dir: Path) -> dict[str, float]:
                 return f"{name} exited with {sup.procs[name].poll()} before it was ready (its log: {logs[name]})"
         return None
 
-    return await_ready(run_dir / HISTORY_DIR, waiting, logs, dead)
+    return await_ready(run_dir / HISTORY_DIR, waiting, logs, dead, **({"timeout": timeout} if timeout else {}))
 
 
 def start_spark_cluster(sc: Scenario, cluster: Cluster, run_dir: Path, env: dict[str, str]) -> SparkStandalone | None:
@@ -468,17 +526,19 @@ def _guarded(fn: Callable[[], None], errors: list[str]) -> Callable[[], None]:
     return body
 
 
-def final_reads(cluster: Cluster, sc: Scenario, rec: Recorder) -> None:
+def final_reads(cluster: Cluster, sc: Scenario, rec: Recorder) -> bool:
     """How long each partition's LSO took to catch up; every partition from offset 0 to its end,
     read_committed and read_uncommitted; and the committed offsets of the first workload that
-    consumes in a group (the copier's): all over DIRECT, which no fault touches."""
+    consumes in a group (the copier's): all over DIRECT, which no fault touches. An app's output
+    topics are scanned by ``app_run.final_scans`` instead. Returns whether a partition's LSO stalled."""
+    mine = set(app_run.outputs(sc))
     lag, stuck = lso_lag(cluster.direct_bootstrap, sc.topics, sc.partitions, sc.lso_bound_s)
     lags = {tp_key(t, p): v for (t, p), v in lag.items()}
     stalled_at = {tp_key(t, p): v for (t, p), v in stuck.items()}
     rec.event("final", LSO, {"bound_s": sc.lso_bound_s, "lag_s": lags, "stalled_at": stalled_at}, type_="ok")
     for iso in (READ_COMMITTED, READ_UNCOMMITTED):
         value: dict[str, list[list[object]]] = {}
-        for topic in sc.topics:
+        for topic in [t for t in sc.topics if t not in mine]:
             # a hanging transaction keeps the LSO where it is: read up to it, lso-stall reports it
             back = read_all(cluster.direct_bootstrap, topic, sc.partitions, iso, stable=not stalled_at)
             for p, recs in back.records.items():
@@ -494,6 +554,7 @@ def final_reads(cluster: Cluster, sc: Scenario, rec: Recorder) -> None:
         res = admin.list_consumer_group_offsets([req])[group].result(timeout=60)
         rec.event("final", GROUP_OFFSETS, {tp_key(tp.topic, tp.partition): tp.offset for tp in res.topic_partitions
                                             if tp.offset >= 0}, type_="ok")
+    return bool(stalled_at)
 
 
 

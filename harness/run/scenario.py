@@ -21,7 +21,7 @@ from chaos.faults import problems as fault_problems
 from chaos.schedule import drawn, takes_workload
 from chaos.targets import TargetDefaults
 from harness.base.errors import ConfigError
-from harness.workloads import registry
+from harness.workloads import app_args, registry
 from harness.workloads.clients import DEFAULT_LIBRARY
 from harness.workloads.clients import parse as parse_library
 
@@ -209,10 +209,11 @@ class Scenario(Strict):
             if workload is not None and workload not in allowed:
                 raise _invalid(("faults", i, "workload"), f"{workload!r}; allowed: {', '.join(allowed)}")
         for i, w in enumerate(self.workloads):
-            missing = [k for k in registry.kind(w.kind).required_topics(w.settings) if w.settings.get(k) not in self.topics]
+            missing = [k for k in registry.kind(w.kind).required_topics(w.settings) if not _names_topics(w.settings.get(k), self.topics)]
             if missing:
                 raise _invalid(("workloads", i, "settings"), f"a {w.kind} workload needs settings {missing}, "
                                                               f"each one of the scenario's topics {self.topics}")
+        self._one_app()
         for i, f in enumerate(self.faults):
             problem = self._leader_of_problem(f)
             if problem:
@@ -229,6 +230,22 @@ class Scenario(Strict):
                     raise _invalid(("expect", "fires", i), f"{check!r} is not a check; allowed: {', '.join(CHECKS)}"
                                                            f"{_did_you_mean(check, list(CHECKS))}")
         return self
+
+    def _one_app(self) -> None:
+        """At most one app, whose placeholders name what there is (docs/APPS.md)."""
+        apps = [i for i, w in enumerate(self.workloads) if w.kind == "app"]
+        if len(apps) > 1:
+            raise _invalid(("workloads", apps[1], "kind"), "a second app: a scenario puts one app under test "
+                                                          "(count: N runs N instances of it)")
+        for i in apps:
+            settings = self.workloads[i].settings
+            texts = [(("command", j), a) for j, a in enumerate(settings.get("command") or [])]
+            texts += [(("cwd",), settings["cwd"])] if settings.get("cwd") else []
+            texts += [(("env", k), v) for k, v in (settings.get("env") or {}).items()]
+            for loc, text in texts:
+                problem = app_args.problem(text, self.topics)
+                if problem:
+                    raise _invalid(("workloads", i, "settings", *loc), problem)
 
     def _leader_of_problem(self, fault: Fault) -> str | None:
         """What is wrong with the ``of`` of a fault whose target (or peer) is a partition's leader:
@@ -292,6 +309,25 @@ class Scenario(Strict):
                               group=groups[0] if groups else None)
 
 
+def _app_cwd_from(sc: Scenario, folder: Path) -> Scenario:
+    """``sc`` with its app's working folder absolute: a relative one (or none) is the scenario file's
+    ``folder``'s, so the file runs the same from wherever it is started."""
+    workloads = []
+    for w in sc.workloads:
+        cwd = w.settings.get("cwd")
+        if w.kind == "app" and not (cwd and (Path(cwd).is_absolute() or cwd.startswith("{"))):
+            w = w.model_copy(update={"settings": {**w.settings, "cwd": str(folder / cwd) if cwd else str(folder)}})
+        workloads.append(w)
+    return sc.model_copy(update={"workloads": workloads})
+
+
+def _names_topics(value: Any, topics: list[str]) -> bool:
+    """Whether a setting names one of ``topics``, or (a list) only those."""
+    if isinstance(value, list):
+        return bool(value) and all(isinstance(v, str) and v in topics for v in value)
+    return value in topics
+
+
 def names() -> list[str]:
     return sorted(p.stem for p in LIBRARY.glob("*.yaml"))
 
@@ -341,6 +377,7 @@ def load(name_or_path: str) -> Scenario:
     except ValidationError as exc:
         problems = [_problem(path, root, data, e) for e in exc.errors()]
         raise ConfigError("invalid scenario:\n  " + "\n  ".join(problems)) from exc
+    sc = _app_cwd_from(sc, path.parent.resolve())
     late = [i for i, f in enumerate(sc.faults) if f.at > sc.duration]
     if late:
         problems = [f"{path}:{_line(root, ('faults', i, 'at'))}: {_where(('faults', i, 'at'), data)[0]}: "

@@ -72,6 +72,8 @@ class Supervisor:
         self._armed: dict[str, str] = {}  # driver name -> the window its armed fault waits for
         self.restarted: set[str] = set()  # restarted by the keeper: the run waits for their recovery
         self._pending: set[str] = set()  # armed to kill itself, not yet restarted: the run waits for it
+        #: how each stopped process ended (``stop_all``): an app's wrapper says whether the app was killed
+        self.exit_codes: dict[str, int | None] = {}
 
     def register(self, kind: str, cfg: WorkloadConfig) -> None:
         """Known but not started yet (the zombie's second instance, started by the nemesis)."""
@@ -260,9 +262,10 @@ class Supervisor:
     def wait(self, name: str, timeout: float) -> int:
         return self.procs[name].wait(timeout=timeout)
 
-    def stop_all(self) -> list[str]:
-        """SIGTERM everyone (resumed first), wait, SIGKILL stragglers; zombies are killed. Returns
-        who had to be killed."""
+    def stop_all(self, keep: tuple[str, ...] = ()) -> list[str]:
+        """SIGTERM everyone but ``keep`` (resumed first), wait, SIGKILL stragglers; zombies are
+        killed. Returns who had to be killed. With ``keep`` (an app under test and its reader, which
+        drain after heal), the restart keeper stops too; a later ``stop_all()`` stops the rest."""
         self._stopping.set()
         if self._keeper is not None:
             self._keeper.join(timeout=STOP_TIMEOUT_S)
@@ -273,17 +276,20 @@ class Supervisor:
                     if old.poll() is None:
                         killed.append(f"{name} (pid {old.pid}, an older incarnation)")
                     _kill_group(old)
-            for p in self.procs.values():
+            self.zombies.clear()
+            stopping = {n: p for n, p in self.procs.items() if n not in keep}
+            for p in stopping.values():
                 if p.poll() is None:
                     _signal_group(p, signal.SIGCONT)
                     p.terminate()
-            for name, p in self.procs.items():
+            for name, p in stopping.items():
                 try:
                     p.wait(timeout=STOP_TIMEOUT_S)
                 except subprocess.TimeoutExpired:
                     log.info(f"workload {name} ignored SIGTERM for {STOP_TIMEOUT_S:.0f}s; killing it")
                     killed.append(name)
                 _kill_group(p)  # the process and anything it started (a driver's JVM)
+                self.exit_codes[name] = p.returncode
         return killed
 
 

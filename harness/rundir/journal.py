@@ -84,6 +84,10 @@ class Journal(BaseModel):
     not_recovered: list[str] = Field(default_factory=list)
     #: the scenario's expectation (harness/run/scenario.py ``Expect``)
     expected: dict[str, Any] = Field(default_factory=dict)
+    #: an app under test (docs/APPS.md): the drain after heal, the instances started again for it, how
+    #: each instance's wrapper exited at the end, the output records read, the contract function's
+    #: inputs or its error
+    app: dict[str, Any] | None = None
     #: the run folder of the cluster the run used, when it is not this one (a shared cluster: a pytest
     #: session's, a soak's, ``cluster up``'s): where the brokers' and Toxiproxy's logs are
     cluster_dir: str | None = None
@@ -109,7 +113,8 @@ class Journal(BaseModel):
         return {"healed": self.healed, "heal_problems": self.heal_problems, "nemesis_errors": self.nemesis_errors,
                 "interrupted": self.interrupted, "faulted_at_start": self.faulted_at_start,
                 "workloads_killed_at_stop": self.workloads_killed_at_stop, "not_recovered": self.not_recovered,
-                "transaction_version": self.transaction_version, "features": self.features}
+                "transaction_version": self.transaction_version, "features": self.features,
+                **({"app": self.app} if self.app is not None else {})}
 
     @property
     def transaction_version(self) -> int | None:

@@ -52,6 +52,10 @@ class WorkloadConfig:
     client: dict[str, Any] = field(default_factory=dict)  # the library's own settings (negative controls)
     #: the client library (``NAME`` or ``NAME@VERSION``, see harness/workloads/clients)
     library: str = DEFAULT_LIBRARY
+    #: the scenario's topic names -> the run's (an app's ``{topic:NAME}``)
+    topic_names: dict[str, str] = field(default_factory=dict)
+    #: how many processes the scenario entry has (an app's ``{instances}``)
+    instances: int = 1
 
     @classmethod
     def from_argv(cls) -> WorkloadConfig:
@@ -138,7 +142,8 @@ def transaction(rec: Recorder, process: str, producer: Client, txn_id: str,
                 pause: tuple[int, Callable[[], None]] | None = None, hold_s: float = 0.0, gap_s: float = 0.0,
                 commit_timeout_s: float = CALL_TIMEOUT_S, abort_after_commit_timeout: bool = False,
                 sole_writer: bool = False, keys: dict[int, bytes] | None = None,
-                invoke_extra: dict[str, Any] | None = None, recreate_on_indefinite: bool = False) -> str:
+                invoke_extra: dict[str, Any] | None = None, recreate_on_indefinite: bool = False,
+                encode: Callable[[str], bytes] | None = None) -> str:
     """One recorded transaction; returns its outcome (``ok``, or ``fail`` when aborted). Outcomes of
     errors: ``outcome.classify``. ``abort``: abort it on purpose (``fail``).
     ``before_commit`` (the copier's ``send_offsets``) returns extra fields to record; it raises
@@ -156,7 +161,8 @@ def transaction(rec: Recorder, process: str, producer: Client, txn_id: str,
     ``sole_writer``: no other process uses this ``transactional.id`` while this one lives (see
     ``outcome.classify``: a fence during commit is then a definite abort).
     ``keys``: record keys by send index (a compacted topic needs them); ``invoke_extra``: fields
-    recorded with the invoke (the Spark job's batch id and offset ranges).
+    recorded with the invoke (the Spark job's batch id and offset ranges, an app feeder's keys).
+    ``encode``: a value's bytes (UTF-8 text unless given: an app feeder's 8-byte integers).
     ``recreate_on_indefinite``: when the transaction's outcome was indefinite (``outcome.indefinite``:
     a call timed out, the commit was retried, or the outcome is unknown), record a ``recreated``
     event saying why and retire this producer even if the transaction committed, so that the next
@@ -164,7 +170,7 @@ def transaction(rec: Recorder, process: str, producer: Client, txn_id: str,
     Raises ``Retired`` after recording when this producer must be replaced."""
     rec.invoke(process, TXN, [["send", t, p, v] for t, p, v in sends], txn_id=txn_id, **(invoke_extra or {}))
     offsets: dict[bytes, int] = {}
-    encoded = [v.encode() for _, _, v in sends]
+    encoded = [encode(v) if encode is not None else v.encode() for _, _, v in sends]
     delivered = offsets.__setitem__  # bytes keys: no decode per record (the hot path)
 
     phase = Phase.BEFORE_COMMIT

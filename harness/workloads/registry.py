@@ -9,23 +9,31 @@ starts and restarts them with it: none of them names a kind. Adding a kind: docs
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from harness.history.model import SEND, SPARK_BATCH, TXN
+from harness.history.model import AGGREGATES, APP_READY, IDENTITY, NO_ORDER, SEND, SPARK_BATCH, TXN
 from harness.workloads.client import CALL_TIMEOUT_S, TRANSACTION_TIMEOUT_MS
 from harness.workloads.clients import CLIENTS, DEFAULT_LIBRARY, LIBRARIES, parse
 
 #: The kinds a scenario may name (``workloads[].kind``, ``faults[].workload``).
-KindName = Literal["txn-producer", "reader", "copier", "zombie", "spark-job"]
+KindName = Literal["txn-producer", "reader", "copier", "zombie", "spark-job", "app"]
 #: Upper bound when transactions are sized by time (``txn_ms``): keeps one history line reasonable,
 #: and a whole transaction within librdkafka's local queue (queue.buffering.max.messages, 100000).
 MAX_VALUES_PER_TXN = 50_000
 #: The copier's consumer group unless its settings name one (the runner makes it unique per run).
 COPIER_GROUP = "eos-chaos-copier"
+#: An app's id unless its settings name one (the runner makes it unique per run).
+APP_ID = "eos-chaos-app"
+#: The process names of an app's feeder and of the reader of its output (one app per scenario).
+APP_FEEDER, APP_READER = "app-feeder", "app-reader"
+#: The feeder's transactions are small and quick: one left open by a kill is aborted by its
+#: coordinator within this, well before the drain ends.
+FEEDER_TRANSACTION_TIMEOUT_MS = 20_000
 
 
 class Settings(BaseModel):
@@ -63,6 +71,14 @@ class TxnProducerSettings(Settings):
     idle_ms: float = Field(0, ge=0)
     #: values per second at most (0: as fast as it goes)
     rate: float = Field(0, ge=0)
+    #: record keys: each record gets one of ``k0`` .. ``k{keys-1}`` (seeded) and goes to the partition
+    #: its key hashes to (murmur2, as Kafka's Java clients), so a key's records are in one partition
+    #: in the order written; the ``txn`` op records them (``keys``). 0: no keys, random partitions
+    keys: int = Field(0, ge=0, le=100_000)
+    #: values are positive integers, distinct in the run, as decimal text or (``long``) 8 bytes
+    #: big-endian: what an aggregating app's ``sum``, ``min`` and ``max`` read (an app's feeder)
+    integer_values: bool = False
+    value_serde: Literal["string", "long"] = "string"
     #: drop the producer after any transaction whose outcome was indefinite (a call timed out, the
     #: commit was retried, or its outcome is unknown) and init a new incarnation of the same
     #: transactional.id, whose epoch bump fences what the old epoch may still have in flight
@@ -72,6 +88,129 @@ class TxnProducerSettings(Settings):
 
 class ReaderSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+Serde = Literal["string", "long", "int"]
+
+
+class OutputSerde(BaseModel):
+    """How an app's output keys and values are read: UTF-8 text, or 8- / 4-byte big-endian integers
+    (Kafka's LongSerializer / IntegerSerializer), recorded as decimal text."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    key: Serde = "string"
+    value: Serde = "string"
+
+
+class AppContract(BaseModel):
+    """What an app must do with its input (docs/APPS.md, "The contract")."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    kind: Literal["map", "aggregate"]
+    #: ``map``: ``identity`` or ``module:function`` (input record -> its output records)
+    function: str = IDENTITY
+    order: Literal["per-key", "none"] = "none"
+    #: ``aggregate``: output topic -> count, sum, min or max of the input key's values
+    aggregates: dict[str, Literal["count", "sum", "min", "max"]] = {}
+    output_serde: OutputSerde = Field(default_factory=OutputSerde)
+
+    @model_validator(mode="after")
+    def _fits_its_kind(self) -> AppContract:
+        if self.kind == "map":
+            if self.aggregates:
+                raise ValueError("aggregates: only in an aggregate contract")
+            if self.function != IDENTITY and not re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*", self.function):
+                raise ValueError(f"function: {self.function!r}; allowed: identity, or module:function "
+                                 "(an importable module, a function of it)")
+        else:
+            if not self.aggregates:
+                raise ValueError(f"aggregates: required in an aggregate contract (output topic -> one of "
+                                 f"{', '.join(AGGREGATES)})")
+            if self.function != IDENTITY or self.order != NO_ORDER:
+                raise ValueError("function and order: only in a map contract")
+        return self
+
+
+class AppReady(BaseModel):
+    """When an app instance is ready (the fault schedule starts when every workload is): exactly one of
+    a line of its output matching ``log`` (a regular expression), its consumer group (``{id}``
+    unless named) being Stable, or (``output: first``) a first record in an output topic."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    log: str | None = None
+    group: str | None = None
+    output: Literal["first"] | None = None
+
+    @model_validator(mode="after")
+    def _one_condition(self) -> AppReady:
+        given = [k for k in ("log", "group", "output") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(f"ready: exactly one of log, group, output ({', '.join(given) or 'none'} given), e.g. "
+                             "{log: 'State transition from REBALANCING to RUNNING'}, {group: stable}, {output: first}")
+        if self.log is not None:
+            try:
+                re.compile(self.log)
+            except re.error as exc:
+                raise ValueError(f"ready.log: {self.log!r} is not a regular expression: {exc}") from None
+        return self
+
+
+class AppFeeder(BaseModel):
+    """The app's input, written by the harness: seeded, keyed, some transactions aborted."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    values_per_txn: int = Field(10, ge=1, le=10_000)
+    abort_share: float = Field(0.2, ge=0, le=1)
+    keys: int = Field(16, ge=1, le=100_000)
+    #: input values per second at most (0: as fast as it goes)
+    rate: float = Field(200, ge=0)
+    value_serde: Literal["string", "long"] = "string"
+
+
+class AppSettings(BaseModel):
+    """A user's own application under test (docs/APPS.md): the command of one instance, the topics it
+    reads and writes, when it is ready, and the contract its output is judged by."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    command: list[str] = Field(min_length=1)
+    #: the working folder (a scenario file's: relative to that file)
+    cwd: str | None = None
+    env: dict[str, str] = {}
+    inputs: list[str] = Field(min_length=1)
+    outputs: list[str] = Field(min_length=1)
+    #: the app's id: the placeholder ``{id}`` (application.id, group, transactional.id prefix); by
+    #: default made unique to the run
+    id: str = APP_ID
+    ready: AppReady
+    ready_timeout_s: float = Field(120, gt=0, le=3600)
+    #: after heal: how long the app may take to process what it was given
+    drain_s: float = Field(60, gt=0, le=3600)
+    #: on SIGTERM: how long the app may take to exit before it is killed
+    stop_timeout_s: float = Field(30, gt=0, le=600)
+    feeder: AppFeeder = Field(default_factory=lambda: AppFeeder.model_validate({}))
+    contract: AppContract
+
+    @model_validator(mode="after")
+    def _topics(self) -> AppSettings:
+        both = sorted(set(self.inputs) & set(self.outputs))
+        if both:
+            raise ValueError(f"inputs and outputs: {both} in both; an app reads its inputs and writes its outputs")
+        stray = sorted(set(self.contract.aggregates) - set(self.outputs))
+        if stray:
+            raise ValueError(f"contract.aggregates: {stray} not in outputs {self.outputs}")
+        if self.contract.function == IDENTITY and self.contract.kind == "map" and len(self.outputs) != 1:
+            raise ValueError(f"contract: identity copies to one output topic; outputs has {len(self.outputs)} "
+                             "(name a module:function for more)")
+        return self
+
+
+class AppReaderSettings(BaseModel):
+    """The harness's own reader of an app's output topics (read_committed polls during the run)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    app: str
+    outputs: list[str]
+    output_serde: OutputSerde = Field(default_factory=OutputSerde)
 
 
 class CopierSettings(Settings):
@@ -118,14 +257,17 @@ class SparkJobSettings(Settings):
 
 @dataclass(frozen=True)
 class ConsumerGroup:
-    """A kind that consumes in a consumer group and commits the group's offsets in its transactions:
-    the runner makes the group unique to the run (unless the scenario names one), records its
-    committed offsets in the final reads, and faults on the ``group-coordinator`` role default to it."""
+    """A kind that commits a consumer group's offsets in its transactions (consume-transform-produce):
+    the run records the group's committed offsets in the final reads, and ``copier-offsets`` judges them."""
 
-    #: the setting naming the group (its model's default is the name made unique per run)
+    #: the setting naming the group
     group: str
     #: the setting naming the topic it consumes (whose offsets the group commits)
     input: str
+
+
+#: One process of a scenario entry: (its kind, its name, its settings, started with the run?)
+Process = tuple[str, str, dict[str, Any], bool]
 
 
 @dataclass(frozen=True)
@@ -134,13 +276,18 @@ class Kind:
     #: what ``python -m`` runs for each process of this kind
     module: str
     settings: type[BaseModel]
-    #: settings naming topics the scenario must declare (given the entry's settings)
+    #: settings naming topics the scenario must declare (given the entry's settings), each a topic
+    #: or a list of them
     topic_settings: tuple[str, ...] = ()
     #: which of ``topic_settings`` an entry with these settings needs (None: all of them)
     topics_needed: Callable[[dict[str, Any]], tuple[str, ...]] | None = None
     #: settings naming topics the runner creates compacted (the Spark job's markers: one per batch id, kept)
     compacted: tuple[str, ...] = ()
-    #: it consumes in a consumer group whose offsets its transactions commit (the copier)
+    #: the setting naming the consumer group it consumes in (the copier's ``group``, an app's ``id``):
+    #: the runner makes its default unique to the run, and faults on the ``group-coordinator`` role
+    #: default to the first such group
+    group: str | None = None
+    #: it commits that group's offsets in its transactions (the copier)
     consumes: ConsumerGroup | None = None
     #: a Spark application: pyspark must be importable before the run starts, and it is what a
     #: scenario's ``spark: standalone`` cluster runs
@@ -165,29 +312,46 @@ class Kind:
     roles: tuple[str, ...] = ()
     #: the client libraries (``harness.workloads.clients.LIBRARIES``) its processes can run on
     libraries: tuple[str, ...] = LIBRARIES
+    #: processes of other kinds one entry of it also runs (an app's feeder and output reader), given
+    #: the entry's settings (as the run names topics)
+    companions: Callable[[dict[str, Any]], list[Process]] | None = None
+    #: the harness's own: a scenario cannot name it (it comes with another kind's entry)
+    internal: bool = False
 
-    def processes(self, count: int, settings: dict[str, Any]) -> list[tuple[str, dict[str, Any], bool]]:
-        """(process name, settings, start with the run?) for one scenario entry of ``count``."""
+    def processes(self, count: int, settings: dict[str, Any]) -> list[Process]:
+        """(kind, process name, settings, start with the run?) for one scenario entry of ``count``."""
         if self.roles:
-            return [(f"{self.name}-{role}", {**settings, "role": role}, i == 0) for i, role in enumerate(self.roles)]
-        return [(f"{self.name}-{i}", dict(settings), True) for i in range(count)]
+            own = [(self.name, f"{self.name}-{role}", {**settings, "role": role}, i == 0) for i, role in enumerate(self.roles)]
+        else:
+            own = [(self.name, f"{self.name}-{i}", dict(settings), True) for i in range(count)]
+        return own + (self.companions(settings) if self.companions else [])
 
     def required_topics(self, settings: dict[str, Any]) -> list[str]:
-        """The settings of this entry that must each name one of the scenario's topics."""
+        """The settings of this entry that must each name one of the scenario's topics (or a list of them)."""
         return list(self.topics_needed(settings) if self.topics_needed else self.topic_settings)
 
     def run_settings(self, settings: dict[str, Any], tag: str) -> dict[str, Any]:
         """``settings`` for one run tagged ``tag``: a consumer group it defaults to made unique to the run."""
-        if self.consumes is None or self.consumes.group in settings:
+        if self.group is None or self.group in settings:
             return dict(settings)
-        default = self.settings.model_fields[self.consumes.group].default
-        return {**settings, self.consumes.group: f"{default}.{tag}"}
+        default = self.settings.model_fields[self.group].default
+        return {**settings, self.group: f"{default}.{tag}"}
 
     def group_of(self, settings: dict[str, Any]) -> str | None:
-        """The consumer group an entry with ``settings`` commits offsets in (None: it has none)."""
-        if self.consumes is None:
+        """The consumer group an entry with ``settings`` consumes in (None: it has none)."""
+        if self.group is None:
             return None
-        return str(settings.get(self.consumes.group, self.settings.model_fields[self.consumes.group].default))
+        return str(settings.get(self.group, self.settings.model_fields[self.group].default))
+
+
+def _app_companions(settings: dict[str, Any]) -> list[Process]:
+    """An app's feeder (a txn-producer writing its keyed input) and the reader of its output."""
+    app = AppSettings.model_validate(settings)
+    feeder = {"topics": list(app.inputs), "values_per_txn": app.feeder.values_per_txn, "abort_share": app.feeder.abort_share,
+              "keys": app.feeder.keys, "rate": app.feeder.rate, "value_serde": app.feeder.value_serde,
+              "integer_values": app.contract.kind == "aggregate", "transaction_timeout_ms": FEEDER_TRANSACTION_TIMEOUT_MS}
+    reader = {"app": "app", "outputs": list(app.outputs), "output_serde": app.contract.output_serde.model_dump()}
+    return [("txn-producer", APP_FEEDER, feeder, True), (APP_READER, APP_READER, reader, True)]
 
 
 def _spark_job_topics(settings: dict[str, Any]) -> tuple[str, ...]:
@@ -200,14 +364,18 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("txn-producer", "harness.workloads.txn_producer", TxnProducerSettings, plain_sends_setting="transactional",
          ready_ops=(TXN, SEND)),
     Kind("reader", "harness.workloads.reader", ReaderSettings),
-    Kind("copier", "harness.workloads.copier", CopierSettings, topic_settings=("input", "output"),
+    Kind("copier", "harness.workloads.copier", CopierSettings, topic_settings=("input", "output"), group="group",
          consumes=ConsumerGroup(group="group", input="input"), ready_ops=(TXN,)),
     Kind("zombie", "harness.workloads.zombie", ZombieSettings, roles=("first", "second")),
     Kind("spark-job", "harness.sparkjob.job", SparkJobSettings, topic_settings=("input", "output", "markers"),
          topics_needed=_spark_job_topics, compacted=("markers",), spark=True,
          progress_file="spark/{name}/progress.json", restarted=True, libraries=(DEFAULT_LIBRARY,), ready_ops=(SPARK_BATCH,)),
+    Kind("app", "harness.workloads.app", AppSettings, topic_settings=("inputs", "outputs"), group="id",
+         ready_ops=(APP_READY,), libraries=(DEFAULT_LIBRARY,), companions=_app_companions),
+    Kind(APP_READER, "harness.workloads.app_reader", AppReaderSettings, libraries=(DEFAULT_LIBRARY,), internal=True),
 )}
-assert set(KINDS) == set(get_args(KindName)), "every kind a scenario may name is registered"
+assert {k for k, v in KINDS.items() if not v.internal} == set(get_args(KindName)), \
+    "every kind a scenario may name is registered"
 
 
 def kind(name: str) -> Kind:

@@ -13,9 +13,11 @@ import time
 from pathlib import Path
 
 from confluent_kafka import KafkaError, KafkaException, Producer
+from kafka.partitioner.default import murmur2
 
 from harness.history.model import OK, SEND
 from harness.history.recorder import Recorder
+from harness.kafka.serde import encode
 from harness.workloads.client import CALL_TIMEOUT_S, ErrorFacts
 from harness.workloads.clients.confluent import error_facts, facts_of
 from harness.workloads.common import Retired, Stop, WorkloadConfig, drop, init, new_producer, transaction
@@ -24,13 +26,34 @@ from harness.workloads.registry import MAX_VALUES_PER_TXN, TxnProducerSettings
 
 
 def pick_sends(cfg: WorkloadConfig, s: TxnProducerSettings, rnd: random.Random, prefix: str,
-               n: int) -> list[tuple[str, int, str]]:
-    """``n`` sends of unique values (``prefix-k``) to random partitions of the workload's topics."""
+               n: int, values: list[str] | None = None) -> list[tuple[str, int, str]]:
+    """``n`` sends of unique values (``prefix-k``, or ``values``) to random partitions of the
+    workload's topics."""
     topics = s.topics or cfg.topics
     width = s.value_bytes
     # choices(k=n) draws all at once: per-value calls into random are a visible cost at 100k values/s
     return list(zip(rnd.choices(topics, k=n), rnd.choices(range(cfg.partitions), k=n),
-                    [f"{prefix}-{k}".ljust(width, ".") for k in range(n)]))
+                    [v.ljust(width, ".") for v in values] if values is not None
+                    else [f"{prefix}-{k}".ljust(width, ".") for k in range(n)]))
+
+
+#: an incarnation's integer values are ``incarnation * INTEGER_STRIDE + 1 ...``: distinct in the run
+#: (incarnations are), and small enough for an app to sum many of them in a long
+INTEGER_STRIDE = 10_000_000
+
+
+def keyed_sends(cfg: WorkloadConfig, s: TxnProducerSettings, rnd: random.Random, values: list[str]) -> tuple[
+        list[tuple[str, int, str]], list[str]]:
+    """Sends of ``values`` each with a seeded key of ``s.keys``, to the partition the key hashes to
+    (murmur2, as Kafka's Java clients partition), on random topics of the workload's; and the keys."""
+    topics = s.topics or cfg.topics
+    keys = [f"k{i}" for i in rnd.choices(range(s.keys), k=len(values))]
+    return [(t, partition_of(k, cfg.partitions), v) for t, k, v in zip(rnd.choices(topics, k=len(values)), keys, values)], keys
+
+
+def partition_of(key: str, partitions: int) -> int:
+    """The partition Kafka's default partitioner gives ``key`` (its Java clients: murmur2, positive)."""
+    return int(murmur2(key.encode()) & 0x7FFFFFFF) % partitions
 
 
 def transactional_id(name: str) -> str:
@@ -55,17 +78,32 @@ def run_transactional(cfg: WorkloadConfig, s: TxnProducerSettings, rec: Recorder
         process = rec.process(cfg.name, incarnation)
         incarnation += 1
         producer = new_producer(cfg, txn_id)
+        number = (rec.first_incarnation + incarnation - 1) * INTEGER_STRIDE  # the integers' base (integer_values)
         try:
             init(rec, process, producer, txn_id)
             seq = 0
             while not stop:
-                sends = pick_sends(cfg, s, rnd, f"{process}-{seq}", per_txn)
+                keys: list[str] | None = None
+                if s.integer_values:
+                    if number % INTEGER_STRIDE + per_txn >= INTEGER_STRIDE:
+                        raise Retired("integer values of this incarnation used up")  # the next has its own
+                    values = [str(number + k + 1) for k in range(per_txn)]
+                    number += per_txn
+                else:
+                    values = [f"{process}-{seq}-{k}" for k in range(per_txn)]
+                if s.keys:
+                    sends, keys = keyed_sends(cfg, s, rnd, values)
+                else:
+                    sends = pick_sends(cfg, s, rnd, f"{process}-{seq}", per_txn, values)
                 seq += 1
                 t0 = time.monotonic()
                 transaction(rec, process, producer, txn_id, sends, rnd.random() < s.abort_share, rnd,
                             hold_s=s.hold_ms / 1000, gap_s=s.send_gap_ms / 1000, commit_timeout_s=s.commit_timeout_s,
                             abort_after_commit_timeout=s.abort_after_commit_timeout, sole_writer=True,
-                            recreate_on_indefinite=s.recreate_on_indefinite)
+                            recreate_on_indefinite=s.recreate_on_indefinite,
+                            keys=None if keys is None else {i: k.encode() for i, k in enumerate(keys)},
+                            invoke_extra=None if keys is None else {"keys": keys},
+                            encode=None if s.value_serde == "string" else lambda v: encode(s.value_serde, v))
                 if s.idle_every and seq % s.idle_every == 0:
                     idle(stop, s.idle_ms / 1000)
                 written += len(sends)

@@ -1,0 +1,296 @@
+"""An app under test's part of a run (docs/APPS.md): what the runner does around a user's application
+beyond starting its processes. Before anything starts, its command and contract function are looked
+for (``preflight``: a missing one is exit 2). At the start, its contract is recorded
+(``app-contract``). After heal, the app is given the time to process what it was given (``drain``),
+the contract's function is applied to every input the feeder wrote (``expect`` ops: the checker never
+runs user code), and the output topics are scanned with their keys (``scan`` ops with ``app``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import orjson
+from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+from clusters.health import QUIET, admin_client
+from harness.base.errors import ConfigError
+from harness.history.model import EXPECT, INVOKE, READ_COMMITTED, READ_UNCOMMITTED, SCAN, TXN, tp_key
+from harness.history.recorder import HISTORY_DIR, Recorder
+from harness.kafka.reads import read_all
+from harness.kafka.serde import decode
+from harness.run.scenario import Scenario
+from harness.run.supervisor import Supervisor
+from harness.workloads import app_args
+from harness.workloads.registry import APP_FEEDER, AppSettings
+
+log = logging.getLogger(__name__)
+
+APP = "app"
+#: Applying a contract's function to every input of a run (thousands): seconds; generous.
+FUNCTION_TIMEOUT_S = 300.0
+#: Without a consumer group to tell, the app is drained when its output has not grown for this long.
+QUIET_S = 5.0
+#: One question to the cluster while draining; generous for a loaded machine.
+PROBE_TIMEOUT_S = 10.0
+#: Inputs per ``expect`` op: keeps one history line reasonable.
+EXPECT_CHUNK = 1000
+
+
+def settings_of(sc: Scenario) -> AppSettings | None:
+    """The scenario's app (one at most), validated."""
+    w = next((w for w in sc.workloads if w.kind == APP), None)
+    return AppSettings.model_validate(w.settings) if w is not None else None
+
+
+def outputs(sc: Scenario) -> list[str]:
+    """The app's output topics (none without an app)."""
+    s = settings_of(sc)
+    return list(s.outputs) if s is not None else []
+
+
+def instances(sup: Supervisor) -> list[str]:
+    return sup.of_kind(APP)
+
+
+def contract_value(s: AppSettings) -> dict[str, Any]:
+    """The ``app-contract`` op's value (topics as the run names them)."""
+    c = s.contract
+    value: dict[str, Any] = {"app": APP, "contract": c.kind, "inputs": list(s.inputs), "outputs": list(s.outputs)}
+    if c.kind == "map":
+        value.update(function=c.function, order=c.order)
+    else:
+        value["aggregates"] = dict(c.aggregates)
+    return value
+
+
+def cwd_of(s: AppSettings) -> Path:
+    """Where the app's contract function is imported from: its working folder (as the scenario's
+    loader made it absolute), or the harness's."""
+    return Path(s.cwd) if s.cwd and "{" not in s.cwd else Path.cwd()
+
+
+# --------------------------------------------------------------------------------------- preflight
+def preflight(sc: Scenario, source_dir: Path | None = None) -> None:
+    """``ConfigError`` (exit 2, nothing started) when the app's command or working folder cannot be
+    found, or its contract's function cannot be imported."""
+    s = settings_of(sc)
+    if s is None:
+        return
+    place = app_args.Place(bootstrap="127.0.0.1:9092", topics={t: t for t in sc.topics}, inputs=tuple(s.inputs),
+                           outputs=tuple(s.outputs), instance=0, instances=1, id=s.id, workdir="/tmp",
+                           python=sys.executable)
+    cwd = Path(app_args.expand(s.cwd, place)) if s.cwd else Path.cwd()
+    if not cwd.is_dir():
+        raise ConfigError(f"app setting cwd: {cwd} is not a folder" + (" (relative to the scenario file's folder)"
+                                                                        if s.cwd and not Path(s.cwd).is_absolute() else ""))
+    if "{" not in s.command[0]:
+        prog = s.command[0]
+        env_path = s.env.get("PATH", os.environ.get("PATH", ""))
+        found = (cwd / prog if not Path(prog).is_absolute() else Path(prog)) if "/" in prog else shutil.which(prog, path=env_path)
+        if found is None or not Path(found).is_file() or not os.access(found, os.X_OK):
+            where = f"in {cwd}" if "/" in prog else "on PATH"
+            raise ConfigError(f"app setting command: {prog!r} is not an executable file {where}; the command's first "
+                              "word is the program (use {python} for the harness's own Python)")
+    if s.contract.kind == "map" and s.contract.function != "identity":
+        apply_function(s.contract.function, [], cwd)  # imports it: a wrong name is refused now
+
+
+# --------------------------------------------------------------------------------------- the drain
+def restart_dead(sup: Supervisor) -> list[str]:
+    """Start again every app instance the run left dead (a kill whose restart the run's end cut off):
+    the drain needs the app running. Their names."""
+    dead = [n for n in instances(sup) if not sup.alive(n)]
+    for name in dead:
+        sup.restart(name)
+    return dead
+
+
+def drain(bootstrap: str, s: AppSettings, partitions: int, inputs: list[str]) -> dict[str, Any]:
+    """Wait, at most ``drain_s``, until the app has processed every committed input: its consumer
+    group (``{id}``) has no committed record past its committed offsets on any partition it commits
+    (its inputs, and what it repartitions through), and its outputs have no open transaction. An app
+    whose group commits nothing is drained when its outputs have not grown for ``QUIET_S``. What was
+    found, for the journal."""
+    t0 = time.monotonic()
+    deadline = t0 + s.drain_s
+    last: dict[str, Any] = {}
+    quiet_since, last_ends = t0, None
+    with _Probe(bootstrap) as probe:
+        while True:
+            lag = probe.group_lag(s.id, [TopicPartition(t, p) for t in inputs for p in range(partitions)])
+            ends, open_txns = probe.output_ends(s.outputs, partitions)
+            if ends != last_ends:
+                quiet_since, last_ends = time.monotonic(), ends
+            last = {"group_lag": lag, "outputs_open": open_txns, "outputs_end": ends}
+            if lag is not None and not any(lag.values()) and not open_txns:
+                return {"drained": True, "how": f"group {s.id} committed every input", "took_s": _since(t0)}
+            if lag is None and not open_txns and time.monotonic() - quiet_since >= QUIET_S:
+                return {"drained": True, "how": f"group {s.id} committed no offsets; outputs quiet for {QUIET_S:g}s",
+                        "took_s": _since(t0)}
+            if time.monotonic() >= deadline:
+                log.info(f"the app did not catch up within drain_s {s.drain_s:g}s: {last}")
+                return {"drained": False, "how": f"not within drain_s {s.drain_s:g}s", "took_s": _since(t0),
+                        "last": {k: _jsonable(v) for k, v in last.items()}}
+            time.sleep(0.5)  # polling the group's offsets and the outputs' ends: no event to wait on
+
+
+def _since(t0: float) -> float:
+    return round(time.monotonic() - t0, 2)
+
+
+def _jsonable(v: Any) -> Any:
+    return {str(k): x for k, x in v.items()} if isinstance(v, dict) else v
+
+
+class _Probe:
+    """The questions the drain asks, over the DIRECT listener."""
+
+    def __init__(self, bootstrap: str) -> None:
+        self.bootstrap = bootstrap
+        self.admin = admin_client(bootstrap)
+        base = {"bootstrap.servers": bootstrap, "group.id": f"eos-chaos-drain-{uuid.uuid4().hex[:8]}",
+                "enable.auto.commit": False, "enable.partition.eof": True, "logger": QUIET}
+        self.committed = Consumer({**base, "isolation.level": READ_COMMITTED})
+        self.uncommitted = Consumer({**base, "isolation.level": READ_UNCOMMITTED})
+
+    def __enter__(self) -> _Probe:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.committed.close()
+        self.uncommitted.close()
+
+    def group_lag(self, group: str, inputs: list[TopicPartition]) -> dict[str, bool] | None:
+        """Per partition the group commits (and every input partition): whether a committed record
+        lies at or past its committed offset (None: the group has committed nothing)."""
+        from confluent_kafka import ConsumerGroupTopicPartitions
+
+        try:
+            res = self.admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(
+                timeout=PROBE_TIMEOUT_S)
+        except Exception:  # noqa: BLE001 - no such group, or no answer now: asked again
+            return None
+        at = {(tp.topic, tp.partition): tp.offset for tp in res.topic_partitions if tp.offset >= 0}
+        if not at:
+            return None
+        for tp in inputs:
+            at.setdefault((tp.topic, tp.partition), 0)
+        return {tp_key(t, p): self._beyond(t, p, off) for (t, p), off in sorted(at.items())}
+
+    def _beyond(self, topic: str, partition: int, offset: int) -> bool:
+        """Whether a committed record is at or past ``offset`` (aborted records and markers are not)."""
+        lso = self.committed.get_watermark_offsets(TopicPartition(topic, partition), timeout=PROBE_TIMEOUT_S)[1]
+        if offset >= lso:
+            return False
+        self.committed.assign([TopicPartition(topic, partition, offset)])
+        deadline = time.monotonic() + PROBE_TIMEOUT_S
+        while time.monotonic() < deadline:
+            msg = self.committed.poll(1.0)
+            if msg is None:
+                continue
+            err = msg.error()
+            if err is not None and err.code() == KafkaError._PARTITION_EOF:
+                return False
+            if err is None:
+                return True
+        return True  # no answer: not known to be drained
+
+    def output_ends(self, topics: list[str], partitions: int) -> tuple[dict[str, int], bool]:
+        """Each output partition's high watermark, and whether one has an open transaction (LSO < HW)."""
+        ends, open_txns = {}, False
+        for t in topics:
+            for p in range(partitions):
+                tp = TopicPartition(t, p)
+                hw = self.uncommitted.get_watermark_offsets(tp, timeout=PROBE_TIMEOUT_S)[1]
+                lso = self.committed.get_watermark_offsets(tp, timeout=PROBE_TIMEOUT_S)[1]
+                ends[tp_key(t, p)] = hw
+                open_txns = open_txns or lso < hw
+        return ends, open_txns
+
+
+# --------------------------------------------------------------------------------------- expected outputs
+def feeder_inputs(run_dir: Path, s: AppSettings) -> list[dict[str, Any]]:
+    """Every record the feeder tried to write to the app's inputs (committed, aborted or unknown: the
+    checker decides which count), from its history file, as the contract function takes them
+    (run topic names)."""
+    seen: list[dict[str, Any]] = []
+    for path in sorted((run_dir / HISTORY_DIR).glob(f"{APP_FEEDER}.*jsonl")):
+        with path.open("rb") as f:
+            for line in f:
+                try:
+                    op = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    continue  # a line a kill cut off: the loader drops it too
+                if op.get("f") != TXN or op.get("type") != INVOKE:
+                    continue
+                keys = op.get("keys") or [None] * len(op.get("value") or [])
+                for (_, topic, partition, value), key in zip(op.get("value") or [], keys):
+                    if topic in s.inputs:
+                        seen.append({"topic": topic, "partition": partition, "key": key, "value": value})
+    return seen
+
+
+def apply_function(function: str, records: list[dict[str, Any]], cwd: Path) -> list[list[dict[str, Any]]]:
+    """``function`` (``module:function``) applied to each record, in a child process (``cwd`` first
+    on its import path) with a deadline. ``ConfigError`` naming the function and the record when it
+    cannot be imported, raises, or returns something else than a list of output records."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(cwd), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    payload = b"".join(orjson.dumps(r) + b"\n" for r in records)
+    try:
+        done = subprocess.run([sys.executable, "-m", "harness.workloads.app_function", function], input=payload,
+                              capture_output=True, cwd=cwd, env=env, timeout=FUNCTION_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise ConfigError(f"contract function {function}: no answer within {FUNCTION_TIMEOUT_S:.0f}s for "
+                          f"{len(records)} inputs (it must be quick and pure)") from None
+    if done.returncode != 0:
+        err = done.stderr.decode(errors="replace").strip().splitlines()
+        raise ConfigError(f"contract function {function}: {err[-1] if err else f'exit {done.returncode}'}")
+    results = [orjson.loads(line) for line in done.stdout.splitlines()]
+    if len(results) != len(records):
+        raise ConfigError(f"contract function {function}: {len(results)} answers for {len(records)} inputs")
+    return results
+
+
+def record_expected(run_dir: Path, s: AppSettings, rec: Recorder, to_run: dict[str, str],
+                    cwd: Path) -> int:
+    """The ``expect`` ops of a ``map`` contract with a function of its own: per input value, the
+    output records the function gives (topics as the run names them). How many inputs."""
+    to_scenario = {run: name for name, run in to_run.items()}
+    records = feeder_inputs(run_dir, s)
+    outs = apply_function(s.contract.function,
+                          [{**r, "topic": to_scenario.get(r["topic"], r["topic"])} for r in records], cwd)
+    pairs = [[r["value"], [[to_run.get(o["topic"], o["topic"]), o.get("key"), o.get("value")] for o in out]]
+             for r, out in zip(records, outs)]
+    for i in range(0, len(pairs), EXPECT_CHUNK):
+        rec.event("runner", EXPECT, {"app": APP, "inputs": pairs[i:i + EXPECT_CHUNK]}, type_="ok")
+    return len(pairs)
+
+
+# --------------------------------------------------------------------------------------- final scans
+def final_scans(bootstrap: str, s: AppSettings, partitions: int, rec: Recorder, stable: bool) -> int:
+    """Every output partition from offset 0 to its end, read_committed then read_uncommitted, each
+    record ``[offset, value, key]`` decoded by the contract's ``output_serde``. Records read."""
+    serde = s.contract.output_serde
+
+    def record(msg: Any) -> tuple[Any, ...]:
+        return (int(msg.offset()), decode(serde.value, msg.value()), decode(serde.key, msg.key()))
+
+    n = 0
+    for iso in (READ_COMMITTED, READ_UNCOMMITTED):
+        value: dict[str, list[list[object]]] = {}
+        for topic in s.outputs:
+            back = read_all(bootstrap, topic, partitions, iso, stable=stable, record=record)
+            for p, recs in back.records.items():
+                value[tp_key(topic, p)] = [list(r) for r in recs]
+                n += len(recs)
+        rec.event("final", SCAN, value, type_="ok", isolation=iso, app=APP)
+    return n
