@@ -577,26 +577,39 @@ def run_scenario(kafka_cluster: Cluster, eos_options: EosOptions, request: pytes
     run's report, verdict, seed and re-run command become JUnit properties of the test."""
 
     def run(name: str, seed: int | None = None, **overrides: Any) -> RunResult:
-        from clusters.backends import Backend
-        from harness.run import runner
-        from harness.rundir.runfolder import new_run_dir
-
-        sc = _scenario(name, eos_options.duration, overrides)
-        if eos_options.client is not None:
-            from harness.base.errors import ConfigError
-
-            try:
-                sc = sc.with_library(eos_options.client, flag="--eos-client")
-            except ConfigError as exc:
-                pytest.skip(str(exc))  # e.g. a non-transactional producer, which only confluent-kafka runs
-        s = seed if seed is not None else (eos_options.seed if eos_options.seed is not None else random.randrange(2**31))
-        backend = Backend(kafka_cluster.backend)
-        run_dir = new_run_dir(f"pytest-{_slug(sc.name)}")
-        result = runner.run_on_shared(sc, backend, s, run_dir, kafka_cluster, source=name)
-        # the command the run recorded: with its duration and Kafka version, as the report shows it
-        verdict = RunResult(result.verdict, result.run_dir, name, s, backend.value, result.journal.command)
-        record_verdict(request.node, verdict)
-        session_runs(request.config).append(result.run_dir)
-        return verdict
+        return run_on_session_cluster(_scenario(name, eos_options.duration, overrides), name, seed, kafka_cluster,
+                                      eos_options, request)
 
     return run
+
+
+def run_on_session_cluster(sc: Any, source: str, seed: int | None, kafka_cluster: Cluster, eos_options: EosOptions,
+                           request: pytest.FixtureRequest) -> RunResult:
+    """Run scenario ``sc`` (named ``source`` in its re-run command) on the session's cluster with the
+    session's options (--eos-client, --eos-seed), as a test's run: its facts become JUnit properties
+    and the session's summary lists it."""
+    from clusters.backends import Backend
+    from harness.run import runner
+    from harness.rundir.runfolder import new_run_dir
+
+    if eos_options.client is not None:
+        from harness.base.errors import ConfigError
+
+        try:
+            sc = sc.with_library(eos_options.client, flag="--eos-client")
+        except ConfigError as exc:
+            pytest.skip(str(exc))  # e.g. a non-transactional producer, which only confluent-kafka runs
+    s = seed if seed is not None else (eos_options.seed if eos_options.seed is not None else random.randrange(2**31))
+    backend = Backend(kafka_cluster.backend)
+    run_dir = new_run_dir(f"pytest-{_slug(sc.name)}")
+    result = runner.run_on_shared(sc, backend, s, run_dir, kafka_cluster, source=source)
+    # the command the run recorded: with its duration and Kafka version, as the report shows it
+    verdict = RunResult(result.verdict, result.run_dir, source, s, backend.value, result.journal.command)
+    record_verdict(request.node, verdict)
+    session_runs(request.config).append(result.run_dir)
+    return verdict
+
+
+from harness.pytest_plugin.app import app_under_test  # noqa: E402 - the fixture, registered with the plugin
+
+__all__ = ["app_under_test"]
