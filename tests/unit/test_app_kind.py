@@ -1,0 +1,248 @@
+"""The ``app`` workload kind without a cluster (docs/APPS.md): its scenario refused when wrong (file
+and line), its command and contract function looked for before anything starts, the function applied
+in a child process and refused when it misbehaves, the feeder's keyed input and integer values, the
+output serdes, and the wrapper around the app's command (readiness by a log line, exits recorded, an
+app that ignores SIGTERM killed)."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import orjson
+import pytest
+
+from harness.base.errors import ConfigError
+from harness.base.wait import wait_until
+from harness.kafka.serde import decode, encode
+from harness.run import app_run, scenario
+from harness.workloads.app import KILLED_AT_STOP
+from harness.workloads.common import WorkloadConfig
+from harness.workloads.registry import AppSettings, TxnProducerSettings
+from harness.workloads.txn_producer import keyed_sends, partition_of
+
+APP = """name: my-app
+description: x
+topics: [app-in, app-out]
+workloads:
+  - kind: app
+    count: 2
+    settings:
+      command: ["{python}", -m, my_app, --in, "{topic:app-in}", --out, "{topic:app-out}"]
+      inputs: [app-in]
+      outputs: [app-out]
+      ready: {log: started}
+      contract: {kind: map}
+"""
+
+
+def _app_file(tmp_path: Path, text: str = APP) -> Path:
+    f = tmp_path / "my-app.yaml"
+    f.write_text(text)
+    return f
+
+
+def _refused(tmp_path: Path, text: str) -> str:
+    with pytest.raises(ConfigError) as e:
+        scenario.load(str(_app_file(tmp_path, text)))
+    return str(e.value)
+
+
+def test_an_app_scenario_loads_with_its_cwd_the_scenario_files_folder(tmp_path: Path) -> None:
+    sc = scenario.load(str(_app_file(tmp_path)))
+    (w,) = sc.workloads
+    assert w.kind == "app" and w.count == 2 and w.settings["cwd"] == str(tmp_path.resolve())
+    s = AppSettings.model_validate(w.settings)
+    assert s.feeder.keys == 16 and s.contract.function == "identity" and s.ready.log == "started"
+
+
+@pytest.mark.parametrize("change, says", [
+    (("{topic:app-in}", "{topic:nope}"), "my-app.yaml:8: workloads[0].settings.command[4]: '{topic:nope}': "
+                                         "{topic:nope} names no topic of the scenario (app-in, app-out)"),
+    (("{python}", "{pyton}"), "{pyton} is not a placeholder"),
+    (("inputs: [app-in]", "inputs: [nope]"), "a app workload needs settings ['inputs']"),
+    (("ready: {log: started}", "ready: {log: started, output: first}"), "ready: exactly one of log, group, output"),
+    (("ready: {log: started}", "ready: {log: '('}"), "is not a regular expression"),
+    (("contract: {kind: map}", "contract: {kind: aggregate}"), "aggregates: required in an aggregate contract"),
+    (("contract: {kind: map}", "contract: {kind: map, function: 'not a function'}"), "allowed: identity, or module:function"),
+    (("contract: {kind: map}", "contract: {kind: aggregate, aggregates: {elsewhere: count}}"), "not in outputs"),
+    (("outputs: [app-out]", "outputs: [app-in]"), "in both"),
+    (("count: 2", "count: 2\n    settings: {}\n  - kind: app\n    count: 1"), "workloads[1].kind: a second app"),
+])
+def test_a_wrong_app_scenario_is_refused_naming_file_line_and_what_is_allowed(
+        tmp_path: Path, change: tuple[str, str], says: str) -> None:
+    text = APP.replace(*change) if "second app" not in says else APP + "  - kind: app\n    settings:\n" + "\n".join(
+        "  " + line for line in APP.split("    settings:\n")[1].splitlines()) + "\n"
+    assert says in _refused(tmp_path, text)
+
+
+def test_a_command_that_is_not_there_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    sc = scenario.load(str(_app_file(tmp_path, APP.replace('"{python}", -m, my_app', "./no-such-app"))))
+    with pytest.raises(ConfigError, match=r"'./no-such-app' is not an executable file in "):
+        app_run.preflight(sc)
+    sc = scenario.load(str(_app_file(tmp_path, APP.replace('"{python}", -m, my_app', "no-such-program-xyz"))))
+    with pytest.raises(ConfigError, match=r"'no-such-program-xyz' is not an executable file on PATH"):
+        app_run.preflight(sc)
+    app_run.preflight(scenario.load(str(_app_file(tmp_path))))  # {python} is there
+
+
+def test_a_working_folder_that_is_not_there_is_refused(tmp_path: Path) -> None:
+    sc = scenario.load(str(_app_file(tmp_path, APP.replace("      inputs:", "      cwd: nowhere\n      inputs:"))))
+    with pytest.raises(ConfigError, match="nowhere is not a folder"):
+        app_run.preflight(sc)
+
+
+FUNCTIONS = '''
+def split(record):
+    return [{"topic": "app-out", "key": record["key"], "value": record["value"] + ":" + s} for s in "ab"]
+
+def boom(record):
+    raise KeyError("no such field")
+
+def wrong(record):
+    return {"topic": "app-out"}
+
+NOT_A_FUNCTION = 3
+'''
+
+
+def test_a_contract_function_is_applied_in_a_child_process(tmp_path: Path) -> None:
+    (tmp_path / "fns.py").write_text(FUNCTIONS)
+    out = app_run.apply_function("fns:split", [{"topic": "app-in", "partition": 0, "key": "k1", "value": "7"}], tmp_path)
+    assert out == [[{"topic": "app-out", "key": "k1", "value": "7:a"}, {"topic": "app-out", "key": "k1", "value": "7:b"}]]
+
+
+@pytest.mark.parametrize("function, says", [
+    ("fns:boom", "raised KeyError: 'no such field' for input {'topic': 'app-in', 'partition': 0, 'key': 'k1', 'value': '7'}"),
+    ("fns:wrong", "returned a dict for input"),
+    ("fns:NOT_A_FUNCTION", "fns:NOT_A_FUNCTION is a int, not a function"),
+    ("fns:missing", "module 'fns' has no 'missing'"),
+    ("nosuchmodule:f", "cannot import module 'nosuchmodule'"),
+])
+def test_a_contract_function_that_misbehaves_is_refused_naming_the_input(tmp_path: Path, function: str, says: str) -> None:
+    (tmp_path / "fns.py").write_text(FUNCTIONS)
+    with pytest.raises(ConfigError, match=f"contract function {function}: ") as e:
+        app_run.apply_function(function, [{"topic": "app-in", "partition": 0, "key": "k1", "value": "7"}], tmp_path)
+    assert says in str(e.value)
+
+
+def test_a_function_that_cannot_be_imported_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    sc = scenario.load(str(_app_file(tmp_path, APP.replace("contract: {kind: map}", "contract: {kind: map, function: 'fns:gone'}"))))
+    with pytest.raises(ConfigError, match="cannot import module 'fns'"):
+        app_run.preflight(sc)
+
+
+def test_the_feeders_keys_pick_their_partition_as_kafkas_java_clients_do() -> None:
+    # murmur2 as Kafka's BuiltInPartitioner, on the hashes Kafka's own UtilsTest gives for these keys
+    java = {"21": -973932308, "foobar": -790332482, "abc": 479470107}
+    assert {k: partition_of(k, 7) for k in java} == {k: (h & 0x7FFFFFFF) % 7 for k, h in java.items()}
+    cfg = WorkloadConfig(run_dir="/tmp", name="app-feeder", bootstrap="", topics=["in"], partitions=3)
+    s = TxnProducerSettings(keys=4, topics=["in"])  # type: ignore[call-arg]
+    sends, keys = keyed_sends(cfg, s, random.Random(1), [str(v) for v in range(200)])
+    assert set(keys) == {"k0", "k1", "k2", "k3"}
+    assert all(p == partition_of(k, 3) for (_, p, _), k in zip(sends, keys))
+    assert len({partition_of(k, 3) for k in keys}) > 1  # the keys spread over the partitions
+
+
+@pytest.mark.parametrize("serde, raw, text", [
+    ("string", b"abc", "abc"), ("string", b"\xff", "!bytes:ff"), ("long", (7).to_bytes(8, "big"), "7"),
+    ("long", (-2).to_bytes(8, "big", signed=True), "-2"), ("int", (9).to_bytes(4, "big"), "9"),
+    ("long", b"\x00\x01", "!bytes:0001"), ("string", None, None),
+])
+def test_output_serdes_read_text_and_integers_and_keep_what_does_not_fit_visible(serde: str, raw: bytes | None,
+                                                                                 text: str | None) -> None:
+    assert decode(serde, raw) == text
+    if text is not None and not text.startswith("!"):
+        assert encode(serde, text) == raw
+
+
+def test_the_feeder_inputs_are_read_from_its_history(tmp_path: Path) -> None:
+    h = tmp_path / "history"
+    h.mkdir()
+    lines = [{"time": 1, "process": "app-feeder.0", "type": "invoke", "f": "txn", "txn_id": "x",
+              "value": [["send", "in.r1", 2, "5"], ["send", "other.r1", 0, "6"]], "keys": ["k1", "k2"]},
+             {"time": 2, "process": "app-feeder.0", "type": "ok", "f": "txn", "value": []}]
+    (h / "app-feeder.jsonl").write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in lines) + b'{"cut')
+    s = AppSettings.model_validate(scenario.load(str(_app_file(tmp_path))).workloads[0].settings
+                                   | {"inputs": ["in.r1"], "outputs": ["out.r1"]})
+    assert app_run.feeder_inputs(tmp_path, s) == [{"topic": "in.r1", "partition": 2, "key": "k1", "value": "5"}]
+
+
+# ---------------------------------------------------------------------------------------------- the wrapper
+def _wrapper(tmp_path: Path, script: str, ready: str = "started", stop_timeout_s: float = 2) -> subprocess.Popen[bytes]:
+    (tmp_path / "app.py").write_text(textwrap.dedent(script))
+    settings = {"command": [sys.executable, "app.py", "{instance}", "{id}"], "cwd": str(tmp_path), "inputs": ["in"],
+                "outputs": ["out"], "ready": {"log": ready}, "contract": {"kind": "map"}, "stop_timeout_s": stop_timeout_s}
+    cfg = WorkloadConfig(run_dir=str(tmp_path), name="app-1", bootstrap="127.0.0.1:1", topics=["in", "out"],
+                         partitions=1, settings=settings, topic_names={"in": "in", "out": "out"}, instances=2)
+    (tmp_path / "app-1.json").write_text(json.dumps(asdict(cfg)))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EOS_CHAOS_LIFELINE")}
+    return subprocess.Popen([sys.executable, "-m", "harness.workloads.app", str(tmp_path / "app-1.json")],
+                            stdout=open(tmp_path / "app-1.log", "wb"), stderr=subprocess.STDOUT, env=env,
+                            start_new_session=True)
+
+
+def _ops(tmp_path: Path) -> list[dict[str, object]]:
+    path = tmp_path / "history" / "app-1.jsonl"
+    return [orjson.loads(x) for x in path.read_bytes().splitlines()] if path.exists() else []
+
+
+def test_the_wrapper_records_readiness_by_a_log_line_and_a_clean_stop(tmp_path: Path) -> None:
+    p = _wrapper(tmp_path, """
+        import signal, sys, time
+        signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
+        print("instance", sys.argv[1], "of app", sys.argv[2], "started", flush=True)
+        while True:
+            time.sleep(0.1)
+        """)
+    try:
+        wait_until(lambda: any(o["f"] == "app-ready" for o in _ops(tmp_path)), timeout=30, what="app-ready",
+                   state=lambda: (tmp_path / "app-1.log").read_text())
+        p.send_signal(signal.SIGTERM)
+        assert p.wait(timeout=30) == 0
+    finally:
+        os.killpg(p.pid, signal.SIGKILL) if p.poll() is None else None
+    ops = _ops(tmp_path)
+    assert [o["f"] for o in ops] == ["app-ready", "app-exit"]
+    assert ops[1]["value"] == {"code": 0, "signal": None, "after_ready": True, "stopped": True}
+    assert "instance 1 of app eos-chaos-app started" in (tmp_path / "app-1.log").read_text()
+
+
+def test_an_app_that_ignores_sigterm_is_killed_after_its_stop_timeout_and_says_so(tmp_path: Path) -> None:
+    p = _wrapper(tmp_path, """
+        import signal, time
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        print("started", flush=True)
+        while True:
+            time.sleep(0.1)
+        """, stop_timeout_s=1)
+    try:
+        wait_until(lambda: any(o["f"] == "app-ready" for o in _ops(tmp_path)), timeout=30, what="app-ready")
+        t0 = time.monotonic()
+        p.send_signal(signal.SIGTERM)
+        assert p.wait(timeout=30) == KILLED_AT_STOP
+        assert time.monotonic() - t0 < 10
+    finally:
+        os.killpg(p.pid, signal.SIGKILL) if p.poll() is None else None
+    assert _ops(tmp_path)[-1]["value"] == {"code": -9, "signal": "SIGKILL", "after_ready": True, "stopped": True,
+                                           "killed_after_s": 1}
+    assert "did not exit within 1s of SIGTERM: killed" in (tmp_path / "app-1.log").read_text()
+
+
+def test_an_app_that_exits_before_it_is_ready_ends_the_wrapper_with_its_code(tmp_path: Path) -> None:
+    p = _wrapper(tmp_path, """
+        import sys
+        print("no config file", flush=True)
+        sys.exit(4)
+        """)
+    assert p.wait(timeout=30) == 4
+    assert _ops(tmp_path)[-1]["value"] == {"code": 4, "signal": None, "after_ready": False, "stopped": False}
+    assert "no config file" in (tmp_path / "app-1.log").read_text()
