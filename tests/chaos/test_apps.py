@@ -1,0 +1,102 @@
+"""Apps under test that misbehave, against real Kafka (docs/APPS.md): an app that exits at start or
+never becomes ready ends the run before any fault with a clear error naming its log (exit 2 at the
+command line), and one that never consumes, writes values no input explains and ignores SIGTERM gets
+an invalid verdict saying so, with nothing left running. The shipped apps' own scenarios (valid, and
+their negative controls) are in test_shipped_apps.py; the README's app example runs in
+test_docs_examples.py."""
+
+from __future__ import annotations
+
+import random
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clusters import procs
+from clusters.backends import Backend
+from clusters.base import Cluster
+from harness.base.errors import WaitTimeout
+from harness.pytest_plugin.app import app_scenario
+from harness.run import runner
+from harness.run.scenario import Scenario
+from harness.rundir.runfolder import new_run_dir
+from harness.workloads.app import KILLED_AT_STOP
+
+pytestmark = pytest.mark.chaos
+
+ONCE = "an app is a local process on either backend: once is enough (make library runs it on both)"
+
+
+def _app(tmp_path: Path, script: str, **kw: Any) -> Scenario:
+    (tmp_path / "app.py").write_text(textwrap.dedent(script))
+    fields = app_scenario("bad-app", ["{python}", "app.py"], ["app-in"], ["app-out"], {"kind": "map"},
+                          kw.pop("ready", {"log": "started"}), cwd=tmp_path, **{"duration": 8, "faults": [], **kw})
+    return Scenario.model_validate(fields)
+
+
+def _run(cluster: Cluster, sc: Scenario) -> runner.RunResult:
+    if cluster.backend != "local":
+        pytest.skip(ONCE)
+    return runner.run(sc, Backend(cluster.backend), random.randrange(2**31), new_run_dir("pytest-bad-app"), cluster=cluster)
+
+
+def _nothing_left(run_dir: Path) -> None:
+    left = [t for t in procs.tagged_processes() if str(run_dir) in " ".join(procs.cmdline(t.pid))]
+    assert left == [], f"processes of the run left running: {left}"
+
+
+def test_an_app_that_exits_at_start_ends_the_run_naming_its_exit_and_log(cluster: Cluster, tmp_path: Path) -> None:
+    sc = _app(tmp_path, """
+        import sys
+        print("cannot read my-app.properties", flush=True)
+        sys.exit(3)
+        """)
+    with pytest.raises(WaitTimeout) as e:
+        _run(cluster, sc)
+    said = str(e.value)
+    assert "app-0 exited with 3 before it was ready" in said and "workloads/app-0.log" in said, said
+    log = Path(said.split("(its log: ")[1].split(")")[0])
+    assert log.is_file(), said
+    assert "cannot read my-app.properties" in log.read_text()
+    _nothing_left(log.parents[1])
+
+
+def test_an_app_never_ready_ends_the_run_at_its_ready_timeout_with_its_log(cluster: Cluster, tmp_path: Path) -> None:
+    sc = _app(tmp_path, """
+        import time
+        print("connecting to a database that is not there", flush=True)
+        time.sleep(600)
+        """, ready_timeout_s=4)
+    with pytest.raises(WaitTimeout) as e:
+        _run(cluster, sc)
+    said = str(e.value)
+    assert "timed out after 4s" in said and "app-0 has finished no app-ready yet" in said, said
+    assert "connecting to a database that is not there" in said  # the last lines of its log
+
+
+def test_an_app_that_never_consumes_and_writes_what_no_input_explains_is_invalid(cluster: Cluster, tmp_path: Path) -> None:
+    sc = _app(tmp_path, """
+        import os, signal, time
+        from confluent_kafka import Producer
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)   # and it hangs on SIGTERM
+        p = Producer({"bootstrap.servers": os.environ["EOS_CHAOS_APP_BOOTSTRAP"]})
+        for n in range(5):
+            p.produce(os.environ["EOS_CHAOS_APP_OUTPUTS"], key=b"kx", value=f"nobody-wrote-me-{n}".encode())
+        p.flush(30)
+        print("started", flush=True)
+        while True:
+            time.sleep(1)
+        """, stop_timeout_s=2)
+    result = _run(cluster, sc)
+    v = result.verdict
+    assert v["valid"] is False, v["checks"]["app-map"]
+    kinds = {e["kind"] for e in v["checks"]["app-map"]["examples"]}
+    assert {"missing", "unexplained"} <= kinds, v["checks"]["app-map"]
+    unexplained = [e for e in v["checks"]["app-map"]["examples"] if e["kind"] == "unexplained"]
+    assert unexplained[0]["record"]["value"].startswith("nobody-wrote-me-") and unexplained[0]["inputs"] == []
+    app = v["run"]["app"]
+    assert app["exits"] == {"app-0": KILLED_AT_STOP}, app  # killed after ignoring SIGTERM for stop_timeout_s
+    assert app["drain"]["drained"] is True and "committed no offsets" in app["drain"]["how"], app
+    _nothing_left(result.run_dir)
