@@ -45,9 +45,9 @@ NO_AGGREGATE_APP = "no app with an aggregate contract in the history"
 NO_APP_SCAN = "no final read_committed scan of the app's output topics"
 
 #: ``app-map``'s kinds of finding, in the order their examples are picked
-MAP_KINDS = ("missing", "duplicate", "aborted-input", "unexplained", "order")
+MAP_KINDS = ("missing", "duplicate", "aborted-input", "unexplained", "order", "undeclared-topic")
 #: ``app-aggregate``'s kinds of finding
-AGGREGATE_KINDS = ("final", "overshoot", "back", "split", "not-a-number")
+AGGREGATE_KINDS = ("final", "overshoot", "back", "split", "not-a-number", "undeclared-topic")
 
 
 def apps_of(meta: dict[str, Any], contract: str) -> list[dict[str, Any]]:
@@ -139,6 +139,10 @@ def _every_app(t: Tables, contract: str, judge: Callable[[Tables, dict[str, Any]
     by_kind: dict[str, list[dict[str, Any]]] = {}
     for app in _judged(t, contract):
         n, examples = judge(t, app)
+        stray = (t.meta.get("app_stray") or {}).get(app["app"]) or {}
+        n += sum(stray.values())  # every record written where the contract says nothing may be
+        examples["undeclared-topic"] = [{"kind": "undeclared-topic", "app": app["app"], "topic": topic, "count": records}
+                                        for topic, records in sorted(stray.items())][:MAX_EXAMPLES]
         count += n
         for kind, ex in examples.items():
             by_kind.setdefault(kind, []).extend(ex)

@@ -7,6 +7,7 @@ from typing import Any
 
 from harness.history.model import (
     APP_CONTRACT,
+    APP_STRAY,
     EXPECT,
     GROUP_OFFSETS,
     INIT,
@@ -71,6 +72,10 @@ class History:
         """The runner's ``expect`` event: per input value, the outputs the contract's function gives."""
         self._add(process="runner", type=OK, f=EXPECT,
                   value={"app": app, "inputs": [[v, [list(o) for o in outs]] for v, outs in inputs]})
+
+    def app_stray(self, app: str, topics: dict[str, int]) -> None:
+        """The runner's ``app-stray`` event: topics the app wrote to without declaring them."""
+        self._add(process="runner", type=OK, f=APP_STRAY, value={"app": app, "topics": topics})
 
     def app_poll(self, process: str, app: str, recs: AppRecs) -> None:
         self._add(process=process, type=INVOKE, f=POLL, value=None)

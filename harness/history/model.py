@@ -52,6 +52,8 @@ An ``app`` (a user's own application, docs/APPS.md) is recorded by the harness a
   ``{"topic-partition": [[offset, value, key], ...]}`` (value, key: null for a null). They are the
   ``app_outputs`` table, never ``reads``: output values need not be unique nor written by a
   recorded send, so only the contract checks judge them.
+- ``app-stray``: the runner's one-line event ``{"app", "topics": {topic: records written}}`` naming the
+  topics the app wrote to that it did not declare (judged by the app's contract check).
 - ``app-ready`` / ``app-exit``: an instance's wrapper (process ``<app>-<n>.<k>``), one-line events
   ``{"how": what made it ready}`` (type ``ok``) and ``{"code": exit code, "signal": name or null,
   "after_ready": bool}`` (type ``info``).
@@ -83,6 +85,9 @@ RECREATED = "recreated"
 APP_CONTRACT, EXPECT = "app-contract", "expect"
 #: an app instance's wrapper: the app became ready (its readiness condition met), the app's command exited
 APP_READY, APP_EXIT = "app-ready", "app-exit"
+#: the runner: topics the app wrote to that it did not declare (neither an output nor its own internal
+#: ``{id}-...`` topics), with how many records each gained during the run
+APP_STRAY = "app-stray"
 #: the kinds of contract an app declares (``app-contract``'s ``contract``)
 MAP, AGGREGATE = "map", "aggregate"
 #: a ``map`` contract's function when none is named: one output per input, same key and value

@@ -30,6 +30,7 @@ from harness.history.model import (
     APP_CONTRACT,
     APP_EXIT,
     APP_READY,
+    APP_STRAY,
     COMPLETIONS,
     EXPECT,
     FAULT,
@@ -58,7 +59,7 @@ from harness.history.model import (
 
 #: every op kind a history may hold
 KINDS = (TXN, SEND, INIT, POLL, SCAN, GROUP_OFFSETS, FENCED, RETIRED, RECREATED, FAULT, LSO, *SPARK_EVENTS,
-         APP_CONTRACT, EXPECT, APP_READY, APP_EXIT)
+         APP_CONTRACT, EXPECT, APP_READY, APP_EXIT, APP_STRAY)
 #: the kinds that are an invoke and its completion (the rest are one-line events)
 PAIRED = (TXN, SEND, INIT, POLL)
 
@@ -126,6 +127,14 @@ class AppContract(BaseModel):
         return self
 
 
+class AppStray(BaseModel):
+    """An ``app-stray`` op's value: the topics an app wrote to without declaring them."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    app: Annotated[StrictStr, Field(min_length=1)]
+    topics: dict[Annotated[StrictStr, Field(min_length=1)], Annotated[StrictInt, Field(ge=0)]]
+
+
 _OUTPUT = tuple[Text, Text | None, Text | None]
 _SEND = tuple[Literal["send"], Text, Partition, Text]
 _ACKED = tuple[Literal["send"], Text, Partition, Text, Offset | None]
@@ -141,6 +150,7 @@ _VALUES: dict[tuple[str, str | None], TypeAdapter[Any]] = {
     (GROUP_OFFSETS, None): TypeAdapter(dict[TopicPartition, Offset]),
     (APP_CONTRACT, None): TypeAdapter(AppContract),
     (EXPECT, None): TypeAdapter(dict[Literal["app", "inputs"], Any]),
+    (APP_STRAY, None): TypeAdapter(AppStray),
 }
 #: the shapes of an app's reads (a line with ``app``), and of ``expect``'s inputs
 _APP_VALUES: dict[tuple[str, str | None], TypeAdapter[Any]] = {

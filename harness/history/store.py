@@ -29,6 +29,7 @@ from harness.base.errors import ConfigError
 from harness.history import schema
 from harness.history.model import (
     APP_CONTRACT,
+    APP_STRAY,
     EXPECT,
     FAULT,
     FENCED,
@@ -405,6 +406,7 @@ def flatten(ops: Sequence[Op], truncated: list[str] | None = None) -> Tables:
     app_expected = _AppExpected()
     apps: list[dict[str, Any]] = []
     app_scans: dict[str, set[str]] = {}
+    app_stray: dict[str, dict[str, int]] = {}
     init_rows: list[tuple[Any, ...]] = []
     group_rows: list[tuple[str, int, int]] = []
     fault_rows: list[tuple[int, str | None, str | None, str]] = []
@@ -456,6 +458,8 @@ def flatten(ops: Sequence[Op], truncated: list[str] | None = None) -> Tables:
             apps.append(dict(op.value))
         elif f == EXPECT:
             app_expected.add(op)
+        elif f == APP_STRAY:
+            app_stray.setdefault(op.value["app"], {}).update(op.value["topics"])
         if f == FAULT:
             fault_rows.append(_fault_row(op))
         if f in SPARK_EVENTS or (f == FAULT and "workload" in (op.value or {})):
@@ -479,7 +483,8 @@ def flatten(ops: Sequence[Op], truncated: list[str] | None = None) -> Tables:
             "recreated": sorted(set(recreated)), "lso": lso, "final_scans": sorted(final_scans),
             "errors_seen": _errors_seen(ops),
             "duration_ns": (ops[-1].time - ops[0].time) if ops else 0,
-            **({"apps": apps, "app_scans": {a: sorted(i) for a, i in sorted(app_scans.items())}} if apps or app_scans else {})}
+            **({"apps": apps, "app_scans": {a: sorted(i) for a, i in sorted(app_scans.items())}} if apps or app_scans else {}),
+            **({"app_stray": app_stray} if app_stray else {})}
     written = writes.frame()
     _refuse_reused_values(written, txns)
     return Tables(ops_df, txns, written, reads.frame(), inits, groups, _faults_frame(fault_rows),

@@ -275,6 +275,35 @@ def record_expected(run_dir: Path, s: AppSettings, rec: Recorder, to_run: dict[s
     return len(pairs)
 
 
+# --------------------------------------------------------------------------------------- undeclared topics
+def topic_ends(bootstrap: str) -> dict[str, int]:
+    """Every topic's records so far (the sum of its partitions' end offsets), Kafka's own ``__``
+    topics aside: one ListOffsets round, however many topics a shared cluster holds."""
+    from confluent_kafka.admin import OffsetSpec
+
+    admin = admin_client(bootstrap)
+    meta = admin.list_topics(timeout=PROBE_TIMEOUT_S)
+    tps = [TopicPartition(t, p) for t, tm in meta.topics.items() if not t.startswith("__") for p in tm.partitions]
+    if not tps:
+        return {}
+    ends: dict[str, int] = {}
+    for tp, fut in admin.list_offsets({tp: OffsetSpec.latest() for tp in tps}, request_timeout=PROBE_TIMEOUT_S).items():
+        try:
+            ends[tp.topic] = ends.get(tp.topic, 0) + max(0, fut.result(timeout=PROBE_TIMEOUT_S).offset)
+        except Exception:  # noqa: BLE001 - a partition without a leader now: not counted, never a finding
+            continue
+    return ends
+
+
+def stray_topics(before: dict[str, int], after: dict[str, int], s: AppSettings, scenario_topics: list[str]) -> dict[str, int]:
+    """The topics that gained records during the run that are neither the scenario's nor the app's own
+    internal ones (``{id}-...``: a Kafka Streams app's repartition and changelog topics), with how
+    many records (offsets, markers included) each gained: what the app wrote undeclared."""
+    mine = set(scenario_topics)
+    return {t: n - before.get(t, 0) for t, n in sorted(after.items())
+            if n > before.get(t, 0) and t not in mine and not t.startswith(f"{s.id}-")}
+
+
 # --------------------------------------------------------------------------------------- final scans
 def final_scans(bootstrap: str, s: AppSettings, partitions: int, rec: Recorder, stable: bool) -> int:
     """Every output partition from offset 0 to its end, read_committed then read_uncommitted, each

@@ -37,6 +37,7 @@ from harness.checker import check
 from harness.history import store
 from harness.history.model import (
     APP_CONTRACT,
+    APP_STRAY,
     GROUP_OFFSETS,
     LSO,
     READ_COMMITTED,
@@ -345,12 +346,14 @@ def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, fold
         sup = Supervisor(run_dir, env)
         nemesis = Nemesis(cluster, sup, rec, faults, seed, sc.target_defaults(), spark=spark)
         thread: threading.Thread | None = None
+        ends_before: dict[str, int] = {}
         staged_thread: threading.Thread | None = None
         progress = show(run_dir, sc.duration, nemesis.active_faults) if show else None
         try:
             staged = False  # processes the nemesis starts at their moment (the zombie's second instance)
             if app is not None:
                 rec.event("runner", APP_CONTRACT, app_run.contract_value(app), type_="ok")
+                ends_before = app_run.topic_ends(cluster.direct_bootstrap)  # to find what it writes undeclared
             for kind, cfg, now in workload_configs(sc, run_dir, cluster.bootstrap, seed, topic_names):
                 sup.start(kind, cfg) if now else sup.register(kind, cfg)
                 staged = staged or not now
@@ -406,7 +409,7 @@ def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, fold
         try:
             stalled = final_reads(cluster, sc, rec)
             if app is not None:
-                _judge_app_outputs(run_dir, cluster, sc, app, rec, topic_names, journal, stalled)
+                _judge_app_outputs(run_dir, cluster, sc, app, rec, topic_names, journal, stalled, ends_before)
                 journal.save(folder)
         finally:
             if progress is not None:
@@ -429,11 +432,14 @@ def _drain_app(sup: Supervisor, cluster: Cluster, sc: Scenario, app: AppSettings
 
 
 def _judge_app_outputs(run_dir: Path, cluster: Cluster, sc: Scenario, app: AppSettings, rec: Recorder,
-                       topic_names: dict[str, str], journal: Journal, stalled: bool) -> None:
+                       topic_names: dict[str, str], journal: Journal, stalled: bool, ends_before: dict[str, int]) -> None:
     """The app's output scanned with keys, and its contract function's expected outputs recorded. A
     function that fails here is on record (``journal.app``) and leaves the check unable to judge."""
     facts = journal.app if journal.app is not None else {}
     facts["outputs_read"] = app_run.final_scans(cluster.direct_bootstrap, app, sc.partitions, rec, stable=not stalled)
+    stray = app_run.stray_topics(ends_before, app_run.topic_ends(cluster.direct_bootstrap), app, sc.topics)
+    if stray:
+        rec.event("runner", APP_STRAY, {"app": app_run.APP, "topics": stray}, type_="ok")
     if app.contract.kind == "map" and app.contract.function != "identity":
         try:
             facts["expected_inputs"] = app_run.record_expected(run_dir, app, rec, topic_names, app_run.cwd_of(app))

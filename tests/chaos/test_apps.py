@@ -1,7 +1,7 @@
 """Apps under test that misbehave, against real Kafka (docs/APPS.md): an app that exits at start or
 never becomes ready ends the run before any fault with a clear error naming its log (exit 2 at the
 command line), and one that never consumes, writes values no input explains and ignores SIGTERM gets
-an invalid verdict saying so, with nothing left running. The shipped apps' own scenarios (valid, and
+an invalid verdict saying so (a topic it did not declare included), with nothing left running. The shipped apps' own scenarios (valid, and
 their negative controls) are in test_shipped_apps.py; the README's app example runs in
 test_docs_examples.py."""
 
@@ -76,14 +76,20 @@ def test_an_app_never_ready_ends_the_run_at_its_ready_timeout_with_its_log(clust
     assert "connecting to a database that is not there" in said  # the last lines of its log
 
 
-def test_an_app_that_never_consumes_and_writes_what_no_input_explains_is_invalid(cluster: Cluster, tmp_path: Path) -> None:
+def test_an_app_that_never_consumes_and_writes_what_no_input_explains_or_elsewhere_is_invalid(cluster: Cluster, tmp_path: Path) -> None:
     sc = _app(tmp_path, """
         import os, signal, time
         from confluent_kafka import Producer
+        from confluent_kafka.admin import AdminClient, NewTopic
         signal.signal(signal.SIGTERM, signal.SIG_IGN)   # and it hangs on SIGTERM
-        p = Producer({"bootstrap.servers": os.environ["EOS_CHAOS_APP_BOOTSTRAP"]})
+        bootstrap = os.environ["EOS_CHAOS_APP_BOOTSTRAP"]
+        stray = "audit-" + os.environ["EOS_CHAOS_APP_ID"]  # a topic it does not declare
+        admin = AdminClient({"bootstrap.servers": bootstrap})  # kept: its future fails if it is collected first
+        admin.create_topics([NewTopic(stray, 1, 3)])[stray].result(60)
+        p = Producer({"bootstrap.servers": bootstrap})
         for n in range(5):
             p.produce(os.environ["EOS_CHAOS_APP_OUTPUTS"], key=b"kx", value=f"nobody-wrote-me-{n}".encode())
+        p.produce(stray, value=b"audit")
         p.flush(30)
         print("started", flush=True)
         while True:
@@ -93,7 +99,9 @@ def test_an_app_that_never_consumes_and_writes_what_no_input_explains_is_invalid
     v = result.verdict
     assert v["valid"] is False, v["checks"]["app-map"]
     kinds = {e["kind"] for e in v["checks"]["app-map"]["examples"]}
-    assert {"missing", "unexplained"} <= kinds, v["checks"]["app-map"]
+    assert {"missing", "unexplained", "undeclared-topic"} <= kinds, v["checks"]["app-map"]
+    (stray,) = [e for e in v["checks"]["app-map"]["examples"] if e["kind"] == "undeclared-topic"]
+    assert stray["topic"].startswith("audit-eos-chaos-app.") and stray["count"] == 1, stray
     unexplained = [e for e in v["checks"]["app-map"]["examples"] if e["kind"] == "unexplained"]
     assert unexplained[0]["record"]["value"].startswith("nobody-wrote-me-") and unexplained[0]["inputs"] == []
     app = v["run"]["app"]

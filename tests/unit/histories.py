@@ -166,7 +166,8 @@ def many_topics(n: int, duplicate_in_last: bool = False) -> History:
 
 #: ``app_map``'s variants, each one kind of ``app-map`` finding (the kind it must show)
 APP_MAP_VARIANTS = {"missing": "missing", "duplicate": "duplicate", "aborted-input": "aborted-input",
-                    "unexplained": "unexplained", "polled-aborted": "aborted-input", "order": "order"}
+                    "unexplained": "unexplained", "polled-aborted": "aborted-input", "order": "order",
+                    "undeclared": "undeclared-topic"}
 
 
 def app_map(variant: str = "", function: bool = False) -> History:
@@ -222,6 +223,8 @@ def app_map(variant: str = "", function: bool = False) -> History:
     polled = {tp_key("out", 0): out[0][:1]}
     if variant == "polled-aborted":  # a read_committed poll saw i8's output, gone from the final scan
         polled[tp_key("out", 1)] = [(20, yields("i8")[0], "k1")]
+    if variant == "undeclared":  # one record written to a topic that is neither an output nor the app's own
+        h.app_stray("app", {"audit-log": 1})
     h.app_poll("app-reader.0", "app", polled)
     h.app_scan("app", {tp_key("out", p): recs for p, recs in out.items()})
     h.app_scan("app", {tp_key("out", p): recs for p, recs in uncommitted.items()}, READ_UNCOMMITTED)
@@ -231,7 +234,8 @@ def app_map(variant: str = "", function: bool = False) -> History:
 
 #: ``app_aggregate``'s variants, each the kinds of ``app-aggregate`` finding it must show
 APP_AGGREGATE_VARIANTS = {"final": {"final"}, "overshoot": {"overshoot", "final"}, "back": {"back"},
-                          "split": {"split"}, "not-a-number": {"not-a-number"}, "aborted-counted": {"overshoot", "final"}}
+                          "split": {"split"}, "not-a-number": {"not-a-number"}, "aborted-counted": {"overshoot", "final"},
+                          "undeclared": {"undeclared-topic"}}
 
 
 def app_aggregate(variant: str = "") -> History:
@@ -272,6 +276,8 @@ def app_aggregate(variant: str = "") -> History:
         recs["cnt"][0].append((10, "1", "k1"))  # k1 counted in partition 0 too
     if variant == "not-a-number":
         recs["sm"][1].append((10, "sixteen", "k1"))
+    if variant == "undeclared":
+        h.app_stray("agg", {"agg-debug": 1})
     h.app_scan("agg", {tp_key(t, p): r for t, parts in recs.items() for p, r in parts.items()})
     h.app_scan("agg", {tp_key(t, p): r for t, parts in recs.items() for p, r in parts.items()}, READ_UNCOMMITTED)
     h.lso({tp_key("ain", 0): 0.1, tp_key("ain", 1): 0.1})
