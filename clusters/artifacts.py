@@ -337,32 +337,47 @@ def build_toxiproxy() -> Path:
 KWIRE_SOURCE = Path(__file__).resolve().parent / "kwire"
 
 
-def _kwire_digest() -> str:
-    files = sorted(p for p in KWIRE_SOURCE.iterdir() if p.name == "go.mod" or
+def go_source_digest(src: Path) -> str:
+    """A hash of the Go module at ``src`` as built: go.mod, go.sum and the .go files but tests, by
+    name and content (a binary cached under it is rebuilt when any of them changes)."""
+    files = sorted(p for p in src.iterdir() if p.name in ("go.mod", "go.sum") or
                    (p.suffix == ".go" and not p.name.endswith("_test.go")))
     return hashlib.sha256(b"".join(p.name.encode() + b"\0" + p.read_bytes() for p in files)).hexdigest()[:16]
 
 
+def _go_directive(src: Path) -> str:
+    """The Go release ``src/go.mod`` asks for (its ``go`` line), for the message when Go is missing."""
+    found = re.search(r"^go\s+(\S+)", (src / "go.mod").read_text(), re.MULTILINE)
+    return found.group(1) if found else "?"
+
+
+def build_go_module(src: Path, target: Path, what: str) -> Path:
+    """Build the main package of the Go module at ``src`` into ``target`` unless a binary is there;
+    return it. It is renamed into place last, so one there is a complete build. The caller holds
+    ``cache_lock``; its dependencies come from the Go module proxy into ``go_env``'s caches."""
+    if target.is_file() and os.access(target, os.X_OK):
+        log.info(f"{what}: cached at {target}")
+        return target
+    go = _require_tool("go", f"build {what} ({src})", f"apt-get install golang-go (Go {_go_directive(src)}+)")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+        built = Path(tmp) / target.name
+        # GOTOOLCHAIN=local: never fetch another Go (an older one fails naming the release go.mod needs)
+        cmd = [go, "build", "-trimpath", "-o", str(built), "."]
+        _run_go(cmd, f"{what} ({src})", dict(go_env(), GOTOOLCHAIN="local"), cwd=src)
+        built.rename(target)
+    log.info(f"{what}: built {target}")
+    return target
+
+
 def kwire_bin() -> Path:
     """The wire proxy binary of the current source (a changed source is a new path: rebuilt)."""
-    return cache_dir() / "kwire" / _kwire_digest() / "kwire"
+    return cache_dir() / "kwire" / go_source_digest(KWIRE_SOURCE) / "kwire"
 
 
 def build_kwire() -> Path:
     """Build the wire proxy from ``clusters/kwire`` into the cache; return the binary."""
-    target = kwire_bin()
-    if target.is_file() and os.access(target, os.X_OK):
-        log.info(f"kwire: cached at {target}")
-        return target
-    go = _require_tool("go", "build the wire proxy (clusters/kwire)", "apt-get install golang-go (1.22+)")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
-        # GOTOOLCHAIN=local: never fetch another Go; the module needs none of the network.
-        cmd = [go, "build", "-trimpath", "-o", str(Path(tmp) / "kwire"), "."]
-        _run_go(cmd, f"the wire proxy ({KWIRE_SOURCE})", dict(go_env(), GOTOOLCHAIN="local"), cwd=KWIRE_SOURCE)
-        (Path(tmp) / "kwire").rename(target)
-    log.info(f"kwire: built {target}")
-    return target
+    return build_go_module(KWIRE_SOURCE, kwire_bin(), "kwire")
 
 
 @contextlib.contextmanager

@@ -7,6 +7,7 @@ signals (the workload faults' SIGKILL, SIGSTOP, SIGTERM) reach it directly."""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -22,8 +23,18 @@ class ShippedApp:
     prepare: Callable[[], object]
 
 
+def _prepare_of(module: str) -> Callable[[], object]:
+    """``module.prepare``, imported when called: importing a launcher here would load it twice under
+    ``python -m`` (runpy warns when the module it runs is already in ``sys.modules``)."""
+    return lambda: importlib.import_module(module).prepare()
+
+
 #: name -> the app; each entry's module registers nothing else
-SHIPPED: dict[str, ShippedApp] = {}
+SHIPPED: dict[str, ShippedApp] = {
+    "go-copier": ShippedApp("go-copier", "harness.apps.go_copier",
+                            "Go, franz-go's GroupTransactSession: each input copied with ':go' appended (--unsafe: no transactions)",
+                            _prepare_of("harness.apps.go_copier")),
+}
 
 
 def prepare_all() -> list[str]:
