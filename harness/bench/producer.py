@@ -179,23 +179,27 @@ def history_txns(run_dir: Path) -> list[Txn]:
     return txns
 
 
-def workload_config(run_dir: Path, library: str, shape: Shape, bootstrap: str, topics: list[str]) -> WorkloadConfig:
+def workload_config(run_dir: Path, library: str, shape: Shape, bootstrap: str, topics: list[str],
+                    extra: dict[str, Any] | None = None) -> WorkloadConfig:
     """Our txn-producer as ``bench producer`` runs it: on ``library``, exactly ``records_per_txn``
     records per transaction (``txn_ms`` 0: no adaptive sizing), values padded to the record size."""
     settings = TxnProducerSettings.model_validate({"values_per_txn": shape.records_per_txn, "txn_ms": 0,
-                                                   "abort_share": shape.abort_share, "value_bytes": shape.record_bytes})
+                                                   "abort_share": shape.abort_share, "value_bytes": shape.record_bytes,
+                                                   **(extra or {})})
     return WorkloadConfig(run_dir=str(run_dir), name="txn-producer-0", bootstrap=bootstrap, topics=topics,
                           partitions=shape.partitions, max_seconds=START_TIMEOUT_S + shape.warmup_s + shape.seconds + 600,
                           settings=settings.model_dump(exclude_defaults=True), library=library)
 
 
-def run_workload(cluster: Cluster, run_dir: Path, library: str, shape: Shape) -> dict[str, Any]:
-    """Our txn-producer on ``library``: started, left to run warm-up + window from its first
-    transaction, stopped (it finishes the transaction in hand), measured from its history."""
+def run_workload(cluster: Cluster, run_dir: Path, library: str, shape: Shape,
+                 extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Our txn-producer on ``library`` (with the settings ``extra``: an app's feeder's): started, left
+    to run warm-up + window from its first transaction, stopped (it finishes the transaction in
+    hand), measured from its history."""
     topics = [_fresh_topic(cluster, _slug(library), shape.partitions) for _ in range(shape.topics)]
     sup = Supervisor(run_dir, _tagged_env(cluster, time.monotonic_ns()))
     t0 = int(sup.env[ENV_T0])
-    cfg = workload_config(run_dir, library, shape, cluster.bootstrap, topics)
+    cfg = workload_config(run_dir, library, shape, cluster.bootstrap, topics, extra)
     name = cfg.name
     history = run_dir / HISTORY_DIR / f"{name}.jsonl"
     log_file = run_dir / "workloads" / f"{name}.log"

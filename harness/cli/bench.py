@@ -279,6 +279,33 @@ def bench_txn_rate_cmd(
                   highlight=False)
 
 
+@app.command("app")
+@guarded
+def bench_app_cmd(
+    records: int = typer.Option(50_000, "--records", min=1000, max=10_000_000, help="Input records the app copies per run."),
+    warmup: float = finite_option(5.0, "--warmup", 0, 600, help="Seconds of the feeder's first transactions not counted."),
+    seconds: float = finite_option(20.0, "--seconds", 5, 3600, help="The feeder's steady-state window."),
+    runs: int = BenchRuns, backend: Backend = BackendOpt, port_base: int | None = PortBase, as_json: bool = JsonOut,
+) -> None:
+    """An app under test: the feeder's committed input values/s, and the harness's overhead on an app's throughput
+    (the shipped Python copier copying --records alone and as the runner runs it; median of --runs, interleaved)."""
+    from harness.bench.app import bench_app
+    from harness.bench.infra import Series
+
+    result = _on_one_cluster("bench-app", backend, port_base,
+                             lambda arts, c, d: bench_app(c, d, records, runs, warmup, seconds), as_json)
+    if result is None:
+        return
+    f, c = result["feeder"], result["copy"]
+    out.print(Series("feeder: committed input values/s (16 keys, 10 per transaction, a fifth aborted, no rate limit)",
+                     "values/s", f["values_per_s"]).line(), highlight=False)
+    out.print(Series(f"py-copier alone: {records:,} records copied", "s", c["alone_s"]).line(), highlight=False)
+    out.print(Series(f"py-copier under the harness (wrapper, output reader): {records:,} records copied", "s",
+                     c["harnessed_s"]).line(), highlight=False)
+    out.print(f"harness overhead on the app's copy time: {c['overhead_pct']}% (medians: {c['alone_records_per_s']:,} "
+              f"records/s alone, {c['harnessed_records_per_s']:,} under the harness)", highlight=False)
+
+
 @app.command("spark")
 @guarded
 def bench_spark_cmd(

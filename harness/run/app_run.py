@@ -124,7 +124,7 @@ def drain(bootstrap: str, s: AppSettings, partitions: int, inputs: list[str]) ->
     deadline = t0 + s.drain_s
     last: dict[str, Any] = {}
     quiet_since, last_ends = t0, None
-    with _Probe(bootstrap) as probe:
+    with DrainProbe(bootstrap) as probe:
         while True:
             lag = probe.group_lag(s.id, [TopicPartition(t, p) for t in inputs for p in range(partitions)])
             ends, open_txns = probe.output_ends(s.outputs, partitions)
@@ -151,7 +151,7 @@ def _jsonable(v: Any) -> Any:
     return {str(k): x for k, x in v.items()} if isinstance(v, dict) else v
 
 
-class _Probe:
+class DrainProbe:
     """The questions the drain asks, over the DIRECT listener."""
 
     def __init__(self, bootstrap: str) -> None:
@@ -162,7 +162,7 @@ class _Probe:
         self.committed = Consumer({**base, "isolation.level": READ_COMMITTED})
         self.uncommitted = Consumer({**base, "isolation.level": READ_UNCOMMITTED})
 
-    def __enter__(self) -> _Probe:
+    def __enter__(self) -> DrainProbe:
         return self
 
     def __exit__(self, *exc: object) -> None:

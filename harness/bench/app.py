@@ -1,0 +1,134 @@
+"""``eos-chaos bench app``: what the harness gives and costs an app under test (docs/APPS.md), on one
+healthy cluster.
+
+- **The feeder**: the app's feeder alone (a txn-producer in the feeder's shape: 16 keys, 10 values
+  per transaction, a fifth aborted, no rate limit) over a steady-state window: committed input values
+  per second, the most a scenario's ``feeder.rate`` can ask for.
+- **The harness's overhead**: ``records`` keyed records written to an input topic first, then the
+  shipped Python copier (harness/apps/py_copier.py) copies them all, once started directly (the app
+  alone) and once as the runner runs it (the app's wrapper, and the reader of its output polling
+  beside it): seconds from the start until its consumer group has committed every input. The two
+  are interleaved (alone, harnessed, alone, ...) on the same input, each with its own group and
+  output, so drift of the machine spreads over both.
+"""
+
+from __future__ import annotations
+
+import logging
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Producer, TopicPartition
+
+from clusters import procs
+from clusters.base import Cluster
+from harness.base.errors import HarnessError
+from harness.base.wait import wait_until
+from harness.bench.producer import Shape, _fresh_topic, _spawned, _tagged_env, run_workload
+from harness.run.app_run import DrainProbe
+from harness.run.supervisor import Supervisor
+from harness.workloads.clients import DEFAULT_LIBRARY
+from harness.workloads.common import WorkloadConfig
+from harness.workloads.registry import APP_READER, AppFeeder
+
+log = logging.getLogger(__name__)
+
+PARTITIONS = 3
+#: Copying the input from start to end: the app's start, its group's join, the copy; generous.
+COPY_TIMEOUT_S = 600.0
+#: Records per transaction when the input is written beforehand.
+PREFILL_BATCH = 1000
+
+
+def feeder_shape(warmup_s: float, seconds: float) -> tuple[Shape, dict[str, Any]]:
+    """The feeder's shape as ``bench producer`` measures a txn-producer, and its feeder settings."""
+    f = AppFeeder.model_validate({})
+    shape = Shape(f.values_per_txn, 0, warmup_s, seconds, abort_share=f.abort_share, partitions=PARTITIONS)
+    return shape, {"keys": f.keys, "rate": 0}
+
+
+def prefill(cluster: Cluster, records: int) -> str:
+    """A fresh input topic holding ``records`` keyed records, committed."""
+    topic = _fresh_topic(cluster, "app-in", PARTITIONS)
+    p = Producer({"bootstrap.servers": cluster.direct_bootstrap, "transactional.id": f"{topic}-prefill", "linger.ms": 20})
+    p.init_transactions(60)
+    for start in range(0, records, PREFILL_BATCH):
+        p.begin_transaction()
+        for i in range(start, min(records, start + PREFILL_BATCH)):
+            p.produce(topic, key=f"k{i % 16}".encode(), value=str(i).encode())
+        p.commit_transaction(120)
+    return topic
+
+
+def _command(cluster: Cluster, topic: str, out: str, group: str) -> list[str]:
+    return [sys.executable, "-m", "harness.apps.py_copier", "--bootstrap", cluster.bootstrap, "--input", topic,
+            "--output", out, "--group", group, "--txn-id", f"{group}-0"]
+
+
+def _await_copied(cluster: Cluster, group: str, topic: str, alive: Any, what: str) -> None:
+    inputs = [TopicPartition(topic, p) for p in range(PARTITIONS)]
+    with DrainProbe(cluster.direct_bootstrap) as probe:
+        def done() -> bool:
+            lag = probe.group_lag(group, inputs)
+            return lag is not None and not any(lag.values())
+
+        wait_until(done, timeout=COPY_TIMEOUT_S, what=f"{what} to copy every input record (group {group})",
+                   state=lambda: f"lag {probe.group_lag(group, inputs)}", fatal=alive, interval=0.2, max_interval=0.5)
+
+
+def copy_alone(cluster: Cluster, run_dir: Path, topic: str) -> float:
+    """Seconds the copier, started directly, takes to copy ``topic``."""
+    out, group = _fresh_topic(cluster, "app-out", PARTITIONS), f"bench-alone-{run_dir.name}"
+    log_file = run_dir / "alone.log"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    t0 = time.monotonic()
+    with _spawned(_command(cluster, topic, out, group), log_file, _tagged_env(cluster, time.monotonic_ns())) as p:
+        _await_copied(cluster, group, topic, lambda: None if p.poll() is None else f"it exited: {procs.tail(log_file)}",
+                      "the copier alone")
+        return time.monotonic() - t0
+
+
+def copy_harnessed(cluster: Cluster, run_dir: Path, topic: str) -> float:
+    """Seconds the copier, run as the runner runs an app (wrapper, output reader), takes to copy ``topic``."""
+    out = _fresh_topic(cluster, "app-out", PARTITIONS)
+    group = f"bench-harnessed-{run_dir.name}"
+    settings = {"command": _command(cluster, topic, out, group), "inputs": [topic], "outputs": [out], "id": group,
+                "ready": {"log": "copying from"}, "contract": {"kind": "map"}}
+    base = {"run_dir": str(run_dir), "bootstrap": cluster.bootstrap, "topics": [topic, out], "partitions": PARTITIONS,
+            "max_seconds": COPY_TIMEOUT_S + 60, "topic_names": {topic: topic, out: out}}
+    sup = Supervisor(run_dir, _tagged_env(cluster, time.monotonic_ns()))
+    t0 = time.monotonic()
+    try:
+        sup.start("app", WorkloadConfig(name="app-0", settings=settings, **base))
+        sup.start(APP_READER, WorkloadConfig(name=APP_READER, settings={"app": "app", "outputs": [out]}, **base))
+        _await_copied(cluster, group, topic, lambda: None if sup.alive("app-0") else f"its wrapper exited: {sup.log_of('app-0')}",
+                      "the copier under the harness")
+        return time.monotonic() - t0
+    finally:
+        sup.stop_all()
+
+
+def bench_app(cluster: Cluster, run_dir: Path, records: int, runs: int, warmup_s: float, seconds: float) -> dict[str, Any]:
+    shape, feeder_settings = feeder_shape(warmup_s, seconds)
+    feeder = [run_workload(cluster, run_dir / f"feeder{i + 1}", DEFAULT_LIBRARY, shape, feeder_settings) for i in range(runs)]
+    for i, f in enumerate(feeder):
+        log.info(f"feeder run {i + 1}/{runs}: {f['records_per_s']} committed values/s")
+    alone: list[float] = []
+    harnessed: list[float] = []
+    for i in range(runs):
+        topic = prefill(cluster, records)
+        alone.append(round(copy_alone(cluster, run_dir / f"alone{i + 1}", topic), 2))
+        harnessed.append(round(copy_harnessed(cluster, run_dir / f"harnessed{i + 1}", topic), 2))
+        log.info(f"run {i + 1}/{runs}: {records} records copied in {alone[-1]} s alone, {harnessed[-1]} s under the harness")
+    a, h = statistics.median(alone), statistics.median(harnessed)
+    if a <= 0:
+        raise HarnessError("the copier alone took no time: nothing was measured")
+    return {"feeder": {"shape": {**shape.to_json(), **feeder_settings},
+                       "values_per_s": [f["records_per_s"] for f in feeder],
+                       "median_values_per_s": statistics.median(f["records_per_s"] for f in feeder)},
+            "copy": {"records": records, "alone_s": alone, "harnessed_s": harnessed, "median_alone_s": a,
+                     "median_harnessed_s": h, "overhead_pct": round(100 * (h - a) / a, 1),
+                     "alone_records_per_s": round(records / a), "harnessed_records_per_s": round(records / h)}}
