@@ -6,7 +6,8 @@ order: time, wall-clock time (when known), process, type, f, what it carried, er
 
 A record with a key (an app's feeder and output, docs/APPS.md) is ``topic-partition@offset[key]=value``
 (``null``: a null key or value). The app's own events: ``app-contract`` the contract as compact JSON
-(``meta["apps"]``), ``expect`` how many inputs the expected outputs cover (``app_expected``: per app,
+(``meta["apps"]``), ``app-stray`` the topics it wrote to undeclared (``meta["app_stray"]``),
+``expect`` how many inputs the expected outputs cover (``app_expected``: per app,
 over all its ``expect`` lines, which the tables do not tell apart), the reads of its output
 (``app_outputs``) as any read's. An ``app-ready`` / ``app-exit`` value is in no table: the line
 names the instance's history file that holds it.
@@ -33,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from harness.history import store
-from harness.history.model import APP_CONTRACT, APP_EXIT, APP_READY, EXPECT, FAULT, INIT, INVOKE
+from harness.history.model import APP_CONTRACT, APP_EXIT, APP_READY, APP_STRAY, EXPECT, FAULT, INIT, INVOKE
 from harness.history.recorder import HISTORY_DIR
 
 HISTORY_TEXT = "history.txt"
@@ -220,13 +221,16 @@ def _what(group: tuple[list[tuple[str, str, str]], int], offsets: bool) -> str:
 
 class _Values:
     """What an op without records carried, from the tables: an init's transactional.id, a fault
-    event's kind and detail, an app's contract, the inputs the ``expect`` lines cover. Each kind's
+    event's kind and detail, an app's contract, the inputs the ``expect`` lines cover, the topics an
+    app wrote to undeclared. Each kind's
     ops come in history order, as the tables keep them."""
 
     def __init__(self, tables: store.Tables) -> None:
         self.inits = dict(zip(tables.inits["op"].tolist(), tables.inits["txn_id"].tolist()))
         self.faults = iter(store.fault_events(tables.faults))
         self.contracts = iter(tables.meta.get("apps") or [])
+        # one app-stray line per app that wrote to topics it did not declare (meta: app -> topic -> records)
+        self.strays = iter({"app": a, "topics": t} for a, t in (tables.meta.get("app_stray") or {}).items())
         self.expects = int((tables.ops["f"] == EXPECT).sum())
         self.expects_seen = 0
         expected = tables.app_expected
@@ -241,6 +245,8 @@ class _Values:
             return _json(event["value"] if event else None)
         if f == APP_CONTRACT:
             return _json(next(self.contracts, None))
+        if f == APP_STRAY:
+            return _json(next(self.strays, None))
         if f == EXPECT:
             self.expects_seen += 1
             covered = ", ".join(f"app {a}: {n} inputs" for a, n in self.inputs.items())

@@ -140,14 +140,18 @@ def app_view(tables: store.Tables, journal: Journal | None, clock: Clock, links:
                           [k for k, w in enumerate(fault_workloads, 1) if w == n]) for n in names]
     helpers = [(what, by_path[_log(w)]) for w, what in ((APP_FEEDER, "feeder"), (APP_READER, "output reader"))
                if _log(w) in by_path]
-    return AppView(name, contract, _facts(contract, settings, facts), shlex.join(settings.command) if settings else "",
+    stray = (tables.meta.get("app_stray") or {}).get(name) or {}
+    return AppView(name, contract, _facts(contract, settings, facts, stray), shlex.join(settings.command) if settings else "",
                    instances, helpers, _outputs_read(tables, name, contract))
 
 
-def _facts(contract: dict[str, Any], s: AppSettings | None, facts: dict[str, Any]) -> list[Fact]:
-    """The contract, the settings that shape the run, the drain and the contract function, as rows."""
+def _facts(contract: dict[str, Any], s: AppSettings | None, facts: dict[str, Any], stray: dict[str, int]) -> list[Fact]:
+    """The contract, the topics written to undeclared (``stray``: topic -> records), the settings
+    that shape the run, the drain and the contract function, as rows."""
     rows = [Fact("contract", contract_says(contract)), Fact("inputs", ", ".join(contract.get("inputs") or [])),
             Fact("outputs", ", ".join(contract.get("outputs") or []))]
+    if stray:
+        rows.append(Fact("written undeclared", ", ".join(f"{t}: {n} records" for t, n in stray.items()), warn=True))
     if s is not None:
         serde = s.contract.output_serde
         f = s.feeder

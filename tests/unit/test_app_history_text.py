@@ -117,3 +117,8 @@ def test_expect_lines_say_which_of_them_they_are_when_there_are_several(tmp_path
     said = [ln for ln in lines if " expect " in ln]
     assert [ln.split("expect", 1)[1].strip() for ln in said] == [
         "app app: 9 inputs over 2 expect lines (this one: 1 of 2)", "app app: 9 inputs over 2 expect lines (this one: 2 of 2)"]
+
+
+def test_an_app_stray_line_names_the_topics_written_undeclared(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    lines = history_lines(app_run(tmp_path, app_map("undeclared"), "stray"), text.BATCH, monkeypatch)
+    assert line(lines, "runner", " app-stray ").endswith(' {"app":"app","topics":{"audit-log":1}}')

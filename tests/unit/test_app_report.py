@@ -111,6 +111,11 @@ def test_each_way_an_instance_ends_is_named(code: int | None, says: str) -> None
     assert ended_says(code, 30.0).startswith(says)
 
 
+def test_the_app_section_names_the_topics_it_wrote_to_undeclared(tmp_path: Path) -> None:
+    app = said(section(write_report(app_run(tmp_path, app_map("undeclared"), "stray")).read_text(), "app"))
+    assert "written undeclared audit-log: 1 records" in app
+
+
 def test_a_run_without_an_app_has_no_app_section(tmp_path: Path) -> None:
     html_ = write_report(make_run(tmp_path, name="plain")).read_text()
     assert '<section id="app">' not in html_ and "App under test" not in html_
