@@ -14,6 +14,7 @@ import jinja2
 
 from harness.checker import MEANING, VERDICT_FILE
 from harness.history.text import write_history_text
+from harness.report.app import is_record, record_text
 from harness.report.data import RunData, is_position, load, position_text
 from harness.report.loaded import LoadedRun
 from harness.report.logs import excerpts, log_links
@@ -44,6 +45,8 @@ def cell(v: Any) -> str:
         return ", ".join(cell(x) for x in v) if v else "–"
     if is_position(v):
         return position_text(v)
+    if is_record(v):
+        return record_text(v)
     if isinstance(v, dict):
         return ", ".join(f"{k}: {cell(x)}" for k, x in v.items()) if v else "–"
     return str(v)
@@ -128,7 +131,7 @@ def render(data: RunData) -> str:
         command=rerun(data.scenario, journal), duration_s=data.duration_s,
         timeline=timeline_svg(data), faults=data.faults, fault_legend=legend([f.kind for f in data.faults]),
         spark_ran=data.spark_batches is not None,
-        partitions=[(p, partition_svg(p)) for p in data.partitions],
+        partitions=[(p, partition_svg(p)) for p in data.partitions], app=data.app,
         stats=flat(stats), expected=v.get("expected"), generated=time.strftime("%Y-%m-%d %H:%M:%S %Z"),
         description=data.scenario.get("description", ""), esc=html.escape)
 

@@ -19,8 +19,10 @@ import pandas as pd
 from chaos.faults import node_states
 from harness.history import store
 from harness.history.model import SCAN, SPARK_BATCH, SPARK_SKIP, SPARK_START
+from harness.report.app import AppView, app_view, output_app, output_scan
 from harness.report.clock import Clock, clock_of
 from harness.report.loaded import LoadedRun, load_run, read_json, read_verdict
+from harness.report.logs import log_links
 from harness.report.ops import MAX_MARKED, History, Marked, active_faults, example_spans
 from harness.rundir.journal import Journal, fault_runs
 
@@ -53,6 +55,12 @@ class PartitionView:
     #: the final scans of this partition: offset, isolation, writer process, and ``order``: the
     #: value's place in the order of all writes (NaN: written by no recorded write)
     scan: pd.DataFrame
+    #: what ``order`` is, and what a record it cannot place is (an app's output places its
+    #: records otherwise: ``harness.report.app.output_scan``)
+    ylabel: str = "write order"
+    unplaced: str = "no recorded write"
+    #: what the figure's caption adds (an app's output partition: how its records are placed)
+    note: str = ""
 
 
 @dataclass
@@ -83,6 +91,8 @@ class RunData:
     journal: Journal | None = None
     #: the history as loaded (None: not kept)
     tables: store.Tables | None = None
+    #: the app under test (docs/APPS.md), if the run had one
+    app: AppView | None = None
 
 
 def load(run: Path | LoadedRun) -> RunData:
@@ -108,6 +118,7 @@ def load(run: Path | LoadedRun) -> RunData:
     data.partitions = partition_views(run.tables, verdict)
     spark_events(data, h.spark)
     data.marked = mark_examples(verdict, h.lookup, clock, faults)
+    data.app = app_view(run.tables, journal, clock, log_links(run_dir), [f.detail.get("workload") for f in faults])
     return data
 
 
@@ -338,6 +349,11 @@ def partition_views(tables: store.Tables, verdict: dict[str, Any]) -> list[Parti
     all_reads = tables.reads
     views = []
     for (topic, part), marks in spots:
+        app = output_app(tables, topic)
+        if app is not None:  # its records are app_outputs, placed by the app's contract
+            o = output_scan(tables, app, topic, part, writer, order)
+            views.append(PartitionView(topic, part, marks, o.scan, o.ylabel, o.unplaced, o.note))
+            continue
         reads = all_reads.loc[(all_reads["source"] == SCAN).to_numpy() & (all_reads["topic"] == topic).to_numpy()
                               & (all_reads["partition"] == part).to_numpy(), ["isolation", "offset", "vid"]]
         scan = pd.DataFrame({"offset": reads["offset"].astype("int64"), "isolation": reads["isolation"].astype(str),

@@ -244,10 +244,16 @@ def partition_svg(view: PartitionView) -> str:
     """Jepsen-style order plot of one partition: each offset against the place, in the order of all
     writes, of the value Kafka kept there, coloured by writer. A healthy partition climbs; a
     duplicate is a flat step, a reordering a step down. Crosses are values only read_uncommitted
-    sees; red lines are offsets anomalies name, and the lower panel zooms on the first of them."""
+    sees, red triangles on the lower edge records it cannot place (``view.unplaced``); red lines
+    are offsets anomalies name, and the lower panel zooms on the first of them. An app's output
+    partition places its records as ``view.ylabel`` says."""
     scan = view.scan
     committed = scan[scan["isolation"] == "read_committed"]
     uncommitted_only = scan[(scan["isolation"] != "read_committed") & ~scan["offset"].isin(committed["offset"])]
+    # a record with no place (written by no recorded write, an app's output no input explains) sits
+    # on the lower edge, so it is seen and counted rather than dropped as NaN
+    unplaced = committed[committed["order"].isna()]
+    committed = committed[committed["order"].notna()]
     writers = sorted(set(committed["writer"]))
     colours = plt.get_cmap("tab10")
     marks = sorted({o for offs in view.marks.values() for o in offs})
@@ -273,11 +279,20 @@ def partition_svg(view: PartitionView) -> str:
                     if not dense:
                         ax.annotate(f"{check} @{o}", (o, 0.02), xycoords=("data", "axes fraction"), rotation=90,
                                     va="bottom", ha="right", fontsize=7, color="#d62728")
+        c = cut(unplaced)
+        if len(c):
+            if not (len(committed) or uncommitted_only["order"].notna().any()):
+                ax.set_ylim(0, 1)  # nothing placed: no scale to speak of
+                ax.set_yticks([])
+            bottom = ax.get_ylim()[0]
+            ax.scatter(c["offset"], [bottom] * len(c), s=10 if dense else 30, marker="v", color="#d62728",
+                       label=f"{view.unplaced} ({len(unplaced)})" if dense else None, clip_on=False, zorder=4)
+            ax.set_ylim(bottom=bottom)
         if not dense:
             ax.set_xlim(lo - 0.5, hi + 0.5)
             ax.set_title(f"zoom: offsets {lo}..{hi}", fontsize=8, loc="left")
         ax.set_xlabel("offset")
-        ax.set_ylabel("write order")
+        ax.set_ylabel(view.ylabel)
     axes[0, 0].legend(loc="upper left", fontsize=7, frameon=False, markerscale=2)
     axes[0, 0].set_title(f"{view.topic}-{view.partition}", fontsize=9, loc="left")
     return to_svg(fig)

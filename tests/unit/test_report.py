@@ -22,6 +22,7 @@ import pytest
 
 from harness.checker import NO_FINAL_READS, check
 from harness.history import store
+from harness.history.builder import History
 from harness.report import REPORT_FILE, cell, write_report
 from harness.report.compare import compare
 from harness.report.data import anomaly_positions, fault_windows, label, load, node_lanes, spark_events
@@ -44,13 +45,15 @@ FAULTS = [
 
 
 def make_run(root: Path, variant: str = "", name: str = "unit-run", died: bool = False,
-             faults: list[tuple[float, dict[str, Any]]] | None = None, schedule: list[dict[str, Any]] | None = None) -> Path:
+             faults: list[tuple[float, dict[str, Any]]] | None = None, schedule: list[dict[str, Any]] | None = None,
+             history: History | None = None, journal_fields: dict[str, Any] | None = None) -> Path:
     """A run folder as ``eos-chaos run`` leaves it: scenario.json, journal.json, history, Parquet,
     verdict; ``died``: as a runner killed before its final reads left it; ``faults``: the nemesis's
-    events (default ``FAULTS``); ``schedule``: the plan, counted from t=0 of the history."""
+    events (default ``FAULTS``); ``schedule``: the plan, counted from t=0 of the history; ``history``:
+    the ops (default ``clean(variant)``); ``journal_fields``: more of the journal (``app``, ``resolved``)."""
     run_dir = root / name
     (run_dir / "history").mkdir(parents=True)
-    h = clean(variant)
+    h = history if history is not None else clean(variant)
     if died:
         h.ops = [op for op in h.ops if op["process"] != "final"]
     # 1 ms apart; the faults come later
@@ -61,7 +64,7 @@ def make_run(root: Path, variant: str = "", name: str = "unit-run", died: bool =
     (run_dir / "history" / "runner.jsonl").write_bytes(b"".join(orjson.dumps(o) + b"\n" for o in ops))
     scenario = {"name": name, "description": f"hand-written history ({variant or 'clean'})", "duration": 10.0}
     (run_dir / "scenario.json").write_text(json.dumps({**scenario, "seed": 7, "backend": "local"}))
-    journal = Journal(scenario=name, source=name, resolved=scenario, seed=7, backend="local", kafka_version="4.1.1",
+    journal = Journal(scenario=name, source=name, **{"resolved": scenario, **(journal_fields or {})}, seed=7, backend="local", kafka_version="4.1.1",
                       versions={"kafka": "4.1.1", "confluent_kafka": "2.12.0", "librdkafka": "2.12.0",
                                 "pyspark": "4.0.0", "python": "3.11.7", "eos_chaos": "0.1.0"},
                       command=f"eos-chaos run {name} --backend local --seed 7 --duration 10", healed=True,
