@@ -197,6 +197,8 @@ class Nemesis:
             txn_id = of or self.defaults.transactional_id
             if txn_id is None:
                 raise LookupError("coordinator without `of`: the run has no default transactional.id")
+            if txn_id.endswith("*"):
+                return targets.prefixed_transaction_coordinator(self.cluster.direct_bootstrap, txn_id[:-1])
             return targets.transaction_coordinator(self._admin, txn_id)
         if target == "group-coordinator":
             group = of or self.defaults.group

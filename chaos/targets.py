@@ -24,7 +24,9 @@ class TargetDefaults:
 
     #: leader: this topic's partition 0
     topic: str | None = None
-    #: coordinator: of this transactional.id (the first txn-producer's)
+    #: coordinator: of this transactional.id (the first txn-producer's); ending in ``*``, of the first
+    #: (in name order) of the cluster's transactional.ids that start with what precedes it (an app's:
+    #: ``{id}*``, whose ids the app chose)
     transactional_id: str | None = None
     #: group-coordinator: of this consumer group (the copier's)
     group: str | None = None
@@ -74,6 +76,25 @@ def group_coordinator(admin: _Admin, group: str) -> int:
     if parts == 0:
         raise LookupError(f"{OFFSETS_TOPIC} does not exist yet (no group has committed)")
     return leader(admin, OFFSETS_TOPIC, coordinator_partition(group, parts))
+
+
+def prefixed_transaction_coordinator(direct_bootstrap: str, prefix: str) -> int:
+    """The coordinator of the first (in name order) transactional.id starting with ``prefix`` that
+    the cluster's coordinators know: each broker lists the transactions it coordinates
+    (ListTransactions, KIP-664). ``LookupError`` when there is none (yet)."""
+    from kafka.admin import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=direct_bootstrap, request_timeout_ms=10_000)
+    try:
+        listed = admin.list_transactions()
+    finally:
+        admin.close()
+    found = sorted((t.transactional_id, node) for node, txns in listed.items() for t in txns
+                   if t.transactional_id.startswith(prefix))
+    if not found:
+        raise LookupError(f"no transactional.id starting with {prefix!r} on the cluster (yet): its app has not "
+                          "initialised a transactional producer")
+    return int(found[0][1])
 
 
 def random_node(rnd: random.Random, nodes: tuple[int, ...]) -> int:

@@ -300,12 +300,17 @@ class Scenario(Strict):
 
     def target_defaults(self) -> TargetDefaults:
         """What fault roles are of when a fault gives no ``of``: the first topic, the first
-        txn-producer's transactional.id, the first consumer group a workload commits in (the copier's)."""
+        txn-producer's transactional.id (an app's: the first of its own), the first consumer group a
+        workload consumes in (the copier's, an app's)."""
         from harness.workloads.txn_producer import transactional_id
 
         groups = [g for w in self.workloads if (g := registry.kind(w.kind).group_of(w.settings)) is not None]
-        return TargetDefaults(topic=self.topics[0] if self.topics else None,
-                              transactional_id=transactional_id("txn-producer-0"),
+        app = next((w for w in self.workloads if w.kind == "app"), None)
+        # an app's transactions are what a fault on "the coordinator" means in its scenario: its
+        # transactional.ids start with its id (docs/APPS.md), whatever else they hold (a Streams
+        # app's process id)
+        txn_id = f"{registry.kind('app').group_of(app.settings)}*" if app is not None else transactional_id("txn-producer-0")
+        return TargetDefaults(topic=self.topics[0] if self.topics else None, transactional_id=txn_id,
                               group=groups[0] if groups else None)
 
 

@@ -246,3 +246,17 @@ def test_an_app_that_exits_before_it_is_ready_ends_the_wrapper_with_its_code(tmp
     assert p.wait(timeout=30) == 4
     assert _ops(tmp_path)[-1]["value"] == {"code": 4, "signal": None, "after_ready": False, "stopped": False}
     assert "no config file" in (tmp_path / "app-1.log").read_text()
+
+
+def test_a_fault_on_the_coordinator_in_an_app_scenario_is_of_the_apps_own_transactions(tmp_path: Path) -> None:
+    sc = scenario.load(str(_app_file(tmp_path)))
+    d = sc.target_defaults()
+    assert d.transactional_id == "eos-chaos-app*" and d.group == "eos-chaos-app"  # the prefix of its ids, its group
+    tagged = runner_physical(sc)
+    assert tagged.target_defaults().transactional_id == "eos-chaos-app.r1*"
+
+
+def runner_physical(sc: scenario.Scenario) -> scenario.Scenario:
+    from harness.run.runner import physical
+
+    return physical(sc, "r1")
