@@ -7,8 +7,11 @@ signals (the workload faults' SIGKILL, SIGSTOP, SIGTERM) reach it directly."""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from clusters import pins
 
 
 @dataclass(frozen=True)
@@ -22,8 +25,24 @@ class ShippedApp:
     prepare: Callable[[], object]
 
 
+def _prepare(module: str) -> Callable[[], object]:
+    """The ``prepare`` of launcher ``module``, imported when called (a launcher imports this package)."""
+    return lambda: importlib.import_module(module).prepare()
+
+
+def _shipped(name: str, module: str, what: str) -> ShippedApp:
+    return ShippedApp(name, module, what, _prepare(module))
+
+
 #: name -> the app; each entry's module registers nothing else
-SHIPPED: dict[str, ShippedApp] = {}
+SHIPPED: dict[str, ShippedApp] = {app.name: app for app in (
+    _shipped("streams-count-sum", "harness.apps.streams_count_sum",
+             f"Kafka Streams (kafka-streams {pins.KAFKA_STREAMS_VERSION}): per-key count and sum of integer values through a repartition "
+             "topic, each to its own output topic; --guarantee exactly_once_v2 (default) or at_least_once"),
+    _shipped("kafka-copier", "harness.apps.kafka_copier",
+             f"Kafka's own TransactionalMessageCopier (kafka-tools {pins.KAFKA_TOOLS_VERSION}): copies input to output unchanged in "
+             "transactions with the consumed offsets; copies what was there at its start, then exits"),
+)}
 
 
 def prepare_all() -> list[str]:
