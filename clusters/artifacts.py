@@ -146,9 +146,19 @@ def kafka_ready(version: str) -> Path | None:
     return None
 
 
+def kafka_tools_dir(version: str = pins.KAFKA_TOOLS_VERSION) -> Path:
+    return cache_dir() / "kafka-tools" / version
+
+
+def kafka_tools_ready(version: str = pins.KAFKA_TOOLS_VERSION) -> Path | None:
+    """The cached jar folder of Kafka's tools if a complete fetch is there (no lock, no fetch)."""
+    return maven_ready(_kafka_pom(version, "kafka-tools"), kafka_tools_dir(version))
+
+
 def fetch_kafka_tools(version: str = pins.KAFKA_TOOLS_VERSION) -> Path:
-    """Kafka's tools jar (ProducerPerformance) and its dependencies, in a folder of their own."""
-    return fetch_kafka(version, artifact="kafka-tools", d=cache_dir() / "kafka-tools" / version)
+    """Kafka's tools jar (ProducerPerformance, TransactionalMessageCopier) and its dependencies, in a
+    folder of their own."""
+    return fetch_kafka(version, artifact="kafka-tools", d=kafka_tools_dir(version))
 
 
 def fetch_kafka(version: str, artifact: str = f"kafka_{pins.SCALA_BINARY}", d: Path | None = None) -> Path:
@@ -280,7 +290,7 @@ def _maven_fetch(what: str, pom: str, d: Path, missing: Callable[[str], ConfigEr
 
 def maven_fetch(what: str, pom: str, d: Path, missing: Callable[[str], ConfigError | None] | None = None) -> Path:
     """Resolve ``pom``'s runtime dependencies from Maven Central into ``d/libs``, cached behind a
-    marker of the POM (the Java client bridge's libraries, harness/workloads/clients/java_build.py)."""
+    marker of the POM (the libraries of the Java programs of clusters/javabuild.py)."""
     return _maven_fetch(what, pom, d, missing)
 
 

@@ -28,6 +28,10 @@ JAVA_CLIENT_3X_VERSION = "3.9.2"
 #: The bridge's JSON library and its log backend (kafka-clients logs through slf4j; stderr, errors only).
 JACKSON_VERSION = "2.21.2"
 
+#: The shipped Kafka Streams app (harness/apps/streams): org.apache.kafka:kafka-streams, logging
+#: through slf4j-simple (SLF4J_VERSION) to stderr.
+KAFKA_STREAMS_VERSION = "4.4.0"
+
 #: Toxiproxy server, built from the Go module proxy.
 TOXIPROXY_MODULE = "github.com/Shopify/toxiproxy/v2"
 TOXIPROXY_VERSION = "v2.12.0"

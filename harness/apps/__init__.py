@@ -11,6 +11,8 @@ import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from clusters import pins
+
 
 @dataclass(frozen=True)
 class ShippedApp:
@@ -23,18 +25,24 @@ class ShippedApp:
     prepare: Callable[[], object]
 
 
-def _prepare_of(module: str) -> Callable[[], object]:
-    """``module.prepare``, imported when called: importing a launcher here would load it twice under
-    ``python -m`` (runpy warns when the module it runs is already in ``sys.modules``)."""
+def _prepare(module: str) -> Callable[[], object]:
+    """The ``prepare`` of launcher ``module``, imported when called (a launcher imports this package)."""
     return lambda: importlib.import_module(module).prepare()
 
 
+def _shipped(name: str, module: str, what: str) -> ShippedApp:
+    return ShippedApp(name, module, what, _prepare(module))
+
+
 #: name -> the app; each entry's module registers nothing else
-SHIPPED: dict[str, ShippedApp] = {
-    "go-copier": ShippedApp("go-copier", "harness.apps.go_copier",
-                            "Go, franz-go's GroupTransactSession: each input copied with ':go' appended (--unsafe: no transactions)",
-                            _prepare_of("harness.apps.go_copier")),
-}
+SHIPPED: dict[str, ShippedApp] = {app.name: app for app in (
+    _shipped("streams-count-sum", "harness.apps.streams_count_sum",
+             f"Kafka Streams (kafka-streams {pins.KAFKA_STREAMS_VERSION}): per-key count and sum of integer values through a repartition "
+             "topic, each to its own output topic; --guarantee exactly_once_v2 (default) or at_least_once"),
+    _shipped("kafka-copier", "harness.apps.kafka_copier",
+             f"Kafka's own TransactionalMessageCopier (kafka-tools {pins.KAFKA_TOOLS_VERSION}): copies input to output unchanged in "
+             "transactions with the consumed offsets; copies what was there at its start, then exits"),
+)}
 
 
 def prepare_all() -> list[str]:

@@ -20,11 +20,13 @@ engine_app = typer.Typer(no_args_is_help=True, help="The Docker engine of the co
 def setup(
     kafka_version: str = KafkaVersion,
     everything: bool = typer.Option(False, "--all", help="Also fetch Spark's Kafka connector and build the Java client bridges "
-                                    "(otherwise each is fetched when a run first needs it)."),
+                                    "and the shipped apps (otherwise each is fetched when a run first needs it)."),
 ) -> None:
     """Fetch Kafka (Maven Central) and build Toxiproxy (Go module proxy) and the wire proxy into the cache:
-    what a local cluster needs. With --all, also Spark's Kafka connector and the client bridges (each versioned
-    client library's versions the tests use), which runs otherwise fetch when they first need them."""
+    what a local cluster needs. With --all, also Spark's Kafka connector, the client bridges (each versioned
+    client library's versions the tests use) and the shipped apps (harness/apps), which runs otherwise fetch
+    when they first need them."""
+    from harness.apps import prepare_all
     from harness.workloads.clients import prepare, setup_specs
 
     t0 = time.monotonic()
@@ -35,7 +37,8 @@ def setup(
         spark = artifacts.ensure_spark()
         clients = setup_specs()  # every versioned client library's versions for the tests (the Java bridge)
         prepare(clients)
-        ready += f", spark-sql-kafka ({len(spark)} jars), client bridges ({', '.join(clients)})"
+        apps = prepare_all()
+        ready += f", spark-sql-kafka ({len(spark)} jars), client bridges ({', '.join(clients)}), apps ({', '.join(apps)})"
     out.print(f"ready in {time.monotonic() - t0:.1f}s: {ready}", highlight=False)
 
 
