@@ -4,7 +4,8 @@ into the history's tables and saved as Parquet (as a run leaves it), then timed:
 
 Shape: 4 producers, transactions of 6 values (one per partition of a 6-partition topic), 10% aborted,
 each transaction end taking an offset for its control marker; one reader polling every committed
-record in batches of 500; the final read_committed and read_uncommitted scans.
+record in batches of 500; the final read_committed and read_uncommitted scans. With ``--app``, the
+history of an app under test instead (``harness/bench/app_history.py``), judged by its contract check.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -21,9 +23,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.checker import check
+from harness.bench.app_history import app_synthetic
+from harness.checker import CHECKS, run_checks, stats
+from harness.checker.checks import cols
+from harness.checker.verdict import Verdict
 from harness.history import store
-from harness.history.model import FAIL, OK, POLL, READ_COMMITTED, READ_UNCOMMITTED, SCAN
+from harness.history.model import AGGREGATE, FAIL, MAP, OK, POLL, READ_COMMITTED, READ_UNCOMMITTED, SCAN
 
 PARTITIONS = 6
 PRODUCERS = 4
@@ -166,8 +171,11 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def generate(n_values: int, run_dir: Path) -> None:
-    if n_values > IN_MEMORY_VALUES:
+def generate(n_values: int, run_dir: Path, app: str | None = None) -> None:
+    """The synthetic history of ``n_values`` values (an app's, ``APP_KINDS``, with ``app``) saved in ``run_dir``."""
+    if app is not None:
+        store.save(app_synthetic(n_values, app), run_dir)
+    elif n_values > IN_MEMORY_VALUES:
         generate_chunked(n_values, run_dir)
     else:
         store.save(synthetic(n_values), run_dir)
@@ -183,14 +191,46 @@ def measure(run_dir: Path, engine: str = "default", master: str | None = None) -
     loaded = store.load(run_dir)
     read_s = time.monotonic() - t0
     t0 = time.monotonic()
-    verdict = check(loaded)
+    verdict, by_check = timed_check(loaded)
     check_s = time.monotonic() - t0
     if verdict.valid is not True:
         raise AssertionError(f"the synthetic history must be valid: {verdict.to_json()['checks']}")
     n = len(loaded.writes)
+    app = _app_check(loaded.meta)
+    if app is not None and verdict.checks[app].skipped:  # judged valid by not looking: the wrong path timed
+        raise AssertionError(f"the synthetic app history must be judged by {app}: skipped, {verdict.checks[app].skipped}")
     return {"engine": engine, "values": n, "read_s": round(read_s, 3), "check_s": round(check_s, 3),
             "values_per_s": round(n / check_s), "check_over_read": round(check_s / read_s, 1),
-            "peak_rss_mb": round(peak_rss_mb())}
+            "peak_rss_mb": round(peak_rss_mb()),
+            **({"app_check": app, "app_check_s": by_check[app], "app_outputs": len(loaded.app_outputs),
+                "app_expected": len(loaded.app_expected)} if app else {}),
+            "by_check_s": by_check}
+
+
+def _app_check(meta: dict[str, Any]) -> str | None:
+    """The contract check that judges the history's app (``bench checker --app``), or None."""
+    apps = meta.get("apps") or []
+    return {MAP: "app-map", AGGREGATE: "app-aggregate"}[apps[0]["contract"]] if apps else None
+
+
+def timed_check(t: store.Tables) -> tuple[Verdict, dict[str, float]]:
+    """``harness.checker.check``'s verdict, with the seconds each step took: the numpy view
+    (``cols``), each check, and the figures (``stats``)."""
+    seconds: dict[str, float] = {}
+
+    def timed(name: str, run: Any) -> Any:
+        def call() -> Any:
+            t0 = time.monotonic()
+            try:
+                return run()
+            finally:
+                seconds[name] = round(time.monotonic() - t0, 3)
+        return call
+
+    timed("cols", lambda: cols(t))()
+    verdict = run_checks({name: timed(name, partial(fn, t)) for name, fn in CHECKS.items()},
+                         timed("stats", partial(stats, t)), t.meta, default_ops=len(t.ops), engine="default")
+    return verdict, seconds
 
 
 def _measure_spark(run_dir: Path, master: str | None = None) -> dict[str, Any]:
@@ -314,6 +354,16 @@ def bench(n_values: int, engine: str = "default", master: str | None = None) -> 
         return dict(json.loads(_step(["measure", tmp, engine, *([master] if master else [])])))
 
 
+def bench_app(n_values: int, app: str, runs: int) -> list[dict[str, Any]]:
+    """``bench`` of app history ``app`` (``APP_KINDS``): generated once (it is the same history each
+    time), then loaded and checked ``runs`` times, each in a fresh process."""
+    import json
+
+    with tempfile.TemporaryDirectory(prefix=TMP_PREFIX) as tmp:
+        _step(["generate", str(n_values), tmp, app])
+        return [dict(json.loads(_step(["measure", tmp]))) for _ in range(runs)]
+
+
 @contextmanager
 def _interrupts_held() -> Iterator[None]:
     """SIGINT and SIGTERM held back while the block runs, then raised as the KeyboardInterrupt
@@ -369,19 +419,21 @@ def _step(args: list[str]) -> str:
 def median_of(runs: list[dict[str, Any]]) -> dict[str, Any]:
     import statistics
 
-    keys = ("read_s", "check_s", "values_per_s", "check_over_read", "peak_rss_mb")
+    keys = ("read_s", "check_s", "values_per_s", "check_over_read", "peak_rss_mb", *(("app_check_s",) if "app_check" in runs[0] else ()))
     return {"engine": runs[0].get("engine", "default"), "values": runs[0]["values"], "runs": len(runs),
+            **{k: runs[0][k] for k in ("app_check", "app_outputs", "app_expected") if k in runs[0]},
             **({"master": runs[0]["master"], "spark": runs[0]["spark"]["total"]} if "spark" in runs[0] else {}),
             **{k: statistics.median(r[k] for r in runs) for k in keys}, "samples": runs}
 
 
 if __name__ == "__main__":
-    # python -m harness.bench.checker generate N DIR | measure DIR [ENGINE [MASTER]] | N [ENGINE [MASTER]] (both, in separate processes)
+    # python -m harness.bench.checker generate N DIR [APP] | measure DIR [ENGINE [MASTER]] | N [ENGINE [MASTER]]
+    # (both, in separate processes)
     import json
     import sys
 
     if sys.argv[1] == "generate":
-        generate(int(sys.argv[2]), Path(sys.argv[3]))
+        generate(int(sys.argv[2]), Path(sys.argv[3]), *sys.argv[4:5])
     elif sys.argv[1] == "measure":
         print(json.dumps(measure(Path(sys.argv[2]), *sys.argv[3:5])))
     else:

@@ -7,7 +7,9 @@ never runs the app's function: it compares history with history.
 
 An input is *committed* when its transaction was acknowledged (``ok``), or its outcome was unknown
 (``info``) and a read_committed read saw it (as ``lost-write`` decides); otherwise it is *aborted*.
-App histories are small (a feeder's rate): these checks work on pandas frames of their rows.
+These checks work on pandas frames of their rows; records are matched by integer codes of their text
+columns (``_codes``), never by grouping or comparing Python strings row by row, so that millions
+of inputs are judged in seconds (docs/BENCHMARKS.md, "The app contract checks").
 """
 
 from __future__ import annotations
@@ -110,10 +112,40 @@ def inputs(t: Tables, app: dict[str, Any]) -> pd.DataFrame:
 
 
 def _outputs(t: Tables, app: dict[str, Any], source: str, isolation: str) -> pd.DataFrame:
-    o = t.app_outputs
-    sel = ((o["app"].astype(object) == app["app"]) & (o["source"].astype(object) == source)
-           & (o["isolation"].astype(object) == isolation) & o["topic"].astype(object).isin(app["outputs"]))
+    o = t.app_outputs  # few-valued columns (categories once loaded): compared as they are, by their codes
+    sel = (o["app"] == app["app"]) & (o["source"] == source) & (o["isolation"] == isolation) & o["topic"].isin(app["outputs"])
     return _plain_text(o[sel.to_numpy(bool)]).reset_index(drop=True)
+
+
+def _codes(columns: list[pd.Series]) -> np.ndarray:
+    """One integer per distinct value over ``columns`` end to end, numbered in order of first
+    appearance, nulls equal to nulls. Text is factorized as pandas' Arrow strings (Arrow's
+    dictionary encoding): as Python objects, hashing a string per row took seconds per million."""
+    text = [c.astype("str") if c.dtype == object or isinstance(c.dtype, pd.CategoricalDtype) else c for c in columns]
+    both = text[0] if len(text) == 1 else pd.concat(text, ignore_index=True)
+    codes: np.ndarray = pd.factorize(both, use_na_sentinel=False)[0].astype(np.int64)
+    return codes
+
+
+def _row_ids(frames: list[pd.DataFrame], columns: list[str]) -> list[np.ndarray]:
+    """One id per distinct row of ``columns`` over all ``frames`` (nulls equal to nulls), numbered in
+    order of first appearance (as ``groupby(sort=False, dropna=False).ngroup()``), one array per frame."""
+    ids = np.zeros(sum(len(f) for f in frames), np.int64)
+    for col in columns:
+        codes = _codes([f[col] for f in frames])
+        # ids and codes are below the row count: their pair as one int64 (rows**2 fits up to 3e9 rows)
+        ids = pd.factorize(ids * (int(codes.max(initial=-1)) + 1) + codes)[0].astype(np.int64)
+    return np.split(ids, np.cumsum([len(f) for f in frames])[:-1])
+
+
+def _member(values: pd.Series, of: pd.Series) -> np.ndarray:
+    """Which of ``values`` are among ``of`` (``isin``, by ``_codes``: pandas' ``isin`` of Arrow
+    strings makes a Python object of each value of ``of``)."""
+    codes = _codes([values, of])
+    known = np.zeros(int(codes.max(initial=-1)) + 1, dtype=bool)
+    known[codes[len(values):]] = True
+    found: np.ndarray = known[codes[:len(values)]]
+    return found
 
 
 def _mixed(by_kind: dict[str, list[dict[str, Any]]], kinds: tuple[str, ...]) -> list[dict[str, Any]]:
@@ -165,7 +197,7 @@ def _expected(t: Tables, app: dict[str, Any], ins: pd.DataFrame) -> pd.DataFrame
                              "value": ins["value"]})
     e = t.app_expected
     e = _plain_text(e[(e["app"].astype(object) == app["app"]).to_numpy(bool)])
-    lacking = ins.loc[~ins["value"].isin(e["input"]), "value"]
+    lacking = ins.loc[~_member(ins["value"], e["input"]), "value"]
     if len(lacking):
         raise ValueError(f"app {app['app']}: no expected outputs recorded for {len(lacking)} input value(s) "
                          f"(first {lacking.iloc[0]!r}): the runner records them (expect ops) for every input "
@@ -175,13 +207,7 @@ def _expected(t: Tables, app: dict[str, Any], ins: pd.DataFrame) -> pd.DataFrame
 
 def _record_ids(*frames: pd.DataFrame) -> list[np.ndarray]:
     """One id per distinct (topic, key, value) over all ``frames`` (nulls equal to nulls)."""
-    both = pd.concat([f[["topic", "key", "value"]].astype(object) for f in frames], ignore_index=True)
-    ids = both.groupby(["topic", "key", "value"], dropna=False, sort=False).ngroup().to_numpy(np.int64)
-    out, at = [], 0
-    for f in frames:
-        out.append(ids[at:at + len(f)])
-        at += len(f)
-    return out
+    return _row_ids(list(frames), ["topic", "key", "value"])
 
 
 def _judge_map(t: Tables, app: dict[str, Any]) -> Judged:
@@ -250,10 +276,12 @@ def _order(app: dict[str, Any], exp: pd.DataFrame, e_id: np.ndarray, found: pd.D
     m = m[m["in_offset"].notna()]
     if m.empty:
         return 0, []
-    lane = m[["topic", "partition", "key", "in_topic", "in_partition"]].astype(object).groupby(
-        ["topic", "partition", "key", "in_topic", "in_partition"], dropna=False, sort=False).ngroup()
-    m = m.assign(lane=lane.to_numpy(), in_offset=m["in_offset"].astype("int64")).sort_values(
-        ["lane", "offset"], kind="stable").reset_index(drop=True)
+    lane = _row_ids([m], ["topic", "partition", "key", "in_topic", "in_partition"])[0]
+    # the columns the examples name, in (lane, offset) order (a stable sort, as sort_values'), no more:
+    # every column of a few million rows is a take
+    m = m[["topic", "partition", "offset", "key", "input", "seq", "writer_op", "in_offset"]].assign(
+        lane=lane, in_offset=m["in_offset"].astype("int64"))
+    m = m.iloc[np.lexsort((m["offset"].to_numpy(), lane))].reset_index(drop=True)
     same = m["lane"].to_numpy()[1:] == m["lane"].to_numpy()[:-1]
     at, seq = m["in_offset"].to_numpy(np.int64), m["seq"].to_numpy(np.int64)
     earlier = (at[1:] < at[:-1]) | ((at[1:] == at[:-1]) & (seq[1:] < seq[:-1]))

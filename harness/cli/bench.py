@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import json
 import logging
 import statistics
@@ -45,6 +46,22 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 app = typer.Typer(no_args_is_help=True, help="Benchmarks: repeated runs, medians, the machine.")
 
+class AppHistory(str, enum.Enum):
+    """``bench checker --app``'s histories (``harness.bench.app_history.APP_KINDS``)."""
+
+    map = "map"
+    map_function = "map-function"
+    aggregate = "aggregate"
+
+
+#: ``bench checker --app --values`` at most: the app history is built whole in memory, as
+#: ``harness.bench.checker.IN_MEMORY_VALUES`` histories are (not imported here: numpy and pandas).
+MAX_APP_VALUES = 20_000_000
+AppOpt = typer.Option(
+    None, "--app", help="The history of an app under test instead, fed --values input values (1000 keys, 3 "
+    "partitions, a fifth of the transactions aborted) and judged by its contract check: map (identity), map-function (a "
+    "module:function contract, two outputs per input) or aggregate (running count and sum per key). "
+    f"Default engine only; at most {MAX_APP_VALUES // 1_000_000}M values (built in memory).")
 #: ``bench checker --values`` at most: the largest history measured (docs/BENCHMARKS.md: 211 s to
 #: write, 7.5 GB of Parquet in the temporary folder); 10^12 would fill the disk for hours.
 MAX_CHECKER_VALUES = 100_000_000
@@ -108,6 +125,7 @@ def bench_checker_cmd(
         None, "--master", help="Spark engine only: local (local[2], the default), standalone (a cluster of "
         "one master and two workers on loopback, started for the benchmark) or spark://HOST:PORT."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    app: AppHistory | None = AppOpt,
 ) -> None:
     """Load and check a valid synthetic history of N values (median of --runs, each in its own process)."""
     from contextlib import ExitStack
@@ -115,6 +133,9 @@ def bench_checker_cmd(
     from harness.bench.checker import bench, median_of
     from harness.bench.infra import machine
 
+    if app is not None:
+        _bench_app_checker(values, runs, engine, master, app, as_json)
+        return
     if master is not None and engine is not Engine.spark:
         raise ConfigError(f"--master {master}: only the Spark engine runs on a Spark master (add --engine spark)")
     if master not in (None, "local", "standalone") and not master.startswith("spark://"):
@@ -146,6 +167,36 @@ def bench_checker_cmd(
         out.print(f"on {result['master']}: Spark jobs {result['spark']['jobs']}, stages {result['spark']['stages']}, "
                   f"shuffles {result['spark']['shuffles']} ({result['spark']['shuffle_mb']} MiB written); "
                   f"peak RSS by process (first run): {result['samples'][0]['peak_rss_mb_by_process']}", highlight=False)
+
+
+def _bench_app_checker(values: int, runs: int, engine: Engine, master: str | None, app: AppHistory,
+                       as_json: bool) -> None:
+    """``bench checker --app``: the app history generated once, loaded and checked --runs times."""
+    from harness.bench.checker import bench_app, median_of
+    from harness.bench.infra import machine
+
+    if engine is not Engine.default or master is not None:
+        raise ConfigError(f"--app {app.value}: the app contract checks run on the default engine only "
+                          "(drop --engine spark and --master)")
+    if values > MAX_APP_VALUES:
+        raise ConfigError(f"--values {values} with --app: at most {MAX_APP_VALUES} (the app history is built in memory)")
+    samples = bench_app(values, app.value, runs)
+    for i, s in enumerate(samples):
+        log.info(f"run {i + 1}/{runs}: {s}")
+    result = {**median_of(samples), "app": app.value, "machine": machine()}
+    if as_json:
+        print_json(result)
+        return
+
+    def each(key: str) -> str:
+        return ", ".join(f"{s[key]}" for s in samples)
+
+    out.print(f"machine: {result['machine']}", highlight=False)
+    out.print(f"app {app.value}, {result['values']} input values ({result['app_outputs']} output records read, "
+              f"{result['app_expected']} expected), median of {runs}: read {result['read_s']}s ({each('read_s')}), "
+              f"check {result['check_s']}s ({each('check_s')}; {result['values_per_s']:.0f} values/s), of which "
+              f"{result['app_check']} {result['app_check_s']}s ({each('app_check_s')}), "
+              f"peak RSS {result['peak_rss_mb']} MiB ({each('peak_rss_mb')})", highlight=False)
 
 
 def _bench_on_one_cluster(name: str, runs: int, backend: Backend, port_base: int | None,
