@@ -42,6 +42,8 @@ SHIPPED: dict[str, ShippedApp] = {app.name: app for app in (
     _shipped("kafka-copier", "harness.apps.kafka_copier",
              f"Kafka's own TransactionalMessageCopier (kafka-tools {pins.KAFKA_TOOLS_VERSION}): copies input to output unchanged in "
              "transactions with the consumed offsets; copies what was there at its start, then exits"),
+    _shipped("go-copier", "harness.apps.go_copier",
+             "Go, franz-go's GroupTransactSession: each input copied with ':go' appended (--unsafe: no transactions)"),
 )}
 
 
