@@ -109,6 +109,8 @@ def physical(sc: Scenario, tag: str) -> Scenario:
             return names.get(v, v)
         if isinstance(v, list):
             return [mapped(x) for x in v]
+        if isinstance(v, dict):  # an app contract's aggregates: output topic -> aggregate
+            return {mapped(k): mapped(x) for k, x in v.items()}
         return v
 
     workloads = []
