@@ -46,20 +46,22 @@ class Artifacts:
     kwire_bin: Path | None = None
 
 
-def parse_kafka_version(version: str) -> tuple[int, int, int]:
-    """Validate a ``--kafka-version`` value; raise ``ConfigError`` naming what is allowed."""
+def parse_kafka_version(version: str, flag: str = "--kafka-version") -> tuple[int, int, int]:
+    """Validate a ``--kafka-version`` value (or one of ``flag``'s); raise ``ConfigError`` naming
+    the flag and what is allowed."""
     m = _VERSION_RE.match(version.strip())
     if not m:
         raise ConfigError(
-            f"--kafka-version {version!r} is not a release version; expected MAJOR.MINOR.PATCH, "
+            f"{flag} {version!r} is not a release version; expected MAJOR.MINOR.PATCH, "
             f"for example {pins.KAFKA_VERSION}"
         )
     parsed = (int(m[1]), int(m[2]), int(m[3]))
     if parsed < pins.MIN_KAFKA_VERSION:
         low = ".".join(map(str, pins.MIN_KAFKA_VERSION))
         raise ConfigError(
-            f"--kafka-version {version} is older than {low}: the harness needs KRaft with advertised "
-            f"controller listeners (KIP-853). Use {low} or newer (default {pins.KAFKA_VERSION})."
+            f"{flag} {version} is older than {low}: the harness needs KRaft with advertised "
+            f"controller listeners (KIP-853). Use {low} or newer (default {pins.KAFKA_VERSION}); what older "
+            "releases would take: docs/MATRIX.md, Older Kafka releases."
         )
     return parsed
 
@@ -161,15 +163,17 @@ def fetch_kafka_tools(version: str = pins.KAFKA_TOOLS_VERSION) -> Path:
     return fetch_kafka(version, artifact="kafka-tools", d=kafka_tools_dir(version))
 
 
-def fetch_kafka(version: str, artifact: str = f"kafka_{pins.SCALA_BINARY}", d: Path | None = None) -> Path:
-    """Collect ``kafka_2.13:version`` and its runtime dependencies into the cache; return the libs folder."""
-    parse_kafka_version(version)
+def fetch_kafka(version: str, artifact: str = f"kafka_{pins.SCALA_BINARY}", d: Path | None = None,
+                flag: str = "--kafka-version") -> Path:
+    """Collect ``kafka_2.13:version`` and its runtime dependencies into the cache; return the libs
+    folder. A release Maven Central lacks is a ``ConfigError`` naming ``flag``."""
+    parse_kafka_version(version, flag)
     coords = f"org.apache.kafka:{artifact}:jar:{version}"
 
     def missing(out: str) -> ConfigError | None:
         # Maven says "Could not find artifact X" or, once the miss is cached, "X was not found".
         if f"Could not find artifact {coords}" in out or f"{coords} was not found" in out:
-            return ConfigError(f"--kafka-version {version}: org.apache.kafka:{artifact}:{version} is not on "
+            return ConfigError(f"{flag} {version}: org.apache.kafka:{artifact}:{version} is not on "
                                f"Maven Central. Use a released version (default {pins.KAFKA_VERSION}).")
         return None
 
@@ -402,15 +406,16 @@ def _cache_lock() -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def ensure(kafka_version: str = pins.KAFKA_VERSION) -> Artifacts:
-    """Everything a local cluster needs, fetched if missing (Kafka, Toxiproxy and the wire proxy in parallel)."""
-    parse_kafka_version(kafka_version)
+def ensure(kafka_version: str = pins.KAFKA_VERSION, flag: str = "--kafka-version") -> Artifacts:
+    """Everything a local cluster needs, fetched if missing (Kafka, Toxiproxy and the wire proxy in
+    parallel); ``flag`` is what a bad or missing release is named by (the command's option)."""
+    parse_kafka_version(kafka_version, flag)
     java, major = find_java()
     with _cache_lock():
         # all three at once: Maven waits on the network while the two Go builds compile (a cold
         # `make run` spent 24 s building the wire proxy after Toxiproxy)
         with concurrent.futures.ThreadPoolExecutor(max_workers=3) as pool:
-            kafka_f = pool.submit(fetch_kafka, kafka_version)
+            kafka_f = pool.submit(fetch_kafka, kafka_version, flag=flag)
             tox_f = pool.submit(build_toxiproxy)
             kwire_f = pool.submit(build_kwire)
             libs, tox, kwire = kafka_f.result(), tox_f.result(), kwire_f.result()

@@ -44,6 +44,16 @@ def check_transaction_version(kafka_version: str, level: int | None, flag: str =
                           f"or newer (--kafka-version {pins.KAFKA_VERSION}).")
 
 
+def unsupported(kafka_version: str, level: int | None) -> str | None:
+    """Why ``kafka_version`` cannot be formatted at ``level`` (``formats transaction.version 0
+    only``), or None when it can (None, the release's default, it always can). The level must be in
+    ``pins.TRANSACTION_VERSION_RANGE`` (``check_transaction_version`` says so otherwise)."""
+    levels, _ = transaction_versions(kafka_version)
+    if level is None or level in levels:
+        return None
+    return f"formats transaction.version {', '.join(map(str, levels))} only"
+
+
 def format_args(transaction_version: int | None) -> list[str]:
     """The storage tool's flags for the levels asked for (none: the release's defaults, as before)."""
     return [] if transaction_version is None else ["--feature", f"{TRANSACTION_VERSION}={transaction_version}"]

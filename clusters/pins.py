@@ -5,7 +5,8 @@ from __future__ import annotations
 #: Newest Apache Kafka 4.x release on Maven Central (org.apache.kafka:kafka_2.13).
 KAFKA_VERSION = "4.4.0"
 #: Versions a person may ask for with --kafka-version. Older than 3.9 lacks advertised
-#: controller listeners (KIP-853), which the per-source proxy routing of the raft quorum needs.
+#: controller listeners (KIP-853), which the per-source proxy routing of the raft quorum needs
+#: (what going further back would take, and whether it is worth it: docs/MATRIX.md, Older Kafka releases).
 MIN_KAFKA_VERSION = (3, 9, 0)
 SCALA_BINARY = "2.13"
 

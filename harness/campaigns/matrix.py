@@ -1,14 +1,16 @@
-"""``eos-chaos matrix``: scenarios x clients x transaction versions, each cell run with the same
-seeds, drawn from one master seed. The answer to "is this client, on this transaction protocol,
-exposed?" with the runs as evidence (docs/MATRIX.md).
+"""``eos-chaos matrix``: scenarios x clients x Kafka versions x transaction versions, each cell run
+with the same seeds, drawn from one master seed. The answer to "is this client, on this Kafka
+release and transaction protocol, exposed?" with the runs as evidence (docs/MATRIX.md).
 
-A *cell* is (scenario, client, transaction version); a *run* is a cell and the index of its seed.
-Run seeds are the soak's (``harness.campaigns.soak.seeds``): the i-th seed is the same in every cell, so each
-column sees the same fault schedules, and a matrix grown by clients, levels or seeds keeps the runs
-it has. One cluster per transaction version (and per set of broker settings a scenario needs), so a
-level is set when the cluster is formatted; the runs go through the soak's ``one_run``
-(``runner.run_on_shared``). ``matrix.json`` is rewritten after every run, so the same command on the
-same ``--out`` resumes: finished runs are kept, a run cut short by Ctrl-C is discarded and redone."""
+A *cell* is (scenario, client, Kafka version, transaction version); a *run* is a cell and the index
+of its seed. Run seeds are the soak's (``harness.campaigns.soak.seeds``): the i-th seed is the same
+in every cell, so each column sees the same fault schedules, and a matrix grown by clients, Kafka
+versions, levels or seeds keeps the runs it has. One cluster per (Kafka version, transaction
+version, set of broker settings a scenario needs), so a level is set when the cluster is formatted;
+a level a release cannot be formatted at is a cell that says so, with nothing to run. The runs go
+through the soak's ``one_run`` (``runner.run_on_shared``). ``matrix.json`` is rewritten after every
+run, so the same command on the same ``--out`` resumes: finished runs are kept, a run cut short by
+Ctrl-C is discarded and redone."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import hashlib
 import json
 import logging
 import os
+import shlex
 import shutil
 import time
 from collections.abc import Iterator
@@ -24,10 +27,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from clusters import artifacts, backends, pins, procs, state
+from clusters import artifacts, backends, features, pins, procs, state
 from clusters.backends import Backend
 from clusters.base import Cluster
-from clusters.features import check_transaction_version, transaction_versions
 from harness.base.errors import ConfigError
 from harness.campaigns import soak
 from harness.run import runner
@@ -41,7 +43,10 @@ log = logging.getLogger(__name__)
 MATRIX_JSON = "matrix.json"
 MATRIX_HTML = "matrix.html"
 #: matrix.json's layout; another one is refused on resume (its runs could not be read safely).
-FORMAT = 1
+#: 2: the Kafka-version axis (``definition.kafka_versions``, a run's and a cell's ``kafka_version``).
+FORMAT = 2
+#: Older layouts still read (``_from_format_1``): 1 is a matrix of one Kafka version.
+READS = (1, FORMAT)
 #: The run folders' home inside the matrix folder; only the matrix writes or sweeps it.
 RUNS = "runs"
 #: The transaction versions a cluster can be formatted with; ``None`` (``default`` on the command
@@ -55,6 +60,7 @@ Level = int | None
 class Cell(NamedTuple):
     scenario: str
     client: str
+    kafka_version: str
     level: Level
 
 
@@ -98,6 +104,24 @@ def parse_clients(text: str | None) -> list[str]:
     return parsed
 
 
+def parse_kafka_versions(one: str | None, many: str | None) -> tuple[list[str], str]:
+    """``--kafka-version X`` (the one-version case) or ``--kafka-versions A,B,...``, never both;
+    neither is the pinned release. Each is MAJOR.MINOR.PATCH, no older than
+    ``pins.MIN_KAFKA_VERSION`` (``artifacts.parse_kafka_version``) and given once. Returns the
+    versions (normalised: ``4.04.0`` is ``4.4.0``) and the flag they came by, for later messages."""
+    if one is not None and many is not None:
+        raise ConfigError(f"--kafka-version {one} and --kafka-versions {many}: give one of the two "
+                          "(--kafka-version X is --kafka-versions X)")
+    flag = "--kafka-version" if one is not None else "--kafka-versions"
+    if one is not None and "," in one:
+        raise ConfigError(f"--kafka-version {one}: give one release (MAJOR.MINOR.PATCH); for several, "
+                          f"--kafka-versions {one}")
+    given = [one.strip()] if one is not None else _items(flag, many or pins.KAFKA_VERSION)
+    versions = [".".join(map(str, artifacts.parse_kafka_version(v, flag))) for v in given]
+    _no_duplicates(flag, versions, given)
+    return versions, flag
+
+
 def parse_levels(text: str | None) -> list[Level]:
     """``--transaction-versions``: each 0, 1, 2 or ``default``; ConfigError otherwise."""
     given = _items("--transaction-versions", text or DEFAULT_LEVEL)
@@ -134,7 +158,8 @@ class Definition:
     master_seed: int
     backend: str
     duration: float | None
-    kafka_version: str | None
+    #: the releases, a cluster (per level) each, in the order asked for
+    kafka_versions: list[str]
     #: scenario -> fingerprint of the scenario as run (duration applied)
     fingerprints: dict[str, str] = field(default_factory=dict)
     #: scenario -> what it expects (negative controls: invalid)
@@ -146,11 +171,13 @@ class Definition:
         return [draw() for _ in range(self.seeds)]
 
     def cells(self) -> list[Cell]:
-        """Level by level (one cluster each), then scenario, then client."""
-        return [Cell(s, c, lv) for lv in self.levels for s in self.scenarios for c in self.clients]
+        """Kafka version by Kafka version, level by level (one cluster each), then scenario, then client."""
+        return [Cell(s, c, kv, lv) for kv in self.kafka_versions for lv in self.levels
+                for s in self.scenarios for c in self.clients]
 
     def run_keys(self) -> list[RunKey]:
-        return [RunKey(cell, i) for cell in self.cells() for i in range(self.seeds)]
+        """Every run of every cell that can run (an unsupported cell has none)."""
+        return [RunKey(cell, i) for cell in self.cells() if unsupported(cell) is None for i in range(self.seeds)]
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -161,13 +188,13 @@ class Definition:
 
     def growth_problems(self, old: Definition) -> list[str]:
         """Why this definition cannot continue ``old``'s folder (empty: it can). It may add
-        scenarios, clients, levels and seeds; whatever decides what an existing run means (master
-        seed, backend, duration, Kafka version, a scenario's content) must be the same."""
+        scenarios, clients, Kafka versions, levels and seeds; whatever decides what an existing run
+        means (master seed, backend, duration, a scenario's content) must be the same."""
         problems = [f"{what} {fmt(getattr(old, attr))} -> {fmt(getattr(self, attr))}"
-                    for attr, what in (("master_seed", "--seed"), ("backend", "--backend"),
-                                       ("duration", "--duration"), ("kafka_version", "--kafka-version"))
+                    for attr, what in (("master_seed", "--seed"), ("backend", "--backend"), ("duration", "--duration"))
                     if getattr(old, attr) != getattr(self, attr)]
-        for attr, what in (("scenarios", "--scenarios"), ("clients", "--clients"), ("levels", "--transaction-versions")):
+        for attr, what in (("scenarios", "--scenarios"), ("clients", "--clients"), ("kafka_versions", "--kafka-versions"),
+                           ("levels", "--transaction-versions")):
             dropped = [x for x in getattr(old, attr) if x not in getattr(self, attr)]
             if dropped:
                 problems.append(f"{what} leaves out {', '.join(level_name(x) if attr == 'levels' else str(x) for x in dropped)}")
@@ -182,22 +209,36 @@ def fmt(v: Any) -> str:
     return "none" if v is None else str(v)
 
 
+def unsupported(cell: Cell) -> str | None:
+    """Why ``cell`` cannot run (``not supported: Kafka 3.9.2 formats transaction.version 0
+    only``): its Kafka version cannot be formatted at its level. None: it can."""
+    why = features.unsupported(cell.kafka_version, cell.level)
+    return None if why is None else f"not supported: Kafka {cell.kafka_version} {why}"
+
+
 def define(scenarios: str | None, clients_: str | None, levels: str | None, seeds: int, master_seed: int,
-           backend: Backend, duration: float | None, kafka_version: str | None) -> tuple[Definition, dict[tuple[str, str], Scenario]]:
+           backend: Backend, duration: float | None, kafka_version: str | None = None,
+           kafka_versions: str | None = None) -> tuple[Definition, dict[tuple[str, str], Scenario]]:
     """The matrix and every (scenario, client)'s scenario as it runs; ConfigError for anything the
-    matrix could not run (unknown or repeated scenarios, clients, levels; a client that cannot run a
-    workload of a scenario). Starts nothing."""
+    matrix could not run (unknown or repeated scenarios, clients, Kafka versions, levels; both
+    Kafka-version flags; no Kafka version that can be formatted at any level asked for; a client
+    that cannot run a workload of a scenario). A (Kafka version, level) that cannot be formatted is
+    not an error while another pair can: its cells say so (``unsupported``). Starts nothing."""
     names = _items("--scenarios", scenarios)
     _no_duplicates("--scenarios", names, names)
     libs = parse_clients(clients_)
+    kvs, kafka_flag = parse_kafka_versions(kafka_version, kafka_versions)
     lvls = parse_levels(levels)
-    for lv in lvls:  # a level the release does not take is refused before any cell runs
-        check_transaction_version(kafka_version or pins.KAFKA_VERSION, lv, flag="--transaction-versions")
+    if all(features.unsupported(kv, lv) is not None for kv in kvs for lv in lvls):  # nothing could run
+        raise ConfigError(f"--transaction-versions {','.join(map(level_name, lvls))} with {kafka_flag} {','.join(kvs)}: "
+                          "no Kafka version can be formatted at any of them ("
+                          + "; ".join(f"Kafka {kv} {features.unsupported(kv, lvls[0])}" for kv in kvs)
+                          + f"); levels 1 and 2 need Kafka 4.0 or newer (for example {pins.KAFKA_VERSION})")
     if seeds < 1:
         raise ConfigError(f"--seeds {seeds}: give 1 or more runs per cell")
     scs = soak.resolve(names, duration)
     runs = {(name, lib): sc.with_library(lib, flag="--clients") for name, sc in zip(names, scs, strict=True) for lib in libs}
-    defn = Definition(names, libs, lvls, seeds, master_seed, backend.value, duration, kafka_version,
+    defn = Definition(names, libs, lvls, seeds, master_seed, backend.value, duration, kvs,
                       {n: fingerprint(sc) for n, sc in zip(names, scs, strict=True)},
                       {n: sc.expect.valid for n, sc in zip(names, scs, strict=True)})
     return defn, runs
@@ -211,6 +252,7 @@ class MatrixRun:
 
     scenario: str
     client: str
+    kafka_version: str
     transaction_version: Level
     index: int
     seed: int
@@ -225,7 +267,7 @@ class MatrixRun:
 
     @property
     def key(self) -> RunKey:
-        return RunKey(Cell(self.scenario, self.client, self.transaction_version), self.index)
+        return RunKey(Cell(self.scenario, self.client, self.kafka_version, self.transaction_version), self.index)
 
     @property
     def outcome(self) -> str:
@@ -255,7 +297,9 @@ class Matrix:
 
     def cell(self, cell: Cell, out: Path | None = None) -> dict[str, Any]:
         """One cell's summary: counts, per check the runs it fired in and its anomalies, the rate
-        of runs with a finding, wall time, and the first failing seed with its replay and report."""
+        of runs with a finding, wall time, and the first failing seed with its replay and report;
+        or, for a cell whose Kafka version cannot be formatted at its level, why (``unsupported``,
+        state ``unsupported``, nothing wanted: neither a finding nor unknown)."""
         runs = [self.runs[RunKey(cell, i)] for i in range(self.definition.seeds) if RunKey(cell, i) in self.runs]
         counts = {o: sum(r.outcome == o for r in runs) for o in ("valid", "invalid", "unknown")}
         checks: dict[str, dict[str, int]] = {}
@@ -271,10 +315,12 @@ class Matrix:
             report = Path(f.run_dir) / "report.html"
             first = {"index": f.index, "seed": f.seed, "outcome": f.outcome, "error": f.error,
                      "replay": f.command, "report": str(report) if out is None or (out / report).exists() else None}
-        state = ("pending" if not runs else "invalid" if counts["invalid"] else "unknown" if counts["unknown"]
-                 else "valid" if len(runs) == self.definition.seeds else "partial")
-        return {"scenario": cell.scenario, "client": cell.client, "transaction_version": cell.level,
-                "state": state, "runs": len(runs), "wanted": self.definition.seeds, **counts,
+        why = unsupported(cell)
+        state = ("unsupported" if why is not None else "pending" if not runs else "invalid" if counts["invalid"]
+                 else "unknown" if counts["unknown"] else "valid" if len(runs) == self.definition.seeds else "partial")
+        return {"scenario": cell.scenario, "client": cell.client, "kafka_version": cell.kafka_version,
+                "transaction_version": cell.level, "state": state, "unsupported": why, "runs": len(runs),
+                "wanted": 0 if why is not None else self.definition.seeds, **counts,
                 "checks": dict(sorted(checks.items())),
                 "reproduction_rate": round(counts["invalid"] / len(runs), 3) if runs else None,
                 "seconds": round(sum(r.seconds for r in runs), 1), "first_failing": first}
@@ -300,12 +346,34 @@ class Matrix:
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Matrix:
+        """A matrix.json of any layout in ``READS`` (format 1 as a matrix of one Kafka version)."""
+        if d.get("format") == 1:
+            d = _from_format_1(d)
         m = cls(Definition.from_json(d["definition"]), started=d["started"], seconds=d["seconds"],
                 sessions=d["sessions"])
         for r in d["runs"]:
             run = MatrixRun(**r)
             m.runs[run.key] = run
         return m
+
+
+def _from_format_1(d: dict[str, Any]) -> dict[str, Any]:
+    """A format-1 matrix.json (one Kafka version: ``definition.kafka_version``, null for the
+    default) in format 2's layout: its one Kafka version is the one it was given, else the one its
+    runs' replay commands name (the release they ran on), else the pinned release."""
+    defn = dict(d["definition"])
+    kv = defn.pop("kafka_version") or _recorded_version(d["runs"]) or pins.KAFKA_VERSION
+    return {**d, "format": FORMAT, "definition": {**defn, "kafka_versions": [kv]},
+            "runs": [{**r, "kafka_version": kv} for r in d["runs"]]}
+
+
+def _recorded_version(runs: list[dict[str, Any]]) -> str | None:
+    """The ``--kafka-version`` the runs' replay commands name, when they name one and the same."""
+    named = set()
+    for r in runs:
+        words = shlex.split(r.get("command") or "")
+        named |= {words[i + 1] for i, w in enumerate(words[:-1]) if w == "--kafka-version"}
+    return named.pop() if len(named) == 1 else None
 
 
 def load(out: Path) -> Matrix | None:
@@ -321,9 +389,9 @@ def load(out: Path) -> Matrix | None:
         return None
     try:
         d = json.loads(path.read_text(encoding="utf-8"))
-        if d.get("format") != FORMAT:
-            raise ConfigError(f"{path}: format {d.get('format')!r}, this eos-chaos continues format {FORMAT} only; "
-                              "give a new --out")
+        if d.get("format") not in READS:
+            raise ConfigError(f"{path}: format {d.get('format')!r}, this eos-chaos continues formats "
+                              f"{', '.join(map(str, READS))} only; give a new --out")
         return Matrix.from_json(d)
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:  # a folder, not UTF-8, not an object
         raise ConfigError(f"{path} cannot be read ({type(exc).__name__}: {exc}); give a new --out") from None
@@ -338,12 +406,22 @@ def continued(old: Matrix | None, defn: Definition, out: Path) -> Matrix:
     if problems:
         raise ConfigError(f"{out / MATRIX_JSON} holds another matrix: " + "; ".join(problems)
                           + ". Resume with the same flags (a matrix may only grow: more scenarios, clients, "
-                          "transaction versions or seeds), or give a new --out")
+                          "Kafka versions, transaction versions or seeds), or give a new --out")
     old.definition = defn
     return old
 
 
-# ---- before running it: the clients, and the dry run ----
+# ---- before running it: the Kafka releases, the clients, and the dry run ----
+
+def prepare_kafka(m: Matrix, flag: str = "--kafka-versions") -> None:
+    """Every Kafka release a pending run needs, fetched once (``artifacts.ensure``, into the cache;
+    one already there is only looked at) before any cluster starts or any cell runs: a release Maven
+    Central lacks is refused here, exit 2 naming it and ``flag``, rather than after the cells of
+    the versions before it have run."""
+    for kv in dict.fromkeys(k.cell.kafka_version for k in m.pending):
+        if artifacts.ready(kv) is None:
+            artifacts.ensure(kv, flag=flag)
+
 
 def prepare_clients(m: Matrix, scs: dict[tuple[str, str], Scenario]) -> None:
     """Every client library a pending run uses, made ready before any cluster starts (a Java
@@ -369,74 +447,108 @@ def _cluster_up(backend: Backend) -> state.ClusterRecord | None:
 
 
 def plan(m: Matrix, scs: dict[tuple[str, str], Scenario]) -> dict[str, Any]:
-    """What ``run_matrix`` would do with ``m``'s pending runs, starting nothing (``eos-chaos matrix
-    --dry-run``): the clusters in the order they would run (backend, Kafka version, transaction
-    version, broker settings; the default level's may be the cluster that is up), the cells each
-    runs with their seeds, and an estimate of the time: the scenarios' durations plus
-    ``RUN_OVERHEAD_S`` a run and ``CLUSTER_START_S`` a cluster started."""
+    """What ``run_matrix`` would do with ``m``'s pending runs, starting and fetching nothing
+    (``eos-chaos matrix --dry-run``): per Kafka version, whether its release is in the cache (else
+    it is fetched before any cell runs), the clusters in the order they would run (backend,
+    transaction version, broker settings; the cluster that is up runs the cells it fits), the cells
+    each runs with their seeds, and the cells that cannot run (``unsupported``); and an estimate of
+    the time: the scenarios' durations plus ``RUN_OVERHEAD_S`` a run and ``CLUSTER_START_S`` a
+    cluster started."""
     d = m.definition
     seeds = d.run_seeds()
-    kafka = d.kafka_version or pins.KAFKA_VERSION
     up = _cluster_up(Backend(d.backend))
-    clusters: list[dict[str, Any]] = []
-    for group, keys in groups(m.pending, scs).items():
-        shared = up if group == Group(None, ()) else None
-        kv = shared.kafka_version if shared is not None else kafka
+    fits = Group(up.kafka_version, None, ()) if up is not None else None
+    todo = groups(m.pending, scs, first=fits)
+    versions: dict[str, dict[str, Any]] = {}
+    for kv in [g.kafka_version for g in todo] + d.kafka_versions:  # the order they run in, then the rest
+        if kv not in versions:
+            cells = [c for c in d.cells() if c.kafka_version == kv]
+            versions[kv] = {"kafka_version": kv, "cached": artifacts.kafka_ready(kv) is not None, "clusters": [],
+                            "unsupported": _unsupported_levels(cells)}
+    for group, keys in todo.items():
+        shared = up if group == fits else None
         level = group.level if shared is None else shared.transaction_version
-        cells: dict[Cell, list[int]] = {}
+        cells_seeds: dict[Cell, list[int]] = {}
         for k in keys:
-            cells.setdefault(k.cell, []).append(seeds[k.i])
-        note = None
-        if shared is not None and d.kafka_version and d.kafka_version != shared.kafka_version:
-            note = (f"it runs Kafka {shared.kafka_version}, --kafka-version asks for {d.kafka_version}: the matrix "
-                    f"would refuse it (eos-chaos cluster down --backend {d.backend} first)")
+            cells_seeds.setdefault(k.cell, []).append(seeds[k.i])
         why = ("as the cluster that is up was formatted" if shared is not None
                else "Kafka's default" if group.level is None else "asked")
-        clusters.append({
-            "backend": d.backend, "kafka_version": kv,
-            "transaction_version": level if level is not None else transaction_versions(kv)[1],
+        versions[group.kafka_version]["clusters"].append({
+            "backend": d.backend, "kafka_version": group.kafka_version,
+            "transaction_version": level if level is not None else features.transaction_versions(group.kafka_version)[1],
             "transaction_version_why": why, "broker_config": dict(group.broker_config),
-            "started": shared is None, "run_dir": shared.run_dir if shared is not None else None, "note": note,
+            "started": shared is None, "run_dir": shared.run_dir if shared is not None else None,
             "runs": len(keys), "scenario_s": sum(scs[(k.cell.scenario, k.cell.client)].duration for k in keys),
-            "cells": [{"scenario": c.scenario, "client": c.client, "seeds": s} for c, s in cells.items()]})
-    # the cluster that is up makes way for the first cluster of another group, and is started again at the end
+            "cells": [{"scenario": c.scenario, "client": c.client, "seeds": s} for c, s in cells_seeds.items()]})
+    clusters = [c for v in versions.values() for c in v["clusters"]]
+    # the cluster that is up makes way for the first cluster it cannot serve, and is started again at the end
     comes_back = up is not None and any(c["started"] for c in clusters)
     starts = sum(c["started"] for c in clusters) + comes_back
     scenario_s = sum(c["scenario_s"] for c in clusters)
-    return {"cells": len(d.cells()), "seeds": d.seeds, "run_seeds": seeds, "master_seed": d.master_seed,
+    return {"cells": len(d.cells()), "unsupported_cells": sum(unsupported(c) is not None for c in d.cells()),
+            "seeds": d.seeds, "run_seeds": seeds, "master_seed": d.master_seed,
             "backend": d.backend, "runs": len(d.run_keys()), "done": len(m.runs), "pending": len(m.pending),
-            "clusters": clusters, "cluster_up_comes_back": comes_back,
+            "kafka_versions": list(versions.values()), "clusters": clusters,
+            "cluster_up": None if up is None else {"kafka_version": up.kafka_version, "run_dir": up.run_dir,
+                                                   "serves": fits in todo},
+            "cluster_up_comes_back": comes_back,
             "estimate": {"scenario_s": scenario_s, "run_overhead_s": RUN_OVERHEAD_S, "cluster_starts": starts,
                          "cluster_start_s": CLUSTER_START_S,
                          "total_s": scenario_s + len(m.pending) * RUN_OVERHEAD_S + starts * CLUSTER_START_S}}
+
+
+def _unsupported_levels(cells: list[Cell]) -> list[dict[str, Any]]:
+    """The levels of ``cells`` (of one Kafka version) that cannot run, each with why and its cells."""
+    out: dict[Level, dict[str, Any]] = {}
+    for c in cells:
+        why = unsupported(c)
+        if why is not None:
+            out.setdefault(c.level, {"transaction_version": c.level, "why": why, "cells": []})["cells"].append(
+                {"scenario": c.scenario, "client": c.client})
+    return list(out.values())
 
 
 # ---- running it ----
 
 def level_cluster(backend: Backend, arts: artifacts.Artifacts, run_dir: Path, level: Level,
                   overrides: dict[str, str]) -> Cluster:
-    """A new cluster formatted at transaction version ``level`` (None: Kafka's default). The one
-    place the level reaches a cluster."""
+    """A new cluster of ``arts``' Kafka release formatted at transaction version ``level`` (None:
+    Kafka's default). The one place the level reaches a cluster."""
     if level is None:
         return backends.new_cluster(backend, arts, run_dir, overrides=overrides)
     return backends.new_cluster(backend, arts, run_dir, overrides=overrides, transaction_version=level)
 
 
 class Group(NamedTuple):
-    """The runs that share one cluster: a transaction version and the broker settings they need."""
+    """The runs that share one cluster: a Kafka version, a transaction version and the broker
+    settings they need."""
 
+    kafka_version: str
     level: Level
     broker_config: tuple[tuple[str, str], ...]
 
 
-def groups(keys: list[RunKey], scs: dict[tuple[str, str], Scenario]) -> dict[Group, list[RunKey]]:
-    """``keys`` by the cluster they run on, in order: the cluster that may be up (default level, no
-    broker settings) first, then level by level."""
+def groups(keys: list[RunKey], scs: dict[tuple[str, str], Scenario], first: Group | None = None) -> dict[Group, list[RunKey]]:
+    """``keys`` by the cluster they run on, in order: Kafka version by Kafka version, each starting
+    with its default level without broker settings (the cluster that may be up), then level by
+    level; ``first`` (the group the cluster that is up can run) and its Kafka version before all."""
     out: dict[Group, list[RunKey]] = {}
     for k in keys:
-        g = Group(k.cell.level, tuple(sorted(scs[(k.cell.scenario, k.cell.client)].broker_config.items())))
+        g = Group(k.cell.kafka_version, k.cell.level, tuple(sorted(scs[(k.cell.scenario, k.cell.client)].broker_config.items())))
         out.setdefault(g, []).append(k)
-    return dict(sorted(out.items(), key=lambda kv: kv[0] != Group(None, ())))
+    first = first if first in out else None  # a cluster that is up but serves none makes way at once
+    order = {kv: i for i, kv in enumerate(dict.fromkeys(g.kafka_version for g in out))}
+
+    def rank(g: Group) -> tuple[bool, bool, int, bool]:
+        return (g != first, g.kafka_version != (first.kafka_version if first else None), order[g.kafka_version],
+                g[1:] != (None, ()))
+
+    return dict(sorted(out.items(), key=lambda kv: rank(kv[0])))  # stable: levels keep their order
+
+
+def kafka_version_of(cluster: Cluster) -> str | None:
+    """The Kafka release ``cluster`` runs (every backend's cluster carries its artifacts)."""
+    return getattr(getattr(cluster, "artifacts", None), "kafka_version", None)
 
 
 def run_matrix(m: Matrix, scs: dict[tuple[str, str], Scenario], out: Path) -> Matrix:
@@ -446,47 +558,51 @@ def run_matrix(m: Matrix, scs: dict[tuple[str, str], Scenario], out: Path) -> Ma
     d = m.definition
     backend = Backend(d.backend)
     seeds = d.run_seeds()
-    todo = groups(m.pending, scs)
-    # the cluster that is up, if any (refused before anything is written when it runs another Kafka)
+    # the cluster that is up, if any, of any Kafka version: it runs the cells of its version at the
+    # default level without broker settings, and makes way for every other cluster
     probe = next(iter(scs.values())).model_copy(update={"broker_config": {}})
-    shared = runner.cluster_that_is_up(backend, probe, d.kafka_version) if todo else None
+    shared = runner.cluster_that_is_up(backend, probe) if m.pending else None
+    kv_up = kafka_version_of(shared) if shared is not None else None
+    fits = Group(kv_up, None, ()) if kv_up is not None else None
+    todo = groups(m.pending, scs, first=fits)
     m.sessions += 1
     prior, started = m.seconds, time.monotonic()
     m.stopped_because, m.healed_at_end, m.heal_problems = "", None, []
     _sweep(m, out)
-    shared_own = made_way = False
+    made_way = False
     used = bool(todo)
     try:
         if shared is not None:
             runner.prepare_attached(shared)
         for group, keys in todo.items():
-            if group == Group(None, ()):
-                if shared is None:
-                    shared, shared_own = _start(backend, d.kafka_version, group, out), True
+            if shared is not None and group == fits:  # first of all, when there is one
                 cluster_runs(m, keys, scs, shared, seeds, out, started, prior)
                 continue
             if shared is not None and not made_way:  # one cluster at a time
-                if shared_own:
-                    m.heal_problems += soak.heal_at_end(shared, own=True)
-                else:
-                    log.info("the cluster that is up makes way for the clusters of the other transaction versions")
-                    shared.stop()
+                log.info(f"the cluster that is up (Kafka {kv_up}) makes way for the clusters of the other "
+                         "Kafka versions, transaction versions or broker settings")
+                shared.stop()
                 made_way = True
-            with _own_cluster(backend, d.kafka_version, group, out, m.heal_problems) as cluster:
+            with _own_cluster(backend, group, out, m.heal_problems) as cluster:
                 cluster_runs(m, keys, scs, cluster, seeds, out, started, prior)
         m.stopped_because = "every run done"
     except KeyboardInterrupt:
         m.stopped_because = "interrupted"
     finally:
         if shared is not None and not made_way:
-            m.heal_problems += soak.heal_at_end(shared, shared_own)
-        elif shared is not None and not shared_own:
+            m.heal_problems += soak.heal_at_end(shared, own=False)
+        elif shared is not None:
             shared.start()  # the cluster that was up, back as it was before the matrix
         m.healed_at_end = None if not used else not m.heal_problems
         m.stopped_because = m.stopped_because or "stopped by an error"
         m.seconds = prior + time.monotonic() - started
         write(m, out)
     return m
+
+
+def cell_name(cell: Cell) -> str:
+    """``scenario / client / Kafka X / tv L``, as logs and the command's summary say a cell."""
+    return f"{cell.scenario} / {cell.client} / Kafka {cell.kafka_version} / tv {level_name(cell.level)}"
 
 
 def cluster_runs(m: Matrix, keys: list[RunKey], scs: dict[tuple[str, str], Scenario], cluster: Cluster,
@@ -496,21 +612,20 @@ def cluster_runs(m: Matrix, keys: list[RunKey], scs: dict[tuple[str, str], Scena
     d = m.definition
     for k in keys:
         sc = scs[(k.cell.scenario, k.cell.client)].model_copy(update={"broker_config": {}})  # the cluster has them
-        parent = out / RUNS / f"tv-{level_name(k.cell.level)}" / k.cell.client.replace("@", "-")
+        parent = (out / RUNS / f"kafka-{k.cell.kafka_version}" / f"tv-{level_name(k.cell.level)}"
+                  / k.cell.client.replace("@", "-"))
         parent.mkdir(parents=True, exist_ok=True)
         one = soak.one_run(sc, k.cell.scenario, Backend(d.backend), seeds[k.i], parent, cluster)
         if one.interrupted:
-            log.info(f"matrix: {k.cell.scenario} / {k.cell.client} / {level_name(k.cell.level)} seed {seeds[k.i]} "
-                     "was cut short: discarded, redone on resume")
+            log.info(f"matrix: {cell_name(k.cell)} seed {seeds[k.i]} was cut short: discarded, redone on resume")
             raise KeyboardInterrupt
-        run = MatrixRun(k.cell.scenario, k.cell.client, k.cell.level, k.i, seeds[k.i],
+        run = MatrixRun(k.cell.scenario, k.cell.client, k.cell.kafka_version, k.cell.level, k.i, seeds[k.i],
                         os.path.relpath(one.run_dir, out), one.valid, one.as_expected, one.anomalies, one.seconds,
                         one.error, replay(one.command, k, seeds[k.i], d, scs))
         m.runs[k] = run
         m.seconds = prior + time.monotonic() - started
         write(m, out)
-        log.info(f"matrix [{len(m.runs)}/{len(d.run_keys())}] {k.cell.scenario} / {k.cell.client} / "
-                 f"transaction version {level_name(k.cell.level)} seed {run.seed}: "
+        log.info(f"matrix [{len(m.runs)}/{len(d.run_keys())}] {cell_name(k.cell)} seed {run.seed}: "
                  + (f"error: {run.error}" if run.error else run.outcome.upper()))
 
 
@@ -518,41 +633,45 @@ def replay(recorded: str | None, k: RunKey, seed: int, d: Definition, scs: dict[
     """The ``eos-chaos run`` command that replays run ``k``: the one the run recorded (backend, seed,
     duration, Kafka version), with its client and transaction version."""
     cmd = recorded or runinfo.rerun_command(k.cell.scenario, d.backend, seed,
-                                            scs[(k.cell.scenario, k.cell.client)].duration, d.kafka_version)
+                                            scs[(k.cell.scenario, k.cell.client)].duration, k.cell.kafka_version)
     cmd += f" --library {k.cell.client}"
     # the run records the level it was formatted at already (a run on a cluster of the release's default does not)
     has_level = "--transaction-version " in cmd
     return cmd + (f" --transaction-version {k.cell.level}" if k.cell.level is not None and not has_level else "")
 
 
-def _start(backend: Backend, kafka_version: str | None, group: Group, out: Path) -> Cluster:
-    arts = artifacts.ready(kafka_version) if kafka_version else None
-    arts = arts or artifacts.ensure(kafka_version or pins.KAFKA_VERSION)
-    cluster = level_cluster(backend, arts, new_run_dir(f"cluster-tv-{level_name(group.level)}", out / RUNS),
+def _start(backend: Backend, group: Group, out: Path) -> Cluster:
+    """A cluster for ``group`` started (its release is in the cache: ``prepare_kafka``)."""
+    kv = group.kafka_version
+    arts = artifacts.ready(kv) or artifacts.ensure(kv)
+    cluster = level_cluster(backend, arts, new_run_dir(f"cluster-kafka-{kv}-tv-{level_name(group.level)}", out / RUNS),
                             group.level, dict(group.broker_config))
-    log.info(f"matrix: a cluster at transaction version {level_name(group.level)}"
+    log.info(f"matrix: a Kafka {kv} cluster at transaction version {level_name(group.level)}"
              + (f" with {dict(group.broker_config)}" if group.broker_config else ""))
     cluster.start()
     return cluster
 
 
 @contextmanager
-def _own_cluster(backend: Backend, kafka_version: str | None, group: Group, out: Path,
-                 heal_problems: list[str]) -> Iterator[Cluster]:
+def _own_cluster(backend: Backend, group: Group, out: Path, heal_problems: list[str]) -> Iterator[Cluster]:
     """A cluster for ``group`` alone: up for its runs, healed (what did not heal goes to
     ``heal_problems``) and down after, whatever happens."""
-    cluster = _start(backend, kafka_version, group, out)
+    cluster = _start(backend, group, out)
     try:
         yield cluster
     finally:
         heal_problems += soak.heal_at_end(cluster, own=True)
 
 
+#: Where runs' folders are, relative to the matrix folder: format 2's, and format 1's (no Kafka version).
+RUN_FOLDERS = ("kafka-*/tv-*/*/*", "tv-*/*/*")
+
+
 def _sweep(m: Matrix, out: Path) -> None:
     """Remove run folders of runs the record does not hold (cut short by Ctrl-C or a kill in an
-    earlier session; they are redone). The clusters' folders (``runs/*-cluster-tv-*``) stay."""
+    earlier session; they are redone). The clusters' folders (``runs/*-cluster-*``) stay."""
     kept = {Path(r.run_dir) for r in m.runs.values()}
-    for d in sorted((out / RUNS).glob("tv-*/*/*")):
+    for d in sorted(x for pattern in RUN_FOLDERS for x in (out / RUNS).glob(pattern)):
         if d.is_dir() and d.relative_to(out) not in kept:
             log.info(f"matrix: removing {d.relative_to(out)}, a run an earlier session did not finish")
             shutil.rmtree(d, ignore_errors=True)

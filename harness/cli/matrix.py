@@ -1,4 +1,4 @@
-"""``eos-chaos matrix``: scenarios x clients x transaction versions x seeds (the rules live in
+"""``eos-chaos matrix``: scenarios x clients x Kafka versions x transaction versions x seeds (the rules live in
 harness.campaigns.matrix, the page in harness.report.matrix_page)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 import typer
 from rich.markup import escape
 
-from clusters import artifacts, pins
+from clusters import pins
 from clusters.backends import Backend
 from harness.cli.console import out
 from harness.cli.guard import EXIT_INTERRUPTED, guarded
@@ -39,28 +39,32 @@ def matrix_cmd(
     out_dir: str = typer.Option(None, "--out", help="Matrix folder; the same command on it again resumes "
                                 "\\[default: results/<id>-matrix]."),
     seed: int = typer.Option(None, "--seed", help="Master seed \\[default: the folder's on resume, else random]."),
-    kafka_version: str = typer.Option(None, "--kafka-version", help=f"Apache Kafka release \\[default: {pins.KAFKA_VERSION}]."),
+    kafka_versions: str = typer.Option(None, "--kafka-versions", metavar="A,B,...",
+                                       help=f"Apache Kafka releases, {'.'.join(map(str, pins.MIN_KAFKA_VERSION))} or "
+                                            f"newer, a cluster each per transaction version \\[default: {pins.KAFKA_VERSION}]."),
+    kafka_version: str = typer.Option(None, "--kafka-version", help="One Apache Kafka release: --kafka-versions X."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the cells, their seeds, the clusters and an estimate "
                                  "of the time; start nothing, fetch nothing, write nothing."),
 ) -> None:
-    """Run every cell (scenario x client x transaction version) with the same seeds; write matrix.json + matrix.html.
+    """Run every cell (scenario x client x Kafka version x transaction version) with the same seeds; write matrix.json + matrix.html.
 
-    One cluster per transaction version. Resumable: the same command with the same --out skips
-    finished runs (with --dry-run: lists what is left).
+    One cluster per Kafka version and transaction version, each release fetched before any cell
+    runs; a transaction version a release cannot be formatted at is a cell that says so. Resumable:
+    the same command with the same --out skips finished runs (with --dry-run: lists what is left).
     Exit 0: every run valid; 1: some run found an anomaly; 3: some unknown; 130: interrupted."""
     from harness.campaigns import matrix
 
-    if kafka_version is not None:
-        artifacts.parse_kafka_version(kafka_version)
     folder = check_out(Path(out_dir), "--out", "matrix folder", resumable=True) if out_dir else None
     old = matrix.load(folder) if folder is not None else None
     master = seed if seed is not None else old.definition.master_seed if old is not None else random.randrange(2**31)
-    defn, scs = matrix.define(scenarios, clients, levels, seeds, master, backend, duration, kafka_version)
+    defn, scs = matrix.define(scenarios, clients, levels, seeds, master, backend, duration, kafka_version, kafka_versions)
     m = matrix.continued(old, defn, folder or Path("."))
     if dry_run:
         _print_plan(matrix.plan(m, scs))
         return
-    matrix.prepare_clients(m, scs)  # a client release that does not exist is refused before any cluster starts
+    # a Kafka or client release that does not exist is refused before any cluster starts or any cell runs
+    matrix.prepare_kafka(m, "--kafka-version" if kafka_version is not None else "--kafka-versions")
+    matrix.prepare_clients(m, scs)
     if folder is None:
         folder = new_run_dir("matrix")
     make_folder(folder)
@@ -74,8 +78,8 @@ def matrix_cmd(
     for cell in m.definition.cells():
         c = m.cell(cell)
         if c["first_failing"]:
-            out.print(escape(f"  {cell.scenario} / {cell.client} / tv {matrix.level_name(cell.level)}: "
-                             f"{c['invalid']}/{c['runs']} invalid; replay: {c['first_failing']['replay']}"), highlight=False)
+            out.print(escape(f"  {matrix.cell_name(cell)}: {c['invalid']}/{c['runs']} invalid; "
+                             f"replay: {c['first_failing']['replay']}"), highlight=False)
     if m.interrupted:
         out.print(escape(f"interrupted; the same command with --out {folder} continues"), highlight=False)
         raise typer.Exit(EXIT_INTERRUPTED)
@@ -91,28 +95,48 @@ def _print_plan(p: dict[str, Any]) -> None:
         out.print(escape(line), highlight=False)
 
     left = f"{p['pending']} to run" + (f", {p['done']} done" if p["done"] else "")
-    say(f"matrix of {_n(p['cells'], 'cell')} x {_n(p['seeds'], 'seed')} = {_n(p['runs'], 'run')} ({left}), {p['backend']} backend, "
+    cells = _n(p["cells"], "cell") + (f" ({p['unsupported_cells']} not supported)" if p["unsupported_cells"] else "")
+    say(f"matrix of {cells} x {_n(p['seeds'], 'seed')} = {_n(p['runs'], 'run')} ({left}), {p['backend']} backend, "
         f"master seed {p['master_seed']}")
     say("run seeds (the same in every cell): " + ", ".join(f"#{i + 1} {s}" for i, s in enumerate(p["run_seeds"])))
     if p["clusters"]:
-        say("clusters, one at a time, each with its cells and their seeds to run:")
-    for n, c in enumerate(p["clusters"], 1):
-        settings = ", ".join(f"{k}={v}" for k, v in c["broker_config"].items()) or "no broker settings of its own"
-        how = "started for its runs" if c["started"] else f"the cluster that is up (run folder {c['run_dir']})"
-        say(f"  {n}. {c['backend']}, Kafka {c['kafka_version']}, transaction version {c['transaction_version']}"
-            + (f" ({c['transaction_version_why']})" if c["transaction_version_why"] != "asked" else "")
-            + f", {settings}: {how}; {_n(c['runs'], 'run')}, {c['scenario_s']:.0f} s of scenarios")
-        if c["note"]:
-            say(f"     note: {c['note']}")
-        for cell in c["cells"]:
-            say(f"     {cell['scenario']} / {cell['client']}: seed{'s' * (len(cell['seeds']) != 1)} {', '.join(map(str, cell['seeds']))}")
-    if p["cluster_up_comes_back"]:
-        say(f"  the {p['backend']} cluster that is up makes way for them, and is started again at the end")
+        say("clusters, one at a time, each with its cells and their seeds to run, by Kafka version:")
+    n = 0
+    for v in p["kafka_versions"]:
+        how = "in the cache" if v["cached"] else "not in the cache: fetched from Maven Central before any cell runs"
+        say(f"Kafka {v['kafka_version']} ({how}): {_n(len(v['clusters']), 'cluster')}"
+            + ("" if v["clusters"] else ", nothing left to run"))
+        for c in v["clusters"]:
+            n += 1
+            _print_cluster(n, c)
+        for u in v["unsupported"]:
+            say(f"  not run, transaction version {u['transaction_version']}: {u['why']} ("
+                + ", ".join(f"{c['scenario']} / {c['client']}" for c in u["cells"]) + ")")
+    up = p["cluster_up"]
+    if p["cluster_up_comes_back"] and up["serves"]:
+        say(f"the {p['backend']} cluster that is up makes way for them, and is started again at the end")
+    elif p["cluster_up_comes_back"]:
+        say(f"the {p['backend']} cluster that is up runs Kafka {up['kafka_version']} (run folder {up['run_dir']}): no cell "
+            f"to run on it (it runs Kafka {up['kafka_version']}'s cells at the default transaction version without broker "
+            "settings); it makes way for them, and is started again at the end")
     e = p["estimate"]
     say(f"estimate: about {_duration(e['total_s'])} = {e['scenario_s']:.0f} s of scenarios + {_n(p['pending'], 'run')} x "
         f"{RUN_OVERHEAD_S:.0f} s (set-up, heal, final reads, check, report) + {_n(e['cluster_starts'], 'cluster start')} x "
         f"{CLUSTER_START_S:.0f} s (measured on the local backend, docs/MATRIX.md)")
     say("nothing started (--dry-run)")
+
+
+def _print_cluster(n: int, c: dict[str, Any]) -> None:
+    """One cluster of ``matrix.plan``: what it is, how it comes up, its cells and their seeds."""
+    settings = ", ".join(f"{k}={v}" for k, v in c["broker_config"].items()) or "no broker settings of its own"
+    how = "started for its runs" if c["started"] else f"the cluster that is up (run folder {c['run_dir']})"
+    lines = [f"  {n}. {c['backend']}, Kafka {c['kafka_version']}, transaction version {c['transaction_version']}"
+             + (f" ({c['transaction_version_why']})" if c["transaction_version_why"] != "asked" else "")
+             + f", {settings}: {how}; {_n(c['runs'], 'run')}, {c['scenario_s']:.0f} s of scenarios"]
+    lines += [f"     {cell['scenario']} / {cell['client']}: seed{'s' * (len(cell['seeds']) != 1)} "
+              f"{', '.join(map(str, cell['seeds']))}" for cell in c["cells"]]
+    for line in lines:
+        out.print(escape(line), highlight=False)
 
 
 def _duration(seconds: float) -> str:

@@ -1,5 +1,6 @@
-"""``matrix.html``: the matrix as a grid readable at a glance (rows scenarios, columns client x
-transaction version, cells coloured by what their runs found), then every cell's counts, checks,
+"""``matrix.html``: the matrix as a grid readable at a glance (rows scenario x Kafka version,
+columns client x transaction version, cells coloured by what their runs found; a cell whose Kafka
+version cannot be formatted at its transaction version says so), then every cell's counts, checks,
 wall time and the first failing seed with its replay command and report. Self-contained like the
 run reports; made from ``matrix.json``'s data alone."""
 
@@ -16,6 +17,7 @@ STATES = {
     "invalid": "a run found an anomaly",
     "unknown": "a run broke, a check crashed, or the history had nothing to judge (no finding)",
     "pending": "no run yet",
+    "unsupported": "the Kafka version cannot be formatted at this transaction version: nothing to run (no finding)",
 }
 
 
@@ -23,13 +25,22 @@ def level_name(level: int | None) -> str:
     return "default" if level is None else str(level)
 
 
+def kafka_versions(d: dict[str, Any]) -> list[str]:
+    """The definition's Kafka versions; a format-1 definition's one (null: the release's default)."""
+    return d.get("kafka_versions") or [d.get("kafka_version") or "default"]
+
+
 def render_matrix(data: dict[str, Any], name: str = "") -> str:
     d = data["definition"]
-    cells = {(c["scenario"], c["client"], c["transaction_version"]): c for c in data["cells"]}
+    versions = kafka_versions(d)
+    # a format-1 cell has neither: it ran on the one Kafka version, and every level was supported
+    all_cells = [{"kafka_version": versions[0], "unsupported": None, **c} for c in data["cells"]]
+    cells = {(c["scenario"], c["client"], c["kafka_version"], c["transaction_version"]): c for c in all_cells}
     columns = [(client, level) for client in d["clients"] for level in d["levels"]]
-    grid = [(s, d["expect_valid"].get(s, True), [cells[(s, client, level)] for client, level in columns])
+    grid = [(s, d["expect_valid"].get(s, True),
+             [(kv, [cells[(s, client, kv, level)] for client, level in columns]) for kv in versions])
             for s in d["scenarios"]]
     return _env.get_template("matrix.html.j2").render(
         m=data, d=d, t=data["totals"], columns=[(c, level_name(lv)) for c, lv in columns], grid=grid,
-        cells=data["cells"], states=STATES, levels=[level_name(lv) for lv in d["levels"]], level_name=level_name,
-        title=name if "matrix" in name else f"matrix {name}".strip())
+        cells=all_cells, states=STATES, levels=[level_name(lv) for lv in d["levels"]], level_name=level_name,
+        kafka_versions=versions, title=name if "matrix" in name else f"matrix {name}".strip())
