@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Literal
 
+from pydantic import Field
+
 from chaos.control import DriverAction, Incarnation
 from chaos.faults.base import FaultBase, FaultContext, Heal, no_heal
 
@@ -14,10 +16,18 @@ class _WorkloadFault(FaultBase):
     category = "workload"
     #: which workload kind's processes (every process of it)
     workload: str
+    #: only its process ``<workload>-<instance>`` (one app instance frozen while the others run on)
+    instance: int | None = Field(None, ge=0)
 
     def _hit(self, ctx: FaultContext, act: Callable[[str], None]) -> list[str]:
-        """``act`` on every process of ``workload``, each recorded as started; their names."""
+        """``act`` on every process of ``workload`` (or its ``instance``), each recorded as started;
+        their names. ``LookupError`` when the instance is not one of them."""
         names = ctx.control.of_kind(self.workload)
+        if self.instance is not None:
+            wanted = f"{self.workload}-{self.instance}"
+            if wanted not in names:
+                raise LookupError(f"{self.kind} instance {self.instance}: no process {wanted} (there are {sorted(names)})")
+            names = [wanted]
         for name in names:
             ctx.start(self.kind, workload=name)
             act(name)

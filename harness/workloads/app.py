@@ -4,7 +4,8 @@ command in its own process group (the workload faults' SIGKILL and SIGSTOP reach
 copies its output to this process's log, watches its readiness (a log line, its consumer group
 Stable, or a first output record) and records it (``app-ready``), and records every exit of the
 command (``app-exit``). An app that exits after it was ready is started again (an orchestrator
-would), up to ``MAX_RESTARTS`` times; one that exits before it was ready ends the wrapper with the
+would): whenever it exits 0 (it finished what it was given: Kafka's TransactionalMessageCopier
+copies the backlog it found and stops), and up to ``MAX_RESTARTS`` times after a failure; one that exits before it was ready ends the wrapper with the
 app's exit code, which the run reports naming the app's log. On SIGTERM (the run's end) the app
 gets SIGTERM and ``stop_timeout_s`` to exit, then SIGKILL; the wrapper's exit code says which
 (0, or ``KILLED_AT_STOP``).
@@ -35,7 +36,7 @@ from harness.workloads import app_args
 from harness.workloads.common import Stop, WorkloadConfig
 from harness.workloads.registry import AppSettings
 
-#: An app that keeps dying after it was ready is not restarted for ever.
+#: An app that keeps failing after it was ready is not restarted for ever (exits 0 are not counted).
 MAX_RESTARTS = 20
 #: Between an app's exit and its restart (a crash loop must not spin the machine).
 RESTART_PAUSE_S = 1.0
@@ -175,9 +176,9 @@ def main() -> None:
             code = child.returncode
             rec.event(process, APP_EXIT, {**exit_facts(code), "after_ready": was_ready, "stopped": False})
             print(f"[eos-chaos] {cfg.name} exited with {code}", flush=True)
-            if not was_ready or restarts >= MAX_RESTARTS:
+            if not was_ready or (code != 0 and restarts >= MAX_RESTARTS):
                 sys.exit(code if code > 0 else 1)
-            restarts += 1
+            restarts += code != 0
             time.sleep(RESTART_PAUSE_S)  # a crash loop must not spin: a pause, not a wait on anything
             if stop:
                 sys.exit(0)

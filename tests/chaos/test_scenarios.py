@@ -69,6 +69,9 @@ def test_txn_baseline_is_valid_with_hundreds_of_commits(run_scenario) -> None:  
     assert v.report.exists() and "txn-baseline" in v.report.read_text()
 
 
+# in `make library`: a copier killed -9 and restarted stays in `make test` through
+# tests/chaos/test_java_client.py (on the Java client) and the shipped apps (test_shipped_apps.py)
+@pytest.mark.library
 def test_copier_bounce_copies_exactly_once(cluster: Cluster) -> None:
     v = run_on_local_only(cluster, "copier-bounce", BACKEND_FREE)
     assert v["valid"] is True, anomalies(v)
@@ -86,6 +89,9 @@ def test_negative_control_duplicates_is_caught(cluster: Cluster) -> None:
     assert v["valid"] is False and v["checks"]["duplicate"]["count"] > 0, anomalies(v)
 
 
+# in `make library`: the same scenario is caught in `make test` by tests/chaos/test_run_cli.py
+# (through the command line), and on the other clients by their own aborted-read controls
+@pytest.mark.library
 def test_negative_control_aborted_read_is_caught(cluster: Cluster) -> None:
     v = run_on_local_only(cluster, "negative-aborted-read", BACKEND_FREE)
     assert v["valid"] is False and v["checks"]["aborted-read"]["count"] > 0, anomalies(v)
@@ -149,6 +155,9 @@ def test_negative_control_spark_builtin_sink_on_a_standalone_cluster_is_caught(c
     assert v["as_expected"] is True, v["stats"]["spark"]
 
 
+# in `make library` since the app scenarios came into `make test` (34 s): the decision is a pure
+# function of the outcome rules and the recorded transaction, tested in tests/unit/test_transaction.py
+@pytest.mark.library
 def test_recreate_on_indefinite_starts_a_new_incarnation_after_each_timed_out_commit(cluster: Cluster) -> None:
     if cluster.backend != "local":
         pytest.skip("the decision lives in the workload, the same on every backend: run once (local)")

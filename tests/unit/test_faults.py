@@ -52,7 +52,7 @@ def test_a_fault_dumps_only_its_own_fields() -> None:
     assert faults.parse({"at": 8, "kind": "kill-leader", "duration": 6}).model_dump() == {
         "kind": "kill-leader", "at": 8.0, "duration": 6.0, "every": 0.0, "target": "leader", "of": None}
     assert set(faults.parse({"at": 1, "kind": "kill-workload", "workload": "copier"}).model_dump()) == {
-        "kind", "at", "duration", "every", "workload"}
+        "kind", "at", "duration", "every", "workload", "instance"}
 
 
 def test_chaos_imports_no_workload_scenario_or_supervisor_module() -> None:
@@ -296,6 +296,15 @@ def test_kill_workload_restarts_unless_the_run_ended_or_the_supervisor_does(tmp_
     nem.stop.set()  # the run ended during the fault: the client stays gone
     heal()
     assert control.calls == [("kill", "reader-0")]
+
+
+def test_a_workload_fault_on_one_instance_hits_that_process_only(tmp_path: Path) -> None:
+    control = FakeControl({"app": ["app-0", "app-1"]})
+    nem, _ = nemesis(tmp_path, control)
+    run_one(nem, kind="pause-workload", workload="app", instance=1)
+    assert control.calls == [("pause", "app-1"), ("resume", "app-1")]
+    with pytest.raises(LookupError, match=r"pause-workload instance 2: no process app-2 \(there are \['app-0', 'app-1'\]\)"):
+        faults.parse({"at": 0, "kind": "pause-workload", "workload": "app", "instance": 2}).apply(nem._context())
 
 
 def test_zombie_driver_freezes_starts_a_new_incarnation_and_ends_the_old_one(tmp_path: Path, events: Any) -> None:
