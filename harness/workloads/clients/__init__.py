@@ -110,6 +110,8 @@ CLIENTS: dict[str, ClientLibrary] = {c.name: c for c in (
                   versions=Versions(DEFAULT_JAVA_VERSION, r"\d+\.\d+\.\d+", "MAJOR.MINOR.PATCH",
                                     "a kafka-clients release", "3.9.1", setup=(DEFAULT_JAVA_VERSION, pins.JAVA_CLIENT_3X_VERSION)),
                   prepare=_build_java_bridge, jvm=True),
+    ClientLibrary("kafka-python", "harness.workloads.clients.kafka_python", "KafkaPythonClient", "KafkaPythonReader",
+                  "KafkaPythonGroupReader"),
     ClientLibrary("franz-go", "harness.workloads.clients.gobridge", "FranzClient", "FranzReader", "FranzGroupReader",
                   versions=Versions(DEFAULT_FRANZ_VERSION, *_RELEASE, "a franz-go release (Go module github.com/twmb/franz-go)",
                                     FRANZ_PRE_TV2_VERSION, setup=(DEFAULT_FRANZ_VERSION, FRANZ_PRE_TV2_VERSION)),
@@ -118,8 +120,6 @@ CLIENTS: dict[str, ClientLibrary] = {c.name: c for c in (
                   versions=Versions(DEFAULT_SARAMA_VERSION, *_RELEASE, "an IBM/sarama release (Go module github.com/IBM/sarama)",
                                     "1.45.2", setup=(DEFAULT_SARAMA_VERSION,)),
                   prepare=partial(_build_go_bridge, "sarama")),
-    ClientLibrary("kafka-python", "harness.workloads.clients.kafka_python", "KafkaPythonClient", "KafkaPythonReader",
-                  "KafkaPythonGroupReader"),
 )}
 DEFAULT_LIBRARY = "confluent-kafka"
 #: Every client library's name.
