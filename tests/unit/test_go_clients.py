@@ -95,6 +95,8 @@ FRANZ = [
     (kind("record-timeout", "producer.flush"), "RECORD_TIMEOUT", {"timed_out", "txn_requires_abort"}),
     (kind("session-aborted", "producer.commit"), "SESSION_ABORTED", {"txn_requires_abort"}),
     (code(53), "TRANSACTIONAL_ID_AUTHORIZATION_FAILED", {"fatal"}),
+    (kind("refused"), "NETWORK_EXCEPTION", {"retriable"}),
+    (kind("refused", "producer.commit"), "NETWORK_EXCEPTION", set()),
 ]
 SARAMA = [
     (code(90), "PRODUCER_FENCED", {"fenced", "fatal"}),

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -343,6 +344,7 @@ func isAny(err error, targets []error) bool {
 func (franz) facts(err error, op string, _ producer) Facts {
 	f := Facts{Message: err.Error(), Exception: fmt.Sprintf("%T", err)}
 	var ke *kerr.Error
+	var ne net.Error
 	switch {
 	case errors.As(err, &ke):
 		f.Name, f.Retriable, f.Exception = ke.Message, ke.Retriable, "kerr."+ke.Message
@@ -356,6 +358,9 @@ func (franz) facts(err error, op string, _ producer) Facts {
 		f.Name, f.Fatal = "CLIENT_CLOSED", true
 	case errors.Is(err, errSessionAborted):
 		f.Name = "SESSION_ABORTED"
+	case errors.As(err, &ne):
+		// a connection refused or lost (franz-go dials again on the next request)
+		f.Name, f.Retriable, f.TimedOut = "NETWORK_EXCEPTION", true, ne.Timeout()
 	default:
 		f.Name = "CLIENT_ERROR"
 	}
@@ -392,6 +397,8 @@ func (franz) example(spec map[string]any) (error, error) {
 		return kgo.ErrRecordTimeout, nil
 	case "deadline":
 		return context.DeadlineExceeded, nil
+	case "refused":
+		return &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connect: connection refused")}, nil
 	case "session-aborted":
 		return errSessionAborted, nil
 	}
