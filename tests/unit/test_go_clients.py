@@ -228,10 +228,12 @@ def test_a_release_the_bridge_cannot_use_is_refused_naming_why(tmp_path: Path, m
 
 def test_a_release_the_proxy_lacks_names_the_nearby_ones(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(go_build, "known_versions", lambda client: ["1.18.0", "1.18.1", "1.19.0", "1.22.3"])
-    out = "go: github.com/twmb/franz-go@v1.18.9: reading ...: 404 Not Found\n\tserver response: unknown revision v1.18.9"
+    out = ("go: eos-chaos/franz-bridge imports\n\tgithub.com/twmb/franz-go/pkg/kgo: github.com/twmb/franz-go@v1.18.9: "
+           "reading https://proxy.example/github.com/twmb/franz-go/@v/v1.18.9.zip: 403 Forbidden\n"
+           "\tserver response: This module version is not available.")
     problem = go_build._missing(gobridge.FRANZ, "1.18.9", out)
-    assert "library franz-go@1.18.9: the Go module proxy has no github.com/twmb/franz-go v1.18.9; " \
-           "releases it has: 1.18.0, 1.18.1 (" in str(problem)
+    assert str(problem) == ("library franz-go@1.18.9: the Go module proxy has no github.com/twmb/franz-go v1.18.9; "
+                            "releases it has: 1.18.0, 1.18.1 (go: server response: This module version is not available.)")
 
 
 def test_the_build_is_keyed_by_client_version_and_sources_and_picks_the_api_of_the_release(

@@ -134,7 +134,7 @@ def _tidy(client: GoClient, version: str, src: Path) -> None:
     if proc.returncode == 0:
         return
     out = proc.stdout + proc.stderr
-    if re.search(r"unknown revision|invalid version|no matching versions|not found", out):
+    if re.search(r"unknown revision|invalid version|no matching versions|not found|not available|404|410", out):
         raise _missing(client, version, out)
     tail = "\n".join(out.strip().splitlines()[-15:])
     raise EnvironmentProblem(f"resolving the modules of the {client.name} {version} client bridge failed:\n{tail}")
@@ -144,9 +144,10 @@ def _missing(client: GoClient, version: str, out: str) -> ConfigError:
     known = known_versions(client)
     near = [v for v in known if v.split(".")[:2] == version.split(".")[:2]] or known[-8:]
     hint = f"; releases it has: {', '.join(near)}" if near else ""
-    first = next((line.strip() for line in out.splitlines() if version in line), out.strip().splitlines()[-1:])
+    said = [line.strip() for line in out.splitlines() if re.search(r"server response|unknown revision|invalid version", line)]
+    why = re.sub(r"https?://\S+", "(the proxy)", (said or out.strip().splitlines() or ["?"])[-1])
     return ConfigError(f"library {client.name}@{version}: the Go module proxy has no {client.module} v{version}"
-                       f"{hint} ({first})")
+                       f"{hint} (go: {why})")
 
 
 def known_versions(client: GoClient) -> list[str]:
