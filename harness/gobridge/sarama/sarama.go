@@ -4,8 +4,8 @@
 // back on its Successes and Errors channels, where one goroutine hands each its result. Its
 // transaction manager's state (TxnStatus) says whether an error left the producer abortable or dead,
 // as Java's does. Its consumer group is callback-based (ConsumeClaim per partition); the group
-// reader here turns it into polls: claims hand their messages over one by one, and a rewind ends
-// the session, so that the next one starts at the committed offsets.
+// reader here turns it into polls: claims hand their messages over to the polls, and a rewind
+// replays what the workload got since its offsets were last committed (sarama has no seek).
 package main
 
 import (
@@ -27,7 +27,7 @@ import (
 const module = "github.com/IBM/sarama"
 
 var known = []string{"bootstrap.servers", "transactional.id", "transaction.timeout.ms", "linger.ms",
-	"socket.connection.setup.timeout.ms", "delivery.timeout.ms", "isolation.level", "group.id",
+	"socket.connection.setup.timeout.ms", "isolation.level", "group.id",
 	"session.timeout.ms", "auto.offset.reset", "enable.auto.commit", "sarama.version"}
 
 type saramaLib struct{}
@@ -38,7 +38,8 @@ func (saramaLib) hello() map[string]any {
 	return map[string]any{"client": "sarama", "version": moduleVersion(module)}
 }
 
-// settings are a sarama config of a request's settings, and the seed brokers.
+// saramaConfig is the sarama config of a request's settings, and the seed brokers. sarama has no
+// delivery timeout (a record is retried Producer.Retry.Max times), so none is offered.
 func saramaConfig(c config) (*sarama.Config, []string, error) {
 	cfg := sarama.NewConfig()
 	// the newest protocol versions this release knows: a team on a recent cluster sets it so
@@ -72,7 +73,6 @@ func saramaConfig(c config) (*sarama.Config, []string, error) {
 		"transaction.timeout.ms":             func(d time.Duration) { cfg.Producer.Transaction.Timeout = d },
 		"linger.ms":                          func(d time.Duration) { cfg.Producer.Flush.Frequency = d },
 		"socket.connection.setup.timeout.ms": func(d time.Duration) { cfg.Net.DialTimeout = d },
-		"delivery.timeout.ms":                func(d time.Duration) { cfg.Producer.Timeout = d },
 		"session.timeout.ms":                 func(d time.Duration) { cfg.Consumer.Group.Session.Timeout = d },
 	} {
 		if err := ms(key, set); err != nil {

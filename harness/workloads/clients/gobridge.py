@@ -82,13 +82,18 @@ def prepare(name: str, version: str) -> None:
     go_build.ensure(GO_CLIENTS[name], version)
 
 
-def producer_config(bootstrap: str, txn_id: str, transaction_timeout_ms: int, overrides: dict[str, Any]) -> dict[str, Any]:
+def producer_config(bootstrap: str, txn_id: str, transaction_timeout_ms: int, overrides: dict[str, Any],
+                    delivery_timeout: bool = True) -> dict[str, Any]:
     """A Go producer's settings, by the Java names the bridge maps, mirroring the Java bridge's:
     linger.ms 5, a 5 s connection set-up timeout, records expiring no later than the transaction
-    would. Idempotence and acks=all come with transactions in both Go clients."""
-    return {"bootstrap.servers": bootstrap, "transactional.id": txn_id, "transaction.timeout.ms": transaction_timeout_ms,
-            "linger.ms": 5, "socket.connection.setup.timeout.ms": 5000,
-            "delivery.timeout.ms": max(transaction_timeout_ms, 30_000 + 5), **overrides}
+    would (``delivery_timeout``: sarama has none). Idempotence and acks=all come with transactions
+    in both Go clients."""
+    conf: dict[str, Any] = {"bootstrap.servers": bootstrap, "transactional.id": txn_id,
+                            "transaction.timeout.ms": transaction_timeout_ms, "linger.ms": 5,
+                            "socket.connection.setup.timeout.ms": 5000}
+    if delivery_timeout:
+        conf["delivery.timeout.ms"] = max(transaction_timeout_ms, 30_000 + 5)
+    return {**conf, **overrides}
 
 
 def consumer_config(bootstrap: str, group: str | None, overrides: dict[str, Any]) -> dict[str, Any]:
@@ -102,13 +107,15 @@ def consumer_config(bootstrap: str, group: str | None, overrides: dict[str, Any]
 
 class _GoClient(BridgedClient):
     LIBRARY = ""
+    #: the client has a delivery timeout to set (franz-go's RecordDeliveryTimeout; sarama has none)
+    DELIVERY_TIMEOUT = True
 
     def _open_bridge(self, version: str) -> LineBridge:
         self.version = version
         return bridge(self.LIBRARY, version)
 
     def _config(self, bootstrap: str, txn_id: str, transaction_timeout_ms: int, overrides: dict[str, Any]) -> dict[str, Any]:
-        return producer_config(bootstrap, txn_id, transaction_timeout_ms, overrides)
+        return producer_config(bootstrap, txn_id, transaction_timeout_ms, overrides, self.DELIVERY_TIMEOUT)
 
 
 class _GoReader(BridgedConsumer):
@@ -165,6 +172,7 @@ class FranzGroupReader(_GoGroupReader):
 class SaramaClient(_GoClient):
     LIBRARY = SARAMA.name
     GROUP_READER = "SaramaGroupReader"
+    DELIVERY_TIMEOUT = False
 
 
 class SaramaReader(_GoReader):
