@@ -21,6 +21,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -495,10 +496,13 @@ func seconds(s float64, otherwise time.Duration) time.Duration {
 func settings(conf map[string]any) config {
 	c := config{}
 	for k, v := range conf {
-		if s, ok := v.(string); ok {
-			c[k] = s
-		} else {
-			c[k] = strings.Trim(fmt.Sprint(v), " ")
+		switch v := v.(type) {
+		case string:
+			c[k] = v
+		case float64: // JSON numbers: 1000000, not 1e+06
+			c[k] = strconv.FormatFloat(v, 'f', -1, 64)
+		default:
+			c[k] = fmt.Sprint(v)
 		}
 	}
 	return c
