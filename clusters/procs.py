@@ -149,6 +149,9 @@ def describe_cmdline(cmd: Sequence[str]) -> str:
     if "eoschaos.Bridge" in cmd:  # harness/workloads/clients/java.py: a workload's Java client
         owner = next((a.split("=", 1)[1] for a in cmd if a.startswith("-Deos.chaos.client.of=")), "a workload")
         return f"java client JVM of {owner}"
+    owner = next((a.split("=", 1)[1] for a in cmd[1:] if a.startswith("--client-of=")), None)
+    if owner is not None and Path(cmd[0]).name.endswith("-bridge"):  # clients/gobridge.py: a workload's Go client
+        return f"{Path(cmd[0]).name.removesuffix('-bridge')} client bridge of {owner}"
     for cls, what in SPARK_DAEMONS.items():  # clusters/spark_standalone.py: a standalone Spark cluster's JVMs
         if cls in cmd:
             return what

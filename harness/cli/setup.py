@@ -19,7 +19,7 @@ engine_app = typer.Typer(no_args_is_help=True, help="The Docker engine of the co
 @guarded
 def setup(
     kafka_version: str = KafkaVersion,
-    everything: bool = typer.Option(False, "--all", help="Also fetch Spark's Kafka connector and build the Java client bridges "
+    everything: bool = typer.Option(False, "--all", help="Also fetch Spark's Kafka connector and build the client bridges (Java, Go) "
                                     "and the shipped apps (otherwise each is fetched when a run first needs it)."),
 ) -> None:
     """Fetch Kafka (Maven Central) and build Toxiproxy (Go module proxy) and the wire proxy into the cache:
@@ -35,7 +35,7 @@ def setup(
              f"wire proxy ({arts.kwire_bin}), java {arts.java}")
     if everything:
         spark = artifacts.ensure_spark()
-        clients = setup_specs()  # every versioned client library's versions for the tests (the Java bridge)
+        clients = setup_specs()  # every versioned client library's versions for the tests (the Java and Go bridges)
         prepare(clients)
         apps = prepare_all()
         ready += f", spark-sql-kafka ({len(spark)} jars), client bridges ({', '.join(clients)}), apps ({', '.join(apps)})"

@@ -63,7 +63,7 @@ def test_json_with_dry_run_prints_the_schedule(no_real_run: list[Any]) -> None:
 @pytest.mark.parametrize(("library", "said"), [
     ("java@9.9", "--library: library 'java@9.9': '9.9' is not a release version; expected java@MAJOR.MINOR.PATCH"),
     ("rust", "--library: library 'rust': unknown client library; allowed: confluent-kafka, java, kafka-python"),
-    ("confluent-kafka@2.5.0", "--library: library 'confluent-kafka@2.5.0': only java takes a version"),
+    ("confluent-kafka@2.5.0", "--library: library 'confluent-kafka@2.5.0': only java, franz-go and sarama take a version"),
     # a release that does not exist: refused while the client is prepared, before the run starts anything
     ("java@9.9.9", "--library: library java@9.9.9: org.apache.kafka:kafka-clients:9.9.9 is not on Maven Central"),
 ])

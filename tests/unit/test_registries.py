@@ -194,7 +194,7 @@ def test_a_versioned_library_other_than_java_is_one_entry(monkeypatch: pytest.Mo
     assert str(clients.parse("franz-go")) == "franz-go@1.18.0" and str(clients.parse("franz-go@1.17.1")) == "franz-go@1.17.1"
     with pytest.raises(ValueError, match=r"expected franz-go@MAJOR.MINOR.PATCH"):
         clients.parse("franz-go@1.x")
-    with pytest.raises(ValueError, match=r"only java and franz-go take a version \(java@VERSION, franz-go@VERSION\)"):
+    with pytest.raises(ValueError, match=r"only java, franz-go and sarama take a version \(java@VERSION, franz-go@VERSION, sarama@VERSION\)"):
         clients.parse("kafka-python@2.0.0")
     clients.prepare(["franz-go", "franz-go@1.17.1", "franz-go@1.18.0", "confluent-kafka"])
     assert made == ["1.17.1", "1.18.0"]  # each version once, nothing for the others

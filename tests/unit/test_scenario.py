@@ -188,7 +188,7 @@ def test_a_folder_given_as_a_scenario_says_so(tmp_path: Path) -> None:
 @pytest.mark.parametrize("library, expected", [
     ("nope", "unknown client library; allowed: confluent-kafka, java, kafka-python"),
     ("java@x", "expected java@MAJOR.MINOR.PATCH"),
-    ("confluent-kafka@1.0.0", "only java takes a version"),
+    ("confluent-kafka@1.0.0", "only java, franz-go and sarama take a version"),
 ])
 def test_bad_library_names_what_is_allowed(tmp_path: Path, library: str, expected: str) -> None:
     f = tmp_path / "bad.yaml"

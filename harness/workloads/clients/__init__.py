@@ -15,6 +15,7 @@ import importlib
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Literal, cast, get_args
 
 from clusters import pins
@@ -26,6 +27,14 @@ Role = Literal["producer", "reader", "group_reader"]
 ROLES: tuple[Role, ...] = get_args(Role)
 #: The ``kafka-clients`` release ``java`` means without a version: the newest 4.x on Maven Central.
 DEFAULT_JAVA_VERSION = "4.4.0"
+#: The franz-go release ``franz-go`` means without a version: the newest the Go module proxy served
+#: here; franz-go speaks transaction.version 2 (KIP-890 part 2) from 1.19.0 on.
+DEFAULT_FRANZ_VERSION = "1.22.3"
+#: The last franz-go release before its transaction.version 2 support (the set-up builds it too).
+FRANZ_PRE_TV2_VERSION = "1.18.1"
+#: The IBM/sarama release ``sarama`` means without a version: the newest the Go module proxy served
+#: here (no sarama speaks transaction.version 2).
+DEFAULT_SARAMA_VERSION = "1.61.1"
 
 
 @dataclass(frozen=True)
@@ -84,7 +93,17 @@ def _build_java_bridge(version: str) -> None:
     java_build.ensure(version)
 
 
-#: Every client library a workload may name, by name.
+def _build_go_bridge(name: str, version: str) -> None:
+    from harness.workloads.clients import gobridge
+
+    gobridge.prepare(name, version)
+
+
+_RELEASE = (r"\d+\.\d+\.\d+", "MAJOR.MINOR.PATCH")
+
+
+#: Every client library a workload may name, by name. The Go bridges are built when a run first needs
+#: them, never by ``setup --all``: `make test` runs none, and a cold franz-go build is a minute of Go.
 CLIENTS: dict[str, ClientLibrary] = {c.name: c for c in (
     ClientLibrary("confluent-kafka", "harness.workloads.clients.confluent", "ConfluentClient", "ConfluentReader",
                   "ConfluentGroupReader", plain_sends=True),
@@ -94,6 +113,14 @@ CLIENTS: dict[str, ClientLibrary] = {c.name: c for c in (
                   prepare=_build_java_bridge, jvm=True),
     ClientLibrary("kafka-python", "harness.workloads.clients.kafka_python", "KafkaPythonClient", "KafkaPythonReader",
                   "KafkaPythonGroupReader"),
+    ClientLibrary("franz-go", "harness.workloads.clients.gobridge", "FranzClient", "FranzReader", "FranzGroupReader",
+                  versions=Versions(DEFAULT_FRANZ_VERSION, *_RELEASE, "a franz-go release (Go module github.com/twmb/franz-go)",
+                                    FRANZ_PRE_TV2_VERSION),
+                  prepare=partial(_build_go_bridge, "franz-go")),
+    ClientLibrary("sarama", "harness.workloads.clients.gobridge", "SaramaClient", "SaramaReader", "SaramaGroupReader",
+                  versions=Versions(DEFAULT_SARAMA_VERSION, *_RELEASE, "an IBM/sarama release (Go module github.com/IBM/sarama)",
+                                    "1.45.2"),
+                  prepare=partial(_build_go_bridge, "sarama")),
 )}
 DEFAULT_LIBRARY = "confluent-kafka"
 #: Every client library's name.
@@ -140,7 +167,8 @@ def parse(spec: str) -> Library:
     if entry.versions is None:
         if version:
             takers = [c.name for c in _versioned()]
-            raise ValueError(f"library {spec!r}: only {' and '.join(takers)} take{'s' if len(takers) == 1 else ''} "
+            names = " and ".join(takers) if len(takers) < 3 else f"{', '.join(takers[:-1])} and {takers[-1]}"
+            raise ValueError(f"library {spec!r}: only {names} take{'s' if len(takers) == 1 else ''} "
                              f"a version ({', '.join(f'{n}@VERSION' for n in takers)})")
         return Library(name)
     version = version or entry.versions.default

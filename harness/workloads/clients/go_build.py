@@ -1,0 +1,165 @@
+"""The Go client bridges (``harness/gobridge``), built once per client and version: the shared
+protocol (``common/``) and the client's own file (``franz/``, ``sarama/``) are copied into a temporary
+module whose go.mod requires that client at that version; ``go mod tidy`` resolves its dependencies
+(from the module cache first, the Go module proxy for what is missing, through
+``clusters.artifacts.go_env``), and the binary goes into the cache under the client, the version and
+a hash of the bridge's sources, so an edit of the bridge rebuilds it and a warm check is one stat.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from clusters import artifacts
+from harness.base.errors import ConfigError, EnvironmentProblem
+from harness.base.paths import REPO_ROOT, cache_dir
+
+log = logging.getLogger(__name__)
+
+#: The bridges' Go sources: ``common/`` and one folder per client.
+SOURCES = REPO_ROOT / "harness" / "gobridge"
+#: What the generated go.mod asks for at least (the clients' own go.mod may raise it; tidy does).
+GO_DIRECTIVE = "1.22"
+#: ``go list -m -versions``: one question to the module proxy, only when a version failed to build.
+LIST_TIMEOUT_S = 120
+
+
+@dataclass(frozen=True)
+class GoClient:
+    """One Go client library the bridge is built for."""
+
+    #: the library's name in ``library:`` (``franz-go``)
+    name: str
+    #: its Go module
+    module: str
+    #: its folder of sources under ``harness/gobridge``
+    folder: str
+    #: the oldest release the bridge's use of the library compiles against (and why)
+    oldest: tuple[int, int, int]
+    oldest_why: str
+    #: files of its folder used only from this release on, and the ones used before it instead
+    #: (``(release, from_it, before_it)``): an API the library added, chosen at build time
+    variants: tuple[tuple[tuple[int, int, int], tuple[str, ...], tuple[str, ...]], ...] = ()
+
+    def files(self, version: str) -> list[Path]:
+        """The Go files of a build of ``version``: the shared ones, then this client's."""
+        v = release(version)
+        skip = {f for at, since, before in self.variants for f in (before if v >= at else since)}
+        return (sorted((SOURCES / "common").glob("*.go"))
+                + sorted(p for p in (SOURCES / self.folder).glob("*.go") if p.name not in skip))
+
+
+def release(version: str) -> tuple[int, int, int]:
+    """``1.18.1`` as ``(1, 18, 1)`` (the registry's pattern has made sure of the form)."""
+    major, minor, patch = (int(x) for x in version.split("."))
+    return major, minor, patch
+
+
+def source_hash(client: GoClient, version: str) -> str:
+    """A hash of every source file a build of ``version`` uses (names and contents)."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for f in client.files(version):
+        h.update(f.parent.name.encode() + b"/" + f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def binary(client: GoClient, version: str) -> Path:
+    """Where the bridge of ``client`` at ``version`` lives (changed sources: a new folder, rebuilt)."""
+    return cache_dir() / "go-client" / client.name / version / source_hash(client, version) / f"{client.name}-bridge"
+
+
+def ready(client: GoClient, version: str) -> Path | None:
+    """The built bridge, if it is there (no building, no locking)."""
+    target = binary(client, version)
+    return target if target.is_file() and os.access(target, os.X_OK) else None
+
+
+def go_mod(client: GoClient, version: str) -> str:
+    return f"module eos-chaos/{client.folder}-bridge\n\ngo {GO_DIRECTIVE}\n\nrequire {client.module} v{version}\n"
+
+
+def ensure(client: GoClient, version: str) -> Path:
+    """The bridge of ``client`` at ``version``, built if missing. ``ConfigError`` for a release the
+    bridge does not support or the module proxy does not have (naming the versions it has)."""
+    if release(version) < client.oldest:
+        oldest = ".".join(map(str, client.oldest))
+        raise ConfigError(f"library {client.name}@{version}: the bridge needs {client.name} {oldest} or later "
+                          f"({client.oldest_why})")
+    built = ready(client, version)
+    if built is not None:
+        return built
+    with artifacts.cache_lock():  # another workload may be building it: the second finds it built
+        target = binary(client, version)
+        if ready(client, version) is None:
+            _build(client, version, target)
+    return target
+
+
+def _build(client: GoClient, version: str, target: Path) -> None:
+    what = f"the {client.name} {version} client bridge"
+    target.parent.parent.mkdir(parents=True, exist_ok=True)
+    for old in target.parent.parent.glob("*"):
+        if old != target.parent:
+            shutil.rmtree(old, ignore_errors=True)  # built from sources that changed since
+    with tempfile.TemporaryDirectory(dir=target.parent.parent, prefix="build-") as tmp:
+        src = Path(tmp)
+        for f in client.files(version):
+            shutil.copy(f, src / f.name)
+        (src / "go.mod").write_text(go_mod(client, version))
+        log.info(f"{what}: resolving modules (go mod tidy)")
+        _tidy(client, version, src)
+        artifacts.build_go_module(src, target, what)
+
+
+def _tidy(client: GoClient, version: str, src: Path) -> None:
+    go = shutil.which("go")
+    if go is None:
+        raise EnvironmentProblem(f"`go` not found on PATH; the {client.name} client bridge is built with it "
+                                 f"(apt-get install golang-go, Go {GO_DIRECTIVE}+)")
+    try:
+        proc = subprocess.run([go, "mod", "tidy"], cwd=src, capture_output=True, text=True,
+                              timeout=artifacts.FETCH_TIMEOUT_S, env=dict(artifacts.go_env(), GOTOOLCHAIN="local"))
+    except subprocess.TimeoutExpired as exc:
+        raise EnvironmentProblem(f"`go mod tidy` of the {client.name} {version} client bridge did not finish "
+                                 f"within {artifacts.FETCH_TIMEOUT_S}s") from exc
+    if proc.returncode == 0:
+        return
+    out = proc.stdout + proc.stderr
+    if re.search(r"unknown revision|invalid version|no matching versions|not found|not available|404|410", out):
+        raise _missing(client, version, out)
+    tail = "\n".join(out.strip().splitlines()[-15:])
+    raise EnvironmentProblem(f"resolving the modules of the {client.name} {version} client bridge failed:\n{tail}")
+
+
+def _missing(client: GoClient, version: str, out: str) -> ConfigError:
+    known = known_versions(client)
+    near = [v for v in known if v.split(".")[:2] == version.split(".")[:2]] or known[-8:]
+    hint = f"; releases it has: {', '.join(near)}" if near else ""
+    said = [line.strip() for line in out.splitlines() if re.search(r"server response|unknown revision|invalid version", line)]
+    why = re.sub(r"https?://\S+", "(the proxy)", (said or out.strip().splitlines() or ["?"])[-1])
+    return ConfigError(f"library {client.name}@{version}: the Go module proxy has no {client.module} v{version}"
+                       f"{hint} (go: {why})")
+
+
+def known_versions(client: GoClient) -> list[str]:
+    """The releases of ``client`` the module proxy lists (``go list -m -versions``), oldest first;
+    empty when it cannot be asked."""
+    go = shutil.which("go")
+    if go is None:
+        return []
+    try:
+        proc = subprocess.run([go, "list", "-m", "-versions", client.module], capture_output=True, text=True,
+                              timeout=LIST_TIMEOUT_S, env=dict(artifacts.go_env(), GOTOOLCHAIN="local", GOFLAGS=""),
+                              cwd=tempfile.gettempdir())
+    except subprocess.TimeoutExpired:
+        return []
+    return [v.lstrip("v") for v in proc.stdout.split()[1:] if re.fullmatch(r"v\d+\.\d+\.\d+", v)]
