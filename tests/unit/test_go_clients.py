@@ -211,8 +211,8 @@ def test_a_franz_go_producer_is_paired_with_the_group_reader_opened_before_it(mo
 def test_go_libraries_take_versions_and_default_to_the_newest() -> None:
     assert str(clients.parse("franz-go")) == f"franz-go@{DEFAULT_FRANZ_VERSION}"
     assert str(clients.parse("sarama")) == f"sarama@{DEFAULT_SARAMA_VERSION}"
-    assert {f"franz-go@{DEFAULT_FRANZ_VERSION}", f"franz-go@{FRANZ_PRE_TV2_VERSION}",
-            f"sarama@{DEFAULT_SARAMA_VERSION}"} <= set(clients.setup_specs())
+    # built when a run first needs them, not by setup --all (make test runs none of them)
+    assert not {s for s in clients.setup_specs() if s.startswith(("franz-go@", "sarama@"))}
     with pytest.raises(ValueError, match=r"'v1.18.1' is not a release version; expected franz-go@MAJOR.MINOR.PATCH"):
         clients.parse("franz-go@v1.18.1")
     assert not clients.CLIENTS["franz-go"].plain_sends and not clients.CLIENTS["sarama"].plain_sends
