@@ -195,6 +195,9 @@ def _expected(t: Tables, app: dict[str, Any], ins: pd.DataFrame) -> pd.DataFrame
     if app.get("function", IDENTITY) == IDENTITY:
         return pd.DataFrame({"input": ins["value"], "seq": 0, "topic": app["outputs"][0], "key": ins["key"],
                              "value": ins["value"]})
+    failed = (t.meta.get("app_function_errors") or {}).get(app["app"])
+    if failed:
+        raise ValueError(f"app {app['app']}: its contract function {app.get('function')} gave no outputs: {failed}")
     e = t.app_expected
     e = _plain_text(e[(e["app"].astype(object) == app["app"]).to_numpy(bool)])
     lacking = ins.loc[~_member(ins["value"], e["input"]), "value"]

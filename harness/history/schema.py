@@ -149,7 +149,7 @@ _VALUES: dict[tuple[str, str | None], TypeAdapter[Any]] = {
     (SCAN, None): TypeAdapter(Records),
     (GROUP_OFFSETS, None): TypeAdapter(dict[TopicPartition, Offset]),
     (APP_CONTRACT, None): TypeAdapter(AppContract),
-    (EXPECT, None): TypeAdapter(dict[Literal["app", "inputs"], Any]),
+    (EXPECT, None): TypeAdapter(dict[Literal["app", "inputs", "error"], Any]),
     (APP_STRAY, None): TypeAdapter(AppStray),
 }
 #: the shapes of an app's reads (a line with ``app``), and of ``expect``'s inputs
@@ -211,6 +211,8 @@ def _validate_app_fields(line: dict[str, Any]) -> None:
             _EXPECTED.validate_python(value.get("inputs"))
         except ValidationError as exc:
             raise _bad(exc, ("value", "inputs")) from None
+        if value.get("error") is not None and not isinstance(value["error"], str):
+            raise BadLine("value.error", "why the contract's function gave no outputs (text)", _found(value["error"]))
 
 
 def _bad(exc: ValidationError, under: tuple[str, ...]) -> BadLine:

@@ -407,6 +407,7 @@ def flatten(ops: Sequence[Op], truncated: list[str] | None = None) -> Tables:
     apps: list[dict[str, Any]] = []
     app_scans: dict[str, set[str]] = {}
     app_stray: dict[str, dict[str, int]] = {}
+    function_errors: dict[str, str] = {}  # app -> why its contract function gave no outputs
     init_rows: list[tuple[Any, ...]] = []
     group_rows: list[tuple[str, int, int]] = []
     fault_rows: list[tuple[int, str | None, str | None, str]] = []
@@ -458,6 +459,8 @@ def flatten(ops: Sequence[Op], truncated: list[str] | None = None) -> Tables:
             apps.append(dict(op.value))
         elif f == EXPECT:
             app_expected.add(op)
+            if op.value.get("error"):
+                function_errors[str(op.value["app"])] = str(op.value["error"])
         elif f == APP_STRAY:
             app_stray.setdefault(op.value["app"], {}).update(op.value["topics"])
         if f == FAULT:
@@ -484,7 +487,8 @@ def flatten(ops: Sequence[Op], truncated: list[str] | None = None) -> Tables:
             "errors_seen": _errors_seen(ops),
             "duration_ns": (ops[-1].time - ops[0].time) if ops else 0,
             **({"apps": apps, "app_scans": {a: sorted(i) for a, i in sorted(app_scans.items())}} if apps or app_scans else {}),
-            **({"app_stray": app_stray} if app_stray else {})}
+            **({"app_stray": app_stray} if app_stray else {}),
+            **({"app_function_errors": function_errors} if function_errors else {})}
     written = writes.frame()
     _refuse_reused_values(written, txns)
     return Tables(ops_df, txns, written, reads.frame(), inits, groups, _faults_frame(fault_rows),

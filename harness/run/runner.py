@@ -38,6 +38,7 @@ from harness.history import store
 from harness.history.model import (
     APP_CONTRACT,
     APP_STRAY,
+    EXPECT,
     GROUP_OFFSETS,
     LSO,
     READ_COMMITTED,
@@ -448,6 +449,8 @@ def _judge_app_outputs(run_dir: Path, cluster: Cluster, sc: Scenario, app: AppSe
         except ConfigError as exc:
             facts["function_error"] = str(exc)
             log.info(f"the contract's function could not be applied: {exc}")
+            # on record in the history: the check says why it cannot judge (unknown), from the folder alone
+            rec.event("runner", EXPECT, {"app": app_run.APP, "inputs": [], "error": str(exc)}, type_="ok")
     journal.app = facts
 
 

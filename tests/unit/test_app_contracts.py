@@ -107,6 +107,19 @@ def test_an_input_without_recorded_expectations_makes_the_verdict_unknown_naming
     assert v["valid"] == "unknown" and "'i7'" in v["checks"]["app-map"]["error"]
 
 
+def test_a_contract_function_that_failed_in_the_run_makes_the_verdict_unknown_saying_why() -> None:
+    """The runner could not apply the function (it raised): it records why, with no outputs, and the
+    check cannot judge: unknown naming the function's error, from the history alone."""
+    h = app_map(function=True)
+    h.ops = [o for o in h.ops if o["f"] != EXPECT]
+    h.ops.append({"time": 10_000, "process": "runner", "type": "ok", "f": EXPECT,
+                  "value": {"app": "app", "inputs": [], "error": "contract function tests.apps:twice: raised KeyError"}})
+    v = verdict(h)
+    assert v["valid"] == "unknown", v["checks"]["app-map"]
+    assert "gave no outputs: contract function tests.apps:twice: raised KeyError" in v["checks"]["app-map"]["error"]
+    assert schema.validate(h.ops[-1]) is None
+
+
 def test_an_input_yielding_nothing_is_judged_so() -> None:
     """With ``function``, i4 yields no output (an ``expect`` row of seq -1): an output of it is
     unexplained, its absence is right."""
