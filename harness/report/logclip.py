@@ -14,7 +14,7 @@ import re
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, tzinfo
+from datetime import datetime, timedelta, tzinfo
 from pathlib import Path
 
 #: Kafka's log4j pattern ``[%d{ISO8601}]`` at the start of the line (the fast path: a broker's log
@@ -26,6 +26,9 @@ _ANY = re.compile(r"(?<!\d)(\d{4})[-/](\d\d)[-/](\d\d)[T ](\d\d):(\d\d):(\d\d)(?
 #: librdkafka's default log line: ``%LEVEL|SECONDS.MILLIS|FACILITY|NAME| message``.
 _RDKAFKA = re.compile(r"^%\d\|(\d{9,}\.\d+)\|")
 _LOOK = 200
+#: A log written by several threads may put a line a little out of time order: the scan stops only
+#: this far past the window.
+_SLACK = timedelta(seconds=5)
 
 
 def stamp_of(line: str, zone: tzinfo | None = None) -> datetime | None:
@@ -64,8 +67,8 @@ def clip(path: Path, lo: datetime, hi: datetime, pattern: re.Pattern[str] | None
     """The lines of ``path`` stamped from ``lo`` to ``hi`` (local times) that ``pattern`` finds
     (None: every one), at most ``cap``, each cut at ``max_chars``. A log with no stamp at all gives
     its last ``cap`` lines, marked ``unstamped``: a Go or Python app's log may stamp nothing, and a
-    short one is still worth reading whole. The scan stops at the first stamp past ``hi`` (logs are
-    written in time order)."""
+    short one is still worth reading whole. The scan stops at the first stamp ``_SLACK`` past ``hi``
+    (logs are written in time order, nearly)."""
     out = Clipped()
     tail: deque[str] = deque(maxlen=cap)  # a log with no stamp: its last lines
     unstamped = 0
@@ -74,13 +77,13 @@ def clip(path: Path, lo: datetime, hi: datetime, pattern: re.Pattern[str] | None
         now = stamp_of(line, zone)
         if now is not None:
             stamp = now
-            if stamp > hi:
+            if stamp > hi + _SLACK:
                 break
         if stamp is None:
             tail.append(line[:max_chars])
             unstamped += 1
             continue
-        if stamp < lo or (pattern is not None and not pattern.search(line)):
+        if not lo <= stamp <= hi or (pattern is not None and not pattern.search(line)):
             continue
         out.matched += 1
         if len(out.lines) < cap:

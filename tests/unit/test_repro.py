@@ -6,6 +6,7 @@ window, a scenario with a fault inside the window and one far from it."""
 from __future__ import annotations
 
 import json
+import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -291,12 +292,17 @@ def test_an_unknown_run_says_so_and_still_gathers(tmp_path: Path) -> None:
     ("none", [], "does not exist"),
     ("no-verdict", [], "has no verdict.json"),
     ("file", [], "is a file, not a run folder"),
+    ("no-scenario", [], "has no scenario.json: not a run folder of eos-chaos run"),
     ("torn", ["--example", "duplicate"], "check 'duplicate' found nothing in this run; checks that fired: torn-transaction"),
     ("torn", ["--example", "torn-transaction:9"], "give CHECK:N with N from 1 to 1"),
     ("torn", ["--out", "{busy}"], "holds files, and not an earlier eos-chaos repro's"),
 ])
 def test_bad_input_is_exit_2_naming_what_and_where(tmp_path: Path, torn: Path, setup: str, args: list[str], said: str) -> None:
-    target = {"none": tmp_path / "nope", "no-verdict": tmp_path / "half", "file": tmp_path / "f", "torn": torn}[setup]
+    target = {"none": tmp_path / "nope", "no-verdict": tmp_path / "half", "file": tmp_path / "f", "torn": torn,
+              "no-scenario": tmp_path / "copy"}[setup]
+    if setup == "no-scenario":
+        shutil.copytree(torn, target, ignore=shutil.ignore_patterns("repro"))
+        (target / "scenario.json").unlink()
     if setup == "no-verdict":
         (target / "history").mkdir(parents=True)
     if setup == "file":
@@ -341,3 +347,12 @@ def test_clip_stops_past_the_window_and_caps_what_it_keeps(tmp_path: Path) -> No
     c = clip(log, datetime(2026, 11, 25, 20, 0, 10), datetime(2026, 11, 25, 20, 0, 19), cap=3)
     assert c.matched == 10 and [x.rsplit(" ", 1)[1] for x in c.lines] == ["10", "11", "12"]
     assert c.first == datetime(2026, 11, 25, 20, 0, 10) and not c.unstamped
+
+
+def test_clip_takes_a_line_a_little_out_of_order_and_stops_well_past_the_window(tmp_path: Path) -> None:
+    log = tmp_path / "threads.log"
+    stamp = "2026-11-25T20:00:{:02d}.000 [thread-{}] INFO {}\n".format
+    log.write_text(stamp(19, 1, "in") + stamp(21, 2, "just past") + stamp(19, 3, "late but in")
+                   + stamp(40, 1, "far past") + stamp(19, 4, "after the scan stopped"))
+    c = clip(log, datetime(2026, 11, 25, 20, 0, 10), datetime(2026, 11, 25, 20, 0, 19))
+    assert [x.rsplit("INFO ", 1)[1] for x in c.lines] == ["in", "late but in"]
