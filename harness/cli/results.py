@@ -1,4 +1,4 @@
-"""``eos-chaos check``, ``report``, ``compare`` and ``index``: what finished run folders say, again."""
+"""``eos-chaos check``, ``report``, ``repro``, ``compare`` and ``index``: what finished run folders say, again."""
 
 from __future__ import annotations
 
@@ -41,6 +41,42 @@ def report_cmd(run_dir: str = typer.Argument(..., help="A finished run folder (w
     started = time.perf_counter()
     path = write_report(run_folder(run_dir), check_out(Path(out_file), "--out", file=True) if out_file else None)
     out.print(f"{path} ({path.stat().st_size / 1e3:,.0f} kB, {time.perf_counter() - started:.1f}s)", highlight=False)
+
+
+@app.command("repro")
+@guarded
+def repro_cmd(run_dir: str = typer.Argument(..., help="A finished run folder (with verdict.json)."),
+              out_dir: str = typer.Option(None, "--out", help="Write here: a new or empty folder, or an earlier repro's "
+                                                              "\\[default: RUN_DIR/repro]."),
+              example: str = typer.Option(None, "--example", metavar="CHECK[:N]",
+                                          help="The anomaly to tell: CHECK's Nth example in verdict.json (CHECK alone: "
+                                               "its first placed in time) \\[default: the first check's first example "
+                                               "the history places in time].")) -> None:
+    """Gather what a client's or Kafka's maintainers ask for about a run's anomaly, from its folder alone:
+    versions, API versions, configuration, the transactions with the wire proxy's events, client and broker
+    log excerpts, the replay command and a smaller scenario's draft; REPORT.md to paste into an issue."""
+    from harness.report import repro, repro_md
+    from harness.report.loaded import read_verdict
+
+    d = run_folder(run_dir)
+    verdict = read_verdict(d)
+    status = repro.status_of(verdict)
+    if status == "valid":
+        out.print(f"{d}: nothing to report (valid)", highlight=False)
+        return
+    target = repro_md.check_out_folder(Path(out_dir) if out_dir else d / "repro", "--out")
+    if status == "unknown":
+        why = "; ".join(map(str, verdict.get("unknown_because") or [])) or "no reason recorded"
+        out.print(f"{d}: the verdict is unknown ({escape(why)}); gathering what the folder holds", highlight=False)
+    started = time.perf_counter()
+    r = repro.gather(d, verdict, example)
+    written = repro_md.write(r, target)
+    a = r.anomaly
+    what = (f"{a.check} example {a.number} of {a.count} found" if a is not None else f"verdict {status}, no example")
+    logs = sum(len(lg.clipped.lines) for lg in r.logs)
+    out.print(f"{target / repro_md.REPORT_MD}: {what}; window t={r.window[0]:.1f}..{r.window[1]:.1f} s: "
+              f"{len(r.txns)} transactions, {len(r.wire)} wire events, {logs:,} log lines from {len(r.logs)} logs; "
+              f"{len(written)} files ({time.perf_counter() - started:.1f}s)", highlight=False)
 
 
 @app.command("index")

@@ -7,8 +7,9 @@ uses the schedule's zero whenever the run recorded it, so a fault planned ``at: 
 near t=8 s on every figure and table, and planned and actual starts compare directly.
 
 Wall-clock times (to line a report up with broker logs, which are stamped in local time) come
-from ``run.log``'s "workloads started" line, written a few milliseconds before the nemesis began;
-without it, from ``journal.started`` (to the second)."""
+from ``run.log``'s "running Ns" line, written just before ``journal.schedule_t0_s`` is taken (in
+runs made before the readiness wait: the "workloads started" line); without it, from
+``journal.started`` (to the second, so up to a second early)."""
 
 from __future__ import annotations
 
@@ -24,8 +25,12 @@ SCHEDULE_ZERO = ("t=0 is when every workload is ready (its first finished transa
                  "and the nemesis begins its schedule (the zero of the dry-run plan)")
 #: What t=0 is for runs made before the schedule's start was recorded.
 RUNNER_ZERO = "t=0 is the runner's start (this run did not record when its schedule began)"
-#: run.log's line just before ``journal.schedule_t0_s`` was taken (harness/run/runner.py)
-_STARTED_LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) \S+ +\S+ harness\.runner: workloads started")
+#: run.log's line just before ``journal.schedule_t0_s`` was taken (harness/run/runner.py: "running
+#: 40s"; before the runner moved to harness/run/ and waited for its workloads to be ready, the
+#: "workloads started" line of ``harness.runner``). The moved runner's "workloads started" line
+#: comes before the readiness wait (seconds before t=0), so it is no anchor.
+_STARTED_LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) \S+ +\S+ "
+                           r"(?:harness\.run\.runner: running \d+s$|harness\.runner: workloads started)")
 _LOG_STAMP = "%Y-%m-%d %H:%M:%S,%f"
 
 
@@ -70,7 +75,7 @@ def clock_of(run_dir: Path, journal: Journal | None) -> Clock:
         basis += f"; the runner started {zero_s:.1f} s before (the cluster's start-up)"
     anchor = _workloads_started(run_dir / "run.log") if zero_s is not None else None
     if anchor is not None:
-        return Clock(zero_ns, basis, anchor, "run.log's \"workloads started\" line (to a few ms)")
+        return Clock(zero_ns, basis, anchor, "run.log's line at the schedule's start (to a few ms)")
     started = _journal_started(journal)
     if started is not None:
         return Clock(zero_ns, basis, started + timedelta(seconds=zero_ns / 1e9), "journal.json's start (to the second)")
@@ -78,7 +83,8 @@ def clock_of(run_dir: Path, journal: Journal | None) -> Clock:
 
 
 def _workloads_started(run_log: Path) -> datetime | None:
-    """The local time run.log stamped on its "workloads started" line (the run's first few kB)."""
+    """The local time run.log stamped on its line at the schedule's start (``_STARTED_LINE``; the
+    run's first 2000 lines)."""
     try:
         with run_log.open(encoding="utf-8", errors="replace") as f:
             for _, line in zip(range(2000), f):

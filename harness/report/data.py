@@ -162,7 +162,7 @@ def mark_examples(verdict: dict[str, Any], history: History | None, clock: Clock
             if not spans:
                 continue
             m = Marked(f"A{len(marked) + 1}", name, i, spans,
-                       partitions=list(dict.fromkeys((t, p) for t, p, _ in _example_positions(ex))))
+                       partitions=list(dict.fromkeys((t, p) for t, p, _ in example_positions(ex))))
             m.faults = active_faults(m.start_s, m.end_s, windows)
             marked.append(m)
     return marked
@@ -308,7 +308,7 @@ def position_text(p: dict[str, Any]) -> str:
     return f"{p['topic']}-{p['partition']}@{p['offset']}"
 
 
-def _example_positions(ex: dict[str, Any]) -> list[tuple[str, int, int | None]]:
+def example_positions(ex: dict[str, Any]) -> list[tuple[str, int, int | None]]:
     """The places an example names: its own topic / partition (/ offset), and every position object
     among its values (``positions``, ``orphan_output``, ``copies``, ``output``, ...), in that order."""
     spots: list[tuple[str, int, int | None]] = []
@@ -329,7 +329,7 @@ def anomaly_positions(verdict: dict[str, Any]) -> dict[tuple[str, int], dict[str
         for ex in c.get("examples") or []:
             if not isinstance(ex, dict):
                 continue
-            for topic, part, off in _example_positions(ex):
+            for topic, part, off in example_positions(ex):
                 offsets = found.setdefault((topic, part), {}).setdefault(name, [])
                 if off is not None and off not in offsets:
                     offsets.append(off)

@@ -16,6 +16,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from harness.report.clock import Clock
+from harness.report.logclip import stamp_of
 from harness.report.ops import Marked
 
 #: What is linked, in this order: (glob inside the run folder, what it is).
@@ -29,8 +30,6 @@ MAX_LINES = 12
 MAX_LINE_CHARS = 400
 #: Matches kept in memory per broker and anomaly before the nearest ``MAX_LINES`` are picked.
 _KEEP = 400
-#: Kafka's log4j pattern ``[%d{ISO8601}]`` (``2026-11-25T06:17:55,180``; older configs: a space).
-_STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d:\d\d),(\d{3})\]")
 
 
 @dataclass(frozen=True)
@@ -85,6 +84,12 @@ def excerpts(run_dir: Path, marked: list[Marked], clock: Clock, cluster_dir: Pat
     return [e for e in found if e.lines]
 
 
+def partitions_named(names: list[str]) -> str:
+    """A regular expression finding any of the partition names ``names`` (``topic-3``) in a line:
+    a partition's name, not a prefix of another's (t-1 in t-10) or the tail of a longer topic's."""
+    return r"(?<![\w.-])(?:" + "|".join(map(re.escape, names)) + r")(?!\d)"
+
+
 @dataclass
 class _Target:
     excerpt: Excerpt
@@ -97,8 +102,7 @@ class _Target:
 
 def _target(m: Marked, log: LogLink, clock: Clock) -> _Target:
     names = [f"{t}-{p}" for t, p in m.partitions]
-    # a partition's name, not a prefix of another's (t-1 in t-10) or the tail of a longer topic's
-    pattern = re.compile(r"(?<![\w.-])(?:" + "|".join(map(re.escape, names)) + r")(?!\d)")
+    pattern = re.compile(partitions_named(names))
     at, end = clock.wall_at(m.start_s), clock.wall_at(m.end_s)
     assert at is not None and end is not None  # excerpts() asked for a wall clock
     pad = timedelta(seconds=AROUND_S)
@@ -113,9 +117,9 @@ def _scan(path: Path, log: LogLink, marked: list[Marked], clock: Clock) -> list[
     try:
         with path.open(encoding="utf-8", errors="replace") as f:
             for line in f:
-                m = _STAMP.match(line)
-                if m:
-                    stamp = datetime.strptime(f"{m.group(1)} {m.group(2)}.{m.group(3)}", "%Y-%m-%d %H:%M:%S.%f")
+                now = stamp_of(line)
+                if now is not None:
+                    stamp = now
                     if stamp > last:
                         break
                 if stamp is None:
