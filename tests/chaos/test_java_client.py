@@ -70,6 +70,9 @@ def anomalies(v: dict) -> dict[str, int]:
     return {k: c["count"] for k, c in v["checks"].items() if c["count"]}
 
 
+# in `make library` since the app scenarios came into `make test`: the Java bridge's producer, reader and
+# copier stay there through the two tests below (3.x, and the default release's reader)
+@pytest.mark.library
 def test_txn_baseline_is_valid_on_java(cluster: Cluster) -> None:
     v = run(cluster, scenario.load("txn-baseline"), f"java@{DEFAULT_JAVA_VERSION}", 20).verdict
     assert v["valid"] is True, anomalies(v)
