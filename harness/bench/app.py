@@ -25,6 +25,7 @@ from confluent_kafka import Producer, TopicPartition
 
 from clusters import procs
 from clusters.base import Cluster
+from clusters.health import QUIET
 from harness.base.errors import HarnessError
 from harness.base.wait import wait_until
 from harness.bench.producer import Shape, _fresh_topic, _spawned, _tagged_env, run_workload
@@ -53,13 +54,15 @@ def feeder_shape(warmup_s: float, seconds: float) -> tuple[Shape, dict[str, Any]
 def prefill(cluster: Cluster, records: int) -> str:
     """A fresh input topic holding ``records`` keyed records, committed."""
     topic = _fresh_topic(cluster, "app-in", PARTITIONS)
-    p = Producer({"bootstrap.servers": cluster.direct_bootstrap, "transactional.id": f"{topic}-prefill", "linger.ms": 20})
+    p = Producer({"bootstrap.servers": cluster.direct_bootstrap, "transactional.id": f"{topic}-prefill", "linger.ms": 20,
+                  "logger": QUIET})
     p.init_transactions(60)
     for start in range(0, records, PREFILL_BATCH):
         p.begin_transaction()
         for i in range(start, min(records, start + PREFILL_BATCH)):
             p.produce(topic, key=f"k{i % 16}".encode(), value=str(i).encode())
         p.commit_transaction(120)
+    p.flush(60)  # nothing left in flight when the producer goes (one run of the bench died in librdkafka's teardown)
     return topic
 
 
