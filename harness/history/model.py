@@ -54,8 +54,9 @@ An ``app`` (a user's own application, docs/APPS.md) is recorded by the harness a
   recorded send, so only the contract checks judge them.
 - ``app-stray``: the runner's one-line event ``{"app", "topics": {topic: records written}}`` naming the
   topics the app wrote to that it did not declare (judged by the app's contract check).
-- ``app-ready`` / ``app-exit``: an instance's wrapper (process ``<app>-<n>.<k>``), one-line events
-  ``{"how": what made it ready}`` (type ``ok``) and ``{"code": exit code, "signal": name or null,
+- ``app-start`` / ``app-ready`` / ``app-exit``: an instance's wrapper (process ``<app>-<n>.<k>``),
+  one-line events: each start of the command ``{"pid"}`` (type ``info``), its readiness after that
+  start ``{"how": what made it ready}`` (type ``ok``) and ``{"code": exit code, "signal": name or null,
   "after_ready": bool}`` (type ``info``).
 
 A copier's output value is ``copy/<in topic>/<in partition>/<in offset>/<attempt>/<in value>``, so
@@ -85,6 +86,8 @@ RECREATED = "recreated"
 APP_CONTRACT, EXPECT = "app-contract", "expect"
 #: an app instance's wrapper: the app became ready (its readiness condition met), the app's command exited
 APP_READY, APP_EXIT = "app-ready", "app-exit"
+#: an app instance's wrapper started the app's command (again): its readiness is recorded anew
+APP_START = "app-start"
 #: the runner: topics the app wrote to that it did not declare (neither an output nor its own internal
 #: ``{id}-...`` topics), with how many records each gained during the run
 APP_STRAY = "app-stray"

@@ -30,6 +30,7 @@ from harness.history.model import (
     APP_CONTRACT,
     APP_EXIT,
     APP_READY,
+    APP_START,
     APP_STRAY,
     COMPLETIONS,
     EXPECT,
@@ -59,7 +60,7 @@ from harness.history.model import (
 
 #: every op kind a history may hold
 KINDS = (TXN, SEND, INIT, POLL, SCAN, GROUP_OFFSETS, FENCED, RETIRED, RECREATED, FAULT, LSO, *SPARK_EVENTS,
-         APP_CONTRACT, EXPECT, APP_READY, APP_EXIT, APP_STRAY)
+         APP_CONTRACT, EXPECT, APP_READY, APP_EXIT, APP_STRAY, APP_START)
 #: the kinds that are an invoke and its completion (the rest are one-line events)
 PAIRED = (TXN, SEND, INIT, POLL)
 

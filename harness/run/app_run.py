@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -114,12 +115,33 @@ def restart_dead(sup: Supervisor) -> list[str]:
     return dead
 
 
-def drain(bootstrap: str, s: AppSettings, partitions: int, inputs: list[str]) -> dict[str, Any]:
+def running_again(run_dir: Path, names: list[str]) -> list[str]:
+    """Of the app instances ``names``, those not yet ready since their command's last start (its
+    history's last ``app-start`` without an ``app-ready`` after it, or none yet)."""
+    late = []
+    for name in names:
+        ready = False
+        for path in sorted((run_dir / HISTORY_DIR).glob(f"{name}.*jsonl")):
+            with path.open("rb") as f:
+                for line in f:
+                    if b'"app-start"' in line:
+                        ready = False
+                    elif b'"app-ready"' in line:
+                        ready = True
+        if not ready:
+            late.append(name)
+    return late
+
+
+def drain(bootstrap: str, s: AppSettings, partitions: int, inputs: list[str],
+          not_running: Callable[[], list[str]] = lambda: []) -> dict[str, Any]:
     """Wait, at most ``drain_s``, until the app has processed every committed input: its consumer
     group (``{id}``) has no committed record past its committed offsets on any partition it commits
     (its inputs, and what it repartitions through), and its outputs have no open transaction. An app
-    whose group commits nothing is drained when its outputs have not grown for ``QUIET_S``. What was
-    found, for the journal."""
+    whose group commits nothing is drained when its outputs have not grown for ``QUIET_S``. Neither
+    holds while an instance started again is not ready again (``not_running`` names them): a
+    restarting app writes nothing and commits nothing, which is not being done. What was found, for
+    the journal."""
     t0 = time.monotonic()
     deadline = t0 + s.drain_s
     last: dict[str, Any] = {}
@@ -128,12 +150,15 @@ def drain(bootstrap: str, s: AppSettings, partitions: int, inputs: list[str]) ->
         while True:
             lag = probe.group_lag(s.id, [TopicPartition(t, p) for t in inputs for p in range(partitions)])
             ends, open_txns = probe.output_ends(s.outputs, partitions)
-            if ends != last_ends:
+            late = not_running()
+            if ends != last_ends or late:
                 quiet_since, last_ends = time.monotonic(), ends
-            last = {"group_lag": lag, "outputs_open": open_txns, "outputs_end": ends}
-            if lag is not None and not any(lag.values()) and not open_txns:
+            last = {"group_lag": lag, "outputs_open": open_txns, "outputs_end": ends, "not_ready_again": late}
+            if late:
+                pass  # neither rule holds while an instance is starting again
+            elif lag is not None and not any(lag.values()) and not open_txns:
                 return {"drained": True, "how": f"group {s.id} committed every input", "took_s": _since(t0)}
-            if lag is None and not open_txns and time.monotonic() - quiet_since >= QUIET_S:
+            elif lag is None and not open_txns and time.monotonic() - quiet_since >= QUIET_S:
                 return {"drained": True, "how": f"group {s.id} committed no offsets; outputs quiet for {QUIET_S:g}s",
                         "took_s": _since(t0)}
             if time.monotonic() >= deadline:

@@ -429,7 +429,9 @@ def _drain_app(sup: Supervisor, cluster: Cluster, sc: Scenario, app: AppSettings
         return facts
     facts["restarted_for_drain"] = app_run.restart_dead(sup)
     log.info(f"draining the app (at most {app.drain_s:g}s)")
-    facts["drain"] = app_run.drain(cluster.direct_bootstrap, app, sc.partitions, list(app.inputs))
+    names = app_run.instances(sup)
+    facts["drain"] = app_run.drain(cluster.direct_bootstrap, app, sc.partitions, list(app.inputs),
+                                   lambda: app_run.running_again(sup.run_dir, names))
     log.info(f"app drain: {facts['drain']}")
     return facts
 

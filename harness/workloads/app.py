@@ -1,9 +1,9 @@
 """app: one instance of a user's application under test (docs/APPS.md), wrapped. The wrapper fills
 the placeholders of the app's command, working folder and environment for this instance, starts the
 command in its own process group (the workload faults' SIGKILL and SIGSTOP reach the app with it),
-copies its output to this process's log, watches its readiness (a log line, its consumer group
-Stable, or a first output record) and records it (``app-ready``), and records every exit of the
-command (``app-exit``). An app that exits after it was ready is started again (an orchestrator
+copies its output to this process's log, records each start of the command (``app-start``), watches
+its readiness after each start (a log line, its consumer group Stable, or a first output record) and
+records it (``app-ready``), and records every exit of the command (``app-exit``). An app that exits after it was ready is started again (an orchestrator
 would): whenever it exits 0 (it finished what it was given: Kafka's TransactionalMessageCopier
 copies the backlog it found and stops), and up to ``MAX_RESTARTS`` times after a failure; one that exits before it was ready ends the wrapper with the
 app's exit code, which the run reports naming the app's log. On SIGTERM (the run's end) the app
@@ -30,7 +30,7 @@ from confluent_kafka import ConsumerGroupState, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from clusters.health import QUIET, admin_client
-from harness.history.model import APP_EXIT, APP_READY
+from harness.history.model import APP_EXIT, APP_READY, APP_START
 from harness.history.recorder import Recorder
 from harness.workloads import app_args
 from harness.workloads.common import Stop, WorkloadConfig
@@ -111,6 +111,11 @@ class Readiness:
         finally:
             c.close()
 
+    def reset(self) -> None:
+        """Not ready: a new start of the app must show it runs again (the drain waits for that)."""
+        self.ready.clear()
+        self.how = ""
+
     def _set(self, how: str) -> None:
         self.how = how
         self.ready.set()
@@ -140,7 +145,7 @@ def main() -> None:
     out = sys.stdout.buffer
     with Recorder(Path(cfg.run_dir), cfg.name) as rec:
         process = rec.process(cfg.name)
-        restarts = 0
+        restarts, ever_ready = 0, False
         while True:
             print(f"[eos-chaos] starting {cfg.name}: {' '.join(argv)} (cwd {cwd or os.getcwd()})", flush=True)
             try:
@@ -151,14 +156,16 @@ def main() -> None:
                 rec.event(process, APP_EXIT, {"code": None, "signal": None, "after_ready": False,
                                               "error": f"cannot start: {exc}"})
                 sys.exit(2)
+            rec.event(process, APP_START, {"pid": child.pid})
+            readiness.reset()
             reader = threading.Thread(target=copy_output, args=(child.stdout, out, readiness.line), daemon=True)
             reader.start()
-            was_ready = readiness.ready.is_set()
+            was_ready = False  # this start's readiness; ever_ready: any start's (an exit before it is fatal)
             while child.poll() is None and not stop:
                 readiness.probe()
                 if readiness.ready.is_set() and not was_ready:
                     rec.event(process, APP_READY, {"how": readiness.how}, type_="ok")
-                    was_ready = True
+                    was_ready = ever_ready = True
                 try:
                     child.wait(timeout=PROBE_INTERVAL_S)
                 except subprocess.TimeoutExpired:
@@ -176,7 +183,7 @@ def main() -> None:
             code = child.returncode
             rec.event(process, APP_EXIT, {**exit_facts(code), "after_ready": was_ready, "stopped": False})
             print(f"[eos-chaos] {cfg.name} exited with {code}", flush=True)
-            if not was_ready or (code != 0 and restarts >= MAX_RESTARTS):
+            if not ever_ready or (code != 0 and restarts >= MAX_RESTARTS):
                 sys.exit(code if code > 0 else 1)
             restarts += code != 0
             time.sleep(RESTART_PAUSE_S)  # a crash loop must not spin: a pause, not a wait on anything

@@ -211,8 +211,8 @@ def test_the_wrapper_records_readiness_by_a_log_line_and_a_clean_stop(tmp_path: 
     finally:
         os.killpg(p.pid, signal.SIGKILL) if p.poll() is None else None
     ops = _ops(tmp_path)
-    assert [o["f"] for o in ops] == ["app-ready", "app-exit"]
-    assert ops[1]["value"] == {"code": 0, "signal": None, "after_ready": True, "stopped": True}
+    assert [o["f"] for o in ops] == ["app-start", "app-ready", "app-exit"]
+    assert ops[2]["value"] == {"code": 0, "signal": None, "after_ready": True, "stopped": True}
     assert "instance 1 of app eos-chaos-app started" in (tmp_path / "app-1.log").read_text()
 
 
@@ -260,3 +260,17 @@ def runner_physical(sc: scenario.Scenario) -> scenario.Scenario:
     from harness.run.runner import physical
 
     return physical(sc, "r1")
+
+
+def test_the_drain_waits_for_an_instance_started_again_to_be_ready_again(tmp_path: Path) -> None:
+    h = tmp_path / "history"
+    h.mkdir()
+
+    def write(name: str, *fs: str) -> None:
+        (h / f"{name}.jsonl").write_bytes(b"".join(orjson.dumps({"time": i, "process": f"{name}.0", "type": "info",
+                                                                 "f": f, "value": {}}) + b"\n" for i, f in enumerate(fs)))
+
+    write("app-0", "app-start", "app-ready", "app-exit", "app-start")  # started again, not ready yet
+    write("app-1", "app-start", "app-ready", "app-start", "app-ready")  # ready again
+    write("app-2", "app-start")
+    assert app_run.running_again(tmp_path, ["app-0", "app-1", "app-2", "app-3"]) == ["app-0", "app-2", "app-3"]
