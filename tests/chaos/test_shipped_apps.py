@@ -32,7 +32,8 @@ def test_the_same_streams_app_on_at_least_once_is_caught_counting_twice(cluster:
     v = run_full_local_only(cluster, "app-streams-count-sum-alos", ONCE).verdict
     assert v["valid"] is False and v["as_expected"] is True, anomalies(v)
     assert set(anomalies(v)) == {"app-aggregate"}, anomalies(v)  # the feeder's own input stays exactly-once
-    assert _kinds(v, "app-aggregate") & {"overshoot", "final"}, v["checks"]["app-aggregate"]["examples"]
+    # counted twice: an update above the exact count or sum, not merely a count that fell short
+    assert "overshoot" in _kinds(v, "app-aggregate"), v["checks"]["app-aggregate"]["examples"]
 
 
 def test_kafkas_transactional_message_copier_copies_each_input_once(cluster: Cluster) -> None:
