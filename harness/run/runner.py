@@ -397,11 +397,12 @@ def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, fold
                     th.join(timeout=300)
             problems = heal_all(cluster) + stop_spark_cluster(spark)
             if app is not None:
-                if progress is not None:
-                    progress.set_phase("draining the app")
-                journal.app = _drain_app(sup, cluster, sc, app, problems, journal.interrupted)
+                if journal.schedule_t0_s is not None:  # it ran: a run that never got ready has nothing to drain
+                    if progress is not None:
+                        progress.set_phase("draining the app")
+                    journal.app = _drain_app(sup, cluster, sc, app, problems, journal.interrupted)
                 killed += sup.stop_all()
-                journal.app["exits"] = {n: sup.exit_codes.get(n) for n in app_run.instances(sup)}
+                journal.app = {**(journal.app or {}), "exits": {n: sup.exit_codes.get(n) for n in app_run.instances(sup)}}
             keep_wire_events(cluster, folder, started_us)
             journal.healed, journal.heal_problems = not problems, problems
             journal.nemesis_errors, journal.workloads_killed_at_stop = list(nemesis.errors), killed
