@@ -27,6 +27,10 @@ def local_only(kafka_cluster: Any) -> None:
         pytest.skip("the client is what is tested, the same against either backend: run once (local)")
 
 
+# in `make library` since the app scenarios came into `make test`: 24 s, or 99 s when a producer's
+# coordinator is the node killed (it waits out its flush deadline); kafka-python's reader and
+# producer stay in `make test` through the negative control below
+@pytest.mark.library
 def test_txn_baseline_is_valid_on_kafka_python(run_scenario: Any) -> None:
     # one leader kill, early: the producers wait out the failover (~11 s here: the dead broker's
     # session timeout, then the election) and have some seconds left to commit after it. A producer

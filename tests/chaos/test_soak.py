@@ -33,6 +33,9 @@ def local_only(cluster: Cluster) -> None:
         pytest.skip("the soak is backend-independent; the runner under it runs on both backends elsewhere")
 
 
+# in `make library` since the app scenarios came into `make test` (40 s): the seeds' drawing is unit-tested
+# (tests/unit/test_soak.py), and a soak on a real cluster stays in `make test` through the SIGTERM test below
+@pytest.mark.library
 def test_soak_repeats_with_seeds_from_the_master_seed(cluster: Cluster, tmp_path: Path) -> None:
     local_only(cluster)
     proc = soak(tmp_path, "--scenarios", "baseline", "--runs", "2", "--duration", "15", "--seed", "5")
