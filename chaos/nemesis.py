@@ -101,7 +101,8 @@ class Nemesis:
 
     def _context(self) -> FaultContext:
         return FaultContext(cluster=self.cluster, resolve=self.resolve, control=self.control,
-                            start=self._start, end=self._end, stop=self.stop, rnd=self.rnd, spark=self.spark)
+                            start=self._start, end=self._end, stop=self.stop, rnd=self.rnd, spark=self.spark,
+                            defaults=self.defaults)
 
     def run(self) -> None:
         """Returns once every started fault has ended (``stop`` ends them early). Each fault starts

@@ -125,6 +125,10 @@ class FakeControl:
     def restarts_itself(self, name: str) -> bool:
         return name in self.restarted
 
+    def using_transactional_id(self, transactional_id: str) -> list[str]:
+        # a txn-producer's transactional.id is eos-<its name> (harness/workloads/txn_producer.py)
+        return [n for n in self.names.get("txn-producer", []) if f"eos-{n}" == transactional_id]
+
     def arm_driver(self, name: str, window: str, action: str) -> int:
         self.calls.append(("arm", name, window, action))
         return 42
@@ -200,15 +204,19 @@ FIRED: dict[str, dict[str, Any]] = {
     "kill-driver": {"window": "in-txn"}, "zombie-driver": {"window": "in-txn"},
     "set-transaction-version": {"level": 0},
     "kill-executor": {}, "pause-executor": {}, "kill-worker": {},
+    "bump-producer-epoch": {"of": "eos-txn-producer-0", "to": 3},
 }
 
 
 @pytest.mark.parametrize("kind", sorted(FIRED))
 def test_every_kind_fires_through_the_nemesis_and_records_its_start_and_stop(
         kind: str, tmp_path: Path, events: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    from chaos.faults import feature
+    from chaos.faults import epoch, feature
+    from tests.unit.test_epoch import FakeCoordinator
 
-    control, cluster, spark = FakeControl({"reader": ["reader-0"], "spark-job": ["spark-job-0"]}), FakeCluster(), FakeSpark()
+    control, cluster, spark = FakeControl({"reader": ["reader-0"], "spark-job": ["spark-job-0"],
+                                           "txn-producer": ["txn-producer-0"]}), FakeCluster(), FakeSpark()
+    monkeypatch.setattr(epoch, "connect", FakeCoordinator().connect)
     monkeypatch.setattr(feature.features, "finalized", lambda bootstrap, *a: {"transaction.version": 2})
     monkeypatch.setattr(feature.features, "update",
                         lambda bootstrap, name, level: cluster.calls.append(("feature", name, level)) or {name: level})
