@@ -33,6 +33,15 @@ ERRORS = ("UNKNOWN_SERVER_ERROR", "NOT_LEADER_OR_FOLLOWER", "REQUEST_TIMED_OUT",
           "OUT_OF_ORDER_SEQUENCE_NUMBER", "DUPLICATE_SEQUENCE_NUMBER", "UNKNOWN_PRODUCER_ID", "PRODUCER_FENCED",
           "KAFKA_STORAGE_ERROR", "TRANSACTION_ABORTABLE", "LEADER_NOT_AVAILABLE", "UNKNOWN_TOPIC_OR_PARTITION")
 
+#: The filters a rule may have on a request's body, each with the APIs whose requests carry what it
+#: reads (the proxy's ``filterAPIs``; AddPartitionsToTxn only up to v3, the clients' form).
+FILTER_APIS: dict[str, tuple[str, ...]] = {
+    "transactional_id": ("EndTxn", "AddOffsetsToTxn", "AddPartitionsToTxn", "TxnOffsetCommit", "InitProducerId",
+                         "Produce"),
+    "min_producer_epoch": ("EndTxn", "AddOffsetsToTxn", "AddPartitionsToTxn", "TxnOffsetCommit"),
+    "result": ("EndTxn",),
+}
+
 
 @dataclass(frozen=True)
 class Rule:
@@ -45,10 +54,16 @@ class Rule:
     until: str = "timeout"  # hold: timeout | client-gone
     error: str = ""
     count: int = 0  # at most this many requests (0: no limit)
+    # filters on the request's body (FILTER_APIS); a request whose body does not decode matches none
+    transactional_id: str = ""  # only this transactional.id's requests ("": any)
+    min_producer_epoch: int | None = None  # only requests at this producer epoch or above
+    result: str = "any"  # EndTxn: commit | abort | any
 
     def to_json(self) -> dict[str, Any]:
         return {"apis": list(self.apis), "action": self.action, "links": list(self.links), "hold_ms": self.hold_ms,
-                "until": self.until, "error": self.error, "count": self.count}
+                "until": self.until, "error": self.error, "count": self.count,
+                "transactional_id": self.transactional_id, "min_producer_epoch": self.min_producer_epoch,
+                "result": self.result}
 
 
 @dataclass
