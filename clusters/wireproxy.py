@@ -60,10 +60,14 @@ class Rule:
     result: str = "any"  # EndTxn: commit | abort | any
 
     def to_json(self) -> dict[str, Any]:
+        """The rule as the proxy takes it; the filters only when set, so that an unfiltered rule is
+        also taken by a proxy from before filters (a cluster started earlier runs the binary it
+        started with, and the proxy refuses unknown fields)."""
+        filters = {"transactional_id": self.transactional_id or None, "min_producer_epoch": self.min_producer_epoch,
+                   "result": None if self.result == "any" else self.result}
         return {"apis": list(self.apis), "action": self.action, "links": list(self.links), "hold_ms": self.hold_ms,
                 "until": self.until, "error": self.error, "count": self.count,
-                "transactional_id": self.transactional_id, "min_producer_epoch": self.min_producer_epoch,
-                "result": self.result}
+                **{k: v for k, v in filters.items() if v is not None}}
 
 
 @dataclass
