@@ -107,7 +107,14 @@ class WireProxy:
 
     def add_rule(self, rule: Rule) -> int:
         """Install ``rule``; returns its id (for ``remove_rule``)."""
-        return int(self._call("POST", "/rules", rule.to_json())["id"])
+        try:
+            return int(self._call("POST", "/rules", rule.to_json())["id"])
+        except FaultError as exc:
+            if "unknown field" not in str(exc):
+                raise
+            raise FaultError(f"{exc} (this cluster's wire proxy is older than the rule: a cluster keeps the proxy "
+                             "binary it started with; `eos-chaos cluster down` and up again starts the current one)"
+                             ) from exc
 
     def remove_rule(self, rule_id: int) -> None:
         """Remove a rule and deliver what it holds; a rule already gone (a reset) is fine."""

@@ -81,3 +81,15 @@ def test_the_python_table_of_filters_is_the_proxy_s() -> None:
     table = rules_go.split("var filterAPIs")[1].split("\n}\n")[0]
     go = {name: tuple(re.findall(r"api(\w+)", apis)) for name, apis in re.findall(r'"(\w+)":\s*\{([^}]*)\}', table)}
     assert go == wireproxy.FILTER_APIS
+
+
+def test_a_proxy_older_than_filters_is_named_as_such(monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.base.errors import FaultError
+
+    def old_proxy(*args: Any, **kwargs: Any) -> Any:
+        raise FaultError('wire proxy POST /rules answered 400: rule: json: unknown field "transactional_id"')
+
+    proxy = wireproxy.WireProxy("http://127.0.0.1:1")
+    monkeypatch.setattr(proxy, "_call", old_proxy)
+    with pytest.raises(FaultError, match="this cluster's wire proxy is older than the rule: .*cluster down"):
+        proxy.add_rule(Rule(apis=("EndTxn",), action="hold", transactional_id="t"))
