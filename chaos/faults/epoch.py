@@ -31,7 +31,6 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 
 from chaos.faults.base import MAX_SECONDS, FaultBase, FaultContext, Heal, no_heal
-from clusters.topology import Listener
 from harness.base.errors import FaultError, WaitTimeout
 
 log = logging.getLogger(__name__)
@@ -307,9 +306,8 @@ class BumpProducerEpoch(FaultBase):
         if self.pause and not frozen:
             raise LookupError(f"{self.kind} pause: no workload process of this run uses transactional.id {txn_id!r} "
                               "(pause: false pumps it anyway)")
-        topo = ctx.cluster.topology
-        pump = Pump(txn_id, lambda: ctx.resolve("coordinator", txn_id), lambda n: topo.bind(n, Listener.DIRECT),
-                    ctx.stop, time.monotonic() + self.timeout_s, open_socket=connect)
+        pump = Pump(txn_id, lambda: ctx.resolve("coordinator", txn_id), ctx.cluster.direct_address, ctx.stop,
+                    time.monotonic() + self.timeout_s, open_socket=connect)
         before = pump.describe()
         node = pump.node if pump.node is not None else ctx.resolve("coordinator", txn_id)
         ctx.start(self.kind, node=node, of=txn_id, to=self.to, paused=frozen, before=before)

@@ -20,6 +20,7 @@ from chaos import faults
 from chaos.faults import epoch
 from chaos.nemesis import Nemesis
 from chaos.targets import TargetDefaults
+from clusters.topology import Listener
 from harness.base.errors import FaultError, WaitTimeout
 from harness.history.recorder import Recorder
 from tests.unit import test_faults
@@ -283,3 +284,13 @@ def test_pause_needs_a_process_of_the_id_and_pause_false_pumps_without(
     assert control.calls == [] and events() == []
     nem._guarded(faults.parse({"at": 0, "kind": "bump-producer-epoch", "of": "someone-else", "to": 5, "pause": False}))
     assert len(nem.errors) == 2 and events()[-1]["producer_epoch"] == 5 and control.calls == []
+
+
+def test_a_node_s_direct_address_is_where_the_host_reaches_its_direct_listener() -> None:
+    from clusters.compose.plan import ComposePlan
+    from clusters.topology import Topology
+
+    plan, topo = ComposePlan(), Topology()
+    assert [plan.direct_address(n) for n in topo.node_ids] == plan.direct_bootstrap.split(",")
+    assert plan.direct_address(2).startswith("127.0.0.1:")  # compose publishes it on loopback
+    assert FakeCluster().direct_address(2) == topo.bind(2, Listener.DIRECT) == topo.direct_bootstrap.split(",")[1]

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from chaos import faults
 from chaos.nemesis import Nemesis
-from clusters.topology import Topology
+from clusters.topology import Listener, Topology
 from clusters.wireproxy import Rule
 from harness.base.wait import wait_until
 from harness.history.recorder import Recorder
@@ -109,6 +109,9 @@ class FakeCluster:
         self.calls: list[tuple[Any, ...]] = []
         self.toxiproxy = FakeToxiproxy(self.calls)
         self.wire = FakeWire(self.calls)
+
+    def direct_address(self, node: int) -> str:
+        return self.topology.bind(node, Listener.DIRECT)
 
     def __getattr__(self, action: str) -> Any:  # kill, stop_node, pause, resume, restart, wait_healthy
         return lambda *args: self.calls.append((action, *args))
