@@ -325,5 +325,7 @@ class BumpProducerEpoch(FaultBase):
             for name in frozen:
                 ctx.control.resume(name)
             pumped_on = list(dict.fromkeys(pump.nodes))  # the coordinators it talked to (NOT_COORDINATOR moves it)
-            ctx.end(self.kind, node=node, of=txn_id, nodes=pumped_on, after=pump.describe(), **outcome)
+            after = pump.describe()
+            pump.drop()
+            ctx.end(self.kind, node=node, of=txn_id, nodes=pumped_on, after=after, **outcome)
         return no_heal

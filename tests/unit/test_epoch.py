@@ -22,6 +22,7 @@ from chaos.nemesis import Nemesis
 from chaos.targets import TargetDefaults
 from clusters.topology import Listener
 from harness.base.errors import FaultError, WaitTimeout
+from harness.base.wait import wait_until
 from harness.history.recorder import Recorder
 from tests.unit import test_faults
 from tests.unit.test_faults import FakeCluster, FakeControl
@@ -49,11 +50,14 @@ class FakeCoordinator:
         self.hang_up_after = hang_up_after
         self.frames: list[bytes] = []  # every request frame received, size prefix included
         self.opened: list[int] = []  # the node of every connection opened
+        self.open = 0  # connections open now (the client has not closed them)
         self._lock = threading.Lock()
 
     def connect(self, address: str, timeout: float) -> socket.socket:
         ours, theirs = socket.socketpair()
         self.opened.append(node_of(address))
+        with self._lock:
+            self.open += 1
         threading.Thread(target=self._serve, args=(theirs, node_of(address)), daemon=True).start()
         return ours
 
@@ -66,6 +70,8 @@ class FakeCoordinator:
             while True:
                 head = reader.read(4)
                 if len(head) < 4:
+                    with self._lock:
+                        self.open -= 1  # the client closed it
                     return
                 size = struct.unpack(">i", head)[0]
                 frame = reader.read(size)
@@ -258,6 +264,7 @@ def test_the_fault_freezes_the_producer_of_the_id_while_it_pumps_and_records_bef
                     "after": {"state": "Empty", "producer_id": 1000, "producer_epoch": 45},
                     "producer_id": 1000, "producer_epoch": 45, "requests": 5, "bumps": 5}
     assert set(fake.opened) == {3}  # at the address of node 3's DIRECT listener
+    wait_until(lambda: fake.open == 0, timeout=2, what="every connection the fault opened to be closed")
 
 
 def test_a_failed_pump_resumes_the_producer_and_is_an_error_of_the_run(
