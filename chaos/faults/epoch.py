@@ -160,7 +160,7 @@ class Pump:
         self.stop, self.deadline = stop, deadline
         self.node: int | None = None  # the coordinator the conversation is with
         self._conv: Conversation | None = None
-        #: every node a connection was opened to, in order (a NOT_COORDINATOR moves it)
+        #: every node a connection was tried to, in order (a NOT_COORDINATOR moves it)
         self.nodes: list[int] = []
 
     def _timeout(self) -> float:
