@@ -121,6 +121,11 @@ class Nemesis:
                 th.start()
                 running.append(th)
         finally:
+            # a fault longer than FAULT_END_TIMEOUT_S is not late while its own duration runs: its
+            # deadline counts from when the run asks every fault to end (``stop``), or from the
+            # moment all of them ended by themselves
+            while any(th.is_alive() for th in running) and not self.stop.wait(0.2):
+                pass
             for th in running:
                 th.join(timeout=FAULT_END_TIMEOUT_S)
                 if th.is_alive():

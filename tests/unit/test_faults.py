@@ -488,3 +488,29 @@ def test_a_due_fault_that_never_begins_is_an_error_of_the_run(tmp_path: Path) ->
     nem.await_begun(timeout=0.2)
     nem.stop.set()
     assert nem.faults == 1 and len(nem.errors) == 1 and "kill at 0.05s: had not begun" in nem.errors[0], nem.errors
+
+
+def test_a_fault_longer_than_the_end_deadline_is_not_late_while_its_duration_runs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # kafka-bug-20090's hold lasts 590 s: the deadline of 240 s counted from its start was an error
+    # of every such run, though the fault ended on time
+    import chaos.nemesis
+    monkeypatch.setattr(chaos.nemesis, "FAULT_END_TIMEOUT_S", 0.1)
+    plan = [faults.parse({"at": 0, "kind": "kill", "target": 1, "duration": 0.5})]
+    nem = Nemesis(FakeCluster(), FakeControl({}), Recorder(tmp_path, "nemesis"), plan)  # type: ignore[arg-type]
+    nem.run()
+    assert nem.faults == 1 and nem.errors == []
+
+
+def test_a_fault_that_outlives_stop_by_the_end_deadline_is_an_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import chaos.nemesis
+    monkeypatch.setattr(chaos.nemesis, "FAULT_END_TIMEOUT_S", 0.1)
+    plan = [faults.parse({"at": 0, "kind": "kill", "target": 1, "duration": 0.01})]
+    nem = Nemesis(SlowRestart(2.0), FakeControl({}), Recorder(tmp_path, "nemesis"), plan)  # type: ignore[arg-type]
+    th = threading.Thread(target=nem.run, daemon=True)
+    th.start()
+    wait_until(lambda: nem.faults == 1, timeout=10, what="the kill to start", state=lambda: str(nem.faults))
+    nem.stop.set()  # asked to end while the node's restart still takes 2 s
+    th.join(timeout=10)
+    assert nem.errors == ["fault-kill@0.0 did not end within 0s of being asked to"], nem.errors
