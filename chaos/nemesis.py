@@ -101,7 +101,8 @@ class Nemesis:
 
     def _context(self) -> FaultContext:
         return FaultContext(cluster=self.cluster, resolve=self.resolve, control=self.control,
-                            start=self._start, end=self._end, stop=self.stop, rnd=self.rnd, spark=self.spark)
+                            start=self._start, end=self._end, stop=self.stop, rnd=self.rnd, spark=self.spark,
+                            defaults=self.defaults)
 
     def run(self) -> None:
         """Returns once every started fault has ended (``stop`` ends them early). Each fault starts
@@ -120,6 +121,11 @@ class Nemesis:
                 th.start()
                 running.append(th)
         finally:
+            # a fault longer than FAULT_END_TIMEOUT_S is not late while its own duration runs: its
+            # deadline counts from when the run asks every fault to end (``stop``), or from the
+            # moment all of them ended by themselves
+            while any(th.is_alive() for th in running) and not self.stop.wait(0.2):
+                pass
             for th in running:
                 th.join(timeout=FAULT_END_TIMEOUT_S)
                 if th.is_alive():

@@ -104,7 +104,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "chaos: runs against a real Kafka cluster (eos-chaos); slow")
-    config.addinivalue_line("markers", "library: one scenario of the eos-chaos library (~35 min for all, per backend)")
+    config.addinivalue_line("markers", "library: one scenario of the eos-chaos library (~40 min for all, per backend)")
     from harness.base import logsetup
 
     logsetup.to_stdout()  # the harness's narrative with each test's output (-s to see it live)

@@ -25,7 +25,7 @@ from harness.base.wait import wait_until
 from harness.rundir.runfolder import RunFolder, write_json
 from harness.sparkjob.job import ARM_FILE, job_dir
 from harness.sparkjob.sink import EXECUTOR_ARM_FILE
-from harness.workloads import registry
+from harness.workloads import registry, txn_producer
 from harness.workloads.common import WorkloadConfig
 from harness.workloads.zombie import GO, READY
 
@@ -95,6 +95,9 @@ class Supervisor:
 
     def of_kind(self, kind: str) -> list[str]:
         return [n for n, k in self.kinds.items() if k == kind]
+
+    def using_transactional_id(self, transactional_id: str) -> list[str]:
+        return [n for n in self.of_kind("txn-producer") if txn_producer.transactional_id(n) == transactional_id]
 
     def alive(self, name: str) -> bool:
         return name in self.procs and self.procs[name].poll() is None

@@ -220,7 +220,7 @@ def transaction(rec: Recorder, process: str, producer: Client, txn_id: str,
         commit_with_retries(producer, commit_timeout_s, on_retry)
     except ClientError as exc:
         extra.update(_retried(retries, refused))
-        aborted = False
+        aborted = abort_fenced = False
         if should_abort(phase, exc.facts):
             try:
                 producer.abort(CALL_TIMEOUT_S)
@@ -228,8 +228,9 @@ def transaction(rec: Recorder, process: str, producer: Client, txn_id: str,
             except ClientError as abort_exc:
                 met.append(abort_exc.facts)  # an abort that timed out may still be on its way too
                 extra["abort_error"] = abort_exc.facts.describe()
+                abort_fenced = abort_exc.facts.fenced
         met.append(exc.facts)
-        outcome = classify(phase, exc.facts, sole_writer=sole_writer, aborted=aborted)
+        outcome = classify(phase, exc.facts, sole_writer=sole_writer, aborted=aborted, abort_fenced=abort_fenced)
         error = exc.facts.describe()
         rec.complete(process, outcome.type, TXN, None, error=error, txn_id=txn_id, commit_at=commit_at, **extra)
         if outcome.event is not None:
