@@ -94,8 +94,9 @@ def _refuse_outside(path: Path, root: Path) -> None:
     if path.is_symlink() and not target.exists():
         raise ConfigError(f"{path}: a symlink to {target}, which does not exist (a dangling symlink): a history "
                           "file must be a file of the run folder")
-    if not target.is_relative_to(root.resolve()):
-        raise ConfigError(f"{path}: resolves to {target}, outside the run folder {root}: a run's history must be "
+    folder = root.resolve()
+    if not target.is_relative_to(folder):
+        raise ConfigError(f"{path}: resolves to {target}, outside the run folder {folder}: a run's history must be "
                           "files of its own folder (copy the file in instead of linking to it)")
 
 

@@ -182,7 +182,7 @@ def _outside(run: Path, tmp_path: Path) -> tuple[Path, str]:
     outside.write_bytes(history(run).read_bytes())
     link = run / "history" / "zz.jsonl"
     link.symlink_to(outside)
-    return link, f"{link}: resolves to {outside}, outside the run folder {run}"
+    return link, f"{link}: resolves to {outside}, outside the run folder {run.resolve()}"
 
 
 def _pipe(run: Path, tmp_path: Path) -> tuple[Path, str]:
@@ -202,14 +202,18 @@ def test_a_history_file_that_is_not_the_runs_is_exit_2_naming_it(run: Path, tmp_
         store.load(run)
 
 
-def test_a_symlink_inside_the_run_folder_is_its_history(run: Path) -> None:
-    """The clean twin of the symlink refusals: a link to a file of the run folder is read."""
+def test_a_symlink_inside_the_run_folder_is_its_history(run: Path, tmp_path: Path) -> None:
+    """The clean twins of the symlink refusals: a link to a file of the run folder is read, and a run
+    folder reached through a link (``results/latest``) is the folder it leads to."""
     kept = run / "kept"
     kept.mkdir()
     history(run).rename(kept / "runner.jsonl")
     history(run).symlink_to(Path("..") / "kept" / "runner.jsonl")
-    r = cli("check", str(run))
-    assert r.exit_code == 0 and r.stdout.startswith("VALID"), r.output
+    latest = tmp_path / "latest"
+    latest.symlink_to(run.name)
+    for folder in (run, latest):
+        r = cli("check", str(folder))
+        assert r.exit_code == 0 and r.stdout.startswith("VALID"), r.output
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads a file whatever its mode (the folder and pipe cases cover the path)")
