@@ -271,8 +271,8 @@ def _run(sc: Scenario, backend: Backend, seed: int, folder: RunFolder, kafka_ver
             cluster.stop()
         else:
             _keep_cluster_logs(cluster)
-    ops, truncated = store.read_ops(run_dir)
-    tables = store.flatten(ops, truncated)
+    # the tables record the history files as they were read (a late append makes them stale)
+    tables = store.read_tables(run_dir)
     store.save(tables, run_dir)
     journal.faults = fault_runs(store.fault_events(tables.faults), planned)
     journal.finished = time.strftime("%Y-%m-%dT%H:%M:%S%z")
