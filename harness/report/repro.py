@@ -587,6 +587,7 @@ def library_version(lib: str, versions: dict[str, Any]) -> str:
     """What is known of ``lib``'s version: confluent-kafka's and librdkafka's from the journal; a
     versioned library's from its ``@VERSION``."""
     name, _, version = lib.partition("@")
+    version = version or (versions.get("clients") or {}).get(name) or ""  # recorded since issue 30
     if name == "confluent-kafka":
         return f"confluent-kafka {versions.get('confluent_kafka', '?')}, librdkafka {versions.get('librdkafka', '?')}"
     if version:

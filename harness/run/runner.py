@@ -255,7 +255,7 @@ def _run(sc: Scenario, backend: Backend, seed: int, folder: RunFolder, kafka_ver
             log.info(f"the cluster stays up after the run (--keep): eos-chaos cluster down --backend {backend.value}")
     # now the cluster (and so the Kafka version) is known
     kv = _kafka_version(cluster, kafka_version)
-    journal.kafka_version, journal.versions = kv, runinfo.versions(kv)
+    journal.kafka_version, journal.versions = kv, runinfo.versions(kv, _libraries(sc))
     if Path(cluster.run_dir).resolve() != run_dir.resolve():
         journal.cluster_dir = str(cluster.run_dir)  # the report links the shared cluster's logs there
     try:
@@ -284,6 +284,12 @@ def _run(sc: Scenario, backend: Backend, seed: int, folder: RunFolder, kafka_ver
     after_run(run_dir)  # results/latest and results/index.html; logs, never raises
     return RunResult(folder, verdict, journal)
 
+
+
+def _libraries(sc: Scenario) -> dict[str, str | None]:
+    """The client libraries the scenario's workloads run on, each with its release (None: the
+    installed Python package), for the journal's versions."""
+    return {lib.name: lib.version for lib in (clients.parse(w.library) for w in sc.workloads)}
 
 
 def _kafka_version(cluster: Cluster, asked: str | None) -> str | None:

@@ -156,6 +156,9 @@ def test_runs_record_whole_versions_and_a_command_that_parses_back() -> None:
     v = runinfo.versions("4.4.0")
     assert v["kafka"] == "4.4.0" and v["confluent_kafka"] == metadata.version("confluent-kafka")
     assert all(re.fullmatch(r"\d+\.\d+(\.\d+)?.*", v[k]) for k in ("confluent_kafka", "librdkafka", "python")), v
+    # each workload's client library with its release: a Java or Go run's client is on record too
+    libs = runinfo.versions("4.4.0", {"franz-go": "1.22.3", "confluent-kafka": None})["clients"]
+    assert libs == {"franz-go": "1.22.3", "confluent-kafka": metadata.version("confluent-kafka")}
     cmd = runinfo.rerun_command("my scenario.yaml", "compose", 7, 30.0, "4.3.1")
     assert shlex.split(cmd) == ["eos-chaos", "run", "my scenario.yaml", "--backend", "compose", "--seed", "7",
                                 "--duration", "30", "--kafka-version", "4.3.1"]
