@@ -53,7 +53,7 @@ from harness.kafka.reads import lso_lag, read_all
 from harness.report.index_page import after_run
 from harness.report.loaded import LoadedRun
 from harness.run import app_run, verdict_file
-from harness.run.readiness import await_ready
+from harness.run.readiness import ProgressLog, await_ready
 from harness.run.scenario import Fault, Scenario, Workload
 from harness.run.supervisor import Supervisor
 from harness.rundir import runinfo
@@ -347,7 +347,9 @@ def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, fold
         env = {**os.environ, **procs.tags(cluster.cluster_id, os.getpid()), ENV_T0: str(t0)}
         spark = start_spark_cluster(sc, cluster, run_dir, env)
         sup = Supervisor(run_dir, env)
-        nemesis = Nemesis(cluster, sup, rec, faults, seed, sc.target_defaults(), spark=spark)
+        # a fault aimed at a workload waits for its progress since the previous fault on it
+        nemesis = Nemesis(cluster, sup, rec, faults, seed, sc.target_defaults(), spark=spark,
+                          progress=ProgressLog(run_dir / HISTORY_DIR, sup.kinds))
         thread: threading.Thread | None = None
         ends_before: dict[str, int] = {}
         staged_thread: threading.Thread | None = None

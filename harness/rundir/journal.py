@@ -18,6 +18,8 @@ from harness.rundir.runfolder import RunFolder, write_json
 FORMAT = 1
 #: Fault kinds the nemesis records under another name (it kills the leader it resolved).
 _RECORDED_AS = {"kill-leader": "kill"}
+#: What a fault's start event says of its wait for its workload's progress (``FaultRun.waited_s``).
+_WAIT = ("waited_s", "wait_expired")
 
 
 class FaultRun(BaseModel):
@@ -35,6 +37,11 @@ class FaultRun(BaseModel):
     end_s: float | None
     #: the nemesis's record of it: node, links, target, workload, ...
     detail: dict[str, Any] = Field(default_factory=dict)
+    #: seconds it waited, once due, for the workload it aims at to make progress since the previous
+    #: fault on it (chaos/nemesis.py); None: it aims at none (a broker, a link) or waited for nothing
+    waited_s: float | None = None
+    #: it began without that progress: none came within the nemesis's deadline
+    wait_expired: bool = False
 
 
 class Journal(BaseModel):
@@ -137,7 +144,8 @@ def fault_runs(events: list[dict[str, Any]], schedule: list[dict[str, Any]]) -> 
         t = op["time"] / 1e9
         if v.get("phase") == "start":
             run = FaultRun(kind=v["kind"], planned=_planned(v["kind"], schedule, claimed), start_s=t, end_s=None,
-                           detail={k: x for k, x in v.items() if k not in ("kind", "phase")})
+                           detail={k: x for k, x in v.items() if k not in ("kind", "phase", *_WAIT)},
+                           waited_s=v.get("waited_s"), wait_expired=bool(v.get("wait_expired")))
             runs.append(run)
             open_.setdefault(_pairing(v), []).append(run)
         elif v.get("phase") == "stop" and open_.get(_pairing(v)):
