@@ -116,8 +116,6 @@ ABORTED_ON_PURPOSE = "aborted on purpose"
 #: An app's companions (harness/workloads/registry.py names them): the txn-producer feeding its
 #: input, and the reader of its output.
 APP_FEEDER, APP_READER = "app-feeder", "app-reader"
-#: A Spark job's executor-side sink records as ``<query>-exec-<pid>`` (harness/sparkjob/sink.py).
-EXECUTOR_INFIX = "-exec-"
 TXN_PRODUCER, COPIER, SPARK_JOB, APP = "txn-producer", "copier", "spark-job", "app"
 #: What a process of each kind finishes (``finished``) to show that it is making progress: a
 #: transaction (or a plain send), a copy, a micro-batch. The run waits for the first before its
@@ -136,11 +134,12 @@ def finished(op: Mapping[str, Any]) -> bool:
             or (kind == INFO and isinstance(value, dict) and value.get("outcome") == OK))
 
 
-def workload_of(process: str) -> str:
+def workload_of(process: str) -> str | None:
     """The workload process a history process belongs to: ``copier-0.3`` (its fourth incarnation)
-    -> ``copier-0``; a Spark executor's ``spark-job-0-exec-4711.0`` -> ``spark-job-0``."""
-    head = process.rpartition(".")[0] or process
-    return head.split(EXECUTOR_INFIX, 1)[0]
+    -> ``copier-0``; a Spark task's ``spark-job-0.1~t3`` -> ``spark-job-0``. None for a name that is
+    not ``<workload>.<incarnation>`` (the runner's, the final reads', the nemesis's)."""
+    head, dot, _ = process.partition(".")
+    return head if dot and head else None
 
 
 def kind_of(workload: str) -> str:
