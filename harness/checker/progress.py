@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from harness.history import store
+from harness.history.hits import open_in
 from harness.history.model import (
     ABORTED_ON_PURPOSE,
     APP,
@@ -116,7 +117,7 @@ def txn_counts(txns: pd.DataFrame, w: Window) -> pd.DataFrame:
         "process": txns["process"].astype(str).to_numpy(), "f": txns["f"].astype(str).to_numpy(),
         "done_in": finished & (done_at >= w.start) & (done_at <= w.end),
         "done_after": finished & (done_at > w.end),
-        "in_flight": (invoked <= w.end) & (np.isnan(done_at) | (done_at >= w.start)),
+        "in_flight": open_in(invoked, done_at, w.start, w.end),
     })
     return frame.groupby(["process", "f"], as_index=False)[["done_in", "done_after", "in_flight"]].sum()
 
