@@ -103,6 +103,12 @@ class FaultBase(BaseModel):
     #: The fault acts on a standalone Spark cluster (the scenario's ``spark: standalone``).
     needs_spark_cluster: ClassVar[bool] = False
 
+    def workloads(self, control: WorkloadControl) -> list[str]:
+        """The workload processes it acts on: before it begins, the nemesis waits for one of them to
+        make progress since the previous fault on it. Most kinds act on the cluster (none); a fault
+        that needs a workload kind acts on its processes."""
+        return control.of_kind(self.needs_workload) if self.needs_workload else []
+
     def check_release(self, kafka_version: str) -> None:
         """Refuse, before the run starts, what Kafka ``kafka_version`` cannot do (``ConfigError``);
         most kinds can do anything any release can."""

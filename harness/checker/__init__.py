@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from harness.checker import progress
 from harness.checker.checks import CHECKS as _CORE
 from harness.checker.checks import Found, cols, poll_times
 from harness.checker.contracts import app_aggregate, app_map
@@ -75,6 +76,8 @@ NO_FINAL_READS = ("no final reads: the history has no final read_committed scan 
                   "reads, or the line of its scan was cut off)")
 NOTHING_COMMITTED = "nothing committed: no transaction was acknowledged or seen committed, so no guarantee was exercised"
 NOTHING_READ = "nothing read: no poll and no final scan returned a record, so nothing could be seen to go wrong"
+#: ``stats``' figure of the workloads' progress while the faults ran (absent: the run had no faults)
+PROGRESS_UNDER_FAULTS = "progress_under_faults"
 
 
 def final_reads_missing(meta: dict[str, Any]) -> bool:
@@ -86,13 +89,15 @@ def final_reads_missing(meta: dict[str, Any]) -> bool:
 
 def unknown_because(meta: dict[str, Any], stats: dict[str, Any]) -> list[str]:
     """Why the history cannot be judged as a whole, from its meta and its figures (both engines
-    compute the same ``stats``): missing final reads, nothing committed, nothing read."""
+    compute the same ``stats``): missing final reads, nothing committed, nothing read, a workload
+    whose guarantee is judged idle while the faults ran or a fault that hit one that was stuck
+    (harness/checker/progress.py)."""
     reasons = [NO_FINAL_READS] if final_reads_missing(meta) else []
     if not stats["txn"][OK] and not stats["committed_values"]:
         reasons.append(NOTHING_COMMITTED)
     if not sum(stats["reads"].values()):
         reasons.append(NOTHING_READ)
-    return reasons
+    return reasons + progress.reasons(stats.get(PROGRESS_UNDER_FAULTS))
 
 
 def check(t: Tables) -> Verdict:
@@ -141,8 +146,10 @@ def stats(t: Tables) -> dict[str, Any]:
     lat_ms = ((ok_tx["complete_time"] - ok_tx["commit_at"].fillna(ok_tx["invoke_time"])).dropna().astype("int64") / 1e6)
     duration_s = max(t.meta.get("duration_ns", 0) / 1e9, 1e-9)
     spark = spark_stats(spark_events(t))
+    under_faults = progress.of_tables(t)
     return {
         **({"spark": spark} if spark is not None else {}),
+        **({PROGRESS_UNDER_FAULTS: under_faults} if under_faults is not None else {}),
         "txn": {k: int(outcome.get(k, 0)) for k in (OK, FAIL, INFO)},
         "info_resolved": iv,
         "committed_values": committed_values,

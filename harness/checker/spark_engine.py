@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from harness.checker import figures
+from harness.checker import figures, progress
 from harness.checker.checks import (
     MAX_EXAMPLES,
     NO_ACKED_OFFSETS,
@@ -41,6 +41,7 @@ from harness.checker.contracts import nothing_to_judge
 from harness.checker.verdict import Verdict
 from harness.history import store
 from harness.history.model import (
+    ABORTED_ON_PURPOSE,
     AGGREGATE,
     COPY_PREFIX,
     FAIL,
@@ -938,8 +939,10 @@ def stats(h: SparkHistory) -> dict[str, Any]:
     duration_s = max(h.meta.get("duration_ns", 0) / 1e9, 1e-9)
     assert iv is not None  # an aggregate without grouping has one row
     spark = spark_stats(h.events)
+    under_faults = progress_under_faults(h)
     return {
         **({"spark": spark} if spark is not None else {}),
+        **({"progress_under_faults": under_faults} if under_faults is not None else {}),
         "txn": {k: int(outcome.get(k, 0)) for k in (OK, FAIL, INFO)},
         "info_resolved": {k: int(iv[k] or 0) for k in ("committed", "aborted", "torn")},
         "committed_values": int(committed_values),
@@ -955,6 +958,33 @@ def stats(h: SparkHistory) -> dict[str, Any]:
         "reads": {"polled": s["n_poll"], "final_committed": s["n_fc"], "final_uncommitted": s["n_unc"]},
         **reader_figures(h),
     }
+
+
+def progress_under_faults(h: SparkHistory) -> dict[str, Any] | None:
+    """The default engine's ``progress_under_faults`` (harness/checker/progress.py): the
+    transactions counted per process in Spark (``progress.txn_counts``), the rest as it does."""
+    from pyspark.sql import functions as F
+
+    events = store.fault_events(store.read_table(h.run_dir, "faults"))
+    w = progress.fault_window(events)
+    if w is None:
+        return None
+    done_at, end = F.col("complete_time"), F.lit(w.end)
+    finished = (F.col("outcome") == OK) | ((F.col("outcome") == FAIL) & (F.col("error") == ABORTED_ON_PURPOSE))
+
+    def count(cond: Any) -> Any:
+        return F.sum(F.when(cond, 1).otherwise(0))
+
+    rows = [(r.process, r.f, r.done_in, r.done_after, r.in_flight) for r in h.txns.groupBy("process", "f").agg(
+        count(finished & (done_at >= w.start) & (done_at <= end)).alias("done_in"),
+        count(finished & (done_at > end)).alias("done_after"),
+        count((F.col("invoke_time") <= end) & (done_at.isNull() | (done_at >= w.start))).alias("in_flight")).collect()]
+    app_times: list[int] = []
+    apps = bool(h.meta.get("apps"))
+    if apps:
+        polls = h.spark.read.parquet(str(store.table_file(h.run_dir, "app_outputs"))).where(F.col("source") == POLL)
+        app_times = [int(r.done_at) for r in polls.select("op").distinct().join(h.op_times, "op").collect()]
+    return progress.figure(w, progress.tally(w, rows, h.events, app_times, apps, events), events)
 
 
 def reader_figures(h: SparkHistory) -> dict[str, Any]:

@@ -35,6 +35,7 @@ from harness.base.errors import ClusterError, ConfigError
 from harness.base.logsetup import run_log
 from harness.checker import check
 from harness.history import store
+from harness.history.hits import Span, fault_hits, wire_matches
 from harness.history.model import (
     APP_CONTRACT,
     APP_STRAY,
@@ -52,8 +53,9 @@ from harness.kafka.features import METADATA_VERSION, finalized
 from harness.kafka.reads import lso_lag, read_all
 from harness.report.index_page import after_run
 from harness.report.loaded import LoadedRun
+from harness.report.wire import read_wire, wire_file
 from harness.run import app_run, verdict_file
-from harness.run.readiness import await_ready
+from harness.run.readiness import ProgressLog, await_ready
 from harness.run.scenario import Fault, Scenario, Workload
 from harness.run.supervisor import Supervisor
 from harness.rundir import runinfo
@@ -275,6 +277,7 @@ def _run(sc: Scenario, backend: Backend, seed: int, folder: RunFolder, kafka_ver
     tables = store.read_tables(run_dir)
     store.save(tables, run_dir)
     journal.faults = fault_runs(store.fault_events(tables.faults), planned)
+    record_hits(folder, journal, tables)
     journal.finished = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     journal.save(folder)
     verdict = verdict_file.assemble(check(tables), journal, journal.expected)
@@ -319,6 +322,30 @@ def run_on_shared(sc: Scenario, backend: Backend, seed: int, run_dir: Path, clus
         cluster.start()
 
 
+def record_hits(folder: RunFolder, journal: Journal, tables: store.Tables) -> None:
+    """What each fault of ``journal.faults`` hit (harness/history/hits.py), from the history and
+    the wire proxy's event log, into its ``hit``. A record that cannot be made is logged and left
+    out, never fails the run."""
+    cluster_dir = Path(journal.cluster_dir) if journal.cluster_dir else None
+    try:
+        path = wire_file(folder.path, cluster_dir)
+        wire = None
+        if path is not None and journal.history_zero_unix_s is not None:
+            events, _ = read_wire(folder.path, cluster_dir, None)
+            wire = wire_matches([e.raw for e in events], journal.history_zero_unix_s)
+        spans = [Span(round(f.start_s * 1e9), None if f.end_s is None else round(f.end_s * 1e9), f.detail)
+                 for f in journal.faults]
+        for f, h in zip(journal.faults, fault_hits(tables, spans, wire), strict=True):
+            f.hit = h.to_json()
+    except Exception as exc:  # noqa: BLE001 - see docstring
+        log.info(f"what the faults hit could not be recorded ({type(exc).__name__}: {exc})")
+        return
+    nothing = [f"{f.kind} at {f.start_s - (journal.schedule_t0_s or 0):.1f}s" for f in journal.faults
+               if f.hit is not None and not f.hit["hit"]]
+    if nothing:
+        log.info(f"faults that hit nothing ({len(nothing)} of {len(journal.faults)}): {', '.join(nothing)}")
+
+
 def _keep_cluster_logs(cluster: Cluster) -> None:
     """A shared cluster's logs so far, where this run's report links them; a failure is logged."""
     try:
@@ -353,7 +380,9 @@ def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, fold
         env = {**os.environ, **procs.tags(cluster.cluster_id, os.getpid()), ENV_T0: str(t0)}
         spark = start_spark_cluster(sc, cluster, run_dir, env)
         sup = Supervisor(run_dir, env)
-        nemesis = Nemesis(cluster, sup, rec, faults, seed, sc.target_defaults(), spark=spark)
+        # a fault aimed at a workload waits for its progress since the previous fault on it
+        nemesis = Nemesis(cluster, sup, rec, faults, seed, sc.target_defaults(), spark=spark,
+                          progress=ProgressLog(run_dir / HISTORY_DIR, sup.kinds))
         thread: threading.Thread | None = None
         ends_before: dict[str, int] = {}
         staged_thread: threading.Thread | None = None
@@ -378,6 +407,7 @@ def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, fold
                 progress.set_phase("running")
             thread = threading.Thread(target=nemesis.run, name="nemesis", daemon=True)
             journal.schedule_t0_s = rec.now() / 1e9  # the nemesis counts its schedule from here
+            journal.history_zero_unix_s = time.time() - journal.schedule_t0_s  # the wire proxy's stamps onto it
             thread.start()
             if staged:
                 staged_thread = threading.Thread(target=_guarded(nemesis.zombie, nemesis.errors), name="zombie", daemon=True)
@@ -600,6 +630,9 @@ def rerun_check(run_dir: Path, engine: str = "default") -> dict[str, Any]:
         # whatever reads the files next
         tables = store.load(run_dir, persist=reported)
         checked = check(tables)
+    if journal is not None and tables is not None and reported:
+        record_hits(folder, journal, tables)  # with this version's rules, as the checker's
+        journal.save(folder)
     verdict = verdict_file.assemble(checked, journal, expected)
     verdict_file.write(verdict, folder)
     if reported:

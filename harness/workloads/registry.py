@@ -16,7 +16,18 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from harness.history.model import AGGREGATES, APP_READY, IDENTITY, NO_ORDER, SEND, SPARK_BATCH, TXN
+from harness.history.model import (
+    AGGREGATES,
+    APP_FEEDER,
+    APP_READER,
+    APP_READY,
+    COPIER,
+    IDENTITY,
+    NO_ORDER,
+    PROGRESS_OPS,
+    SPARK_JOB,
+    TXN_PRODUCER,
+)
 from harness.workloads.client import CALL_TIMEOUT_S, TRANSACTION_TIMEOUT_MS
 from harness.workloads.clients import CLIENTS, DEFAULT_LIBRARY, LIBRARIES, parse
 
@@ -29,8 +40,8 @@ MAX_VALUES_PER_TXN = 50_000
 COPIER_GROUP = "eos-chaos-copier"
 #: An app's id unless its settings name one (the runner makes it unique per run).
 APP_ID = "eos-chaos-app"
-#: The process names of an app's feeder and of the reader of its output (one app per scenario).
-APP_FEEDER, APP_READER = "app-feeder", "app-reader"
+#: The process names of an app's feeder and of the reader of its output (one app per scenario):
+#: ``APP_FEEDER``, ``APP_READER`` (harness/history/model.py: the checker tells kinds by them).
 #: The feeder's transactions are small and quick: one left open by a kill is aborted by its
 #: coordinator within this, well before the drain ends.
 FEEDER_TRANSACTION_TIMEOUT_MS = 20_000
@@ -362,14 +373,14 @@ def _spark_job_topics(settings: dict[str, Any]) -> tuple[str, ...]:
 
 KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("txn-producer", "harness.workloads.txn_producer", TxnProducerSettings, plain_sends_setting="transactional",
-         ready_ops=(TXN, SEND)),
+         ready_ops=PROGRESS_OPS[TXN_PRODUCER]),
     Kind("reader", "harness.workloads.reader", ReaderSettings),
     Kind("copier", "harness.workloads.copier", CopierSettings, topic_settings=("input", "output"), group="group",
-         consumes=ConsumerGroup(group="group", input="input"), ready_ops=(TXN,)),
+         consumes=ConsumerGroup(group="group", input="input"), ready_ops=PROGRESS_OPS[COPIER]),
     Kind("zombie", "harness.workloads.zombie", ZombieSettings, roles=("first", "second")),
     Kind("spark-job", "harness.sparkjob.job", SparkJobSettings, topic_settings=("input", "output", "markers"),
          topics_needed=_spark_job_topics, compacted=("markers",), spark=True,
-         progress_file="spark/{name}/progress.json", restarted=True, libraries=(DEFAULT_LIBRARY,), ready_ops=(SPARK_BATCH,)),
+         progress_file="spark/{name}/progress.json", restarted=True, libraries=(DEFAULT_LIBRARY,), ready_ops=PROGRESS_OPS[SPARK_JOB]),
     Kind("app", "harness.workloads.app", AppSettings, topic_settings=("inputs", "outputs"), group="id",
          ready_ops=(APP_READY,), libraries=(DEFAULT_LIBRARY,), companions=_app_companions),
     Kind(APP_READER, "harness.workloads.app_reader", AppReaderSettings, libraries=(DEFAULT_LIBRARY,), internal=True),

@@ -19,6 +19,7 @@ from harness.history import store
 from tests.unit.histories import History, clean, many_topics, simulate
 from tests.unit.test_checker import ANOMALIES, nothing_for, stalled, without_final_reads
 from tests.unit.test_figures import lagging
+from tests.unit.test_progress_under_faults import under_faults
 from tests.unit.test_spark_check import spark_history
 from tests.unit.test_spark_sink import executor_history
 
@@ -92,6 +93,8 @@ def the_other_histories() -> list[tuple[str, History]]:
     # nothing to judge, or nothing for some checks: the same reasons (``skipped``, ``unknown_because``)
     cases += [("no-final-reads", without_final_reads(clean())), ("no-final-reads:aborted-read", without_final_reads(clean("aborted-read"))),
               ("empty", History())] + [(f"nothing:{v}", nothing_for(v)) for v in ("no-polls", "no-fail", "no-copier")]
+    # workloads idle while the faults ran, or working through them (``progress_under_faults``)
+    cases += under_faults()
     return cases
 
 
