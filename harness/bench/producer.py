@@ -125,8 +125,7 @@ def parse_producers(spec: str, *, flag: str = "--producers", allow_tool: bool = 
         try:
             name = _producer_name(item, allow_tool)
         except ValueError as exc:
-            tools = f"; or {PRODUCER_PERFORMANCE} (Kafka's own tool), {goperf.SPELLED} (a Go client's own loop)"
-            raise ConfigError(f"{flag}: {exc}{tools if allow_tool else ''}") from None
+            raise ConfigError(f"{flag}: {exc}") from None
         if name in found:
             raise ConfigError(f"{flag} {spec!r}: {name} is named twice")
         found.append(name)
@@ -143,8 +142,12 @@ def _producer_name(item: str, allow_tool: bool) -> str:
             return perf
     elif goperf.is_perf(item) or item == PRODUCER_PERFORMANCE:
         raise ValueError(f"{item!r} is a tool, not a client library: only client libraries are allowed here")
-    lib = parse(item)
-    check_library("txn-producer", str(lib), {})
+    try:
+        lib = parse(item)
+        check_library("txn-producer", str(lib), {})
+    except ValueError as exc:
+        tools = f"; or {PRODUCER_PERFORMANCE} (Kafka's own tool), {goperf.SPELLED} (a Go client's own loop)"
+        raise ValueError(f"{exc}{tools if allow_tool else ''}") from None
     return str(lib)
 
 

@@ -258,8 +258,8 @@ def bench_producer_cmd(
     producers: str = typer.Option(",".join(DEFAULT_PRODUCERS), "--producers",
                                   help="Comma-separated: a client library (our txn-producer on it: confluent-kafka, "
                                        "java@VERSION, franz-go@VERSION, sarama@VERSION), producer-performance (Kafka's "
-                                       "tool) or a Go client's own loop without the bridge (franz-go-perf[@VERSION], "
-                                       "sarama-perf[@VERSION])."),
+                                       "tool) or a Go client's own loop without the bridge (franz-go-perf or franz-go-perf@VERSION, "
+                                       "sarama-perf or sarama-perf@VERSION)."),
     records_per_txn: int = typer.Option(500, "--records-per-txn", min=1, max=MAX_VALUES_PER_TXN,
                                          help="Records in every transaction (every producer)."),
     record_bytes: int = typer.Option(100, "--record-size", min=16, max=100_000, help="Bytes per record value."),

@@ -53,6 +53,16 @@ def test_a_bad_perf_name_is_refused_naming_the_flag_and_what_is_allowed(spec: st
     with pytest.raises(ConfigError) as exc:
         parse_producers(spec)
     assert str(exc.value).startswith("--producers") and says in str(exc.value)
+    assert str(exc.value).count("sarama-perf[@VERSION]") <= 1  # what is allowed, said once
+
+
+def test_the_help_shows_the_perf_names_as_typed() -> None:
+    from typer.testing import CliRunner
+
+    from harness.cli import app
+
+    r = CliRunner(env={"COLUMNS": "400", "TERMINAL_WIDTH": "400"}).invoke(app, ["bench", "producer", "--help"])
+    assert r.exit_code == 0 and "franz-go-perf or franz-go-perf@VERSION" in r.output, r.output
 
 
 def test_where_only_libraries_run_a_tool_is_refused_as_one() -> None:
