@@ -257,7 +257,9 @@ def _spread_table(title: str, series: dict[str, Any], key: str, unit: str, extra
 def bench_producer_cmd(
     producers: str = typer.Option(",".join(DEFAULT_PRODUCERS), "--producers",
                                   help="Comma-separated: a client library (our txn-producer on it: confluent-kafka, "
-                                       "java@VERSION) or producer-performance (Kafka's tool)."),
+                                       "java@VERSION, franz-go@VERSION, sarama@VERSION), producer-performance (Kafka's "
+                                       "tool) or a Go client's own loop without the bridge (franz-go-perf or franz-go-perf@VERSION, "
+                                       "sarama-perf or sarama-perf@VERSION)."),
     records_per_txn: int = typer.Option(500, "--records-per-txn", min=1, max=MAX_VALUES_PER_TXN,
                                          help="Records in every transaction (every producer)."),
     record_bytes: int = typer.Option(100, "--record-size", min=16, max=100_000, help="Bytes per record value."),
@@ -265,10 +267,13 @@ def bench_producer_cmd(
     seconds: float = finite_option(20.0, "--seconds", 5, 3600, help="The steady-state window measured after the warm-up."),
     runs: int = BenchRuns, backend: Backend = BackendOpt, port_base: int | None = PortBase, as_json: bool = JsonOut,
 ) -> None:
-    """Transactional producers side by side: records/s in a steady-state window, runs interleaved (median, spread, ratio to ProducerPerformance)."""
-    from harness.bench.producer import Shape, bench_producers, parse_producers
+    """Transactional producers side by side: records/s in a steady-state window, runs interleaved (median, spread, ratio to
+    ProducerPerformance; a bridged client's cost per record against its own loop)."""
+    from harness.bench.producer import Shape, bench_producers, libraries_to_prepare, parse_producers
+    from harness.workloads.clients import prepare
 
     names = parse_producers(producers)
+    prepare(libraries_to_prepare(names), flag="--producers")  # the bridges built before any cluster starts
     shape = Shape(records_per_txn, record_bytes, warmup, seconds)
     result = _on_one_cluster("bench-producer", backend, port_base,
                              lambda arts, c, d: bench_producers(arts, c, d, names, shape, runs), as_json)
@@ -292,6 +297,9 @@ def bench_producer_cmd(
                f"{line['fixed_ms']} ms + {line['per_record_ms']} ms x records" if line else "not moved (all at one size: no cost line)")
         out.print(f"{PRODUCER_PERFORMANCE} sizes transactions by time ({pp['calibration']['txn_ms']} ms, calibrated): its runs "
                   f"were {how}; measured at their own sizes: {measured} records/s", highlight=False)
+    for name, cost in result.get("bridge_cost", {}).items():
+        out.print(f"{name} through our workload and its bridge: {cost['ratio']:.3f} of {cost['native']}'s records/s "
+                  f"(its own loop), {cost['us_per_record']:+} us per record", highlight=False)
 
 
 @app.command("txn-rate")
