@@ -55,6 +55,11 @@ class Span:
     end: int | None
     detail: Mapping[str, Any]
 
+    @classmethod
+    def of_seconds(cls, start_s: float, end_s: float | None, detail: Mapping[str, Any]) -> Span:
+        """A fault as the journal records it (``FaultRun``: seconds on the history's clock)."""
+        return cls(round(start_s * 1e9), None if end_s is None else round(end_s * 1e9), detail)
+
 
 @dataclass(frozen=True)
 class WireMatch:

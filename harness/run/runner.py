@@ -342,8 +342,7 @@ def record_hits(folder: RunFolder, journal: Journal, tables: store.Tables) -> No
         if path is not None and journal.history_zero_unix_s is not None:
             events, _ = read_wire(folder.path, cluster_dir, None)
             wire = wire_matches([e.raw for e in events], journal.history_zero_unix_s)
-        spans = [Span(round(f.start_s * 1e9), None if f.end_s is None else round(f.end_s * 1e9), f.detail)
-                 for f in journal.faults]
+        spans = [Span.of_seconds(f.start_s, f.end_s, f.detail) for f in journal.faults]
         for f, h in zip(journal.faults, fault_hits(tables, spans, wire), strict=True):
             f.hit = h.to_json()
     except Exception as exc:  # noqa: BLE001 - see docstring
