@@ -233,3 +233,12 @@ def test_run_producers_at_the_command_line(tmp_path: Path) -> None:
     _refused(cli("run", "txn-baseline", "--dry-run", "--producers", "4", "--library", "java@4.4.0"),
              "--library java@4.4.0", "confluent-kafka only")
     _refused(cli("run", "zombie-fencing", "--dry-run", "--producers", "2"), "has no txn-producer")
+
+
+def test_the_report_says_how_many_transactions_were_open_when_a_fault_began() -> None:
+    from harness.report.data import hit_text
+
+    hit = {"hit": True, "txns_open": 5, "txns_open_at_start": 3, "workloads": ["txn-producer-0"], "requests": None}
+    assert hit_text(hit) == "5 transactions open, 3 when it began (txn-producer-0)"
+    old = {k: v for k, v in hit.items() if k != "txns_open_at_start"}  # a journal made before the field
+    assert hit_text(old) == "5 transactions open (txn-producer-0)"
