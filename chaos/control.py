@@ -29,7 +29,8 @@ class WorkloadControl(Protocol):
 
     def using_transactional_id(self, transactional_id: str) -> list[str]:
         """The names of the workload processes whose producer uses ``transactional_id`` (a
-        txn-producer instance's is its own, fixed by its name)."""
+        txn-producer instance's is its own, fixed by its name; with ``producers: N``, each of its
+        producers has one)."""
         ...
 
     def alive(self, name: str) -> bool: ...

@@ -292,7 +292,8 @@ def read_txn_log(cluster: Cluster, txn_id: str) -> list[tuple[int, int]]:
     DIRECT from the partition the coordinator keeps it in, up to that partition's end."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-    from chaos.targets import TXN_STATE_TOPIC, coordinator_partition
+    from chaos.targets import TXN_STATE_TOPIC
+    from harness.kafka.placement import coordinator_partition
 
     admin = admin_client(cluster.direct_bootstrap)
     parts = len(admin.list_topics(topic=TXN_STATE_TOPIC, timeout=10).topics[TXN_STATE_TOPIC].partitions)

@@ -15,6 +15,7 @@ import typer
 from clusters import artifacts, backends, pins
 from clusters.backends import Backend
 from harness.base.errors import ConfigError
+from harness.bench.throughput import DEFAULT_SCENARIOS, PER_PROCESS
 from harness.bench.window import DEFAULT_LIBRARIES, DEFAULT_PRODUCERS, PRODUCER_PERFORMANCE
 from harness.cli.console import out, print_json
 from harness.cli.guard import guarded
@@ -30,12 +31,13 @@ from harness.cli.options import (
     SinkOpt,
     SparkMode,
     SparkModeOpt,
+    duration_option,
     finite_option,
     kafka_artifacts,
 )
 from harness.rundir.runfolder import new_run_dir, write_json
 from harness.workloads.clients import DEFAULT_LIBRARY
-from harness.workloads.registry import MAX_VALUES_PER_TXN
+from harness.workloads.registry import MAX_PRODUCERS, MAX_VALUES_PER_TXN
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -336,6 +338,109 @@ def bench_txn_rate_cmd(
     for version, took in startup.items():
         out.print(Series(f"java bridge start-up (kafka-clients {version}), process start to first answer", "s", took).line(),
                   highlight=False)
+
+
+@app.command("txn-throughput")
+@guarded
+def bench_txn_throughput_cmd(
+    scenarios: str | None = typer.Option(
+        None, "--scenarios", help="Comma-separated library scenarios or YAML files, each with a txn-producer "
+        f"\\[default: {','.join(DEFAULT_SCENARIOS)}; with --from: every scenario found]."),
+    producers: str | None = typer.Option(
+        None, "--producers", help="Comma-separated producers per txn-producer process to compare (the setting "
+        f"producers, 1 to {MAX_PRODUCERS}; 1: as the library scenarios run) \\[default: "
+        f"{','.join(map(str, PER_PROCESS))}; with --from: every setting found]."),
+    seed: int | None = typer.Option(None, "--seed", help="Round i's seed is this + i: every setting meets the same "
+                                    "fault schedule in a round \\[default: 1]."),
+    duration: float | None = duration_option("Override each scenario's duration (s)."),
+    runs: int | None = typer.Option(None, "--runs", min=1, max=10, help="Rounds \\[default: 3]."),
+    from_dir: str | None = typer.Option(None, "--from", metavar="FOLDER", help="The figures of the finished runs in this folder and "
+                                         "below instead (a bench's, a soak's); starts nothing."),
+    backend: Backend = BackendOpt, port_base: int | None = PortBase, as_json: bool = JsonOut,
+) -> None:
+    """Transactions under faults: per run, those committed inside the fault windows and those open on each fault's
+    target when it began, at each --producers setting, rounds interleaved on one cluster (medians)."""
+    from harness.bench.infra import machine
+    from harness.bench.throughput import bench, folder_figures, run_folders, summary
+
+    wanted = _producers_list(producers) if producers is not None else None
+    names = [n.strip() for n in scenarios.split(",") if n.strip()] if scenarios is not None else None
+    if from_dir is not None:
+        given = [flag for flag, v in (("--seed", seed), ("--duration", duration), ("--runs", runs)) if v is not None]
+        if given:
+            raise ConfigError(f"--from reads runs already made: {', '.join(given)} would make runs (drop them)")
+        samples = [folder_figures(d) for d in run_folders(Path(from_dir))]
+        samples = [s for s in samples if (names is None or s["scenario"] in names) and (wanted is None or s["producers"] in wanted)]
+        if not samples:
+            raise ConfigError(f"--from {from_dir}: no finished run of {names or 'any scenario'} at producers "
+                              f"{wanted or 'any'}")
+        result: dict[str, Any] | None = {"from": str(from_dir), "machine": machine(), "samples": samples,
+                                         "scenarios": summary(samples)}
+        if as_json:
+            print_json(result)
+            return
+        out.print(f"runs read from {from_dir} on {result['machine'] if result else ''}", highlight=False)
+    else:
+        names = names or list(DEFAULT_SCENARIOS)
+        wanted = wanted or list(PER_PROCESS)
+        rounds, first = runs or 3, 1 if seed is None else seed
+        _check_throughput_cases(names, wanted, duration)
+        result = _on_one_cluster("bench-txn-throughput", backend, port_base,
+                                 lambda arts, c, d: _throughput(bench(c, backend, d, names, wanted, rounds, first, duration),
+                                                                rounds, first), as_json)
+    if result is None:
+        return
+    for name, rows in result["scenarios"].items():
+        out.print(_throughput_table(name, rows))
+
+
+def _producers_list(text: str) -> list[int]:
+    """``--producers``' numbers, each 1 to ``MAX_PRODUCERS``, none twice (``ConfigError`` otherwise)."""
+    items = [x.strip() for x in text.split(",") if x.strip()]
+    if not items or not all(x.isdigit() and 1 <= int(x) <= MAX_PRODUCERS for x in items) or len(set(map(int, items))) < len(items):
+        raise ConfigError(f"--producers {text}: comma-separated numbers of producers per process, each 1 to "
+                          f"{MAX_PRODUCERS}, none twice (e.g. 1,16)")
+    return [int(x) for x in items]
+
+
+def _check_throughput_cases(names: list[str], producers: list[int], duration: float | None) -> None:
+    """Every scenario at every setting (and ``duration``) is one that can run: refused before a cluster starts."""
+    from harness.run import scenario
+
+    for name in names:
+        sc = scenario.load(name)
+        if duration is not None:
+            sc.with_duration(duration)
+        for n in producers:
+            sc.with_producers(n)
+
+
+def _throughput(samples: list[dict[str, Any]], rounds: int, seed: int) -> dict[str, Any]:
+    from harness.bench.throughput import summary
+
+    return {"rounds": rounds, "seed": seed, "samples": samples, "scenarios": summary(samples)}
+
+
+def _throughput_table(name: str, rows: dict[str, Any]) -> Table:
+    """One row per producers setting: the medians, each run's figure, the ratio to the fewest producers."""
+    from rich.table import Table
+
+    table = Table(title=f"{name}: transactions under faults, median of runs", title_justify="left")
+    for col in ("producers", "committed in fault windows", "per fault-second", "open at a fault's start (mean)",
+                "ratio (committed; open)", "runs (committed; open)", "verdicts"):
+        table.add_column(col, justify="left" if col in ("producers", "verdicts") else "right")
+    for n, r in rows.items():
+        ratio = r["ratio"]
+        table.add_row(n, _num(r["committed_in_faults"]), _num(r["committed_in_faults_per_s"]), _num(r["open_at_fault_start"]),
+                      f"x{_num(ratio['committed_in_faults'])}; x{_num(ratio['open_at_fault_start'])}",
+                      f"{', '.join(map(_num, r['each']['committed_in_faults']))}; "
+                      f"{', '.join(map(_num, r['each']['open_at_fault_start_mean']))}",
+                      ", ".join(str(v) for v in r["each"]["valid"]))
+    return table
+
+
+def _num(v: float | None) -> str:
+    return "-" if v is None else f"{v:,.1f}".removesuffix(".0")
 
 
 @app.command("app")

@@ -4,11 +4,13 @@ proves it hit something). A pure function of the history and the wire proxy's ru
 For each fault's window (its start to its end; the history's end for one that never ended):
 
 - transactions open: the ``txn`` / ``send`` ops of what it aimed at that were open at some moment
-  of the window (invoked before its end, completed after its start or never). What it aimed at: a
+  of the window (invoked before its end, completed after its start or never), and of those the
+  ones open at its start. What it aimed at: a
   workload fault, that workload's processes (or every process of the kind it names); a fault on
   the leader ``of`` a partition, the transactions that wrote to that partition; on the
-  coordinator ``of`` a transactional.id, that id's transactions (a ``prefix*``: each id of it);
-  any other broker, link or feature fault, every producer's and copier's.
+  coordinator ``of`` a transactional.id, that id's transactions and those of the producers its
+  txn-producer process runs beside it, which share its coordinator (``model.among_producers_of``;
+  a ``prefix*``: each id of it); any other broker, link or feature fault, every producer's and copier's.
 - micro-batches running: the Spark job's finished micro-batches that overlapped the window (the
   job's, for a fault aimed at it; those reading the partition, for a leader fault).
 - requests caught: for a fault on the wire (its start event names ``api``), the requests its rule
@@ -29,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from harness.history import store
-from harness.history.model import SPARK_BATCH, kind_of, tp_key, workload_of
+from harness.history.model import SPARK_BATCH, among_producers_of, kind_of, tp_key, workload_of
 
 #: At most this many workloads are named per fault.
 MAX_NAMED = 5
@@ -52,6 +54,11 @@ class Span:
     start: int
     end: int | None
     detail: Mapping[str, Any]
+
+    @classmethod
+    def of_seconds(cls, start_s: float, end_s: float | None, detail: Mapping[str, Any]) -> Span:
+        """A fault as the journal records it (``FaultRun``: seconds on the history's clock)."""
+        return cls(round(start_s * 1e9), None if end_s is None else round(end_s * 1e9), detail)
 
 
 @dataclass(frozen=True)
@@ -76,6 +83,8 @@ class Hit:
     workloads: list[str] = field(default_factory=list)
     batches_running: int = 0
     requests: dict[str, int] | None = None
+    #: of ``txns_open``, those open at the fault's start (invoked by then, not yet completed)
+    txns_open_at_start: int = 0
 
     @property
     def hit(self) -> bool:
@@ -109,7 +118,8 @@ def fault_hits(t: store.Tables, spans: Sequence[Span], wire: Sequence[WireMatch]
         named = sorted({w for w in workloads[open_] if w})
         running = sum(1 for e in batches if batch_ok(e) and _overlaps(e, lo, hi))
         requests = _requests(s.detail, wire, lo, hi)
-        out.append(Hit(aimed_at, int(open_.sum()), named[:MAX_NAMED], running, requests))
+        at_start = int((mine & open_in(invoked, done, lo, lo)).sum())
+        out.append(Hit(aimed_at, int(open_.sum()), named[:MAX_NAMED], running, requests, txns_open_at_start=at_start))
     return out
 
 
@@ -136,8 +146,8 @@ def _target(detail: Mapping[str, Any], t: store.Tables, tx: pd.DataFrame, worklo
         return (f"partition {of} (its leader)", tx["txn"].isin(txns.unique()).to_numpy(bool),
                 lambda e: key in (e.get("ranges") or {}))
     if target == "coordinator" and isinstance(of, str):
-        ids = np.array([isinstance(i, str) and (i.startswith(of[:-1]) if of.endswith("*") else i == of) for i in txn_ids],
-                       dtype=bool)
+        ids = np.array([isinstance(i, str) and (i.startswith(of[:-1]) if of.endswith("*") else among_producers_of(i, of))
+                        for i in txn_ids], dtype=bool)
         return f"transactional.id {of} (its coordinator)", ids, lambda e: False
     return "the cluster (every transaction)", every, lambda e: True
 

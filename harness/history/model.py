@@ -125,6 +125,20 @@ TXN_PRODUCER, COPIER, SPARK_JOB, APP = "txn-producer", "copier", "spark-job", "a
 PROGRESS_OPS: dict[str, tuple[str, ...]] = {TXN_PRODUCER: (TXN, SEND), COPIER: (TXN,), SPARK_JOB: (SPARK_BATCH,)}
 
 
+#: A txn-producer process may run several transactional producers (setting ``producers``), each a
+#: process of its own in the history (``<workload>.<incarnation>``, one numbering for all of them)
+#: with a transactional.id of its own: the first the workload's (``eos-<workload>``), the k-th
+#: ``eos-<workload>~<k>`` (with ``-<j>`` added where needed so that Kafka places it on the first's
+#: coordinator: a fault on that coordinator hits every producer of the process).
+PRODUCER_SEP = "~"
+
+
+def among_producers_of(txn_id: str, of: str) -> bool:
+    """``txn_id`` is ``of`` or the transactional.id of a producer that runs beside ``of``'s in its
+    txn-producer process (``<of>~<k>...``), which shares its coordinator."""
+    return txn_id == of or txn_id.startswith(of + PRODUCER_SEP)
+
+
 def finished(op: Mapping[str, Any]) -> bool:
     """A history line (decoded JSON) of an op that finished: ``ok``; an abort the workload chose (a
     producer whose every transaction aborts on purpose is running all the same); or an event

@@ -223,14 +223,16 @@ def _history(tables: store.Tables) -> _Read:
 
 
 def hit_text(hit: dict[str, Any] | None) -> str:
-    """What a fault hit, as the fault table says it: ``4 transactions open (txn-producer-0,
-    copier-1); 1 micro-batch running; requests: hold 2``, ``nothing``, or ``–`` (not recorded)."""
+    """What a fault hit, as the fault table says it: ``4 transactions open, 2 when it began
+    (txn-producer-0, copier-1); 1 micro-batch running; requests: hold 2``, ``nothing``, or ``–``
+    (not recorded)."""
     if hit is None:
         return "–"
     parts = []
     if hit.get("txns_open"):
         named = ", ".join(hit.get("workloads") or [])
-        parts.append(f"{_count(hit['txns_open'], 'transaction')} open" + (f" ({named})" if named else ""))
+        began = f", {hit['txns_open_at_start']} when it began" if hit.get("txns_open_at_start") is not None else ""
+        parts.append(f"{_count(hit['txns_open'], 'transaction')} open{began}" + (f" ({named})" if named else ""))
     if hit.get("batches_running"):
         parts.append(f"{_count(hit['batches_running'], 'micro-batch', 'micro-batches')} running")
     requests = hit.get("requests")

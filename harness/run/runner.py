@@ -45,6 +45,7 @@ from harness.history.model import (
     READ_COMMITTED,
     READ_UNCOMMITTED,
     SCAN,
+    TXN_PRODUCER,
     tp_key,
 )
 from harness.history.recorder import ENV_T0, HISTORY_DIR, Recorder, run_t0
@@ -263,7 +264,8 @@ def _run(sc: Scenario, backend: Backend, seed: int, folder: RunFolder, kafka_ver
     try:
         # the levels in force, read back (not the flag): what the run's clients met at its start
         journal.features = finalized(cluster.direct_bootstrap, FEATURES_TIMEOUT_S)
-        journal.command = runinfo.rerun_command(source, backend.value, seed, sc.duration, kv, journal.transaction_version)
+        journal.command = runinfo.rerun_command(source, backend.value, seed, sc.duration, kv, journal.transaction_version,
+                                                _producers(sc))
         journal.save(folder)
         log.info(f"transaction.version {journal.transaction_version}, metadata.version "
                  f"{journal.features.get(METADATA_VERSION)} (read back from the cluster)")
@@ -293,6 +295,13 @@ def _libraries(sc: Scenario) -> dict[str, str | None]:
     """The client libraries the scenario's workloads run on, each with its release (None: the
     installed Python package), for the journal's versions."""
     return {lib.name: lib.version for lib in (clients.parse(w.library) for w in sc.workloads)}
+
+
+def _producers(sc: Scenario) -> int | None:
+    """The producers per process every txn-producer entry runs when that is more than one and the
+    same for all (what ``--producers`` makes of a scenario, so the re-run command says it); else None."""
+    counts = {int(w.settings.get("producers", 1)) for w in sc.workloads if w.kind == TXN_PRODUCER}
+    return counts.pop() if len(counts) == 1 and max(counts) > 1 else None
 
 
 def _kafka_version(cluster: Cluster, asked: str | None) -> str | None:
@@ -333,8 +342,7 @@ def record_hits(folder: RunFolder, journal: Journal, tables: store.Tables) -> No
         if path is not None and journal.history_zero_unix_s is not None:
             events, _ = read_wire(folder.path, cluster_dir, None)
             wire = wire_matches([e.raw for e in events], journal.history_zero_unix_s)
-        spans = [Span(round(f.start_s * 1e9), None if f.end_s is None else round(f.end_s * 1e9), f.detail)
-                 for f in journal.faults]
+        spans = [Span.of_seconds(f.start_s, f.end_s, f.detail) for f in journal.faults]
         for f, h in zip(journal.faults, fault_hits(tables, spans, wire), strict=True):
             f.hit = h.to_json()
     except Exception as exc:  # noqa: BLE001 - see docstring

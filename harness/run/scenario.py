@@ -21,6 +21,7 @@ from chaos.faults import problems as fault_problems
 from chaos.schedule import drawn, takes_workload
 from chaos.targets import TargetDefaults
 from harness.base.errors import ConfigError
+from harness.history.model import TXN_PRODUCER
 from harness.workloads import app_args, registry
 from harness.workloads.clients import DEFAULT_LIBRARY
 from harness.workloads.clients import parse as parse_library
@@ -296,6 +297,26 @@ class Scenario(Strict):
                 registry.check_library(w.kind, w.library, w.settings)
             except ValueError as exc:
                 raise ConfigError(f"{flag} {library}: {exc}") from None
+        return self.model_copy(update={"workloads": workloads})
+
+    def with_producers(self, producers: int, flag: str = "--producers") -> Scenario:
+        """This scenario with every txn-producer entry running ``producers`` producers per process
+        (its ``producers`` setting; an app's feeder keeps its one); ConfigError naming ``flag`` when
+        the scenario has no txn-producer, the number is out of bounds or an entry's library cannot."""
+        entries = [i for i, w in enumerate(self.workloads) if w.kind == TXN_PRODUCER]
+        if not entries:
+            raise ConfigError(f"{flag} {producers}: scenario {self.name} has no txn-producer workload "
+                              f"(it has {', '.join(sorted({w.kind for w in self.workloads}))})")
+        workloads = list(self.workloads)
+        for i in entries:
+            w = workloads[i]
+            settings = {**w.settings, "producers": producers}
+            try:
+                registry.check_settings(w.kind, settings)
+                registry.check_library(w.kind, w.library, settings)
+            except ValueError as exc:
+                raise ConfigError(f"{flag} {producers}: {exc}") from None
+            workloads[i] = w.model_copy(update={"settings": settings})
         return self.model_copy(update={"workloads": workloads})
 
     def target_defaults(self) -> TargetDefaults:

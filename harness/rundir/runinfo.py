@@ -39,11 +39,14 @@ def versions(kafka_version: str | None, libraries: dict[str, str | None] | None 
 
 
 def rerun_command(source: str, backend: str, seed: int, duration: float, kafka_version: str | None,
-                  transaction_version: int | None = None) -> str:
-    """``eos-chaos run`` with everything that decides the schedule and the cluster spelled out."""
+                  transaction_version: int | None = None, producers: int | None = None) -> str:
+    """``eos-chaos run`` with everything that decides the schedule and the cluster spelled out
+    (``producers``: what every txn-producer ran, when ``--producers`` may have set it)."""
     args = ["eos-chaos", "run", source, "--backend", backend, "--seed", str(seed), "--duration", f"{duration:g}"]
     if kafka_version:
         args += ["--kafka-version", kafka_version]
     if transaction_version is not None:
         args += ["--transaction-version", str(transaction_version)]
+    if producers is not None:
+        args += ["--producers", str(producers)]
     return shlex.join(args)

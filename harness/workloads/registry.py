@@ -33,6 +33,9 @@ from harness.workloads.clients import CLIENTS, DEFAULT_LIBRARY, LIBRARIES, parse
 
 #: The kinds a scenario may name (``workloads[].kind``, ``faults[].workload``).
 KindName = Literal["txn-producer", "reader", "copier", "zombie", "spark-job", "app"]
+#: A txn-producer process runs at most this many producers (``producers``): each is a few librdkafka
+#: threads and connections; more than this is better spread over processes (``count``).
+MAX_PRODUCERS = 64
 #: Upper bound when transactions are sized by time (``txn_ms``): keeps one history line reasonable,
 #: and a whole transaction within librdkafka's local queue (queue.buffering.max.messages, 100000).
 MAX_VALUES_PER_TXN = 50_000
@@ -95,6 +98,10 @@ class TxnProducerSettings(Settings):
     #: transactional.id, whose epoch bump fences what the old epoch may still have in flight
     #: (KAFKA-17754: clients without KIP-890; docs/CLIENTS-PYTHON.md)
     recreate_on_indefinite: bool = False
+    #: transactional producers this process runs side by side (threads), each with a transactional.id
+    #: and process names of its own (docs/reference/scenario-format.md): a producer has one open
+    #: transaction at a time, so more producers are more transactions in flight when a fault lands
+    producers: int = Field(1, ge=1, le=MAX_PRODUCERS)
 
 
 class ReaderSettings(BaseModel):
@@ -314,6 +321,9 @@ class Kind:
     #: a boolean setting that, false, makes it send without transactions: only on a client library
     #: with ``plain_sends`` (harness/workloads/clients)
     plain_sends_setting: str | None = None
+    #: an integer setting above 1 of which runs that many clients in one process, in threads: only on
+    #: a client library with ``threads`` (harness/workloads/clients)
+    threads_setting: str | None = None
     #: the supervisor restarts a process of this kind whenever it dies (the Spark driver: from its
     #: checkpoint)
     restarted: bool = False
@@ -373,7 +383,7 @@ def _spark_job_topics(settings: dict[str, Any]) -> tuple[str, ...]:
 
 KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("txn-producer", "harness.workloads.txn_producer", TxnProducerSettings, plain_sends_setting="transactional",
-         ready_ops=PROGRESS_OPS[TXN_PRODUCER]),
+         threads_setting="producers", ready_ops=PROGRESS_OPS[TXN_PRODUCER]),
     Kind("reader", "harness.workloads.reader", ReaderSettings),
     Kind("copier", "harness.workloads.copier", CopierSettings, topic_settings=("input", "output"), group="group",
          consumes=ConsumerGroup(group="group", input="input"), ready_ops=PROGRESS_OPS[COPIER]),
@@ -419,6 +429,12 @@ def check_library(name: str, library: str, settings: dict[str, Any]) -> None:
     if plain is not None and settings.get(plain) is False and not lib.entry.plain_sends:
         able = [c.name for c in CLIENTS.values() if c.plain_sends]
         raise ValueError(f"a {name} with {plain}: false runs on {', '.join(able)} only, not {lib}")
+    many = KINDS[name].threads_setting
+    if many is not None and isinstance(settings.get(many), int) and settings[many] > 1 and not lib.entry.threads:
+        able = [c.name for c in CLIENTS.values() if c.threads]
+        raise ValueError(f"a {name} with {many}: {settings[many]} runs on {', '.join(able)} only, not {lib}: its "
+                         "clients do not run side by side in threads of one process (a bridged client's bridge "
+                         f"answers one call at a time, so they would take turns); use {many}: 1 and count: N for N processes")
 
 
 def check_settings(name: str, settings: dict[str, Any]) -> None:
