@@ -1,0 +1,193 @@
+"""``g0`` and ``g1c`` on the default engine (numpy over the tables); what they find and why it is a
+contradiction: harness/checker/cycles.py and docs/CYCLES.md."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from harness.checker.arrays import span
+from harness.checker.checks import MAX_EXAMPLES, NO_COMMITTED_RECORDS, Found, _position_at, cols, poll_times
+from harness.checker.cycles import (
+    NEVER,
+    NO_OK_TXN,
+    NO_READS_OF_WRITES,
+    NO_SOURCE,
+    Op,
+    Read,
+    Record,
+    Txns,
+    copy_input,
+    g0_example,
+    g1c_example,
+    latest_before,
+    prefix_max,
+    txn_facts,
+)
+from harness.history.model import COPY_PREFIX, OFFSET_BITS, Position
+from harness.history.store import Tables, pack, values_at
+
+
+@dataclass
+class VersionOrder:
+    """Each partition's records in offset order (a value at its first offset of the final
+    read_committed scan), their writers, and each transaction's ``M``."""
+
+    t: Tables
+    tx: Txns
+    pos: np.ndarray       # sorted
+    vid: np.ndarray
+    rec_tix: np.ndarray   # writer's row in txns, -1: no recorded writer
+    src: np.ndarray       # writer's invoke time, NO_SOURCE without one
+    m: np.ndarray         # per transaction row: latest invoke of a writer at or below its records
+    writer: np.ndarray    # per value id: its writer's row in txns, -1: none
+
+    def of_txn(self, tix: int) -> list[Record]:
+        return [Record(int(self.pos[i]), tix) for i in np.flatnonzero(self.rec_tix == tix)]
+
+    def nearest_before(self, rec: Record, at_least: int, of: int | None = None) -> Record | None:
+        at = int(np.searchsorted(self.pos, rec.pos))
+        start = int(np.searchsorted(self.pos, (rec.pos >> OFFSET_BITS) << OFFSET_BITS))
+        hit = self.src[start:at] >= at_least
+        if of is not None:
+            hit &= self.rec_tix[start:at] == of
+        found = np.flatnonzero(hit)
+        if not len(found):
+            return None
+        j = start + int(found[-1])
+        return Record(int(self.pos[j]), int(self.rec_tix[j]))
+
+    def position(self, pos: int) -> Position:
+        return _position_at(self.t, pos)
+
+
+def version_order(t: Tables) -> VersionOrder:
+    """``VersionOrder`` of ``t``, built once per check run."""
+    if "version_order" not in t.cache:
+        t.cache["version_order"] = _build(t)
+    vo: VersionOrder = t.cache["version_order"]
+    return vo
+
+
+def _build(t: Tables) -> VersionOrder:
+    c = cols(t)
+    tx = txn_facts(t.txns)
+    writer = np.full(c.n_values, -1, dtype=np.int64)
+    known = c.w_tix >= 0
+    writer[c.w_vid[known]] = c.w_tix[known]
+    fc = np.flatnonzero(c.fc)
+    vid, pos = c.r_vid[fc], c.r_pos[fc]
+    lo, _ = span(vid, pos, c.n_values)
+    first = pos == lo[vid]  # a value's first offset only: a later copy of it is a duplicate's
+    vid, pos = vid[first], pos[first]
+    if len(pos) > 1 and not (pos[1:] >= pos[:-1]).all():
+        order = np.argsort(pos, kind="stable")
+        vid, pos = vid[order], pos[order]
+    one = np.r_[True, pos[1:] != pos[:-1]] if len(pos) else np.zeros(0, dtype=bool)  # a position once
+    vid, pos = vid[one], pos[one]
+    rec_tix = writer[vid]
+    src = np.full(len(pos), NO_SOURCE, dtype=np.int64)
+    src[rec_tix >= 0] = tx.invoked[rec_tix[rec_tix >= 0]]
+    m = latest_before(rec_tix, prefix_max(src, pos), tx.invoked)
+    return VersionOrder(t, tx, pos, vid, rec_tix, src, m, writer)
+
+
+def g0(t: Tables) -> Found:
+    """A transaction that completed ok before another was invoked, yet has a record after one of
+    the other's in a partition (Jepsen's G0-process / G0-realtime, judged with transactions as
+    intervals). One count per such transaction."""
+    vo = version_order(t)
+    if not len(vo.pos):
+        return Found(0, skipped=NO_COMMITTED_RECORDS)
+    done = vo.tx.ended != NEVER
+    if not done.any():
+        return Found(0, skipped=NO_OK_TXN)
+    bad = np.flatnonzero(done & (vo.m >= vo.tx.ended))
+    return Found(len(bad), [g0_example(vo, vo.tx, int(i)) for i in bad[:MAX_EXAMPLES]])
+
+
+def g1c(t: Tables) -> Found:
+    """A read (a poll, or a copier's transaction) of a value whose writer could not have committed
+    before it: a transaction invoked after the read has a record before one of the writer's, or
+    the writer itself was invoked after it (Jepsen's G1c, -process, -realtime). One count per
+    (writer, reader) pair."""
+    vo = version_order(t)
+    reads = [r for r in (_poll_reads(t, vo), _copier_reads(t, vo)) if r is not None]
+    if not reads:
+        return Found(0, skipped=NO_READS_OF_WRITES)
+    # the few contradicted reads, then a table of them alone
+    bad = pd.concat([pd.DataFrame(vars(r)).iloc[np.flatnonzero(r.contradicted(vo.m))] for r in reads], ignore_index=True)
+    if bad.empty:
+        return Found(0)
+    pairs = (bad.assign(writer_op=vo.tx.op[bad["writer"].to_numpy(np.int64)])
+             .sort_values(["reader_op", "writer_op", "pos"], kind="stable").drop_duplicates(["writer", "reader_op"]))
+    first = pairs.head(MAX_EXAMPLES)
+    values = values_at(t, first["vid"].to_numpy(np.int64))
+    examples = [g1c_example(vo, vo.tx, Read(int(r["writer"]), Op(int(r["reader_op"]), str(r["reader_process"])),
+                                            int(r["reader_tix"]), int(r["done"]), str(v), int(r["pos"])))
+                for r, v in zip(first.to_dict("records"), values)]
+    return Found(len(pairs), examples)
+
+
+@dataclass
+class Reads:
+    """Reads of recorded writers' values, a row each: the writer's row in txns, the reader (op,
+    process, row in txns of a copier's transaction or -1), when the read was done, what it got."""
+
+    writer: np.ndarray
+    reader_op: np.ndarray
+    reader_process: np.ndarray
+    reader_tix: np.ndarray
+    done: np.ndarray
+    vid: np.ndarray
+    pos: np.ndarray
+
+    def contradicted(self, m: np.ndarray) -> np.ndarray:
+        """Which reads the writer's ``M`` contradicts (a reader's own value is not a read)."""
+        late: np.ndarray = (m[self.writer] >= self.done) & (self.done != NEVER) & (self.writer != self.reader_tix)
+        return late
+
+
+def _poll_reads(t: Tables, vo: VersionOrder) -> Reads | None:
+    """Every polled record of a recorded writer's value, done by its poll's completion."""
+    c = cols(t)
+    rows = np.flatnonzero(c.poll)
+    rows = rows[vo.writer[c.r_vid[rows]] >= 0]
+    if not len(rows):
+        return None
+    r = t.reads
+    return Reads(vo.writer[c.r_vid[rows]], r["op"].to_numpy(np.int64)[rows], r["process"].to_numpy()[rows],
+                 np.full(len(rows), -1, dtype=np.int64), poll_times(t, rows), c.r_vid[rows], c.r_pos[rows])
+
+
+def _copier_reads(t: Tables, vo: VersionOrder) -> Reads | None:
+    """Every input a copier's transaction copied (its output values name them), done by the
+    transaction's invoke (it polled them before), where the final scan holds that value there."""
+    c = cols(t)
+    if not len(c.w_tid) or not len(vo.pos):
+        return None
+    tids, first = np.unique(c.w_tid, return_index=True)
+    firsts = values_at(t, c.w_vid[first])
+    copy_tids = tids[[str(v).startswith(COPY_PREFIX + "/") for v in firsts]]
+    rows = np.flatnonzero(np.isin(c.w_tid, copy_tids) & (c.w_tix >= 0))
+    if not len(rows):
+        return None
+    inputs = copy_input(pd.Series(values_at(t, c.w_vid[rows]), dtype="str"))
+    topics = pd.concat([t.writes[["topic", "tid"]], t.reads[["topic", "tid"]]]).drop_duplicates("topic")
+    tid = inputs["topic"].map(dict(zip(topics["topic"].astype(str), topics["tid"]))).to_numpy(dtype="float64")
+    known = ~np.isnan(tid)
+    inputs, rows = inputs[known], rows[inputs.index.to_numpy()[known]]
+    pos = pack(tid[known].astype(np.int64), inputs["partition"].to_numpy(np.int64), inputs["offset"].to_numpy(np.int64))
+    at = np.minimum(np.searchsorted(vo.pos, pos), len(vo.pos) - 1)
+    there = vo.pos[at] == pos
+    there[there] = values_at(t, vo.vid[at[there]]) == inputs["value"].to_numpy()[there]  # what it copied is there
+    at, rows = at[there], rows[there]
+    writer = vo.rec_tix[at]
+    mine = writer >= 0
+    if not mine.any():
+        return None
+    reader = c.w_tix[rows[mine]]
+    return Reads(writer[mine], vo.tx.op[reader], vo.tx.process[reader], reader, vo.tx.invoked[reader],
+                 vo.vid[at[mine]], vo.pos[at[mine]])
