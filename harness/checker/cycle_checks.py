@@ -15,6 +15,7 @@ from harness.checker.cycles import (
     NO_OK_TXN,
     NO_READS_OF_WRITES,
     NO_SOURCE,
+    Fact,
     Op,
     Read,
     Record,
@@ -26,7 +27,7 @@ from harness.checker.cycles import (
     prefix_max,
     txn_facts,
 )
-from harness.history.model import COPY_PREFIX, OFFSET_BITS, Position
+from harness.history.model import COPY_PREFIX, OFFSET_BITS, TOPIC_SHIFT, Position
 from harness.history.store import Tables, pack, values_at
 
 
@@ -44,8 +45,11 @@ class VersionOrder:
     m: np.ndarray         # per transaction row: latest invoke of a writer at or below its records
     writer: np.ndarray    # per value id: its writer's row in txns, -1: none
 
-    def of_txn(self, tix: int) -> list[Record]:
-        return [Record(int(self.pos[i]), tix) for i in np.flatnonzero(self.rec_tix == tix)]
+    def fact(self, txn: int) -> Fact:
+        return self.tx.fact(txn)
+
+    def of_txn(self, txn: int) -> list[Record]:
+        return [Record(int(self.pos[i]), txn) for i in np.flatnonzero(self.rec_tix == txn)]
 
     def nearest_before(self, rec: Record, at_least: int, of: int | None = None) -> Record | None:
         at = int(np.searchsorted(self.pos, rec.pos))
@@ -105,7 +109,7 @@ def g0(t: Tables) -> Found:
     if not done.any():
         return Found(0, skipped=NO_OK_TXN)
     bad = np.flatnonzero(done & (vo.m >= vo.tx.ended))
-    return Found(len(bad), [g0_example(vo, vo.tx, int(i)) for i in bad[:MAX_EXAMPLES]])
+    return Found(len(bad), [g0_example(vo, int(i)) for i in bad[:MAX_EXAMPLES]])
 
 
 def g1c(t: Tables) -> Found:
@@ -125,8 +129,8 @@ def g1c(t: Tables) -> Found:
              .sort_values(["reader_op", "writer_op", "pos"], kind="stable").drop_duplicates(["writer", "reader_op"]))
     first = pairs.head(MAX_EXAMPLES)
     values = values_at(t, first["vid"].to_numpy(np.int64))
-    examples = [g1c_example(vo, vo.tx, Read(int(r["writer"]), Op(int(r["reader_op"]), str(r["reader_process"])),
-                                            int(r["reader_tix"]), int(r["done"]), str(v), int(r["pos"])))
+    examples = [g1c_example(vo, Read(int(r["writer"]), Op(int(r["reader_op"]), str(r["reader_process"])),
+                                        int(r["reader_tix"]), int(r["done"]), str(v), int(r["pos"])))
                 for r, v in zip(first.to_dict("records"), values)]
     return Found(len(pairs), examples)
 
@@ -168,8 +172,10 @@ def _copier_reads(t: Tables, vo: VersionOrder) -> Reads | None:
     c = cols(t)
     if not len(c.w_tid) or not len(vo.pos):
         return None
-    tids, first = np.unique(c.w_tid, return_index=True)
-    firsts = values_at(t, c.w_vid[first])
+    # the copiers' output topics as copy-exactly-once finds them: their first committed record is a copy
+    fc = np.flatnonzero(c.fc)
+    tids, first = np.unique(c.r_pos[fc] >> TOPIC_SHIFT, return_index=True)
+    firsts = values_at(t, c.r_vid[fc[first]])
     copy_tids = tids[[str(v).startswith(COPY_PREFIX + "/") for v in firsts]]
     rows = np.flatnonzero(np.isin(c.w_tid, copy_tids) & (c.w_tix >= 0))
     if not len(rows):

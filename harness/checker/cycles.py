@@ -56,22 +56,38 @@ class Op:
 
 
 @dataclass(frozen=True)
+class Fact:
+    """What a cycle says of a transaction: its op and process, its invoke time, its ok completion
+    time (``NEVER`` if it did not complete ok)."""
+
+    op: int
+    process: str
+    invoked: int
+    ended: int
+
+
+@dataclass(frozen=True)
 class Record:
-    """A record in the version order: its packed position and the row of its writer in ``txns``."""
+    """A record in the version order: its packed position and its writer (the engine's key of a
+    transaction: a row of ``txns`` on the default engine, its op on Spark)."""
 
     pos: int
-    tix: int
+    txn: int
 
 
 class Records(Protocol):
-    """What an example needs of the version order (each engine answers from its own tables)."""
+    """What an example needs of the version order and the transactions (each engine answers from its
+    own tables); transactions are named by the engine's key."""
 
-    def of_txn(self, tix: int) -> list[Record]:
-        """The records of the transaction at row ``tix`` (first offsets of its values), by position."""
+    def fact(self, txn: int) -> Fact:
+        """The transaction's ``Fact``."""
+
+    def of_txn(self, txn: int) -> list[Record]:
+        """The transaction's records (first offsets of its values), by position."""
 
     def nearest_before(self, rec: Record, at_least: int, of: int | None = None) -> Record | None:
         """The record nearest below ``rec`` in its partition whose writer was invoked at or after
-        ``at_least`` (and, with ``of``, was the transaction at row ``of``); None if there is none."""
+        ``at_least`` (and, with ``of``, was that transaction); None if there is none."""
 
     def position(self, pos: int) -> Position:
         """A packed position as a position object."""
@@ -79,16 +95,19 @@ class Records(Protocol):
 
 @dataclass(frozen=True)
 class Txns:
-    """The few facts of the transactions the examples name, by row of ``txns``."""
+    """The facts of the ``txns`` table's transactions, by row (the default engine's keys)."""
 
     op: np.ndarray        # history index of the invoke
     process: np.ndarray   # process name
     invoked: np.ndarray   # invoke time
     ended: np.ndarray     # ok completion time, NEVER if not ok
 
+    def fact(self, row: int) -> Fact:
+        return Fact(int(self.op[row]), str(self.process[row]), int(self.invoked[row]), int(self.ended[row]))
+
 
 def txn_facts(txns: pd.DataFrame) -> Txns:
-    """``Txns`` of the ``txns`` table (either engine's rows, in the table's order)."""
+    """``Txns`` of the ``txns`` table, in the table's order."""
     ok = (txns["outcome"] == OK).to_numpy(bool) & txns["complete_time"].notna().to_numpy(bool)
     ended = np.full(len(txns), NEVER, dtype=np.int64)
     ended[ok] = txns["complete_time"].to_numpy()[ok].astype(np.int64)
@@ -131,8 +150,8 @@ def _cycle(family: str, ops: list[Op], steps: list[dict[str, Any]]) -> dict[str,
             "steps": steps}
 
 
-def _op(tx: Txns, tix: int) -> Op:
-    return Op(int(tx.op[tix]), str(tx.process[tix]))
+def _op(f: Fact) -> Op:
+    return Op(f.op, f.process)
 
 
 def _witness(recs: Records, of: int, at_least: int, only: int | None = None) -> tuple[Record, Record] | None:
@@ -145,47 +164,51 @@ def _witness(recs: Records, of: int, at_least: int, only: int | None = None) -> 
     return None
 
 
-def g0_example(recs: Records, tx: Txns, tix: int) -> dict[str, Any]:
-    """The cycle of a transaction (row ``tix``) whose ok completion a later one's record contradicts."""
-    found = _witness(recs, tix, int(tx.ended[tix]))
+def g0_example(recs: Records, txn: int) -> dict[str, Any]:
+    """The cycle of a transaction whose ok completion a later one's record contradicts."""
+    f1 = recs.fact(txn)
+    found = _witness(recs, txn, f1.ended)
     if found is None:
-        raise AssertionError(f"op {tx.op[tix]}: no record contradicts its completion (the engines disagree)")
+        raise AssertionError(f"op {f1.op}: no record contradicts its completion (the engines disagree)")
     earlier, later = found
-    t1, t2 = _op(tx, tix), _op(tx, earlier.tix)
-    return _cycle(G0, [t1, t2], [_time_step(t1, t2, tx.ended[tix], tx.invoked[earlier.tix], "completed"),
+    f2 = recs.fact(earlier.txn)
+    t1, t2 = _op(f1), _op(f2)
+    return _cycle(G0, [t1, t2], [_time_step(t1, t2, f1.ended, f2.invoked, "completed"),
                                   _ww_step(recs, t2, t1, earlier, later)])
 
 
 @dataclass(frozen=True)
 class Read:
-    """A read of transaction row ``writer``'s value: by ``reader`` (a poll, or a copier's
-    transaction at row ``reader_tix``), done by ``done``; what it got, ``value`` at ``pos``."""
+    """A read of transaction ``writer``'s value by ``reader`` (a poll, or the copier's transaction
+    ``reader_txn``; -1 for a poll), done by ``done``; what it got, ``value`` at ``pos``."""
 
     writer: int
     reader: Op
-    reader_tix: int
+    reader_txn: int
     done: int
     value: str
     pos: int
 
 
-def g1c_example(recs: Records, tx: Txns, read: Read) -> dict[str, Any]:
+def g1c_example(recs: Records, read: Read) -> dict[str, Any]:
     """The cycle of a read whose value's writer could not have committed before it: its shortest
     form (the writer invoked after the read; the copier's own record first; another writer's)."""
-    t1, r = _op(tx, read.writer), read.reader
+    f1, r = recs.fact(read.writer), read.reader
+    t1 = _op(f1)
     wr = {"kind": WR, "from": t1.op, "to": r.op, "value": read.value, "position": recs.position(read.pos)}
-    if tx.invoked[read.writer] >= read.done:
-        return _cycle(G1C, [t1, r], [wr, _time_step(r, t1, read.done, tx.invoked[read.writer], "read_by")])
-    if read.reader_tix >= 0:
-        own = _witness(recs, read.writer, read.done, read.reader_tix)
+    if f1.invoked >= read.done:
+        return _cycle(G1C, [t1, r], [wr, _time_step(r, t1, read.done, f1.invoked, "read_by")])
+    if read.reader_txn >= 0:
+        own = _witness(recs, read.writer, read.done, read.reader_txn)
         if own is not None:
             return _cycle(G1C, [t1, r], [wr, _ww_step(recs, r, t1, *own)])
     found = _witness(recs, read.writer, read.done)
     if found is None:
         raise AssertionError(f"op {r.op}: no record contradicts its read of op {t1.op} (the engines disagree)")
     earlier, later = found
-    t2 = _op(tx, earlier.tix)
-    return _cycle(G1C, [t1, r, t2], [wr, _time_step(r, t2, read.done, tx.invoked[earlier.tix], "read_by"),
+    f2 = recs.fact(earlier.txn)
+    t2 = _op(f2)
+    return _cycle(G1C, [t1, r, t2], [wr, _time_step(r, t2, read.done, f2.invoked, "read_by"),
                                       _ww_step(recs, t2, t1, earlier, later)])
 
 

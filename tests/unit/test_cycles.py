@@ -53,17 +53,22 @@ def test_a_g1c_names_the_read_the_late_transaction_and_where_it_landed() -> None
     assert ww["earlier"] == {"topic": "t", "partition": 1, "offset": 0} and ww["later"]["offset"] == 1
 
 
-def test_a_reader_that_polled_an_open_transaction_is_a_g1c_too() -> None:
-    """A poll is a read-only transaction: it got h1 while H was open, and K, invoked after the poll,
-    lands before H's h2 (precommitted-read sees the same poll: it came before H's commit)."""
+def polled_open_transaction() -> History:
+    """A reader polls h1 while p1's H is open; p2's K, invoked after the poll, lands before H's h2."""
     h = History()
-    hs = [("t", 0, "h1", 0), ("t", 1, "h2", 1)]
+    hs: list[tuple[str, int, str, int | None]] = [("t", 0, "h1", 0), ("t", 1, "h2", 1)]
     h.begin("p1", hs)
     h.poll("r1", {"t-0": [(0, "h1")]})
     h.txn("p2", [("t", 1, "k", 0)])
     h.end("p1", hs)
     h.scan({"t-0": [(0, "h1")], "t-1": [(0, "k"), (1, "h2")]})
-    counts, checks = fired(h)
+    return h
+
+
+def test_a_reader_that_polled_an_open_transaction_is_a_g1c_too() -> None:
+    """A poll is a read-only transaction: H -wr-> the poll -realtime-> K -ww-> H (precommitted-read
+    sees the same poll: it came before H's commit)."""
+    counts, checks = fired(polled_open_transaction())
     assert counts == {"g1c": 1, "precommitted-read": 1}, checks
     assert checks["g1c"]["examples"][0]["processes"] == ["p1", "r1", "p2"]
 

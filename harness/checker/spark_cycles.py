@@ -1,0 +1,173 @@
+"""``g0`` and ``g1c`` on the Spark engine: the default engine's (harness/checker/cycle_checks.py) as
+DataFrame jobs. The version order's running maximum is one window per partition; each transaction's
+``M`` (docs/CYCLES.md) is kept for both checks (a row per transaction); an example's few records are
+looked up by small queries. Transactions are named by their op (``txn``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from harness.checker.checks import MAX_EXAMPLES, NO_COMMITTED_RECORDS, Found
+from harness.checker.cycles import NEVER, NO_OK_TXN, NO_READS_OF_WRITES, Fact, Op, Read, Record, g0_example, g1c_example
+from harness.history.model import COPY_PREFIX, OFFSET_BITS, OK, Position
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from harness.checker.spark_engine import SparkHistory
+
+
+def _records(h: SparkHistory) -> DataFrame:
+    """The version order: per position of the final read_committed scan (a value at its first
+    offset), the value, its writer ``txn`` (null: none recorded), the writer's invoke ``src`` and
+    the running maximum ``pm`` of ``src`` up to it in its partition."""
+    if "records" not in h.cycles:
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        fc = h.reads.where("fc").select("vid", "pos", "row")
+        first = fc.join(fc.groupBy("vid").agg(F.min("pos").alias("pos")), ["vid", "pos"])
+        one = first.groupBy("pos").agg(F.min_by("vid", "row").alias("vid"))  # the default engine's: the first read there
+        writers = h.raw_writes.select("vid", "txn").join(h.txns.select("txn", F.col("invoke_time").alias("src")), "txn")
+        upto = (Window.partitionBy(F.shiftright("pos", OFFSET_BITS)).orderBy("pos")
+                .rowsBetween(Window.unboundedPreceding, Window.currentRow))
+        h.cycles["records"] = one.join(writers, "vid", "left").withColumn("pm", F.max("src").over(upto))
+    records: DataFrame = h.cycles["records"]
+    return records
+
+
+def _latest(h: SparkHistory) -> DataFrame:
+    """Per transaction (``txn``): ``m``, the latest invoke among the writers of records at or below
+    any of its records, its own at least; kept (a row per transaction) for both checks."""
+    if "m" not in h.cycles:
+        from pyspark import StorageLevel
+        from pyspark.sql import functions as F
+
+        below = _records(h).where(F.col("txn").isNotNull()).groupBy("txn").agg(F.max("pm").alias("pm"))
+        h.cycles["m"] = (h.txns.select("txn", "invoke_time").join(below, "txn", "left")
+                         .select("txn", F.greatest("invoke_time", F.coalesce("pm", "invoke_time")).alias("m"))
+                         .persist(StorageLevel.MEMORY_AND_DISK))
+    m: DataFrame = h.cycles["m"]
+    return m
+
+
+class SparkRecords:
+    """``cycles.Records`` by small queries (an example's few records and transactions)."""
+
+    def __init__(self, h: SparkHistory) -> None:
+        self.h = h
+        self.facts: dict[int, Fact] = {}
+        self.topics: dict[int, str] | None = None
+
+    def fact(self, txn: int) -> Fact:
+        if txn not in self.facts:
+            from pyspark.sql import functions as F
+
+            r = self.h.txns.where(F.col("txn") == txn).first()
+            assert r is not None, f"op {txn} is not a transaction"
+            ended = r.complete_time if r.outcome == OK and r.complete_time is not None else NEVER
+            self.facts[txn] = Fact(int(r.txn), str(r.process), int(r.invoke_time), int(ended))
+        return self.facts[txn]
+
+    def of_txn(self, txn: int) -> list[Record]:
+        from pyspark.sql import functions as F
+
+        return [Record(int(r.pos), txn) for r in _records(self.h).where(F.col("txn") == txn).select("pos").orderBy("pos").collect()]
+
+    def nearest_before(self, rec: Record, at_least: int, of: int | None = None) -> Record | None:
+        from pyspark.sql import functions as F
+
+        lo = (rec.pos >> OFFSET_BITS) << OFFSET_BITS
+        cond = (F.col("pos") >= lo) & (F.col("pos") < rec.pos) & (F.col("src") >= at_least)
+        if of is not None:
+            cond &= F.col("txn") == of
+        r = _records(self.h).where(cond).orderBy(F.col("pos").desc()).select("pos", "txn").first()
+        return None if r is None else Record(int(r.pos), int(r.txn))
+
+    def position(self, pos: int) -> Position:
+        from harness.checker.spark_engine import _position_at
+
+        if self.topics is None:
+            tids = self.h.reads.select("tid", "topic").unionByName(self.h.raw_writes.select("tid", "topic")).distinct()
+            self.topics = {int(r.tid): str(r.topic) for r in tids.collect()}
+        found: Position = _position_at(self.topics, pos)
+        return found
+
+
+def g0(h: SparkHistory) -> Found:
+    from pyspark.sql import functions as F
+
+    if h.reads.where("fc").limit(1).count() == 0:
+        return Found(0, skipped=NO_COMMITTED_RECORDS)
+    ok = h.txns.where((F.col("outcome") == OK) & F.col("complete_time").isNotNull())
+    if ok.limit(1).count() == 0:
+        return Found(0, skipped=NO_OK_TXN)
+    bad = ok.select("txn", "complete_time").join(_latest(h), "txn").where(F.col("m") >= F.col("complete_time"))
+    n = bad.count()
+    if not n:
+        return Found(0)
+    recs = SparkRecords(h)
+    return Found(n, [g0_example(recs, int(r.txn)) for r in bad.orderBy("txn").limit(MAX_EXAMPLES).collect()])
+
+
+def _reads(h: SparkHistory) -> DataFrame | None:
+    """Polls' and copiers' reads of recorded writers' values: writer, reader_op, reader_process,
+    reader_txn (-1 for a poll), done, vid, pos (the default engine's ``Reads``); None if none."""
+    from pyspark.sql import functions as F
+
+    writers = h.raw_writes.select("vid", F.col("txn").alias("writer"))
+    polls = (h.reads.where("poll").join(h.op_times, "op", "left").join(writers, "vid")
+             .select("writer", F.col("op").alias("reader_op"), F.col("process").alias("reader_process"),
+                     F.lit(-1).cast("long").alias("reader_txn"), F.col("done_at").alias("done"), "vid", "pos"))
+    found = [polls] if polls.limit(1).count() else []
+    copies = _copier_reads(h)
+    if copies is not None:
+        found.append(copies)
+    return None if not found else found[0] if len(found) == 1 else found[0].unionByName(found[1])
+
+
+def _copier_reads(h: SparkHistory) -> DataFrame | None:
+    """Each input a copier's transaction copied, done by its invoke, where the final scan holds that
+    value there (the default engine's ``_copier_reads``)."""
+    from pyspark.sql import functions as F
+
+    from harness.checker.spark_engine import _pos, _prefixed_topics
+
+    copy_topics = _prefixed_topics(h, COPY_PREFIX)
+    if not copy_topics:
+        return None
+    outs = (h.raw_writes.where(F.col("topic").isin(copy_topics)).select("vid", F.col("txn").alias("reader_txn"))
+            .join(h.txns.select(F.col("txn").alias("reader_txn"), F.col("process").alias("reader_process"),
+                                F.col("invoke_time").alias("done")), "reader_txn"))
+    parts = F.split("value", "/", 6)
+    parsed = (h.value_of(outs).select("reader_txn", "reader_process", "done", F.get(parts, 0).alias("prefix"),
+                                      F.get(parts, 1).alias("topic"), F.get(parts, 2).cast("long").alias("partition"),
+                                      F.get(parts, 3).cast("long").alias("offset"), F.get(parts, 5).alias("input"))
+              .where((F.col("prefix") == COPY_PREFIX) & F.col("partition").isNotNull() & F.col("offset").isNotNull()
+                     & F.col("input").isNotNull()))
+    tids = h.reads.select("tid", "topic").unionByName(h.raw_writes.select("tid", "topic")).distinct()
+    at = parsed.join(F.broadcast(tids), "topic").select("*", _pos(F.col("tid"), F.col("partition"), F.col("offset")).alias("pos"))
+    there = (at.join(_records(h).select("pos", "vid", F.col("txn").alias("writer")), "pos")
+             .where(F.col("writer").isNotNull()))
+    same = h.value_of(there).where(F.col("value") == F.col("input"))  # what it copied is there
+    return same.select("writer", F.col("reader_txn").alias("reader_op"), "reader_process", "reader_txn", "done", "vid", "pos")
+
+
+def g1c(h: SparkHistory) -> Found:
+    from pyspark.sql import functions as F
+
+    reads = _reads(h)
+    if reads is None:
+        return Found(0, skipped=NO_READS_OF_WRITES)
+    bad = (reads.join(_latest(h).withColumnRenamed("txn", "writer"), "writer")
+           .where((F.col("m") >= F.col("done")) & F.col("done").isNotNull() & (F.col("writer") != F.col("reader_txn"))))
+    pairs = bad.groupBy("reader_op", "writer").agg(F.min("pos").alias("pos"))
+    n = pairs.count()
+    if not n:
+        return Found(0)
+    first = (bad.join(pairs.orderBy("reader_op", "writer").limit(MAX_EXAMPLES), ["reader_op", "writer", "pos"])
+             .dropDuplicates(["reader_op", "writer"]))
+    rows = h.value_of_few(first).orderBy("reader_op", "writer").collect()
+    recs = SparkRecords(h)
+    return Found(n, [g1c_example(recs, Read(int(r.writer), Op(int(r.reader_op), str(r.reader_process)), int(r.reader_txn),
+                                            int(r.done), str(r.value), int(r.pos))) for r in rows])
