@@ -98,12 +98,12 @@ class Txns:
     """The facts of the ``txns`` table's transactions, by row (the default engine's keys)."""
 
     op: np.ndarray        # history index of the invoke
-    process: np.ndarray   # process name
+    process: pd.Series    # process name (looked up for the few transactions an example names)
     invoked: np.ndarray   # invoke time
     ended: np.ndarray     # ok completion time, NEVER if not ok
 
     def fact(self, row: int) -> Fact:
-        return Fact(int(self.op[row]), str(self.process[row]), int(self.invoked[row]), int(self.ended[row]))
+        return Fact(int(self.op[row]), str(self.process.iloc[row]), int(self.invoked[row]), int(self.ended[row]))
 
 
 def txn_facts(txns: pd.DataFrame) -> Txns:
@@ -111,8 +111,7 @@ def txn_facts(txns: pd.DataFrame) -> Txns:
     ok = (txns["outcome"] == OK).to_numpy(bool) & txns["complete_time"].notna().to_numpy(bool)
     ended = np.full(len(txns), NEVER, dtype=np.int64)
     ended[ok] = txns["complete_time"].to_numpy()[ok].astype(np.int64)
-    return Txns(txns["txn"].to_numpy(np.int64), txns["process"].astype(str).to_numpy(),
-                txns["invoke_time"].to_numpy(np.int64), ended)
+    return Txns(txns["txn"].to_numpy(np.int64), txns["process"], txns["invoke_time"].to_numpy(np.int64), ended)
 
 
 def prefix_max(src: np.ndarray, pos: np.ndarray) -> np.ndarray:
@@ -212,15 +211,33 @@ def g1c_example(recs: Records, read: Read) -> dict[str, Any]:
                                       _ww_step(recs, t2, t1, earlier, later)])
 
 
-def copy_input(values: pd.Series) -> pd.DataFrame:
+def copy_input(values: Any) -> pd.DataFrame:
     """The input each copier output value names (``copy/<topic>/<partition>/<offset>/<attempt>/<value>``):
-    columns topic, partition, offset, value; rows that do not parse are dropped."""
-    parts = values.str.split("/", n=5, expand=True)
-    if parts.shape[1] < 6:
-        return pd.DataFrame({"topic": [], "partition": [], "offset": [], "value": []}, index=values.index[:0])
-    parts = parts.dropna()
-    partition = pd.to_numeric(parts[2], errors="coerce")
-    offset = pd.to_numeric(parts[3], errors="coerce")
-    good = (parts[0] == COPY_PREFIX) & partition.notna() & offset.notna()
-    return pd.DataFrame({"topic": parts[1][good], "partition": partition[good].astype("int64"),
-                         "offset": offset[good].astype("int64"), "value": parts[5][good]})
+    columns topic, partition, offset, value, indexed by the value's place in ``values`` (strings:
+    an Arrow array, a sequence, array or Series); values that do not parse are left out. Split by Arrow, not per
+    string in Python (900k copies took 3 s so)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    arr = values if isinstance(values, (pa.Array, pa.ChunkedArray)) else pa.array(np.asarray(values, dtype=object), type=pa.string())
+    parts = pc.split_pattern(arr, "/", max_splits=5)
+    whole = pc.fill_null(pc.equal(pc.list_value_length(parts), 6), False)
+    keep = np.flatnonzero(whole.to_numpy(zero_copy_only=False))
+    parts = parts.take(pa.array(keep, type=pa.int64()))
+
+    def part(k: int) -> Any:
+        return pc.list_element(parts, k)
+
+    number = r"^[0-9]{1,18}$"
+    good = pc.and_(pc.equal(part(0), COPY_PREFIX),
+                   pc.and_(pc.match_substring_regex(part(2), number), pc.match_substring_regex(part(3), number)))
+    ok = np.flatnonzero(pc.fill_null(good, False).to_numpy(zero_copy_only=False))
+    sel = pa.array(ok, type=pa.int64())
+
+    def column(k: int) -> Any:
+        return pc.take(part(k), sel)
+
+    return pd.DataFrame({"topic": column(1).to_numpy(zero_copy_only=False),
+                         "partition": pc.cast(column(2), pa.int64()).to_numpy(),
+                         "offset": pc.cast(column(3), pa.int64()).to_numpy(),
+                         "value": column(5).to_numpy(zero_copy_only=False)}, index=keep[ok])

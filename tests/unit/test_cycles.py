@@ -96,5 +96,6 @@ def test_a_history_without_reads_or_ok_transactions_says_what_was_missing() -> N
 def test_copy_values_are_parsed_and_others_dropped() -> None:
     import pandas as pd
 
-    got = copy_input(pd.Series(["copy/in-1/2/30/c.0-1/v/with/slashes", "not a copy", "copy/x/y/z/a/b"], dtype="str"))
-    assert got.to_dict("records") == [{"topic": "in-1", "partition": 2, "offset": 30, "value": "v/with/slashes"}]
+    got = copy_input(pd.Series(["not a copy", "copy/in-1/2/30/c.0-1/v/with/slashes", "copy/x/y/z/a/b", "copy/short"],
+                               dtype="str"))
+    assert got.to_dict("index") == {1: {"topic": "in-1", "partition": 2, "offset": 30, "value": "v/with/slashes"}}
