@@ -5,7 +5,7 @@ looked up by small queries. Transactions are named by their op (``txn``)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from harness.checker.checks import MAX_EXAMPLES, NO_COMMITTED_RECORDS, Found
 from harness.checker.cycles import NEVER, NO_OK_TXN, NO_READS_OF_WRITES, Fact, Op, Read, Record, g0_example, g1c_example
@@ -17,36 +17,68 @@ if TYPE_CHECKING:
     from harness.checker.spark_engine import SparkHistory
 
 
+def _invoked(h: SparkHistory) -> DataFrame:
+    """Each transaction's invoke time as ``src`` (shipped whole to every task while it fits)."""
+    from pyspark.sql import functions as F
+
+    from harness.checker.spark_engine import BROADCAST_ROWS, _rows_in
+
+    invoked = h.txns.select("txn", F.col("invoke_time").alias("src"))
+    return F.broadcast(invoked) if _rows_in(h.run_dir, "txns") <= BROADCAST_ROWS else invoked
+
+
+def _upto() -> Any:
+    """A record's partition, in offset order, up to the record."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    return (Window.partitionBy(F.shiftright("pos", OFFSET_BITS)).orderBy("pos")
+            .rowsBetween(Window.unboundedPreceding, Window.currentRow))
+
+
+def _per_value(h: SparkHistory) -> DataFrame:
+    """When every value has one position (``_one_place_each``): per value, its position in the final
+    scan (null: not there), its writer ``txn`` and ``src``, its polls (``polled``) and the first one's
+    completion (``first_poll``), and ``pm`` at its position: the writes, the final scan and the polls
+    meet in one grouping by value, where joins would shuffle each twice."""
+    from pyspark.sql import functions as F
+
+    none = F.lit(None).cast("long")
+    writes = h.raw_writes.select("vid", "txn").join(_invoked(h), "txn").select(
+        "vid", none.alias("pos"), "txn", "src", F.lit(0).alias("polled"), none.alias("done"))
+    scan = h.reads.where("fc").select("vid", "pos", none.alias("txn"), none.alias("src"), F.lit(0).alias("polled"),
+                                      none.alias("done"))
+    polls = h.reads.where("poll").join(h.op_times, "op", "left").select(
+        "vid", none.alias("pos"), none.alias("txn"), none.alias("src"), F.lit(1).alias("polled"), F.col("done_at").alias("done"))
+    per = writes.unionByName(scan).unionByName(polls).groupBy("vid").agg(
+        F.max("pos").alias("pos"), F.max("txn").alias("txn"), F.max("src").alias("src"), F.sum("polled").alias("polled"),
+        F.min("done").alias("first_poll"))
+    return per.withColumn("pm", F.when(F.col("pos").isNotNull(), F.max("src").over(_upto())))
+
+
 def _records(h: SparkHistory) -> DataFrame:
     """The version order: per position of the final read_committed scan (a value at its first
     offset), the value, its writer ``txn`` (null: none recorded), the writer's invoke ``src`` and
     the running maximum ``pm`` of ``src`` up to it in its partition."""
     if "records" not in h.cycles:
-        from pyspark.sql import Window
         from pyspark.sql import functions as F
 
-        from harness.checker.spark_engine import BROADCAST_ROWS, _rows_in
-
-        fc = h.reads.where("fc").select("vid", "pos", "row")
-        if _one_place_each(h):  # the summary says so: no value at two positions, no position of two values
-            one = fc.select("vid", "pos")
+        if _one_place_each(h):
+            records = _per_value(h).where(F.col("pos").isNotNull()).select("pos", "vid", "txn", "src", "pm")
         else:
+            fc = h.reads.where("fc").select("vid", "pos", "row")
             first = fc.join(fc.groupBy("vid").agg(F.min("pos").alias("pos")), ["vid", "pos"])
             one = first.groupBy("pos").agg(F.min_by("vid", "row").alias("vid"))  # the default engine's: the first read there
-        invoked = h.txns.select("txn", F.col("invoke_time").alias("src"))
-        if _rows_in(h.run_dir, "txns") <= BROADCAST_ROWS:
-            invoked = F.broadcast(invoked)
-        writers = h.raw_writes.select("vid", "txn").join(invoked, "txn")
-        upto = (Window.partitionBy(F.shiftright("pos", OFFSET_BITS)).orderBy("pos")
-                .rowsBetween(Window.unboundedPreceding, Window.currentRow))
-        h.cycles["records"] = one.join(writers, "vid", "left").withColumn("pm", F.max("src").over(upto))
-    records: DataFrame = h.cycles["records"]
-    return records
+            writers = h.raw_writes.select("vid", "txn").join(_invoked(h), "txn")
+            records = one.join(writers, "vid", "left").withColumn("pm", F.max("src").over(_upto()))
+        h.cycles["records"] = records
+    found: DataFrame = h.cycles["records"]
+    return found
 
 
 def _one_place_each(h: SparkHistory) -> bool:
     """Every value is at one position and every position holds one value (the summary's counts):
-    the final scan is then the version order as it is, with a position at most once per scan."""
+    the final scan is then the version order as it is, a value in it once."""
     try:
         s = h.summary
     except Exception:  # noqa: BLE001 - the summary's own failure is reported by the checks that need it
@@ -56,14 +88,24 @@ def _one_place_each(h: SparkHistory) -> bool:
 
 def _latest(h: SparkHistory) -> DataFrame:
     """Per transaction (``txn``): ``m``, the latest invoke among the writers of records at or below
-    any of its records, its own at least; kept (a row per transaction) for both checks."""
+    any of its records, its own at least; ``polled``, the polls of its values, and ``first_poll``,
+    the earliest completion of one (a poll is contradicted only if ``m`` reaches it). Kept (a row
+    per transaction) for both checks."""
     if "m" not in h.cycles:
         from pyspark import StorageLevel
         from pyspark.sql import functions as F
 
-        below = _records(h).where(F.col("txn").isNotNull()).groupBy("txn").agg(F.max("pm").alias("pm"))
-        h.cycles["m"] = (h.txns.select("txn", "invoke_time").join(below, "txn", "left")
-                         .select("txn", F.greatest("invoke_time", F.coalesce("pm", "invoke_time")).alias("m"))
+        if _one_place_each(h):
+            per = _per_value(h).where(F.col("txn").isNotNull()).groupBy("txn").agg(
+                F.max("pm").alias("pm"), F.sum("polled").alias("polled"), F.min("first_poll").alias("first_poll"))
+        else:
+            below = _records(h).where(F.col("txn").isNotNull()).groupBy("txn").agg(F.max("pm").alias("pm"))
+            polls = (h.reads.where("poll").join(h.op_times, "op", "left").join(h.raw_writes.select("vid", "txn"), "vid")
+                     .groupBy("txn").agg(F.count("*").alias("polled"), F.min("done_at").alias("first_poll")))
+            per = below.join(polls, "txn", "full")
+        h.cycles["m"] = (h.txns.select("txn", "invoke_time").join(per, "txn", "left")
+                         .select("txn", F.greatest("invoke_time", F.coalesce("pm", "invoke_time")).alias("m"),
+                                 F.coalesce("polled", F.lit(0)).alias("polled"), "first_poll")
                          .persist(StorageLevel.MEMORY_AND_DISK))
     m: DataFrame = h.cycles["m"]
     return m
@@ -125,7 +167,7 @@ def g0(h: SparkHistory) -> Found:
         return Found(0, skipped=NO_OK_TXN)
     # M once for both checks: the version order's window and joins are their cost (a row per
     # transaction is kept)
-    m = _latest(h)
+    m = _latest(h).select("txn", "m")
     if _rows_in(h.run_dir, "txns") <= BROADCAST_ROWS:
         m = F.broadcast(m)
     bad = ok.select("txn", "complete_time").join(m, "txn").where(F.col("m") >= F.col("complete_time"))
@@ -136,20 +178,24 @@ def g0(h: SparkHistory) -> Found:
     return Found(n, [g0_example(recs, int(r.txn)) for r in bad.orderBy("txn").limit(MAX_EXAMPLES).collect()])
 
 
-def _reads(h: SparkHistory) -> DataFrame | None:
-    """Polls' and copiers' reads of recorded writers' values: writer, reader_op, reader_process,
-    reader_txn (-1 for a poll), done, vid, pos (the default engine's ``Reads``); None if none."""
+def _reads(h: SparkHistory) -> tuple[bool, DataFrame | None]:
+    """Whether any poll or copier read a recorded writer's value; and those reads that may be
+    contradicted (the polls only when one of them is: ``_latest``'s ``first_poll``), as writer,
+    reader_op, reader_process, reader_txn (-1 for a poll), done, vid, pos (the default engine's ``Reads``)."""
     from pyspark.sql import functions as F
 
-    writers = h.raw_writes.select("vid", F.col("txn").alias("writer"))
-    polls = (h.reads.where("poll").join(h.op_times, "op", "left").join(writers, "vid")
-             .select("writer", F.col("op").alias("reader_op"), F.col("process").alias("reader_process"),
-                     F.lit(-1).cast("long").alias("reader_txn"), F.col("done_at").alias("done"), "vid", "pos"))
-    found = [polls] if polls.limit(1).count() else []
+    per = _latest(h)
+    polled = (per.agg(F.sum("polled")).first() or [0])[0] or 0
+    found = []
+    if polled and per.where(F.col("m") >= F.col("first_poll")).limit(1).count():
+        writers = h.raw_writes.select("vid", F.col("txn").alias("writer"))
+        found.append(h.reads.where("poll").join(h.op_times, "op", "left").join(writers, "vid")
+                     .select("writer", F.col("op").alias("reader_op"), F.col("process").alias("reader_process"),
+                             F.lit(-1).cast("long").alias("reader_txn"), F.col("done_at").alias("done"), "vid", "pos"))
     copies = _copier_reads(h)
     if copies is not None:
         found.append(copies)
-    return None if not found else found[0] if len(found) == 1 else found[0].unionByName(found[1])
+    return bool(polled) or copies is not None, None if not found else found[0] if len(found) == 1 else found[0].unionByName(found[1])
 
 
 def _copier_reads(h: SparkHistory) -> DataFrame | None:
@@ -184,10 +230,12 @@ def g1c(h: SparkHistory) -> Found:
 
     from harness.checker.spark_engine import BROADCAST_ROWS, _rows_in
 
-    reads = _reads(h)
-    if reads is None:
+    any_read, reads = _reads(h)
+    if not any_read:
         return Found(0, skipped=NO_READS_OF_WRITES)
-    m = _latest(h).withColumnRenamed("txn", "writer")
+    if reads is None:
+        return Found(0)
+    m = _latest(h).select(F.col("txn").alias("writer"), "m")
     if _rows_in(h.run_dir, "txns") <= BROADCAST_ROWS:
         m = F.broadcast(m)
     bad = (reads.join(m, "writer")
