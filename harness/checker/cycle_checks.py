@@ -194,23 +194,26 @@ def _copier_reads(t: Tables, vo: VersionOrder) -> Reads | None:
         return None
     # the copiers' output topics as copy-exactly-once finds them: their first committed record is a copy
     fc = np.flatnonzero(c.fc)
-    tids, first = np.unique(c.r_pos[fc] >> TOPIC_SHIFT, return_index=True)
+    topic_of = pd.Series(c.r_pos[fc] >> TOPIC_SHIFT).drop_duplicates()  # each topic's first row (hashed, not sorted)
+    tids, first = topic_of.to_numpy(), topic_of.index.to_numpy()
     firsts = values_at(t, c.r_vid[fc[first]])
     copy_tids = tids[[str(v).startswith(COPY_PREFIX + "/") for v in firsts]]
     rows = np.flatnonzero(np.isin(c.w_tid, copy_tids) & (c.w_tix >= 0))
     if not len(rows):
         return None
     inputs = copy_input(_strings(t, c.w_vid[rows]))
-    topics = pd.concat([t.writes[["topic", "tid"]], t.reads[["topic", "tid"]]]).drop_duplicates("topic")
-    tid = inputs["topic"].map(dict(zip(topics["topic"].astype(str), topics["tid"]))).to_numpy(dtype="float64")
-    known = ~np.isnan(tid)
-    inputs, rows = inputs[known], rows[inputs.index.to_numpy()[known]]
-    pos = pack(tid[known].astype(np.int64), inputs["partition"].to_numpy(np.int64), inputs["offset"].to_numpy(np.int64))
+    topics = t.reads[["topic", "tid"]].drop_duplicates("topic")  # an input is read in the final scan
+    names = pa.array(topics["topic"].astype(str).tolist(), type=pa.string())
+    known_at = pc.index_in(inputs.topic, value_set=names).to_numpy(zero_copy_only=False)
+    known = ~np.isnan(known_at.astype("float64"))
+    tid = topics["tid"].to_numpy(np.int64)[known_at[known].astype(np.int64)]
+    rows = rows[inputs.at[known]]
+    pos = pack(tid, inputs.partition[known], inputs.offset[known])
     at = np.minimum(np.searchsorted(vo.pos, pos), len(vo.pos) - 1)
     there = vo.pos[at] == pos
     # what it copied is there
-    there[there] = pc.equal(_strings(t, vo.vid[at[there]]), pa.array(inputs["value"].to_numpy()[there], type=pa.string())).to_numpy(
-        zero_copy_only=False)
+    copied = inputs.value.take(pa.array(np.flatnonzero(known)[there], type=pa.int64()))
+    there[there] = pc.equal(_strings(t, vo.vid[at[there]]), copied).to_numpy(zero_copy_only=False)
     at, rows = at[there], rows[there]
     writer = vo.rec_tix[at]
     mine = writer >= 0

@@ -98,4 +98,5 @@ def test_copy_values_are_parsed_and_others_dropped() -> None:
 
     got = copy_input(pd.Series(["not a copy", "copy/in-1/2/30/c.0-1/v/with/slashes", "copy/x/y/z/a/b", "copy/short"],
                                dtype="str"))
-    assert got.to_dict("index") == {1: {"topic": "in-1", "partition": 2, "offset": 30, "value": "v/with/slashes"}}
+    assert got.at.tolist() == [1] and got.topic.to_pylist() == ["in-1"] and got.value.to_pylist() == ["v/with/slashes"]
+    assert got.partition.tolist() == [2] and got.offset.tolist() == [30]
