@@ -9,8 +9,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from harness.checker.arrays import span
 from harness.checker.checks import MAX_EXAMPLES, NO_COMMITTED_RECORDS, Found, _position_at, cols, poll_times
@@ -165,6 +163,9 @@ class Reads:
 def _strings(t: Tables, vids: np.ndarray) -> Any:
     """The values of ``vids`` as an Arrow array: taken from the values in memory without a Python
     string each (900k copies: 0.6 s less), else ``values_at``'s."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     if t.values is not None and isinstance(t.values.array, pd.arrays.ArrowStringArray):
         return pc.take(pa.array(t.values.array), pa.array(vids, type=pa.int64()))
     return pa.array(values_at(t, vids), type=pa.string())
@@ -201,6 +202,9 @@ def _copier_reads(t: Tables, vo: VersionOrder) -> Reads | None:
     rows = np.flatnonzero(np.isin(c.w_tid, copy_tids) & (c.w_tix >= 0))
     if not len(rows):
         return None
+    import pyarrow as pa  # here: only a history with a copier needs Arrow's strings
+    import pyarrow.compute as pc
+
     inputs = copy_input(_strings(t, c.w_vid[rows]))
     topics = t.reads[["topic", "tid"]].drop_duplicates("topic")  # an input is read in the final scan
     names = pa.array(topics["topic"].astype(str).tolist(), type=pa.string())
