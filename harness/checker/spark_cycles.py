@@ -213,8 +213,8 @@ def _copier_reads(h: SparkHistory) -> DataFrame | None:
                                 F.col("invoke_time").alias("done")), "reader_txn"))
     parts = F.split("value", "/", 6)
     parsed = (h.value_of(outs).select("reader_txn", "reader_process", "done", F.get(parts, 0).alias("prefix"),
-                                      F.get(parts, 1).alias("topic"), F.get(parts, 2).cast("long").alias("partition"),
-                                      F.get(parts, 3).cast("long").alias("offset"), F.get(parts, 5).alias("input"))
+                                      F.get(parts, 1).alias("topic"), F.get(parts, 2).try_cast("long").alias("partition"),
+                                      F.get(parts, 3).try_cast("long").alias("offset"), F.get(parts, 5).alias("input"))
               .where((F.col("prefix") == COPY_PREFIX) & F.col("partition").isNotNull() & F.col("offset").isNotNull()
                      & F.col("input").isNotNull()))
     tids = h.reads.select("tid", "topic").unionByName(h.raw_writes.select("tid", "topic")).distinct()
