@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from harness.checker import figures, progress
+from harness.checker import figures, progress, spark_cycles
 from harness.checker.checks import (
     MAX_EXAMPLES,
     NO_ACKED_OFFSETS,
@@ -124,10 +124,14 @@ class SparkHistory:
         #: ``_send_order``: (a send below the one before it in its transaction, a transaction below
         #: the one before it), once looked at
         self.send_order: tuple[bool, bool] | None = None
+        #: ``g0`` and ``g1c``'s shared frames (harness/checker/spark_cycles.py): one row per transaction is kept
+        self.cycles: dict[str, Any] = {}
 
     def release(self) -> None:
-        """Nothing is cached: each check reads the Parquet files again, which costs less than keeping
-        tens of millions of rows in the JVM (and keeps its memory flat)."""
+        """Nothing else is cached: each check reads the Parquet files again, which costs less than
+        keeping tens of millions of rows in the JVM (and keeps its memory flat)."""
+        if "m" in self.cycles:
+            self.cycles["m"].unpersist()
 
     @property
     def summary(self) -> dict[str, Any]:
@@ -908,7 +912,8 @@ CHECKS = {name: _nothing(name, check) if name in _NEEDS else check for name, che
     "wrong-offset": _unless(wrong_offset, ("multi_positioned",)),
     "nonmonotonic-send": nonmonotonic_send, "int-nonmonotonic-send": int_nonmonotonic_send,
     "nonmonotonic-poll": nonmonotonic_poll, "poll-skip": poll_skip, "zombie-commit": zombie_commit,
-    "copy-exactly-once": copy_exactly_once, "spark-exactly-once": spark_exactly_once,
+    "copy-exactly-once": copy_exactly_once, "g0": spark_cycles.g0, "g1c": spark_cycles.g1c,
+    "spark-exactly-once": spark_exactly_once,
     "app-map": _default_engine_only("app-map", MAP), "app-aggregate": _default_engine_only("app-aggregate", AGGREGATE),
     "lso-stall": lso,
 }.items()}

@@ -128,6 +128,10 @@ def bench_checker_cmd(
         "one master and two workers on loopback, started for the benchmark) or spark://HOST:PORT."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
     app: AppHistory | None = AppOpt,
+    copier: bool = typer.Option(
+        False, "--copier", help="With a copier that copied every committed value (one copier transaction per "
+        "producer transaction), as a run of an exactly-once copier leaves it: what the copier costs the checks "
+        f"(copy-exactly-once, g1c). Default engine only; at most {MAX_APP_VALUES // 1_000_000}M values (built in memory)."),
 ) -> None:
     """Load and check a valid synthetic history of N values (median of --runs, each in its own process)."""
     from contextlib import ExitStack
@@ -135,8 +139,13 @@ def bench_checker_cmd(
     from harness.bench.checker import bench, median_of
     from harness.bench.infra import machine
 
+    if app is not None and copier:
+        raise ConfigError(f"--app {app.value} and --copier: one history at a time")
     if app is not None:
         _bench_app_checker(values, runs, engine, master, app, as_json)
+        return
+    if copier:
+        _bench_copier_checker(values, runs, engine, master, as_json)
         return
     if master is not None and engine is not Engine.spark:
         raise ConfigError(f"--master {master}: only the Spark engine runs on a Spark master (add --engine spark)")
@@ -169,6 +178,27 @@ def bench_checker_cmd(
         out.print(f"on {result['master']}: Spark jobs {result['spark']['jobs']}, stages {result['spark']['stages']}, "
                   f"shuffles {result['spark']['shuffles']} ({result['spark']['shuffle_mb']} MiB written); "
                   f"peak RSS by process (first run): {result['samples'][0]['peak_rss_mb_by_process']}", highlight=False)
+
+
+def _bench_copier_checker(values: int, runs: int, engine: Engine, master: str | None, as_json: bool) -> None:
+    """``bench checker --copier``: the copier's history generated once, loaded and checked --runs times."""
+    from harness.bench.checker import COPIER, bench_app, median_of
+    from harness.bench.infra import machine
+
+    if engine is not Engine.default or master is not None:
+        raise ConfigError("--copier: the default engine only (drop --engine spark and --master)")
+    if values > MAX_APP_VALUES:
+        raise ConfigError(f"--values {values} with --copier: at most {MAX_APP_VALUES} (the history is built in memory)")
+    samples = bench_app(values, COPIER, runs)
+    cost = {name: statistics.median(s["by_check_s"][name] for s in samples) for name in ("copy-exactly-once", "g0", "g1c")}
+    result = {**median_of(samples), "copier": True, "by_check_s": cost, "machine": machine()}
+    if as_json:
+        print_json(result)
+        return
+    out.print(f"machine: {result['machine']}", highlight=False)
+    out.print(f"copier history, {result['values']} values written, median of {runs}: read {result['read_s']}s, "
+              f"check {result['check_s']}s ({result['values_per_s']:.0f} values/s), of which "
+              + ", ".join(f"{k} {v}s" for k, v in cost.items()) + f", peak RSS {result['peak_rss_mb']} MiB", highlight=False)
 
 
 def _bench_app_checker(values: int, runs: int, engine: Engine, master: str | None, app: AppHistory,

@@ -59,12 +59,22 @@ class History:
         """``sends``: (topic, partition, value, offset Kafka returned or None); ``keys``: one per send;
         ``error``: a failed or unknown one's (a timeout unless said); ``took``: ns more between its
         invoke and its completion."""
-        inv = [["send", t, p, v] for t, p, v, _ in sends]
-        self._add(process=process, type=INVOKE, f=TXN, value=inv, txn_id=txn_id,
-                  **({"keys": keys} if keys is not None else {}))
+        self.begin(process, sends, txn_id, keys)
         self.t += took
+        self.end(process, sends, outcome, txn_id, error)
+
+    def begin(self, process: str, sends: list[tuple[str, int, str, int | None]], txn_id: str | None = None,
+              keys: list[str | None] | None = None) -> None:
+        """A transaction's invoke alone (``end`` completes it): ops of other processes may come between."""
+        self._add(process=process, type=INVOKE, f=TXN, value=[["send", t, p, v] for t, p, v, _ in sends], txn_id=txn_id,
+                  **({"keys": keys} if keys is not None else {}))
+
+    def end(self, process: str, sends: list[tuple[str, int, str, int | None]], outcome: str = OK,
+            txn_id: str | None = None, error: str | None = None) -> None:
+        """The completion of ``process``'s transaction ``begin`` invoked (the same ``sends``); its
+        commit was called 500 ns before it; ``error``: a failed or unknown one's (a timeout unless said)."""
         commit_at = self.t + 500
-        done = [["send", t, p, v, o] for t, p, v, o in sends] if outcome == OK else inv
+        done = [["send", t, p, v, o] if outcome == OK else ["send", t, p, v] for t, p, v, o in sends]
         self._add(process=process, type=outcome, f=TXN, value=done, commit_at=commit_at, txn_id=txn_id,
                   **({"error": error or "KafkaError{code=_TIMED_OUT}"} if outcome != OK else {}))
 

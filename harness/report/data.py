@@ -358,8 +358,10 @@ def example_positions(ex: dict[str, Any]) -> list[tuple[str, int, int | None]]:
         spots.append((str(ex["topic"]), int(ex["partition"]), int(off) if isinstance(off, (int, float)) else None))
     for v in ex.values():
         for p in v if isinstance(v, list) else [v]:
-            if is_position(p):
-                spots.append((str(p["topic"]), int(p["partition"]), int(p["offset"])))
+            # a position, or a step of a cycle (g0, g1c) that names some
+            for q in [p] if is_position(p) else p.values() if isinstance(p, dict) else []:
+                if is_position(q):
+                    spots.append((str(q["topic"]), int(q["partition"]), int(q["offset"])))
     return spots
 
 
