@@ -108,6 +108,7 @@ def test_negative_control_read_uncommitted_copier_is_caught_by_g1c(run_scenario)
     assert v["as_expected"] is True, v.summary()
 
 
+@pytest.mark.library  # every valid copier run in make test is g1c's clean twin too (the Java copier's)
 def test_the_same_copier_reading_committed_draws_no_cycle(run_scenario) -> None:  # type: ignore[no-untyped-def]
     """negative-g1c's twin: the same long, overlapping transactions and a read_committed copier."""
     sc = scenario.load("negative-g1c")
