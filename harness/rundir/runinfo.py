@@ -16,17 +16,13 @@ def _dist(name: str) -> str | None:
         return None
 
 
-#: The Python distribution of a client library that takes no version (the installed one runs).
-INSTALLED = {"confluent-kafka": "confluent-kafka", "kafka-python": "kafka-python"}
-
-
 def versions(kafka_version: str | None, libraries: dict[str, str | None] | None = None) -> dict[str, Any]:
     """Kafka, the clients and the harness, as the report shows them. ``libraries``: the workloads'
     client libraries by name, each with the release it was resolved to (None: an installed Python
-    package, whose version is read here), so a Java or Go run's client release is on record too."""
+    package of that name, whose version is read here), so a Java or Go run's client release is on record too."""
     import confluent_kafka
 
-    clients = {name: version or _dist(INSTALLED.get(name, name)) for name, version in (libraries or {}).items()}
+    clients = {name: version or _dist(name) for name, version in (libraries or {}).items()}
     return {
         "clients": clients,
         "kafka": kafka_version,
