@@ -146,8 +146,14 @@ def workload_configs(sc: Scenario, run_dir: Path, bootstrap: str, seed: int,
                               settings=settings, client=dict(w.client), library=w.library,
                               topic_names=dict(topic_names or {}), instances=w.count)
 
-    return [(kind, config(kind, name, settings, w), now) for w in sc.workloads
-            for kind, name, settings, now in registry.kind(w.kind).processes(w.count, dict(w.settings))]
+    out: list[tuple[str, WorkloadConfig, bool]] = []
+    numbered: dict[str, int] = {}  # kind -> its processes so far: two entries of a kind never share a name
+    for w in sc.workloads:
+        first = numbered.get(w.kind, 0)
+        numbered[w.kind] = first + w.count
+        out += [(kind, config(kind, name, settings, w), now)
+                for kind, name, settings, now in registry.kind(w.kind).processes(w.count, dict(w.settings), first)]
+    return out
 
 
 def cluster_that_is_up(backend: Backend, sc: Scenario, kafka_version: str | None = None,

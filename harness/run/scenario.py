@@ -215,6 +215,12 @@ class Scenario(Strict):
                 raise _invalid(("workloads", i, "settings"), f"a {w.kind} workload needs settings {missing}, "
                                                               f"each one of the scenario's topics {self.topics}")
         self._one_app()
+        for kind in {w.kind for w in self.workloads if registry.kind(w.kind).roles}:
+            entries = [i for i, w in enumerate(self.workloads) if w.kind == kind]
+            if len(entries) > 1:  # its processes are named by role, so a second entry's would be the first's
+                raise _invalid(("workloads", entries[1], "kind"), f"a second {kind} entry: its processes are named by "
+                                                                  f"role ({', '.join(registry.kind(kind).roles)}); "
+                                                                  f"a scenario has one")
         for i, f in enumerate(self.faults):
             problem = self._leader_of_problem(f)
             if problem:

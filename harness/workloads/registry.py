@@ -339,12 +339,13 @@ class Kind:
     #: the harness's own: a scenario cannot name it (it comes with another kind's entry)
     internal: bool = False
 
-    def processes(self, count: int, settings: dict[str, Any]) -> list[Process]:
-        """(kind, process name, settings, start with the run?) for one scenario entry of ``count``."""
+    def processes(self, count: int, settings: dict[str, Any], first: int = 0) -> list[Process]:
+        """(kind, process name, settings, start with the run?) for one scenario entry of ``count``,
+        numbered from ``first``: the processes of an earlier entry of the same kind come before."""
         if self.roles:
             own = [(self.name, f"{self.name}-{role}", {**settings, "role": role}, i == 0) for i, role in enumerate(self.roles)]
         else:
-            own = [(self.name, f"{self.name}-{i}", dict(settings), True) for i in range(count)]
+            own = [(self.name, f"{self.name}-{i}", dict(settings), True) for i in range(first, first + count)]
         return own + (self.companions(settings) if self.companions else [])
 
     def required_topics(self, settings: dict[str, Any]) -> list[str]:
