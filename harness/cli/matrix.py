@@ -60,7 +60,7 @@ def matrix_cmd(
     defn, scs = matrix.define(scenarios, clients, levels, seeds, master, backend, duration, kafka_version, kafka_versions)
     m = matrix.continued(old, defn, folder or Path("."))
     if dry_run:
-        _print_plan(matrix.plan(m, scs))
+        print_plan(matrix.plan(m, scs))
         return
     # a Kafka or client release that does not exist is refused before any cluster starts or any cell runs
     matrix.prepare_kafka(m, "--kafka-version" if kafka_version is not None else "--kafka-versions")
@@ -87,7 +87,7 @@ def matrix_cmd(
         raise typer.Exit(m.exit_code())
 
 
-def _print_plan(p: dict[str, Any]) -> None:
+def print_plan(p: dict[str, Any]) -> None:
     """``matrix.plan`` as lines: the matrix, its seeds, each cluster with its cells, the estimate."""
     from harness.campaigns.matrix import CLUSTER_START_S, RUN_OVERHEAD_S
 

@@ -1,0 +1,227 @@
+"""``eos-chaos hunt``: scenarios that know nothing of any bug, drawn from a seed, run as a matrix over
+clients (docs/HUNT.md). Each seed draws the workloads' shapes (transaction sizes, gaps between
+writes, abort shares, timeouts, a copier or not) and a schedule of faults from a catalogue of
+request-aware faults (hold, drop the response of, or answer with an error the transactional APIs,
+Produce, FindCoordinator, InitProducerId), process pauses and kills, a coordinator kill and latency
+around the clients' request timeout. The drawn scenario is a YAML file in the hunt's folder: it
+replays with ``eos-chaos run FILE``, and ``minimize`` cuts it down like any other.
+
+The summary is a pure function of the matrix's record and the run folders: per column (client,
+Kafka version, transaction version), the seeds that found something, the checks, and when the
+first anomaly happened."""
+
+from __future__ import annotations
+
+import random
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.base.errors import ConfigError
+from harness.campaigns.matrix import Matrix, level_name
+
+#: What a drawn scenario's name starts with; its file is ``scenarios/hunt-<seed>.yaml``.
+PREFIX = "hunt-"
+SCENARIOS = "scenarios"
+HUNT_JSON = "hunt.json"
+HUNT_MD = "HUNT.md"
+#: The quiet start and end of a drawn run (the workloads commit before the first fault and after the last).
+START_S = (2.0, 5.0)
+QUIET_END_S = 10.0
+#: Each drawn fault's length and the gap after it, seconds: about one fault every 3.4 s, so a 100 s
+#: run holds some 25 (throughput under faults is what finds bugs: docs/BENCHMARKS.md)
+FAULT_S = (1.0, 4.0)
+GAP_S = (0.3, 1.5)
+#: The clients' request timeouts the draw picks from (ms): librdkafka's socket.timeout.ms and
+#: Java's request.timeout.ms, both given; short ones let a held request outlive the client's wait.
+REQUEST_TIMEOUTS_MS = (1500, 2000, 3000, 5000, 10000)
+COMMIT_TIMEOUTS_S = (1, 2, 5, 30)
+#: The requests the wire faults act on, with their weights: a copier's APIs only with a copier.
+PRODUCER_APIS = {"EndTxn": 4, "AddPartitionsToTxn": 3, "Produce": 2, "FindCoordinator": 1, "InitProducerId": 1}
+COPIER_APIS = {"TxnOffsetCommit": 1, "AddOffsetsToTxn": 1}
+#: The errors a fault may answer a request with: only ones that say the request did nothing (the
+#: proxy did not forward it), so that a correct client retries. An error that claims the request
+#: was done (DUPLICATE_SEQUENCE_NUMBER on a Produce that never reached the broker) would make a
+#: correct client lose a write: a false alarm of the harness's own making.
+RETRIABLE_ERRORS = {
+    "Produce": ("NOT_LEADER_OR_FOLLOWER", "NOT_ENOUGH_REPLICAS"),
+    **{api: ("NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "CONCURRENT_TRANSACTIONS")
+       for api in ("EndTxn", "AddPartitionsToTxn", "AddOffsetsToTxn", "TxnOffsetCommit", "InitProducerId")},
+}
+#: The kinds of fault and their weights.
+KINDS = {"hold-requests": 5, "drop-api-responses": 2, "error-responses": 2, "latency": 1, "pause-workload": 1,
+         "kill-workload": 1, "kill-coordinator": 1}
+
+
+def seeds(master: int, n: int) -> list[int]:
+    """The hunt's ``n`` seeds, drawn from ``master``: the same master seed draws the same scenarios."""
+    rnd = random.Random(f"hunt/{master}")
+    return [rnd.randrange(2**31) for _ in range(n)]
+
+
+def draw(seed: int, duration: float) -> dict[str, Any]:
+    """The scenario seed ``seed`` draws (as its YAML file holds it), ``duration`` seconds long."""
+    rnd = random.Random(f"hunt-scenario/{seed}")
+    timeout_ms = rnd.choice(REQUEST_TIMEOUTS_MS)
+    client = {"socket.timeout.ms": timeout_ms, "request.timeout.ms": timeout_ms}
+    shape = {"values_per_txn": rnd.randint(1, 8), "abort_share": rnd.choice([0.0, 0.0, 0.1, 0.3]),
+             "send_gap_ms": rnd.choice([0, 0, 10, 30, 100]), "commit_timeout_s": rnd.choice(COMMIT_TIMEOUTS_S)}
+    copier = rnd.random() < 0.5
+    workloads: list[dict[str, Any]] = [
+        {"kind": "txn-producer", "count": rnd.choice([1, 1, 2]), "settings": {**shape, "topics": ["hunt-in"]},
+         "client": dict(client)}]
+    if copier:
+        workloads.append({"kind": "copier", "settings": {"input": "hunt-in", "output": "hunt-out",
+                                                          "abort_share": rnd.choice([0.0, 0.1])}, "client": dict(client)})
+    workloads.append({"kind": "reader", "count": 1})
+    apis = {**PRODUCER_APIS, **(COPIER_APIS if copier else {})}
+    faults = []
+    t = rnd.uniform(*START_S)
+    while True:
+        length = round(rnd.uniform(*FAULT_S), 1)
+        if t + length > duration - QUIET_END_S:
+            break
+        faults.append(_fault(rnd, round(t, 1), length, apis, timeout_ms, copier))
+        t += length + rnd.uniform(*GAP_S)
+    described = (f"Drawn by eos-chaos hunt from seed {seed}: {len(faults)} faults over {duration:g} s; "
+                 f"{shape['values_per_txn']} values a transaction, {shape['send_gap_ms']} ms between writes, "
+                 f"{shape['abort_share']:.0%} aborted, {shape['commit_timeout_s']} s commit timeout, "
+                 f"{timeout_ms} ms request timeout" + (", and a copier" if copier else ""))
+    return {"name": f"{PREFIX}{seed}", "description": described, "duration": duration,
+            "topics": ["hunt-in", "hunt-out"] if copier else ["hunt-in"], "workloads": workloads,
+            "faults": faults, "expect": {"valid": None}}
+
+
+def _fault(rnd: random.Random, at: float, length: float, apis: dict[str, int], timeout_ms: int,
+           copier: bool) -> dict[str, Any]:
+    f = _drawn_fault(rnd, at, length, apis, timeout_ms, copier)
+    return {"at": f.pop("at"), "kind": f.pop("kind"), **f}  # as a scenario file is written: when, what, then how
+
+
+def _drawn_fault(rnd: random.Random, at: float, length: float, apis: dict[str, int], timeout_ms: int,
+                 copier: bool) -> dict[str, Any]:
+    kind = _weighted(rnd, KINDS)
+    base: dict[str, Any] = {"at": at, "duration": length}
+    if kind in ("hold-requests", "drop-api-responses", "error-responses"):
+        pool = {a: w for a, w in apis.items() if kind != "error-responses" or a in RETRIABLE_ERRORS}
+        api = _weighted(rnd, pool)
+        f = {**base, "kind": kind, "api": api, "count": rnd.choice([1, 1, 2, 3, 0]),
+             # the coordinator of the run's first transactional.id; a Produce or FindCoordinator on any broker
+             "target": "all" if api in ("Produce", "FindCoordinator") else "coordinator"}
+        if kind == "hold-requests":
+            f["until"] = rnd.choice(["timeout", "client-gone"])
+            # held for a share of the client's request timeout (some outlive it, some not); or, once the
+            # client has given up and closed its connection, delivered a moment later, while it is
+            # into what it does next
+            f["hold_ms"] = (int(timeout_ms * rnd.choice([0.05, 0.2, 0.5, 0.9, 1.1, 2.0])) if f["until"] == "timeout"
+                            else rnd.choice([50, 100, 200, 300, 400, 1000]))
+        elif kind == "error-responses":
+            f["error"] = rnd.choice(RETRIABLE_ERRORS[api])
+        return f
+    if kind == "latency":  # around the clients' request timeout: some requests outlive it, some not
+        return {**base, "kind": "latency", "target": "coordinator", "listeners": "client",
+                "params": {"latency_ms": int(timeout_ms * rnd.uniform(0.5, 1.5)), "jitter_ms": int(timeout_ms * 0.1)}}
+    if kind == "kill-coordinator":  # down at least 3 s (a restart takes some), so it may overlap the next fault
+        return {**base, "kind": "kill", "target": "coordinator", "duration": max(length, 3.0)}
+    workload = rnd.choice(["txn-producer", "copier"] if copier else ["txn-producer"])
+    return {**base, "kind": kind, "workload": workload}
+
+
+def _weighted(rnd: random.Random, weights: dict[str, int]) -> str:
+    return rnd.choices(list(weights), weights=list(weights.values()))[0]
+
+
+def write_scenarios(folder: Path, hunt_seeds: list[int], duration: float) -> list[Path]:
+    """Each seed's scenario as ``folder/scenarios/hunt-<seed>.yaml`` (rewritten: a draw is the same
+    every time); their paths, in seed order."""
+    d = folder / SCENARIOS
+    d.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for s in hunt_seeds:
+        p = d / f"{PREFIX}{s}.yaml"
+        p.write_text(yaml.safe_dump(draw(s, duration), sort_keys=False, width=120))
+        paths.append(p)
+    return paths
+
+
+# ---- the summary ----
+
+@dataclass(frozen=True)
+class Found:
+    """One run of the hunt as the summary sees it."""
+
+    seed: int
+    outcome: str  # valid, invalid, unknown
+    checks: dict[str, int]
+    #: seconds after the schedule's start at which the earliest anomaly the report marks was complete
+    first_anomaly_s: float | None
+    replay: str | None
+
+
+def first_anomaly_s(run_dir: Path) -> float | None:
+    """When the earliest of the examples the report marks (its first 12) was complete, in seconds
+    after the schedule's start; None for a run without one (or whose folder cannot be read)."""
+    from harness.report.data import load
+
+    try:
+        marked = load(run_dir).marked
+    except (ConfigError, OSError, ValueError, KeyError):  # a run folder cut short: the table says "-"
+        return None
+    return round(min(m.end_s for m in marked), 1) if marked else None
+
+
+def summary(m: Matrix, out: Path, first_of: Callable[[Path], float | None] = first_anomaly_s) -> dict[str, Any]:
+    """Per column (client, Kafka version, transaction version): every seed's outcome, the detection
+    rate (invalid among the runs judged), how many were unknown, which checks fired in how many
+    seeds, and the median time to the first anomaly (``first_of`` a finding's run folder)."""
+    columns: dict[tuple[str, str, str], list[Found]] = {}
+    for r in sorted(m.runs.values(), key=lambda r: (r.client, r.kafka_version, level_name(r.transaction_version))):
+        seed = int(Path(r.scenario).stem.removeprefix(PREFIX))
+        t = first_of(out / r.run_dir) if r.outcome == "invalid" else None
+        columns.setdefault((r.client, r.kafka_version, level_name(r.transaction_version)), []).append(
+            Found(seed, r.outcome, dict(r.anomalies), t, r.command if r.outcome != "valid" else None))
+    return {"columns": [_column(key, runs) for key, runs in columns.items()]}
+
+
+def _column(key: tuple[str, str, str], runs: list[Found]) -> dict[str, Any]:
+    client, kv, tv = key
+    judged = [r for r in runs if r.outcome != "unknown"]
+    found = [r for r in runs if r.outcome == "invalid"]
+    checks: dict[str, int] = {}
+    for r in found:
+        for name in r.checks:
+            checks[name] = checks.get(name, 0) + 1
+    times = [r.first_anomaly_s for r in found if r.first_anomaly_s is not None]
+    return {"client": client, "kafka_version": kv, "transaction_version": tv, "seeds": len(runs),
+            "judged": len(judged), "found": len(found), "unknown": len(runs) - len(judged),
+            "detection_rate": round(len(found) / len(judged), 3) if judged else None,
+            "checks": dict(sorted(checks.items(), key=lambda kv_: (-kv_[1], kv_[0]))),
+            "median_first_anomaly_s": round(statistics.median(times), 1) if times else None,
+            "runs": [r.__dict__ for r in sorted(runs, key=lambda r: r.seed)]}
+
+
+def page(s: dict[str, Any], folder_name: str) -> str:
+    """HUNT.md: a table per column of the summary, one row per seed, with its replay."""
+    lines = [f"# Hunt {folder_name}", "",
+             "Scenarios drawn from seeds (`scenarios/`), run as a matrix (`matrix.html`); docs/HUNT.md says what is drawn.", "",
+             "| client | Kafka | tv | seeds | found | unknown | detection rate | checks (seeds) | median time to the first anomaly |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for c in s["columns"]:
+        rate = "-" if c["detection_rate"] is None else f"{c['detection_rate']:.0%}"
+        checks = ", ".join(f"{k} ({n})" for k, n in c["checks"].items()) or "-"
+        t = "-" if c["median_first_anomaly_s"] is None else f"{c['median_first_anomaly_s']} s"
+        lines.append(f"| {c['client']} | {c['kafka_version']} | {c['transaction_version']} | {c['seeds']} | {c['found']} | "
+                     f"{c['unknown']} | {rate} | {checks} | {t} |")
+    for c in s["columns"]:
+        lines += ["", f"## {c['client']}, Kafka {c['kafka_version']}, transaction version {c['transaction_version']}", "",
+                  "| seed | outcome | checks | first anomaly | replay |", "|---|---|---|---|---|"]
+        for r in c["runs"]:
+            checks = ", ".join(f"{k}: {n}" for k, n in r["checks"].items()) or "-"
+            t = "-" if r["first_anomaly_s"] is None else f"{r['first_anomaly_s']} s"
+            replay = f"`{r['replay']}`" if r["replay"] else "-"
+            lines.append(f"| {r['seed']} | {r['outcome']} | {checks} | {t} | {replay} |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,108 @@
+"""``eos-chaos hunt``: scenarios drawn from seeds, knowing nothing of any bug, run as a matrix over
+clients (the draw and the summary live in harness.campaigns.hunt; docs/HUNT.md)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import tempfile
+from pathlib import Path
+
+import typer
+from rich.markup import escape
+
+from clusters import pins
+from clusters.backends import Backend
+from harness.base.errors import ConfigError
+from harness.cli.console import out
+from harness.cli.guard import EXIT_INTERRUPTED, guarded
+from harness.cli.matrix import print_plan
+from harness.cli.options import BackendOpt
+from harness.rundir.runfolder import check_out, make_folder, new_run_dir, write_output
+from harness.workloads.clients import DEFAULT_LIBRARY
+from harness.workloads.clients import spelled as client_libraries
+
+log = logging.getLogger(__name__)
+app = typer.Typer()
+
+#: Long enough for a few dozen faults and the workloads' own rhythm between them.
+DEFAULT_DURATION_S = 100.0
+#: A drawn run must fit a quiet start, a fault and the quiet end (harness.campaigns.hunt).
+MIN_DURATION_S = 20.0
+
+
+@app.command("hunt")
+@guarded
+def hunt_cmd(
+    seeds: int = typer.Option(10, "--seeds", min=1, max=1000, help="Scenarios to draw, one per seed."),
+    clients: str = typer.Option(DEFAULT_LIBRARY, "--clients", metavar="L,L,...",
+                                help=f"Client libraries ({client_libraries()}): each runs every drawn scenario "
+                                     f"\\[default: {DEFAULT_LIBRARY}]."),
+    levels: str = typer.Option("default", "--transaction-versions", metavar="V,V,...",
+                               help="Transaction versions the clusters are formatted with: 0, 1, 2 or default \\[default: default]."),
+    duration: float = typer.Option(DEFAULT_DURATION_S, "--duration", help="Each drawn scenario's length (s) \\[default: 100]."),
+    backend: Backend = BackendOpt,
+    out_dir: str = typer.Option(None, "--out", help="Hunt folder; the same command on it again resumes "
+                                "\\[default: results/<id>-hunt]."),
+    seed: int = typer.Option(None, "--seed", help="Master seed: the scenarios' seeds and the runs' \\[default: the "
+                             "folder's on resume, else random]."),
+    kafka_versions: str = typer.Option(None, "--kafka-versions", metavar="A,B,...",
+                                       help=f"Apache Kafka releases \\[default: {pins.KAFKA_VERSION}]."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the seeds, what each draws and the matrix's plan; "
+                                 "start nothing, write nothing."),
+) -> None:
+    """Draw --seeds scenarios (workload shapes and a schedule of request-aware faults, pauses, kills
+    and latency, from each seed), run each on every client; write hunt.json, HUNT.md and the matrix.
+
+    Resumable like matrix. Exit 0: every run valid; 1: some run found an anomaly; 3: some unknown; 130: interrupted."""
+    from harness.campaigns import hunt, matrix
+
+    if not MIN_DURATION_S <= duration <= 3600:
+        raise ConfigError(f"--duration {duration:g}: give {MIN_DURATION_S:g} to 3600 seconds (a drawn run needs a "
+                          f"quiet start, a fault and {hunt.QUIET_END_S:g} s of quiet end)")
+    folder = check_out(Path(out_dir), "--out", "hunt folder", resumable=True) if out_dir else None
+    old = matrix.load(folder) if folder is not None else None
+    master = seed if seed is not None else old.definition.master_seed if old is not None else random.randrange(2**31)
+    hunt_seeds = hunt.seeds(master, seeds)
+    if dry_run:
+        with tempfile.TemporaryDirectory(prefix="eos-chaos-hunt-") as tmp:
+            paths = hunt.write_scenarios(Path(tmp), hunt_seeds, duration)
+            for one, p in zip(hunt_seeds, paths, strict=True):
+                out.print(escape(f"{p.name}: {hunt.draw(one, duration)['description']}"), highlight=False)
+            defn, scs = _define(matrix, paths, clients, levels, master, backend, kafka_versions)
+            print_plan(matrix.plan(matrix.continued(old, defn, folder or Path(tmp)), scs))
+        return
+    if folder is None:
+        folder = new_run_dir("hunt")
+    make_folder(folder)
+    paths = hunt.write_scenarios(folder, hunt_seeds, duration)
+    defn, scs = _define(matrix, paths, clients, levels, master, backend, kafka_versions)
+    m = matrix.continued(old, defn, folder)
+    matrix.prepare_kafka(m)
+    matrix.prepare_clients(m, scs)
+    log.info(f"hunt of {len(hunt_seeds)} drawn scenarios x {len(defn.clients)} clients on {backend.value}, master seed "
+             f"{master}; folder {folder}")
+    m = matrix.run_matrix(m, scs, folder)
+    summary = hunt.summary(m, folder)
+    write_output(folder / hunt.HUNT_JSON, json.dumps(summary, indent=1) + "\n")
+    write_output(folder / hunt.HUNT_MD, hunt.page(summary, folder.name))
+    for c in summary["columns"]:
+        rate = "-" if c["detection_rate"] is None else f"{c['detection_rate']:.0%}"
+        out.print(escape(f"{c['client']} / Kafka {c['kafka_version']} / tv {c['transaction_version']}: found something in "
+                         f"{c['found']} of {c['judged']} judged seeds ({rate}), {c['unknown']} unknown; checks "
+                         f"{c['checks'] or 'none'}; median time to the first anomaly "
+                         f"{c['median_first_anomaly_s'] if c['median_first_anomaly_s'] is not None else '-'} s"),
+                  highlight=False)
+    out.print(escape(f"{folder / hunt.HUNT_MD}, {folder / matrix.MATRIX_HTML}"), highlight=False)
+    if m.interrupted:
+        out.print(escape(f"interrupted; the same command with --out {folder} continues"), highlight=False)
+        raise typer.Exit(EXIT_INTERRUPTED)
+    if m.exit_code():
+        raise typer.Exit(m.exit_code())
+
+
+def _define(matrix, paths: list[Path], clients: str, levels: str, master: int, backend: Backend,  # type: ignore[no-untyped-def]
+            kafka_versions: str | None):
+    """The matrix of the drawn scenarios' files x the clients (``matrix.define``'s checks and errors)."""
+    return matrix.define(",".join(map(str, paths)), clients, levels, 1, master, backend, None, None, kafka_versions)

@@ -1,0 +1,140 @@
+"""``eos-chaos hunt`` without a cluster: what a seed draws (the same every time, always a valid
+scenario, only faults that cannot make a correct client unsafe), the summary's figures on a
+synthetic matrix (a finding and its clean twin), and the command through the matrix's fakes
+(tests/unit/test_matrix.py): its files, its page, resume, bad input. (A real hunt: docs/HUNT.md.)"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner, Result
+
+from harness.campaigns import hunt
+from harness.campaigns.matrix import Cell, Definition, Matrix, MatrixRun, RunKey
+from harness.cli import app
+from harness.run import scenario
+from tests.unit.test_cli import WIDE, _restore_logging  # noqa: F401 - the fixture puts the loggers back
+from tests.unit.test_matrix import Fakes, _levels_supported, install_fakes  # noqa: F401 - autouse fixture
+
+SEEDS = hunt.seeds(20261126, 40)
+
+
+def cli(*args: str) -> Result:
+    return CliRunner(env=WIDE).invoke(app, ["hunt", *args])
+
+
+def test_a_seed_draws_the_same_scenario_every_time_and_seeds_draw_different_ones() -> None:
+    assert hunt.seeds(7, 3) == hunt.seeds(7, 3) != hunt.seeds(8, 3)
+    assert hunt.draw(SEEDS[0], 100) == hunt.draw(SEEDS[0], 100)
+    drawn = [hunt.draw(s, 100) for s in SEEDS]
+    assert len({json.dumps(d["faults"]) for d in drawn}) == len(SEEDS)
+    shapes = {json.dumps(d["workloads"][0]["settings"], sort_keys=True) for d in drawn}
+    assert len(shapes) > len(SEEDS) // 2, "the workloads' shapes come from the seed too"
+
+
+def test_every_drawn_scenario_loads_and_its_faults_keep_to_the_run(tmp_path: Path) -> None:
+    kinds: set[str] = set()
+    for path in hunt.write_scenarios(tmp_path, SEEDS, 60):
+        sc = scenario.load(str(path))  # the scenario format's every check
+        assert sc.name == path.stem and sc.duration == 60
+        starts = [f.at for f in sc.faults]
+        assert starts == sorted(starts) and starts[0] >= hunt.START_S[0]
+        # each ends before the quiet end (a coordinator kill's 3 s at least may reach 2 s into it)
+        assert all(f.at + f.duration <= 60 - hunt.QUIET_END_S + 2 for f in sc.faults)
+        kinds |= {f.kind for f in sc.faults}
+    assert kinds == {"hold-requests", "drop-api-responses", "error-responses", "latency", "pause-workload",
+                     "kill-workload", "kill"}
+
+
+def test_errors_are_only_ones_that_say_the_request_did_nothing_and_copier_apis_only_with_a_copier() -> None:
+    for s in SEEDS:
+        d = hunt.draw(s, 100)
+        copier = any(w["kind"] == "copier" for w in d["workloads"])
+        for f in d["faults"]:
+            if f["kind"] == "error-responses":
+                assert f["error"] in hunt.RETRIABLE_ERRORS[f["api"]], f
+                assert f["error"] not in ("DUPLICATE_SEQUENCE_NUMBER", "PRODUCER_FENCED", "INVALID_TXN_STATE")
+            if f.get("api") in hunt.COPIER_APIS:
+                assert copier, f
+            if f["kind"] in ("pause-workload", "kill-workload") and f["workload"] == "copier":
+                assert copier, f
+
+
+def _matrix(outcomes: dict[tuple[str, int], str]) -> Matrix:
+    """A finished hunt matrix: (client, seed) -> outcome, one Kafka version, transaction version 2."""
+    names = sorted({f"out/scenarios/hunt-{seed}.yaml" for _, seed in outcomes})
+    clients = sorted({c for c, _ in outcomes})
+    m = Matrix(Definition(names, clients, [2], 1, 5, "local", None, ["4.4.0"]))
+    for (client, seed), outcome in outcomes.items():
+        name = f"out/scenarios/hunt-{seed}.yaml"
+        valid = {"valid": True, "invalid": False, "unknown": "unknown"}[outcome]
+        found = {"torn-transaction": 2, "aborted-read": 1} if outcome == "invalid" else {}
+        run = MatrixRun(name, client, "4.4.0", 2, 0, 99, f"runs/{client}/{seed}", valid, None, found, 100.0,
+                        command=f"eos-chaos run {name} --library {client}")
+        m.runs[RunKey(Cell(name, client, "4.4.0", 2), 0)] = run
+    return m
+
+
+def test_the_summary_counts_detection_over_the_judged_seeds_and_the_median_first_anomaly(tmp_path: Path) -> None:
+    m = _matrix({("confluent-kafka", 1): "invalid", ("confluent-kafka", 2): "invalid", ("confluent-kafka", 3): "valid",
+                 ("confluent-kafka", 4): "unknown", ("java@4.4.0", 1): "valid", ("java@4.4.0", 2): "valid",
+                 ("java@4.4.0", 3): "valid", ("java@4.4.0", 4): "valid"})
+    firsts = {tmp_path / "runs/confluent-kafka/1": 12.5, tmp_path / "runs/confluent-kafka/2": 30.5}
+    s = hunt.summary(m, tmp_path, first_of=lambda d: firsts[d])
+    exposed, safe = s["columns"]
+    assert (exposed["client"], exposed["found"], exposed["judged"], exposed["unknown"]) == ("confluent-kafka", 2, 3, 1)
+    assert exposed["detection_rate"] == 0.667 and exposed["median_first_anomaly_s"] == 21.5
+    assert exposed["checks"] == {"aborted-read": 2, "torn-transaction": 2}
+    assert [r["seed"] for r in exposed["runs"]] == [1, 2, 3, 4] and exposed["runs"][0]["replay"].startswith("eos-chaos run")
+    # the clean twin: a client that stayed valid in every seed
+    assert (safe["found"], safe["detection_rate"], safe["checks"], safe["median_first_anomaly_s"]) == (0, 0.0, {}, None)
+    assert all(r["replay"] is None for r in safe["runs"])
+    page = hunt.page(s, "hunt-x")
+    assert "| confluent-kafka | 4.4.0 | 2 | 4 | 2 | 1 | 67% | aborted-read (2), torn-transaction (2) | 21.5 s |" in page
+    assert "| java@4.4.0 | 4.4.0 | 2 | 4 | 0 | 0 | 0% | - | - |" in page
+
+
+@pytest.fixture
+def fakes(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Fakes:
+    return install_fakes(monkeypatch, tmp_path)
+
+
+def test_the_command_writes_the_scenarios_the_matrix_and_its_page_and_resumes(fakes: Fakes, tmp_path: Path) -> None:
+    seeds = hunt.seeds(3, 2)
+    fakes.outcome = lambda source, lib, seed: "invalid" if lib == "confluent-kafka" and str(seeds[0]) in source else "valid"
+    out = tmp_path / "h"
+    r = cli("--seeds", "2", "--seed", "3", "--duration", "30", "--clients", "confluent-kafka,java@4.4.0",
+            "--transaction-versions", "2", "--out", str(out))
+    assert r.exit_code == 1, r.output
+    assert sorted(p.name for p in (out / "scenarios").iterdir()) == sorted(f"hunt-{s}.yaml" for s in seeds)
+    assert yaml.safe_load((out / "scenarios" / f"hunt-{seeds[0]}.yaml").read_text()) == hunt.draw(seeds[0], 30)
+    s = json.loads((out / hunt.HUNT_JSON).read_text())
+    assert [(c["client"], c["found"], c["judged"]) for c in s["columns"]] == [("confluent-kafka", 1, 2), ("java@4.4.0", 0, 2)]
+    assert "found something in 1 of 2 judged seeds (50%)" in r.output and (out / hunt.HUNT_MD).is_file()
+    assert (out / "matrix.json").is_file() and len(fakes.runs) == 4
+    again = cli("--seeds", "2", "--duration", "30", "--clients", "confluent-kafka,java@4.4.0", "--transaction-versions",
+                "2", "--out", str(out))
+    assert again.exit_code == 1 and len(fakes.runs) == 4, "a resume runs nothing finished"
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--duration", "5"], "--duration 5: give 20 to 3600 seconds"),
+    (["--clients", "teleport"], "--clients"),
+    (["--transaction-versions", "7"], "--transaction-versions"),
+])
+def test_bad_input_is_exit_2_naming_the_flag_and_nothing_is_written(args: list[str], message: str, fakes: Fakes,
+                                                                    tmp_path: Path) -> None:
+    r = cli("--seeds", "1", "--out", str(tmp_path / "h"), *args)
+    assert r.exit_code == 2 and message in r.output, r.output
+    assert fakes.runs == [] and fakes.events == []
+
+
+def test_a_dry_run_prints_what_each_seed_draws_and_writes_nothing(fakes: Fakes, tmp_path: Path) -> None:
+    r = cli("--seeds", "2", "--seed", "3", "--dry-run", "--out", str(tmp_path / "h"))
+    assert r.exit_code == 0, r.output
+    assert all(f"hunt-{s}.yaml: Drawn by eos-chaos hunt from seed {s}" in r.output for s in hunt.seeds(3, 2))
+    assert "nothing started (--dry-run)" in r.output
+    assert not (tmp_path / "h").exists() and fakes.runs == []
