@@ -13,6 +13,7 @@ brought to the driver.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -1123,10 +1124,11 @@ def _spark_percentiles(lat: DataFrame) -> dict[str, float | None]:
     return {"p50": round(r.q[0], 2), "p95": round(r.q[1], 2), "p99": round(r.q[2], 2), "max": round(r.max, 2)}
 
 
-def check_run(run_dir: Path, spark: SparkSession) -> Verdict:
+def check_run(run_dir: Path, spark: SparkSession, seconds: dict[str, float] | None = None) -> Verdict:
     """The verdict of ``run_dir``'s history, computed by Spark in ``spark`` (the same as
     ``checker.check``'s). The caller owns the session (``harness.sparkjob.session.checker_session``):
-    the checker imports nothing of the project but the history."""
+    the checker imports nothing of the project but the history. ``seconds``, when given, gets the
+    wall time of each check, of the summary and of the figures (``stats``)."""
     from harness.checker import run_checks
 
     store.ensure_parquet(run_dir)
@@ -1141,10 +1143,13 @@ def check_run(run_dir: Path, spark: SparkSession) -> Verdict:
         def run() -> Any:
             # the check's Spark jobs carry its name (the Spark UI, the event log, ``bench checker``)
             spark.sparkContext.setJobGroup(name, f"eos-chaos check {name}")
+            t0 = time.monotonic()
             try:
                 return fn()
             finally:
                 spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+                if seconds is not None:
+                    seconds[name] = round(time.monotonic() - t0, 3)
         return run
 
     try:
