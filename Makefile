@@ -74,7 +74,7 @@ test-unit: setup-all
 chaos: setup-all
 	$(call pytest_with_engine,-m 'chaos and not library' $(PYTEST_ARGS))
 
-# Every scenario of the library with the verdict it expects (long: ~35 min per backend).
+# Every scenario of the library with the verdict it expects (long: ~40 min per backend).
 library: setup-all
 	$(call pytest_with_engine,-m library $(PYTEST_ARGS))
 

@@ -1,5 +1,6 @@
 """What the nemesis needs of the workload processes it faults: ``WorkloadControl``, a protocol
-``harness.run.supervisor.Supervisor`` implements. chaos/ drives workloads only through it, so it never
+``harness.run.supervisor.Supervisor`` implements, and ``Progress``, whether a workload made progress
+lately (``harness.run.readiness.ProgressLog``). chaos/ drives workloads only through them, so it never
 imports the workloads, the Spark job or the supervisor.
 """
 
@@ -24,6 +25,12 @@ class Incarnation(Protocol):
 class WorkloadControl(Protocol):
     def of_kind(self, kind: str) -> list[str]:
         """The names of the workload processes of ``kind`` (``reader-0``, ...)."""
+        ...
+
+    def using_transactional_id(self, transactional_id: str) -> list[str]:
+        """The names of the workload processes whose producer uses ``transactional_id`` (a
+        txn-producer instance's is its own, fixed by its name; with ``producers: N``, each of its
+        producers has one)."""
         ...
 
     def alive(self, name: str) -> bool: ...
@@ -103,4 +110,15 @@ class SparkControl(Protocol):
 
     def signal_tree(self, pid: int, sig: int) -> list[int]:
         """Send ``sig`` to ``pid`` and every process under it (an executor and its Python workers)."""
+        ...
+
+
+class Progress(Protocol):
+    """What the nemesis asks before a fault aimed at a workload: has it made progress lately?
+    (harness/run/readiness.py ``ProgressLog`` answers from the history files.)"""
+
+    def finished_since(self, name: str, since_ns: int) -> int | None:
+        """How many ops that show progress (a transaction, a copy, a micro-batch, an app's output
+        read) workload process ``name`` finished at or after ``since_ns`` on the history's clock;
+        None when its kind shows no progress the history can tell (a reader)."""
         ...

@@ -2,6 +2,12 @@
 own (``apply``), stays on for its ``duration`` (or until the run ends), and is healed; each start and
 stop is recorded in the history (``process: nemesis``, ``f: fault``, ``type: info`` start / ``ok``
 stop) with its resolved target. What a fault does is its model's business (chaos/faults/).
+
+A fault aimed at workload processes first waits, in its own thread (the schedule of the others does
+not move), until one of them made progress since the previous fault on it ended (``Progress``: a
+transaction, a copy, a micro-batch, an app's output), at most ``PROGRESS_TIMEOUT_S``; its start
+event says how long it waited (``waited_s``) and whether it gave up (``wait_expired``), and it
+begins either way.
 """
 
 from __future__ import annotations
@@ -17,11 +23,13 @@ from contextlib import nullcontext
 from confluent_kafka.admin import AdminClient
 
 from chaos import targets
-from chaos.control import SparkControl, WorkloadControl
+from chaos.control import Progress, SparkControl, WorkloadControl
 from chaos.faults import Fault, FaultContext
 from chaos.targets import TargetDefaults
 from clusters.base import Cluster
 from clusters.health import admin_client
+from harness.base.errors import WaitTimeout
+from harness.base.wait import wait_until
 from harness.history.model import FAULT, NEMESIS
 from harness.history.recorder import Recorder
 
@@ -36,6 +44,11 @@ FAULT_END_TIMEOUT_S = 240.0
 #: A fault due before the run's end may wait for the one before it (broker faults never overlap):
 #: a node restart took 30+ s on a loaded 2-core machine. The run waits this long for it to begin.
 FAULT_BEGIN_TIMEOUT_S = 240.0
+
+#: A fault aimed at a workload waits this long at most for it to make progress since the previous
+#: fault on it (a Spark driver restarted from its checkpoint took 26-33 s to its first micro-batch;
+#: generous for a loaded 2-core machine), then begins anyway, its start event saying so.
+PROGRESS_TIMEOUT_S = 120.0
 
 #: The second instance's init_transactions must wait out the first's open transaction being
 #: aborted by the coordinator (it is fenced at once): seconds; generous for a loaded machine.
@@ -53,7 +66,8 @@ def _label(kind: str, value: dict[str, object]) -> str:
 
 class Nemesis:
     def __init__(self, cluster: Cluster, control: WorkloadControl, rec: Recorder, plan: Sequence[Fault] = (),
-                 seed: int = 0, defaults: TargetDefaults = NO_DEFAULTS, spark: SparkControl | None = None) -> None:
+                 seed: int = 0, defaults: TargetDefaults = NO_DEFAULTS, spark: SparkControl | None = None,
+                 progress: Progress | None = None) -> None:
         self.rnd = random.Random(f"{seed}/nemesis")  # "random" targets: reproducible per seed
         self.plan = list(plan)
         self.cluster = cluster
@@ -71,6 +85,16 @@ class Nemesis:
         self._process_lock = threading.Lock()
         #: per fault whose time came: set once it began (or failed, or gave up); ``await_begun``
         self._begun: list[tuple[Fault, threading.Event]] = []
+        #: None: faults aimed at workloads begin at their time, whatever the workloads did
+        self.progress = progress
+        #: when the schedule began (history ns): the first fault on a workload wants progress since then
+        self._t0 = 0
+        #: per workload process: when the last fault on it ended, and the faults due on it, in turn
+        self._ended_on: dict[str, int] = {}
+        self._queue: dict[str, list[object]] = {}
+        self._queue_lock = threading.Lock()
+        #: per fault (its ``begun``) waiting for its workloads' progress: what it waits for (``await_begun``)
+        self._waiting: dict[int, str] = {}
 
     @functools.cached_property
     def _admin(self) -> AdminClient:
@@ -99,15 +123,20 @@ class Nemesis:
         # start and stop of one fault share kind and node/links/workload (stop carries no target)
         return hash((kind, str(value.get("node")), str(value.get("links")), str(value.get("workload"))))
 
-    def _context(self) -> FaultContext:
+    def _context(self, noted: dict[str, object] | None = None) -> FaultContext:
+        """The context a fault acts through; ``noted``: fields its start events carry (its wait)."""
+        def start(kind: str, **value: object) -> None:
+            self._start(kind, **{**(noted or {}), **value})
+
         return FaultContext(cluster=self.cluster, resolve=self.resolve, control=self.control,
-                            start=self._start, end=self._end, stop=self.stop, rnd=self.rnd, spark=self.spark)
+                            start=start if noted else self._start, end=self._end, stop=self.stop, rnd=self.rnd,
+                            spark=self.spark, defaults=self.defaults)
 
     def run(self) -> None:
         """Returns once every started fault has ended (``stop`` ends them early). Each fault starts
         at its time, in a thread of its own, so faults whose windows overlap are on together; a
         fault that fails is recorded and the run goes on."""
-        t0 = self.rec.now()
+        t0 = self._t0 = self.rec.now()
         running: list[threading.Thread] = []
         try:
             for fault in sorted(self.plan, key=lambda f: f.at):
@@ -120,6 +149,11 @@ class Nemesis:
                 th.start()
                 running.append(th)
         finally:
+            # a fault longer than FAULT_END_TIMEOUT_S is not late while its own duration runs: its
+            # deadline counts from when the run asks every fault to end (``stop``), or from the
+            # moment all of them ended by themselves
+            while any(th.is_alive() for th in running) and not self.stop.wait(0.2):
+                pass
             for th in running:
                 th.join(timeout=FAULT_END_TIMEOUT_S)
                 if th.is_alive():
@@ -142,10 +176,13 @@ class Nemesis:
         for fault, begun in list(self._begun):
             if not begun.is_set():
                 log.info(f"nemesis: waiting for {fault.kind}@{fault.at}s to begin before the run ends "
-                         "(the fault before it is still healing)")
+                         f"({self._why_late(begun)})")
             if not begun.wait(max(0.0, deadline - time.monotonic())):
                 self.errors.append(f"{fault.kind} at {fault.at}s: had not begun {timeout:.0f}s after the run's "
-                                   "duration (the node fault before it was still healing)")
+                                   f"duration ({self._why_late(begun)})")
+
+    def _why_late(self, begun: threading.Event) -> str:
+        return self._waiting.get(id(begun)) or "the node fault before it was still healing"
 
     def _guarded(self, fault: Fault, begun: threading.Event | None = None,
                  applied: threading.Event | None = None) -> None:
@@ -169,17 +206,81 @@ class Nemesis:
 
     def _once(self, fault: Fault, begun: threading.Event | None = None,
               applied: threading.Event | None = None) -> None:
-        with self._process_lock if fault.broker_process else nullcontext():
-            if self.stop.is_set():  # the run may have ended while this fault waited its turn
-                return
+        # a scheduled fault (``begun``) on workloads first waits for them to make progress
+        names = fault.workloads(self.control) if begun is not None and self.progress is not None else []
+        ticket = object()
+        self._queue_up(names, ticket)
+        try:
+            noted = self._await_progress(fault, names, ticket, begun) if names else {}
+            with self._process_lock if fault.broker_process else nullcontext():
+                if self.stop.is_set():  # the run may have ended while this fault waited its turn
+                    return
+                if begun is not None:
+                    begun.set()
+                heal = fault.apply(self._context(noted))
+                if applied is not None:
+                    applied.set()
+                if fault.holds:
+                    self.stop.wait(fault.duration)
+                heal()
+        finally:
+            self._leave(names, ticket)
+
+    def _queue_up(self, names: list[str], ticket: object) -> None:
+        """Faults on a workload process take their turns: one due while an earlier one on it is still
+        waiting or on waits for it to end (and then for progress since)."""
+        with self._queue_lock:
+            for n in names:
+                self._queue.setdefault(n, []).append(ticket)
+
+    def _leave(self, names: list[str], ticket: object) -> None:
+        """The fault ``ticket`` on ``names`` ended: the next one on them wants progress since now."""
+        now = self.rec.now()
+        with self._queue_lock:
+            for n in names:
+                self._queue[n].remove(ticket)
+                self._ended_on[n] = now
+
+    def _await_progress(self, fault: Fault, names: list[str], ticket: object,
+                        begun: threading.Event | None) -> dict[str, object]:
+        """Wait until the faults on ``names`` due before this one ended, and then until one of them
+        that is alive (or restarting itself) finished a progress op since the last fault on it ended
+        (the schedule's start for the first); at most ``PROGRESS_TIMEOUT_S``, or until the run
+        stops. What the fault's start events say of it: ``waited_s``, and ``wait_expired`` when the
+        deadline passed. Kinds that show no progress (a reader) are not waited for."""
+        progress = self.progress
+        assert progress is not None  # callers check
+        measured = [n for n in names if progress.finished_since(n, 0) is not None]
+        if not measured:
+            return {}
+
+        def ready() -> bool:
+            with self._queue_lock:
+                if any(self._queue[n][0] is not ticket for n in names):
+                    return False
+                since = {n: self._ended_on.get(n, self._t0) for n in measured}
+            live = [n for n in measured if self.control.alive(n) or self.control.restarts_itself(n)]
+            return not live or any(progress.finished_since(n, since[n]) for n in live)
+
+        what = f"progress of {', '.join(measured)} since the last fault on it (or the schedule's start)"
+        if begun is not None:
+            self._waiting[id(begun)] = f"it waits for {what}"
+        started = time.monotonic()
+        expired = False
+        try:
+            wait_until(ready, timeout=PROGRESS_TIMEOUT_S, what=what, interval=0.1, max_interval=1.0,
+                       fatal=lambda: "the run ended" if self.stop.is_set() else None)
+        except WaitTimeout:
+            expired = not self.stop.is_set()
+        finally:
             if begun is not None:
-                begun.set()
-            heal = fault.apply(self._context())
-            if applied is not None:
-                applied.set()
-            if fault.holds:
-                self.stop.wait(fault.duration)
-            heal()
+                self._waiting.pop(id(begun), None)
+        waited = round(time.monotonic() - started, 2)
+        if expired:
+            log.info(f"nemesis: {fault.kind}@{fault.at}s begins without {what}: none within {PROGRESS_TIMEOUT_S:.0f}s")
+        elif waited >= 1.0:
+            log.info(f"nemesis: {fault.kind}@{fault.at}s waited {waited:.1f}s for {what}")
+        return {"waited_s": waited, **({"wait_expired": True} if expired else {})}
 
     def resolve(self, target: str | int, of: str | None = None) -> int:
         """The node a target names right now (roles asked of the cluster over DIRECT)."""

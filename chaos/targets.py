@@ -4,8 +4,8 @@ group, the active controller. Roles are asked of the cluster over the DIRECT lis
 fault touches.
 
 confluent-kafka's Admin API has no FindCoordinator call, so a coordinator is found the way the
-broker places it: ``__transaction_state`` (``__consumer_offsets``) partition
-``abs(javaHash(id)) % partitions``, whose leader is the coordinator.
+broker places it (``harness.kafka.placement``): ``__transaction_state`` (``__consumer_offsets``)
+partition ``abs(javaHash(id)) % partitions``, whose leader is the coordinator.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 from typing import Protocol
+
+from harness.kafka.placement import coordinator_partition
 
 TXN_STATE_TOPIC = "__transaction_state"
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -34,24 +36,6 @@ class TargetDefaults:
 
 class _Admin(Protocol):
     def list_topics(self, topic: str | None = None, timeout: float = -1): ...  # type: ignore[no-untyped-def]
-
-
-def java_hash(s: str) -> int:
-    """Java's ``String.hashCode`` (over UTF-16 code units, 32-bit wrap-around)."""
-    h = 0
-    units = s.encode("utf-16-be")
-    for i in range(0, len(units), 2):
-        h = (31 * h + ((units[i] << 8) | units[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
-
-
-def kafka_abs(n: int) -> int:
-    """Kafka's ``Utils.abs``: like ``Math.abs`` but 0 for ``Integer.MIN_VALUE``."""
-    return 0 if n == -(1 << 31) else abs(n)
-
-
-def coordinator_partition(key: str, partitions: int) -> int:
-    return kafka_abs(java_hash(key)) % partitions
 
 
 def leader(admin: _Admin, topic: str, partition: int, timeout: float = 10.0) -> int:

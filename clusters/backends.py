@@ -7,6 +7,7 @@ else in the harness imports a backend module directly, so workloads and faults r
 from __future__ import annotations
 
 import enum
+import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,7 +18,8 @@ from clusters.artifacts import Artifacts
 from clusters.base import Cluster, ClusterStatus
 from clusters.features import check_transaction_version
 from clusters.reclaim import Owner, Reclaimed, dead_runs_processes, link_faults, processes
-from clusters.topology import DEFAULT_PORT_BASE, Topology
+from clusters.topology import DEFAULT_PORT_BASE, MAX_PORT_BASE, MIN_PORT_BASE, PORT_BASE_ENV, Topology
+from harness.base.errors import ConfigError
 
 if TYPE_CHECKING:
     import docker
@@ -30,8 +32,15 @@ class Backend(str, enum.Enum):
 
 
 def default_port_base(backend: Backend) -> int:
+    """``EOS_CHAOS_PORT_BASE`` when set, else the backend's own; ConfigError for a bad value."""
     from clusters.compose.plan import PORT_BASE
 
+    text = os.environ.get(PORT_BASE_ENV, "").strip()
+    if text:
+        if not text.isdigit() or not MIN_PORT_BASE <= int(text) <= MAX_PORT_BASE:
+            raise ConfigError(f"{PORT_BASE_ENV}={text!r}: a port base is a whole number between {MIN_PORT_BASE} "
+                              f"and {MAX_PORT_BASE}")
+        return int(text)
     return PORT_BASE if backend is Backend.compose else DEFAULT_PORT_BASE
 
 

@@ -168,3 +168,8 @@ class Cluster(Protocol):
 
     @property
     def direct_bootstrap(self) -> str: ...
+
+    def direct_address(self, node: int) -> str:
+        """Node ``node``'s DIRECT listener as this host reaches it (``host:port``): a connection to
+        one chosen broker that no fault touches (the epoch pump's, to a coordinator)."""
+        ...

@@ -29,7 +29,7 @@ from clusters import features, health, procs, reclaim, render, state
 from clusters.artifacts import Artifacts
 from clusters.base import HEALTHY_TIMEOUT_S, NODE_START_TIMEOUT_S, ClusterStatus, NodeState, NodeStatus, Owned
 from clusters.reclaim import Reclaimed
-from clusters.topology import Topology
+from clusters.topology import Listener, Topology
 from clusters.toxiproxy import ProxySpec, Toxiproxy
 from clusters.wireproxy import WireProxy
 from harness.base.errors import ClusterError, EnvironmentProblem, HarnessError, WaitTimeout
@@ -498,6 +498,9 @@ class LocalCluster(Owned):
     @property
     def direct_bootstrap(self) -> str:
         return self.topology.direct_bootstrap
+
+    def direct_address(self, node: int) -> str:
+        return self.topology.bind(node, Listener.DIRECT)
 
     def status(self) -> ClusterStatus:
         # the pid of a running node only: a killed node's last pid names nothing (or someone else)

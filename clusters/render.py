@@ -8,6 +8,9 @@ from pathlib import Path
 
 from clusters.topology import Listener, Topology
 
+#: ``transaction.state.log.num.partitions``: how many partitions place the transaction coordinators
+#: (harness/kafka/placement.py names a txn-producer's transactional.ids by it).
+TXN_STATE_PARTITIONS = 10
 #: Broker settings every cluster gets (docs/reference/cluster.md). Values that matter carry why.
 BROKER_DEFAULTS: dict[str, str] = {
     "process.roles": "broker,controller",
@@ -21,7 +24,7 @@ BROKER_DEFAULTS: dict[str, str] = {
     "offsets.topic.num.partitions": "10",
     "transaction.state.log.replication.factor": "3",
     "transaction.state.log.min.isr": "2",
-    "transaction.state.log.num.partitions": "10",
+    "transaction.state.log.num.partitions": str(TXN_STATE_PARTITIONS),
     "group.initial.rebalance.delay.ms": "0",
     # Abort timed-out transactions within seconds, not the 10 s default, so hanging transactions
     # resolve inside a run's heal window.

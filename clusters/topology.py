@@ -28,6 +28,12 @@ CLIENT_SOURCE = 0
 DEFAULT_NET = 10
 #: Ports of node listeners (same on every node, since each node has its own address).
 DEFAULT_PORT_BASE = 19092
+#: A port base for every cluster this process (and its children) starts without one asked
+#: (``backends.default_port_base``): a second cluster beside one that is up.
+PORT_BASE_ENV = "EOS_CHAOS_PORT_BASE"
+#: The port bases allowed (and ``--eos-port-base``'s): the Toxiproxy API sits ~600 below the base,
+#: and each xdist worker adds 100 (16 workers fit below 65535 with the cluster's own ports).
+MIN_PORT_BASE, MAX_PORT_BASE = 2000, 60000
 TOXIPROXY_API_HOST_OCTET = 254
 TOXIPROXY_API_PORT = 18474
 #: The third octet of the wire proxy's listeners (``127.<net>.250.<dst>``), and its API's host octet.

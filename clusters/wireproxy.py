@@ -33,6 +33,15 @@ ERRORS = ("UNKNOWN_SERVER_ERROR", "NOT_LEADER_OR_FOLLOWER", "REQUEST_TIMED_OUT",
           "OUT_OF_ORDER_SEQUENCE_NUMBER", "DUPLICATE_SEQUENCE_NUMBER", "UNKNOWN_PRODUCER_ID", "PRODUCER_FENCED",
           "KAFKA_STORAGE_ERROR", "TRANSACTION_ABORTABLE", "LEADER_NOT_AVAILABLE", "UNKNOWN_TOPIC_OR_PARTITION")
 
+#: The filters a rule may have on a request's body, each with the APIs whose requests carry what it
+#: reads (the proxy's ``filterAPIs``; AddPartitionsToTxn only up to v3, the clients' form).
+FILTER_APIS: dict[str, tuple[str, ...]] = {
+    "transactional_id": ("EndTxn", "AddOffsetsToTxn", "AddPartitionsToTxn", "TxnOffsetCommit", "InitProducerId",
+                         "Produce"),
+    "min_producer_epoch": ("EndTxn", "AddOffsetsToTxn", "AddPartitionsToTxn", "TxnOffsetCommit"),
+    "result": ("EndTxn",),
+}
+
 
 @dataclass(frozen=True)
 class Rule:
@@ -45,10 +54,20 @@ class Rule:
     until: str = "timeout"  # hold: timeout | client-gone
     error: str = ""
     count: int = 0  # at most this many requests (0: no limit)
+    # filters on the request's body (FILTER_APIS); a request whose body does not decode matches none
+    transactional_id: str = ""  # only this transactional.id's requests ("": any)
+    min_producer_epoch: int | None = None  # only requests at this producer epoch or above
+    result: str = "any"  # EndTxn: commit | abort | any
 
     def to_json(self) -> dict[str, Any]:
+        """The rule as the proxy takes it; the filters only when set, so that an unfiltered rule is
+        also taken by a proxy from before filters (a cluster started earlier runs the binary it
+        started with, and the proxy refuses unknown fields)."""
+        filters = {"transactional_id": self.transactional_id or None, "min_producer_epoch": self.min_producer_epoch,
+                   "result": None if self.result == "any" else self.result}
         return {"apis": list(self.apis), "action": self.action, "links": list(self.links), "hold_ms": self.hold_ms,
-                "until": self.until, "error": self.error, "count": self.count}
+                "until": self.until, "error": self.error, "count": self.count,
+                **{k: v for k, v in filters.items() if v is not None}}
 
 
 @dataclass
@@ -88,7 +107,14 @@ class WireProxy:
 
     def add_rule(self, rule: Rule) -> int:
         """Install ``rule``; returns its id (for ``remove_rule``)."""
-        return int(self._call("POST", "/rules", rule.to_json())["id"])
+        try:
+            return int(self._call("POST", "/rules", rule.to_json())["id"])
+        except FaultError as exc:
+            if "unknown field" not in str(exc):
+                raise
+            raise FaultError(f"{exc} (this cluster's wire proxy is older than the rule: a cluster keeps the proxy "
+                             "binary it started with; `eos-chaos cluster down` and up again starts the current one)"
+                             ) from exc
 
     def remove_rule(self, rule_id: int) -> None:
         """Remove a rule and deliver what it holds; a rule already gone (a reset) is fine."""

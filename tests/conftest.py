@@ -68,7 +68,7 @@ BACKEND_SENSITIVE = {"test_cluster.py", "test_fault_effects.py", "test_heal.py",
 #: test_fault_effects.py's kill, which restarts the node; reclaim: test_runner_killed.py).
 LIBRARY_ON_COMPOSE = {"test_runner_killed_mid_fault_is_healed_by_the_next_run",
                       "test_kill_leader_while_committing_keeps_every_committed_value",
-                      "test_restart_and_rolling_restart_replace_the_processes",
+                      "test_restart_replaces_only_its_targets_process",
                       "test_crashed_run_is_reclaimed_by_the_next_start"}
 
 

@@ -1,5 +1,5 @@
 """The fault catalogue: one pydantic model per fault kind (``chaos.faults.process``, ``.network``,
-``.wire``, ``.workload``), the ``Fault`` union discriminated on ``kind``, and the registry of kinds.
+``.wire``, ``.workload``, ``.epoch``, ...), the ``Fault`` union discriminated on ``kind``, and the registry of kinds.
 
 A fault is data until the nemesis calls its ``apply(ctx)``, which starts it and returns its heal.
 Adding a kind: a model with ``kind: Literal[...]``, a ``category`` and ``apply``, listed in ``Fault``
@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import Field, TypeAdapter, ValidationError
 
 from chaos.faults.base import CATEGORIES, FaultBase, FaultContext, Heal, Target
+from chaos.faults.epoch import BumpProducerEpoch
 from chaos.faults.feature import SetTransactionVersion
 from chaos.faults.network import (
     Bandwidth,
@@ -32,13 +33,13 @@ from chaos.faults.workload import KillDriver, KillWorkload, PauseWorkload, Zombi
 __all__ = ["CATEGORIES", "REGISTRY", "Fault", "FaultBase", "FaultContext", "FaultKind", "Heal", "Target", "parse"]
 
 #: Process faults on brokers, network faults on the per-link proxies, faults on workload processes,
-#: and a change of the cluster's transaction.version.
+#: a change of the cluster's transaction.version, and a producer's epoch raised at its coordinator.
 Fault = Annotated[
     (Kill | KillLeader | Stop | Pause | Restart | RollingRestart
      | Partition | Flap | Latency | Bandwidth | ResetPeer | Blackhole | Slicer | DropResponses
      | HoldRequests | DropApiResponses | ErrorResponses
      | KillWorkload | PauseWorkload | KillDriver | ZombieDriver | SetTransactionVersion
-     | KillExecutor | PauseExecutor | KillWorker),
+     | KillExecutor | PauseExecutor | KillWorker | BumpProducerEpoch),
     Field(discriminator="kind"),
 ]
 _ADAPTER: TypeAdapter[Fault] = TypeAdapter(Fault)

@@ -11,6 +11,7 @@ from typing import Annotated, Any, ClassVar, Literal, Protocol
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from chaos.control import SparkControl, WorkloadControl
+from chaos.targets import TargetDefaults
 from clusters.base import Cluster
 
 #: Undoes what ``apply`` did and records the fault's stop event(s).
@@ -23,11 +24,12 @@ ROLES: tuple[str, ...] = Role.__args__  # type: ignore[attr-defined]
 #: Node ids of the 3-broker cluster.
 NODE_IDS = (1, 2, 3)
 #: What a fault acts on (each kind's ``category``): the report colours and names its window by it.
-Category = Literal["process", "network", "workload", "spark", "wire", "feature"]
+Category = Literal["process", "network", "workload", "spark", "wire", "feature", "producer"]
 #: Each category as the report's legend says it.
 CATEGORIES: dict[str, str] = {"process": "broker processes", "network": "network links",
                               "workload": "workload processes", "spark": "the Spark cluster",
-                              "wire": "Kafka requests on the wire", "feature": "cluster features"}
+                              "wire": "Kafka requests on the wire", "feature": "cluster features",
+                              "producer": "producer epochs at the coordinator"}
 
 
 def _target(value: Any) -> Any:
@@ -66,6 +68,8 @@ class FaultContext:
     rnd: random.Random = field(default_factory=random.Random)
     #: the run's standalone Spark cluster (None: the scenario has none)
     spark: SparkControl | None = None
+    #: what roles are of when a fault gives no ``of`` (the run's scenario; none in the pytest plugin)
+    defaults: TargetDefaults = field(default_factory=TargetDefaults)
 
 
 def no_heal() -> None:
@@ -98,6 +102,12 @@ class FaultBase(BaseModel):
     needs_workload: ClassVar[str | None] = None
     #: The fault acts on a standalone Spark cluster (the scenario's ``spark: standalone``).
     needs_spark_cluster: ClassVar[bool] = False
+
+    def workloads(self, control: WorkloadControl) -> list[str]:
+        """The workload processes it acts on: before it begins, the nemesis waits for one of them to
+        make progress since the previous fault on it. Most kinds act on the cluster (none); a fault
+        that needs a workload kind acts on its processes."""
+        return control.of_kind(self.needs_workload) if self.needs_workload else []
 
     def check_release(self, kafka_version: str) -> None:
         """Refuse, before the run starts, what Kafka ``kafka_version`` cannot do (``ConfigError``);

@@ -5,8 +5,12 @@ They act on the client link of the node a target resolves to (``coordinator`` of
 ``transactional.id`` by default, ``leader`` of a partition for Produce, a node id, or ``all``), for
 ``duration`` seconds; the heal removes the rule and delivers whatever it still holds.
 
+A fault may also filter on the request's body: ``transactional_id``, ``min_producer_epoch`` and (EndTxn)
+``result``, each only with the APIs whose requests carry it (``clusters.wireproxy.FILTER_APIS``).
+
 ```yaml
 - {at: 5, kind: hold-requests, api: EndTxn, until: client-gone, hold_ms: 2000, duration: 20}
+- {at: 1, kind: hold-requests, api: EndTxn, transactional_id: eos-txn-producer-0, min_producer_epoch: 32766, result: abort}
 - {at: 5, kind: error-responses, api: [EndTxn, AddOffsetsToTxn], error: CONCURRENT_TRANSACTIONS, count: 3}
 - {at: 5, kind: drop-api-responses, api: Produce, target: leader, of: eos-a/0, count: 1}
 ```
@@ -14,12 +18,12 @@ They act on the client link of the node a target resolves to (``coordinator`` of
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, model_validator
 
 from chaos.faults.base import FaultBase, FaultContext, Heal, Target
-from clusters.wireproxy import APIS, ERRORS, SYNTHESIZABLE, Rule
+from clusters.wireproxy import APIS, ERRORS, FILTER_APIS, SYNTHESIZABLE, Rule
 
 
 def _api_list(value: object) -> object:
@@ -51,6 +55,27 @@ class _WireFault(FaultBase):
     of: str | None = None
     #: act on at most this many requests over the fault's window (0: every one)
     count: int = Field(0, ge=0, le=1_000_000)
+    #: only requests of this transactional.id
+    transactional_id: str | None = Field(None, min_length=1)
+    #: only requests whose producer epoch is at least this
+    min_producer_epoch: int | None = Field(None, ge=0, le=32767)
+    #: EndTxn: only commits, only aborts, or either
+    result: Literal["commit", "abort", "any"] = "any"
+
+    @model_validator(mode="after")
+    def _filters_fit_the_apis(self) -> _WireFault:
+        for name, value in self.filters().items():
+            bad = [a for a in self.api if a not in FILTER_APIS[name]]
+            if bad:
+                raise ValueError(f"{name}: {value!r} filters requests of {', '.join(FILTER_APIS[name])}; {bad[0]} "
+                                 "requests do not carry it")
+        return self
+
+    def filters(self) -> dict[str, Any]:
+        """The filters set (``FILTER_APIS``'s names), as the rule and the fault's start event carry them."""
+        set_ = {"transactional_id": self.transactional_id, "min_producer_epoch": self.min_producer_epoch,
+                "result": None if self.result == "any" else self.result}
+        return {k: v for k, v in set_.items() if v is not None}
 
     def _rule(self, links: list[str]) -> Rule:
         raise NotImplementedError
@@ -60,7 +85,7 @@ class _WireFault(FaultBase):
         nodes = list(topo.node_ids) if self.target == "all" else [ctx.resolve(self.target, self.of)]
         links = [topo.link("client", n).name for n in nodes]
         rule = self._rule(links)
-        ctx.start(self.kind, links=links, nodes=nodes, target=self.target, of=self.of, api=self.api)
+        ctx.start(self.kind, links=links, nodes=nodes, target=self.target, of=self.of, api=self.api, **self.filters())
         rule_id = ctx.cluster.wire.add_rule(rule)
 
         def heal() -> None:
@@ -82,7 +107,7 @@ class HoldRequests(_WireFault):
 
     def _rule(self, links: list[str]) -> Rule:
         return Rule(apis=tuple(self.api), action="hold", links=tuple(links), hold_ms=self.hold_ms, until=self.until,
-                    count=self.count)
+                    count=self.count, **self.filters())
 
 
 class DropApiResponses(_WireFault):
@@ -93,7 +118,8 @@ class DropApiResponses(_WireFault):
     kind: Literal["drop-api-responses"] = "drop-api-responses"
 
     def _rule(self, links: list[str]) -> Rule:
-        return Rule(apis=tuple(self.api), action="drop-response", links=tuple(links), count=self.count)
+        return Rule(apis=tuple(self.api), action="drop-response", links=tuple(links), count=self.count,
+                    **self.filters())
 
 
 class ErrorResponses(_WireFault):
@@ -114,4 +140,5 @@ class ErrorResponses(_WireFault):
         return self
 
     def _rule(self, links: list[str]) -> Rule:
-        return Rule(apis=tuple(self.api), action="error", links=tuple(links), error=self.error, count=self.count)
+        return Rule(apis=tuple(self.api), action="error", links=tuple(links), error=self.error, count=self.count,
+                    **self.filters())

@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from chaos.control import DriverAction, Incarnation
+from chaos.control import DriverAction, Incarnation, WorkloadControl
 from chaos.faults.base import FaultBase, FaultContext, Heal, no_heal
 
 
@@ -19,15 +19,18 @@ class _WorkloadFault(FaultBase):
     #: only its process ``<workload>-<instance>`` (one app instance frozen while the others run on)
     instance: int | None = Field(None, ge=0)
 
+    def workloads(self, control: WorkloadControl) -> list[str]:
+        """Every process of ``workload``, or its ``instance`` (none when there is no such instance)."""
+        names = control.of_kind(self.workload)
+        return names if self.instance is None else [n for n in names if n == f"{self.workload}-{self.instance}"]
+
     def _hit(self, ctx: FaultContext, act: Callable[[str], None]) -> list[str]:
         """``act`` on every process of ``workload`` (or its ``instance``), each recorded as started;
         their names. ``LookupError`` when the instance is not one of them."""
-        names = ctx.control.of_kind(self.workload)
-        if self.instance is not None:
-            wanted = f"{self.workload}-{self.instance}"
-            if wanted not in names:
-                raise LookupError(f"{self.kind} instance {self.instance}: no process {wanted} (there are {sorted(names)})")
-            names = [wanted]
+        names = self.workloads(ctx.control)
+        if self.instance is not None and not names:
+            raise LookupError(f"{self.kind} instance {self.instance}: no process {self.workload}-{self.instance} "
+                              f"(there are {sorted(ctx.control.of_kind(self.workload))})")
         for name in names:
             ctx.start(self.kind, workload=name)
             act(name)

@@ -416,6 +416,9 @@ class ComposeCluster(Owned):
     def direct_bootstrap(self) -> str:
         return self.plan.direct_bootstrap
 
+    def direct_address(self, node: int) -> str:
+        return self.plan.direct_address(node)
+
     def status(self) -> ClusterStatus:
         nodes = [NodeStatus(n, self.node_state(n), self.node_pid(n)) for n in self.topology.node_ids]
         return ClusterStatus(

@@ -81,7 +81,11 @@ class ComposePlan:
 
     @property
     def direct_bootstrap(self) -> str:
-        return ",".join(f"127.0.0.1:{self.port(n, Listener.DIRECT)}" for n in self.topology.node_ids)
+        return ",".join(self.direct_address(n) for n in self.topology.node_ids)
+
+    def direct_address(self, node: int) -> str:
+        """Node ``node``'s DIRECT listener, published on the host's loopback."""
+        return f"127.0.0.1:{self.port(node, Listener.DIRECT)}"
 
     @property
     def toxiproxy_url(self) -> str:

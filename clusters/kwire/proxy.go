@@ -112,6 +112,35 @@ type request struct {
 	synth      []byte
 	noResponse bool
 	details    Details
+	// the body is decoded at most once: for a filtered rule's Match, or for apply
+	decoded   bool
+	filtered  bool // a filtered rule asked for the body
+	topics    []partitions
+	decodeErr error
+}
+
+// decode reads r's full header and body (details, acks, topics) once.
+func (r *request) decode() {
+	if r.decoded {
+		return
+	}
+	r.decoded = true
+	full, err := ParseHeader(r.frame, true)
+	if err == nil {
+		r.h = full
+		r.details, r.noResponse, r.topics, err = requestBody(full, r.frame)
+	}
+	r.decodeErr = err
+}
+
+// filterDetails: the decoded body for a filtered rule's Match; nil when it does not decode.
+func (r *request) filterDetails() Details {
+	r.filtered = true
+	r.decode()
+	if r.decodeErr != nil {
+		return nil
+	}
+	return r.details
 }
 
 type conn struct {
@@ -218,12 +247,14 @@ func (c *conn) read() {
 		r := &request{h: h, frame: frame, arrived: time.Now()}
 		if h.APIKey == apiProduce {
 			// acks=0 has no response: the sequencer must not wait for one.
-			if full, err := ParseHeader(frame, true); err == nil {
-				r.h = full
-				_, r.noResponse, _, _ = requestBody(full, frame)
-			}
+			r.decode()
 		}
-		if rule := c.p.Rules.Match(c.link.Name, h.APIKey); rule != nil {
+		rule := c.p.Rules.Match(c.link.Name, h.APIKey, r.filterDetails)
+		if r.filtered && r.decodeErr != nil && rule == nil {
+			// a filtered rule could not look at the body: say why the request passed
+			c.event(r, "undecoded", map[string]any{"decode_error": r.decodeErr.Error()})
+		}
+		if rule != nil {
 			c.link.stats.matched.Add(1)
 			if !c.apply(r, rule) {
 				return
@@ -244,12 +275,8 @@ func (c *conn) read() {
 // whose response cannot be synthesized: never happens for validated rules, but a broken body can).
 func (c *conn) apply(r *request, rule *Rule) bool {
 	r.rule = rule
-	full, err := ParseHeader(r.frame, true)
-	var topics []partitions
-	if err == nil {
-		r.h = full
-		r.details, r.noResponse, topics, err = requestBody(full, r.frame)
-	}
+	r.decode()
+	err, topics := r.decodeErr, r.topics
 	extra := map[string]any{}
 	if err != nil {
 		extra["decode_error"] = err.Error()
@@ -365,8 +392,10 @@ func (c *conn) sequence() {
 		if r.rule != nil {
 			// the broker's answer to a matched request: whether the client got it, and its error
 			extra := map[string]any{"to_client": !c.isGone() && !clientBroken}
-			if code, ok := responseError(r.h, frame); ok {
-				extra["error"] = ErrorName(code)
+			if more, ok := responseDetails(r.h, frame); ok {
+				for k, v := range more {
+					extra[k] = v
+				}
 			}
 			c.event(r, "response", extra)
 		}

@@ -4,6 +4,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -35,6 +36,29 @@ type RuleSpec struct {
 	Error string `json:"error"`
 	// At most this many requests are matched (0: no limit).
 	Count int `json:"count"`
+	// Filters on the request's body (empty or null: any). A request whose body does not decode
+	// matches no filtered rule.
+	// Only requests of this transactional.id.
+	TransactionalID string `json:"transactional_id"`
+	// Only requests whose producer epoch is at least this.
+	MinProducerEpoch *int32 `json:"min_producer_epoch"`
+	// EndTxn: commit, abort, or any (default).
+	Result string `json:"result"`
+}
+
+// Results an EndTxn filter takes.
+const (
+	ResultAny    = "any"
+	ResultCommit = "commit"
+	ResultAbort  = "abort"
+)
+
+// filterAPIs: the APIs whose decoded request bodies (requestBody) carry what each filter reads.
+// AddPartitionsToTxn v4+ (the brokers' batched form) carries none of it and matches no filtered rule.
+var filterAPIs = map[string][]int16{
+	"transactional_id":   {apiEndTxn, apiAddOffsetsToTxn, apiAddPartitionsToTxn, apiTxnOffsetCommit, apiInitProducerId, apiProduce},
+	"min_producer_epoch": {apiEndTxn, apiAddOffsetsToTxn, apiAddPartitionsToTxn, apiTxnOffsetCommit},
+	"result":             {apiEndTxn},
 }
 
 // Rule is a validated rule.
@@ -50,6 +74,7 @@ type Rule struct {
 // Validate checks spec against what the proxy can do and the links it has.
 func Validate(spec RuleSpec, known map[string]bool) (*Rule, error) {
 	r := &Rule{Spec: spec, apis: map[int16]bool{}, links: map[string]bool{}}
+	var keys []int16 // the APIs in the order the spec names them (the first a filter cannot take is named)
 	if len(spec.APIs) == 0 {
 		return nil, fmt.Errorf("apis: name at least one API (e.g. EndTxn)")
 	}
@@ -70,6 +95,7 @@ func Validate(spec RuleSpec, known map[string]bool) (*Rule, error) {
 			return nil, fmt.Errorf("apis: cannot synthesize a %s response; action error supports %v", APIName(key), names)
 		}
 		r.apis[key] = true
+		keys = append(keys, key)
 	}
 	for _, l := range spec.Links {
 		if !known[l] {
@@ -104,7 +130,61 @@ func Validate(spec RuleSpec, known map[string]bool) (*Rule, error) {
 	if spec.Count < 0 {
 		return nil, fmt.Errorf("count: %d; allowed: 0 (no limit) or more", spec.Count)
 	}
+	switch spec.Result {
+	case "", ResultAny:
+		r.Spec.Result = ""
+	case ResultCommit, ResultAbort:
+	default:
+		return nil, fmt.Errorf("result: %q; allowed: %s, %s, %s", spec.Result, ResultCommit, ResultAbort, ResultAny)
+	}
+	if e := spec.MinProducerEpoch; e != nil && (*e < 0 || *e > 32767) {
+		return nil, fmt.Errorf("min_producer_epoch: %d; allowed 0..32767", *e)
+	}
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{{"transactional_id", spec.TransactionalID != ""}, {"min_producer_epoch", spec.MinProducerEpoch != nil},
+		{"result", r.Spec.Result != ""}} {
+		filter := f.name
+		if !f.set {
+			continue
+		}
+		for _, key := range keys {
+			if !slices.Contains(filterAPIs[filter], key) {
+				names := []string{}
+				for _, k := range filterAPIs[filter] {
+					names = append(names, APIName(k))
+				}
+				return nil, fmt.Errorf("%s: %s requests do not carry it; it filters %v", filter, APIName(key), names)
+			}
+		}
+	}
 	return r, nil
+}
+
+// Filtered: the rule looks at request bodies.
+func (r *Rule) Filtered() bool {
+	return r.Spec.TransactionalID != "" || r.Spec.MinProducerEpoch != nil || r.Spec.Result != ""
+}
+
+// accepts: the decoded request (requestBody's details) passes every filter of the rule.
+func (r *Rule) accepts(d Details) bool {
+	if s := r.Spec.TransactionalID; s != "" {
+		if id, ok := d["transactional_id"].(string); !ok || id != s {
+			return false
+		}
+	}
+	if m := r.Spec.MinProducerEpoch; m != nil {
+		if e, ok := d["producer_epoch"].(int16); !ok || int32(e) < *m {
+			return false
+		}
+	}
+	if res := r.Spec.Result; res != "" {
+		if committed, ok := d["committed"].(bool); !ok || committed != (res == ResultCommit) {
+			return false
+		}
+	}
+	return true
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -156,13 +236,20 @@ func (rs *Rules) Add(spec RuleSpec) (*Rule, error) {
 	return r, nil
 }
 
-// Match is the first rule that takes a request of api on link (counting it), or nil.
-func (rs *Rules) Match(link string, api int16) *Rule {
+// Match is the first rule that takes a request of api on link (counting it), or nil. details is
+// called (at most once is up to the caller) only when a rule with filters is considered: the
+// request's decoded body, or nil when it does not decode, which no filtered rule takes.
+func (rs *Rules) Match(link string, api int16, details func() Details) *Rule {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	for _, r := range rs.rules {
 		if !r.apis[api] || (len(r.links) > 0 && !r.links[link]) || (r.Spec.Count > 0 && r.Matched >= r.Spec.Count) {
 			continue
+		}
+		if r.Filtered() {
+			if d := details(); d == nil || !r.accepts(d) {
+				continue
+			}
 		}
 		r.Matched++
 		cp := *r

@@ -239,13 +239,15 @@ func echoPartitions(e *Encoder, topics []partitions, flex bool, rest func(*Encod
 	}
 }
 
-// responseError is the top-level error code of a response to h, for the APIs whose response starts
-// with throttle time and error code (EndTxn, AddOffsetsToTxn, InitProducerId).
-func responseError(h Header, frame []byte) (int16, bool) {
+// responseDetails is what the event log says about the response to h: the top-level error code
+// (for the APIs whose response starts with throttle time and error code: EndTxn, AddOffsetsToTxn,
+// InitProducerId), and the producer id and epoch InitProducerId and EndTxn v5+ answer (KIP-890:
+// the epoch the client goes on with). ok is false when there is no error code to read.
+func responseDetails(h Header, frame []byte) (details map[string]any, ok bool) {
 	switch h.APIKey {
 	case apiEndTxn, apiAddOffsetsToTxn, apiInitProducerId:
 	default:
-		return 0, false
+		return nil, false
 	}
 	d := &Decoder{b: frame[4:]}
 	d.Int32() // correlation id
@@ -254,5 +256,15 @@ func responseError(h Header, frame []byte) (int16, bool) {
 	}
 	d.Int32() // throttle time
 	code := d.Int16()
-	return code, d.Err == nil
+	if d.Err != nil {
+		return nil, false
+	}
+	details = map[string]any{"error": ErrorName(code)}
+	if h.APIKey == apiInitProducerId || (h.APIKey == apiEndTxn && h.APIVersion >= 5) {
+		id, epoch := d.Int64(), d.Int16()
+		if d.Err == nil {
+			details["producer_id"], details["producer_epoch"] = id, epoch
+		}
+	}
+	return details, true
 }

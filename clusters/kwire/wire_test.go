@@ -247,18 +247,21 @@ func TestRuleValidation(t *testing.T) {
 	}
 }
 
+// nothing: the details of a request a test's unfiltered rules never ask for.
+func nothing() Details { panic("an unfiltered rule decoded the body") }
+
 func TestRuleCountAndLinks(t *testing.T) {
 	rs := NewRules([]string{"client-to-n1", "client-to-n2"})
 	if _, err := rs.Add(RuleSpec{APIs: []string{"EndTxn"}, Action: ActDropResponse, Links: []string{"client-to-n2"}, Count: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if rs.Match("client-to-n1", apiEndTxn) != nil {
+	if rs.Match("client-to-n1", apiEndTxn, nothing) != nil {
 		t.Fatal("another link must not match")
 	}
-	if rs.Match("client-to-n2", apiProduce) != nil {
+	if rs.Match("client-to-n2", apiProduce, nothing) != nil {
 		t.Fatal("another API must not match")
 	}
-	if rs.Match("client-to-n2", apiEndTxn) == nil || rs.Match("client-to-n2", apiEndTxn) != nil {
+	if rs.Match("client-to-n2", apiEndTxn, nothing) == nil || rs.Match("client-to-n2", apiEndTxn, nothing) != nil {
 		t.Fatal("count 1 matches exactly once")
 	}
 }

@@ -171,9 +171,18 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+#: ``generate``'s kind of history of a copier's (``bench checker --copier``), beside the app kinds
+COPIER = "copier"
+
+
 def generate(n_values: int, run_dir: Path, app: str | None = None) -> None:
-    """The synthetic history of ``n_values`` values (an app's, ``APP_KINDS``, with ``app``) saved in ``run_dir``."""
-    if app is not None:
+    """The synthetic history of ``n_values`` values (an app's, ``APP_KINDS``, with ``app``; with a
+    copier's, ``COPIER``) saved in ``run_dir``."""
+    if app == COPIER:
+        from harness.bench.copier_history import copier_synthetic
+
+        store.save(copier_synthetic(n_values), run_dir)
+    elif app is not None:
         store.save(app_synthetic(n_values, app), run_dir)
     elif n_values > IN_MEMORY_VALUES:
         generate_chunked(n_values, run_dir)

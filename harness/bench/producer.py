@@ -2,13 +2,16 @@
 healthy cluster, each measured over a steady-state window after an uncounted warm-up, the runs
 interleaved (A B C A B C ...) so that drift of the machine spreads over all of them.
 
-A producer is either a client library (``confluent-kafka``, ``java@VERSION``: our txn-producer
-workload on that library, with everything that makes it a test workload -- a history line per
-transaction flushed as written, every record's acknowledged offset) or ``producer-performance``
-(Kafka's own tool, transactional). Every one writes the same records per transaction (ours fixed by
-``values_per_txn``; ProducerPerformance sizes transactions by time only, so its duration is
-calibrated to hold that many at its own pace), the same record size, to a fresh topic of the same
-partitions, acks=all with idempotence. The arithmetic is ``harness.bench.window``.
+A producer is either a client library (``confluent-kafka``, ``java@VERSION``, ``franz-go@VERSION``,
+``sarama@VERSION``: our txn-producer workload on that library, with everything that makes it a test
+workload -- a history line per transaction flushed as written, every record's acknowledged offset),
+``producer-performance`` (Kafka's own tool, transactional), or a Go client's own loop
+(``franz-go-perf@VERSION``, ``sarama-perf@VERSION``: ``harness.bench.goperf``). Every one writes the
+same records per transaction (ours and the Go loops fixed by ``values_per_txn`` / their flag;
+ProducerPerformance sizes transactions by time only, so its duration is calibrated to hold that many
+at its own pace), the same record size, to a fresh topic of the same partitions, acks=all with
+idempotence. A bridged client beside its own loop gives the bridge's cost per record. The arithmetic
+is ``harness.bench.window``.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import random
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,11 +37,12 @@ from clusters.base import Cluster
 from clusters.health import QUIET, admin_client
 from harness.base.errors import ConfigError, HarnessError
 from harness.base.wait import wait_until
+from harness.bench import goperf
 from harness.bench.window import (
     DEFAULT_LIBRARIES,
-    DEFAULT_PRODUCERS,
     PRODUCER_PERFORMANCE,
     Txn,
+    bridge_cost,
     commits_in_window,
     covered_s,
     fit_txn_cost,
@@ -53,7 +57,8 @@ from harness.history.model import INVOKE, OK, TXN, sends_of
 from harness.history.recorder import ENV_T0, HISTORY_DIR
 from harness.kafka.admin import create_topic
 from harness.run.supervisor import Supervisor
-from harness.workloads.clients import DEFAULT_LIBRARY, parse
+from harness.workloads.clients import DEFAULT_LIBRARY, go_build, parse
+from harness.workloads.clients.gobridge import GO_CLIENTS
 from harness.workloads.common import WorkloadConfig
 from harness.workloads.registry import TxnProducerSettings, check_library
 
@@ -106,28 +111,51 @@ class Shape:
 
 
 def parse_producers(spec: str, *, flag: str = "--producers", allow_tool: bool = True) -> list[str]:
-    """``a,b,c`` as producer names (libraries normalised: ``java`` -> ``java@4.4.0``); ConfigError
-    naming the flag, the item and what is allowed, for an unknown, duplicated or empty one."""
+    """``a,b,c`` as producer names (libraries normalised: ``java`` -> ``java@4.4.0``, ``franz-go-perf``
+    -> ``franz-go-perf@1.22.3``); ConfigError naming the flag, the item and what is allowed, for an
+    unknown, duplicated or empty one. ``allow_tool``: the tools (``producer-performance``, the Go
+    clients' perf modes) are producers too."""
     items = [x.strip() for x in spec.split(",")]
-    allowed = f"{', '.join(DEFAULT_PRODUCERS if allow_tool else DEFAULT_LIBRARIES)} (java@VERSION for another kafka-clients)"
+    libraries = f"{', '.join(DEFAULT_LIBRARIES)}, {', '.join(GO_CLIENTS)} (NAME@VERSION for another release)"
+    allowed = f"{libraries}, {PRODUCER_PERFORMANCE}, {goperf.SPELLED}" if allow_tool else libraries
     if not spec.strip() or any(not x for x in items):
         raise ConfigError(f"{flag} {spec!r}: give a comma-separated list without empty items; allowed: {allowed}")
     found: list[str] = []
     for item in items:
-        if item == PRODUCER_PERFORMANCE and allow_tool:
-            name = item
-        else:
-            try:
-                lib = parse(item)
-                check_library("txn-producer", str(lib), {})
-            except ValueError as exc:
-                tool = f"; or {PRODUCER_PERFORMANCE} (Kafka's own tool)" if allow_tool else ""
-                raise ConfigError(f"{flag}: {exc}{tool}") from None
-            name = str(lib)
+        try:
+            name = _producer_name(item, allow_tool)
+        except ValueError as exc:
+            raise ConfigError(f"{flag}: {exc}") from None
         if name in found:
             raise ConfigError(f"{flag} {spec!r}: {name} is named twice")
         found.append(name)
     return found
+
+
+def _producer_name(item: str, allow_tool: bool) -> str:
+    """One producer's name, normalised; ValueError saying what is wrong with it."""
+    if allow_tool:
+        if item == PRODUCER_PERFORMANCE:
+            return item
+        perf = goperf.parse_perf(item)
+        if perf is not None:
+            return perf
+    elif goperf.is_perf(item) or item == PRODUCER_PERFORMANCE:
+        raise ValueError(f"{item!r} is a tool, not a client library: only client libraries are allowed here")
+    try:
+        lib = parse(item)
+        check_library("txn-producer", str(lib), {})
+    except ValueError as exc:
+        tools = f"; or {PRODUCER_PERFORMANCE} (Kafka's own tool), {goperf.SPELLED} (a Go client's own loop)"
+        raise ValueError(f"{exc}{tools if allow_tool else ''}") from None
+    return str(lib)
+
+
+def libraries_to_prepare(producers: list[str]) -> list[str]:
+    """The client libraries ``producers`` run on, to be made ready before a cluster starts: every
+    library named, and a perf mode's (its bridge's binary is the perf mode); each once."""
+    return list(dict.fromkeys(str(goperf.library_of(p)) if goperf.is_perf(p) else p
+                              for p in producers if p != PRODUCER_PERFORMANCE))
 
 
 def _slug(name: str) -> str:
@@ -264,7 +292,8 @@ def read_txn_log(cluster: Cluster, txn_id: str) -> list[tuple[int, int]]:
     DIRECT from the partition the coordinator keeps it in, up to that partition's end."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-    from chaos.targets import TXN_STATE_TOPIC, coordinator_partition
+    from chaos.targets import TXN_STATE_TOPIC
+    from harness.kafka.placement import coordinator_partition
 
     admin = admin_client(cluster.direct_bootstrap)
     parts = len(admin.list_topics(topic=TXN_STATE_TOPIC, timeout=10).topics[TXN_STATE_TOPIC].partitions)
@@ -297,35 +326,63 @@ def run_producer_performance(arts: Artifacts, cluster: Cluster, run_dir: Path, s
     """ProducerPerformance until its periodic lines cover warm-up + window, then stopped; records/s
     from those lines (``bench_window.periodic_window``), its transactions from the coordinator's log."""
     tools = fetch_kafka_tools()
-    topic = _fresh_topic(cluster, "pp", shape.partitions)
-    txn_id = f"bench-pp-{topic}"
+
+    def command(topic: str, txn_id: str) -> list[str]:
+        return pp_command(arts, tools, cluster.bootstrap, topic, txn_id, shape, txn_ms)
+
+    got = run_periodic(cluster, run_dir, PRODUCER_PERFORMANCE, "ProducerPerformance", "pp", command, shape)
+    return {**got, "transaction_duration_ms": txn_ms}
+
+
+def run_go_perf(cluster: Cluster, run_dir: Path, perf: str, shape: Shape) -> dict[str, Any]:
+    """A Go client's own loop (``franz-go-perf@VERSION``: its bridge binary's perf mode), measured
+    as ProducerPerformance is: its periodic lines, its transactions from the coordinator's log."""
+    lib = goperf.library_of(perf)
+    assert lib.version is not None  # a perf name always carries its version (parse_producers)
+    binary = go_build.ensure(GO_CLIENTS[lib.name], lib.version)
+    # its own bound, should the bench not stop it; the bench stops it once its lines cover the window
+    bound_s = START_TIMEOUT_S + shape.warmup_s + shape.seconds + RUN_ON_S
+
+    def command(topic: str, txn_id: str) -> list[str]:
+        return goperf.perf_command(binary, perf, cluster.bootstrap, topic, shape.partitions, txn_id,
+                                   shape.records_per_txn, shape.record_bytes, bound_s, PP_INTERVAL_MS)
+
+    return run_periodic(cluster, run_dir, perf, f"{lib.name}'s perf mode", _slug(perf), command, shape)
+
+
+def run_periodic(cluster: Cluster, run_dir: Path, name: str, who: str, prefix: str,
+                 command: Callable[[str, str], list[str]], shape: Shape) -> dict[str, Any]:
+    """A tool that prints ProducerPerformance's periodic lines (``command(topic, transactional.id)``),
+    on a fresh topic, until its lines cover warm-up + window, then stopped; records/s from those
+    lines (``bench_window.periodic_window``), its transactions from the coordinator's log. ``who``
+    names it in the waits' errors, ``name`` (the producer) in the measurement's."""
+    topic = _fresh_topic(cluster, prefix, shape.partitions)
+    txn_id = f"bench-{prefix}-{topic}"
     run_dir.mkdir(parents=True, exist_ok=True)
-    out = run_dir / "producer-performance.log"
+    out = run_dir / f"{_slug(name)}.log"
     end = shape.warmup_s + shape.seconds
-    with _spawned(pp_command(arts, tools, cluster.bootstrap, topic, txn_id, shape, txn_ms), out,
-                  _tagged_env(cluster, time.monotonic_ns())) as p:
+    with _spawned(command(topic, txn_id), out, _tagged_env(cluster, time.monotonic_ns())) as p:
 
         def lines_cover() -> bool:
             return covered_s(parse_periodic(out.read_text(errors="replace"))) >= end
 
         def died() -> str | None:
             code = p.poll()
-            return None if code is None else f"ProducerPerformance exited with code {code}:\n{procs.tail(out)}"
+            return None if code is None else f"{who} exited with code {code}:\n{procs.tail(out)}"
 
         wait_until(lines_cover, timeout=START_TIMEOUT_S + end, interval=0.5, fatal=died,
-                   what=f"ProducerPerformance's periodic lines to cover {end:g}s",
+                   what=f"{who}'s periodic lines to cover {end:g}s",
                    state=lambda: f"{covered_s(parse_periodic(out.read_text(errors='replace'))):.1f}s covered; "
                                  f"last lines:\n{procs.tail(out, 5)}")
     try:
         m = periodic_window(parse_periodic(out.read_text(errors="replace")), shape.warmup_s, shape.seconds,
-                            PP_INTERVAL_MS / 1000)
-        commits = commits_in_window(read_txn_log(cluster, txn_id), shape.warmup_s, shape.seconds)
+                            PP_INTERVAL_MS / 1000, who)
+        commits = commits_in_window(read_txn_log(cluster, txn_id), shape.warmup_s, shape.seconds, who)
     except ValueError as exc:
-        raise HarnessError(f"{PRODUCER_PERFORMANCE}: {exc} ({out})") from None
+        raise HarnessError(f"{name}: {exc} ({out})") from None
     txns_per_s = commits / shape.seconds
     return {**m.to_json(), "txns": commits, "txns_per_s": round(txns_per_s, 2),
-            "records_per_txn": round(m.records_per_s / txns_per_s, 1) if commits else None,
-            "transaction_duration_ms": txn_ms, "topic": topic}
+            "records_per_txn": round(m.records_per_s / txns_per_s, 1) if commits else None, "topic": topic}
 
 
 def calibrate_producer_performance(arts: Artifacts, cluster: Cluster, run_dir: Path, shape: Shape) -> dict[str, Any]:
@@ -352,7 +409,8 @@ def calibrate_producer_performance(arts: Artifacts, cluster: Cluster, run_dir: P
 def bench_producers(arts: Artifacts, cluster: Cluster, run_dir: Path, producers: list[str], shape: Shape,
                     runs: int) -> dict[str, Any]:
     """Each producer ``runs`` times, interleaved; per producer the runs, their spread and its ratio
-    to ProducerPerformance's median (when it was among them)."""
+    to ProducerPerformance's median (when it was among them); per bridged client run beside its own
+    loop, the bridge's cost (``bridge_costs``)."""
     samples: dict[str, list[dict[str, Any]]] = {p: [] for p in producers}
     result: dict[str, Any] = {"shape": shape.to_json(), "order": []}
     cal: dict[str, Any] = {}
@@ -363,6 +421,8 @@ def bench_producers(arts: Artifacts, cluster: Cluster, run_dir: Path, producers:
             d = run_dir / f"run{i + 1}" / _slug(p)
             if p == PRODUCER_PERFORMANCE:
                 got = run_producer_performance(arts, cluster, d, shape, cal["txn_ms"])
+            elif goperf.is_perf(p):
+                got = run_go_perf(cluster, d, p, shape)
             else:
                 got = run_workload(cluster, d, p, shape)
             samples[p].append(got)
@@ -371,8 +431,30 @@ def bench_producers(arts: Artifacts, cluster: Cluster, run_dir: Path, producers:
     if cal:
         result["producer_performance"] = {**at_wanted_size(samples[PRODUCER_PERFORMANCE], cal["steps"], shape.records_per_txn),
                                           "calibration": cal, "props": list(PP_PROPS), "reporting_interval_ms": PP_INTERVAL_MS}
+    perfs = [p for p in producers if goperf.is_perf(p)]
+    if perfs:
+        # what a perf run's client was opened with, its bootstrap and transactional.id aside
+        result["go_perf"] = {p: {"settings": {k: v for k, v in goperf.perf_config(p, "", "").items()
+                                              if k not in ("bootstrap.servers", "transactional.id")},
+                                 "reporting_interval_ms": PP_INTERVAL_MS} for p in perfs}
     result["producers"] = summarise(samples, "records_per_s", PRODUCER_PERFORMANCE)
+    result["bridge_cost"] = bridge_costs(result["producers"])
     return result
+
+
+def bridge_costs(producers: dict[str, Any]) -> dict[str, Any]:
+    """Per bridged client whose own loop ran beside it (``goperf.native_of``: ``franz-go@V`` and
+    ``franz-go-perf@V``; ``java@V`` and ``producer-performance``): its median records/s against
+    that loop's, as a ratio and as the time per record it adds (µs)."""
+    costs: dict[str, Any] = {}
+    for name, s in producers.items():
+        native = goperf.native_of(name)
+        if native is None or native not in producers:
+            continue
+        cost = bridge_cost(s["records_per_s"]["median"], producers[native]["records_per_s"]["median"])
+        if cost is not None:
+            costs[name] = {"native": native, **cost.to_json()}
+    return costs
 
 
 def at_wanted_size(runs: list[dict[str, Any]], steps: list[dict[str, Any]], wanted: int) -> dict[str, Any]:

@@ -121,14 +121,16 @@ def covered_s(lines: Sequence[Periodic]) -> float:
     return sum(p.seconds for p in lines)
 
 
-def periodic_window(lines: Sequence[Periodic], warmup_s: float, seconds: float, interval_s: float) -> Measured:
-    """ProducerPerformance's steady state: the lines whose interval starts at or after ``warmup_s``
-    and ends by the window's end (``warmup_s + seconds``, with half an interval of slack: each
-    interval is a little longer than ``interval_s``, so the ends drift later). ValueError when the
-    lines do not reach the window's end or none falls inside."""
+def periodic_window(lines: Sequence[Periodic], warmup_s: float, seconds: float, interval_s: float,
+                    who: str = "ProducerPerformance") -> Measured:
+    """ProducerPerformance's steady state (or ``who``'s, a tool printing its lines: a Go client's
+    perf mode): the lines whose interval starts at or after ``warmup_s`` and ends by the window's
+    end (``warmup_s + seconds``, with half an interval of slack: each interval is a little longer
+    than ``interval_s``, so the ends drift later). ValueError when the lines do not reach the
+    window's end or none falls inside."""
     end = warmup_s + seconds
     if covered_s(lines) < end:
-        raise ValueError(f"ProducerPerformance's periodic lines reach {covered_s(lines):.1f}s, not the window's end "
+        raise ValueError(f"{who}'s periodic lines reach {covered_s(lines):.1f}s, not the window's end "
                          f"at {end:g}s ({len(lines)} lines)")
     start, picked, first, last = 0.0, [], None, 0.0
     for p in lines:
@@ -139,7 +141,7 @@ def periodic_window(lines: Sequence[Periodic], warmup_s: float, seconds: float, 
             last = stop
         start = stop
     if not picked or first is None:
-        raise ValueError(f"no periodic line of ProducerPerformance lies within {warmup_s:g}s..{end:g}s")
+        raise ValueError(f"no periodic line of {who} lies within {warmup_s:g}s..{end:g}s")
     records = sum(p.records for p in picked)
     span = sum(p.seconds for p in picked)
     return Measured(records_per_s=records / span, txns_per_s=0.0, aborted_per_s=0.0, records=records, txns=0,
@@ -165,17 +167,18 @@ def txn_log_status(key: bytes | None, value: bytes | None, txn_id: str) -> int |
     return value[_STATUS_AT]
 
 
-def commits_in_window(states: Sequence[tuple[int, int]], warmup_s: float, seconds: float) -> int:
+def commits_in_window(states: Sequence[tuple[int, int]], warmup_s: float, seconds: float,
+                      who: str = "ProducerPerformance") -> int:
     """How many transactions committed within the window, from ``(status, timestamp ms)`` entries
-    of one transactional.id's log, timed from its first Ongoing entry. ValueError when the log does
-    not reach the window's end."""
+    of one transactional.id's log (``who``'s), timed from its first Ongoing entry. ValueError when
+    the log does not reach the window's end."""
     starts = [ts for st, ts in states if st == ONGOING]
     if not starts:
-        raise ValueError("the transaction log holds no transaction of ProducerPerformance")
+        raise ValueError(f"the transaction log holds no transaction of {who}")
     t0 = min(starts)
     lo, hi = t0 + warmup_s * 1000, t0 + (warmup_s + seconds) * 1000
     if max(ts for _, ts in states) < hi:
-        raise ValueError(f"the transaction log of ProducerPerformance ends before the window's end at "
+        raise ValueError(f"the transaction log of {who} ends before the window's end at "
                          f"{warmup_s + seconds:g}s")
     return sum(1 for st, ts in states if st == COMPLETE_COMMIT and lo < ts <= hi)
 
@@ -250,3 +253,29 @@ def spread_of(values: Sequence[float]) -> Spread:
     if not values:
         raise ValueError("no samples")
     return Spread(tuple(float(v) for v in values))
+
+
+@dataclass(frozen=True)
+class BridgeCost:
+    """What a bridged client's path (the JSON-lines bridge and our Python workload with its history)
+    costs against the same client's own loop, from the two medians of records/s at one shape."""
+
+    bridged_per_s: float
+    native_per_s: float
+
+    @property
+    def ratio(self) -> float:
+        return self.bridged_per_s / self.native_per_s
+
+    @property
+    def us_per_record(self) -> float:
+        """Time per record through the bridge minus the client's own (µs; below 0: the bridge was faster)."""
+        return 1e6 / self.bridged_per_s - 1e6 / self.native_per_s
+
+    def to_json(self) -> dict[str, float]:
+        return {"ratio": round(self.ratio, 3), "us_per_record": round(self.us_per_record, 2)}
+
+
+def bridge_cost(bridged_per_s: float, native_per_s: float) -> BridgeCost | None:
+    """The ``BridgeCost`` of two medians; None when either is 0 (nothing to divide by)."""
+    return BridgeCost(bridged_per_s, native_per_s) if bridged_per_s > 0 and native_per_s > 0 else None

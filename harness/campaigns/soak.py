@@ -21,11 +21,15 @@ from clusters import artifacts, backends
 from clusters.backends import Backend
 from clusters.base import Cluster
 from harness.base.errors import ConfigError
+from harness.checker.verdict import UNKNOWN
 from harness.run import runner, scenario
 from harness.run.scenario import Scenario
 from harness.rundir.runfolder import SOAK_HTML, SOAK_JSON, new_run_dir, write_json, write_text
 
 log = logging.getLogger(__name__)
+
+#: How the log says a run's verdict (anything else: UNKNOWN).
+VERDICT_WORDS: dict[object, str] = {True: "VALID", False: "INVALID"}
 
 
 @dataclass
@@ -73,6 +77,7 @@ class Soak:
         return {"runs": len(self.runs), "as_expected": sum(not r.failed for r in self.runs),
                 "not_as_expected": sum(r.failed for r in self.runs),
                 "valid": sum(r.valid is True for r in self.runs), "invalid": sum(r.valid is False for r in self.runs),
+                "unknown": sum(r.valid == UNKNOWN for r in self.runs),
                 "errors": sum(r.error is not None for r in self.runs), "anomalies": anomalies}
 
     @property
@@ -84,6 +89,14 @@ class Soak:
     def as_expected(self) -> bool:
         """Every run as its scenario expects, and the cluster healed at the end."""
         return not self.totals()["not_as_expected"] and self.healed_at_end is not False
+
+    @property
+    def only_unknown(self) -> bool:
+        """Each run not as expected has an unknown verdict (nothing found, nothing broken): the soak
+        could not judge, which is not a finding (exit 3, not 1)."""
+        failed = [r for r in self.runs if r.failed]
+        return bool(failed) and all(r.valid == UNKNOWN and r.error is None for r in failed) \
+            and self.healed_at_end is not False
 
     def replays(self) -> list[str]:
         """The command that replays each run that was not as expected (same scenario and seed; as
@@ -165,7 +178,7 @@ def soak(scs: list[Scenario], sources: list[str], backend: Backend, seed: int, o
             result.runs.append(one)
             _write(result, out, started)
             log.info(f"soak [{i}{f'/{runs}' if runs else ''}] {sc.name} seed {s}: "
-                + (f"error: {one.error}" if one.error else f"{'VALID' if one.valid is True else 'INVALID'}"
+                + (f"error: {one.error}" if one.error else f"{VERDICT_WORDS.get(one.valid, 'UNKNOWN')}"
                    f"{'' if one.as_expected else ' (NOT as expected)'}, {one.ok_txn_per_s} txn/s"))
             if one.interrupted:
                 result.stopped_because = "interrupted"

@@ -12,9 +12,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from harness.checker import progress
 from harness.checker.checks import CHECKS as _CORE
 from harness.checker.checks import Found, cols, poll_times
 from harness.checker.contracts import app_aggregate, app_map
+from harness.checker.cycle_checks import g0, g1c
 from harness.checker.figures import NEVER, reader_figures
 from harness.checker.sparkjob_check import spark_exactly_once, spark_stats
 from harness.checker.verdict import CheckResult, Verdict, validity
@@ -26,6 +28,8 @@ VERDICT_FILE = "verdict.json"
 #: Every check, in the order docs/reference/checks.md lists them (which reports and verdict.json keep).
 CHECKS: dict[str, Callable[[Tables], Found]] = {
     **{k: v for k, v in _CORE.items() if k != "lso-stall"},
+    "g0": g0,
+    "g1c": g1c,
     "spark-exactly-once": spark_exactly_once,
     "app-map": app_map,
     "app-aggregate": app_aggregate,
@@ -54,6 +58,11 @@ MEANING: dict[str, str] = {
                      "with the same transactional.id finished init_transactions",
     "copy-exactly-once": "consume-transform-produce: a committed input record has zero or several committed outputs, "
                          "or the committed group offsets disagree with the outputs",
+    "g0": "a write-order cycle (Jepsen's G0-process / G0-realtime): a transaction that completed ok before another "
+          "was invoked has a record after one of the other's in a partition (docs/CYCLES.md)",
+    "g1c": "a read-write cycle (Jepsen's G1c, -process, -realtime): a poll or a copier read a value whose transaction "
+           "could not have committed before the read: a transaction invoked after the read, or the reader itself, has a "
+           "record before one of the writer's, or the writer began after it (docs/CYCLES.md)",
     "spark-exactly-once": "the Spark job's committed output is not exactly its committed input",
     "app-map": "an app's committed output is not what its map contract makes of its committed input: an output "
                "missing or too many, one of an aborted input, one no input explains, or one key's outputs out of "
@@ -69,12 +78,14 @@ assert set(MEANING) == set(CHECKS), "every check has a meaning"
 #: Checks that judge what Kafka kept by the final read_committed scan. A history without it (its
 #: runner died before the final reads, or the scan's line was cut off) leaves them nothing to
 #: judge: they are skipped, and the verdict is "unknown" unless another check found something.
-NEEDS_FINAL_READS = ("lost-write", "torn-transaction", "wrong-offset", "poll-skip", "copy-exactly-once",
+NEEDS_FINAL_READS = ("lost-write", "torn-transaction", "wrong-offset", "poll-skip", "copy-exactly-once", "g0", "g1c",
                      "spark-exactly-once", "app-map", "app-aggregate")
 NO_FINAL_READS = ("no final reads: the history has no final read_committed scan (its run died before the final "
                   "reads, or the line of its scan was cut off)")
 NOTHING_COMMITTED = "nothing committed: no transaction was acknowledged or seen committed, so no guarantee was exercised"
 NOTHING_READ = "nothing read: no poll and no final scan returned a record, so nothing could be seen to go wrong"
+#: ``stats``' figure of the workloads' progress while the faults ran (absent: the run had no faults)
+PROGRESS_UNDER_FAULTS = "progress_under_faults"
 
 
 def final_reads_missing(meta: dict[str, Any]) -> bool:
@@ -86,13 +97,15 @@ def final_reads_missing(meta: dict[str, Any]) -> bool:
 
 def unknown_because(meta: dict[str, Any], stats: dict[str, Any]) -> list[str]:
     """Why the history cannot be judged as a whole, from its meta and its figures (both engines
-    compute the same ``stats``): missing final reads, nothing committed, nothing read."""
+    compute the same ``stats``): missing final reads, nothing committed, nothing read, a workload
+    whose guarantee is judged idle while the faults ran or a fault that hit one that was stuck
+    (harness/checker/progress.py)."""
     reasons = [NO_FINAL_READS] if final_reads_missing(meta) else []
     if not stats["txn"][OK] and not stats["committed_values"]:
         reasons.append(NOTHING_COMMITTED)
     if not sum(stats["reads"].values()):
         reasons.append(NOTHING_READ)
-    return reasons
+    return reasons + progress.reasons(stats.get(PROGRESS_UNDER_FAULTS))
 
 
 def check(t: Tables) -> Verdict:
@@ -141,8 +154,10 @@ def stats(t: Tables) -> dict[str, Any]:
     lat_ms = ((ok_tx["complete_time"] - ok_tx["commit_at"].fillna(ok_tx["invoke_time"])).dropna().astype("int64") / 1e6)
     duration_s = max(t.meta.get("duration_ns", 0) / 1e9, 1e-9)
     spark = spark_stats(spark_events(t))
+    under_faults = progress.of_tables(t)
     return {
         **({"spark": spark} if spark is not None else {}),
+        **({PROGRESS_UNDER_FAULTS: under_faults} if under_faults is not None else {}),
         "txn": {k: int(outcome.get(k, 0)) for k in (OK, FAIL, INFO)},
         "info_resolved": iv,
         "committed_values": committed_values,

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from harness.checker import figures
+from harness.checker import figures, progress, spark_cycles
 from harness.checker.checks import (
     MAX_EXAMPLES,
     NO_ACKED_OFFSETS,
@@ -42,6 +42,7 @@ from harness.checker.contracts import nothing_to_judge
 from harness.checker.verdict import Verdict
 from harness.history import store
 from harness.history.model import (
+    ABORTED_ON_PURPOSE,
     AGGREGATE,
     COPY_PREFIX,
     FAIL,
@@ -137,10 +138,14 @@ class SparkHistory:
         #: ``_send_order``: (a send below the one before it in its transaction, a transaction below
         #: the one before it), once looked at
         self.send_order: tuple[bool, bool] | None = None
+        #: ``g0`` and ``g1c``'s shared frames (harness/checker/spark_cycles.py): one row per transaction is kept
+        self.cycles: dict[str, Any] = {}
 
     def release(self) -> None:
-        """Nothing is cached: each check reads the Parquet files again, which costs less than keeping
-        tens of millions of rows in the JVM (and keeps its memory flat)."""
+        """Nothing else is cached: each check reads the Parquet files again, which costs less than
+        keeping tens of millions of rows in the JVM (and keeps its memory flat)."""
+        if "m" in self.cycles:
+            self.cycles["m"].unpersist()
 
     @property
     def summary(self) -> dict[str, Any]:
@@ -1001,7 +1006,8 @@ CHECKS = {name: _nothing(name, check) if name in _NEEDS else check for name, che
     "wrong-offset": _unless(wrong_offset, ("multi_positioned",)),
     "nonmonotonic-send": nonmonotonic_send, "int-nonmonotonic-send": int_nonmonotonic_send,
     "nonmonotonic-poll": nonmonotonic_poll, "poll-skip": poll_skip, "zombie-commit": zombie_commit,
-    "copy-exactly-once": copy_exactly_once, "spark-exactly-once": spark_exactly_once,
+    "copy-exactly-once": copy_exactly_once, "g0": spark_cycles.g0, "g1c": spark_cycles.g1c,
+    "spark-exactly-once": spark_exactly_once,
     "app-map": _default_engine_only("app-map", MAP), "app-aggregate": _default_engine_only("app-aggregate", AGGREGATE),
     "lso-stall": lso,
 }.items()}
@@ -1032,8 +1038,10 @@ def stats(h: SparkHistory) -> dict[str, Any]:
     duration_s = max(h.meta.get("duration_ns", 0) / 1e9, 1e-9)
     assert iv is not None  # an aggregate without grouping has one row
     spark = spark_stats(h.events)
+    under_faults = progress_under_faults(h)
     return {
         **({"spark": spark} if spark is not None else {}),
+        **({"progress_under_faults": under_faults} if under_faults is not None else {}),
         "txn": {k: int(outcome.get(k, 0)) for k in (OK, FAIL, INFO)},
         "info_resolved": {k: int(iv[k] or 0) for k in ("committed", "aborted", "torn")},
         "committed_values": int(committed_values),
@@ -1049,6 +1057,33 @@ def stats(h: SparkHistory) -> dict[str, Any]:
         "reads": {"polled": s["n_poll"], "final_committed": s["n_fc"], "final_uncommitted": s["n_unc"]},
         **reader_figures(h),
     }
+
+
+def progress_under_faults(h: SparkHistory) -> dict[str, Any] | None:
+    """The default engine's ``progress_under_faults`` (harness/checker/progress.py): the
+    transactions counted per process in Spark (``progress.txn_counts``), the rest as it does."""
+    from pyspark.sql import functions as F
+
+    events = store.fault_events(store.read_table(h.run_dir, "faults"))
+    w = progress.fault_window(events)
+    if w is None:
+        return None
+    done_at, end = F.col("complete_time"), F.lit(w.end)
+    finished = (F.col("outcome") == OK) | ((F.col("outcome") == FAIL) & (F.col("error") == ABORTED_ON_PURPOSE))
+
+    def count(cond: Any) -> Any:
+        return F.sum(F.when(cond, 1).otherwise(0))
+
+    rows = [(r.process, r.f, r.done_in, r.done_after, r.in_flight) for r in h.txns.groupBy("process", "f").agg(
+        count(finished & (done_at >= w.start) & (done_at <= end)).alias("done_in"),
+        count(finished & (done_at > end)).alias("done_after"),
+        count((F.col("invoke_time") <= end) & (done_at.isNull() | (done_at >= w.start))).alias("in_flight")).collect()]
+    app_times: list[int] = []
+    apps = bool(h.meta.get("apps"))
+    if apps:
+        polls = h.spark.read.parquet(str(store.table_file(h.run_dir, "app_outputs"))).where(F.col("source") == POLL)
+        app_times = [int(r.done_at) for r in polls.select("op").distinct().join(h.op_times, "op").collect()]
+    return progress.figure(w, progress.tally(w, rows, h.events, app_times, apps, events), events)
 
 
 def reader_figures(h: SparkHistory) -> dict[str, Any]:

@@ -15,6 +15,7 @@ import typer
 from clusters import artifacts, backends, pins
 from clusters.backends import Backend
 from harness.base.errors import ConfigError
+from harness.bench.throughput import DEFAULT_SCENARIOS, PER_PROCESS
 from harness.bench.window import DEFAULT_LIBRARIES, DEFAULT_PRODUCERS, PRODUCER_PERFORMANCE
 from harness.cli.console import out, print_json
 from harness.cli.guard import guarded
@@ -30,12 +31,13 @@ from harness.cli.options import (
     SinkOpt,
     SparkMode,
     SparkModeOpt,
+    duration_option,
     finite_option,
     kafka_artifacts,
 )
 from harness.rundir.runfolder import new_run_dir, write_json
 from harness.workloads.clients import DEFAULT_LIBRARY
-from harness.workloads.registry import MAX_VALUES_PER_TXN
+from harness.workloads.registry import MAX_PRODUCERS, MAX_VALUES_PER_TXN
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -126,6 +128,10 @@ def bench_checker_cmd(
         "one master and two workers on loopback, started for the benchmark) or spark://HOST:PORT."),
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
     app: AppHistory | None = AppOpt,
+    copier: bool = typer.Option(
+        False, "--copier", help="With a copier that copied every committed value (one copier transaction per "
+        "producer transaction), as a run of an exactly-once copier leaves it: what the copier costs the checks "
+        f"(copy-exactly-once, g1c). Default engine only; at most {MAX_APP_VALUES // 1_000_000}M values (built in memory)."),
 ) -> None:
     """Load and check a valid synthetic history of N values (median of --runs, each in its own process)."""
     from contextlib import ExitStack
@@ -133,8 +139,13 @@ def bench_checker_cmd(
     from harness.bench.checker import bench, median_of
     from harness.bench.infra import machine
 
+    if app is not None and copier:
+        raise ConfigError(f"--app {app.value} and --copier: one history at a time")
     if app is not None:
         _bench_app_checker(values, runs, engine, master, app, as_json)
+        return
+    if copier:
+        _bench_copier_checker(values, runs, engine, master, as_json)
         return
     if master is not None and engine is not Engine.spark:
         raise ConfigError(f"--master {master}: only the Spark engine runs on a Spark master (add --engine spark)")
@@ -167,6 +178,27 @@ def bench_checker_cmd(
         out.print(f"on {result['master']}: Spark jobs {result['spark']['jobs']}, stages {result['spark']['stages']}, "
                   f"shuffles {result['spark']['shuffles']} ({result['spark']['shuffle_mb']} MiB written); "
                   f"peak RSS by process (first run): {result['samples'][0]['peak_rss_mb_by_process']}", highlight=False)
+
+
+def _bench_copier_checker(values: int, runs: int, engine: Engine, master: str | None, as_json: bool) -> None:
+    """``bench checker --copier``: the copier's history generated once, loaded and checked --runs times."""
+    from harness.bench.checker import COPIER, bench_app, median_of
+    from harness.bench.infra import machine
+
+    if engine is not Engine.default or master is not None:
+        raise ConfigError("--copier: the default engine only (drop --engine spark and --master)")
+    if values > MAX_APP_VALUES:
+        raise ConfigError(f"--values {values} with --copier: at most {MAX_APP_VALUES} (the history is built in memory)")
+    samples = bench_app(values, COPIER, runs)
+    cost = {name: statistics.median(s["by_check_s"][name] for s in samples) for name in ("copy-exactly-once", "g0", "g1c")}
+    result = {**median_of(samples), "copier": True, "by_check_s": cost, "machine": machine()}
+    if as_json:
+        print_json(result)
+        return
+    out.print(f"machine: {result['machine']}", highlight=False)
+    out.print(f"copier history, {result['values']} values written, median of {runs}: read {result['read_s']}s, "
+              f"check {result['check_s']}s ({result['values_per_s']:.0f} values/s), of which "
+              + ", ".join(f"{k} {v}s" for k, v in cost.items()) + f", peak RSS {result['peak_rss_mb']} MiB", highlight=False)
 
 
 def _bench_app_checker(values: int, runs: int, engine: Engine, master: str | None, app: AppHistory,
@@ -257,7 +289,9 @@ def _spread_table(title: str, series: dict[str, Any], key: str, unit: str, extra
 def bench_producer_cmd(
     producers: str = typer.Option(",".join(DEFAULT_PRODUCERS), "--producers",
                                   help="Comma-separated: a client library (our txn-producer on it: confluent-kafka, "
-                                       "java@VERSION) or producer-performance (Kafka's tool)."),
+                                       "java@VERSION, franz-go@VERSION, sarama@VERSION), producer-performance (Kafka's "
+                                       "tool) or a Go client's own loop without the bridge (franz-go-perf or franz-go-perf@VERSION, "
+                                       "sarama-perf or sarama-perf@VERSION)."),
     records_per_txn: int = typer.Option(500, "--records-per-txn", min=1, max=MAX_VALUES_PER_TXN,
                                          help="Records in every transaction (every producer)."),
     record_bytes: int = typer.Option(100, "--record-size", min=16, max=100_000, help="Bytes per record value."),
@@ -265,10 +299,13 @@ def bench_producer_cmd(
     seconds: float = finite_option(20.0, "--seconds", 5, 3600, help="The steady-state window measured after the warm-up."),
     runs: int = BenchRuns, backend: Backend = BackendOpt, port_base: int | None = PortBase, as_json: bool = JsonOut,
 ) -> None:
-    """Transactional producers side by side: records/s in a steady-state window, runs interleaved (median, spread, ratio to ProducerPerformance)."""
-    from harness.bench.producer import Shape, bench_producers, parse_producers
+    """Transactional producers side by side: records/s in a steady-state window, runs interleaved (median, spread, ratio to
+    ProducerPerformance; a bridged client's cost per record against its own loop)."""
+    from harness.bench.producer import Shape, bench_producers, libraries_to_prepare, parse_producers
+    from harness.workloads.clients import prepare
 
     names = parse_producers(producers)
+    prepare(libraries_to_prepare(names), flag="--producers")  # the bridges built before any cluster starts
     shape = Shape(records_per_txn, record_bytes, warmup, seconds)
     result = _on_one_cluster("bench-producer", backend, port_base,
                              lambda arts, c, d: bench_producers(arts, c, d, names, shape, runs), as_json)
@@ -292,6 +329,9 @@ def bench_producer_cmd(
                f"{line['fixed_ms']} ms + {line['per_record_ms']} ms x records" if line else "not moved (all at one size: no cost line)")
         out.print(f"{PRODUCER_PERFORMANCE} sizes transactions by time ({pp['calibration']['txn_ms']} ms, calibrated): its runs "
                   f"were {how}; measured at their own sizes: {measured} records/s", highlight=False)
+    for name, cost in result.get("bridge_cost", {}).items():
+        out.print(f"{name} through our workload and its bridge: {cost['ratio']:.3f} of {cost['native']}'s records/s "
+                  f"(its own loop), {cost['us_per_record']:+} us per record", highlight=False)
 
 
 @app.command("txn-rate")
@@ -328,6 +368,109 @@ def bench_txn_rate_cmd(
     for version, took in startup.items():
         out.print(Series(f"java bridge start-up (kafka-clients {version}), process start to first answer", "s", took).line(),
                   highlight=False)
+
+
+@app.command("txn-throughput")
+@guarded
+def bench_txn_throughput_cmd(
+    scenarios: str | None = typer.Option(
+        None, "--scenarios", help="Comma-separated library scenarios or YAML files, each with a txn-producer "
+        f"\\[default: {','.join(DEFAULT_SCENARIOS)}; with --from: every scenario found]."),
+    producers: str | None = typer.Option(
+        None, "--producers", help="Comma-separated producers per txn-producer process to compare (the setting "
+        f"producers, 1 to {MAX_PRODUCERS}; 1: as the library scenarios run) \\[default: "
+        f"{','.join(map(str, PER_PROCESS))}; with --from: every setting found]."),
+    seed: int | None = typer.Option(None, "--seed", help="Round i's seed is this + i: every setting meets the same "
+                                    "fault schedule in a round \\[default: 1]."),
+    duration: float | None = duration_option("Override each scenario's duration (s)."),
+    runs: int | None = typer.Option(None, "--runs", min=1, max=10, help="Rounds \\[default: 3]."),
+    from_dir: str | None = typer.Option(None, "--from", metavar="FOLDER", help="The figures of the finished runs in this folder and "
+                                         "below instead (a bench's, a soak's); starts nothing."),
+    backend: Backend = BackendOpt, port_base: int | None = PortBase, as_json: bool = JsonOut,
+) -> None:
+    """Transactions under faults: per run, those committed inside the fault windows and those open on each fault's
+    target when it began, at each --producers setting, rounds interleaved on one cluster (medians)."""
+    from harness.bench.infra import machine
+    from harness.bench.throughput import bench, folder_figures, run_folders, summary
+
+    wanted = _producers_list(producers) if producers is not None else None
+    names = [n.strip() for n in scenarios.split(",") if n.strip()] if scenarios is not None else None
+    if from_dir is not None:
+        given = [flag for flag, v in (("--seed", seed), ("--duration", duration), ("--runs", runs)) if v is not None]
+        if given:
+            raise ConfigError(f"--from reads runs already made: {', '.join(given)} would make runs (drop them)")
+        samples = [folder_figures(d) for d in run_folders(Path(from_dir))]
+        samples = [s for s in samples if (names is None or s["scenario"] in names) and (wanted is None or s["producers"] in wanted)]
+        if not samples:
+            raise ConfigError(f"--from {from_dir}: no finished run of {names or 'any scenario'} at producers "
+                              f"{wanted or 'any'}")
+        result: dict[str, Any] | None = {"from": str(from_dir), "machine": machine(), "samples": samples,
+                                         "scenarios": summary(samples)}
+        if as_json:
+            print_json(result)
+            return
+        out.print(f"runs read from {from_dir} on {result['machine'] if result else ''}", highlight=False)
+    else:
+        names = names or list(DEFAULT_SCENARIOS)
+        wanted = wanted or list(PER_PROCESS)
+        rounds, first = runs or 3, 1 if seed is None else seed
+        _check_throughput_cases(names, wanted, duration)
+        result = _on_one_cluster("bench-txn-throughput", backend, port_base,
+                                 lambda arts, c, d: _throughput(bench(c, backend, d, names, wanted, rounds, first, duration),
+                                                                rounds, first), as_json)
+    if result is None:
+        return
+    for name, rows in result["scenarios"].items():
+        out.print(_throughput_table(name, rows))
+
+
+def _producers_list(text: str) -> list[int]:
+    """``--producers``' numbers, each 1 to ``MAX_PRODUCERS``, none twice (``ConfigError`` otherwise)."""
+    items = [x.strip() for x in text.split(",") if x.strip()]
+    if not items or not all(x.isdigit() and 1 <= int(x) <= MAX_PRODUCERS for x in items) or len(set(map(int, items))) < len(items):
+        raise ConfigError(f"--producers {text}: comma-separated numbers of producers per process, each 1 to "
+                          f"{MAX_PRODUCERS}, none twice (e.g. 1,16)")
+    return [int(x) for x in items]
+
+
+def _check_throughput_cases(names: list[str], producers: list[int], duration: float | None) -> None:
+    """Every scenario at every setting (and ``duration``) is one that can run: refused before a cluster starts."""
+    from harness.run import scenario
+
+    for name in names:
+        sc = scenario.load(name)
+        if duration is not None:
+            sc.with_duration(duration)
+        for n in producers:
+            sc.with_producers(n)
+
+
+def _throughput(samples: list[dict[str, Any]], rounds: int, seed: int) -> dict[str, Any]:
+    from harness.bench.throughput import summary
+
+    return {"rounds": rounds, "seed": seed, "samples": samples, "scenarios": summary(samples)}
+
+
+def _throughput_table(name: str, rows: dict[str, Any]) -> Table:
+    """One row per producers setting: the medians, each run's figure, the ratio to the fewest producers."""
+    from rich.table import Table
+
+    table = Table(title=f"{name}: transactions under faults, median of runs", title_justify="left")
+    for col in ("producers", "committed in fault windows", "per fault-second", "open at a fault's start (mean)",
+                "ratio (committed; open)", "runs (committed; open)", "verdicts"):
+        table.add_column(col, justify="left" if col in ("producers", "verdicts") else "right")
+    for n, r in rows.items():
+        ratio = r["ratio"]
+        table.add_row(n, _num(r["committed_in_faults"]), _num(r["committed_in_faults_per_s"]), _num(r["open_at_fault_start"]),
+                      f"x{_num(ratio['committed_in_faults'])}; x{_num(ratio['open_at_fault_start'])}",
+                      f"{', '.join(map(_num, r['each']['committed_in_faults']))}; "
+                      f"{', '.join(map(_num, r['each']['open_at_fault_start_mean']))}",
+                      ", ".join(str(v) for v in r["each"]["valid"]))
+    return table
+
+
+def _num(v: float | None) -> str:
+    return "-" if v is None else f"{v:,.1f}".removesuffix(".0")
 
 
 @app.command("app")

@@ -9,7 +9,7 @@ import logging
 import typer
 
 from harness.base import logsetup as logs
-from harness.cli import bench, cluster, exits, matrix, results, run, selftest, setup, soak
+from harness.cli import bench, cluster, exits, matrix, minimize, results, run, selftest, setup, soak
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Chaos-testing harness for Kafka exactly-once semantics.")
@@ -19,6 +19,7 @@ app.add_typer(run.app)
 app.add_typer(results.app)
 app.add_typer(soak.app)
 app.add_typer(matrix.app)
+app.add_typer(minimize.app)
 app.add_typer(bench.app, name="bench")
 app.add_typer(setup.engine_app, name="engine")
 app.add_typer(selftest.app)

@@ -29,6 +29,7 @@ from harness.cli.options import (
 from harness.cli.summary import FAIL, PASS, exit_code, print_outcome, print_verdict
 from harness.rundir.runfolder import check_out, new_run_dir, write_text
 from harness.workloads.clients import spelled as client_libraries
+from harness.workloads.registry import MAX_PRODUCERS
 
 log = logging.getLogger(__name__)
 app = typer.Typer()
@@ -70,6 +71,10 @@ def run_cmd(
     library: str | None = typer.Option(None, "--library", metavar="LIB",
                                        help=f"Run every workload that can choose on this client library: {client_libraries()} "
                                             "\\[default: the scenario's]."),
+    producers: int | None = typer.Option(None, "--producers", metavar="N",
+                                         help=f"Run N transactional producers in each txn-producer process (its setting "
+                                              f"producers, 1 to {MAX_PRODUCERS}; confluent-kafka only) \\[default: the "
+                                              "scenario's]."),
 ) -> None:
     """Run a scenario: cluster, workloads, faults, heal, final reads, verdict. Exit 0 valid, 1 invalid, 3 unknown.
 
@@ -90,6 +95,8 @@ def run_cmd(
     sc = scenario.load(name)
     if duration is not None:
         sc = sc.with_duration(duration, flag="--duration")
+    if producers is not None:
+        sc = sc.with_producers(producers, flag="--producers")
     if library is not None:
         sc = sc.with_library(library, flag="--library")
     s = seed if seed is not None else random.randrange(2**31)

@@ -59,11 +59,12 @@ def soak_cmd(
     result = soak.soak(scs, sources, backend, master, folder, runs=wanted, hours=hours, fail_fast=fail_fast,
                        kafka_version=kafka_version, transaction_version=transaction_version)
     t = result.totals()
-    out.print(escape(f"{t['runs']} runs, {t['as_expected']} as expected, {t['not_as_expected']} not; stopped: "
+    out.print(escape(f"{t['runs']} runs, {t['as_expected']} as expected, {t['not_as_expected']} not "
+                     f"({t['unknown']} unknown); stopped: "
                      f"{result.stopped_because}; {folder / SOAK_HTML}"), highlight=False)
     for cmd in result.replays():
         out.print(escape(f"  replay: {cmd}"), highlight=False)
     if result.interrupted:
         raise typer.Exit(EXIT_INTERRUPTED)
-    if not result.as_expected:
-        raise typer.Exit(exits.FINDING)
+    if not result.as_expected:  # runs that could only not be judged are not a finding
+        raise typer.Exit(exits.UNKNOWN if result.only_unknown else exits.FINDING)

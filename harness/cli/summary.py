@@ -11,6 +11,7 @@ from rich.markup import escape
 
 from harness.cli import exits
 from harness.cli.console import out
+from harness.rundir.journal import mostly_nothing
 
 #: How a verdict's ``valid`` reads, and its colour.
 VALID, INVALID, UNKNOWN = "[bold green]VALID[/]", "[bold red]INVALID[/]", "[bold yellow]UNKNOWN[/]"
@@ -48,6 +49,10 @@ def verdict_details(verdict: dict[str, Any]) -> list[str]:
     run = verdict.get("run") or {}  # verdict.json format 2: the run's facts (harness/run/verdict_file.py)
     for problem in run.get("nemesis_errors") or []:
         lines.append(f"[yellow]fault not applied:[/] {escape(str(problem))}")
+    hit = run.get("faults_hit")
+    if hit is not None and mostly_nothing(hit):
+        lines.append(f"[yellow]most faults hit nothing:[/] {hit['hit_nothing']} of {hit['faults']} found nothing in flight "
+                     "on their target (the report's fault table)")
     if run.get("healed") is False:
         lines.append(f"[red]not healed:[/] {escape(str(run.get('heal_problems')))}")
     if verdict.get("note"):

@@ -9,9 +9,13 @@ from harness.history.model import (
     APP_CONTRACT,
     APP_STRAY,
     EXPECT,
+    FAULT,
+    FAULT_START,
     GROUP_OFFSETS,
+    INFO,
     INIT,
     INVOKE,
+    NEMESIS,
     OK,
     POLL,
     READ_COMMITTED,
@@ -44,16 +48,35 @@ class History:
         self._add(process=process, type=INVOKE, f=INIT, value=txn_id)
         self._add(process=process, type=outcome, f=INIT, value=txn_id)
 
+    def at(self, t: int) -> History:
+        """The next op at time ``t`` (ns), and the ones after it on from there."""
+        self.t = t - 1000
+        return self
+
     def txn(self, process: str, sends: list[tuple[str, int, str, int | None]], outcome: str = OK,
-            txn_id: str | None = None, keys: list[str | None] | None = None) -> None:
-        """``sends``: (topic, partition, value, offset Kafka returned or None); ``keys``: one per send."""
-        inv = [["send", t, p, v] for t, p, v, _ in sends]
-        self._add(process=process, type=INVOKE, f=TXN, value=inv, txn_id=txn_id,
+            txn_id: str | None = None, keys: list[str | None] | None = None, error: str | None = None,
+            took: int = 0) -> None:
+        """``sends``: (topic, partition, value, offset Kafka returned or None); ``keys``: one per send;
+        ``error``: a failed or unknown one's (a timeout unless said); ``took``: ns more between its
+        invoke and its completion."""
+        self.begin(process, sends, txn_id, keys)
+        self.t += took
+        self.end(process, sends, outcome, txn_id, error)
+
+    def begin(self, process: str, sends: list[tuple[str, int, str, int | None]], txn_id: str | None = None,
+              keys: list[str | None] | None = None) -> None:
+        """A transaction's invoke alone (``end`` completes it): ops of other processes may come between."""
+        self._add(process=process, type=INVOKE, f=TXN, value=[["send", t, p, v] for t, p, v, _ in sends], txn_id=txn_id,
                   **({"keys": keys} if keys is not None else {}))
+
+    def end(self, process: str, sends: list[tuple[str, int, str, int | None]], outcome: str = OK,
+            txn_id: str | None = None, error: str | None = None) -> None:
+        """The completion of ``process``'s transaction ``begin`` invoked (the same ``sends``); its
+        commit was called 500 ns before it; ``error``: a failed or unknown one's (a timeout unless said)."""
         commit_at = self.t + 500
-        done = [["send", t, p, v, o] for t, p, v, o in sends] if outcome == OK else inv
+        done = [["send", t, p, v, o] if outcome == OK else ["send", t, p, v] for t, p, v, o in sends]
         self._add(process=process, type=outcome, f=TXN, value=done, commit_at=commit_at, txn_id=txn_id,
-                  **({"error": "KafkaError{code=_TIMED_OUT}"} if outcome != OK else {}))
+                  **({"error": error or "KafkaError{code=_TIMED_OUT}"} if outcome != OK else {}))
 
     def poll(self, process: str, recs: Recs) -> None:
         self._add(process=process, type=INVOKE, f=POLL, value=None)
@@ -84,6 +107,15 @@ class History:
     def app_scan(self, app: str, recs: AppRecs, isolation: str = READ_COMMITTED) -> None:
         self._add(process="final", type=OK, f=SCAN, value={k: [list(r) for r in v] for k, v in recs.items()},
                   isolation=isolation, app=app)
+
+    def fault(self, kind: str, phase: str, **detail: Any) -> None:
+        """The nemesis's event of a fault's start or stop (``detail``: workload, node, links, ...)."""
+        self._add(process=NEMESIS, type=INFO if phase == FAULT_START else OK, f=FAULT,
+                  value={"kind": kind, "phase": phase, **detail})
+
+    def event(self, process: str, f: str, value: dict[str, Any], type_: str = INFO) -> None:
+        """A one-line event (no invoke): a Spark job's ``spark-start`` or ``spark-batch``, an app's ``app-ready``."""
+        self._add(process=process, type=type_, f=f, value=value)
 
     def lso(self, lags: dict[str, float | None], bound: float = 90.0, stalled_at: dict[str, int] | None = None) -> None:
         self._add(process="final", type=OK, f="lso", value={"bound_s": bound, "lag_s": lags, "stalled_at": stalled_at or {}})

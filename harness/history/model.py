@@ -113,6 +113,58 @@ FAULT_START, FAULT_STOP = "start", "stop"
 #: how a workload describes an abort it chose (not an error any client met)
 ABORTED_ON_PURPOSE = "aborted on purpose"
 
+#: An app's companions (harness/workloads/registry.py names them): the txn-producer feeding its
+#: input, and the reader of its output.
+APP_FEEDER, APP_READER = "app-feeder", "app-reader"
+TXN_PRODUCER, COPIER, SPARK_JOB, APP = "txn-producer", "copier", "spark-job", "app"
+#: What a process of each kind finishes (``finished``) to show that it is making progress: a
+#: transaction (or a plain send), a copy, a micro-batch. The run waits for the first before its
+#: schedule starts (harness/run/readiness.py), a fault aimed at a workload for one since the
+#: previous fault on it (chaos/nemesis.py), and the checker for one while the faults ran
+#: (harness/checker/progress.py). An app shows it by its output, read by its ``APP_READER``.
+PROGRESS_OPS: dict[str, tuple[str, ...]] = {TXN_PRODUCER: (TXN, SEND), COPIER: (TXN,), SPARK_JOB: (SPARK_BATCH,)}
+
+
+#: A txn-producer process may run several transactional producers (setting ``producers``), each a
+#: process of its own in the history (``<workload>.<incarnation>``, one numbering for all of them)
+#: with a transactional.id of its own: the first the workload's (``eos-<workload>``), the k-th
+#: ``eos-<workload>~<k>`` (with ``-<j>`` added where needed so that Kafka places it on the first's
+#: coordinator: a fault on that coordinator hits every producer of the process).
+PRODUCER_SEP = "~"
+
+
+def among_producers_of(txn_id: str, of: str) -> bool:
+    """``txn_id`` is ``of`` or the transactional.id of a producer that runs beside ``of``'s in its
+    txn-producer process (``<of>~<k>...``), which shares its coordinator."""
+    return txn_id == of or txn_id.startswith(of + PRODUCER_SEP)
+
+
+def finished(op: Mapping[str, Any]) -> bool:
+    """A history line (decoded JSON) of an op that finished: ``ok``; an abort the workload chose (a
+    producer whose every transaction aborts on purpose is running all the same); or an event
+    (``info``, no invoke) that says its outcome was ``ok`` (a Spark micro-batch)."""
+    kind, value = op.get("type"), op.get("value")
+    return (kind == OK or (kind == FAIL and op.get("error") == ABORTED_ON_PURPOSE)
+            or (kind == INFO and isinstance(value, dict) and value.get("outcome") == OK))
+
+
+def workload_of(process: str) -> str | None:
+    """The workload process a history process belongs to: ``copier-0.3`` (its fourth incarnation)
+    -> ``copier-0``; a Spark task's ``spark-job-0.1~t3`` -> ``spark-job-0``. None for a name that is
+    not ``<workload>.<incarnation>`` (the runner's, the final reads', the nemesis's)."""
+    head, dot, _ = process.partition(".")
+    return head if dot and head else None
+
+
+def kind_of(workload: str) -> str:
+    """The kind of a workload process, from the name the registry gives it (``<kind>-<n>``; the
+    app's feeder is a txn-producer): ``copier-1`` -> ``copier``. A name of another shape (a role's
+    ``zombie-first``, a kind's own name, a test's ``p1``) is its own kind."""
+    if workload == APP_FEEDER:
+        return TXN_PRODUCER
+    head, _, tail = workload.rpartition("-")
+    return head if head and tail.isdigit() else workload
+
 
 def tp_key(topic: str, partition: int) -> str:
     return f"{topic}-{partition}"

@@ -1,9 +1,11 @@
 """Reading the history: merge the per-process JSON-lines files, pair invokes with completions, and
 flatten into typed tables (pandas) that the checker works on column-wise. The tables are saved as
-Parquet at the end of a run; ``load`` prefers them when they are newer than the JSON lines.
+Parquet at the end of a run; ``load`` uses them while they are what the JSON lines give: same
+layout, same flattening code, same history files (names, sizes, content hashes; ``sources``),
+recorded in ``source.json`` beside them. Anything else rebuilds them, and says why.
 
 This module is the only one that knows the Parquet layout (``history.parquet/``: one file per
-table, ``values.parquet``, ``meta.json``). The layout is versioned (``LAYOUT``, in ``meta.json``): a
+table, ``values.parquet``, ``meta.json``, ``source.json``). The layout is versioned (``LAYOUT``, in ``meta.json``): a
 folder of another layout is re-built from the JSON lines, or refused when they are gone.
 
 A file cut off mid-line (a killed writer, a full disk) is read up to its last whole line; the
@@ -12,9 +14,12 @@ tables say so in ``meta['truncated']`` and the verdict repeats it.
 
 from __future__ import annotations
 
+import functools
 import json
+import logging
 import os
 import shutil
+import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -26,7 +31,7 @@ import orjson
 import pandas as pd
 
 from harness.base.errors import ConfigError
-from harness.history import schema
+from harness.history import model, schema, sources
 from harness.history.model import (
     APP_CONTRACT,
     APP_STRAY,
@@ -61,12 +66,16 @@ from harness.history.model import (
     split_tp,
 )
 from harness.history.recorder import HISTORY_DIR
-from harness.rundir.runfolder import read_json_object, unreadable
+from harness.rundir.runfolder import read_json_object
+
+log = logging.getLogger(__name__)
 
 #: the fields every history line has (the rest depend on its ``f``)
 REQUIRED = ("time", "process", "type", "f")
 PARQUET_DIR = "history.parquet"
 META_FILE = "meta.json"
+#: what the tables were built from (``sources``): the hash, the flattening code's digests, each history file's key
+SOURCE_FILE = "source.json"
 VALUES_TABLE = "values"
 #: The Parquet layout this code writes and reads. 1 (no number in meta.json): before the layout
 #: was versioned; 2: + the ``faults`` and ``spark_events`` tables (no more ``meta.spark``) and
@@ -131,6 +140,9 @@ class Tables:
     #: loaded from Parquet: ``values`` stays on disk (its strings are a tenth of a large history's
     #: memory, and only examples need them); ``values_at`` reads the few asked for
     values_file: Path | None = None
+    #: the history files the tables were flattened from (``read_tables``) or verified against (``load``);
+    #: None: built in memory (``save`` then records the folder's files as they are)
+    source: sources.Files | None = None
 
 
 def read_ops(run_dir: Path) -> tuple[list[Op], list[str]]:
@@ -138,17 +150,31 @@ def read_ops(run_dir: Path) -> tuple[list[Op], list[str]]:
     files that ended in a partial line. Every line is checked against the schema (``schema``), and
     the merged history for what no single line shows (``_refuse_inconsistent``): ``ConfigError``
     names the file and line."""
+    ops, truncated, _ = _read_ops(run_dir)
+    return ops, truncated
+
+
+def read_tables(run_dir: Path) -> Tables:
+    """The run's tables flattened from its JSON lines (never from Parquet), with the keys of the
+    files as they were read (``Tables.source``)."""
+    ops, truncated, source = _read_ops(run_dir)
+    tables = flatten(ops, truncated)
+    tables.source = source
+    return tables
+
+
+def _read_ops(run_dir: Path) -> tuple[list[Op], list[str], sources.Files]:
+    """``read_ops``, and the key of each file as read (``sources``)."""
     files = _history_files(run_dir)
     if not files:
         raise ConfigError(f"{run_dir} has no history ({HISTORY_DIR}/*.jsonl): not a run folder, or the run wrote nothing")
     lines: list[dict[str, Any]] = []
     where: list[tuple[int, int]] = []  # (file, line number) of each line, for errors about the merge
     truncated: list[str] = []
+    keys: sources.Files = {}
     for k, path in enumerate(files):
-        try:
-            data = path.read_bytes()
-        except OSError as exc:  # a folder named like a history file, a file that cannot be read
-            raise unreadable(path, exc) from None
+        # a folder named like a history file, a file that cannot be read, a symlink out of the folder: refused
+        data, keys[path.name] = sources.read(path, run_dir)
         raw = data.split(b"\n")
         if raw and raw[-1] == b"":
             raw.pop()
@@ -169,7 +195,7 @@ def read_ops(run_dir: Path) -> tuple[list[Op], list[str]]:
     # stable: one process's ops keep their file order on ties
     order = sorted(range(len(lines)), key=lambda i: lines[i]["time"])
     _refuse_inconsistent(lines, order, [(files[k], n) for k, n in where])
-    return [Op.from_json(lines[i], index=j) for j, i in enumerate(order)], truncated
+    return [Op.from_json(lines[i], index=j) for j, i in enumerate(order)], truncated, keys
 
 
 def _refuse_inconsistent(lines: list[dict[str, Any]], order: list[int], where: list[tuple[Path, int]]) -> None:
@@ -207,7 +233,7 @@ def _refuse_inconsistent(lines: list[dict[str, Any]], order: list[int], where: l
 
 
 def _history_files(run_dir: Path) -> list[Path]:
-    return sorted((run_dir / HISTORY_DIR).glob("*.jsonl"))
+    return sources.history_files(run_dir / HISTORY_DIR)
 
 
 def _pair(ops: Sequence[Op]) -> dict[int, Op | None]:
@@ -634,7 +660,9 @@ def _str(values: Sequence[str | None]) -> pd.Series:
 
 
 def save(tables: Tables, run_dir: Path) -> Path:
-    """Write the tables as Parquet of the current ``LAYOUT`` (temp folder + rename: never half a set)."""
+    """Write the tables as Parquet of the current ``LAYOUT`` (temp folder + rename: never half a set),
+    with what they were built from (``SOURCE_FILE``: ``tables.source``; for tables built in memory,
+    the folder's history files as they are now)."""
     add_ids(tables)
     # Few distinct values in many rows: dictionary-encoded (pandas categories) they take a byte or
     # two per row instead of a string each, on disk and once loaded.
@@ -663,6 +691,8 @@ def save(tables: Tables, run_dir: Path) -> Path:
     pd.DataFrame({"vid": np.arange(len(tables.values), dtype=np.int64), "value": tables.values}).to_parquet(
         _file(tmp, VALUES_TABLE), index=False)
     (tmp / META_FILE).write_text(json.dumps({**tables.meta, "layout": LAYOUT}))
+    source = tables.source if tables.source is not None else sources.keys_of(_history_files(run_dir), run_dir, {})
+    _write_source(tmp, source)
     if final.exists():
         # whatever is there goes (a broken one included: a folder where meta.json belongs)
         shutil.rmtree(final)
@@ -704,11 +734,79 @@ def _layout_found(run_dir: Path) -> object:
         return None  # a broken meta.json: rebuilt from the JSON lines, or refused without them
 
 
+#: The modules whose code decides what the tables hold: a change to any of them rebuilds the tables.
+FLATTENING = (sys.modules[__name__], model, schema)
+
+
+@functools.cache
+def _code() -> dict[str, str]:
+    return sources.code_digests(FLATTENING)
+
+
+def _write_source(folder: Path, files: sources.Files) -> None:
+    """``folder``'s ``SOURCE_FILE``: what its tables were built from (a temporary file, then a rename)."""
+    record = {"hash": sources.HASH, "code": _code(), "files": {n: k.to_json() for n, k in sorted(files.items())}}
+    tmp = folder / f".{SOURCE_FILE}.tmp{os.getpid()}"
+    tmp.write_text(json.dumps(record, indent=1))
+    os.replace(tmp, folder / SOURCE_FILE)
+
+
+def _recorded(run_dir: Path) -> tuple[sources.Files | None, str]:
+    """The history files the run's Parquet was built from, as recorded; None and why when there is
+    no usable record (made before records, by other code, a file that is not the record)."""
+    path = run_dir / PARQUET_DIR / SOURCE_FILE
+    try:
+        record = read_json_object(path)
+    except ConfigError as exc:
+        return None, f"its {SOURCE_FILE} cannot be used ({exc})"
+    if record is None:
+        return None, f"it has no {SOURCE_FILE} (made before the tables were keyed by the files' content)"
+    if record.get("hash") != sources.HASH:
+        return None, f"its {SOURCE_FILE} has {record.get('hash')!r} hashes, this code {sources.HASH!r}"
+    code = record.get("code")
+    if code != _code():
+        changed = sorted(n for n in _code() if not isinstance(code, dict) or code.get(n) != _code()[n])
+        return None, f"the code that flattens the history changed since it was built ({', '.join(changed)})"
+    try:
+        return {str(n): sources.FileKey.from_json(k) for n, k in record["files"].items()}, ""
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        return None, f"its {SOURCE_FILE} cannot be used (not what this code writes: {exc!r})"
+
+
+def stale_because(run_dir: Path) -> str | None:
+    """Why the run's Parquet tables are not what its JSON lines give (None: they are). They must be
+    of this code's ``LAYOUT``, built by this code (``FLATTENING``), from the history files there now:
+    the same names, sizes and contents (``sources.key_of``: a file whose stat is the one recorded is
+    not read again). ``ConfigError`` for a history file that cannot be read, or is not the run's
+    (``sources``). No JSON lines at all: the tables are all there is, used when of this ``LAYOUT``."""
+    found = _layout_found(run_dir)
+    if found is _NO_META:
+        return f"there are no tables ({PARQUET_DIR}/{META_FILE})"
+    if found != LAYOUT:
+        return f"its layout is {found if found is not None else 'unnumbered (1)'}, this code's {LAYOUT}"
+    files = _history_files(run_dir)
+    recorded, why = _recorded(run_dir)
+    if not files:
+        if recorded is None:
+            log.info("%s: %s, and the JSON lines to rebuild it from are gone: used as it is", run_dir / PARQUET_DIR, why)
+        return None
+    if recorded is None:
+        return why
+    now = sources.keys_of(files, run_dir, recorded)
+    changed = sources.differences(HISTORY_DIR, recorded, now)
+    if changed:
+        return "; ".join(changed)
+    if now != recorded:  # the same content, with other stats (copied, touched, or hashed for the first time)
+        try:
+            _write_source(run_dir / PARQUET_DIR, now)  # so that the next load need not read the files again
+        except OSError as exc:  # a folder this user may read but not write: hashed again next time
+            log.debug("%s: not updated (%s)", run_dir / PARQUET_DIR / SOURCE_FILE, exc)
+    return None
+
+
 def parquet_is_current(run_dir: Path) -> bool:
-    """The run's Parquet tables exist, are of this code's ``LAYOUT``, and are newer than every history file."""
-    meta = run_dir / PARQUET_DIR / META_FILE
-    return (_layout_found(run_dir) == LAYOUT
-            and all(f.stat().st_mtime <= meta.stat().st_mtime for f in _history_files(run_dir)))
+    """The run's Parquet tables are what its JSON lines give (``stale_because``)."""
+    return stale_because(run_dir) is None
 
 
 def _refuse_stale_layout(run_dir: Path) -> None:
@@ -760,10 +858,11 @@ def _lean_pool() -> Any:
 
 
 def load(run_dir: Path, persist: bool = False) -> Tables:
-    """The run's tables: from Parquet when it is current (``parquet_is_current``), else from the JSON
+    """The run's tables: from Parquet when it is current (``stale_because``), else from the JSON
     lines (``persist``: then saved as the current Parquet too, for whatever reads the files next)."""
     pq = run_dir / PARQUET_DIR
-    if parquet_is_current(run_dir):
+    stale = stale_because(run_dir)
+    if stale is None:
         import pyarrow as pa
         import pyarrow.parquet as pq_io
 
@@ -781,20 +880,29 @@ def load(run_dir: Path, persist: bool = False) -> Tables:
             frames: dict[str, Any] = {name: frame(name) for name in TABLES}
         finally:
             pa.set_memory_pool(before)
-        return Tables(**frames, meta=read_meta(run_dir), values_file=_file(pq, VALUES_TABLE))
+        return Tables(**frames, meta=read_meta(run_dir), values_file=_file(pq, VALUES_TABLE),
+                      source=_recorded(run_dir)[0])
+    return _rebuilt(run_dir, stale, persist)
+
+
+def _rebuilt(run_dir: Path, stale: str, persist: bool) -> Tables:
+    """The tables from the JSON lines, the Parquet being ``stale`` (one line in the log says why)."""
     _refuse_stale_layout(run_dir)
-    ops, truncated = read_ops(run_dir)
-    tables = flatten(ops, truncated)
+    exists = (run_dir / PARQUET_DIR).exists()
+    (log.info if exists else log.debug)("%s: %s; the history is read from its JSON lines%s", run_dir / PARQUET_DIR,
+                                       stale, " and the tables saved again" if persist else "")
+    tables = read_tables(run_dir)
     if persist:
         save(tables, run_dir)
     return tables
 
 
 def ensure_parquet(run_dir: Path) -> None:
-    """Write the run's Parquet first when it is missing, older than the JSON lines, or of another
-    layout (that conversion holds the history in memory once; runs write current Parquet at their end)."""
-    if not parquet_is_current(run_dir):
-        save(load(run_dir), run_dir)
+    """Write the run's Parquet first when it is missing or stale (``stale_because``; that conversion
+    holds the history in memory once; runs write current Parquet at their end)."""
+    stale = stale_because(run_dir)
+    if stale is not None:
+        _rebuilt(run_dir, stale, persist=True)
 
 
 def read_meta(run_dir: Path) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from clusters.topology import MAX_PORT_BASE, MIN_PORT_BASE  # --eos-port-base's bounds
 from harness.rundir.runfolder import RunFolder
 from harness.workloads.clients import spelled as client_libraries
 
@@ -45,9 +46,6 @@ BLOCK_FAULT_MAX_S = 3600.0
 #: Until an injected fault has started: resolving a role asks the cluster (seconds), and a process
 #: fault waits for one still restarting a node (up to a minute or two here).
 FAULT_START_TIMEOUT_S = 300.0
-#: ``--eos-port-base`` bounds: the Toxiproxy API sits ~600 below the base, and each xdist worker
-#: adds XDIST_PORT_STEP (16 workers fit below 65535 with the cluster's own ports).
-MIN_PORT_BASE, MAX_PORT_BASE = 2000, 60000
 #: One xdist worker's cluster from the next: 100 also moves the compose backend's bridge subnets.
 XDIST_PORT_STEP = 100
 
@@ -104,7 +102,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "chaos: runs against a real Kafka cluster (eos-chaos); slow")
-    config.addinivalue_line("markers", "library: one scenario of the eos-chaos library (~35 min for all, per backend)")
+    config.addinivalue_line("markers", "library: one scenario of the eos-chaos library (~40 min for all, per backend)")
     from harness.base import logsetup
 
     logsetup.to_stdout()  # the harness's narrative with each test's output (-s to see it live)

@@ -15,12 +15,12 @@ import jinja2
 from harness.checker import MEANING, VERDICT_FILE
 from harness.history.text import write_history_text
 from harness.report.app import is_record, record_text
-from harness.report.data import RunData, is_position, load, position_text
+from harness.report.data import RunData, hit_text, is_position, load, position_text
 from harness.report.loaded import LoadedRun
 from harness.report.logs import excerpts, log_links
 from harness.report.ops import Marked
 from harness.rundir import runinfo
-from harness.rundir.journal import Journal
+from harness.rundir.journal import Journal, mostly_nothing
 from harness.rundir.runfolder import REPORT, RunFolder, write_output
 
 REPORT_FILE = REPORT
@@ -53,6 +53,7 @@ def cell(v: Any) -> str:
 
 
 _env.filters["cell"] = cell
+_env.filters["hit"] = hit_text
 
 
 def flat(d: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
@@ -130,6 +131,8 @@ def render(data: RunData) -> str:
         backend=journal.backend if journal is not None else data.scenario.get("backend"),
         command=rerun(data.scenario, journal), duration_s=data.duration_s,
         timeline=timeline_svg(data), faults=data.faults, fault_legend=legend([f.kind for f in data.faults]),
+        faults_hit=(journal.faults_hit() if journal is not None else None),
+        mostly_nothing=mostly_nothing(journal.faults_hit() if journal is not None else None),
         spark_ran=data.spark_batches is not None,
         partitions=[(p, partition_svg(p)) for p in data.partitions], app=data.app,
         stats=flat(stats), expected=v.get("expected"), generated=time.strftime("%Y-%m-%d %H:%M:%S %Z"),

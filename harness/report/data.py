@@ -44,6 +44,12 @@ class FaultWindow:
     #: when the schedule planned it to start (report seconds); None: not known (no schedule entry,
     #: or a run that did not record its schedule's zero)
     planned_s: float | None = None
+    #: what was in flight on its target while it was active (the journal's ``FaultRun.hit``); None:
+    #: not recorded
+    hit: dict[str, Any] | None = None
+    #: how long it waited for its workload's progress, and whether in vain (the journal's)
+    waited_s: float | None = None
+    wait_expired: bool = False
 
 
 @dataclass
@@ -110,6 +116,7 @@ def load(run: Path | LoadedRun) -> RunData:
     faults = fault_windows(h.events)
     _shift(faults, h.txns, clock)
     never = planned_starts(faults, h.events, journal)
+    attach_hits(faults, journal)
     first_s, last_s = (clock.s(t) for t in h.span_ns)
     duration_s = max([last_s, float(scenario.get("duration") or 0.0), *(f.end_s or f.start_s for f in faults)])
     node_ids = sorted({n for f in faults for n in f.nodes} | {1, 2, 3})
@@ -141,9 +148,18 @@ def planned_starts(faults: list[FaultWindow], events: list[dict[str, Any]], jour
     for w, r in zip(faults, runs):
         if r.planned is not None and known:
             w.planned_s = float(journal.schedule[r.planned].get("at") or 0.0)
+
     started = {r.planned for r in runs}
     return [(str(f.get("kind")), float(f.get("at") or 0.0) if known else None)
             for i, f in enumerate(journal.schedule) if i not in started]
+
+
+def attach_hits(faults: list[FaultWindow], journal: Journal | None) -> None:
+    """What each fault hit and how long it waited, as the journal recorded them (its faults are
+    these events, in this order)."""
+    if journal is not None and len(journal.faults) == len(faults):
+        for w, f in zip(faults, journal.faults):
+            w.hit, w.waited_s, w.wait_expired = f.hit, f.waited_s, f.wait_expired
 
 
 def mark_examples(verdict: dict[str, Any], history: History | None, clock: Clock,
@@ -204,6 +220,31 @@ def _history(tables: store.Tables) -> _Read:
     started = tx["commit_at"].fillna(tx["invoke_time"]).astype("float64")
     out["latency_ms"] = np.where(out["outcome"] == "ok", (tx["complete_time"].astype("float64") - started) / 1e6, np.nan)
     return _Read(out.reset_index(drop=True), store.fault_events(tables.faults), store.spark_events(tables), span, lookup)
+
+
+def hit_text(hit: dict[str, Any] | None) -> str:
+    """What a fault hit, as the fault table says it: ``4 transactions open, 2 when it began
+    (txn-producer-0, copier-1); 1 micro-batch running; requests: hold 2``, ``nothing``, or ``–``
+    (not recorded)."""
+    if hit is None:
+        return "–"
+    parts = []
+    if hit.get("txns_open"):
+        named = ", ".join(hit.get("workloads") or [])
+        began = f", {hit['txns_open_at_start']} when it began" if hit.get("txns_open_at_start") is not None else ""
+        parts.append(f"{_count(hit['txns_open'], 'transaction')} open{began}" + (f" ({named})" if named else ""))
+    if hit.get("batches_running"):
+        parts.append(f"{_count(hit['batches_running'], 'micro-batch', 'micro-batches')} running")
+    requests = hit.get("requests")
+    if requests is not None:
+        caught = ", ".join(f"{action} {n}" for action, n in sorted(requests.items()))
+        parts.append(f"requests: {caught}" if caught else "no request caught")
+    said = "; ".join(parts)
+    return said if hit.get("hit") else f"nothing{f' ({said})' if said else ''}"
+
+
+def _count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else (many or one + 's')}"
 
 
 def _key(value: dict[str, Any]) -> tuple[str, ...]:
@@ -317,8 +358,10 @@ def example_positions(ex: dict[str, Any]) -> list[tuple[str, int, int | None]]:
         spots.append((str(ex["topic"]), int(ex["partition"]), int(off) if isinstance(off, (int, float)) else None))
     for v in ex.values():
         for p in v if isinstance(v, list) else [v]:
-            if is_position(p):
-                spots.append((str(p["topic"]), int(p["partition"]), int(p["offset"])))
+            # a position, or a step of a cycle (g0, g1c) that names some
+            for q in [p] if is_position(p) else p.values() if isinstance(p, dict) else []:
+                if is_position(q):
+                    spots.append((str(q["topic"]), int(q["partition"]), int(q["offset"])))
     return spots
 
 

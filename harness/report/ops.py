@@ -160,6 +160,8 @@ def example_spans(ex: dict[str, Any], history: History, clock: Clock) -> list[Op
 
     for key, role in INDEX_ROLES:
         add(ex.get(key), role)
+    for op in ex.get("ops") or []:  # a cycle's ops (g0, g1c)
+        add(op, "in the cycle")
     if not any(s.role == "write" for s in spans):
         values = [v for v in [ex.get("value"), *(ex.get("values") or [])] if isinstance(v, str)]
         for value, txn in history.txns_of_values(values).items():

@@ -24,7 +24,8 @@ _salt = itertools.count()
 #: Fault colours by what they act on (each kind's ``category``, chaos.faults.CATEGORIES): the colour,
 #: and its name in the legend.
 COLOURS = {"process": ("#d62728", "red"), "network": ("#1f77b4", "blue"), "workload": ("#ff7f0e", "orange"),
-           "spark": ("#8c564b", "brown"), "wire": ("#17becf", "cyan"), "feature": ("#bcbd22", "olive")}
+           "spark": ("#8c564b", "brown"), "wire": ("#17becf", "cyan"), "feature": ("#bcbd22", "olive"),
+           "producer": ("#e377c2", "pink")}
 #: A kind no registry entry names (a history of an older version): drawn, never refused.
 UNKNOWN_COLOUR = ("#7f7f7f", "grey")
 STATE_COLOURS = {"down": "#d62728", "paused": "#9467bd"}

@@ -57,6 +57,8 @@ from harness.rundir.runfolder import NODES, WORKLOADS, RunFolder
 MARGIN_S = 5.0
 #: At most this many lines of one log, and wire events, go into the output folder's files.
 FILE_LINES = 20_000
+#: The shortest run a smaller scenario is cut to (``eos-chaos run --duration``'s shortest).
+SHORTEST_S = 5.0
 #: At most this many positions an example names are looked up in the reads (the first ones).
 MAX_POSITIONS = 4
 #: A broker log line at WARN or worse (what is looked for when the anomaly names nothing to grep).
@@ -127,6 +129,22 @@ class Moment:
 
 
 @dataclass
+class Checked:
+    """What ``eos-chaos minimize`` found by running smaller scenarios (REPORT.md cites it)."""
+
+    #: the smallest scenario that reproduced, as YAML (None: none did)
+    minimal: str | None
+    #: the command that replays it, saved beside REPORT.md ("" when none reproduced)
+    command: str
+    #: in words: what it kept and how often it reproduced, or why none did
+    says: str
+    #: the candidates tried, as a Markdown table
+    table: str
+    #: the same, for a program
+    record: dict[str, Any]
+
+
+@dataclass
 class Repro:
     """Everything ``REPORT.md`` says, gathered from one run folder."""
 
@@ -164,6 +182,13 @@ class Repro:
     #: the command that runs the draft (saved as ``minimal-scenario.yaml``) on the same cluster set-up
     minimal_command: str = ""
     notes: list[str] = field(default_factory=list)
+    journal: Journal | None = None
+    #: the scenario as run, to run again (``replayable``); None: the folder keeps none
+    replayable: dict[str, Any] | None = None
+    #: the draft as a cut of ``replayable`` (None: no draft)
+    draft: Cut | None = None
+    #: what ``eos-chaos minimize`` found by running smaller scenarios (None: not run)
+    checked: Checked | None = None
 
     @property
     def name(self) -> str:
@@ -214,7 +239,8 @@ def gather(run_dir: Path, verdict: dict[str, Any], pick: str | None = None) -> R
     logs, quiet = client_logs(run_dir, anomaly, clock, lo, hi, zone)
     blogs, bquiet = broker_logs(run_dir, cluster_dir, anomaly, txns, clock, lo, hi, zone)
     resolved = scenario_as_run(journal, data.scenario)
-    minimal, minimal_says = minimal_scenario(resolved, journal, data, anomaly, lo + MARGIN_S, hi - MARGIN_S)
+    again = replayable(resolved, journal, run_dir.name)
+    minimal, minimal_says, cut = minimal_scenario(again, journal, data, anomaly, lo + MARGIN_S, hi - MARGIN_S)
     return Repro(
         run_dir=run_dir, scenario=data.scenario, status=status_of(verdict),
         unknown_because=[str(x) for x in verdict.get("unknown_because") or []], expected=expected_says(verdict),
@@ -226,18 +252,29 @@ def gather(run_dir: Path, verdict: dict[str, Any], pick: str | None = None) -> R
         faults=[f for f in data.faults if f.start_s <= hi and (f.end_s is None or f.end_s >= lo)],
         wire=wire, wire_says=wire_says, timeline=timeline, logs=logs + blogs, quiet_logs=quiet + bquiet,
         history_lines=history_lines(tables, clock, lo, hi), command=_command(journal, data.scenario),
-        minimal=minimal, minimal_says=minimal_says, minimal_command=_minimal_command(journal, minimal), notes=notes)
+        minimal=minimal, minimal_says=minimal_says,
+        minimal_command=replay_command(journal, "minimal-scenario.yaml", cut.duration) if cut is not None else "",
+        notes=notes, journal=journal, replayable=again, draft=cut)
 
 
-def _minimal_command(journal: Journal | None, minimal: str | None) -> str:
-    """``eos-chaos run minimal-scenario.yaml`` with the run's backend, seed, Kafka release and the
-    transaction.version its cluster ran at."""
-    if minimal is None or journal is None:
+def replay_command(journal: Journal | None, file: str, duration: float) -> str:
+    """``eos-chaos run FILE`` with the run's backend, seed, Kafka release and the transaction.version
+    its cluster ran at: a smaller scenario replayed as the run was ("" without a journal)."""
+    if journal is None:
         return ""
-    duration = float(yaml.safe_load(minimal).get("duration") or 0.0)
-    return runinfo.rerun_command("minimal-scenario.yaml", journal.backend, journal.seed, duration,
-                                 journal.versions.get("kafka") or journal.kafka_version,
-                                 journal.features.get("transaction.version", journal.transaction_version_asked))
+    return runinfo.rerun_command(file, journal.backend, journal.seed, duration, replay_kafka_version(journal),
+                                 replay_transaction_version(journal))
+
+
+def replay_kafka_version(journal: Journal) -> str | None:
+    """The Kafka release the run's brokers ran."""
+    return journal.versions.get("kafka") or journal.kafka_version
+
+
+def replay_transaction_version(journal: Journal) -> int | None:
+    """The transaction.version the run's cluster ran at (read back from it; else the one asked for)."""
+    tv = journal.features.get("transaction.version", journal.transaction_version_asked)
+    return None if tv is None else int(tv)
 
 
 def _command(journal: Journal | None, scenario: dict[str, Any]) -> str:
@@ -550,6 +587,7 @@ def library_version(lib: str, versions: dict[str, Any]) -> str:
     """What is known of ``lib``'s version: confluent-kafka's and librdkafka's from the journal; a
     versioned library's from its ``@VERSION``."""
     name, _, version = lib.partition("@")
+    version = version or (versions.get("clients") or {}).get(name) or ""  # recorded since issue 30
     if name == "confluent-kafka":
         return f"confluent-kafka {versions.get('confluent_kafka', '?')}, librdkafka {versions.get('librdkafka', '?')}"
     if version:
@@ -563,36 +601,90 @@ def library_version(lib: str, versions: dict[str, Any]) -> str:
 
 # ---- a smaller scenario ----
 
-def minimal_scenario(resolved: dict[str, Any], journal: Journal | None, data: RunData, anomaly: Anomaly | None,
-                     lo: float, hi: float) -> tuple[str | None, str]:
-    """A draft of a smaller scenario as YAML, and what it is: one instance of each workload entry the
-    anomaly's ops came from, only the faults active in ``[lo, hi]`` (report seconds) or within their
-    own duration of it, the run's topic names as the scenario wrote them. None when there is no
-    anomaly in time or no scenario to cut down."""
-    if anomaly is None or not anomaly.spans:
-        return None, "no draft: the anomaly names no op in time, so no window to keep faults of"
+@dataclass(frozen=True)
+class Cut:
+    """A smaller scenario as a cut of the run's own (``replayable``'s): which of its faults (indices
+    into its list), which of its workload entries with how many instances each, and how long."""
+
+    faults: tuple[int, ...]
+    #: (index into the workload entries, count), in the entries' order
+    workloads: tuple[tuple[int, int], ...]
+    duration: float
+
+
+def replayable(resolved: dict[str, Any], journal: Journal | None, run_name: str) -> dict[str, Any] | None:
+    """The scenario as run, as a file ``eos-chaos run`` takes again: the run's tag taken off its
+    names (``physical`` puts it on afresh), its planned faults (``journal.schedule``: the scenario's
+    own and its mix's, drawn from the seed) as its explicit faults with no mix, and a ``random``
+    target that hit one node pinned to it (taking a fault out must not move the others: the nemesis
+    draws every ``random`` target from one seeded generator). None when the folder keeps no
+    scenario with workloads."""
     if not resolved.get("workloads"):
-        return None, "no draft: the run folder keeps no scenario with workloads (journal.json's resolved)"
-    tag = data.run_dir.name.rsplit("-", 1)[-1]
-    sc = _untagged(resolved, f".{tag}")
+        return None
+    suffix = "." + run_name.rsplit("-", 1)[-1]
+    sc = _untagged(resolved, suffix)
+    schedule = journal.schedule if journal is not None and journal.schedule else sc.get("faults") or []
+    sc.update(faults=[_pinned(_untagged(f, suffix), i, journal) for i, f in enumerate(schedule)], mix=None)
+    return sc
+
+
+def _pinned(fault: dict[str, Any], planned: int, journal: Journal | None) -> dict[str, Any]:
+    """``fault`` (the ``planned``-th of the schedule) with ``target: random`` replaced by the node it
+    hit, when it ran once on one node; as it is otherwise."""
+    runs = [r for r in journal.faults if r.planned == planned] if journal is not None else []
+    if fault.get("target") != "random" or len(runs) != 1:
+        return fault
+    d = runs[0].detail
+    nodes = [d["node"]] if isinstance(d.get("node"), int) else d.get("nodes") or []
+    return {**fault, "target": nodes[0]} if len(nodes) == 1 and isinstance(nodes[0], int) else fault
+
+
+def cut_scenario(sc: dict[str, Any], cut: Cut, **update: Any) -> dict[str, Any]:
+    """``sc`` (``replayable``'s) cut down to ``cut``, with ``update``'s fields (name, description, expect)."""
+    return {**sc, "workloads": [{**sc["workloads"][i], "count": n} for i, n in cut.workloads],
+            "faults": [sc["faults"][i] for i in cut.faults], "mix": None, "duration": cut.duration, **update}
+
+
+def draft_cut(sc: dict[str, Any], journal: Journal | None, clock: Clock, anomaly: Anomaly, lo: float,
+              hi: float) -> Cut:
+    """The draft's cut of ``sc`` (``replayable``'s): one instance of each workload entry the
+    anomaly's ops came from, only the faults active in ``[lo, hi]`` (report seconds) or within their
+    own duration of it, and the run long enough for those faults and the anomaly and ``MARGIN_S``."""
     entries = sc["workloads"]
     procs = {_workload_of(s.process) for s in anomaly.spans}
     touched = [i for i, w in enumerate(entries) if any(p.startswith(f"{w.get('kind')}-") for p in procs)]
-    kept_w = [{**entries[i], "count": 1} for i in (touched or range(len(entries)))]
-    schedule = journal.schedule if journal is not None and journal.schedule else sc.get("faults") or []
-    kept_f, ends = _faults_in([_untagged(f, f".{tag}") for f in schedule], journal, data.clock, lo, hi)
-    duration = float(sc.get("duration") or 45.0)
+    kept, ends = _faults_in(sc["faults"], journal, clock, lo, hi)
     need = max([hi, *ends]) + MARGIN_S  # the anomaly and the kept faults over, and a little more
-    sc.update(name=f"{sc.get('name', 'scenario')}-minimal",
-              description=(f"Draft cut down from run {data.run_dir.name} to {anomaly.check} example {anomaly.number}: "
-                           f"one instance of {', '.join(str(w.get('kind')) for w in kept_w)}, and only the faults "
-                           f"active from t={lo:.2f} s to t={hi:.2f} s (each widened by its duration)."),
-              workloads=kept_w, faults=kept_f, mix=None, duration=float(min(duration, max(5.0, math.ceil(need)))),
-              expect={"valid": False, "fires": [anomaly.check]})
-    text = yaml.safe_dump(sc, sort_keys=False, allow_unicode=True, width=110)
-    says = (f"{len(kept_f)} of the run's {len(schedule)} faults, {len(kept_w)} workload "
-            f"{'entry' if len(kept_w) == 1 else 'entries'} with count 1")
-    return text, says
+    duration = float(min(float(sc.get("duration") or 45.0), max(SHORTEST_S, math.ceil(need))))
+    return Cut(tuple(kept), tuple((i, 1) for i in (touched or range(len(entries)))), duration)
+
+
+def minimal_scenario(sc: dict[str, Any] | None, journal: Journal | None, data: RunData, anomaly: Anomaly | None,
+                     lo: float, hi: float) -> tuple[str | None, str, Cut | None]:
+    """A draft of a smaller scenario as YAML, what it is, and its cut of ``sc`` (``replayable``'s):
+    ``draft_cut``, with the run's topic names as the scenario wrote them. None when there is no
+    anomaly in time or no scenario to cut down."""
+    if anomaly is None or not anomaly.spans:
+        return None, "no draft: the anomaly names no op in time, so no window to keep faults of", None
+    if sc is None:
+        return None, "no draft: the run folder keeps no scenario with workloads (journal.json's resolved)", None
+    cut = draft_cut(sc, journal, data.clock, anomaly, lo, hi)
+    kinds = ", ".join(str(sc["workloads"][i].get("kind")) for i, _ in cut.workloads)
+    draft = cut_scenario(sc, cut, name=f"{sc.get('name', 'scenario')}-minimal",
+                         description=(f"Draft cut down from run {data.run_dir.name} to {anomaly.check} example "
+                                      f"{anomaly.number}: one instance of {kinds}, and only the faults active from "
+                                      f"t={lo:.2f} s to t={hi:.2f} s (each widened by its duration)."),
+                         expect={"valid": False, "fires": [anomaly.check]})
+    text = scenario_yaml(draft)
+    n = len(cut.workloads)
+    says = (f"{len(cut.faults)} of the run's {len(sc['faults'])} faults, {n} workload "
+            f"{'entry' if n == 1 else 'entries'} with count 1")
+    return text, says, cut
+
+
+def scenario_yaml(sc: dict[str, Any]) -> str:
+    """``sc`` as a scenario file, its fields in the order the scenario wrote them."""
+    return yaml.safe_dump(sc, sort_keys=False, allow_unicode=True, width=110)
 
 
 def _untagged(value: Any, suffix: str) -> Any:
@@ -608,10 +700,10 @@ def _untagged(value: Any, suffix: str) -> Any:
 
 
 def _faults_in(faults: list[dict[str, Any]], journal: Journal | None, clock: Clock, lo: float,
-               hi: float) -> tuple[list[dict[str, Any]], list[float]]:
-    """The planned faults (``journal.schedule``: the scenario's own and its mix's, drawn from the seed)
-    that were on from ``lo`` to ``hi`` or within their duration of it (as they ran, from the
-    journal; a fault that never ran, as planned), and when each kept one ends as planned."""
+               hi: float) -> tuple[list[int], list[float]]:
+    """Which of the planned faults (``journal.schedule``'s order) were on from ``lo`` to ``hi`` or
+    within their duration of it (as they ran, from the journal; a fault that never ran, as planned),
+    and when each kept one ends as planned."""
     zero = clock.zero_ns / 1e9
     ran: dict[int, list[tuple[float, float]]] = {}
     for r in journal.faults if journal is not None else []:
@@ -623,6 +715,6 @@ def _faults_in(faults: list[dict[str, Any]], journal: Journal | None, clock: Clo
         at = float(f.get("at") or 0.0)
         spans = ran.get(i) or [(at, at + d)]
         if any(a - d <= hi and b + d >= lo for a, b in spans):
-            kept.append(f)
+            kept.append(i)
             ends.append(at + d)
     return kept, ends

@@ -26,6 +26,11 @@ SUMMARY_JSON = "repro.json"
 WIRE_FILE = "wire-events.jsonl"
 HISTORY_FILE = "history.txt"
 MINIMAL_FILE = "minimal-scenario.yaml"
+#: What ``eos-chaos minimize`` adds: the smallest scenario that reproduced, the candidates it ran
+#: (a table for people, a record for programs).
+CHECKED_FILE = "minimal.yaml"
+CANDIDATES_FILE = "candidates.md"
+MINIMIZE_JSON = "minimize.json"
 #: Under GitHub's limit on an issue's body (65,536), with room for a sentence of one's own.
 MD_MAX_CHARS = 60_000
 #: How much REPORT.md quotes at first: lines per log and rows of the timeline (halved until it fits).
@@ -73,8 +78,15 @@ def files_of(r: Repro) -> list[tuple[str, str]]:
         files.append((HISTORY_FILE, "the history's operations in the window, one a line (t, wall clock, process, "
                                     "type, op, records, error)"))
     files += [(lg.file, f"{lg.source}: {lg.picked_by}") for lg in r.logs]
-    if r.minimal:
+    c = r.checked
+    if c is not None and c.minimal:
+        files.append((CHECKED_FILE, "the smallest scenario that reproduced (eos-chaos minimize ran it)"))
+    elif r.minimal:
         files.append((MINIMAL_FILE, "the smaller scenario's draft"))
+    if c is not None:
+        files += [(CANDIDATES_FILE, "every smaller scenario eos-chaos minimize tried: what it took out, its runs and "
+                                    "their folders, whether it reproduced"),
+                  (MINIMIZE_JSON, "the same, for a program")]
     return files
 
 
@@ -102,7 +114,8 @@ def render(r: Repro, log_lines: int = MD_LOG_LINES, rows: int = MD_MOMENTS) -> s
         r=r, example=md(example), moments=r.timeline[:rows], more_moments=max(0, len(r.timeline) - rows),
         t=t, wall=wall, logs=logs, faults=[(n, f) for n, f in enumerate(r.faults, 1)],
         wall_lo=clock.wall_text(lo), wall_hi=clock.wall_text(hi), files=files_of(r),
-        yaml_fence=fence(r.minimal or ""), minimal_command=r.minimal_command)
+        yaml_fence=fence((r.checked.minimal if r.checked is not None else None) or r.minimal or ""),
+        minimal_command=r.minimal_command)
 
 
 def _cell(v: Any) -> str:
@@ -135,8 +148,32 @@ def summary(r: Repro, files: list[tuple[str, str]]) -> dict[str, Any]:
         "transactions": [asdict(t) for t in r.txns],
         "faults": [{"label": f.label, "start_s": f.start_s, "end_s": f.end_s} for f in r.faults],
         "command": r.command, "minimal_command": r.minimal_command or None,
+        "minimized": None if r.checked is None else {"file": CHECKED_FILE if r.checked.minimal else None,
+                                                     "command": r.checked.command or None, "says": r.checked.says},
         "files": [f for f, _ in files], "notes": r.notes,
     }
+
+
+def candidates_md(record: dict[str, Any]) -> str:
+    """``candidates.md``: ``eos-chaos minimize``'s record (``minimize.json``) as a table, one row per
+    candidate tried, its run folders relative to this folder."""
+    said = {True: "**yes**", False: "no", None: "not decided"}
+    lines = [f"# Candidates tried by `eos-chaos minimize` on run `{record['run']}`", "",
+             f"Checks a run must fire to reproduce: {', '.join(f'`{c}`' for c in record['checks'])}. Seed "
+             f"{record['seed']}, Kafka {record['kafka_version'] or 'the default'}, transaction.version "
+             f"{record['transaction_version'] if record['transaction_version'] is not None else 'the default'}, "
+             f"{record['backend']} backend; at most {record['tries']} runs a candidate, {record['max_runs']} in all: "
+             f"{record['runs']} used; {record['stopped_because']}.", "",
+             "| # | step | taken out | kept | runs | reproduced | run folders |", "|---|---|---|---|---|---|---|"]
+    for c in record["candidates"]:
+        runs = ", ".join(f"`{r['run_dir']}`" + (f" ({', '.join(r['fired'])})" if r["fired"] else " (none fired)")
+                         for r in c["runs"] if r["run_dir"])
+        lines.append(f"| {c['number']} | {c['step']} | {md(c['removed'])} | {md(c['kept'])} | {len(c['runs'])} | "
+                     f"{said.get(c['reproduced'], '?')}{md(': ' + c['note']) if c['note'] else ''} | {md(runs) or '–'} |")
+    m = record.get("minimal")
+    lines += ["", f"Minimal: candidate {m['candidate']}, `{m['file']}`: `{m['command']}`" if m else
+              "Minimal: none (nothing reproduced)."]
+    return "\n".join(lines) + "\n"
 
 
 def check_out_folder(path: Path, flag: str) -> Path:
@@ -167,8 +204,15 @@ def write(r: Repro, out: Path) -> list[Path]:
     for lg in r.logs:
         make_folder((out / lg.file).parent)
         written.append(write_output(out / lg.file, "\n".join(lg.clipped.lines) + "\n"))
-    if r.minimal:
+    c = r.checked
+    if c is not None and c.minimal:
+        written.append(write_output(out / CHECKED_FILE, c.minimal))
+    elif r.minimal:
         written.append(write_output(out / MINIMAL_FILE, r.minimal))
+    if c is not None:
+        written += [write_output(out / CANDIDATES_FILE, c.table),
+                    write_output(out / MINIMIZE_JSON, orjson.dumps(c.record, option=orjson.OPT_INDENT_2,
+                                                                   default=str).decode() + "\n")]
     return written
 
 

@@ -12,16 +12,19 @@ history files as they append them."""
 
 from __future__ import annotations
 
+import bisect
 import logging
+import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import orjson
 
 from harness.base.wait import wait_until
-from harness.history.model import ABORTED_ON_PURPOSE, FAIL, INFO, OK
+from harness.history.model import APP, APP_READER, OK, POLL, PROGRESS_OPS, finished
 from harness.history.tail import appended_lines
 
 log = logging.getLogger(__name__)
@@ -55,23 +58,63 @@ class Readiness:
         return not self.waiting
 
     def _seen(self, name: str, fs: tuple[str, ...]) -> bool:
-        for path in sorted([*self.history_dir.glob(f"{name}.*jsonl"), *self.history_dir.glob(f"{name}-exec-*.jsonl")]):
-            for line in appended_lines(path, self._offsets):
-                try:
-                    op = orjson.loads(line)
-                except orjson.JSONDecodeError:
-                    continue
-                if op.get("f") in fs and _finished(op):
-                    return True
-        return False
+        return any(op.get("f") in fs and finished(op) for op in _appended_ops(self.history_dir, name, self._offsets))
 
 
-def _finished(op: dict[str, object]) -> bool:
-    """An op that finished: ``ok``; an abort the workload chose; or an event (``info``, no invoke) that
-    says its outcome was ``ok`` (a Spark micro-batch)."""
-    kind, value = op.get("type"), op.get("value")
-    return (kind == OK or (kind == FAIL and op.get("error") == ABORTED_ON_PURPOSE)
-            or (kind == INFO and isinstance(value, dict) and value.get("outcome") == OK))
+def _appended_ops(history_dir: Path, name: str, offsets: dict[Path, int]) -> Iterator[dict[str, Any]]:
+    """The ops process ``name`` (every incarnation, and a Spark job's executor-side sinks) appended
+    to its history files since ``offsets`` (moved past them); a line that is not JSON is skipped."""
+    for path in sorted([*history_dir.glob(f"{name}.*jsonl"), *history_dir.glob(f"{name}-exec-*.jsonl")]):
+        for line in appended_lines(path, offsets):
+            try:
+                op = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(op, dict):
+                yield op
+
+
+class ProgressLog:
+    """When each workload process finished an op that shows progress (``PROGRESS_OPS`` of its
+    kind; an app: an output record its reader read), read from the history files as they grow:
+    the ``chaos.control.Progress`` the nemesis asks before a fault aimed at a workload. Safe to
+    call from every fault's thread.
+
+    ``kinds`` maps each workload process to its kind: the supervisor's own mapping, which grows as
+    processes are registered."""
+
+    def __init__(self, history_dir: Path, kinds: Mapping[str, str]) -> None:
+        self.history_dir = history_dir
+        self.kinds = kinds
+        self._times: dict[str, list[int]] = {}  # process (or the app's reader) -> finish times, sorted
+        self._offsets: dict[Path, int] = {}
+        self._lock = threading.Lock()
+
+    def finished_since(self, name: str, since_ns: int) -> int | None:
+        """How many progress ops ``name`` finished at or after ``since_ns`` (the history's clock);
+        None when its kind shows no progress the history can tell (a reader, the zombie)."""
+        source = self._source(name)
+        if source is None:
+            return None
+        with self._lock:
+            times = self._times.setdefault(source, [])
+            for op in _appended_ops(self.history_dir, source, self._offsets):
+                if self._progress(source, op):
+                    bisect.insort(times, int(op.get("time", 0)))
+            return len(times) - bisect.bisect_left(times, since_ns)
+
+    def _source(self, name: str) -> str | None:
+        """Whose history shows ``name``'s progress: its own, or for an app instance its output's
+        reader (which reads every instance's output: an app's progress is the app's, not an instance's)."""
+        kind = self.kinds.get(name)
+        if kind == APP:
+            return APP_READER
+        return name if kind in PROGRESS_OPS else None
+
+    def _progress(self, source: str, op: dict[str, Any]) -> bool:
+        if source == APP_READER:  # a poll of the app's output that returned records
+            return op.get("f") == POLL and op.get("type") == OK and op.get("app") is not None and bool(op.get("value"))
+        return op.get("f") in PROGRESS_OPS[self.kinds[source]] and finished(op)
 
 
 def await_ready(history_dir: Path, waiting: Mapping[str, tuple[str, ...]], logs: Mapping[str, Path],

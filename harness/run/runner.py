@@ -35,6 +35,7 @@ from harness.base.errors import ClusterError, ConfigError
 from harness.base.logsetup import run_log
 from harness.checker import check
 from harness.history import store
+from harness.history.hits import Span, fault_hits, wire_matches
 from harness.history.model import (
     APP_CONTRACT,
     APP_STRAY,
@@ -44,6 +45,7 @@ from harness.history.model import (
     READ_COMMITTED,
     READ_UNCOMMITTED,
     SCAN,
+    TXN_PRODUCER,
     tp_key,
 )
 from harness.history.recorder import ENV_T0, HISTORY_DIR, Recorder, run_t0
@@ -52,8 +54,9 @@ from harness.kafka.features import METADATA_VERSION, finalized
 from harness.kafka.reads import lso_lag, read_all
 from harness.report.index_page import after_run
 from harness.report.loaded import LoadedRun
+from harness.report.wire import read_wire, wire_file
 from harness.run import app_run, verdict_file
-from harness.run.readiness import await_ready
+from harness.run.readiness import ProgressLog, await_ready
 from harness.run.scenario import Fault, Scenario, Workload
 from harness.run.supervisor import Supervisor
 from harness.rundir import runinfo
@@ -143,8 +146,14 @@ def workload_configs(sc: Scenario, run_dir: Path, bootstrap: str, seed: int,
                               settings=settings, client=dict(w.client), library=w.library,
                               topic_names=dict(topic_names or {}), instances=w.count)
 
-    return [(kind, config(kind, name, settings, w), now) for w in sc.workloads
-            for kind, name, settings, now in registry.kind(w.kind).processes(w.count, dict(w.settings))]
+    out: list[tuple[str, WorkloadConfig, bool]] = []
+    numbered: dict[str, int] = {}  # kind -> its processes so far: two entries of a kind never share a name
+    for w in sc.workloads:
+        first = numbered.get(w.kind, 0)
+        numbered[w.kind] = first + w.count
+        out += [(kind, config(kind, name, settings, w), now)
+                for kind, name, settings, now in registry.kind(w.kind).processes(w.count, dict(w.settings), first)]
+    return out
 
 
 def cluster_that_is_up(backend: Backend, sc: Scenario, kafka_version: str | None = None,
@@ -255,13 +264,14 @@ def _run(sc: Scenario, backend: Backend, seed: int, folder: RunFolder, kafka_ver
             log.info(f"the cluster stays up after the run (--keep): eos-chaos cluster down --backend {backend.value}")
     # now the cluster (and so the Kafka version) is known
     kv = _kafka_version(cluster, kafka_version)
-    journal.kafka_version, journal.versions = kv, runinfo.versions(kv)
+    journal.kafka_version, journal.versions = kv, runinfo.versions(kv, _libraries(sc))
     if Path(cluster.run_dir).resolve() != run_dir.resolve():
         journal.cluster_dir = str(cluster.run_dir)  # the report links the shared cluster's logs there
     try:
         # the levels in force, read back (not the flag): what the run's clients met at its start
         journal.features = finalized(cluster.direct_bootstrap, FEATURES_TIMEOUT_S)
-        journal.command = runinfo.rerun_command(source, backend.value, seed, sc.duration, kv, journal.transaction_version)
+        journal.command = runinfo.rerun_command(source, backend.value, seed, sc.duration, kv, journal.transaction_version,
+                                                _producers(sc))
         journal.save(folder)
         log.info(f"transaction.version {journal.transaction_version}, metadata.version "
                  f"{journal.features.get(METADATA_VERSION)} (read back from the cluster)")
@@ -271,10 +281,11 @@ def _run(sc: Scenario, backend: Backend, seed: int, folder: RunFolder, kafka_ver
             cluster.stop()
         else:
             _keep_cluster_logs(cluster)
-    ops, truncated = store.read_ops(run_dir)
-    tables = store.flatten(ops, truncated)
+    # the tables record the history files as they were read (a late append makes them stale)
+    tables = store.read_tables(run_dir)
     store.save(tables, run_dir)
     journal.faults = fault_runs(store.fault_events(tables.faults), planned)
+    record_hits(folder, journal, tables)
     journal.finished = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     journal.save(folder)
     verdict = verdict_file.assemble(check(tables), journal, journal.expected)
@@ -284,6 +295,19 @@ def _run(sc: Scenario, backend: Backend, seed: int, folder: RunFolder, kafka_ver
     after_run(run_dir)  # results/latest and results/index.html; logs, never raises
     return RunResult(folder, verdict, journal)
 
+
+
+def _libraries(sc: Scenario) -> dict[str, str | None]:
+    """The client libraries the scenario's workloads run on, each with its release (None: the
+    installed Python package), for the journal's versions."""
+    return {lib.name: lib.version for lib in (clients.parse(w.library) for w in sc.workloads)}
+
+
+def _producers(sc: Scenario) -> int | None:
+    """The producers per process every txn-producer entry runs when that is more than one and the
+    same for all (what ``--producers`` makes of a scenario, so the re-run command says it); else None."""
+    counts = {int(w.settings.get("producers", 1)) for w in sc.workloads if w.kind == TXN_PRODUCER}
+    return counts.pop() if len(counts) == 1 and max(counts) > 1 else None
 
 
 def _kafka_version(cluster: Cluster, asked: str | None) -> str | None:
@@ -311,6 +335,29 @@ def run_on_shared(sc: Scenario, backend: Backend, seed: int, run_dir: Path, clus
         return run(sc, backend, seed, run_dir, attach=False, source=source, transaction_version=cluster.transaction_version)
     finally:
         cluster.start()
+
+
+def record_hits(folder: RunFolder, journal: Journal, tables: store.Tables) -> None:
+    """What each fault of ``journal.faults`` hit (harness/history/hits.py), from the history and
+    the wire proxy's event log, into its ``hit``. A record that cannot be made is logged and left
+    out, never fails the run."""
+    cluster_dir = Path(journal.cluster_dir) if journal.cluster_dir else None
+    try:
+        path = wire_file(folder.path, cluster_dir)
+        wire = None
+        if path is not None and journal.history_zero_unix_s is not None:
+            events, _ = read_wire(folder.path, cluster_dir, None)
+            wire = wire_matches([e.raw for e in events], journal.history_zero_unix_s)
+        spans = [Span.of_seconds(f.start_s, f.end_s, f.detail) for f in journal.faults]
+        for f, h in zip(journal.faults, fault_hits(tables, spans, wire), strict=True):
+            f.hit = h.to_json()
+    except Exception as exc:  # noqa: BLE001 - see docstring
+        log.info(f"what the faults hit could not be recorded ({type(exc).__name__}: {exc})")
+        return
+    nothing = [f"{f.kind} at {f.start_s - (journal.schedule_t0_s or 0):.1f}s" for f in journal.faults
+               if f.hit is not None and not f.hit["hit"]]
+    if nothing:
+        log.info(f"faults that hit nothing ({len(nothing)} of {len(journal.faults)}): {', '.join(nothing)}")
 
 
 def _keep_cluster_logs(cluster: Cluster) -> None:
@@ -347,7 +394,9 @@ def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, fold
         env = {**os.environ, **procs.tags(cluster.cluster_id, os.getpid()), ENV_T0: str(t0)}
         spark = start_spark_cluster(sc, cluster, run_dir, env)
         sup = Supervisor(run_dir, env)
-        nemesis = Nemesis(cluster, sup, rec, faults, seed, sc.target_defaults(), spark=spark)
+        # a fault aimed at a workload waits for its progress since the previous fault on it
+        nemesis = Nemesis(cluster, sup, rec, faults, seed, sc.target_defaults(), spark=spark,
+                          progress=ProgressLog(run_dir / HISTORY_DIR, sup.kinds))
         thread: threading.Thread | None = None
         ends_before: dict[str, int] = {}
         staged_thread: threading.Thread | None = None
@@ -372,6 +421,7 @@ def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, fold
                 progress.set_phase("running")
             thread = threading.Thread(target=nemesis.run, name="nemesis", daemon=True)
             journal.schedule_t0_s = rec.now() / 1e9  # the nemesis counts its schedule from here
+            journal.history_zero_unix_s = time.time() - journal.schedule_t0_s  # the wire proxy's stamps onto it
             thread.start()
             if staged:
                 staged_thread = threading.Thread(target=_guarded(nemesis.zombie, nemesis.errors), name="zombie", daemon=True)
@@ -594,6 +644,9 @@ def rerun_check(run_dir: Path, engine: str = "default") -> dict[str, Any]:
         # whatever reads the files next
         tables = store.load(run_dir, persist=reported)
         checked = check(tables)
+    if journal is not None and tables is not None and reported:
+        record_hits(folder, journal, tables)  # with this version's rules, as the checker's
+        journal.save(folder)
     verdict = verdict_file.assemble(checked, journal, expected)
     verdict_file.write(verdict, folder)
     if reported:

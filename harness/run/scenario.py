@@ -21,6 +21,7 @@ from chaos.faults import problems as fault_problems
 from chaos.schedule import drawn, takes_workload
 from chaos.targets import TargetDefaults
 from harness.base.errors import ConfigError
+from harness.history.model import TXN_PRODUCER
 from harness.workloads import app_args, registry
 from harness.workloads.clients import DEFAULT_LIBRARY
 from harness.workloads.clients import parse as parse_library
@@ -214,6 +215,12 @@ class Scenario(Strict):
                 raise _invalid(("workloads", i, "settings"), f"a {w.kind} workload needs settings {missing}, "
                                                               f"each one of the scenario's topics {self.topics}")
         self._one_app()
+        for kind in {w.kind for w in self.workloads if registry.kind(w.kind).roles}:
+            entries = [i for i, w in enumerate(self.workloads) if w.kind == kind]
+            if len(entries) > 1:  # its processes are named by role, so a second entry's would be the first's
+                raise _invalid(("workloads", entries[1], "kind"), f"a second {kind} entry: its processes are named by "
+                                                                  f"role ({', '.join(registry.kind(kind).roles)}); "
+                                                                  f"a scenario has one")
         for i, f in enumerate(self.faults):
             problem = self._leader_of_problem(f)
             if problem:
@@ -296,6 +303,26 @@ class Scenario(Strict):
                 registry.check_library(w.kind, w.library, w.settings)
             except ValueError as exc:
                 raise ConfigError(f"{flag} {library}: {exc}") from None
+        return self.model_copy(update={"workloads": workloads})
+
+    def with_producers(self, producers: int, flag: str = "--producers") -> Scenario:
+        """This scenario with every txn-producer entry running ``producers`` producers per process
+        (its ``producers`` setting; an app's feeder keeps its one); ConfigError naming ``flag`` when
+        the scenario has no txn-producer, the number is out of bounds or an entry's library cannot."""
+        entries = [i for i, w in enumerate(self.workloads) if w.kind == TXN_PRODUCER]
+        if not entries:
+            raise ConfigError(f"{flag} {producers}: scenario {self.name} has no txn-producer workload "
+                              f"(it has {', '.join(sorted({w.kind for w in self.workloads}))})")
+        workloads = list(self.workloads)
+        for i in entries:
+            w = workloads[i]
+            settings = {**w.settings, "producers": producers}
+            try:
+                registry.check_settings(w.kind, settings)
+                registry.check_library(w.kind, w.library, settings)
+            except ValueError as exc:
+                raise ConfigError(f"{flag} {producers}: {exc}") from None
+            workloads[i] = w.model_copy(update={"settings": settings})
         return self.model_copy(update={"workloads": workloads})
 
     def target_defaults(self) -> TargetDefaults:

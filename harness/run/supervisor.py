@@ -22,10 +22,11 @@ from clusters import procs
 from harness.base import lifeline
 from harness.base.errors import WaitTimeout
 from harness.base.wait import wait_until
+from harness.history.model import among_producers_of
 from harness.rundir.runfolder import RunFolder, write_json
 from harness.sparkjob.job import ARM_FILE, job_dir
 from harness.sparkjob.sink import EXECUTOR_ARM_FILE
-from harness.workloads import registry
+from harness.workloads import registry, txn_producer
 from harness.workloads.common import WorkloadConfig
 from harness.workloads.zombie import GO, READY
 
@@ -95,6 +96,11 @@ class Supervisor:
 
     def of_kind(self, kind: str) -> list[str]:
         return [n for n, k in self.kinds.items() if k == kind]
+
+    def using_transactional_id(self, transactional_id: str) -> list[str]:
+        # one of a process's producers (``producers: N``) uses it if it is the process's first id or beside it
+        return [n for n in self.of_kind("txn-producer")
+                if among_producers_of(transactional_id, txn_producer.transactional_id(n))]
 
     def alive(self, name: str) -> bool:
         return name in self.procs and self.procs[name].poll() is None

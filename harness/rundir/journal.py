@@ -18,6 +18,8 @@ from harness.rundir.runfolder import RunFolder, write_json
 FORMAT = 1
 #: Fault kinds the nemesis records under another name (it kills the leader it resolved).
 _RECORDED_AS = {"kill-leader": "kill"}
+#: What a fault's start event says of its wait for its workload's progress (``FaultRun.waited_s``).
+_WAIT = ("waited_s", "wait_expired")
 
 
 class FaultRun(BaseModel):
@@ -35,6 +37,15 @@ class FaultRun(BaseModel):
     end_s: float | None
     #: the nemesis's record of it: node, links, target, workload, ...
     detail: dict[str, Any] = Field(default_factory=dict)
+    #: seconds it waited, once due, for the workload it aims at to make progress since the previous
+    #: fault on it (chaos/nemesis.py); None: it aims at none (a broker, a link) or waited for nothing
+    waited_s: float | None = None
+    #: it began without that progress: none came within the nemesis's deadline
+    wait_expired: bool = False
+    #: what was in flight on its target while it was active (harness/history/hits.py ``Hit``:
+    #: ``aimed_at``, ``txns_open``, ``workloads``, ``batches_running``, ``requests``, ``hit``); None:
+    #: not recorded (a run made before, or one whose history could not be read)
+    hit: dict[str, Any] | None = None
 
 
 class Journal(BaseModel):
@@ -71,6 +82,9 @@ class Journal(BaseModel):
     #: seconds from the workloads' start until each was ready (its first finished transaction, copy
     #: or micro-batch: harness/run/readiness.py); the schedule starts when the last one is
     workloads_ready_s: dict[str, float] = Field(default_factory=dict)
+    #: the wall-clock time (seconds since the epoch) at the history clock's zero: where the wire
+    #: proxy's events (stamped so) fall on it
+    history_zero_unix_s: float | None = None
     faults: list[FaultRun] = Field(default_factory=list)
     healed: bool | None = None
     heal_problems: list[str] = Field(default_factory=list)
@@ -114,7 +128,17 @@ class Journal(BaseModel):
                 "interrupted": self.interrupted, "faulted_at_start": self.faulted_at_start,
                 "workloads_killed_at_stop": self.workloads_killed_at_stop, "not_recovered": self.not_recovered,
                 "transaction_version": self.transaction_version, "features": self.features,
+                **({"faults_hit": hit} if (hit := self.faults_hit()) is not None else {}),
                 **({"app": self.app} if self.app is not None else {})}
+
+    def faults_hit(self) -> dict[str, int] | None:
+        """How many faults have a hit record, how many of them hit nothing and how many began on a
+        workload that had made no progress (None: no fault has a record)."""
+        known = [f for f in self.faults if f.hit is not None]
+        if not known:
+            return None
+        return {"faults": len(known), "hit_nothing": sum(1 for f in known if not (f.hit or {}).get("hit")),
+                "began_without_progress": sum(1 for f in self.faults if f.wait_expired)}
 
     @property
     def transaction_version(self) -> int | None:
@@ -137,7 +161,8 @@ def fault_runs(events: list[dict[str, Any]], schedule: list[dict[str, Any]]) -> 
         t = op["time"] / 1e9
         if v.get("phase") == "start":
             run = FaultRun(kind=v["kind"], planned=_planned(v["kind"], schedule, claimed), start_s=t, end_s=None,
-                           detail={k: x for k, x in v.items() if k not in ("kind", "phase")})
+                           detail={k: x for k, x in v.items() if k not in ("kind", "phase", *_WAIT)},
+                           waited_s=v.get("waited_s"), wait_expired=bool(v.get("wait_expired")))
             runs.append(run)
             open_.setdefault(_pairing(v), []).append(run)
         elif v.get("phase") == "stop" and open_.get(_pairing(v)):
@@ -158,3 +183,10 @@ def _planned(kind: str, schedule: list[dict[str, Any]], claimed: set[int]) -> in
         return fresh[0]
     started = [i for i in mine if i in claimed]
     return started[-1] if started else None
+
+
+def mostly_nothing(faults_hit: dict[str, int] | None) -> bool:
+    """Most of a run's faults hit nothing (``Journal.faults_hit``): its faults mostly tested nothing."""
+    if not faults_hit:
+        return False
+    return faults_hit.get("faults", 0) > 0 and faults_hit.get("hit_nothing", 0) * 2 > faults_hit["faults"]

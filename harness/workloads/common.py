@@ -12,6 +12,7 @@ import json
 import random
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -65,21 +66,56 @@ class WorkloadConfig:
 
 
 class Stop:
-    """Set by SIGTERM/SIGINT, the runner's death (harness/base/lifeline.py) or the safety deadline;
-    loops check it between operations."""
+    """Set by SIGTERM/SIGINT, the runner's death (harness/base/lifeline.py), the safety deadline or
+    ``set()`` (a thread that failed); loops check it between operations. ``signals=False``: none of
+    the process's handlers (a test driving a workload's loop in-process)."""
 
-    def __init__(self, max_seconds: float) -> None:
+    def __init__(self, max_seconds: float, signals: bool = True) -> None:
         self._deadline = time.monotonic() + max_seconds
         self._flag = False
-        signal.signal(signal.SIGTERM, self._set)
-        signal.signal(signal.SIGINT, self._set)
-        lifeline.watch(lambda: self._set(signal.SIGTERM, None))
+        if signals:
+            signal.signal(signal.SIGTERM, self._set)
+            signal.signal(signal.SIGINT, self._set)
+            lifeline.watch(self.set)
 
     def _set(self, signum: int, frame: object) -> None:
         self._flag = True
 
+    def set(self) -> None:
+        self._flag = True
+
     def __bool__(self) -> bool:
         return self._flag or time.monotonic() > self._deadline
+
+
+#: How often the main thread wakes while its producers run: it must keep handling SIGTERM.
+JOIN_SLICE_S = 0.5
+
+
+def side_by_side(n: int, body: Callable[[int], None], stop: Stop, name: str) -> None:
+    """``body(k)`` for each k below ``n``, each in a thread of its own (n = 1: in this thread, as a
+    workload of one client always ran). The first exception one raises sets ``stop``, so the others
+    finish the operation in hand and end, and is raised here once they all have."""
+    if n == 1:
+        body(0)
+        return
+    failed: list[BaseException] = []
+
+    def run(k: int) -> None:
+        try:
+            body(k)
+        except BaseException as exc:  # noqa: BLE001 - handed to the main thread, which raises it
+            failed.append(exc)
+            stop.set()
+
+    threads = [threading.Thread(target=run, args=(k,), name=f"{name}-{k}", daemon=True) for k in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        while t.is_alive():
+            t.join(JOIN_SLICE_S)
+    if failed:
+        raise failed[0]
 
 
 class Retired(Exception):
@@ -220,7 +256,7 @@ def transaction(rec: Recorder, process: str, producer: Client, txn_id: str,
         commit_with_retries(producer, commit_timeout_s, on_retry)
     except ClientError as exc:
         extra.update(_retried(retries, refused))
-        aborted = False
+        aborted = abort_fenced = False
         if should_abort(phase, exc.facts):
             try:
                 producer.abort(CALL_TIMEOUT_S)
@@ -228,8 +264,9 @@ def transaction(rec: Recorder, process: str, producer: Client, txn_id: str,
             except ClientError as abort_exc:
                 met.append(abort_exc.facts)  # an abort that timed out may still be on its way too
                 extra["abort_error"] = abort_exc.facts.describe()
+                abort_fenced = abort_exc.facts.fenced
         met.append(exc.facts)
-        outcome = classify(phase, exc.facts, sole_writer=sole_writer, aborted=aborted)
+        outcome = classify(phase, exc.facts, sole_writer=sole_writer, aborted=aborted, abort_fenced=abort_fenced)
         error = exc.facts.describe()
         rec.complete(process, outcome.type, TXN, None, error=error, txn_id=txn_id, commit_at=commit_at, **extra)
         if outcome.event is not None:

@@ -51,10 +51,12 @@ def retry_commit(facts: ErrorFacts) -> bool:
     return facts.retriable and not facts.txn_requires_abort
 
 
-def classify(phase: Phase, facts: ErrorFacts, sole_writer: bool = False, aborted: bool = False) -> Outcome:
+def classify(phase: Phase, facts: ErrorFacts, sole_writer: bool = False, aborted: bool = False,
+             abort_fenced: bool = False) -> Outcome:
     """The outcome of an operation that met ``facts`` in ``phase``; ``aborted``: an abort was tried
-    (``should_abort``) and succeeded. ``sole_writer``: no other process uses this
-    ``transactional.id`` while this one lives (the txn-producer's incarnations follow one another)."""
+    (``should_abort``) and succeeded; ``abort_fenced``: it was tried and refused because this
+    instance is fenced. ``sole_writer``: no other process uses this ``transactional.id`` while this
+    one lives (the txn-producer's incarnations follow one another)."""
     if phase is Phase.INIT:
         # Nothing was written by this instance yet, so a failed init changes nothing.
         return Outcome(FAIL, retire=True)
@@ -78,8 +80,10 @@ def classify(phase: Phase, facts: ErrorFacts, sole_writer: bool = False, aborted
         return Outcome(FAIL, retire=False)  # the transaction is definitely gone
     if phase is Phase.BEFORE_COMMIT:
         # Without a commit request the coordinator can only abort (or time out) this transaction;
-        # the abort failed, so this producer cannot go on.
-        return Outcome(FAIL, retire=True)
+        # the abort failed, so this producer cannot go on. An abort refused as fenced retires it
+        # for that reason (a Java producer frozen while its epoch was bumped met a flush timeout
+        # first, then PRODUCER_FENCED on its abort: kafka-bug-20090)
+        return Outcome(FAIL, retire=True, event=FENCED if abort_fenced else None)
     # A commit whose result is unknown (timeout, lost connection, an abort refused or failing).
     return Outcome(INFO, retire=True)
 

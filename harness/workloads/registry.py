@@ -16,12 +16,26 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from harness.history.model import AGGREGATES, APP_READY, IDENTITY, NO_ORDER, SEND, SPARK_BATCH, TXN
+from harness.history.model import (
+    AGGREGATES,
+    APP_FEEDER,
+    APP_READER,
+    APP_READY,
+    COPIER,
+    IDENTITY,
+    NO_ORDER,
+    PROGRESS_OPS,
+    SPARK_JOB,
+    TXN_PRODUCER,
+)
 from harness.workloads.client import CALL_TIMEOUT_S, TRANSACTION_TIMEOUT_MS
 from harness.workloads.clients import CLIENTS, DEFAULT_LIBRARY, LIBRARIES, parse
 
 #: The kinds a scenario may name (``workloads[].kind``, ``faults[].workload``).
 KindName = Literal["txn-producer", "reader", "copier", "zombie", "spark-job", "app"]
+#: A txn-producer process runs at most this many producers (``producers``): each is a few librdkafka
+#: threads and connections; more than this is better spread over processes (``count``).
+MAX_PRODUCERS = 64
 #: Upper bound when transactions are sized by time (``txn_ms``): keeps one history line reasonable,
 #: and a whole transaction within librdkafka's local queue (queue.buffering.max.messages, 100000).
 MAX_VALUES_PER_TXN = 50_000
@@ -29,8 +43,8 @@ MAX_VALUES_PER_TXN = 50_000
 COPIER_GROUP = "eos-chaos-copier"
 #: An app's id unless its settings name one (the runner makes it unique per run).
 APP_ID = "eos-chaos-app"
-#: The process names of an app's feeder and of the reader of its output (one app per scenario).
-APP_FEEDER, APP_READER = "app-feeder", "app-reader"
+#: The process names of an app's feeder and of the reader of its output (one app per scenario):
+#: ``APP_FEEDER``, ``APP_READER`` (harness/history/model.py: the checker tells kinds by them).
 #: The feeder's transactions are small and quick: one left open by a kill is aborted by its
 #: coordinator within this, well before the drain ends.
 FEEDER_TRANSACTION_TIMEOUT_MS = 20_000
@@ -84,6 +98,10 @@ class TxnProducerSettings(Settings):
     #: transactional.id, whose epoch bump fences what the old epoch may still have in flight
     #: (KAFKA-17754: clients without KIP-890; docs/CLIENTS-PYTHON.md)
     recreate_on_indefinite: bool = False
+    #: transactional producers this process runs side by side (threads), each with a transactional.id
+    #: and process names of its own (docs/reference/scenario-format.md): a producer has one open
+    #: transaction at a time, so more producers are more transactions in flight when a fault lands
+    producers: int = Field(1, ge=1, le=MAX_PRODUCERS)
 
 
 class ReaderSettings(BaseModel):
@@ -303,6 +321,9 @@ class Kind:
     #: a boolean setting that, false, makes it send without transactions: only on a client library
     #: with ``plain_sends`` (harness/workloads/clients)
     plain_sends_setting: str | None = None
+    #: an integer setting above 1 of which runs that many clients in one process, in threads: only on
+    #: a client library with ``threads`` (harness/workloads/clients)
+    threads_setting: str | None = None
     #: the supervisor restarts a process of this kind whenever it dies (the Spark driver: from its
     #: checkpoint)
     restarted: bool = False
@@ -318,12 +339,13 @@ class Kind:
     #: the harness's own: a scenario cannot name it (it comes with another kind's entry)
     internal: bool = False
 
-    def processes(self, count: int, settings: dict[str, Any]) -> list[Process]:
-        """(kind, process name, settings, start with the run?) for one scenario entry of ``count``."""
+    def processes(self, count: int, settings: dict[str, Any], first: int = 0) -> list[Process]:
+        """(kind, process name, settings, start with the run?) for one scenario entry of ``count``,
+        numbered from ``first``: the processes of an earlier entry of the same kind come before."""
         if self.roles:
             own = [(self.name, f"{self.name}-{role}", {**settings, "role": role}, i == 0) for i, role in enumerate(self.roles)]
         else:
-            own = [(self.name, f"{self.name}-{i}", dict(settings), True) for i in range(count)]
+            own = [(self.name, f"{self.name}-{i}", dict(settings), True) for i in range(first, first + count)]
         return own + (self.companions(settings) if self.companions else [])
 
     def required_topics(self, settings: dict[str, Any]) -> list[str]:
@@ -362,14 +384,14 @@ def _spark_job_topics(settings: dict[str, Any]) -> tuple[str, ...]:
 
 KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("txn-producer", "harness.workloads.txn_producer", TxnProducerSettings, plain_sends_setting="transactional",
-         ready_ops=(TXN, SEND)),
+         threads_setting="producers", ready_ops=PROGRESS_OPS[TXN_PRODUCER]),
     Kind("reader", "harness.workloads.reader", ReaderSettings),
     Kind("copier", "harness.workloads.copier", CopierSettings, topic_settings=("input", "output"), group="group",
-         consumes=ConsumerGroup(group="group", input="input"), ready_ops=(TXN,)),
+         consumes=ConsumerGroup(group="group", input="input"), ready_ops=PROGRESS_OPS[COPIER]),
     Kind("zombie", "harness.workloads.zombie", ZombieSettings, roles=("first", "second")),
     Kind("spark-job", "harness.sparkjob.job", SparkJobSettings, topic_settings=("input", "output", "markers"),
          topics_needed=_spark_job_topics, compacted=("markers",), spark=True,
-         progress_file="spark/{name}/progress.json", restarted=True, libraries=(DEFAULT_LIBRARY,), ready_ops=(SPARK_BATCH,)),
+         progress_file="spark/{name}/progress.json", restarted=True, libraries=(DEFAULT_LIBRARY,), ready_ops=PROGRESS_OPS[SPARK_JOB]),
     Kind("app", "harness.workloads.app", AppSettings, topic_settings=("inputs", "outputs"), group="id",
          ready_ops=(APP_READY,), libraries=(DEFAULT_LIBRARY,), companions=_app_companions),
     Kind(APP_READER, "harness.workloads.app_reader", AppReaderSettings, libraries=(DEFAULT_LIBRARY,), internal=True),
@@ -408,6 +430,12 @@ def check_library(name: str, library: str, settings: dict[str, Any]) -> None:
     if plain is not None and settings.get(plain) is False and not lib.entry.plain_sends:
         able = [c.name for c in CLIENTS.values() if c.plain_sends]
         raise ValueError(f"a {name} with {plain}: false runs on {', '.join(able)} only, not {lib}")
+    many = KINDS[name].threads_setting
+    if many is not None and isinstance(settings.get(many), int) and settings[many] > 1 and not lib.entry.threads:
+        able = [c.name for c in CLIENTS.values() if c.threads]
+        raise ValueError(f"a {name} with {many}: {settings[many]} runs on {', '.join(able)} only, not {lib}: its "
+                         "clients do not run side by side in threads of one process (a bridged client's bridge "
+                         f"answers one call at a time, so they would take turns); use {many}: 1 and count: N for N processes")
 
 
 def check_settings(name: str, settings: dict[str, Any]) -> None:

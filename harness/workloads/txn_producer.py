@@ -3,6 +3,12 @@ a share aborted on purpose. A fenced or stuck producer retires; the next incarna
 process id (``<name>.<n>``) and the same ``transactional.id``, whose ``init_transactions`` fences
 the old one.
 
+With ``producers: N`` the process runs N such producers side by side, one thread each: producer
+``k`` has a ``transactional.id`` of its own (``transactional_id(name, k)``, on the first one's
+coordinator) and its own random draws, and each of its incarnations a process id of its own from
+the one numbering of the process (``Recorder.new_process``). To the checker each is a producer
+like any other: one open transaction at a time, the sole writer of its transactional.id.
+
 Settings: ``registry.TxnProducerSettings``.
 """
 
@@ -10,17 +16,19 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 from kafka.partitioner.default import murmur2
 
-from harness.history.model import OK, SEND
+from harness.history.model import OK, PRODUCER_SEP, SEND
 from harness.history.recorder import Recorder
+from harness.kafka.placement import colocated
 from harness.kafka.serde import encode
-from harness.workloads.client import CALL_TIMEOUT_S, ErrorFacts
+from harness.workloads.client import CALL_TIMEOUT_S, Client, ErrorFacts
 from harness.workloads.clients.confluent import error_facts, facts_of
-from harness.workloads.common import Retired, Stop, WorkloadConfig, drop, init, new_producer, transaction
+from harness.workloads.common import Retired, Stop, WorkloadConfig, drop, init, new_producer, side_by_side, transaction
 from harness.workloads.outcome import Phase, classify
 from harness.workloads.registry import MAX_VALUES_PER_TXN, TxnProducerSettings
 
@@ -56,9 +64,23 @@ def partition_of(key: str, partitions: int) -> int:
     return int(murmur2(key.encode()) & 0x7FFFFFFF) % partitions
 
 
-def transactional_id(name: str) -> str:
-    """The ``transactional.id`` of the txn-producer instance ``name`` (stable across its processes)."""
-    return f"eos-{name}"
+def transactional_id(name: str, k: int = 0) -> str:
+    """The ``transactional.id`` of producer ``k`` of the txn-producer instance ``name`` (stable across
+    its processes): ``eos-<name>`` for the first, ``eos-<name>~<k>`` (``-<j>`` added where needed)
+    for the others, on the first one's coordinator (``placement.colocated``)."""
+    base = f"eos-{name}"
+    return base if k == 0 else colocated(base, f"{base}{PRODUCER_SEP}{k}")
+
+
+def producer_random(cfg: WorkloadConfig, k: int) -> random.Random:
+    """Producer ``k``'s draws: seeded by the run's seed, the instance and ``k`` (the first's as a
+    process of one producer always drew)."""
+    return random.Random(f"{cfg.seed}/{cfg.name}" + (f"/{k}" if k else ""))
+
+
+def incarnation_of(process: str) -> int:
+    """``n`` of a process name ``<name>.<n>``."""
+    return int(process.rpartition(".")[2])
 
 
 def idle(stop: Stop, seconds: float) -> None:
@@ -68,17 +90,28 @@ def idle(stop: Stop, seconds: float) -> None:
         time.sleep(0.2)  # idling is the workload's behaviour here, not a wait on anything
 
 
+#: Opens a transactional producer: (the workload's config, the transactional.id).
+OpenClient = Callable[[WorkloadConfig, str], Client]
+
+
 def run_transactional(cfg: WorkloadConfig, s: TxnProducerSettings, rec: Recorder, stop: Stop,
-                      rnd: random.Random) -> None:
-    txn_id = transactional_id(cfg.name)
+                      open_client: OpenClient = new_producer) -> None:
+    """``s.producers`` transactional producers side by side until ``stop``."""
+    side_by_side(s.producers, lambda k: _transactional(cfg, s, rec, stop, k, open_client), stop, "producer")
+
+
+def _transactional(cfg: WorkloadConfig, s: TxnProducerSettings, rec: Recorder, stop: Stop, k: int,
+                   open_client: OpenClient) -> None:
+    """Producer ``k``: one incarnation after another until ``stop``."""
+    txn_id = transactional_id(cfg.name, k)
+    rnd = producer_random(cfg, k)
+    rate = s.rate / s.producers  # the setting is the whole process's
     per_txn = s.values_per_txn
     written, started = 0, time.monotonic()
-    incarnation = 0
     while not stop:
-        process = rec.process(cfg.name, incarnation)
-        incarnation += 1
-        producer = new_producer(cfg, txn_id)
-        number = (rec.first_incarnation + incarnation - 1) * INTEGER_STRIDE  # the integers' base (integer_values)
+        process = rec.new_process(cfg.name)
+        producer = open_client(cfg, txn_id)
+        number = incarnation_of(process) * INTEGER_STRIDE  # the integers' base (integer_values)
         try:
             init(rec, process, producer, txn_id)
             seq = 0
@@ -107,8 +140,8 @@ def run_transactional(cfg: WorkloadConfig, s: TxnProducerSettings, rec: Recorder
                 if s.idle_every and seq % s.idle_every == 0:
                     idle(stop, s.idle_ms / 1000)
                 written += len(sends)
-                if s.rate:  # hold the pace: the next transaction starts when the rate allows it
-                    idle(stop, started + written / s.rate - time.monotonic())
+                if rate:  # hold the pace: the next transaction starts when the rate allows it
+                    idle(stop, started + written / rate - time.monotonic())
                 if s.txn_ms:
                     took_ms = max(1.0, (time.monotonic() - t0) * 1000)
                     # at most halve or double per step: one slow commit must not collapse the size
@@ -120,11 +153,16 @@ def run_transactional(cfg: WorkloadConfig, s: TxnProducerSettings, rec: Recorder
             drop(producer)
 
 
-def run_plain(cfg: WorkloadConfig, s: TxnProducerSettings, rec: Recorder, stop: Stop, rnd: random.Random) -> None:
-    """Non-transactional sends: each value its own op, ok with the offset Kafka returned."""
+def run_plain(cfg: WorkloadConfig, s: TxnProducerSettings, rec: Recorder, stop: Stop) -> None:
+    """Non-transactional sends: each value its own op, ok with the offset Kafka returned; ``s.producers``
+    producers side by side."""
+    side_by_side(s.producers, lambda k: _plain(cfg, s, rec, stop, producer_random(cfg, k)), stop, "producer")
+
+
+def _plain(cfg: WorkloadConfig, s: TxnProducerSettings, rec: Recorder, stop: Stop, rnd: random.Random) -> None:
     from clusters.health import QUIET
 
-    process = rec.process(cfg.name)
+    process = rec.new_process(cfg.name)
     p = Producer({"bootstrap.servers": cfg.bootstrap, "linger.ms": 5, "logger": QUIET, **cfg.client})
     seq = 0
     while not stop:
@@ -157,14 +195,13 @@ def run_plain(cfg: WorkloadConfig, s: TxnProducerSettings, rec: Recorder, stop: 
 
 def main() -> None:
     cfg = WorkloadConfig.from_argv()
-    rnd = random.Random(f"{cfg.seed}/{cfg.name}")
     stop = Stop(cfg.max_seconds)
     s = TxnProducerSettings.model_validate(cfg.settings)
     with Recorder(Path(cfg.run_dir), cfg.name) as rec:
         if s.transactional:
-            run_transactional(cfg, s, rec, stop, rnd)
+            run_transactional(cfg, s, rec, stop)
         else:
-            run_plain(cfg, s, rec, stop, rnd)
+            run_plain(cfg, s, rec, stop)
 
 
 if __name__ == "__main__":

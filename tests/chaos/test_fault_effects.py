@@ -257,17 +257,23 @@ def test_pause_freezes_the_node_until_it_is_fenced(cluster: Cluster, nemesis: Ne
     assert cluster.node_state(3) is NodeState.UP and pid_of(cluster, 3) == before, "resumed, not restarted"
 
 
-def test_restart_and_rolling_restart_replace_the_processes(cluster: Cluster, nemesis: Nemesis) -> None:
+def test_restart_replaces_only_its_targets_process(cluster: Cluster, nemesis: Nemesis) -> None:
     before = {n: pid_of(cluster, n) for n in cluster.topology.node_ids}
     with fault_on(nemesis, kind="restart", target=2):
         wait_until(lambda: pid_of(cluster, 2) not in (None, before[2]) and cluster.node_state(2) is NodeState.UP or None,
                    timeout=180, what="node 2 to run as a new process")
-    nemesis.stop.clear()
-    mid = {n: pid_of(cluster, n) for n in cluster.topology.node_ids}
+    after = {n: pid_of(cluster, n) for n in cluster.topology.node_ids}
+    assert after[1] == before[1] and after[3] == before[3], "restart touched only its target"
+
+
+# in `make library` (35 s: three restarts one after the other); the restart of one node it repeats
+# stays in `make test` above
+@pytest.mark.library
+def test_rolling_restart_replaces_every_process(cluster: Cluster, nemesis: Nemesis) -> None:
+    before = {n: pid_of(cluster, n) for n in cluster.topology.node_ids}
     with fault_on(nemesis, kind="rolling-restart"):
-        wait_until(lambda: all(pid_of(cluster, n) not in (None, mid[n]) for n in cluster.topology.node_ids) or None,
+        wait_until(lambda: all(pid_of(cluster, n) not in (None, before[n]) for n in cluster.topology.node_ids) or None,
                    timeout=600, what="every node to run as a new process", state=lambda: str(cluster.status().nodes))
-    assert mid[1] == before[1] and mid[3] == before[3], "restart touched only its target"
 
 
 # ---------------------------------------------------------------- workload faults

@@ -1,6 +1,6 @@
 """The whole scenario library, each with the verdict it expects, once per backend on the session
 cluster. The test itself ships with eos-chaos (``harness/pytest_plugin/library/``, what users get with
-``pytest -m chaos --eos-library``); here it runs under this suite's backends. About 35 minutes per
+``pytest -m chaos --eos-library``); here it runs under this suite's backends. About 45 minutes per
 backend, so behind the `library` marker: `make library` (or `pytest -m library`); `make test`
 leaves it out."""
 

@@ -97,6 +97,29 @@ def test_negative_control_aborted_read_is_caught(cluster: Cluster) -> None:
     assert v["valid"] is False and v["checks"]["aborted-read"]["count"] > 0, anomalies(v)
 
 
+def test_negative_control_read_uncommitted_copier_is_caught_by_g1c(run_scenario) -> None:  # type: ignore[no-untyped-def]
+    """A copier reading uncommitted records of long transactions, whose inputs all commit in the
+    end: only the order of time can tell (docs/CYCLES.md), and g1c alone does."""
+    v = run_scenario("negative-g1c")
+    g1c = v["checks"]["g1c"]
+    assert v["valid"] is False and g1c["count"] > 0, v.summary()
+    assert anomalies(v).keys() == {"g1c"}, anomalies(v)
+    assert all(e["anomaly"].startswith("G1c") and e["steps"][0]["kind"] == "wr" for e in g1c["examples"]), g1c
+    assert v["as_expected"] is True, v.summary()
+
+
+@pytest.mark.library  # every valid copier run in make test is g1c's clean twin too (the Java copier's)
+def test_the_same_copier_reading_committed_draws_no_cycle(run_scenario) -> None:  # type: ignore[no-untyped-def]
+    """negative-g1c's twin: the same long, overlapping transactions and a read_committed copier."""
+    sc = scenario.load("negative-g1c")
+    workloads = [w.model_dump(exclude_defaults=True) for w in sc.workloads]
+    for w in workloads:
+        w.pop("client", None)
+    v = run_scenario("negative-g1c", workloads=workloads, expect={"valid": True, "min_ok_txns": 10})
+    assert v["valid"] is True and v["checks"]["g1c"]["count"] == 0, anomalies(v)
+    assert "skipped" not in v["checks"]["g1c"] and v["as_expected"] is True, v.summary()
+
+
 def test_negative_control_hanging_transaction_is_caught_by_lso_stall(cluster: Cluster) -> None:
     v = run_on_local_only(cluster, "negative-lso-stall",
                           "a hanging transaction is Kafka's behaviour, not the backend's: run once (local)")

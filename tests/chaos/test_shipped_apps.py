@@ -36,6 +36,9 @@ def test_the_same_streams_app_on_at_least_once_is_caught_counting_twice(cluster:
     assert "overshoot" in _kinds(v, "app-aggregate"), v["checks"]["app-aggregate"]["examples"]
 
 
+# 63 s: make test keeps this app's negative control (a group per instance, caught) and the valid
+# Python and Streams apps; the valid copier runs in make library
+@pytest.mark.library
 def test_kafkas_transactional_message_copier_copies_each_input_once(cluster: Cluster) -> None:
     v = run_full_local_only(cluster, "app-kafka-copier", ONCE).verdict
     assert v["valid"] is True and v["as_expected"] is True, anomalies(v)

@@ -39,6 +39,20 @@ def clean(variant: str = "") -> History:
     if variant == "int-nonmonotonic-send":
         # p1's last transaction: e1 then e2 to t-0, yet e1 landed after e2
         h.txn("p1", [("t", 0, "e1", 10), ("t", 0, "e2", 9)])
+    if variant == "g0":
+        # p3's F completed ok before p4's G was invoked, yet G's g2 is before F's f2 in t-1
+        h.txn("p3", [("t", 1, "f2", 9)])
+        h.txn("p4", [("t", 1, "g2", 8)])
+    early = copy_value("t", 0, 8, "h1", "copier-2.0-0")
+    if variant == "g1c":
+        # a copier that reads uncommitted copies h1 while p1's H is open; p2's K, invoked after that
+        # copy, lands before H's h2 in t-1: H -wr-> the copy -realtime-> K -ww-> H
+        hs: list[tuple[str, int, str, int | None]] = [("t", 0, "h1", 8), ("t", 1, "h2", 10)]
+        h.begin("p1", hs)
+        h.init("copier-2", "copier-tx-2")
+        h.txn("copier-2", [("o", 0, early, 0)], txn_id="copier-tx-2")
+        h.txn("p2", [("t", 1, "k2", 9)])
+        h.end("p1", hs)
 
     log: dict[int, list[tuple[int, str]]] = {
         p: sorted([(0, f"a{p + 1}"), (b_at, f"b{p + 1}"), (d_at, f"d{p + 1}")]) for p in (0, 1)}
@@ -46,6 +60,11 @@ def clean(variant: str = "") -> History:
         log[0] += [(9, "e2"), (10, "e1")]
     if variant == "precommitted-read":
         log[0] += [(10, "e1")]
+    if variant == "g0":
+        log[1] += [(8, "g2"), (9, "f2")]
+    if variant == "g1c":
+        log[0] += [(8, "h1")]
+        log[1] += [(9, "k2"), (10, "h2")]
     committed = {p: list(recs) for p, recs in log.items()}
     uncommitted = {p: sorted(recs + [(4, f"c{p + 1}")]) for p, recs in log.items()}
     if variant == "duplicate":
@@ -72,9 +91,11 @@ def clean(variant: str = "") -> History:
     for k in range(2):
         h.poll("r1", {tp_key("t", p): polls[p][k] for p in (0, 1) if polls[p][k]})
     if variant == "precommitted-read":
-        # r1 gets e1 before p1 even starts the transaction that writes it
+        # r1 gets e1 after p1 wrote it, before p1 calls its commit
+        es: list[tuple[str, int, str, int | None]] = [("t", 0, "e1", 10)]
+        h.begin("p1", es)
         h.poll("r1", {tp_key("t", 0): [(10, "e1")]})
-        h.txn("p1", [("t", 0, "e1", 10)])
+        h.end("p1", es)
     if variant == "lost-write-seen":
         # D's producer never learnt its fate (info), the reader saw D committed, and then D is gone
         for view in (committed, uncommitted):
@@ -94,15 +115,15 @@ def clean(variant: str = "") -> History:
             view[0].append((8, "z1"))
 
     # The copier copies every committed input of t to o and commits group offsets past them.
-    out_recs: dict[int, list[tuple[int, str]]] = {0: [], 1: []}
+    out_recs: dict[int, list[tuple[int, str]]] = {0: [(0, early)] if variant == "g1c" else [], 1: []}
     for p in (0, 1):
         for off, v in committed[p]:
-            if variant == "copy-exactly-once" and v == "b1":
-                continue  # skipped, yet the group offset below moves past it
+            if (variant == "copy-exactly-once" and v == "b1") or (variant == "g1c" and v == "h1"):
+                continue  # skipped, yet the group offset below moves past it; or copied already
             out_recs[p].append((len(out_recs[p]) * 2, copy_value("t", p, off, v, "copier-1.0-0")))
     h.init("copier-1", "copier-tx")
     for p in (0, 1):
-        h.txn("copier-1", [("o", p, v, off) for off, v in out_recs[p]], txn_id="copier-tx")
+        h.txn("copier-1", [("o", p, v, off) for off, v in out_recs[p] if v != early], txn_id="copier-tx")
 
     h.scan({**{tp_key("t", p): committed[p] for p in (0, 1)}, **{tp_key("o", p): out_recs[p] for p in (0, 1)}})
     h.scan({**{tp_key("t", p): uncommitted[p] for p in (0, 1)}, **{tp_key("o", p): out_recs[p] for p in (0, 1)}},

@@ -42,12 +42,17 @@ def test_the_clean_history_is_valid_and_every_check_is_reported() -> None:
     assert s["info_resolved"] == {"committed": 1, "aborted": 0, "torn": 0}
 
 
+#: checks that see the same fact as another one: a producer's later transaction landing below its
+#: earlier one (nonmonotonic-send) is a cycle of the process order and a ww edge (g0's G0-process)
+SAME_FACT = {"nonmonotonic-send": {"g0"}}
+
+
 @pytest.mark.parametrize("anomaly", ANOMALIES)
 def test_each_anomaly_fires_alone(anomaly: str) -> None:
     v = check(clean(anomaly).tables()).to_json()
     c = counts(v)
     assert c[anomaly] > 0, f"{anomaly} did not fire: {v['checks'][anomaly]}"
-    assert {k: n for k, n in c.items() if k != anomaly and n} == {}, v["checks"]
+    assert {k: n for k, n in c.items() if k != anomaly and k not in SAME_FACT.get(anomaly, ()) and n} == {}, v["checks"]
     assert v["valid"] is False
     assert v["checks"][anomaly]["examples"], "an anomaly without an example cannot be found in the history"
 

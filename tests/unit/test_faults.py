@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from chaos import faults
 from chaos.nemesis import Nemesis
-from clusters.topology import Topology
+from clusters.topology import Listener, Topology
 from clusters.wireproxy import Rule
 from harness.base.wait import wait_until
 from harness.history.recorder import Recorder
@@ -110,6 +110,9 @@ class FakeCluster:
         self.toxiproxy = FakeToxiproxy(self.calls)
         self.wire = FakeWire(self.calls)
 
+    def direct_address(self, node: int) -> str:
+        return self.topology.bind(node, Listener.DIRECT)
+
     def __getattr__(self, action: str) -> Any:  # kill, stop_node, pause, resume, restart, wait_healthy
         return lambda *args: self.calls.append((action, *args))
 
@@ -124,6 +127,10 @@ class FakeControl:
 
     def restarts_itself(self, name: str) -> bool:
         return name in self.restarted
+
+    def using_transactional_id(self, transactional_id: str) -> list[str]:
+        # a txn-producer's transactional.id is eos-<its name> (harness/workloads/txn_producer.py)
+        return [n for n in self.names.get("txn-producer", []) if f"eos-{n}" == transactional_id]
 
     def arm_driver(self, name: str, window: str, action: str) -> int:
         self.calls.append(("arm", name, window, action))
@@ -200,15 +207,19 @@ FIRED: dict[str, dict[str, Any]] = {
     "kill-driver": {"window": "in-txn"}, "zombie-driver": {"window": "in-txn"},
     "set-transaction-version": {"level": 0},
     "kill-executor": {}, "pause-executor": {}, "kill-worker": {},
+    "bump-producer-epoch": {"of": "eos-txn-producer-0", "to": 3},
 }
 
 
 @pytest.mark.parametrize("kind", sorted(FIRED))
 def test_every_kind_fires_through_the_nemesis_and_records_its_start_and_stop(
         kind: str, tmp_path: Path, events: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    from chaos.faults import feature
+    from chaos.faults import epoch, feature
+    from tests.unit.test_epoch import FakeCoordinator
 
-    control, cluster, spark = FakeControl({"reader": ["reader-0"], "spark-job": ["spark-job-0"]}), FakeCluster(), FakeSpark()
+    control, cluster, spark = FakeControl({"reader": ["reader-0"], "spark-job": ["spark-job-0"],
+                                           "txn-producer": ["txn-producer-0"]}), FakeCluster(), FakeSpark()
+    monkeypatch.setattr(epoch, "connect", FakeCoordinator().connect)
     monkeypatch.setattr(feature.features, "finalized", lambda bootstrap, *a: {"transaction.version": 2})
     monkeypatch.setattr(feature.features, "update",
                         lambda bootstrap, name, level: cluster.calls.append(("feature", name, level)) or {name: level})
@@ -477,3 +488,29 @@ def test_a_due_fault_that_never_begins_is_an_error_of_the_run(tmp_path: Path) ->
     nem.await_begun(timeout=0.2)
     nem.stop.set()
     assert nem.faults == 1 and len(nem.errors) == 1 and "kill at 0.05s: had not begun" in nem.errors[0], nem.errors
+
+
+def test_a_fault_longer_than_the_end_deadline_is_not_late_while_its_duration_runs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # kafka-bug-20090's hold lasts 590 s: the deadline of 240 s counted from its start was an error
+    # of every such run, though the fault ended on time
+    import chaos.nemesis
+    monkeypatch.setattr(chaos.nemesis, "FAULT_END_TIMEOUT_S", 0.1)
+    plan = [faults.parse({"at": 0, "kind": "kill", "target": 1, "duration": 0.5})]
+    nem = Nemesis(FakeCluster(), FakeControl({}), Recorder(tmp_path, "nemesis"), plan)  # type: ignore[arg-type]
+    nem.run()
+    assert nem.faults == 1 and nem.errors == []
+
+
+def test_a_fault_that_outlives_stop_by_the_end_deadline_is_an_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import chaos.nemesis
+    monkeypatch.setattr(chaos.nemesis, "FAULT_END_TIMEOUT_S", 0.1)
+    plan = [faults.parse({"at": 0, "kind": "kill", "target": 1, "duration": 0.01})]
+    nem = Nemesis(SlowRestart(2.0), FakeControl({}), Recorder(tmp_path, "nemesis"), plan)  # type: ignore[arg-type]
+    th = threading.Thread(target=nem.run, daemon=True)
+    th.start()
+    wait_until(lambda: nem.faults == 1, timeout=10, what="the kill to start", state=lambda: str(nem.faults))
+    nem.stop.set()  # asked to end while the node's restart still takes 2 s
+    th.join(timeout=10)
+    assert nem.errors == ["fault-kill@0.0 did not end within 0s of being asked to"], nem.errors

@@ -22,7 +22,8 @@ from tests.unit.test_report import FAULTS, make_run
 
 #: The store's ways into a run folder's files (``values_at`` and friends read the values of tables
 #: already loaded: part of that one load, by design kept on disk).
-STORE_READERS = ("load", "read_ops", "read_table", "ensure_parquet", "table_file", "read_meta", "parquet_is_current")
+STORE_READERS = ("load", "read_ops", "read_tables", "read_table", "ensure_parquet", "table_file", "read_meta", "parquet_is_current",
+                 "stale_because")
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ import pytest
 
 from clusters import procs, reclaim
 
-#: Rounds per start: each spawns one detached, unrecorded process (as a ``cluster up`` or
+#: Rounds per start at least (then on until both have seen the other's processes): each spawns one detached, unrecorded process (as a ``cluster up`` or
 #: ``--eos-keep`` start's storage formatters are) while the other start reclaims.
 ROUNDS = 60
 #: How long each round's process lives unrecorded: the storage format's window, shortened.
@@ -60,7 +60,13 @@ if mode == "crash":
 wait_until(lambda: len(list(folder.glob("ready-*"))) == 2, timeout=float(sys.argv[6]), what="the other start",
            interval=0.005)
 killed = []
-for i in range(rounds):
+deadline = time.monotonic() + float(sys.argv[8])
+i = 0
+# at least ``rounds`` rounds, and on until both starts' reclaims have seen the other's processes (a
+# fixed count let one start finish before the other began on a loaded machine: no race), or the deadline
+while i < rounds or (len(list(folder.glob("seen-*"))) < 2 and time.monotonic() < deadline):
+    if seen:
+        (folder / f"seen-{name}").touch()
     reclaim.kill_processes(reclaim.dead_runs_processes("local"), "the race test")  # a start reclaims first
     p = procs.spawn(["sleep", "60"], log, cwd=folder, env=procs.tags(f"{mine}{i}", 0))  # no record claims it yet
     time.sleep(float(sys.argv[7]))
@@ -68,7 +74,10 @@ for i in range(rounds):
         killed.append({"round": i, "exit": p.returncode})
     p.kill()
     p.wait()
-print(json.dumps({"killed": killed, "seen": len(seen)}), flush=True)
+    i += 1
+if seen:
+    (folder / f"seen-{name}").touch()
+print(json.dumps({"killed": killed, "seen": len(seen), "rounds": i}), flush=True)
 '''
 
 
@@ -85,7 +94,7 @@ def prefix(tmp_path: Path) -> Iterator[str]:
 def _start(name: str, prefix: str, folder: Path, mode: str) -> subprocess.Popen[str]:
     env = dict(os.environ, EOS_CHAOS_STATE=str(folder / "state" / f"xdist-{name}"))  # no real record in sight
     return subprocess.Popen([sys.executable, "-c", START, name, prefix, str(ROUNDS), str(folder), mode,
-                             str(READY_TIMEOUT_S), str(HOLD_S)], env=env, stdout=subprocess.PIPE, text=True)
+                             str(READY_TIMEOUT_S), str(HOLD_S), str(RACE_TIMEOUT_S / 2)], env=env, stdout=subprocess.PIPE, text=True)
 
 
 def test_a_start_never_kills_what_a_live_neighbour_start_just_spawned(tmp_path: Path, prefix: str) -> None:
@@ -101,7 +110,8 @@ def test_a_start_never_kills_what_a_live_neighbour_start_just_spawned(tmp_path: 
         report = json.loads(said[name].strip().splitlines()[-1])
         assert report["killed"] == [], f"{name}'s processes were killed under it: {report['killed']}"
         # the race raced: the other start's unrecorded processes were in sight of this start's reclaims
-        assert report["seen"] > 0, f"{name}'s reclaims never saw the other start's processes: no race happened"
+        assert report["seen"] > 0, (f"{name}'s reclaims never saw the other start's processes in {report['rounds']} "
+                                    f"rounds: no race happened")
 
 
 def test_what_a_dead_start_spawned_is_reclaimed(tmp_path: Path, prefix: str, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -105,6 +105,12 @@ def test_an_invalid_run_leads_with_its_verdict_and_examples(runs: dict[str, Path
     assert "transaction.version 2 (KIP-890 part 2: epoch bumped after every transaction), metadata.version 33" in header
 
 
+def test_a_cycle_marks_each_of_its_ops_and_the_partitions_its_steps_name(tmp_path: Path) -> None:
+    words = text(write_report(make_run(tmp_path, "g1c", "run-g1c")).read_text())
+    assert "G1c-realtime" in words and words.count("in the cycle") == 3, words
+    assert "t-0: g1c at 8" in words and "t-1: g1c at 9, 10" in words
+
+
 def test_a_run_without_final_reads_says_so_at_the_top_and_is_unknown(tmp_path: Path) -> None:
     page = text(write_report(make_run(tmp_path, died=True)).read_text())
     assert "UNKNOWN" in page and "VALID" not in page.replace("UNKNOWN", "")
@@ -156,6 +162,9 @@ def test_runs_record_whole_versions_and_a_command_that_parses_back() -> None:
     v = runinfo.versions("4.4.0")
     assert v["kafka"] == "4.4.0" and v["confluent_kafka"] == metadata.version("confluent-kafka")
     assert all(re.fullmatch(r"\d+\.\d+(\.\d+)?.*", v[k]) for k in ("confluent_kafka", "librdkafka", "python")), v
+    # each workload's client library with its release: a Java or Go run's client is on record too
+    libs = runinfo.versions("4.4.0", {"franz-go": "1.22.3", "confluent-kafka": None})["clients"]
+    assert libs == {"franz-go": "1.22.3", "confluent-kafka": metadata.version("confluent-kafka")}
     cmd = runinfo.rerun_command("my scenario.yaml", "compose", 7, 30.0, "4.3.1")
     assert shlex.split(cmd) == ["eos-chaos", "run", "my scenario.yaml", "--backend", "compose", "--seed", "7",
                                 "--duration", "30", "--kafka-version", "4.3.1"]

@@ -22,14 +22,14 @@ def smoke(ok: Sequence[Sends] = (), fail: Sequence[Sends] = (), info: Sequence[S
     read_committed scan of ``read`` [(offset, value)]; ``killed``: the node the nemesis killed."""
     h = History()
     h.init("txn-producer-0.0", "eos-txn-producer-0")
+    if killed is not None:  # the node killed while the producer works (harness/checker/progress.py)
+        h._add(process=NEMESIS, type="info", f=FAULT, value={"kind": "kill", "phase": "start", "node": killed})
     for outcome, txns in (("ok", ok), ("fail", fail), ("info", info)):
         for sends in txns:
             h.txn("txn-producer-0.0", sends, outcome=outcome, txn_id="eos-txn-producer-0")
     h.scan({tp_key("t", 0): list(read)})
     h.scan({tp_key("t", 0): list(read)}, READ_UNCOMMITTED)
     h.lso({tp_key("t", 0): 0.1})
-    if killed is not None:
-        h._add(process=NEMESIS, type="info", f=FAULT, value={"kind": "kill", "phase": "start", "node": killed})
     tables = h.tables()
     verdict = check(tables).to_json()
     verdict["run"] = {"healed": True, "heal_problems": [], "nemesis_errors": []}

@@ -65,3 +65,13 @@ def test_a_replay_is_the_command_the_run_recorded() -> None:
     s = Soak(7, ["baseline"], "local", 1, None, False)
     s.runs = [run("baseline", 1, False, False, command="eos-chaos run baseline --backend local --seed 1 --duration 15")]
     assert s.replays() == ["eos-chaos run baseline --backend local --seed 1 --duration 15"]  # the soak's --duration
+
+
+def test_unknown_runs_are_counted_apart_and_a_soak_that_only_could_not_judge_is_no_finding() -> None:
+    s = Soak(7, ["spark-executor-kill"], "local", 2, None, False, healed_at_end=True)
+    s.runs = [run("spark-executor-kill", 1, True, True), run("spark-executor-kill", 2, "unknown", False)]  # type: ignore[arg-type]
+    t = s.totals()
+    assert (t["valid"], t["invalid"], t["unknown"], t["not_as_expected"]) == (1, 0, 1, 1)
+    assert not s.as_expected and s.only_unknown  # exit 3, not 1
+    s.runs.append(run("leader-kill", 3, False, False))
+    assert not s.only_unknown  # a finding: exit 1

@@ -16,9 +16,11 @@ import pytest
 
 from harness.checker import check
 from harness.history import store
+from tests.unit.cycle_histories import CASES as CYCLE_CASES
 from tests.unit.histories import History, clean, many_topics, simulate
 from tests.unit.test_checker import ANOMALIES, nothing_for, stalled, without_final_reads
 from tests.unit.test_figures import lagging
+from tests.unit.test_progress_under_faults import under_faults
 from tests.unit.test_spark_check import spark_history
 from tests.unit.test_spark_sink import executor_history
 
@@ -84,6 +86,8 @@ def the_other_histories() -> list[tuple[str, History]]:
     cases += [("spark-builtin", spark_history(sink="builtin")), ("spark-builtin-replayed", spark_history("replayed", sink="builtin"))]
     cases += [(f"spark-executor:{v or 'clean'}", executor_history(v)) for v in ("", "overlap", "uncovered-input", "batch-incarnations")]
     cases += [("lost-write-seen", clean("lost-write-seen"))]
+    # each cycle variant of g0 and g1c, and their clean twins (tests/unit/cycle_histories.py)
+    cases += [(f"cycles:{name}", h) for name, (h, _, _) in CYCLE_CASES.items()]
     # topic ids past 7 bits (positions packed with the topic on top), with a duplicate in topic 299
     cases += [("300-topics:duplicate", many_topics(300, duplicate_in_last=True))]
     # a reader that falls behind: unseen and realtime_lag other than zero
@@ -92,6 +96,8 @@ def the_other_histories() -> list[tuple[str, History]]:
     # nothing to judge, or nothing for some checks: the same reasons (``skipped``, ``unknown_because``)
     cases += [("no-final-reads", without_final_reads(clean())), ("no-final-reads:aborted-read", without_final_reads(clean("aborted-read"))),
               ("empty", History())] + [(f"nothing:{v}", nothing_for(v)) for v in ("no-polls", "no-fail", "no-copier")]
+    # workloads idle while the faults ran, or working through them (``progress_under_faults``)
+    cases += under_faults()
     return cases
 
 
@@ -118,6 +124,22 @@ def test_the_engines_agree_on_each_check_firing_alone(spark: Any, tmp_path: Path
 @pytest.mark.library
 def test_the_engines_agree_on_every_other_hand_written_history(spark: Any, tmp_path: Path) -> None:
     assert_engines_agree(the_other_histories(), spark, tmp_path)
+
+
+def test_the_engines_draw_the_same_cycles(spark: Any, tmp_path: Path) -> None:
+    """g0 and g1c (the Spark engine's window and queries): the same counts and examples on one
+    history holding a copier's G1c-realtime and a G0-realtime; every variant runs in `make library`."""
+    from tests.unit.cycle_histories import copier_realtime
+
+    h = copier_realtime()
+    h.txn("p3", [("u", 0, "a", 1)])
+    h.txn("p4", [("u", 0, "b", 0)])
+    h.scan({"u-0": [(0, "b"), (1, "a")]})
+    default, by_spark = both(h, tmp_path, spark)
+    assert {n: c["count"] for n, c in default["checks"].items() if c["count"]} == {"g0": 1, "g1c": 1}
+    assert_same(default, by_spark)
+    for name in ("g0", "g1c"):
+        assert by_spark["checks"][name]["examples"] == default["checks"][name]["examples"], name
 
 
 def test_the_engines_agree_on_a_random_history_of_a_correct_kafka(spark: Any, tmp_path: Path) -> None:

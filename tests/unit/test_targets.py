@@ -6,7 +6,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from chaos.targets import coordinator_partition, java_hash, kafka_abs, leader, transaction_coordinator
+from chaos.targets import coordinator_partition, leader, transaction_coordinator
+from harness.kafka.placement import java_hash, kafka_abs
 
 
 @pytest.mark.parametrize("s,h", [("", 0), ("a", 97), ("hello", 99162322), ("eos-txn-producer-0", None),

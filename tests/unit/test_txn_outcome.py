@@ -32,6 +32,10 @@ RULES = [
     ("failed init changes nothing", Phase.INIT, TIMEOUT, False, False, Outcome(FAIL, retire=True)),
     ("error before commit, abort succeeded", B, NOT_LEADER, False, True, Outcome(FAIL, retire=False)),
     ("error before commit, abort refused", B, TRANSPORT, False, False, Outcome(FAIL, retire=True)),
+    ("error before commit, abort refused as fenced", B, TIMEOUT, False, "fenced",
+     Outcome(FAIL, retire=True, event=FENCED)),
+    ("commit result unknown, an abort refused as fenced changes nothing", C, TIMEOUT, False, "fenced",
+     Outcome(INFO, retire=True)),
     ("abortable error during commit, abort succeeded", C, ABORTABLE, False, True, Outcome(FAIL, retire=False)),
     ("commit result unknown (timeout)", C, TIMEOUT, False, False, Outcome(INFO, retire=True)),
     ("abortable error during commit, abort refused", C, ABORTABLE, False, False, Outcome(INFO, retire=True)),
@@ -51,9 +55,11 @@ RULES = [
 
 
 @pytest.mark.parametrize("rule, phase, facts, sole_writer, aborted, expected", RULES, ids=[r[0] for r in RULES])
-def test_classify(rule: str, phase: Phase, facts: ErrorFacts, sole_writer: bool, aborted: bool,
+def test_classify(rule: str, phase: Phase, facts: ErrorFacts, sole_writer: bool, aborted: bool | str,
                   expected: Outcome) -> None:
-    assert classify(phase, facts, sole_writer=sole_writer, aborted=aborted) == expected
+    # ``aborted``: True (the abort succeeded), False (refused), "fenced" (refused as fenced)
+    assert classify(phase, facts, sole_writer=sole_writer, aborted=aborted is True,
+                    abort_fenced=aborted == "fenced") == expected
 
 
 # (rule, phase, facts, abort tried?)

@@ -36,6 +36,18 @@ def test_an_entry_makes_count_processes_and_the_zombie_two_with_the_second_start
                     ("zombie", "zombie-second", {"txn_id": "z", "role": "second"}, False)]
 
 
+def test_two_entries_of_a_kind_number_their_processes_on_and_a_second_zombie_entry_is_refused(tmp_path: Path) -> None:
+    sc = scenario.Scenario(name="s", description="-", workloads=[
+        scenario.Workload(kind="txn-producer", count=2, settings={"values_per_txn": 15}),
+        scenario.Workload(kind="copier", settings={"input": "eos-a", "output": "eos-b"}),
+        scenario.Workload(kind="txn-producer", settings={"values_per_txn": 3})])
+    made = [(cfg.name, cfg.settings.get("values_per_txn")) for _, cfg, _ in workload_configs(sc, tmp_path, "b:1", 7)]
+    assert made == [("txn-producer-0", 15), ("txn-producer-1", 15), ("copier-0", None), ("txn-producer-2", 3)]
+    zombie = "  - {kind: zombie}\n"
+    msg = _load(tmp_path, zombie + zombie)
+    assert "bad.yaml:6: workloads[1].kind: a second zombie entry" in msg, msg
+
+
 def test_defaults_are_the_ones_the_workloads_always_used() -> None:
     t = registry.TxnProducerSettings()
     assert (t.values_per_txn, t.abort_share, t.transactional, t.transaction_timeout_ms, t.commit_timeout_s) == \

@@ -9,7 +9,8 @@
 // file that implements `library`; the build copies both into one package (clients/go_build.py).
 //
 // It lives exactly as long as its parent: at the end of stdin it exits at once, whatever call is in
-// hand. Stdout carries the protocol only; the client's log, if any, goes to stderr.
+// hand. Stdout carries the protocol only; the client's log, if any, goes to stderr. Run as
+// `<bridge> perf ...` it is no bridge but the client's own producer loop (perf.go).
 package main
 
 import (
@@ -187,6 +188,9 @@ type bridge struct {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "perf" { // the client's own throughput, no protocol (perf.go)
+		os.Exit(perfMain(newLibrary(), os.Args[2:], os.Stdout, os.Stderr))
+	}
 	b := &bridge{lib: newLibrary(), out: bufio.NewWriter(os.Stdout), producers: map[int]*openProducer{},
 		consumers: map[int]consumer{}, next: 1, started: time.Now()}
 	lines := make(chan []byte, 16)

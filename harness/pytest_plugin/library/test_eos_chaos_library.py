@@ -1,7 +1,7 @@
 """The scenario library as tests, one per scenario, each expecting its scenario's verdict (valid,
 or invalid with its check firing for negative controls; incident replays must show their errors).
 Collected by ``pytest -m chaos --eos-library`` (the eos-chaos pytest plugin adds this folder), and by
-this repository's ``tests/chaos/test_library.py``. About 35 minutes per backend."""
+this repository's ``tests/chaos/test_library.py``. About 45 minutes per backend."""
 
 from __future__ import annotations
 

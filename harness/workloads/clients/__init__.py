@@ -80,6 +80,9 @@ class ClientLibrary:
     plain_sends: bool = False
     #: runs in a JVM of its own, whose start-up ``eos-chaos bench txn-rate`` measures
     jvm: bool = False
+    #: its clients run side by side in threads of one workload process, each on its own
+    #: (a txn-producer's ``producers``): in-process clients whose blocking calls let the others run
+    threads: bool = False
 
     def factory(self, role: Role) -> Callable[..., Any]:
         """The class of ``role`` (``producer``, ``reader``, ``group_reader``), its module imported now."""
@@ -106,7 +109,7 @@ _RELEASE = (r"\d+\.\d+\.\d+", "MAJOR.MINOR.PATCH")
 #: them, never by ``setup --all``: `make test` runs none, and a cold franz-go build is a minute of Go.
 CLIENTS: dict[str, ClientLibrary] = {c.name: c for c in (
     ClientLibrary("confluent-kafka", "harness.workloads.clients.confluent", "ConfluentClient", "ConfluentReader",
-                  "ConfluentGroupReader", plain_sends=True),
+                  "ConfluentGroupReader", plain_sends=True, threads=True),
     ClientLibrary("java", "harness.workloads.clients.java", "JavaClient", "JavaReader", "JavaGroupReader",
                   versions=Versions(DEFAULT_JAVA_VERSION, r"\d+\.\d+\.\d+", "MAJOR.MINOR.PATCH",
                                     "a kafka-clients release", "3.9.1", setup=(DEFAULT_JAVA_VERSION, pins.JAVA_CLIENT_3X_VERSION)),

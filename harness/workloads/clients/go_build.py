@@ -44,16 +44,19 @@ class GoClient:
     #: the oldest release the bridge's use of the library compiles against (and why)
     oldest: tuple[int, int, int]
     oldest_why: str
+    #: it has a delivery timeout to set (franz-go's RecordDeliveryTimeout; sarama has none)
+    delivery_timeout: bool = True
     #: files of its folder used only from this release on, and the ones used before it instead
     #: (``(release, from_it, before_it)``): an API the library added, chosen at build time
     variants: tuple[tuple[tuple[int, int, int], tuple[str, ...], tuple[str, ...]], ...] = ()
 
-    def files(self, version: str) -> list[Path]:
-        """The Go files of a build of ``version``: the shared ones, then this client's."""
+    def files(self, version: str, tests: bool = False) -> list[Path]:
+        """The Go files of a build of ``version``: the shared ones, then this client's (with
+        ``tests``, their ``_test.go`` files too: the Go tests run in such a module)."""
         v = release(version)
         skip = {f for at, since, before in self.variants for f in (before if v >= at else since)}
-        return (sorted((SOURCES / "common").glob("*.go"))
-                + sorted(p for p in (SOURCES / self.folder).glob("*.go") if p.name not in skip))
+        return [p for folder in ("common", self.folder) for p in sorted((SOURCES / folder).glob("*.go"))
+                if p.name not in skip and (tests or not p.name.endswith("_test.go"))]
 
 
 def release(version: str) -> tuple[int, int, int]:
@@ -112,12 +115,26 @@ def _build(client: GoClient, version: str, target: Path) -> None:
             shutil.rmtree(old, ignore_errors=True)  # built from sources that changed since
     with tempfile.TemporaryDirectory(dir=target.parent.parent, prefix="build-") as tmp:
         src = Path(tmp)
-        for f in client.files(version):
-            shutil.copy(f, src / f.name)
-        (src / "go.mod").write_text(go_mod(client, version))
+        assemble(client, version, src)
         log.info(f"{what}: resolving modules (go mod tidy)")
         _tidy(client, version, src)
         artifacts.build_go_module(src, target, what)
+
+
+def assemble(client: GoClient, version: str, src: Path, tests: bool = False) -> None:
+    """The module of ``client`` at ``version`` in ``src``: its files and go.mod (not yet tidied)."""
+    for f in client.files(version, tests):
+        shutil.copy(f, src / f.name)
+    (src / "go.mod").write_text(go_mod(client, version))
+
+
+def go_test(client: GoClient, version: str, src: Path) -> subprocess.CompletedProcess[str]:
+    """``go test`` of the bridge's Go tests in a module of ``client`` at ``version`` assembled in
+    ``src`` (its dependencies resolved as a build resolves them)."""
+    assemble(client, version, src, tests=True)
+    _tidy(client, version, src)
+    return subprocess.run([shutil.which("go") or "go", "test", "-count=1", "."], cwd=src, capture_output=True, text=True,
+                          timeout=artifacts.FETCH_TIMEOUT_S, env=dict(artifacts.go_env(), GOTOOLCHAIN="local"))
 
 
 def _tidy(client: GoClient, version: str, src: Path) -> None:

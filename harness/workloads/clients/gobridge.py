@@ -37,6 +37,7 @@ FRANZ = go_build.GoClient(
 SARAMA = go_build.GoClient(
     "sarama", "github.com/IBM/sarama", "sarama", oldest=(1, 40, 0),
     oldest_why="the module is github.com/IBM/sarama from 1.40.0 on (Shopify/sarama before; transactions came in 1.37.0)",
+    delivery_timeout=False,
     # 1.50.2 sends the group's generation and member with a transaction's offsets (TxnOffsetCommit v3,
     # KIP-447); before it sarama names the group only, and a copier that lost its partitions is not fenced
     variants=(((1, 50, 2), ("offsets_generation.go",), ("offsets_group_only.go",)),))
@@ -96,6 +97,13 @@ def producer_config(bootstrap: str, txn_id: str, transaction_timeout_ms: int, ov
     return {**conf, **overrides}
 
 
+def client_producer_config(name: str, bootstrap: str, txn_id: str, transaction_timeout_ms: int,
+                           overrides: dict[str, Any]) -> dict[str, Any]:
+    """The settings the bridge's producer of Go client ``name`` is opened with: a workload's, and
+    the perf mode's (``eos-chaos bench producer``), so that both measure the same client setup."""
+    return producer_config(bootstrap, txn_id, transaction_timeout_ms, overrides, GO_CLIENTS[name].delivery_timeout)
+
+
 def consumer_config(bootstrap: str, group: str | None, overrides: dict[str, Any]) -> dict[str, Any]:
     """A Go consumer's settings: read_committed, no auto-commit, from the earliest offset."""
     conf: dict[str, Any] = {"bootstrap.servers": bootstrap, "isolation.level": "read_committed",
@@ -107,15 +115,13 @@ def consumer_config(bootstrap: str, group: str | None, overrides: dict[str, Any]
 
 class _GoClient(BridgedClient):
     LIBRARY = ""
-    #: the client has a delivery timeout to set (franz-go's RecordDeliveryTimeout; sarama has none)
-    DELIVERY_TIMEOUT = True
 
     def _open_bridge(self, version: str) -> LineBridge:
         self.version = version
         return bridge(self.LIBRARY, version)
 
     def _config(self, bootstrap: str, txn_id: str, transaction_timeout_ms: int, overrides: dict[str, Any]) -> dict[str, Any]:
-        return producer_config(bootstrap, txn_id, transaction_timeout_ms, overrides, self.DELIVERY_TIMEOUT)
+        return client_producer_config(self.LIBRARY, bootstrap, txn_id, transaction_timeout_ms, overrides)
 
 
 class _GoReader(BridgedConsumer):
@@ -172,7 +178,6 @@ class FranzGroupReader(_GoGroupReader):
 class SaramaClient(_GoClient):
     LIBRARY = SARAMA.name
     GROUP_READER = "SaramaGroupReader"
-    DELIVERY_TIMEOUT = False
 
 
 class SaramaReader(_GoReader):

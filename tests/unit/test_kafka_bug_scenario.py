@@ -1,0 +1,50 @@
+"""``kafka-bug-20090`` (docs/KAFKA-BUGS.md): the library file is the scenario the page explains, its
+pump and its filtered hold are the ones the mechanism needs, and the supervisor finds the process
+the pump freezes by its transactional.id."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import yaml
+
+from chaos.faults.epoch import BumpProducerEpoch
+from chaos.faults.wire import HoldRequests
+from harness.run import scenario
+from harness.run.supervisor import Supervisor
+from harness.workloads.txn_producer import transactional_id
+
+ROOT = Path(__file__).resolve().parents[2]
+FILE = ROOT / "harness" / "scenarios" / "kafka-bug-20090.yaml"
+
+
+def test_the_page_s_copy_is_the_library_file() -> None:
+    page = (ROOT / "docs" / "KAFKA-BUGS.md").read_text()
+    blocks = [b for b in re.findall(r"^```yaml\n(.*?)^```", page, re.M | re.S) if b.startswith("name: kafka-bug-20090\n")]
+    assert len(blocks) == 1
+    assert yaml.safe_load(blocks[0]) == yaml.safe_load(FILE.read_text())
+
+
+def test_it_pumps_the_first_producer_and_holds_only_its_abort_at_the_boundary() -> None:
+    sc = scenario.load("kafka-bug-20090")
+    pump, hold = sc.faults
+    pumped = transactional_id("txn-producer-0")
+    assert isinstance(pump, BumpProducerEpoch) and (pump.of, pump.to, pump.pause) == (pumped, 32760, True)
+    assert isinstance(hold, HoldRequests)
+    assert hold.filters() == {"transactional_id": pumped, "min_producer_epoch": 32766, "result": "abort"}
+    assert hold.count == 1 and hold.api == ["EndTxn"]
+    # the abort is held past the producer's transaction timeout and the coordinator's next scan
+    timeout_ms = sc.workloads[0].settings["transaction_timeout_ms"]
+    scan_ms = int(sc.broker_config["transaction.abort.timed.out.transaction.cleanup.interval.ms"])
+    assert hold.hold_ms > timeout_ms + 2 * scan_ms
+    # the pump's deadline, then its transactions, are inside the run; the hold covers all of it
+    assert pump.at + pump.timeout_s < hold.at + hold.duration <= sc.duration
+    assert sc.expect.valid is True and sc.expect.min_fenced == 1  # the fixed broker's verdict (library: 4.4.0)
+
+
+def test_the_supervisor_names_the_process_of_a_transactional_id(tmp_path: Path) -> None:
+    sup = Supervisor(tmp_path, {})
+    sup.kinds = {"txn-producer-0": "txn-producer", "txn-producer-1": "txn-producer", "reader-0": "reader"}
+    assert sup.using_transactional_id(transactional_id("txn-producer-1")) == ["txn-producer-1"]
+    assert sup.using_transactional_id("eos-reader-0") == []
