@@ -3,10 +3,12 @@ the Spark engine's checks cost twice as much, against the default engine's, as w
 recorded fails `make test`; so does a check that the measurement cannot time.
 
 Both engines judge the same synthetic histories (``bench checker``'s) of two sizes, in one fresh
-process (``harness/bench/engine_ratio.py``: why CPU time, why the marginal cost between two sizes).
-Every check of both registries runs, so a new check is in the figure by being registered; one
-that skips on these histories costs nothing there, and must be named in ``NOT_TIMED`` with why.
-About 60 s on the reference machine (2 cores), most of it Spark's fixed cost per check."""
+process (``harness/bench/engine_ratio.py``: why CPU time, why the marginal cost between two sizes,
+why the quick compiler only and an allocator that keeps its memory). Every check of both registries
+runs, so a new check is in the figure by being registered; one that skips on these histories costs
+nothing there, and must be named in ``NOT_TIMED`` with why. ~29 s at a load of 2.5 on the reference
+machine (2 cores), 39-50 s at 4-5; ~36 s of CPU, most of it a fresh JVM's first check and Spark's
+fixed cost per check (docs/BENCHMARKS.md)."""
 
 from __future__ import annotations
 
@@ -15,17 +17,21 @@ import subprocess
 import sys
 from typing import Any
 
-#: Measured 2026-11-26 on the reference machine (2 cores, 24 GB, load average 1.5-3), after issue
-#: 31's work on the Spark engine: its tasks and driver ~6.1 us of CPU per value between 30k and
-#: 300k values, the default engine 0.7-0.9 us; three measurements gave 7.2, 8.5 and 7.1 (their
-#: rounds 6.7-9.7). The engine before that work: 11.4 and 12.5 (docs/BENCHMARKS.md).
-RECORDED_RATIO = 7.2
-#: The limit: twice the recorded ratio, the issue's bar ("a change that doubles the Spark engine's
-#: time per value against the default engine's"). Measurements of the same code spread by 20%
-#: (mostly the default engine's 0.6-0.9 us, from one process to the next), so noise stays under
-#: it, and an engine whose checks each ran three times measured 26x: caught. A change that adds
-#: 50% is not caught here (bench checker at 10M values is where that shows).
-LIMIT = 2 * RECORDED_RATIO
+import pytest
+
+#: Measured 2026-11-26 on the reference machine (2 cores, 24 GB, load average 3-5 from other
+#: sessions), after main's g0 and g1c were merged (docs/BENCHMARKS.md): the Spark engine's tasks and
+#: driver 13.8-15.7 us of CPU per value between 30k and 300k values (its JVM compiling with C1 only),
+#: the default engine 0.36-0.40 us; seven measurements gave 36.6, 36.7, 37.6, 38.8, 39.2, 39.2, 40.2.
+#: The same code with the checker's own JVM settings (C2 too): 30.2 and 30.3.
+RECORDED_RATIO = 38.8
+#: The limit: 1.5 times the recorded ratio, so that a change that doubles the Spark engine's cost
+#: per value (the issue's bar) is caught with room to spare, and noise is not: measurements of the
+#: same code spread by 5% around the recorded one. Planted (``--spark-runs``: the Spark engine's
+#: whole check run several times where it is timed once): twice, 74.3 and 78.9; three times, 116.4
+#: and 118.4; both caught. A change that adds less than half is not caught here (``bench checker``
+#: at 10M values is where that shows).
+LIMIT = round(1.5 * RECORDED_RATIO, 1)
 #: Checks that skip on the synthetic histories (nothing there for them), so the figure does not
 #: time them; each with why. A check skipped and not here fails the test: give the synthetic history
 #: what it needs (harness/bench/checker.py ``synthetic``) or add it here with the reason.
@@ -37,7 +43,11 @@ NOT_TIMED = {
     "app-map": "no app under test; the Spark engine leaves app contracts to the default engine (DEFAULT_ENGINE_ONLY)",
     "app-aggregate": "no app under test; the Spark engine leaves app contracts to the default engine (DEFAULT_ENGINE_ONLY)",
 }
-#: How long the measurement may take (it takes ~60 s quiet, a few minutes on a loaded machine).
+#: ``g0`` and ``g1c`` (issue 31's cycle checks) are timed: they do not skip on these histories.
+#: ``g0`` runs whole there (a quarter of the Spark engine's wall time at 300k values); ``g1c`` runs
+#: its first query only (whether any transaction's ``M`` reaches a poll: the synthetic polls have no
+#: times, and there is no copier), so a slowdown of its later queries is not seen here.
+#: How long the measurement may take (~30-50 s at a load of 2.5-5, a few minutes on a busier machine).
 DEADLINE_S = 600
 
 
@@ -50,7 +60,10 @@ def measured() -> dict[str, Any]:
         raise AssertionError(f"python -m harness.bench.engine_ratio took more than {DEADLINE_S}s; "
                              f"its last output: {(e.stderr or b'')[-2000:]!r}") from None
     assert done.returncode == 0, f"python -m harness.bench.engine_ratio failed:\n{done.stderr[-3000:]}"
-    return dict(json.loads(done.stdout))
+    # its result is the last line: the JVM shares the process's stdout and may warn on it first
+    lines = done.stdout.strip().splitlines()
+    assert lines, f"python -m harness.bench.engine_ratio printed nothing; its stderr:\n{done.stderr[-3000:]}"
+    return dict(json.loads(lines[-1]))
 
 
 def problems(r: dict[str, Any]) -> list[str]:
@@ -74,7 +87,7 @@ def problems(r: dict[str, Any]) -> list[str]:
     return found
 
 
-def test_the_spark_engine_costs_per_value_at_most_twice_its_recorded_ratio_to_the_default_engine() -> None:
+def test_the_spark_engine_costs_per_value_under_one_and_a_half_times_its_recorded_ratio_to_the_default_engine() -> None:
     assert not problems(measured())
 
 
@@ -85,11 +98,22 @@ def _result(ratio: float, skipped: list[str]) -> dict[str, Any]:
             "skipped": {"default": skipped, "spark": skipped}, "samples": [sample]}
 
 
-def test_the_guard_fires_past_twice_the_recorded_ratio_and_on_a_check_it_cannot_time() -> None:
+def test_the_guard_fires_past_its_limit_and_on_a_check_it_cannot_time() -> None:
     assert problems(_result(LIMIT, sorted(NOT_TIMED))) == []
     assert problems(_result(RECORDED_RATIO, [])) == []
-    [doubled] = problems(_result(LIMIT * 1.01, sorted(NOT_TIMED)))
-    assert "limit" in doubled and "summary" in doubled
+    [past] = problems(_result(LIMIT * 1.01, sorted(NOT_TIMED)))
+    assert "limit" in past and "summary" in past
+    # the issue's bar, with the spread of the recorded measurements (5%) below it
+    assert problems(_result(2 * 0.95 * RECORDED_RATIO, sorted(NOT_TIMED)))
     untimed = problems(_result(RECORDED_RATIO, ["g1c-cycle"]))
     assert [p.split(":")[0] for p in untimed] == ["default engine", "spark engine"]
     assert all("['g1c-cycle']" in p and "NOT_TIMED" in p for p in untimed)
+
+
+def test_the_measurement_refuses_sizes_it_cannot_difference(capsys: pytest.CaptureFixture[str]) -> None:
+    from harness.bench.engine_ratio import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["300000", "30000"])
+    assert e.value.code == 2
+    assert "SIZE: two sizes" in capsys.readouterr().err
