@@ -263,7 +263,8 @@ def _measure_spark(run_dir: Path, master: str | None = None) -> dict[str, Any]:
     spark = session("eos-chaos-bench-checker", master=master, tmp_dir=run_dir / "spark-tmp", memory=CHECKER_MEMORY, conf=conf)
     start_s = time.monotonic() - t0
     t0 = time.monotonic()
-    verdict = check_run(run_dir, spark)
+    by_check: dict[str, float] = {}
+    verdict = check_run(run_dir, spark, by_check)
     check_s = time.monotonic() - t0
     if verdict.valid is not True:
         raise AssertionError(f"the synthetic history must be valid: {_json.dumps(verdict.to_json()['checks'])[:2000]}")
@@ -272,7 +273,7 @@ def _measure_spark(run_dir: Path, master: str | None = None) -> dict[str, Any]:
     spark.stop()
     return {"engine": "spark", "master": master or "local[2]", "values": n, "read_s": round(start_s, 3),
             "check_s": round(check_s, 3), "values_per_s": round(n / check_s), "check_over_read": round(check_s / start_s, 1),
-            "peak_rss_mb": sum(peaks.values()), "peak_rss_mb_by_process": peaks, "spark": spark_work(events)}
+            "peak_rss_mb": sum(peaks.values()), "peak_rss_mb_by_process": peaks, "spark": spark_work(events), "by_check_s": by_check}
 
 
 def _vm_hwm_mb(pid: int) -> int:

@@ -13,6 +13,7 @@ brought to the driver.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -69,12 +70,23 @@ if TYPE_CHECKING:
 BROADCAST_ROWS = 5_000_000
 #: Partitions of the summary's grouping by value: 8 per core, and more for a large history, so
 #: that none holds more than ``SUMMARY_ROWS_PER_PARTITION`` rows (an executor of 512 MB ran out of
-#: heap at 24M rows per partition, on 100M values).
+#: heap at 24M rows per partition, on 100M values) nor more than ``VALUES_PER_SUMMARY_PARTITION``
+#: values: then every value of a partition fits Spark's first-level hash map of the aggregation
+#: (generated code, one probe), sized for them by ``FAST_MAP_BITS``; past it, each new value also
+#: costs a miss there and a lookup in the generic map. At 10M values, 64 partitions and 2^18
+#: entries took the summary's Spark tasks from 31.5 s of CPU to 22.8 s (16 partitions, 2^16).
 SORTED_PARTITIONS_PER_CORE = 8
 SUMMARY_ROWS_PER_PARTITION = 3_000_000
+VALUES_PER_SUMMARY_PARTITION = 160_000
+FAST_MAP_BITS = "spark.sql.codegen.aggregate.fastHashMap.capacityBit"
 SHUFFLE_PARTITIONS_DEFAULT = 200  # Spark's, when the session sets none
 #: The other queries' shuffle partitions: the session's, or one per this many rows if more.
 ROWS_PER_SHUFFLE_PARTITION = 10_000_000
+#: Settings for the check's duration (the session's own are put back after). The summary's one
+#: cached table, uncompressed: choosing each column's encoding cost more than the summary's
+#: aggregation (at 1M values its Spark tasks took 2.5 s of CPU instead of 3.1 s); it is read twice,
+#: from memory, and spills to disk beyond it.
+CHECK_CONF = {"spark.sql.inMemoryColumnarStorage.compressed": "false"}
 
 
 class SparkHistory:
@@ -102,7 +114,8 @@ class SparkHistory:
                               F.col("process").alias("w_proc"), F.lit(True).alias("w_known"),
                               F.when(F.col("f") == TXN, F.col("commit_at")).alias("w_commit_at"))
         # one row per transaction: shipped whole to every task while it fits (no shuffle of the writes)
-        self.tx = F.broadcast(tx) if _rows_in(run_dir, "txns") <= BROADCAST_ROWS else tx
+        self.tx_shipped = _rows_in(run_dir, "txns") <= BROADCAST_ROWS
+        self.tx = _shipped(tx, self.tx_shipped)
         w = rd("writes")
         self.writes = (w.join(self.tx, "txn", "left")
                        .withColumn("w_known", F.coalesce("w_known", F.lit(False)))
@@ -115,8 +128,9 @@ class SparkHistory:
         self.fc_vids = self.reads.where("fc").select("vid").distinct()
         self.cv_vids = self.reads.where("cv").select("vid").distinct()
         self._summary: dict[str, Any] | None = None
-        #: rows of the two large tables (from their footers): sizes the shuffles
+        #: rows of the two large tables, and values (from their footers): size the shuffles
         self.rows = _rows_in(run_dir, "writes") + _rows_in(run_dir, "reads")
+        self.n_values = _rows_in(run_dir, store.VALUES_TABLE)
         #: each topic's first committed value (``_prefixed_topics``), once looked up
         self.first_values: list[tuple[str, str]] | None = None
         #: ``nonmonotonic_poll``'s count, once it ran (``poll_skip`` needs it)
@@ -192,7 +206,15 @@ def _plain(v: Any) -> Any:
 
 # --------------------------------------------------------------------------------------------- summary
 def _summary_partitions(h: SparkHistory) -> int:
-    return max(h.spark.sparkContext.defaultParallelism * SORTED_PARTITIONS_PER_CORE, -(-h.rows // SUMMARY_ROWS_PER_PARTITION))
+    return max(h.spark.sparkContext.defaultParallelism * SORTED_PARTITIONS_PER_CORE, -(-h.rows // SUMMARY_ROWS_PER_PARTITION),
+               -(-h.n_values // VALUES_PER_SUMMARY_PARTITION))
+
+
+def _fast_map_bits(h: SparkHistory) -> int:
+    """``FAST_MAP_BITS`` for the summary's partitions: room for a quarter more than their values,
+    between Spark's default (16) and 20 (a bigger map only costs its memory)."""
+    per_partition = -(-h.n_values // _summary_partitions(h))
+    return min(20, max(16, int(per_partition * 1.25).bit_length()))
 
 
 def _vid_range(h: SparkHistory) -> Any:
@@ -205,10 +227,30 @@ def _vid_range(h: SparkHistory) -> Any:
     n = _summary_partitions(h)
     probe = h.spark.range(64 * n).select("id", F.pmod(F.hash("id"), F.lit(n)).alias("p")).groupBy("p").agg(F.min("id"))
     key_of: dict[int, int] = {int(p): int(i) for p, i in probe.collect()}
-    size = max(1, -(-_rows_in(h.run_dir, store.VALUES_TABLE) // n))
+    size = max(1, -(-h.n_values // n))
     if len(key_of) < n:  # never with 64 candidates per partition; then hashes of the range numbers
         return (F.col("vid") / size).cast("long")
     return F.element_at(F.array(*(F.lit(key_of[i]) for i in range(n))), (F.col("vid") / size).cast("int") + 1)
+
+
+#: The bits of a row of the summary's union (``_summary``), OR-ed per value and then per transaction:
+#: what kind of read it is, and for a write, whether it was acknowledged and its transaction's
+#: outcome (a write whose transaction is not in the transactions table has none of those).
+POLLED, FINAL_COMMITTED, CV_ON_WRITTEN, WRITTEN, ACKED, OUT_OK, OUT_FAIL, OUT_INFO, IN_TXN = (1 << i for i in range(9))
+#: And what the summary derives per value from them and its positions (``per_vid``'s ``f``).
+PRECOMMITTED, HAS_FC, HAS_CV, DUP, ONE_CV_POS, MULTI_POS = (1 << i for i in range(9, 15))
+_OUTCOME_BIT = {OK: OUT_OK, FAIL: OUT_FAIL, INFO: OUT_INFO}
+
+
+def _written_tids(h: SparkHistory) -> set[int]:
+    """The topic ids some send wrote to, read batch by batch from the writes' one small-integer
+    column on the driver (memory stays flat; a Spark job for it cost more to plan than to run)."""
+    import pyarrow.parquet as pq
+
+    tids: set[int] = set()
+    for batch in pq.ParquetFile(store.table_file(h.run_dir, "writes")).iter_batches(columns=["tid"], batch_size=1 << 20):
+        tids.update(int(t) for t in np.unique(batch.column(0).to_numpy(zero_copy_only=False)))
+    return tids
 
 
 def _summary(h: SparkHistory) -> dict[str, Any]:
@@ -219,22 +261,32 @@ def _summary(h: SparkHistory) -> dict[str, Any]:
     A count here is exact under the conditions it states; each check uses it only to find nothing
     (``0``) and otherwise runs its own query, which also picks the examples. The conditions:
     each value written at most once (``multi_written``) for the per-transaction counts, each value
-    at one position (``multi_positioned``) for ``inconsistent``."""
+    at one position (``multi_positioned``) for ``inconsistent``.
+
+    The rows that meet are narrow: value, transaction, position, one time (a write's commit, a
+    poll's completion) and the bits above; the shuffle and the hashing of ~4 rows per value are
+    most of the engine's time."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
-    written_tids = [r.tid for r in h.raw_writes.select("tid").distinct().collect()]
-    # the read's kind as bits: 1 polled, 2 in the final read_committed scan, 4 read_committed on a
-    # topic some send wrote to (one bit_or per value instead of one max per flag)
-    w = h.raw_writes.join(h.tx.select("txn", "w_commit_at"), "txn", "left").select(
-        "vid", "txn", F.lit(1).alias("nw"), _pos(F.col("tid"), F.col("partition"), F.col("offset")).alias("pos"),
-        F.lit(0).alias("kind"), F.col("offset").isNotNull().cast("int").alias("acked"), F.col("w_commit_at").alias("commit_at"),
-        F.lit(None).cast("long").alias("done_at"))
-    kind = (F.col("poll").cast("int") + 2 * F.col("fc").cast("int") + 4 * (F.col("cv") & F.col("tid").isin(written_tids)).cast("int"))
-    r = _with_poll_times(h).select("vid", F.lit(None).cast("long").alias("txn"), F.lit(0).alias("nw"), "pos", kind.alias("kind"),
-                                   F.lit(0).alias("acked"), F.lit(None).cast("long").alias("commit_at"), "done_at")
-    bit = F.col("kind").bitwiseAND
-    cv_pos = F.when(bit(3) > 0, F.col("pos"))
+    def bits(flags: dict[int, Any]) -> Any:
+        out = F.lit(0)
+        for bit, cond in flags.items():
+            out = out.bitwiseOR(F.when(cond, F.lit(bit)).otherwise(F.lit(0)))
+        return out
+
+    written_tids = sorted(_written_tids(h))
+    # a transaction's bits are made once per transaction, before it is shipped to the writes
+    tx = h.tx.select("txn", "w_commit_at", bits({IN_TXN: F.col("w_is_txn"),
+                                                 **{bit: F.col("w_out") == out for out, bit in _OUTCOME_BIT.items()}}).alias("tk"))
+    w = h.raw_writes.join(tx, "txn", "left").select(
+        "vid", "txn", _pos(F.col("tid"), F.col("partition"), F.col("offset")).alias("pos"), F.col("w_commit_at").alias("t"),
+        bits({WRITTEN: F.lit(True), ACKED: F.col("offset").isNotNull()}).bitwiseOR(F.coalesce("tk", F.lit(0))).alias("k"))
+    r = _with_poll_times(h).select(
+        "vid", F.lit(None).cast("long").alias("txn"), "pos", F.col("done_at").alias("t"),
+        bits({POLLED: F.col("poll"), FINAL_COMMITTED: F.col("fc"), CV_ON_WRITTEN: F.col("cv") & F.col("tid").isin(written_tids)}).alias("k"))
+    k = F.col("k").bitwiseAND
+    cv_pos = F.when(k(POLLED | FINAL_COMMITTED) > 0, F.col("pos"))
     # Each value is a group of a few rows, grouped after one shuffle (Spark 4.0 still hashes them
     # twice there: it drops a sort put before the aggregation, and cannot skip the partial one).
     # Ranges of values, not hashes: a transaction's values are neighbours, so the next grouping (by
@@ -242,50 +294,64 @@ def _summary(h: SparkHistory) -> dict[str, Any]:
     bucket = _vid_range(h).alias("bucket")
     u = w.unionByName(r).withColumn("bucket", bucket)
     u = u.repartition(_summary_partitions(h), "bucket")
+    kinds = F.col("kinds").bitwiseAND
+    # one row per value, kept for the two groupings that follow: its counts, its position when it
+    # has one, and what else it is as bits (the cache costs by the column)
     per_vid = (u.groupBy("bucket", "vid").agg(
-        F.max("txn").alias("txn"), F.sum("nw").alias("nw"), F.sum("acked").alias("acked"), F.bit_or("kind").alias("kinds"),
-        F.min("commit_at").alias("commit_at"), F.min("done_at").alias("first_poll"),
-        F.min(cv_pos).alias("cv_lo"), F.max(cv_pos).alias("cv_hi"), F.min("pos").alias("lo"), F.max("pos").alias("hi"),
-        F.sum(bit(1)).alias("n_poll"))
-        .select("txn", "nw", "acked", "n_poll", (F.col("first_poll") < F.col("commit_at")).alias("precommitted"),
-                (F.col("kinds").bitwiseAND(2) > 0).alias("has_fc"), (F.col("kinds").bitwiseAND(3) > 0).alias("has_cv"),
-                (F.col("kinds").bitwiseAND(4) > 0).alias("cv_on_written"),
-                (F.col("cv_lo") != F.col("cv_hi")).alias("dup"), (F.col("cv_lo") == F.col("cv_hi")).alias("one_cv_pos"),
-                F.when(F.col("lo") == F.col("hi"), F.col("lo")).alias("at"), (F.col("lo") != F.col("hi")).alias("multi_pos"))
+        F.max("txn").alias("txn"), F.bit_or("k").alias("kinds"), F.sum(k(WRITTEN)).alias("nw"), F.sum(k(POLLED)).alias("n_poll"),
+        F.sum(k(FINAL_COMMITTED)).alias("n_fc"), F.min(F.when(k(WRITTEN) > 0, F.col("t"))).alias("commit_at"),
+        F.min(F.when(k(WRITTEN) == 0, F.col("t"))).alias("first_poll"),
+        F.min(cv_pos).alias("cv_lo"), F.max(cv_pos).alias("cv_hi"), F.min("pos").alias("lo"), F.max("pos").alias("hi"))
+        .select("txn", F.shiftright("nw", WRITTEN.bit_length() - 1).alias("nw"), "n_poll",
+                F.shiftright("n_fc", FINAL_COMMITTED.bit_length() - 1).alias("n_fc"),
+                F.when(F.col("lo") == F.col("hi"), F.col("lo")).alias("at"),
+                kinds(ACKED | CV_ON_WRITTEN | OUT_OK | OUT_FAIL | OUT_INFO | IN_TXN).bitwiseOR(bits({
+                    PRECOMMITTED: F.col("first_poll") < F.col("commit_at"), HAS_FC: kinds(FINAL_COMMITTED) > 0,
+                    HAS_CV: kinds(POLLED | FINAL_COMMITTED) > 0, DUP: F.col("cv_lo") != F.col("cv_hi"),
+                    ONE_CV_POS: F.col("cv_lo") == F.col("cv_hi"), MULTI_POS: F.col("lo") != F.col("hi")})).alias("f"))
         .persist(StorageLevel.MEMORY_AND_DISK))
+
+    def has(bit: int) -> Any:
+        return F.col("f").bitwiseAND(bit) > 0
+
+    def n(cond: Any) -> Any:
+        return F.sum(cond.cast("long"))
+
     written = F.col("nw") > 0
-    one_cv_pos = F.col("has_fc") & F.col("one_cv_pos")
-    per_txn = per_vid.groupBy("txn").agg(
-        F.sum("nw").alias("written"), F.sum("acked").alias("acked"), F.sum(F.col("precommitted").cast("long")).alias("precommitted"),
-        F.sum((written & F.col("has_fc")).cast("long")).alias("visible"),
-        F.sum((written & F.col("has_cv")).cast("long")).alias("cv_values"),
-        F.sum((written & F.col("has_cv") & ~F.col("has_fc")).cast("long")).alias("seen_not_kept"),
-        F.sum(F.col("dup").cast("long")).alias("dup"),
-        F.sum((~written & F.col("cv_on_written")).cast("long")).alias("phantom"),
-        F.sum(F.col("has_fc").cast("long")).alias("committed"),
-        F.sum((F.col("nw") > 1).cast("long")).alias("multi_written"),
-        F.sum(F.col("multi_pos").cast("long")).alias("multi_positioned"),
-        F.sum(F.when(~one_cv_pos, F.col("n_poll")).otherwise(0)).alias("polls_off_committed"),
-        F.sum("n_poll").alias("n_poll"))
-    t = per_txn.join(h.tx.select("txn", "w_out", "w_is_txn"), "txn", "left")
-    out, vis, wr = F.col("w_out"), F.col("visible"), F.col("written")
-    info = (out == INFO) & (wr > 0)
+    has_fc, has_cv = has(HAS_FC), has(HAS_CV)
+    # a transaction's outcome: the bits of its values' writes (a value written once has its own
+    # transaction's; the per-transaction counts are used only then)
+    t = per_vid.groupBy("txn").agg(
+        F.bit_or(F.col("f").bitwiseAND(OUT_OK | OUT_FAIL | OUT_INFO | IN_TXN)).alias("outcome"),
+        F.sum("nw").alias("written"), n(has(ACKED)).alias("acked"), n(has(PRECOMMITTED)).alias("precommitted"),
+        n(written & has_fc).alias("visible"), n(written & has_cv).alias("cv_values"), n(written & has_cv & ~has_fc).alias("seen_not_kept"),
+        n(has(DUP)).alias("dup"), n(~written & has(CV_ON_WRITTEN)).alias("phantom"), n(has_fc).alias("committed"),
+        n(F.col("nw") > 1).alias("multi_written"), n(has(MULTI_POS)).alias("multi_positioned"),
+        F.sum(F.when(~(has_fc & has(ONE_CV_POS)), F.col("n_poll")).otherwise(0)).alias("polls_off_committed"),
+        F.sum("n_poll").alias("n_poll"), F.sum("n_fc").alias("n_fc"))
+    vis, wr = F.col("visible"), F.col("written")
+
+    def out_is(bit: int) -> Any:
+        return F.col("outcome").bitwiseAND(bit) > 0
+
+    ok, fail, info_out, in_txn = out_is(OUT_OK), out_is(OUT_FAIL), out_is(OUT_INFO), out_is(IN_TXN)
+    info = info_out & (wr > 0)
 
     def total(cond: Any, of: Any = None) -> Any:
         return F.coalesce(F.sum(F.when(cond, F.lit(1) if of is None else of).otherwise(0)), F.lit(0))
 
     by_txn = t.agg(
-        total(F.col("w_is_txn") & (vis > 0) & (vis < wr)).alias("torn"),
-        (total(out == OK, wr - vis) + total(out == INFO, F.col("seen_not_kept"))).alias("lost"),
-        total(out == FAIL, F.col("cv_values")).alias("aborted"),
+        total(in_txn & (vis > 0) & (vis < wr)).alias("torn"),
+        (total(ok, wr - vis) + total(info_out, F.col("seen_not_kept"))).alias("lost"),
+        total(fail, F.col("cv_values")).alias("aborted"),
         total(info & (vis == wr)).alias("info_committed"), total(info & (vis == 0)).alias("info_aborted"),
         total(info & (vis > 0) & (vis < wr)).alias("info_torn"),
         # what there is to look at (``_nothing``): values of ok, fail and any transactions, acknowledged offsets
-        (total(out == OK, wr) + total(out == INFO, F.col("cv_values"))).alias("ok_written"), total(out == FAIL, wr).alias("fail_written"),
-        total(F.col("w_is_txn"), wr).alias("txn_written"), total(out == OK, F.col("acked")).alias("ok_acked"),
+        (total(ok, wr) + total(info_out, F.col("cv_values"))).alias("ok_written"), total(fail, wr).alias("fail_written"),
+        total(in_txn, wr).alias("txn_written"), total(ok, F.col("acked")).alias("ok_acked"),
         *(F.coalesce(F.sum(c), F.lit(0)).alias(c) for c in (
             "dup", "phantom", "committed", "multi_written", "multi_positioned", "polls_off_committed", "acked", "precommitted",
-            "written", "n_poll")))
+            "written", "n_poll", "n_fc")))
     by_pos = (per_vid.where(F.col("at").isNotNull()).select("at").repartition(_summary_partitions(h), "at")
               .groupBy("at").count().agg(total(F.col("count") > 1).alias("inconsistent")))
     try:
@@ -293,11 +359,10 @@ def _summary(h: SparkHistory) -> dict[str, Any]:
     finally:
         per_vid.unpersist()
     assert row is not None  # aggregates without grouping have one row
-    fc = F.col("fc").cast("long")
-    reads = h.reads.agg(F.coalesce(F.sum(fc), F.lit(0)).alias("n_fc"),
-                        F.coalesce(F.sum((~F.col("cv")).cast("long")), F.lit(0)).alias("n_unc")).first()
-    assert reads is not None
-    return {k: int(v) for k, v in (row.asDict() | reads.asDict()).items()}
+    counts = {k: int(v) for k, v in row.asDict().items()}
+    # every read is a poll, in the final read_committed scan, or neither
+    counts["n_unc"] = _rows_in(h.run_dir, "reads") - counts["n_poll"] - counts["n_fc"]
+    return counts
 
 
 # ---------------------------------------------------------------------------------------------- checks
@@ -488,8 +553,12 @@ def _send_order(h: SparkHistory) -> tuple[bool, bool]:
         from pyspark.sql import functions as F
 
         w = Window.partitionBy("lane").orderBy("txn", "row")
-        sent = h.writes.where((F.col("w_out") == OK) & F.col("offset").isNotNull())
-        sent = (_with_lane(sent, "w_proc", h.tx).select("lane", "txn", "row", "offset")
+        # the producers numbered in the transactions table, before it meets the writes (which then
+        # carry a number, not a name)
+        ok_txns = _with_proc_code(h.txns.where(F.col("outcome") == OK).select("txn", "process"), "process",
+                                  _names(h, "txns", "process")).select("txn", "proc_code")
+        sent = h.raw_writes.where(F.col("offset").isNotNull()).join(_shipped(ok_txns, h.tx_shipped), "txn")
+        sent = (sent.select(_lane().alias("lane"), "txn", "row", "offset")
                 .withColumn("prev_txn", F.lag("txn").over(w)).withColumn("prev_offset", F.lag("offset").over(w)))
         lower = F.col("offset") < F.col("prev_offset")
         r = sent.agg(F.max((lower & (F.col("prev_txn") == F.col("txn"))).cast("int")).alias("within"),
@@ -538,18 +607,45 @@ def int_nonmonotonic_send(h: SparkHistory) -> Found:
     return Found(n, ex)
 
 
-def _with_lane(df: DataFrame, process: str, names_from: DataFrame) -> DataFrame:
-    """``df`` with ``lane``: one long naming (process, topic, partition), so that a window over it
-    sorts on two longs, not on a string first. Processes (``process`` in ``names_from``) are numbered
-    in a table shipped whole to every task: a run has few, a generated one (``selftest``) thousands,
+def _names(h: SparkHistory, table: str, column: str) -> list[str]:
+    """The distinct names in a text column of a table (a superset: Parquet's dictionaries can hold
+    names no row uses), read batch by batch on the driver: a process column is dictionary-encoded,
+    so this reads small integers and a few names, where a Spark job cost more to plan than to run."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    names: set[str] = set()
+    f = pq.ParquetFile(store.table_file(h.run_dir, table), read_dictionary=[column])
+    for batch in f.iter_batches(columns=[column], batch_size=1 << 20):
+        col = batch.column(0)
+        names.update(col.dictionary.to_pylist() if pa.types.is_dictionary(col.type) else pc.unique(col).to_pylist())
+    return sorted(n for n in names if n is not None)
+
+
+def _with_proc_code(df: DataFrame, process: str, names: list[str]) -> DataFrame:
+    """``df`` with ``proc_code``: its process's number among ``names`` (-1 for none), from a table
+    shipped whole to every task: a run has few processes, a generated one (``selftest``) thousands,
     where a literal map in the query took longer to plan than the query to run."""
     from pyspark.sql import functions as F
 
-    names = sorted(r[0] for r in names_from.select(process).distinct().collect() if r[0] is not None)
     codes = df.sparkSession.createDataFrame([(n, i) for i, n in enumerate(names)], f"{process} string, proc_code long")
-    proc = F.coalesce(F.col("proc_code"), F.lit(-1).cast("long"))
-    lane = F.shiftleft(proc, 40).bitwiseOR(F.shiftleft(F.col("tid").cast("long"), 24)).bitwiseOR(F.col("partition").cast("long"))
-    return df.join(F.broadcast(codes), process, "left").withColumn("lane", lane).drop("proc_code")
+    return df.join(F.broadcast(codes), process, "left").withColumn("proc_code", F.coalesce(F.col("proc_code"), F.lit(-1).cast("long")))
+
+
+def _lane() -> Any:
+    """One long naming (process, topic, partition) from ``proc_code``, ``tid`` and ``partition``, so
+    that a window over it sorts on two longs, not on a string first."""
+    from pyspark.sql import functions as F
+
+    return (F.shiftleft(F.col("proc_code"), 40).bitwiseOR(F.shiftleft(F.col("tid").cast("long"), 24))
+            .bitwiseOR(F.col("partition").cast("long")))
+
+
+def _shipped(df: DataFrame, ship: bool) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    return F.broadcast(df) if ship else df
 
 
 def _polls_with_prev(h: SparkHistory) -> DataFrame:
@@ -564,8 +660,7 @@ def nonmonotonic_poll(h: SparkHistory) -> Found:
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    polls = h.reads.where("poll")
-    lean = _with_lane(polls, "process", polls).select("lane", "row", "offset")
+    lean = _with_proc_code(h.reads.where("poll"), "process", _names(h, "reads", "process")).select(_lane().alias("lane"), "row", "offset")
     prev = lean.withColumn("prev", F.lag("offset").over(Window.partitionBy("lane").orderBy("row")))
     n = h.nonmonotonic_polls = prev.where(F.col("offset") <= F.col("prev")).count()
     if not n:
@@ -614,11 +709,10 @@ def _no_poll_skip(h: SparkHistory) -> bool:
 
     if h.summary["polls_off_committed"] or (h.nonmonotonic_polls is None and nonmonotonic_poll(h).count) or h.nonmonotonic_polls:
         return False
-    keys = h.reads.where("poll").groupBy("process", "tid", "partition").agg(F.max("offset").alias("hi"), F.count("*").alias("n"))
+    keys = h.reads.where("poll").groupBy("process", "tid", "partition").agg(F.max("offset").alias("hi"))
     k = F.broadcast(keys)
     upto = h.reads.where("fc").join(k, ["tid", "partition"]).where(F.col("offset") <= F.col("hi")).count()
-    polled = keys.agg(F.coalesce(F.sum("n"), F.lit(0))).first()
-    return polled is not None and upto == polled[0]
+    return bool(upto == h.summary["n_poll"])
 
 
 def zombie_commit(h: SparkHistory) -> Found:
@@ -1065,26 +1159,32 @@ def _spark_percentiles(lat: DataFrame) -> dict[str, float | None]:
     return {"p50": round(r.q[0], 2), "p95": round(r.q[1], 2), "p99": round(r.q[2], 2), "max": round(r.max, 2)}
 
 
-def check_run(run_dir: Path, spark: SparkSession) -> Verdict:
+def check_run(run_dir: Path, spark: SparkSession, seconds: dict[str, float] | None = None) -> Verdict:
     """The verdict of ``run_dir``'s history, computed by Spark in ``spark`` (the same as
     ``checker.check``'s). The caller owns the session (``harness.sparkjob.session.checker_session``):
-    the checker imports nothing of the project but the history."""
+    the checker imports nothing of the project but the history. ``seconds``, when given, gets the
+    wall time of each check, of the summary and of the figures (``stats``)."""
     from harness.checker import run_checks
 
     store.ensure_parquet(run_dir)
     h = SparkHistory(spark, run_dir)
     shuffle = "spark.sql.shuffle.partitions"
-    before = spark.conf.get(shuffle)
-    spark.conf.set(shuffle, str(max(int(before or SHUFFLE_PARTITIONS_DEFAULT), -(-h.rows // ROWS_PER_SHUFFLE_PARTITION))))
+    before = {k: spark.conf.get(k, None) for k in (shuffle, FAST_MAP_BITS, *CHECK_CONF)}
+    spark.conf.set(shuffle, str(max(int(before[shuffle] or SHUFFLE_PARTITIONS_DEFAULT), -(-h.rows // ROWS_PER_SHUFFLE_PARTITION))))
+    for k, v in {**CHECK_CONF, FAST_MAP_BITS: str(_fast_map_bits(h))}.items():
+        spark.conf.set(k, v)
 
     def in_group(name: str, fn: Callable[[], Any]) -> Callable[[], Any]:
         def run() -> Any:
             # the check's Spark jobs carry its name (the Spark UI, the event log, ``bench checker``)
             spark.sparkContext.setJobGroup(name, f"eos-chaos check {name}")
+            t0 = time.monotonic()
             try:
                 return fn()
             finally:
                 spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+                if seconds is not None:
+                    seconds[name] = round(time.monotonic() - t0, 3)
         return run
 
     try:
@@ -1096,4 +1196,8 @@ def check_run(run_dir: Path, spark: SparkSession) -> Verdict:
                           in_group("stats", partial(stats, h)), h.meta, engine="spark")
     finally:
         h.release()
-        spark.conf.set(shuffle, str(before))
+        for key, was in before.items():
+            if was is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, was)
