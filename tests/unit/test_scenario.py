@@ -100,7 +100,7 @@ def test_the_lso_bound_defaults_to_90_s_and_the_negative_control_waits_less() ->
     assert scenario.load("txn-baseline").lso_bound_s == scenario.LSO_BOUND_S == 90
     hanging = scenario.load("negative-lso-stall")
     # its only producer's transaction outlives any bound: shortening the wait cannot hide the stall
-    assert hanging.lso_bound_s == 20
+    assert hanging.lso_bound_s == 10
     assert all(w.settings["transaction_timeout_ms"] > 1000 * scenario.LSO_BOUND_S
                for w in hanging.workloads if w.kind == "txn-producer")
 
