@@ -8,6 +8,7 @@ import logging
 import random
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.markup import escape
@@ -22,6 +23,10 @@ from harness.cli.options import BackendOpt
 from harness.rundir.runfolder import check_out, make_folder, new_run_dir, write_output
 from harness.workloads.clients import DEFAULT_LIBRARY
 from harness.workloads.clients import spelled as client_libraries
+
+if TYPE_CHECKING:
+    from harness.campaigns.matrix import Definition
+    from harness.run.scenario import Scenario
 
 log = logging.getLogger(__name__)
 app = typer.Typer()
@@ -70,14 +75,14 @@ def hunt_cmd(
             paths = hunt.write_scenarios(Path(tmp), hunt_seeds, duration)
             for one, p in zip(hunt_seeds, paths, strict=True):
                 out.print(escape(f"{p.name}: {hunt.draw(one, duration)['description']}"), highlight=False)
-            defn, scs = _define(matrix, paths, clients, levels, master, backend, kafka_versions)
+            defn, scs = _define(paths, clients, levels, master, backend, kafka_versions)
             print_plan(matrix.plan(matrix.continued(old, defn, folder or Path(tmp)), scs))
         return
     if folder is None:
         folder = new_run_dir("hunt")
     make_folder(folder)
     paths = hunt.write_scenarios(folder, hunt_seeds, duration)
-    defn, scs = _define(matrix, paths, clients, levels, master, backend, kafka_versions)
+    defn, scs = _define(paths, clients, levels, master, backend, kafka_versions)
     m = matrix.continued(old, defn, folder)
     matrix.prepare_kafka(m)
     matrix.prepare_clients(m, scs)
@@ -102,7 +107,9 @@ def hunt_cmd(
         raise typer.Exit(m.exit_code())
 
 
-def _define(matrix, paths: list[Path], clients: str, levels: str, master: int, backend: Backend,  # type: ignore[no-untyped-def]
-            kafka_versions: str | None):
+def _define(paths: list[Path], clients: str, levels: str, master: int, backend: Backend,
+            kafka_versions: str | None) -> tuple[Definition, dict[tuple[str, str], Scenario]]:
     """The matrix of the drawn scenarios' files x the clients (``matrix.define``'s checks and errors)."""
+    from harness.campaigns import matrix
+
     return matrix.define(",".join(map(str, paths)), clients, levels, 1, master, backend, None, None, kafka_versions)
