@@ -17,6 +17,7 @@ import typer
 
 from clusters import artifacts, pins
 from clusters.backends import Backend
+from clusters.topology import MAX_PORT_BASE, MIN_PORT_BASE
 from harness.base.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -52,7 +53,8 @@ SinkOpt = typer.Option(Sink.driver, "--sink", help="How the Spark job writes (do
 SparkModeOpt = typer.Option(SparkMode.local, "--spark",
                             help="local[2] in the driver, or a standalone Spark cluster (master + 2 workers).")
 KafkaVersion = typer.Option(pins.KAFKA_VERSION, "--kafka-version", help="Apache Kafka release (Maven Central).")
-PortBase = typer.Option(None, "--port-base", min=1024, max=65000,
+# the bounds the environment variable and the plugin take too: the Toxiproxy API sits ~600 below the base
+PortBase = typer.Option(None, "--port-base", min=MIN_PORT_BASE, max=MAX_PORT_BASE,
                         help="First of node 1's 4 listener ports \\[default: 19092 local, 29092 compose].")
 BrokerConfig = typer.Option([], "--broker-config", metavar="KEY=VALUE",
                             help="A broker setting on top of the harness defaults (repeatable), e.g. num.io.threads=4.")

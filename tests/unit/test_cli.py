@@ -375,3 +375,11 @@ def test_a_usage_error_raised_inside_a_command_is_a_usage_error_not_a_bug() -> N
     r = CliRunner().invoke(app, ["--n", "5"])
     assert r.exit_code == 2, r.output
     assert "internal error" not in r.output and "at most 3" in r.output
+
+
+@pytest.mark.parametrize(("base", "bound"), [("1500", "greater than or equal to 2000"), ("60001", "less than or equal to 60000")])
+def test_port_base_flag_takes_the_bounds_the_environment_variable_takes(no_real_run: list[Any], base: str, bound: str) -> None:
+    r = cli("run", "baseline", "--port-base", base)
+    assert r.exit_code == 2, r.output
+    assert "--port-base" in r.output and bound in r.output
+    assert no_real_run == []
