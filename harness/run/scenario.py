@@ -24,6 +24,7 @@ from harness.base.errors import ConfigError
 from harness.history.model import TXN_PRODUCER
 from harness.workloads import app_args, registry
 from harness.workloads.clients import DEFAULT_LIBRARY
+from harness.workloads.clients import check_settings as check_client_settings
 from harness.workloads.clients import parse as parse_library
 
 #: ``Fault`` is re-exported: a scenario's faults, as the runner and the plugin name them.
@@ -85,6 +86,7 @@ class Workload(Strict):
     @model_validator(mode="after")
     def _library_of_kind(self) -> Workload:
         registry.check_library(self.kind, self.library, self.settings)
+        check_client_settings(self.library, self.client)
         return self
 
 
@@ -301,6 +303,7 @@ class Scenario(Strict):
         for w in workloads:
             try:
                 registry.check_library(w.kind, w.library, w.settings)
+                check_client_settings(w.library, w.client)
             except ValueError as exc:
                 raise ConfigError(f"{flag} {library}: {exc}") from None
         return self.model_copy(update={"workloads": workloads})

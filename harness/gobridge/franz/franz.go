@@ -29,7 +29,7 @@ var errSessionAborted = errors.New("the group transact session aborted the trans
 	"(the group rebalanced since it began, or its offset commit failed)")
 
 var known = []string{"bootstrap.servers", "transactional.id", "transaction.timeout.ms", "linger.ms",
-	"socket.connection.setup.timeout.ms", "delivery.timeout.ms", "isolation.level", "group.id",
+	"socket.connection.setup.timeout.ms", "delivery.timeout.ms", "request.timeout.ms", "isolation.level", "group.id",
 	"session.timeout.ms", "auto.offset.reset", "enable.auto.commit"}
 
 type franz struct{}
@@ -65,7 +65,11 @@ func options(c config) ([]kgo.Opt, error) {
 		"linger.ms":                          func(d time.Duration) kgo.Opt { return kgo.ProducerLinger(d) },
 		"socket.connection.setup.timeout.ms": kgo.DialTimeout,
 		"delivery.timeout.ms":                func(d time.Duration) kgo.Opt { return kgo.RecordDeliveryTimeout(d) },
-		"session.timeout.ms":                 func(d time.Duration) kgo.Opt { return kgo.SessionTimeout(d) },
+		// franz-go has no request timeout of its own: a request waits for its response the
+		// request's own timeout field (a Produce's, a fetch's wait) plus this overhead, and a
+		// request without one (EndTxn, AddPartitionsToTxn, InitProducerId) this long
+		"request.timeout.ms": kgo.RequestTimeoutOverhead,
+		"session.timeout.ms": func(d time.Duration) kgo.Opt { return kgo.SessionTimeout(d) },
 	} {
 		if err := ms(key, opt); err != nil {
 			return nil, err

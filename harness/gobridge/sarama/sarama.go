@@ -27,7 +27,7 @@ import (
 const module = "github.com/IBM/sarama"
 
 var known = []string{"bootstrap.servers", "transactional.id", "transaction.timeout.ms", "linger.ms",
-	"socket.connection.setup.timeout.ms", "isolation.level", "group.id",
+	"socket.connection.setup.timeout.ms", "request.timeout.ms", "isolation.level", "group.id",
 	"session.timeout.ms", "auto.offset.reset", "enable.auto.commit", "sarama.version"}
 
 type saramaLib struct{}
@@ -73,7 +73,9 @@ func saramaConfig(c config) (*sarama.Config, []string, error) {
 		"transaction.timeout.ms":             func(d time.Duration) { cfg.Producer.Transaction.Timeout = d },
 		"linger.ms":                          func(d time.Duration) { cfg.Producer.Flush.Frequency = d },
 		"socket.connection.setup.timeout.ms": func(d time.Duration) { cfg.Net.DialTimeout = d },
-		"session.timeout.ms":                 func(d time.Duration) { cfg.Consumer.Group.Session.Timeout = d },
+		// how long sarama waits for a response before it gives up on the connection
+		"request.timeout.ms": func(d time.Duration) { cfg.Net.ReadTimeout = d },
+		"session.timeout.ms": func(d time.Duration) { cfg.Consumer.Group.Session.Timeout = d },
 	} {
 		if err := ms(key, set); err != nil {
 			return nil, nil, err

@@ -83,10 +83,23 @@ class ClientLibrary:
     #: its clients run side by side in threads of one workload process, each on its own
     #: (a txn-producer's ``producers``): in-process clients whose blocking calls let the others run
     threads: bool = False
+    #: the ``client:`` settings it takes, by Java's names (``setting_names``): a scenario giving
+    #: another is refused before anything starts. None: the library's own check decides when a
+    #: client opens (librdkafka refuses an unknown name; Java warns and ignores it)
+    settings: Callable[[], frozenset[str]] | None = None
 
     def factory(self, role: Role) -> Callable[..., Any]:
         """The class of ``role`` (``producer``, ``reader``, ``group_reader``), its module imported now."""
         return cast(Callable[..., Any], getattr(importlib.import_module(self.module), getattr(self, role)))
+
+
+def _settings(name: str) -> frozenset[str]:
+    # imported here: the table stays cheap to import, and kafka-python's names come from kafka-python
+    from harness.workloads.clients import setting_names
+
+    if name == "kafka-python":
+        return setting_names.kafka_python_settings()
+    return setting_names.FRANZ_GO_SETTINGS if name == "franz-go" else setting_names.SARAMA_SETTINGS
 
 
 def _build_java_bridge(version: str) -> None:
@@ -115,15 +128,15 @@ CLIENTS: dict[str, ClientLibrary] = {c.name: c for c in (
                                     "a kafka-clients release", "3.9.1", setup=(DEFAULT_JAVA_VERSION, pins.JAVA_CLIENT_3X_VERSION)),
                   prepare=_build_java_bridge, jvm=True),
     ClientLibrary("kafka-python", "harness.workloads.clients.kafka_python", "KafkaPythonClient", "KafkaPythonReader",
-                  "KafkaPythonGroupReader"),
+                  "KafkaPythonGroupReader", settings=partial(_settings, "kafka-python")),
     ClientLibrary("franz-go", "harness.workloads.clients.gobridge", "FranzClient", "FranzReader", "FranzGroupReader",
                   versions=Versions(DEFAULT_FRANZ_VERSION, *_RELEASE, "a franz-go release (Go module github.com/twmb/franz-go)",
                                     FRANZ_PRE_TV2_VERSION),
-                  prepare=partial(_build_go_bridge, "franz-go")),
+                  prepare=partial(_build_go_bridge, "franz-go"), settings=partial(_settings, "franz-go")),
     ClientLibrary("sarama", "harness.workloads.clients.gobridge", "SaramaClient", "SaramaReader", "SaramaGroupReader",
                   versions=Versions(DEFAULT_SARAMA_VERSION, *_RELEASE, "an IBM/sarama release (Go module github.com/IBM/sarama)",
                                     "1.45.2"),
-                  prepare=partial(_build_go_bridge, "sarama")),
+                  prepare=partial(_build_go_bridge, "sarama"), settings=partial(_settings, "sarama")),
 )}
 DEFAULT_LIBRARY = "confluent-kafka"
 #: Every client library's name.
@@ -179,6 +192,22 @@ def parse(spec: str) -> Library:
         raise ValueError(f"library {spec!r}: {version!r} is not a release version; expected "
                          f"{name}@{entry.versions.spelled}, e.g. {name}@{entry.versions.default}")
     return Library(name, version)
+
+
+def check_settings(library: str, settings: dict[str, Any]) -> None:
+    """Raise ValueError naming the ``client:`` settings of ``settings`` that ``library`` does not
+    take, and the ones it does (for a library whose entry lists them)."""
+    from harness.workloads.clients import setting_names
+
+    lib = parse(library)
+    takes = lib.entry.settings
+    if takes is None:
+        return
+    bad = setting_names.unknown(settings, takes())
+    if bad:
+        theirs = ", ".join(f"{a} (read as {b})" for a, b in setting_names.LIBRDKAFKA_NAMES.items())
+        raise ValueError(f"client setting{'s' if len(bad) > 1 else ''} {', '.join(bad)}: not taken by {lib}; it takes "
+                         f"{', '.join(sorted(takes()))}, and librdkafka's {theirs}")
 
 
 def setup_specs() -> list[str]:

@@ -28,6 +28,7 @@ from harness.workloads.clients.bridged import (
     facts_from,
     owner_name,
 )
+from harness.workloads.clients.setting_names import java_names
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +95,7 @@ def producer_config(bootstrap: str, txn_id: str, transaction_timeout_ms: int, ov
                             "socket.connection.setup.timeout.ms": 5000}
     if delivery_timeout:
         conf["delivery.timeout.ms"] = max(transaction_timeout_ms, 30_000 + 5)
-    return {**conf, **overrides}
+    return {**conf, **java_names(overrides)}
 
 
 def client_producer_config(name: str, bootstrap: str, txn_id: str, transaction_timeout_ms: int,
@@ -110,7 +111,7 @@ def consumer_config(bootstrap: str, group: str | None, overrides: dict[str, Any]
                             "auto.offset.reset": "earliest"}
     if group is not None:
         conf.update({"group.id": group, "enable.auto.commit": False})
-    return {**conf, **overrides}
+    return {**conf, **java_names(overrides)}
 
 
 class _GoClient(BridgedClient):

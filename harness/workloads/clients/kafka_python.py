@@ -22,6 +22,7 @@ from kafka import errors as kerrors
 from kafka.structs import OffsetAndMetadata
 
 from harness.workloads.client import ClientError, ErrorFacts, OnOffset, Record
+from harness.workloads.clients.setting_names import java_names
 
 #: Errors meaning "a newer instance of this transactional.id exists": retire this producer.
 FENCED_ERRORS = (kerrors.ProducerFencedError, kerrors.InvalidProducerEpochError)
@@ -92,8 +93,9 @@ class _Calls:
 
 def _settings(overrides: dict[str, Any] | None) -> dict[str, Any]:
     """A workload's ``client:`` settings as kafka-python's keyword names: its names are Java's with
-    ``_`` for ``.``, so ``isolation.level`` and ``isolation_level`` both work."""
-    return {k.replace(".", "_"): v for k, v in (overrides or {}).items()}
+    ``_`` for ``.``, so ``isolation.level`` and ``isolation_level`` both work; librdkafka's name of
+    a setting is read as Java's (``setting_names.java_names``)."""
+    return {k.replace(".", "_"): v for k, v in java_names(overrides or {}).items()}
 
 
 def _servers(bootstrap: str) -> list[str]:
