@@ -397,9 +397,10 @@ def load(out: Path) -> Matrix | None:
         raise ConfigError(f"{path} cannot be read ({type(exc).__name__}: {exc}); give a new --out") from None
 
 
-def continued(old: Matrix | None, defn: Definition, out: Path) -> Matrix:
+def continued(old: Matrix | None, defn: Definition, out: Path, redo_unknown: bool = False) -> Matrix:
     """The matrix to run: ``old`` grown to ``defn`` (ConfigError naming every difference that is
-    not growth), or a new one."""
+    not growth), or a new one. ``redo_unknown``: its unknown runs are taken off the record, to run
+    again (their folders stay)."""
     if old is None:
         return Matrix(defn)
     problems = defn.growth_problems(old.definition)
@@ -408,6 +409,12 @@ def continued(old: Matrix | None, defn: Definition, out: Path) -> Matrix:
                           + ". Resume with the same flags (a matrix may only grow: more scenarios, clients, "
                           "Kafka versions, transaction versions or seeds), or give a new --out")
     old.definition = defn
+    if redo_unknown:
+        gone = [k for k, r in old.runs.items() if r.outcome == "unknown"]
+        for k in gone:
+            log.info(f"to run again: {cell_name(k.cell)} #{k.i + 1} (unknown: {old.runs[k].error or 'no verdict'}; "
+                     f"its folder {old.runs[k].run_dir} stays)")
+            del old.runs[k]
     return old
 
 

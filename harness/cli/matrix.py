@@ -45,6 +45,8 @@ def matrix_cmd(
     kafka_version: str = typer.Option(None, "--kafka-version", help="One Apache Kafka release: --kafka-versions X."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the cells, their seeds, the clusters and an estimate "
                                  "of the time; start nothing, fetch nothing, write nothing."),
+    redo_unknown: bool = typer.Option(False, "--redo-unknown", help="On resume, run again the runs that ended unknown "
+                                      "(their cause mended: a client that could not start, a check that crashed)."),
 ) -> None:
     """Run every cell (scenario x client x Kafka version x transaction version) with the same seeds; write matrix.json + matrix.html.
 
@@ -58,7 +60,7 @@ def matrix_cmd(
     old = matrix.load(folder) if folder is not None else None
     master = seed if seed is not None else old.definition.master_seed if old is not None else random.randrange(2**31)
     defn, scs = matrix.define(scenarios, clients, levels, seeds, master, backend, duration, kafka_version, kafka_versions)
-    m = matrix.continued(old, defn, folder or Path("."))
+    m = matrix.continued(old, defn, folder or Path("."), redo_unknown)
     if dry_run:
         print_plan(matrix.plan(m, scs))
         return

@@ -318,6 +318,22 @@ def test_resume_skips_finished_runs_and_redoes_the_one_cut_short(fakes: Fakes, t
     assert on_disk == kept, "the folder of the run cut short was removed"
 
 
+def test_redo_unknown_runs_again_only_the_runs_that_ended_unknown(fakes: Fakes, tmp_path: Path) -> None:
+    args = ["--scenarios", "baseline", "--seeds", "3", "--seed", "5", "--out", str(tmp_path / "m")]
+    seeds = definition(scenarios="baseline", clients_="confluent-kafka", levels="default", seeds=3).run_seeds()
+    broken = {seeds[0]: "error", seeds[1]: "unknown"}  # a client that could not start; a run without a verdict
+    fakes.outcome = lambda s, lib, seed: broken.get(seed, "invalid")
+    assert cli(*args).exit_code == 1
+    fakes.runs.clear()
+    assert cli(*args).exit_code == 1 and fakes.runs == [], "a plain resume keeps unknown runs"
+    fakes.outcome = lambda s, lib, seed: "valid"
+    r = cli(*args, "--redo-unknown")
+    assert r.exit_code == 1, r.output  # the third run's finding stays
+    assert sorted(seed for *_, seed in fakes.runs) == sorted(seeds[:2])
+    data = json.loads((tmp_path / "m" / "matrix.json").read_text())
+    assert data["totals"] == {"runs": 3, "wanted": 3, "valid": 2, "invalid": 1, "unknown": 0}
+
+
 def test_nothing_left_to_run_starts_no_cluster(fakes: Fakes, tmp_path: Path) -> None:
     args = ["--scenarios", "baseline", "--seed", "5", "--out", str(tmp_path / "m")]
     assert cli(*args).exit_code == 0
