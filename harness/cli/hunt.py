@@ -56,6 +56,8 @@ def hunt_cmd(
                                        help=f"Apache Kafka releases \\[default: {pins.KAFKA_VERSION}]."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the seeds, what each draws and the matrix's plan; "
                                  "start nothing, write nothing."),
+    redo_unknown: bool = typer.Option(False, "--redo-unknown", help="On resume, run again the runs that ended unknown "
+                                      "(as matrix --redo-unknown)."),
 ) -> None:
     """Draw --seeds scenarios (workload shapes and a schedule of request-aware faults, pauses, kills
     and latency, from each seed), run each on every client; write hunt.json, HUNT.md and the matrix.
@@ -76,14 +78,14 @@ def hunt_cmd(
             for one, p in zip(hunt_seeds, paths, strict=True):
                 out.print(escape(f"{p.name}: {hunt.draw(one, duration)['description']}"), highlight=False)
             defn, scs = _define(paths, clients, levels, master, backend, kafka_versions)
-            print_plan(matrix.plan(matrix.continued(old, defn, folder or Path(tmp)), scs))
+            print_plan(matrix.plan(matrix.continued(old, defn, folder or Path(tmp), redo_unknown), scs))
         return
     if folder is None:
         folder = new_run_dir("hunt")
     make_folder(folder)
     paths = hunt.write_scenarios(folder, hunt_seeds, duration)
     defn, scs = _define(paths, clients, levels, master, backend, kafka_versions)
-    m = matrix.continued(old, defn, folder)
+    m = matrix.continued(old, defn, folder, redo_unknown)
     matrix.prepare_kafka(m)
     matrix.prepare_clients(m, scs)
     log.info(f"hunt of {len(hunt_seeds)} drawn scenarios x {len(defn.clients)} clients on {backend.value}, master seed "
