@@ -37,16 +37,9 @@ _JIT_FLAGS = " ".join(["-XX:+IgnoreUnrecognizedVMOptions"] + [
     f"-XX:{flag}={default * JIT_THRESHOLDS_X}" for flag, default in (
         ("Tier4InvocationThreshold", 5000), ("Tier4MinInvocationThreshold", 600), ("Tier4CompileThreshold", 15000),
         ("Tier4BackEdgeThreshold", 40000))])
-#: Generated classes Spark keeps for reuse (its default: 100). A check plans ~70 queries, so with
-#: 100 the next check in the same session compiled most of its code again; with 2000 a second
-#: check at 1M values took 5.0 s of task CPU instead of 7.0-7.7 (docs/BENCHMARKS.md). A session's
-#: first check is not changed.
-CODEGEN_CACHE_ENTRIES = 2000
 #: The checker engine's settings: tables up to 64 MB are broadcast rather than shuffled; the driver
-#: JVM (in local mode also the executors) compiles less (``JIT_THRESHOLDS_X``); generated code is
-#: kept for the next check (``CODEGEN_CACHE_ENTRIES``).
-CHECKER_CONF = {"spark.sql.autoBroadcastJoinThreshold": str(64 * 2**20), "spark.driver.extraJavaOptions": _JIT_FLAGS,
-                "spark.sql.codegen.cache.maxEntries": str(CODEGEN_CACHE_ENTRIES)}
+#: JVM (in local mode also the executors) compiles less (``JIT_THRESHOLDS_X``).
+CHECKER_CONF = {"spark.sql.autoBroadcastJoinThreshold": str(64 * 2**20), "spark.driver.extraJavaOptions": _JIT_FLAGS}
 
 
 def require_pyspark(why: str) -> None:
