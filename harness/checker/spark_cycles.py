@@ -1,7 +1,9 @@
 """``g0`` and ``g1c`` on the Spark engine: the default engine's (harness/checker/cycle_checks.py) as
-DataFrame jobs. The version order's running maximum is one window per partition; each transaction's
-``M`` (docs/CYCLES.md) is kept for both checks (a row per transaction); an example's few records are
-looked up by small queries. Transactions are named by their op (``txn``)."""
+DataFrame jobs. Each transaction's ``M`` (docs/CYCLES.md) is made once for both checks and kept (a
+row per transaction, ``_latest``): from the summary's per-value table, which already has each value's
+writer, position and first poll (``prepare``, right after the summary), then one window per Kafka
+partition for the running maximum; an example's few records are looked up by small queries.
+Transactions are named by their op (``txn``)."""
 
 from __future__ import annotations
 
@@ -36,79 +38,99 @@ def _upto() -> Any:
             .rowsBetween(Window.unboundedPreceding, Window.currentRow))
 
 
-def _per_value(h: SparkHistory) -> DataFrame:
-    """When every value has one position (``_one_place_each``): per value, its position in the final
-    scan (null: not there), its writer ``txn`` and ``src``, its polls (``polled``) and the first one's
-    completion (``first_poll``), and ``pm`` at its position: the writes, the final scan and the polls
-    meet in one grouping by value, where joins would shuffle each twice."""
-    from pyspark.sql import functions as F
-
-    none = F.lit(None).cast("long")
-    writes = h.raw_writes.select("vid", "txn").join(_invoked(h), "txn").select(
-        "vid", none.alias("pos"), "txn", "src", F.lit(0).alias("polled"), none.alias("done"))
-    scan = h.reads.where("fc").select("vid", "pos", none.alias("txn"), none.alias("src"), F.lit(0).alias("polled"),
-                                      none.alias("done"))
-    polls = h.reads.where("poll").join(h.op_times, "op", "left").select(
-        "vid", none.alias("pos"), none.alias("txn"), none.alias("src"), F.lit(1).alias("polled"), F.col("done_at").alias("done"))
-    per = writes.unionByName(scan).unionByName(polls).groupBy("vid").agg(
-        F.max("pos").alias("pos"), F.max("txn").alias("txn"), F.max("src").alias("src"), F.sum("polled").alias("polled"),
-        F.min("done").alias("first_poll"))
-    return per.withColumn("pm", F.when(F.col("pos").isNotNull(), F.max("src").over(_upto())))
+def _writers(h: SparkHistory) -> DataFrame:
+    """Each value's recorded writer ``txn`` and its invoke ``src`` (a value is written once: the
+    history format refuses a reused one, ``store._refuse_reused_values``)."""
+    return h.raw_writes.select("vid", "txn").join(_invoked(h), "txn")
 
 
 def _records(h: SparkHistory) -> DataFrame:
     """The version order: per position of the final read_committed scan (a value at its first
-    offset), the value, its writer ``txn`` (null: none recorded), the writer's invoke ``src`` and
-    the running maximum ``pm`` of ``src`` up to it in its partition."""
+    offset), the value, its writer ``txn`` (null: none recorded) and the writer's invoke ``src``.
+    For the examples' few records and the copier's reads; ``M`` is ``_latest``'s."""
     if "records" not in h.cycles:
         from pyspark.sql import functions as F
 
-        if _one_place_each(h):
-            records = _per_value(h).where(F.col("pos").isNotNull()).select("pos", "vid", "txn", "src", "pm")
+        fc = h.reads.where("fc").select("vid", "pos", "row")
+        if _one_place_each(h):  # the final scan is the version order as it is
+            one = fc.dropDuplicates(["pos"]).select("pos", "vid")
         else:
-            fc = h.reads.where("fc").select("vid", "pos", "row")
             first = fc.join(fc.groupBy("vid").agg(F.min("pos").alias("pos")), ["vid", "pos"])
             one = first.groupBy("pos").agg(F.min_by("vid", "row").alias("vid"))  # the default engine's: the first read there
-            writers = h.raw_writes.select("vid", "txn").join(_invoked(h), "txn")
-            records = one.join(writers, "vid", "left").withColumn("pm", F.max("src").over(_upto()))
-        h.cycles["records"] = records
+        h.cycles["records"] = one.join(_writers(h), "vid", "left")
     found: DataFrame = h.cycles["records"]
     return found
+
+
+def _summary_counts(h: SparkHistory) -> dict[str, Any] | None:
+    try:
+        return h.summary
+    except Exception:  # noqa: BLE001 - the summary's own failure is reported by the checks that need it
+        return None
 
 
 def _one_place_each(h: SparkHistory) -> bool:
     """Every value is at one position and every position holds one value (the summary's counts):
     the final scan is then the version order as it is, a value in it once."""
-    try:
-        s = h.summary
-    except Exception:  # noqa: BLE001 - the summary's own failure is reported by the checks that need it
-        return False
-    return bool(s["multi_positioned"] == 0 and s["inconsistent"] == 0)
+    s = _summary_counts(h)
+    return s is not None and s["multi_positioned"] == 0 and s["inconsistent"] == 0
+
+
+def _per_value_rows(h: SparkHistory) -> DataFrame:
+    """A row per value with a recorded writer: ``txn``, ``src``, its position in the final scan
+    (``pos``, null: not there), its polls (``polled``) and the first one's completion
+    (``first_poll``). From the summary's cached per-value table when it kept it (every value at
+    one place: it has all of these, grouped once, in well-sized partitions); otherwise the version
+    order and the polls by writer, from the Parquet files."""
+    from pyspark.sql import functions as F
+
+    from harness.checker.spark_engine import HAS_FC
+
+    none = F.lit(None).cast("long")
+    if h.per_value is not None:
+        return (h.per_value.where(F.col("txn").isNotNull())
+                .select("txn", F.when(F.col("f").bitwiseAND(HAS_FC) > 0, F.col("at")).alias("pos"),
+                        F.col("n_poll").alias("polled"), "first_poll")
+                .join(_invoked(h), "txn"))
+    records = _records(h).where(F.col("txn").isNotNull()).select("txn", "src", "pos", F.lit(0).cast("long").alias("polled"),
+                                                                 none.alias("first_poll"))
+    polls = (h.reads.where("poll").join(h.op_times, "op", "left").join(_writers(h), "vid")
+             .select("txn", "src", none.alias("pos"), F.lit(1).cast("long").alias("polled"), F.col("done_at").alias("first_poll")))
+    return records.unionByName(polls)
 
 
 def _latest(h: SparkHistory) -> DataFrame:
     """Per transaction (``txn``): ``m``, the latest invoke among the writers of records at or below
     any of its records, its own at least; ``polled``, the polls of its values, and ``first_poll``,
     the earliest completion of one (a poll is contradicted only if ``m`` reaches it). Kept (a row
-    per transaction) for both checks."""
+    per transaction) for both checks.
+
+    The records' running maximum of ``src`` is one window per Kafka partition in offset order; the
+    rows without a position skip it (all of them in one window partition would be one task)."""
     if "m" not in h.cycles:
         from pyspark import StorageLevel
         from pyspark.sql import functions as F
 
-        if _one_place_each(h):
-            per = _per_value(h).where(F.col("txn").isNotNull()).groupBy("txn").agg(
-                F.max("pm").alias("pm"), F.sum("polled").alias("polled"), F.min("first_poll").alias("first_poll"))
-        else:
-            below = _records(h).where(F.col("txn").isNotNull()).groupBy("txn").agg(F.max("pm").alias("pm"))
-            polls = (h.reads.where("poll").join(h.op_times, "op", "left").join(h.raw_writes.select("vid", "txn"), "vid")
-                     .groupBy("txn").agg(F.count("*").alias("polled"), F.min("done_at").alias("first_poll")))
-            per = below.join(polls, "txn", "full")
+        rows = _per_value_rows(h)
+        placed = rows.where(F.col("pos").isNotNull()).withColumn("pm", F.max("src").over(_upto()))
+        unplaced = rows.where(F.col("pos").isNull()).withColumn("pm", F.lit(None).cast("long"))
+        per = placed.unionByName(unplaced).groupBy("txn").agg(
+            F.max("pm").alias("pm"), F.sum("polled").alias("polled"), F.min("first_poll").alias("first_poll"))
         h.cycles["m"] = (h.txns.select("txn", "invoke_time").join(per, "txn", "left")
                          .select("txn", F.greatest("invoke_time", F.coalesce("pm", "invoke_time")).alias("m"),
                                  F.coalesce("polled", F.lit(0)).alias("polled"), "first_poll")
                          .persist(StorageLevel.MEMORY_AND_DISK))
     m: DataFrame = h.cycles["m"]
     return m
+
+
+def prepare(h: SparkHistory) -> None:
+    """``_latest``'s table, made while the summary's per-value table is cached (``check_run`` calls
+    this right after the summary, then drops that table): g0 and g1c then read it."""
+    from harness.checker import final_reads_missing
+
+    if not final_reads_missing(h.meta):  # else both are skipped
+        _latest(h).count()
 
 
 class SparkRecords:
@@ -160,7 +182,8 @@ def g0(h: SparkHistory) -> Found:
 
     from harness.checker.spark_engine import BROADCAST_ROWS, _rows_in
 
-    if h.reads.where("fc").limit(1).count() == 0:
+    s = _summary_counts(h)  # the final scan's reads counted there; else found by a scan of the reads
+    if not (s["n_fc"] if s is not None else h.reads.where("fc").limit(1).count()):
         return Found(0, skipped=NO_COMMITTED_RECORDS)
     ok = h.txns.where((F.col("outcome") == OK) & F.col("complete_time").isNotNull())
     if ok.limit(1).count() == 0:
@@ -188,7 +211,7 @@ def _reads(h: SparkHistory) -> tuple[bool, DataFrame | None]:
     polled = (per.agg(F.sum("polled")).first() or [0])[0] or 0
     found = []
     if polled and per.where(F.col("m") >= F.col("first_poll")).limit(1).count():
-        writers = h.raw_writes.select("vid", F.col("txn").alias("writer"))
+        writers = _writers(h).select("vid", F.col("txn").alias("writer"))
         found.append(h.reads.where("poll").join(h.op_times, "op", "left").join(writers, "vid")
                      .select("writer", F.col("op").alias("reader_op"), F.col("process").alias("reader_process"),
                              F.lit(-1).cast("long").alias("reader_txn"), F.col("done_at").alias("done"), "vid", "pos"))

@@ -140,10 +140,19 @@ class SparkHistory:
         self.send_order: tuple[bool, bool] | None = None
         #: ``g0`` and ``g1c``'s shared frames (harness/checker/spark_cycles.py): one row per transaction is kept
         self.cycles: dict[str, Any] = {}
+        #: the summary's cached per-value table, kept after it only for ``spark_cycles.prepare`` (which
+        #: drops it), and only while every value is at one place and every position holds one (``_summary``)
+        self.per_value: DataFrame | None = None
+
+    def drop_per_value(self) -> None:
+        if self.per_value is not None:
+            self.per_value.unpersist()
+            self.per_value = None
 
     def release(self) -> None:
         """Nothing else is cached: each check reads the Parquet files again, which costs less than
         keeping tens of millions of rows in the JVM (and keeps its memory flat)."""
+        self.drop_per_value()
         if "m" in self.cycles:
             self.cycles["m"].unpersist()
 
@@ -296,7 +305,9 @@ def _summary(h: SparkHistory) -> dict[str, Any]:
     u = u.repartition(_summary_partitions(h), "bucket")
     kinds = F.col("kinds").bitwiseAND
     # one row per value, kept for the two groupings that follow: its counts, its position when it
-    # has one, and what else it is as bits (the cache costs by the column)
+    # has one, its first poll's completion, and what else it is as bits (the cache costs by the
+    # column). Kept on for g0 and g1c while each value is at one place and each position holds one:
+    # each value's writer, position and first poll are theirs, so they need no grouping by value of their own
     per_vid = (u.groupBy("bucket", "vid").agg(
         F.max("txn").alias("txn"), F.bit_or("k").alias("kinds"), F.sum(k(WRITTEN)).alias("nw"), F.sum(k(POLLED)).alias("n_poll"),
         F.sum(k(FINAL_COMMITTED)).alias("n_fc"), F.min(F.when(k(WRITTEN) > 0, F.col("t"))).alias("commit_at"),
@@ -304,7 +315,7 @@ def _summary(h: SparkHistory) -> dict[str, Any]:
         F.min(cv_pos).alias("cv_lo"), F.max(cv_pos).alias("cv_hi"), F.min("pos").alias("lo"), F.max("pos").alias("hi"))
         .select("txn", F.shiftright("nw", WRITTEN.bit_length() - 1).alias("nw"), "n_poll",
                 F.shiftright("n_fc", FINAL_COMMITTED.bit_length() - 1).alias("n_fc"),
-                F.when(F.col("lo") == F.col("hi"), F.col("lo")).alias("at"),
+                F.when(F.col("lo") == F.col("hi"), F.col("lo")).alias("at"), "first_poll",
                 kinds(ACKED | CV_ON_WRITTEN | OUT_OK | OUT_FAIL | OUT_INFO | IN_TXN).bitwiseOR(bits({
                     PRECOMMITTED: F.col("first_poll") < F.col("commit_at"), HAS_FC: kinds(FINAL_COMMITTED) > 0,
                     HAS_CV: kinds(POLLED | FINAL_COMMITTED) > 0, DUP: F.col("cv_lo") != F.col("cv_hi"),
@@ -356,10 +367,15 @@ def _summary(h: SparkHistory) -> dict[str, Any]:
               .groupBy("at").count().agg(total(F.col("count") > 1).alias("inconsistent")))
     try:
         row = by_txn.crossJoin(by_pos).first()
-    finally:
+        assert row is not None  # aggregates without grouping have one row
+        counts = {k: int(v) for k, v in row.asDict().items()}
+    except BaseException:
         per_vid.unpersist()
-    assert row is not None  # aggregates without grouping have one row
-    counts = {k: int(v) for k, v in row.asDict().items()}
+        raise
+    if counts["multi_positioned"] or counts["inconsistent"]:
+        per_vid.unpersist()
+    else:  # each value's writer, position and first poll: g0 and g1c's (spark_cycles.prepare)
+        h.per_value = per_vid
     # every read is a poll, in the final read_committed scan, or neither
     counts["n_unc"] = _rows_in(h.run_dir, "reads") - counts["n_poll"] - counts["n_fc"]
     return counts
@@ -1174,6 +1190,8 @@ def check_run(run_dir: Path, spark: SparkSession, seconds: dict[str, float] | No
     for k, v in {**CHECK_CONF, FAST_MAP_BITS: str(_fast_map_bits(h))}.items():
         spark.conf.set(k, v)
 
+    spent: dict[str, float] = {}
+
     def in_group(name: str, fn: Callable[[], Any]) -> Callable[[], Any]:
         def run() -> Any:
             # the check's Spark jobs carry its name (the Spark UI, the event log, ``bench checker``)
@@ -1183,8 +1201,9 @@ def check_run(run_dir: Path, spark: SparkSession, seconds: dict[str, float] | No
                 return fn()
             finally:
                 spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+                spent[name] = spent.get(name, 0.0) + time.monotonic() - t0  # g0's preparation and its run add up
                 if seconds is not None:
-                    seconds[name] = round(time.monotonic() - t0, 3)
+                    seconds[name] = round(spent[name], 3)
         return run
 
     try:
@@ -1192,6 +1211,13 @@ def check_run(run_dir: Path, spark: SparkSession, seconds: dict[str, float] | No
             in_group("summary", lambda: h.summary)()
         except Exception:  # noqa: BLE001, S110 - each check that needs the summary fails on its own, with this error
             pass
+        try:
+            # while the summary's per-value table is still cached; then it is dropped
+            in_group("g0", partial(spark_cycles.prepare, h))()
+        except Exception:  # noqa: BLE001, S110 - g0 and g1c fail on their own, with this error
+            pass
+        finally:
+            h.drop_per_value()
         return run_checks({name: in_group(name, partial(fn, h)) for name, fn in CHECKS.items()},
                           in_group("stats", partial(stats, h)), h.meta, engine="spark")
     finally:

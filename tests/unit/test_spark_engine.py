@@ -142,6 +142,32 @@ def test_the_engines_draw_the_same_cycles(spark: Any, tmp_path: Path) -> None:
         assert by_spark["checks"][name]["examples"] == default["checks"][name]["examples"], name
 
 
+# ~10 s: in `make library` (the suite's budget); the path above is the one every valid history takes
+@pytest.mark.library
+def test_the_engines_draw_the_same_cycles_without_the_summarys_per_value_table(
+        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same, where a value elsewhere is read at two positions (a duplicate): the summary keeps no
+    per-value table then, and M comes from the version order and the polls
+    (harness/checker/spark_cycles.py ``_per_value_rows``)."""
+    from harness.checker import spark_cycles
+    from tests.unit.cycle_histories import copier_realtime
+
+    h = copier_realtime()
+    h.txn("p3", [("u", 0, "a", 1)])
+    h.txn("p4", [("u", 0, "b", 0)])
+    h.txn("p5", [("w", 0, "d", 0)])
+    h.scan({"u-0": [(0, "b"), (1, "a")], "w-0": [(0, "d"), (1, "d")]})
+    kept = []
+    rows = spark_cycles._per_value_rows
+    monkeypatch.setattr(spark_cycles, "_per_value_rows", lambda sh: kept.append(sh.per_value is not None) or rows(sh))
+    default, by_spark = both(h, tmp_path, spark)
+    assert kept == [False]
+    assert (default["checks"]["g0"]["count"], default["checks"]["g1c"]["count"], default["checks"]["duplicate"]["count"]) == (1, 1, 1)
+    assert_same(default, by_spark)
+    for name in ("g0", "g1c"):
+        assert by_spark["checks"][name]["examples"] == default["checks"][name]["examples"], name
+
+
 def test_the_engines_agree_on_a_random_history_of_a_correct_kafka(spark: Any, tmp_path: Path) -> None:
     h = simulate(random.Random(7), producers=3, txns=60, partitions=3, readers=2)
     default, by_spark = both(h, tmp_path, spark)
