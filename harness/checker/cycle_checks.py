@@ -12,6 +12,7 @@ import pandas as pd
 
 from harness.checker.arrays import span
 from harness.checker.checks import MAX_EXAMPLES, NO_COMMITTED_RECORDS, Found, _position_at, cols, poll_times
+from harness.checker.copies import copy_input
 from harness.checker.cycles import (
     NEVER,
     NO_OK_TXN,
@@ -22,7 +23,6 @@ from harness.checker.cycles import (
     Read,
     Record,
     Txns,
-    copy_input,
     g0_example,
     g1c_example,
     latest_before,

@@ -35,7 +35,7 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
-from harness.history.model import COPY_PREFIX, OFFSET_BITS, OK, Position
+from harness.history.model import OFFSET_BITS, OK, Position
 
 NEVER = np.iinfo(np.int64).max  # a time that never came (an op that never completed ok)
 NO_SOURCE = np.iinfo(np.int64).min  # a record no recorded transaction wrote: bounds nothing
@@ -209,46 +209,3 @@ def g1c_example(recs: Records, read: Read) -> dict[str, Any]:
     t2 = _op(f2)
     return _cycle(G1C, [t1, r, t2], [wr, _time_step(r, t2, read.done, f2.invoked, "read_by"),
                                       _ww_step(recs, t2, t1, earlier, later)])
-
-
-@dataclass(frozen=True)
-class CopyInputs:
-    """The inputs copier output values name: ``at`` (each one's place among the values given) and,
-    per input, its topic, partition, offset and value (the strings as Arrow arrays)."""
-
-    at: np.ndarray
-    topic: Any
-    partition: np.ndarray
-    offset: np.ndarray
-    value: Any
-
-
-def copy_input(values: Any) -> CopyInputs:
-    """The input each copier output value names (``copy/<topic>/<partition>/<offset>/<attempt>/<value>``;
-    strings: an Arrow array, a sequence, array or Series); values that do not parse are left out.
-    Split by Arrow, not per string in Python (900k copies took 3 s so)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    arr = values if isinstance(values, (pa.Array, pa.ChunkedArray)) else pa.array(np.asarray(values, dtype=object), type=pa.string())
-    parts = pc.split_pattern(arr, "/", max_splits=5)
-    whole = pc.fill_null(pc.equal(pc.list_value_length(parts), 6), False)
-    keep = np.flatnonzero(whole.to_numpy(zero_copy_only=False))
-    if len(keep) < len(parts):  # copies only, normally: then no copy of the lists
-        parts = parts.take(pa.array(keep, type=pa.int64()))
-
-    def part(k: int) -> Any:
-        return pc.list_element(parts, k)
-
-    def number(k: int) -> Any:  # digits that fit an int64
-        return pc.and_(pc.utf8_is_digit(part(k)), pc.less_equal(pc.utf8_length(part(k)), 18))
-
-    good = pc.and_(pc.equal(part(0), COPY_PREFIX), pc.and_(number(2), number(3)))
-    ok = np.flatnonzero(pc.fill_null(good, False).to_numpy(zero_copy_only=False))
-    sel = None if len(ok) == len(keep) else pa.array(ok, type=pa.int64())
-
-    def column(k: int) -> Any:
-        return part(k) if sel is None else pc.take(part(k), sel)
-
-    return CopyInputs(keep[ok], column(1), pc.cast(column(2), pa.int64()).to_numpy(), pc.cast(column(3), pa.int64()).to_numpy(),
-                      column(5))

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from harness.checker.checks import MAX_EXAMPLES, NO_COMMITTED_RECORDS, Found
+from harness.checker.copies import spark_copy
 from harness.checker.cycles import NEVER, NO_OK_TXN, NO_READS_OF_WRITES, Fact, Op, Read, Record, g0_example, g1c_example
 from harness.history.model import COPY_PREFIX, OFFSET_BITS, OK, Position
 
@@ -234,12 +235,11 @@ def _copier_reads(h: SparkHistory) -> DataFrame | None:
     outs = (h.raw_writes.where(F.col("topic").isin(copy_topics)).select("vid", F.col("txn").alias("reader_txn"))
             .join(h.txns.select(F.col("txn").alias("reader_txn"), F.col("process").alias("reader_process"),
                                 F.col("invoke_time").alias("done")), "reader_txn"))
-    parts = F.split("value", "/", 6)
-    parsed = (h.value_of(outs).select("reader_txn", "reader_process", "done", F.get(parts, 0).alias("prefix"),
-                                      F.get(parts, 1).alias("topic"), F.get(parts, 2).try_cast("long").alias("partition"),
-                                      F.get(parts, 3).try_cast("long").alias("offset"), F.get(parts, 5).alias("input"))
-              .where((F.col("prefix") == COPY_PREFIX) & F.col("partition").isNotNull() & F.col("offset").isNotNull()
-                     & F.col("input").isNotNull()))
+    parts, well_formed = spark_copy(F.col("value"))
+    parsed = (h.value_of(outs).where(well_formed)
+              .select("reader_txn", "reader_process", "done", F.get(parts, 1).alias("topic"),
+                      F.get(parts, 2).try_cast("long").alias("partition"), F.get(parts, 3).try_cast("long").alias("offset"),
+                      F.get(parts, 5).alias("input")))
     tids = h.reads.select("tid", "topic").unionByName(h.raw_writes.select("tid", "topic")).distinct()
     at = parsed.join(F.broadcast(tids), "topic").select("*", _pos(F.col("tid"), F.col("partition"), F.col("offset")).alias("pos"))
     there = (at.join(_records(h).select("pos", "vid", F.col("txn").alias("writer")), "pos")

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from harness.checker import check
-from harness.checker.cycles import copy_input
+from harness.checker.copies import copy_input
 from harness.history.builder import History
 from tests.unit.cycle_histories import CASES, copier_realtime, g0_realtime
 
@@ -100,3 +100,10 @@ def test_copy_values_are_parsed_and_others_dropped() -> None:
                                dtype="str"))
     assert got.at.tolist() == [1] and got.topic.to_pylist() == ["in-1"] and got.value.to_pylist() == ["v/with/slashes"]
     assert got.partition.tolist() == [2] and got.offset.tolist() == [30]
+
+
+def test_a_copy_whose_partition_or_offset_is_not_ascii_digits_is_dropped_not_a_crash() -> None:
+    # ARABIC-INDIC DIGIT ONE is a digit to utf8_is_digit, yet Arrow's cast refused it (g1c raised)
+    got = copy_input(["copy/x/\u0661/2/a/b", "copy/x/1/\u0662/a/b", "copy/x/1/2\n/a/b", "copy/x/1/-2/a/b",
+                      "copy/x/1/9223372036854775808/a/b", "copy/x/1/2/a/b"])
+    assert got.at.tolist() == [5] and got.partition.tolist() == [1] and got.offset.tolist() == [2]
