@@ -57,7 +57,8 @@ MEANING: dict[str, str] = {
     "zombie-commit": "a transaction of an older producer epoch committed or became visible after a newer instance "
                      "with the same transactional.id finished init_transactions",
     "copy-exactly-once": "consume-transform-produce: a committed input record has zero or several committed outputs, "
-                         "or the committed group offsets disagree with the outputs",
+                         "the committed group offsets disagree with the outputs, an output copies no committed input, "
+                         "or a copy is malformed (names no input)",
     "g0": "a write-order cycle (Jepsen's G0-process / G0-realtime): a transaction that completed ok before another "
           "was invoked has a record after one of the other's in a partition (docs/CYCLES.md)",
     "g1c": "a read-write cycle (Jepsen's G1c, -process, -realtime): a poll or a copier read a value whose transaction "

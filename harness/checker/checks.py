@@ -20,8 +20,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from harness.checker import copies
 from harness.checker.arrays import NO_OFFSET, OUTCOME_CODES, Cols, build, span
-from harness.history.model import COPY_PREFIX, FAIL, INFO, OK, TOPIC_SHIFT, Position, position
+from harness.history.model import FAIL, INFO, OK, TOPIC_SHIFT, Position, position
 from harness.history.store import Tables, pack, unpack, values_at, with_values
 
 MAX_EXAMPLES = 5
@@ -460,20 +461,30 @@ def zombie_commit(t: Tables) -> Found:
 
 def copy_exactly_once(t: Tables) -> Found:
     """Every committed input has exactly one committed output (none at or above the group's committed
-    offset, when the history has it), and every committed output copies a committed input."""
+    offset, when the history has it), and every committed output copies a committed input.
+
+    The copiers' output topics are those whose first committed record is a copy (``copy/...``,
+    harness/checker/copies.py). A value there that is not a copy is another workload's (one that
+    writes into the same topic) and not judged here: its writer's checks judge it. A copy that does
+    not parse names no input: a malformed copy, one finding each (example ``malformed_copy``: its
+    position, and its ``value``)."""
     fc = final_committed(t)
     if fc.empty:
         return Found(0, skipped=NO_COPIER)
     # Copies live in the copiers' output topics: test each topic's first record, then only those.
     firsts = with_values(t, fc.drop_duplicates("tid"))
-    copy_tids = firsts.loc[firsts["value"].str.startswith(COPY_PREFIX + "/"), "tid"]
+    copy_tids = firsts.loc[firsts["value"].str.startswith(copies.PREFIX), "tid"]
     if copy_tids.empty:
         return Found(0, skipped=NO_COPIER)
     out = with_values(t, fc[fc["tid"].isin(copy_tids)])
-    parts = out["value"].str.split("/", n=5, expand=True)
-    src = pd.DataFrame({"topic": parts[1], "partition": parts[2].astype("int64"), "offset": parts[3].astype("int64"),
-                        "value": parts[5], "out_topic": out["topic"].values, "out_partition": out["partition"].values,
-                        "out_offset": out["offset"].values})
+    out = out[out["value"].str.startswith(copies.PREFIX, na=False).to_numpy(bool)]
+    parsed = copies.copy_input(out["value"])
+    well_formed = np.zeros(len(out), dtype=bool)
+    well_formed[parsed.at] = True
+    malformed, copied = out[~well_formed], out.iloc[parsed.at]
+    src = pd.DataFrame({"topic": parsed.topic.to_pandas().to_numpy(), "partition": parsed.partition, "offset": parsed.offset,
+                        "out_topic": copied["topic"].to_numpy(), "out_partition": copied["partition"].to_numpy(),
+                        "out_offset": copied["offset"].to_numpy()})
     in_topics = set(src["topic"])
     inputs = with_values(t, fc[fc["topic"].isin(in_topics)])[["topic", "partition", "offset", "value"]].drop_duplicates(
         ["topic", "partition", "offset"])
@@ -496,7 +507,9 @@ def copy_exactly_once(t: Tables) -> Found:
     ex = _examples(bad_inputs, ["topic", "partition", "offset", "value", "outputs", "expected", "group_offset"])
     ex += [{"orphan_output": position(r["out_topic"], r["out_partition"], r["out_offset"]),
             "copies": position(r["topic"], r["partition"], r["offset"])} for r in orphans.head(MAX_EXAMPLES).to_dict("records")]
-    return Found(len(bad_inputs) + len(orphans), ex[:MAX_EXAMPLES])
+    ex += [{"malformed_copy": position(r["topic"], r["partition"], r["offset"]), "value": r["value"]}
+           for r in malformed.head(MAX_EXAMPLES).to_dict("records")]
+    return Found(len(bad_inputs) + len(orphans) + len(malformed), ex[:MAX_EXAMPLES])
 
 
 def lso_stall(t: Tables) -> Found:

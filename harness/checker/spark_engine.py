@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from harness.checker import figures, progress, spark_cycles
+from harness.checker import copies, figures, progress, spark_cycles
 from harness.checker.checks import (
     MAX_EXAMPLES,
     NO_ACKED_OFFSETS,
@@ -772,18 +772,27 @@ def _prefixed_topics(h: SparkHistory, prefix: str) -> list[str]:
 
 
 def copy_exactly_once(h: SparkHistory) -> Found:
+    """The default engine's check: values in the copiers' output topics that are not copies are not
+    judged, a malformed copy is a finding (harness/checker/copies.py)."""
     from pyspark.sql import functions as F
 
     copy_topics = _prefixed_topics(h, COPY_PREFIX)
     if not copy_topics:
         return Found(0, skipped=NO_COPIER)
     fc = h.reads.where("fc")
-    out = h.value_of(fc.where(F.col("topic").isin(copy_topics)))
-    parts = F.split("value", "/", 6)
-    src = out.select(F.get(parts, 1).alias("topic"), F.get(parts, 2).cast("long").alias("partition"), F.get(parts, 3).cast("long").alias("offset"),
-                     F.col("topic").alias("out_topic"), F.col("partition").alias("out_partition"),
-                     F.col("offset").alias("out_offset"), F.col("row").alias("out_row"))
-    in_topics = [r.topic for r in src.select("topic").distinct().collect()]
+    parts, well_formed = copies.spark_copy(F.col("value"))
+    out = (h.value_of(fc.where(F.col("topic").isin(copy_topics))).where(F.col("value").startswith(copies.PREFIX))
+           .withColumn("well_formed", well_formed))
+    # try_cast: never an error, should the optimizer move a cast before the filter (ANSI casts raise)
+    src = out.where("well_formed").select(
+        F.get(parts, 1).alias("topic"), F.get(parts, 2).try_cast("long").alias("partition"),
+        F.get(parts, 3).try_cast("long").alias("offset"),
+        F.col("topic").alias("out_topic"), F.col("partition").alias("out_partition"),
+        F.col("offset").alias("out_offset"), F.col("row").alias("out_row"))
+    # the input topics and, under none, the malformed copies: one job
+    per_topic = out.groupBy(F.when(F.col("well_formed"), F.get(parts, 1)).alias("topic")).count().collect()
+    in_topics = [r.topic for r in per_topic if r.topic is not None]
+    n_malformed = sum(r["count"] for r in per_topic if r.topic is None)
     key = ["topic", "partition", "offset"]
     inputs = (fc.where(F.col("topic").isin(in_topics)).groupBy(*key).agg(F.min("row").alias("row"))
               .join(fc.select(*key, "row", "vid"), key + ["row"]))
@@ -805,7 +814,9 @@ def copy_exactly_once(h: SparkHistory) -> Found:
     ex = _rows(bad, ["topic", "partition", "offset", "value", "outputs", "expected", "group_offset"], ["row"], h) if n_bad else []
     ex += [{"orphan_output": position(r.out_topic, r.out_partition, r.out_offset), "copies": position(r.topic, r.partition, r.offset)}
            for r in orphans.orderBy("out_row").limit(MAX_EXAMPLES).collect()]
-    return Found(n_bad + n_orphans, ex[:MAX_EXAMPLES])
+    ex += [{"malformed_copy": position(r.topic, r.partition, r.offset), "value": r.value}
+           for r in out.where(~F.col("well_formed")).orderBy("row").limit(MAX_EXAMPLES).collect()] if n_malformed else []
+    return Found(n_bad + n_orphans + n_malformed, ex[:MAX_EXAMPLES])
 
 
 def spark_exactly_once(h: SparkHistory) -> Found:

@@ -15,11 +15,31 @@ from harness.history.model import (
     tp_key,
 )
 
+#: ``clean("copy-foreign")``: values p2 writes into the copier's output topic ``o``: none is a copy
+#: (none starts with ``copy/``), so ``copy-exactly-once`` does not judge them
+FOREIGN_VALUES = ["x1", "copy", "copy-t/0/2/a/b1", "Copy/t/0/2/a/b1", " copy/t/0/2/a/b1", "copier/t/0/2/a/b1"]
+#: ``clean("copy-malformed")``: copies the copier writes to ``o`` that name no input, each one
+#: ``copy-exactly-once`` finding (beside ``FOREIGN_VALUES``: ``copy-foreign`` is its clean twin)
+MALFORMED_COPIES = [
+    "copy/t/zero/2/copier-1.0-0/b1",  # the partition is not a number
+    "copy/t/0/two/copier-1.0-0/b1",  # nor the offset
+    "copy/t/0/2",  # too few parts
+    "copy/t/0/2/copier-1.0-0",  # no value part
+    "copy/",
+    "copy/t/0/-2/copier-1.0-0/b1",  # a sign
+    "copy/t/0/2.0/copier-1.0-0/b1",
+    "copy/t/ 0/2/copier-1.0-0/b1",  # Spark's cast would trim the space
+    "copy/t/0/2\n/copier-1.0-0/b1",  # Java's $ matches before a final newline
+    "copy/t/\u0661/2/copier-1.0-0/b1",  # ARABIC-INDIC DIGIT ONE: a digit, yet no cast takes it
+    "copy/t/0/9223372036854775808/copier-1.0-0/b1",  # past int64
+]
+
 
 def clean(variant: str = "") -> History:
     """Two producers on topic ``t`` (partitions 0, 1); txn A and B committed, C aborted, D unknown
     but committed; a reader; final scans; a copier that copies ``t`` to ``o``. Each ``variant``
-    adds exactly one anomaly (its name is the check that must fire)."""
+    adds exactly one anomaly (its name is the check that must fire); ``copy-malformed`` adds one
+    for ``copy-exactly-once`` too, and ``copy-foreign`` and ``zombie-commit-clean`` are clean twins."""
     h = History()
     h.init("p1", "tx-1")
     h.init("p2", "tx-2")
@@ -121,9 +141,16 @@ def clean(variant: str = "") -> History:
             if (variant == "copy-exactly-once" and v == "b1") or (variant == "g1c" and v == "h1"):
                 continue  # skipped, yet the group offset below moves past it; or copied already
             out_recs[p].append((len(out_recs[p]) * 2, copy_value("t", p, off, v, "copier-1.0-0")))
+    if variant == "copy-malformed":
+        out_recs[0] += [(len(out_recs[0]) * 2 + k, v) for k, v in enumerate(MALFORMED_COPIES)]
     h.init("copier-1", "copier-tx")
     for p in (0, 1):
         h.txn("copier-1", [("o", p, v, off) for off, v in out_recs[p] if v != early], txn_id="copier-tx")
+    if variant in ("copy-foreign", "copy-malformed"):
+        # another workload writes into the copier's output topic, after the copier
+        foreign = [(len(out_recs[0]) * 2 + k, v) for k, v in enumerate(FOREIGN_VALUES)]
+        h.txn("p2", [("o", 0, v, off) for off, v in foreign])
+        out_recs[0] += foreign
 
     h.scan({**{tp_key("t", p): committed[p] for p in (0, 1)}, **{tp_key("o", p): out_recs[p] for p in (0, 1)}})
     h.scan({**{tp_key("t", p): uncommitted[p] for p in (0, 1)}, **{tp_key("o", p): out_recs[p] for p in (0, 1)}},

@@ -17,7 +17,7 @@ import pytest
 from harness.checker import check
 from harness.history import store
 from tests.unit.cycle_histories import CASES as CYCLE_CASES
-from tests.unit.histories import History, clean, many_topics, simulate
+from tests.unit.histories import MALFORMED_COPIES, History, clean, many_topics, simulate
 from tests.unit.test_checker import ANOMALIES, nothing_for, stalled, without_final_reads
 from tests.unit.test_figures import lagging
 from tests.unit.test_progress_under_faults import under_faults
@@ -86,6 +86,8 @@ def the_other_histories() -> list[tuple[str, History]]:
     cases += [("spark-builtin", spark_history(sink="builtin")), ("spark-builtin-replayed", spark_history("replayed", sink="builtin"))]
     cases += [(f"spark-executor:{v or 'clean'}", executor_history(v)) for v in ("", "overlap", "uncovered-input", "batch-incarnations")]
     cases += [("lost-write-seen", clean("lost-write-seen"))]
+    # values in the copier's output that are not copies: clean, and with malformed copies beside them
+    cases += [(v, clean(v)) for v in ("copy-foreign", "copy-malformed")]
     # each cycle variant of g0 and g1c, and their clean twins (tests/unit/cycle_histories.py)
     cases += [(f"cycles:{name}", h) for name, (h, _, _) in CYCLE_CASES.items()]
     # topic ids past 7 bits (positions packed with the topic on top), with a duplicate in topic 299
@@ -166,6 +168,16 @@ def test_the_engines_draw_the_same_cycles_without_the_summarys_per_value_table(
     assert_same(default, by_spark)
     for name in ("g0", "g1c"):
         assert by_spark["checks"][name]["examples"] == default["checks"][name]["examples"], name
+
+
+def test_the_engines_judge_foreign_values_and_malformed_copies_in_a_copiers_output_alike(spark: Any, tmp_path: Path) -> None:
+    """Values in the copier's output that are not copies are not judged, and each malformed copy
+    (among them the strings where Arrow's and Spark's parsing could differ) is a finding of
+    copy-exactly-once alone; the clean twin (no malformed copy) runs in `make library` (~7 s each)."""
+    default, by_spark = both(clean("copy-malformed"), tmp_path, spark)
+    assert_same(default, by_spark)
+    assert by_spark["checks"]["copy-exactly-once"]["examples"] == default["checks"]["copy-exactly-once"]["examples"]
+    assert {n: c["count"] for n, c in by_spark["checks"].items() if c["count"]} == {"copy-exactly-once": len(MALFORMED_COPIES)}
 
 
 def test_the_engines_agree_on_a_random_history_of_a_correct_kafka(spark: Any, tmp_path: Path) -> None:
