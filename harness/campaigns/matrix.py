@@ -49,6 +49,8 @@ FORMAT = 2
 READS = (1, FORMAT)
 #: The run folders' home inside the matrix folder; only the matrix writes or sweeps it.
 RUNS = "runs"
+#: where the folders of unknown runs go when they are run again (``--redo-unknown``)
+REDONE = "redone"
 #: The transaction versions a cluster can be formatted with; ``None`` (``default`` on the command
 #: line) leaves it to Kafka (and runs on the cluster that is up, as a soak does).
 LEVELS = (0, 1, 2)
@@ -286,6 +288,9 @@ class Matrix:
     stopped_because: str = ""
     healed_at_end: bool | None = None
     heal_problems: list[str] = field(default_factory=list)
+    #: folders of unknown runs taken off the record to run again (``continued``'s ``redo_unknown``):
+    #: moved under ``redone/`` rather than removed (not in matrix.json: the record holds the new runs)
+    redone: list[str] = field(default_factory=list)
 
     @property
     def interrupted(self) -> bool:
@@ -413,8 +418,8 @@ def continued(old: Matrix | None, defn: Definition, out: Path, redo_unknown: boo
         gone = [k for k, r in old.runs.items() if r.outcome == "unknown"]
         for k in gone:
             log.info(f"to run again: {cell_name(k.cell)} #{k.i + 1} (unknown: {old.runs[k].error or 'no verdict'}; "
-                     f"its folder {old.runs[k].run_dir} stays)")
-            del old.runs[k]
+                     f"its folder goes to {REDONE}/{old.runs[k].run_dir})")
+            old.redone.append(old.runs.pop(k).run_dir)
     return old
 
 
@@ -678,9 +683,14 @@ def _sweep(m: Matrix, out: Path) -> None:
     """Remove run folders of runs the record does not hold (cut short by Ctrl-C or a kill in an
     earlier session; they are redone). The clusters' folders (``runs/*-cluster-*``) stay."""
     kept = {Path(r.run_dir) for r in m.runs.values()}
+    redone = {Path(d) for d in m.redone}
     for d in sorted(x for pattern in RUN_FOLDERS for x in (out / RUNS).glob(pattern)):
-        if d.is_dir() and d.relative_to(out) not in kept:
-            log.info(f"matrix: removing {d.relative_to(out)}, a run an earlier session did not finish")
+        rel = d.relative_to(out)
+        if d.is_dir() and rel in redone:
+            (out / REDONE / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(d, out / REDONE / rel)
+        elif d.is_dir() and rel not in kept:
+            log.info(f"matrix: removing {rel}, a run an earlier session did not finish")
             shutil.rmtree(d, ignore_errors=True)
 
 

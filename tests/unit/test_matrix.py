@@ -332,6 +332,8 @@ def test_redo_unknown_runs_again_only_the_runs_that_ended_unknown(fakes: Fakes, 
     assert sorted(seed for *_, seed in fakes.runs) == sorted(seeds[:2])
     data = json.loads((tmp_path / "m" / "matrix.json").read_text())
     assert data["totals"] == {"runs": 3, "wanted": 3, "valid": 2, "invalid": 1, "unknown": 0}
+    kept = {str(p.relative_to(tmp_path / "m" / "redone")) for p in (tmp_path / "m" / "redone").glob("runs/*/*/*/*")}
+    assert len(kept) == 2 and not kept & {r["run_dir"] for r in data["runs"]}, "the unknown runs' folders are kept apart"
 
 
 def test_nothing_left_to_run_starts_no_cluster(fakes: Fakes, tmp_path: Path) -> None:
