@@ -73,8 +73,11 @@ def classify(phase: Phase, facts: ErrorFacts, sole_writer: bool = False, aborted
         # writer is fenced during commit only by the coordinator aborting the transaction on its
         # timeout (a completed or preparing commit is never timed out, and a retried EndTxn of a
         # completed commit succeeds): a definite abort, fail. The checker holds us to it: a fail
-        # whose values are committed fires.
-        definite = phase is Phase.BEFORE_COMMIT or sole_writer
+        # whose values are committed fires. That argument is about a fence only: a fatal error
+        # that is not one says nothing of what the coordinator did (kafka-python makes an EndTxn
+        # that timed out fatal, "Could not execute transactional request for unknown reasons",
+        # and the held EndTxn may commit after), so it stays info.
+        definite = phase is Phase.BEFORE_COMMIT or (sole_writer and facts.fenced)
         return Outcome(FAIL if definite else INFO, retire=True, event=FENCED if facts.fenced else RETIRED)
     if aborted:
         return Outcome(FAIL, retire=False)  # the transaction is definitely gone

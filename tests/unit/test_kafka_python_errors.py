@@ -113,3 +113,15 @@ def test_a_call_that_failed_raises_its_error_in_the_callers_thread_and_is_then_f
 def test_client_settings_take_kafka_pythons_names_or_the_dotted_ones() -> None:
     assert _settings({"isolation.level": "read_uncommitted", "linger_ms": 0}) == \
         {"isolation_level": "read_uncommitted", "linger_ms": 0}
+
+
+def test_an_endtxn_that_timed_out_is_fatal_but_its_commit_stays_unknown() -> None:
+    """kafka-python makes an EndTxn whose request timed out a fatal error; the held request may still
+    commit (the client table's kafka-python runs on TV2: recorded fail, then read committed)."""
+    tm = manager(*IN_TXN, TransactionState.COMMITTING_TRANSACTION)
+    exc = kerrors.KafkaError("Could not execute transactional request for unknown reasons: "
+                             "[Error 7] RequestTimedOutError: Request timed out after 1999 ms")
+    tm.transition_to_fatal_error(exc)
+    facts = facts_of(exc, tm)
+    assert facts.fatal and not facts.fenced
+    assert classify(Phase.COMMIT, facts, sole_writer=True).type == "info"

@@ -47,6 +47,8 @@ RULES = [
     ("fatal during commit", C, FATAL, False, False, Outcome(INFO, retire=True, event=RETIRED)),
     ("fenced during commit, sole writer: the coordinator's timeout abort", C, FENCE, True, False,
      Outcome(FAIL, retire=True, event=FENCED)),
+    ("fatal during commit, sole writer: no fence, so the commit may have happened (kafka-python's EndTxn timeout)",
+     C, FATAL, True, False, Outcome(INFO, retire=True, event=RETIRED)),
     ("plain send NotLeaderOrFollower: may have been written", Phase.PLAIN_SEND, NOT_LEADER, False, False,
      Outcome(INFO, retire=False)),
     ("plain send timeout", Phase.PLAIN_SEND, TIMEOUT, False, False, Outcome(INFO, retire=False)),
