@@ -20,8 +20,9 @@ from harness.rundir.runfolder import new_run_dir
 
 pytestmark = [pytest.mark.chaos, pytest.mark.library]
 
-#: what a late EndTxn of the same producer epoch can do to the next transaction
-LATE_COMMIT_ANOMALIES = {"torn-transaction", "aborted-read", "lost-write"}
+#: what a late EndTxn of the same producer epoch can do to the next transaction (committing it while
+#: it is open: a reader sees its values before the client asked to commit, precommitted-read)
+LATE_COMMIT_ANOMALIES = {"torn-transaction", "aborted-read", "lost-write", "precommitted-read"}
 
 
 #: seeds of kip890-late-commit-tight that confluent-kafka failed in the matrix (docs/KIP890.md)
@@ -53,7 +54,8 @@ def anomalies(v: dict) -> set[str]:
     return {k for k, c in v["checks"].items() if c["count"]}
 
 
-@pytest.mark.parametrize("library", ["confluent-kafka", "java@3.9.2"])
+#: the clients the client table found exposed on TV2 (docs/KIP890.md, 2026-11-26)
+@pytest.mark.parametrize("library", ["confluent-kafka", "java@3.9.2", "franz-go@1.18.1", "sarama@1.61.1"])
 def test_a_client_without_kip890_has_transactions_torn_by_late_commits(cluster: Cluster, library: str) -> None:
     seen: list[tuple[int, set[str]]] = []
     for seed in TORN_SEEDS:
@@ -69,10 +71,23 @@ def test_a_client_without_kip890_has_transactions_torn_by_late_commits(cluster: 
     pytest.fail(f"{library}: every one of {ATTEMPTS} runs valid ({seen}); the matrix measured it torn in 3 of 5 or more")
 
 
-def test_java_4x_on_transaction_version_2_stays_valid_under_late_commits(cluster: Cluster) -> None:
-    result = hunt(cluster, "kip890-late-commit-tight", "java@4.4.0")
+@pytest.mark.parametrize("library", ["java@4.4.0", "franz-go@1.22.3"])
+def test_a_kip890_client_on_transaction_version_2_stays_valid_under_late_commits(cluster: Cluster, library: str) -> None:
+    result = hunt(cluster, "kip890-late-commit-tight", library)
     v = result.verdict
     held = [json.loads(x) for x in (result.run_dir / "wire-events.jsonl").read_text().splitlines()]
     late = [e for e in held if e["event"] == "deliver" and e["api"] == "EndTxn" and e["client_gone"]]
-    assert late and all(e["version"] >= 5 for e in late), "the faults must have delivered late EndTxn v5"
+    assert late and all(e["version"] >= 5 for e in late), f"{library}: the faults must have delivered late EndTxn v5"
+    assert v["valid"] is True, anomalies(v)
+
+
+def test_kafka_python_replaces_its_producer_after_a_timed_out_commit_and_stays_valid(cluster: Cluster) -> None:
+    """kafka-python makes a timed-out EndTxn fatal, so the workload opens a new producer, whose
+    InitProducerId fences the old epoch: late EndTxn that arrive after it are refused (docs/KIP890.md)."""
+    result = hunt(cluster, "kip890-late-commit-tight", "kafka-python")
+    v = result.verdict
+    events = [json.loads(x) for x in (result.run_dir / "wire-events.jsonl").read_text().splitlines()]
+    late = [e for e in events if e["event"] == "response" and e["api"] == "EndTxn" and e["client_gone"]]
+    assert any(e["error"] == "PRODUCER_FENCED" for e in late), "no late EndTxn met the new producer's epoch"
+    assert v["stats"]["txn"]["info"] > 0, "the timed-out commits must be recorded unknown, not failed"
     assert v["valid"] is True, anomalies(v)
