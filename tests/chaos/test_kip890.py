@@ -65,9 +65,8 @@ def test_a_client_without_kip890_has_transactions_torn_by_late_commits(cluster: 
         # whatever a run finds is what a late commit does, nothing else
         assert anomalies(v) <= LATE_COMMIT_ANOMALIES, (seed, anomalies(v))
         seen.append((seed, anomalies(v)))
-        if v["valid"] is False:
-            assert "torn-transaction" in anomalies(v) or "aborted-read" in anomalies(v), (seed, anomalies(v))
-            return
+        if v["valid"] is False:  # and only with what a late commit does (above); franz-go 1.18.1's
+            return               # seed 1526931276 showed a precommitted read alone
     pytest.fail(f"{library}: every one of {ATTEMPTS} runs valid ({seen}); the matrix measured it torn in 3 of 5 or more")
 
 
