@@ -19,7 +19,7 @@ from harness.base.errors import ConfigError
 from harness.cli.console import out
 from harness.cli.guard import EXIT_INTERRUPTED, guarded
 from harness.cli.matrix import print_plan
-from harness.cli.options import BackendOpt
+from harness.cli.options import BackendOpt, RedoUnknownOpt
 from harness.rundir.runfolder import check_out, make_folder, new_run_dir, write_output
 from harness.workloads.clients import DEFAULT_LIBRARY
 from harness.workloads.clients import spelled as client_libraries
@@ -56,8 +56,7 @@ def hunt_cmd(
                                        help=f"Apache Kafka releases \\[default: {pins.KAFKA_VERSION}]."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the seeds, what each draws and the matrix's plan; "
                                  "start nothing, write nothing."),
-    redo_unknown: bool = typer.Option(False, "--redo-unknown", help="On resume, run again the runs that ended unknown "
-                                      "(as matrix --redo-unknown)."),
+    redo_unknown: bool = RedoUnknownOpt,
 ) -> None:
     """Draw --seeds scenarios (workload shapes and a schedule of request-aware faults, pauses, kills
     and latency, from each seed), run each on every client; write hunt.json, HUNT.md and the matrix.

@@ -15,7 +15,7 @@ from clusters import pins
 from clusters.backends import Backend
 from harness.cli.console import out
 from harness.cli.guard import EXIT_INTERRUPTED, guarded
-from harness.cli.options import BackendOpt, duration_option
+from harness.cli.options import BackendOpt, RedoUnknownOpt, duration_option
 from harness.rundir.runfolder import check_out, make_folder, new_run_dir
 from harness.workloads.clients import DEFAULT_LIBRARY
 from harness.workloads.clients import spelled as client_libraries
@@ -45,8 +45,7 @@ def matrix_cmd(
     kafka_version: str = typer.Option(None, "--kafka-version", help="One Apache Kafka release: --kafka-versions X."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the cells, their seeds, the clusters and an estimate "
                                  "of the time; start nothing, fetch nothing, write nothing."),
-    redo_unknown: bool = typer.Option(False, "--redo-unknown", help="On resume, run again the runs that ended unknown "
-                                      "(their cause mended: a client that could not start, a check that crashed)."),
+    redo_unknown: bool = RedoUnknownOpt,
 ) -> None:
     """Run every cell (scenario x client x Kafka version x transaction version) with the same seeds; write matrix.json + matrix.html.
 

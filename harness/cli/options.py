@@ -53,6 +53,8 @@ SinkOpt = typer.Option(Sink.driver, "--sink", help="How the Spark job writes (do
 SparkModeOpt = typer.Option(SparkMode.local, "--spark",
                             help="local[2] in the driver, or a standalone Spark cluster (master + 2 workers).")
 KafkaVersion = typer.Option(pins.KAFKA_VERSION, "--kafka-version", help="Apache Kafka release (Maven Central).")
+RedoUnknownOpt = typer.Option(False, "--redo-unknown", help="On resume, run again the runs that ended unknown "
+                              "(their cause mended: a client that could not start, a check that crashed).")
 # the bounds the environment variable and the plugin take too: the Toxiproxy API sits ~600 below the base
 PortBase = typer.Option(None, "--port-base", min=MIN_PORT_BASE, max=MAX_PORT_BASE,
                         help="First of node 1's 4 listener ports \\[default: 19092 local, 29092 compose].")
