@@ -12,6 +12,9 @@ first anomaly happened."""
 
 from __future__ import annotations
 
+import json
+import logging
+import math
 import random
 import statistics
 from collections.abc import Callable
@@ -23,6 +26,8 @@ import yaml
 
 from harness.base.errors import ConfigError
 from harness.campaigns.matrix import Matrix, level_name
+
+log = logging.getLogger(__name__)
 
 #: What a drawn scenario's name starts with; its file is ``scenarios/hunt-<seed>.yaml``.
 PREFIX = "hunt-"
@@ -45,9 +50,10 @@ COMMIT_TIMEOUTS_S = (1, 2, 5)
 #: some of its writes sent is where a late or reordered request lands in the middle of something;
 #: with no gap a transaction is open for a few milliseconds. Every finding of the second draw had
 #: 100 ms gaps and none of its 0 or 10 ms seeds found anything (docs/HUNT.md), so the third draw
-#: gave the longer gaps half the seeds. The fourth has no 0 ms: over the second and third draws, a
-#: 0 ms seed's transactions were open for 10 to 80 ms, and none of its 13 late EndTxn landed inside
-#: one that was not already over (docs/HUNT.md, "Where the late requests landed").
+#: gave the longer gaps half the seeds. The fourth has no 0 ms: a late request tears a transaction
+#: only when it lands between the transaction's first write and its last, and at 0 ms those are a few
+#: ms apart. In the second and third draws' 0 ms seeds, three late commits landed in a later open
+#: transaction and tore nothing (docs/HUNT.md, "Where the late requests landed").
 SEND_GAPS_MS = (10, 30, 100, 200, 300)
 #: A ``hold-requests`` fault ``until: timeout`` holds a request for this share of the client's
 #: request timeout: most of them past it, so the request reaches the broker after the client gave
@@ -158,14 +164,20 @@ def _weighted(rnd: random.Random, weights: dict[str, int]) -> str:
 
 
 def write_scenarios(folder: Path, hunt_seeds: list[int], duration: float) -> list[Path]:
-    """Each seed's scenario as ``folder/scenarios/hunt-<seed>.yaml`` (rewritten: a draw is the same
-    every time); their paths, in seed order."""
+    """Each seed's scenario as ``folder/scenarios/hunt-<seed>.yaml``; their paths, in seed order. A
+    file already there is kept as it is: it is what the folder's runs ran, and a later version of the
+    draw may draw the same seed differently (a resumed hunt must not run one seed two ways)."""
     d = folder / SCENARIOS
     d.mkdir(parents=True, exist_ok=True)
     paths = []
     for s in hunt_seeds:
         p = d / f"{PREFIX}{s}.yaml"
-        p.write_text(yaml.safe_dump(draw(s, duration), sort_keys=False, width=120))
+        drawn = yaml.safe_dump(draw(s, duration), sort_keys=False, width=120)
+        if not p.exists():
+            p.write_text(drawn)
+        elif p.read_text() != drawn:
+            log.warning(f"{p} is kept as it is: this version of eos-chaos draws seed {s} differently "
+                        "(the folder's runs ran the file)")
         paths.append(p)
     return paths
 
@@ -182,6 +194,9 @@ class Found:
     #: seconds after the schedule's start at which the earliest anomaly the report marks was complete
     first_anomaly_s: float | None
     replay: str | None
+    #: per API, the requests the wire proxy delivered after the client had given up on them
+    #: (``late_requests``)
+    late: dict[str, int]
 
 
 def first_anomaly_s(run_dir: Path) -> float | None:
@@ -196,16 +211,46 @@ def first_anomaly_s(run_dir: Path) -> float | None:
     return round(min(m.end_s for m in marked), 1) if marked else None
 
 
-def summary(m: Matrix, out: Path, first_of: Callable[[Path], float | None] = first_anomaly_s) -> dict[str, Any]:
+def late_requests(run_dir: Path) -> dict[str, int]:
+    """Per API, how many held requests the wire proxy delivered to the broker after their client had
+    given up on them: its connection was closed by then, or the request was held past the client's
+    request timeout (the run's ``scenario.json``). Every finding of the hunt so far came from one of
+    these (docs/HUNT.md); ``{}`` for a run without a wire log (or whose folder cannot be read)."""
+    from harness.report.wire import read_wire
+    from harness.rundir.runfolder import SCENARIO
+
+    try:
+        scenario = json.loads((run_dir / SCENARIO).read_text())
+        timeouts = [float(w["client"]["request.timeout.ms"]) for w in scenario.get("workloads", [])
+                    if isinstance(w.get("client"), dict) and "request.timeout.ms" in w["client"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    timeout_ms = min(timeouts, default=math.inf)
+    late: dict[str, int] = {}
+    for e in read_wire(run_dir, None, None)[0]:
+        ev = e.raw
+        if ev.get("event") != "deliver":
+            continue
+        held = ev.get("held_ms")
+        if ev.get("client_gone") or (isinstance(held, (int, float)) and held >= timeout_ms):
+            api = str(ev.get("api", "?"))
+            late[api] = late.get(api, 0) + 1
+    return dict(sorted(late.items()))
+
+
+def summary(m: Matrix, out: Path, first_of: Callable[[Path], float | None] = first_anomaly_s,
+            late_of: Callable[[Path], dict[str, int]] = late_requests) -> dict[str, Any]:
     """Per column (client, Kafka version, transaction version): every seed's outcome, the detection
     rate (invalid among the runs judged), how many were unknown, which checks fired in how many
-    seeds, and the median time to the first anomaly (``first_of`` a finding's run folder)."""
+    seeds, the median time to the first anomaly (``first_of`` a finding's run folder), and the
+    late requests of every run (``late_of`` its folder) with their median a seed."""
     columns: dict[tuple[str, str, str], list[Found]] = {}
     for r in sorted(m.runs.values(), key=lambda r: (r.client, r.kafka_version, level_name(r.transaction_version))):
         seed = int(Path(r.scenario).stem.removeprefix(PREFIX))
         t = first_of(out / r.run_dir) if r.outcome == "invalid" else None
         columns.setdefault((r.client, r.kafka_version, level_name(r.transaction_version)), []).append(
-            Found(seed, r.outcome, dict(r.anomalies), t, r.command if r.outcome != "valid" else None))
+            Found(seed, r.outcome, dict(r.anomalies), t, r.command if r.outcome != "valid" else None,
+                  late_of(out / r.run_dir)))
     return {"columns": [_column(key, runs) for key, runs in columns.items()]}
 
 
@@ -223,6 +268,7 @@ def _column(key: tuple[str, str, str], runs: list[Found]) -> dict[str, Any]:
             "detection_rate": round(len(found) / len(judged), 3) if judged else None,
             "checks": dict(sorted(checks.items(), key=lambda kv_: (-kv_[1], kv_[0]))),
             "median_first_anomaly_s": round(statistics.median(times), 1) if times else None,
+            "median_late_requests": statistics.median(sum(r.late.values()) for r in runs) if runs else None,
             "runs": [r.__dict__ for r in sorted(runs, key=lambda r: r.seed)]}
 
 
@@ -230,20 +276,28 @@ def page(s: dict[str, Any], folder_name: str) -> str:
     """HUNT.md: a table per column of the summary, one row per seed, with its replay."""
     lines = [f"# Hunt {folder_name}", "",
              "Scenarios drawn from seeds (`scenarios/`), run as a matrix (`matrix.html`); docs/HUNT.md says what is drawn.", "",
-             "| client | Kafka | tv | seeds | found | unknown | detection rate | checks (seeds) | median time to the first anomaly |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "A late request is one the wire proxy delivered after its client had given up on it; every finding so far came from one.",
+             "",
+             "| client | Kafka | tv | seeds | found | unknown | detection rate | checks (seeds) | median time to the first anomaly "
+             "| late requests a seed (median) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for c in s["columns"]:
         rate = "-" if c["detection_rate"] is None else f"{c['detection_rate']:.0%}"
         checks = ", ".join(f"{k} ({n})" for k, n in c["checks"].items()) or "-"
         t = "-" if c["median_first_anomaly_s"] is None else f"{c['median_first_anomaly_s']} s"
         lines.append(f"| {c['client']} | {c['kafka_version']} | {c['transaction_version']} | {c['seeds']} | {c['found']} | "
-                     f"{c['unknown']} | {rate} | {checks} | {t} |")
+                     f"{c['unknown']} | {rate} | {checks} | {t} | {_num(c.get('median_late_requests'))} |")
     for c in s["columns"]:
         lines += ["", f"## {c['client']}, Kafka {c['kafka_version']}, transaction version {c['transaction_version']}", "",
-                  "| seed | outcome | checks | first anomaly | replay |", "|---|---|---|---|---|"]
+                  "| seed | outcome | checks | first anomaly | late requests | replay |", "|---|---|---|---|---|---|"]
         for r in c["runs"]:
             checks = ", ".join(f"{k}: {n}" for k, n in r["checks"].items()) or "-"
             t = "-" if r["first_anomaly_s"] is None else f"{r['first_anomaly_s']} s"
             replay = f"`{r['replay']}`" if r["replay"] else "-"
-            lines.append(f"| {r['seed']} | {r['outcome']} | {checks} | {t} | {replay} |")
+            late = ", ".join(f"{k} {n}" for k, n in (r.get("late") or {}).items()) or "-"
+            lines.append(f"| {r['seed']} | {r['outcome']} | {checks} | {t} | {late} | {replay} |")
     return "\n".join(lines) + "\n"
+
+
+def _num(x: float | None) -> str:
+    return "-" if x is None else f"{x:g}"

@@ -69,7 +69,7 @@ def _matrix(outcomes: dict[tuple[str, int], str]) -> Matrix:
     m = Matrix(Definition(names, clients, [2], 1, 5, "local", None, ["4.4.0"]))
     for (client, seed), outcome in outcomes.items():
         name = f"out/scenarios/hunt-{seed}.yaml"
-        valid = {"valid": True, "invalid": False, "unknown": "unknown"}[outcome]
+        valid: bool | str = "unknown" if outcome == "unknown" else outcome == "valid"
         found = {"torn-transaction": 2, "aborted-read": 1} if outcome == "invalid" else {}
         run = MatrixRun(name, client, "4.4.0", 2, 0, 99, f"runs/{client}/{seed}", valid, None, found, 100.0,
                         command=f"eos-chaos run {name} --library {client}")
@@ -82,7 +82,8 @@ def test_the_summary_counts_detection_over_the_judged_seeds_and_the_median_first
                  ("confluent-kafka", 4): "unknown", ("java@4.4.0", 1): "valid", ("java@4.4.0", 2): "valid",
                  ("java@4.4.0", 3): "valid", ("java@4.4.0", 4): "valid"})
     firsts = {tmp_path / "runs/confluent-kafka/1": 12.5, tmp_path / "runs/confluent-kafka/2": 30.5}
-    s = hunt.summary(m, tmp_path, first_of=lambda d: firsts[d])
+    lates = {tmp_path / "runs/confluent-kafka/1": {"EndTxn": 2, "Produce": 1}, tmp_path / "runs/confluent-kafka/2": {"EndTxn": 1}}
+    s = hunt.summary(m, tmp_path, first_of=lambda d: firsts[d], late_of=lambda d: lates.get(d, {}))
     exposed, safe = s["columns"]
     assert (exposed["client"], exposed["found"], exposed["judged"], exposed["unknown"]) == ("confluent-kafka", 2, 3, 1)
     assert exposed["detection_rate"] == 0.667 and exposed["median_first_anomaly_s"] == 21.5
@@ -92,8 +93,9 @@ def test_the_summary_counts_detection_over_the_judged_seeds_and_the_median_first
     assert (safe["found"], safe["detection_rate"], safe["checks"], safe["median_first_anomaly_s"]) == (0, 0.0, {}, None)
     assert all(r["replay"] is None for r in safe["runs"])
     page = hunt.page(s, "hunt-x")
-    assert "| confluent-kafka | 4.4.0 | 2 | 4 | 2 | 1 | 67% | aborted-read (2), torn-transaction (2) | 21.5 s |" in page
-    assert "| java@4.4.0 | 4.4.0 | 2 | 4 | 0 | 0 | 0% | - | - |" in page
+    assert "| confluent-kafka | 4.4.0 | 2 | 4 | 2 | 1 | 67% | aborted-read (2), torn-transaction (2) | 21.5 s | 0.5 |" in page
+    assert "| java@4.4.0 | 4.4.0 | 2 | 4 | 0 | 0 | 0% | - | - | 0 |" in page
+    assert "| 1 | invalid | torn-transaction: 2, aborted-read: 1 | 12.5 s | EndTxn 2, Produce 1 | `eos-chaos run" in page
 
 
 @pytest.fixture
@@ -137,3 +139,38 @@ def test_a_dry_run_prints_what_each_seed_draws_and_writes_nothing(fakes: Fakes, 
     assert all(f"hunt-{s}.yaml: Drawn by eos-chaos hunt from seed {s}" in r.output for s in hunt.seeds(3, 2))
     assert "nothing started (--dry-run)" in r.output
     assert not (tmp_path / "h").exists() and fakes.runs == []
+
+
+def test_a_late_request_is_one_delivered_after_its_client_gave_up(tmp_path: Path) -> None:
+    """Delivered after the client closed its connection, or held past its request timeout: late. Its
+    clean twins: held within the timeout with the client still there, and a request answered by the
+    proxy itself (never delivered)."""
+    (tmp_path / "scenario.json").write_text(json.dumps({"workloads": [
+        {"kind": "txn-producer", "client": {"request.timeout.ms": 1000}}, {"kind": "reader"}]}))
+
+    def deliver(api: str, held_ms: float, gone: bool) -> dict[str, object]:
+        return {"event": "deliver", "api": api, "held_ms": held_ms, "client_gone": gone, "unix_us": 1}
+
+    events = [deliver("EndTxn", 300, True), deliver("EndTxn", 1100, False), deliver("Produce", 1000, False),
+              deliver("EndTxn", 900, False), deliver("AddPartitionsToTxn", 50, False),
+              {"event": "respond", "api": "EndTxn", "held_ms": 5000, "client_gone": True, "unix_us": 1}]
+    (tmp_path / "wire-events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    assert hunt.late_requests(tmp_path) == {"EndTxn": 2, "Produce": 1}
+    (tmp_path / "wire-events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events[3:]))
+    assert hunt.late_requests(tmp_path) == {}
+    (tmp_path / "scenario.json").unlink()
+    assert hunt.late_requests(tmp_path) == {}, "a folder cut short has no count, and no error"
+
+
+def test_a_resumed_hunt_keeps_the_scenario_files_its_runs_ran(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A later version of the draw may draw a seed differently: the folder's file is what ran, so it is
+    kept (with a warning), and only a missing one is drawn."""
+    first, second = hunt.write_scenarios(tmp_path, [11, 12], 60)
+    older = first.read_text().replace("hunt-11", "hunt-11 as an older draw wrote it")
+    first.write_text(older)
+    second.unlink()
+    with caplog.at_level("WARNING"):
+        again = hunt.write_scenarios(tmp_path, [11, 12], 60)
+    assert again == [first, second] and first.read_text() == older
+    assert yaml.safe_load(second.read_text()) == hunt.draw(12, 60)
+    assert "draws seed 11 differently" in caplog.text and "seed 12" not in caplog.text
