@@ -151,6 +151,10 @@ def bench_checker_cmd(
         raise ConfigError(f"--master {master}: only the Spark engine runs on a Spark master (add --engine spark)")
     if master not in (None, "local", "standalone") and not master.startswith("spark://"):
         raise ConfigError(f"--master {master}: expected local, standalone or spark://HOST:PORT")
+    if engine is Engine.spark:  # before a history is built: its measuring step would die on the import
+        from harness.sparkjob.session import require_pyspark
+
+        require_pyspark("bench checker --engine spark")
     samples = []
     with ExitStack() as stack:
         url = None if master in (None, "local") else master

@@ -170,6 +170,19 @@ def test_bench_checker_refuses_more_than_100m_values_before_anything(values: str
     assert "--values" in r.output and "100000000" in r.output
 
 
+def test_bench_checker_on_the_spark_engine_without_pyspark_is_exit_2_naming_the_extra(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Refused before a history is built, not a measuring step's traceback. Its twin: the default
+    engine does not need PySpark (the --values test above gets as far as its bound)."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "pyspark" else real(name, *a))
+    r = cli("bench", "checker", "--engine", "spark", "--values", "1000")
+    assert r.exit_code == 2, r.output
+    assert "needs PySpark" in r.output and "eos-chaos[spark]" in r.output and "Traceback" not in r.output
+
+
 def test_bench_checker_help_states_the_bound() -> None:
     assert "at most 100M" in " ".join(cli("bench", "checker", "--help").stdout.split())
 
