@@ -92,7 +92,7 @@ class WorkloadControl(Protocol):
 
 
 class SparkControl(Protocol):
-    """What the nemesis needs of a standalone Spark cluster (clusters/spark_standalone.py implements it)."""
+    """What the nemesis needs of a standalone Spark cluster (clusters/spark/standalone.py implements it)."""
 
     def executors(self) -> list[dict[str, Any]]:
         """The executor JVMs running now: ``pid``, ``worker`` (1-based), ``executor_id``, ``app_id``."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from clusters.base import Cluster, NodeState
+from clusters.backends.protocol import Cluster, NodeState
 from harness.base.errors import WaitTimeout
 from harness.base.wait import wait_until
 from harness.kafka import features
@@ -20,7 +20,7 @@ def heal_network(cluster: Cluster) -> list[str]:
     """What is still wrong with the links (empty = healed) after bringing every link back to a
     clean proxy, escalating while the last step did not heal: ``/reset``, then delete and recreate
     every proxy, then restart the Toxiproxy server. Each API call has a timeout
-    (clusters/toxiproxy.py), so a hung server costs seconds, not the run."""
+    (clusters/toxiproxy/toxiproxy_api.py), so a hung server costs seconds, not the run."""
     return _escalate("", [
         ("reset", cluster.toxiproxy.reset),
         ("recreate proxies", lambda: cluster.toxiproxy.recreate(cluster.proxy_specs())),

@@ -26,8 +26,8 @@ from chaos import targets
 from chaos.control import Progress, SparkControl, WorkloadControl
 from chaos.faults import Fault, FaultContext
 from chaos.targets import TargetDefaults
-from clusters.base import Cluster
-from clusters.health import admin_client
+from clusters.backends.protocol import Cluster
+from clusters.kafka.health import admin_client
 from harness.base.errors import WaitTimeout
 from harness.base.wait import wait_until
 from harness.history.model import FAULT, NEMESIS

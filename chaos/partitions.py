@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from clusters.topology import CLIENT_SOURCE, Link, Listener, Topology
+from clusters.kafka.topology import CLIENT_SOURCE, Link, Listener, Topology
 
 KINDS = ("isolate-node", "majority-minority", "directed", "clients-from-node", "bridge")
 #: What a fault aimed at "all" touches; "client" means the clients' links only.

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from clusters.compose.engine import apt_install
+from clusters.backends.compose.engine import apt_install
 
 #: One browser start and page load; ~2-5 s on this 2-core machine.
 BROWSER_TIMEOUT_S = 120.0

@@ -13,9 +13,9 @@ from collections.abc import Iterator
 import pytest
 
 from chaos.heal import heal_all
-from clusters import artifacts, backends
-from clusters.backends import Backend
-from clusters.base import Cluster
+from clusters.backends import artifacts, backends
+from clusters.backends.backends import Backend
+from clusters.backends.protocol import Cluster
 from harness.rundir.runfolder import new_run_dir
 
 

@@ -12,7 +12,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from chaos.control import SparkControl, WorkloadControl
 from chaos.targets import TargetDefaults
-from clusters.base import Cluster
+from clusters.backends.protocol import Cluster
 
 #: Undoes what ``apply`` did and records the fault's stop event(s).
 Heal = Callable[[], None]

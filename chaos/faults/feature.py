@@ -8,8 +8,8 @@ from typing import Literal
 from pydantic import Field
 
 from chaos.faults.base import FaultBase, FaultContext, Heal
-from clusters import pins
-from clusters.features import check_transaction_version
+from clusters.builds import pins
+from clusters.kafka.feature_levels import check_transaction_version
 from harness.kafka import features
 
 TV = features.TRANSACTION_VERSION

@@ -1,5 +1,5 @@
 """Faults on a standalone Spark cluster's executors and workers (``spark: standalone``; the cluster:
-clusters/spark_standalone.py, reached through ``chaos.control.SparkControl``).
+clusters/spark/standalone.py, reached through ``chaos.control.SparkControl``).
 
 An executor fault either hits an executor the nemesis picks (``window: any``, seeded) or is armed
 (``window: in-txn``): the first task of the Spark job to get inside its transaction takes it, and

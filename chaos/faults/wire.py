@@ -1,4 +1,4 @@
-"""Request-aware faults on the clients' links, through the wire proxy (clusters/kwire,
+"""Request-aware faults on the clients' links, through the wire proxy (clusters/wire/kwire,
 docs/WIRE-FAULTS.md): hold a chosen Kafka request, drop its response, or answer it with an error.
 
 They act on the client link of the node a target resolves to (``coordinator`` of a
@@ -6,7 +6,7 @@ They act on the client link of the node a target resolves to (``coordinator`` of
 ``duration`` seconds; the heal removes the rule and delivers whatever it still holds.
 
 A fault may also filter on the request's body: ``transactional_id``, ``min_producer_epoch`` and (EndTxn)
-``result``, each only with the APIs whose requests carry it (``clusters.wireproxy.FILTER_APIS``).
+``result``, each only with the APIs whose requests carry it (``clusters.wire.wire_api.FILTER_APIS``).
 
 ```yaml
 - {at: 5, kind: hold-requests, api: EndTxn, until: client-gone, hold_ms: 2000, duration: 20}
@@ -23,7 +23,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, model_validator
 
 from chaos.faults.base import FaultBase, FaultContext, Heal, Target
-from clusters.wireproxy import APIS, ERRORS, FILTER_APIS, SYNTHESIZABLE, Rule
+from clusters.wire.wire_api import APIS, ERRORS, FILTER_APIS, SYNTHESIZABLE, Rule
 
 
 def _api_list(value: object) -> object:

@@ -11,7 +11,7 @@ import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from clusters import pins
+from clusters.builds import pins
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,8 @@ import os
 import sys
 from pathlib import Path
 
-from clusters.artifacts import build_go_module, cache_lock, go_source_digest
+from clusters.builds.cache import cache_lock
+from clusters.builds.golang import build_go_module, go_source_digest
 from harness.base.errors import HarnessError
 from harness.base.paths import cache_dir
 

@@ -17,7 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from clusters import artifacts
+from clusters.builds import cache, jdk
+from clusters.kafka import kafka_release
 from harness.apps import jvm
 from harness.base.paths import REPO_ROOT
 
@@ -29,11 +30,11 @@ LOG_CONFIG = REPO_ROOT / "harness" / "apps" / "copier" / "log4j2.properties"
 
 def prepare() -> Path:
     """Kafka's tools, fetched into the cache if missing: the folder of their jars."""
-    ready = artifacts.kafka_tools_ready()
+    ready = kafka_release.kafka_tools_ready()
     if ready is not None:
         return ready
-    with artifacts.cache_lock():
-        return artifacts.fetch_kafka_tools()
+    with cache.cache_lock():
+        return kafka_release.fetch_kafka_tools()
 
 
 def parser() -> argparse.ArgumentParser:
@@ -70,7 +71,7 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
 
     def prepared() -> tuple[Path, list[str]]:
         libs = prepare()
-        java, _ = artifacts.find_java()
+        java, _ = jdk.find_java()
         return java, java_args(libs, args)
 
     jvm.launch(p.prog, prepared)

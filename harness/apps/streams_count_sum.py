@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from clusters import javabuild, pins
+from clusters.builds import javac, pins
 from harness.apps import jvm
 from harness.base.paths import REPO_ROOT, cache_dir
 
@@ -28,18 +28,18 @@ LOG_FLAGS = ("-Dorg.slf4j.simpleLogger.logFile=System.err", "-Dorg.slf4j.simpleL
              "-Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd'T'HH:mm:ss.SSS")
 
 
-def program() -> javabuild.Program:
+def program() -> javac.Program:
     deps = [("org.apache.kafka", "kafka-streams", pins.KAFKA_STREAMS_VERSION),
             ("org.slf4j", "slf4j-api", pins.SLF4J_VERSION), ("org.slf4j", "slf4j-simple", pins.SLF4J_VERSION)]
-    return javabuild.Program("the Kafka Streams app streams-count-sum", SOURCES,
-                             javabuild.pom("streams-count-sum", deps),
+    return javac.Program("the Kafka Streams app streams-count-sum", SOURCES,
+                             javac.pom("streams-count-sum", deps),
                              cache_dir() / "apps" / "streams-count-sum" / pins.KAFKA_STREAMS_VERSION,
                              f"kafka-streams {pins.KAFKA_STREAMS_VERSION}")
 
 
-def prepare() -> javabuild.Build:
+def prepare() -> javac.Build:
     """The app, fetched and compiled into the cache if missing."""
-    return javabuild.ready(program()) or javabuild.ensure(program())
+    return javac.ready(program()) or javac.ensure(program())
 
 
 def _positive(text: str) -> int:
@@ -65,7 +65,7 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def java_args(ns: argparse.Namespace, build: javabuild.Build) -> list[str]:
+def java_args(ns: argparse.Namespace, build: javac.Build) -> list[str]:
     """The JVM's arguments after its options: the class path, the main class and the app's flags."""
     flags = {"--bootstrap": ns.bootstrap, "--input": ns.input, "--count-topic": ns.count_topic,
              "--sum-topic": ns.sum_topic, "--application-id": ns.application_id, "--state-dir": ns.state_dir,

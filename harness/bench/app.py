@@ -23,9 +23,9 @@ from typing import Any
 
 from confluent_kafka import Producer, TopicPartition
 
-from clusters import procs
-from clusters.base import Cluster
-from clusters.health import QUIET
+from clusters.backends import procs
+from clusters.backends.protocol import Cluster
+from clusters.kafka.health import QUIET
 from harness.base.errors import HarnessError
 from harness.base.wait import wait_until
 from harness.bench.producer import Shape, _fresh_topic, _spawned, _tagged_env, run_workload

@@ -256,7 +256,7 @@ def _measure_spark(run_dir: Path, master: str | None = None) -> dict[str, Any]:
     conf = {**CHECKER_CONF, "spark.eventLog.enabled": "true", "spark.eventLog.dir": events.as_uri(),
             "spark.eventLog.compress": "false", "spark.eventLog.rolling.enabled": "false"}
     if master and master.startswith("spark://"):
-        from clusters.spark_standalone import EXECUTOR_CONF
+        from clusters.spark.standalone import EXECUTOR_CONF
 
         conf.update(EXECUTOR_CONF)
     t0 = time.monotonic()
@@ -295,7 +295,7 @@ def _jvm_peaks(app_id: str) -> dict[str, int]:
     they are not counted, even when this process started them."""
     import psutil
 
-    from clusters.procs import SPARK_DAEMONS, SPARK_EXECUTOR_CLASS
+    from clusters.backends.procs import SPARK_DAEMONS, SPARK_EXECUTOR_CLASS
 
     peaks: dict[str, int] = {}
     for proc in psutil.process_iter(["pid", "cmdline"]):

@@ -1,6 +1,6 @@
 """The Go clients' own producer loop in ``eos-chaos bench producer``: ``franz-go-perf[@VERSION]`` and
 ``sarama-perf[@VERSION]`` run the client bridge's binary as ``<bridge> perf ...``
-(``harness/gobridge/common/perf.go``): the producer the bridge opens, with the settings it opens it
+(``harness/workloads/clients/go_src/common/perf.go``): the producer the bridge opens, with the settings it opens it
 with, driven by a Go loop of transactions that prints ProducerPerformance's periodic lines. Beside
 ``franz-go@VERSION`` (our txn-producer through the bridge) it states what the bridge and the workload
 cost per record, as ``producer-performance`` does for ``java@VERSION``. Names and the command here;

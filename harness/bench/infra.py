@@ -15,9 +15,9 @@ from pathlib import Path
 
 import psutil
 
-from clusters import artifacts, backends
-from clusters.backends import Backend
-from clusters.base import Cluster
+from clusters.backends import artifacts, backends
+from clusters.backends.backends import Backend
+from clusters.backends.protocol import Cluster
 from harness.base.errors import EnvironmentProblem
 from harness.rundir.runfolder import new_run_dir
 
@@ -98,7 +98,7 @@ def bench_setup(runs: int, cold: bool) -> Series:
 def _no_compose_cluster_running() -> None:
     import docker
 
-    from clusters.compose.plan import LABEL
+    from clusters.backends.compose.plan import LABEL
 
     client = docker.from_env(timeout=60)
     try:
@@ -114,8 +114,8 @@ def bench_images(arts: artifacts.Artifacts, runs: int) -> Series:
     """Build the local images (Debian base, Kafka, Toxiproxy) with none of them present."""
     import docker
 
-    from clusters.compose.engine import ensure_engine
-    from clusters.compose.images import ensure_images
+    from clusters.backends.compose.engine import ensure_engine
+    from clusters.backends.compose.images import ensure_images
 
     ensure_engine()
     _no_compose_cluster_running()
@@ -138,7 +138,7 @@ def bench_images(arts: artifacts.Artifacts, runs: int) -> Series:
 
 def bench_engine_start(runs: int) -> Series:
     """Stop the dockerd we started and start it again; only an engine eos-chaos owns is touched."""
-    from clusters.compose.engine import docker_answers, ensure_engine, stop_engine
+    from clusters.backends.compose.engine import docker_answers, ensure_engine, stop_engine
 
     series = Series("engine start (Debian dockerd, started by eos-chaos)", "s")
     _no_compose_cluster_running()

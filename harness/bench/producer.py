@@ -31,10 +31,11 @@ from typing import Any
 
 import orjson
 
-from clusters import procs
-from clusters.artifacts import Artifacts, fetch_kafka_tools
-from clusters.base import Cluster
-from clusters.health import QUIET, admin_client
+from clusters.backends import procs
+from clusters.backends.artifacts import Artifacts
+from clusters.backends.protocol import Cluster
+from clusters.kafka.health import QUIET, admin_client
+from clusters.kafka.kafka_release import fetch_kafka_tools
 from harness.base.errors import ConfigError, HarnessError
 from harness.base.wait import wait_until
 from harness.bench import goperf

@@ -11,8 +11,8 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from clusters.backends import Backend
-from clusters.base import Cluster
+from clusters.backends.backends import Backend
+from clusters.backends.protocol import Cluster
 from harness.base.errors import HarnessError
 from harness.run import runner
 from harness.run.scenario import Scenario

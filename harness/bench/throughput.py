@@ -24,8 +24,8 @@ from harness.rundir.journal import Journal
 from harness.rundir.runfolder import JOURNAL, VERDICT, RunFolder, new_run_dir
 
 if TYPE_CHECKING:
-    from clusters.backends import Backend
-    from clusters.base import Cluster
+    from clusters.backends.backends import Backend
+    from clusters.backends.protocol import Cluster
     from harness.history import store
     from harness.history.hits import Span
 

@@ -15,7 +15,7 @@ import struct
 import time
 from typing import Any
 
-from clusters.base import Cluster
+from clusters.backends.protocol import Cluster
 from harness.base.errors import HarnessError
 
 LINK = "client-to-n1"

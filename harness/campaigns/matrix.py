@@ -27,9 +27,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from clusters import artifacts, backends, features, pins, procs, state
-from clusters.backends import Backend
-from clusters.base import Cluster
+from clusters.backends import artifacts, backends, procs, state
+from clusters.backends.backends import Backend
+from clusters.backends.protocol import Cluster
+from clusters.builds import pins
+from clusters.kafka import feature_levels, kafka_release
 from harness.base.errors import ConfigError
 from harness.campaigns import soak
 from harness.run import runner
@@ -109,7 +111,7 @@ def parse_clients(text: str | None) -> list[str]:
 def parse_kafka_versions(one: str | None, many: str | None) -> tuple[list[str], str]:
     """``--kafka-version X`` (the one-version case) or ``--kafka-versions A,B,...``, never both;
     neither is the pinned release. Each is MAJOR.MINOR.PATCH, no older than
-    ``pins.MIN_KAFKA_VERSION`` (``artifacts.parse_kafka_version``) and given once. Returns the
+    ``pins.MIN_KAFKA_VERSION`` (``kafka_release.parse_kafka_version``) and given once. Returns the
     versions (normalised: ``4.04.0`` is ``4.4.0``) and the flag they came by, for later messages."""
     if one is not None and many is not None:
         raise ConfigError(f"--kafka-version {one} and --kafka-versions {many}: give one of the two "
@@ -119,7 +121,7 @@ def parse_kafka_versions(one: str | None, many: str | None) -> tuple[list[str], 
         raise ConfigError(f"--kafka-version {one}: give one release (MAJOR.MINOR.PATCH); for several, "
                           f"--kafka-versions {one}")
     given = [one.strip()] if one is not None else _items(flag, many or pins.KAFKA_VERSION)
-    versions = [".".join(map(str, artifacts.parse_kafka_version(v, flag))) for v in given]
+    versions = [".".join(map(str, kafka_release.parse_kafka_version(v, flag))) for v in given]
     _no_duplicates(flag, versions, given)
     return versions, flag
 
@@ -214,7 +216,7 @@ def fmt(v: Any) -> str:
 def unsupported(cell: Cell) -> str | None:
     """Why ``cell`` cannot run (``not supported: Kafka 3.9.2 formats transaction.version 0
     only``): its Kafka version cannot be formatted at its level. None: it can."""
-    why = features.unsupported(cell.kafka_version, cell.level)
+    why = feature_levels.unsupported(cell.kafka_version, cell.level)
     return None if why is None else f"not supported: Kafka {cell.kafka_version} {why}"
 
 
@@ -231,10 +233,10 @@ def define(scenarios: str | None, clients_: str | None, levels: str | None, seed
     libs = parse_clients(clients_)
     kvs, kafka_flag = parse_kafka_versions(kafka_version, kafka_versions)
     lvls = parse_levels(levels)
-    if all(features.unsupported(kv, lv) is not None for kv in kvs for lv in lvls):  # nothing could run
+    if all(feature_levels.unsupported(kv, lv) is not None for kv in kvs for lv in lvls):  # nothing could run
         raise ConfigError(f"--transaction-versions {','.join(map(level_name, lvls))} with {kafka_flag} {','.join(kvs)}: "
                           "no Kafka version can be formatted at any of them ("
-                          + "; ".join(f"Kafka {kv} {features.unsupported(kv, lvls[0])}" for kv in kvs)
+                          + "; ".join(f"Kafka {kv} {feature_levels.unsupported(kv, lvls[0])}" for kv in kvs)
                           + f"); levels 1 and 2 need Kafka 4.0 or newer (for example {pins.KAFKA_VERSION})")
     if seeds < 1:
         raise ConfigError(f"--seeds {seeds}: give 1 or more runs per cell")
@@ -475,7 +477,7 @@ def plan(m: Matrix, scs: dict[tuple[str, str], Scenario]) -> dict[str, Any]:
     for kv in [g.kafka_version for g in todo] + d.kafka_versions:  # the order they run in, then the rest
         if kv not in versions:
             cells = [c for c in d.cells() if c.kafka_version == kv]
-            versions[kv] = {"kafka_version": kv, "cached": artifacts.kafka_ready(kv) is not None, "clusters": [],
+            versions[kv] = {"kafka_version": kv, "cached": kafka_release.kafka_ready(kv) is not None, "clusters": [],
                             "unsupported": _unsupported_levels(cells)}
     for group, keys in todo.items():
         shared = up if group == fits else None
@@ -487,7 +489,7 @@ def plan(m: Matrix, scs: dict[tuple[str, str], Scenario]) -> dict[str, Any]:
                else "Kafka's default" if group.level is None else "asked")
         versions[group.kafka_version]["clusters"].append({
             "backend": d.backend, "kafka_version": group.kafka_version,
-            "transaction_version": level if level is not None else features.transaction_versions(group.kafka_version)[1],
+            "transaction_version": level if level is not None else feature_levels.transaction_versions(group.kafka_version)[1],
             "transaction_version_why": why, "broker_config": dict(group.broker_config),
             "started": shared is None, "run_dir": shared.run_dir if shared is not None else None,
             "runs": len(keys), "scenario_s": sum(scs[(k.cell.scenario, k.cell.client)].duration for k in keys),

@@ -406,8 +406,9 @@ def replay(start: Start, out: Path, show: Callable[[Path, float, Callable[[], li
     (same Kafka release, transaction.version and broker settings; ``ConfigError`` naming what
     differs otherwise, as ``eos-chaos run`` says it), else one started here and taken down after,
     whatever happens. ``show``: the progress display of each run."""
-    from clusters import artifacts, pins
-    from clusters.backends import Backend
+    from clusters.backends import artifacts
+    from clusters.backends.backends import Backend
+    from clusters.builds import pins
     from harness.campaigns import matrix, soak
     from harness.run import runner
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from clusters.backends import Backend
-from clusters.base import Cluster
+from clusters.backends.backends import Backend
+from clusters.backends.protocol import Cluster
 from harness.history import store
 from harness.run import scenario
 from harness.run.runner import run

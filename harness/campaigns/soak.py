@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from chaos.heal import heal_all
-from clusters import artifacts, backends
-from clusters.backends import Backend
-from clusters.base import Cluster
+from clusters.backends import artifacts, backends
+from clusters.backends.backends import Backend
+from clusters.backends.protocol import Cluster
+from clusters.builds import pins
 from harness.base.errors import ConfigError
 from harness.checker.verdict import UNKNOWN
 from harness.run import runner, scenario
@@ -158,7 +159,7 @@ def soak(scs: list[Scenario], sources: list[str], backend: Backend, seed: int, o
         if cluster is not None:
             runner.prepare_attached(cluster)
         else:
-            arts = artifacts.ensure(kafka_version or artifacts.pins.KAFKA_VERSION)
+            arts = artifacts.ensure(kafka_version or pins.KAFKA_VERSION)
             cluster = backends.new_cluster(backend, arts, new_run_dir("soak-cluster", out),
                                            transaction_version=transaction_version)
             own = True

@@ -12,8 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from clusters import artifacts, backends, pins
-from clusters.backends import Backend
+from clusters.backends import artifacts, backends
+from clusters.backends.backends import Backend
+from clusters.builds import pins
+from clusters.spark import spark_jars
 from harness.base.errors import ConfigError
 from harness.bench.throughput import DEFAULT_SCENARIOS, PER_PROCESS
 from harness.bench.window import DEFAULT_LIBRARIES, DEFAULT_PRODUCERS, PRODUCER_PERFORMANCE
@@ -42,7 +44,7 @@ from harness.workloads.registry import MAX_PRODUCERS, MAX_VALUES_PER_TXN
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from clusters.base import Cluster
+    from clusters.backends.protocol import Cluster
     from harness.bench.infra import Series
 
 log = logging.getLogger(__name__)
@@ -159,7 +161,7 @@ def bench_checker_cmd(
     with ExitStack() as stack:
         url = None if master in (None, "local") else master
         if master == "standalone":
-            from clusters.spark_standalone import SparkStandalone
+            from clusters.spark.standalone import SparkStandalone
 
             spark = stack.enter_context(SparkStandalone(new_run_dir("bench-checker-spark"), "bench-checker"))
             url = spark.master_url
@@ -522,7 +524,7 @@ def bench_spark_cmd(
     if spark is SparkMode.standalone and seconds < STANDALONE_MIN_S:
         raise ConfigError(f"--seconds {seconds:g} with --spark standalone: at least {STANDALONE_MIN_S:g} (its first "
                           "batch comes ~40 s after the job starts, docs/SPARK.md)")
-    artifacts.ensure_spark()
+    spark_jars.ensure_spark()
     result = _bench_on_one_cluster("bench-spark", runs, backend, port_base,
                                    lambda c, d: bench(c, d, seconds, rate, sink.value, spark.value, values_per_txn),
                                    lambda samples: {**median_of(samples), "rate": rate, "values_per_txn": values_per_txn,

@@ -7,10 +7,11 @@ import time
 
 import typer
 
-from clusters import artifacts, backends, state
-from clusters.backends import Backend
-from clusters.reclaim import Owner
-from clusters.spark_standalone import recorded_status as spark_status
+from clusters.backends import backends, state
+from clusters.backends.backends import Backend
+from clusters.backends.reclaim import Owner
+from clusters.kafka import kafka_release
+from clusters.spark.standalone import recorded_status as spark_status
 from harness.cli import exits
 from harness.cli.console import out, print_json
 from harness.cli.guard import guarded
@@ -35,10 +36,10 @@ app = typer.Typer(no_args_is_help=True, help="Bring a cluster up, down, or ask h
 def cluster_up(backend: Backend = BackendOpt, kafka_version: str = KafkaVersion, port_base: int | None = PortBase,
                broker_config: list[str] = BrokerConfig, transaction_version: int | None = TransactionVersion) -> None:
     """Start a 3-node cluster that stays up until `eos-chaos cluster down`."""
-    from clusters.features import check_transaction_version
+    from clusters.kafka.feature_levels import check_transaction_version
 
     overrides = parse_broker_config(broker_config)
-    artifacts.parse_kafka_version(kafka_version)
+    kafka_release.parse_kafka_version(kafka_version)
     check_transaction_version(kafka_version, transaction_version)  # before a fetch, too
     arts = kafka_artifacts(kafka_version)
     run_dir = new_run_dir("cluster")
@@ -103,7 +104,7 @@ def cluster_status(
     s["transaction_version_formatted"] = rec.transaction_version
     s.update(cluster_features(s["direct_bootstrap"]) if s["up"] else
              {"transaction_version": None, "features": None, "features_error": "no node is up"})
-    # a run's standalone Spark cluster (clusters/spark_standalone.py), while one runs
+    # a run's standalone Spark cluster (clusters/spark/standalone.py), while one runs
     s["spark"] = spark_status()
     if as_json:
         print_json(s)

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 import typer
 from rich.markup import escape
 
-from clusters import pins
-from clusters.backends import Backend
+from clusters.backends.backends import Backend
+from clusters.builds import pins
 from harness.base.errors import ConfigError
 from harness.cli.console import out
 from harness.cli.guard import EXIT_INTERRUPTED, guarded

@@ -11,8 +11,8 @@ from typing import Any
 import typer
 from rich.markup import escape
 
-from clusters import pins
-from clusters.backends import Backend
+from clusters.backends.backends import Backend
+from clusters.builds import pins
 from harness.cli.console import out
 from harness.cli.guard import EXIT_INTERRUPTED, guarded
 from harness.cli.options import BackendOpt, RedoUnknownOpt, duration_option

@@ -15,9 +15,11 @@ from typing import Any
 
 import typer
 
-from clusters import artifacts, pins
-from clusters.backends import Backend
-from clusters.topology import MAX_PORT_BASE, MIN_PORT_BASE
+from clusters.backends import artifacts
+from clusters.backends.backends import Backend
+from clusters.builds import pins
+from clusters.kafka import kafka_release
+from clusters.kafka.topology import MAX_PORT_BASE, MIN_PORT_BASE
 from harness.base.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -146,7 +148,7 @@ def run_folder(arg: str, what: str = "run folder") -> Path:
 
 def kafka_artifacts(kafka_version: str) -> artifacts.Artifacts:
     """Kafka and Toxiproxy for ``kafka_version``, fetched into the cache the first time."""
-    artifacts.parse_kafka_version(kafka_version)
+    kafka_release.parse_kafka_version(kafka_version)
     have = artifacts.ready(kafka_version)
     if have is not None:
         return have

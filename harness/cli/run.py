@@ -10,9 +10,11 @@ from pathlib import Path
 import typer
 from rich.markup import escape
 
-from clusters import artifacts, backends, pins
-from clusters.backends import Backend
-from clusters.features import check_transaction_version
+from clusters.backends import backends
+from clusters.backends.backends import Backend
+from clusters.builds import pins
+from clusters.kafka import kafka_release
+from clusters.kafka.feature_levels import check_transaction_version
 from harness.base.errors import ConfigError
 from harness.cli import exits
 from harness.cli.console import err, out, print_json
@@ -90,7 +92,7 @@ def run_cmd(
         raise ConfigError("--json needs --dry-run (it prints the planned schedule as JSON; a run's verdict is "
                           "in RUN_DIR/verdict.json)")
     if kafka_version is not None:
-        artifacts.parse_kafka_version(kafka_version)
+        kafka_release.parse_kafka_version(kafka_version)
         check_transaction_version(kafka_version, transaction_version)
     sc = scenario.load(name)
     if duration is not None:

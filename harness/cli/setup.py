@@ -6,7 +6,8 @@ import time
 
 import typer
 
-from clusters import artifacts
+from clusters.backends import artifacts
+from clusters.spark import spark_jars
 from harness.cli.console import out
 from harness.cli.guard import guarded
 from harness.cli.options import KafkaVersion
@@ -34,7 +35,7 @@ def setup(
     ready = (f"kafka {arts.kafka_version} ({arts.kafka_libs}), toxiproxy ({arts.toxiproxy_bin}), "
              f"wire proxy ({arts.kwire_bin}), java {arts.java}")
     if everything:
-        spark = artifacts.ensure_spark()
+        spark = spark_jars.ensure_spark()
         clients = setup_specs()  # every versioned client library's versions for the tests (the Java and Go bridges)
         prepare(clients)
         apps = prepare_all()
@@ -51,9 +52,9 @@ def images(
 ) -> None:
     """Make the compose backend's images ready: official if present or pullable, else built locally
     (Docker engine started first if none answers)."""
-    from clusters.compose.cli import find_compose
-    from clusters.compose.engine import ensure_engine
-    from clusters.compose.images import ensure_images
+    from clusters.backends.compose.cli import find_compose
+    from clusters.backends.compose.engine import ensure_engine
+    from clusters.backends.compose.images import ensure_images
 
     t0 = time.monotonic()
     engine = ensure_engine()
@@ -70,7 +71,7 @@ def images(
 def engine_up() -> None:
     """Make sure a Docker engine answers: the one DOCKER_HOST or the default socket names, or
     Debian's dockerd started by us (installed first if needed; root on Debian only)."""
-    from clusters.compose.engine import ensure_engine
+    from clusters.backends.compose.engine import ensure_engine
 
     out.print(f"engine: {ensure_engine()}", highlight=False)
 
@@ -79,6 +80,6 @@ def engine_up() -> None:
 @guarded
 def engine_down() -> None:
     """Stop the dockerd eos-chaos started (an engine it did not start is left alone)."""
-    from clusters.compose.engine import stop_engine
+    from clusters.backends.compose.engine import stop_engine
 
     out.print("stopped the dockerd eos-chaos started" if stop_engine() else "no dockerd of ours was running")

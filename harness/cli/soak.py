@@ -9,9 +9,10 @@ from pathlib import Path
 import typer
 from rich.markup import escape
 
-from clusters import artifacts, pins
-from clusters.backends import Backend
-from clusters.features import check_transaction_version
+from clusters.backends.backends import Backend
+from clusters.builds import pins
+from clusters.kafka import kafka_release
+from clusters.kafka.feature_levels import check_transaction_version
 from harness.base.errors import ConfigError
 from harness.cli import exits
 from harness.cli.console import out
@@ -44,7 +45,7 @@ def soak_cmd(
     from harness.campaigns import soak
 
     if kafka_version is not None:
-        artifacts.parse_kafka_version(kafka_version)
+        kafka_release.parse_kafka_version(kafka_version)
         check_transaction_version(kafka_version, transaction_version)
     names = [n.strip() for n in scenarios_opt.split(",") if n.strip()] if scenarios_opt else None
     if scenarios_opt is not None and not names:

@@ -6,7 +6,7 @@ so that a fault on its coordinator hits all of them."""
 
 from __future__ import annotations
 
-from clusters.render import TXN_STATE_PARTITIONS
+from clusters.kafka.render import TXN_STATE_PARTITIONS
 
 #: ``transaction.state.log.num.partitions`` when a broker is not told (Kafka's default).
 KAFKA_DEFAULT_TXN_STATE_PARTITIONS = 50

@@ -12,7 +12,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
-from clusters.health import QUIET
+from clusters.kafka.health import QUIET
 from harness.base.errors import HarnessError, WaitTimeout
 from harness.base.wait import wait_until
 

@@ -30,14 +30,14 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from clusters.topology import MAX_PORT_BASE, MIN_PORT_BASE  # --eos-port-base's bounds
+from clusters.kafka.topology import MAX_PORT_BASE, MIN_PORT_BASE  # --eos-port-base's bounds
 from harness.rundir.runfolder import RunFolder
 from harness.workloads.clients import spelled as client_libraries
 
 log = logging.getLogger("eos_chaos.pytest")
 
 if TYPE_CHECKING:
-    from clusters.base import Cluster
+    from clusters.backends.protocol import Cluster
     from harness.run.scenario import Fault
 
 BACKENDS = ("local", "compose")
@@ -115,7 +115,7 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ["EOS_CHAOS_STATE"] = str(state_dir() / f"xdist-{worker}")
     version = config.getoption("--eos-kafka-version", None)
     if version:
-        from clusters.artifacts import parse_kafka_version
+        from clusters.kafka.kafka_release import parse_kafka_version
         from harness.base.errors import ConfigError
 
         try:
@@ -124,8 +124,8 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(str(exc).replace("--kafka-version", "--eos-kafka-version")) from None
     level = config.getoption("--eos-transaction-version", None)
     if level is not None:
-        from clusters import pins
-        from clusters.features import check_transaction_version
+        from clusters.builds import pins
+        from clusters.kafka.feature_levels import check_transaction_version
         from harness.base.errors import ConfigError
 
         try:
@@ -194,7 +194,7 @@ def eos_options(pytestconfig: pytest.Config) -> EosOptions:
 def port_base(config: pytest.Config, backend: str) -> int | None:
     """``--eos-port-base`` (else the backend's default), moved up XDIST_PORT_STEP per xdist worker
     number; None outside xdist without the option (the backend's default, as ``eos-chaos run``)."""
-    from clusters.backends import Backend, default_port_base
+    from clusters.backends.backends import Backend, default_port_base
 
     base = config.getoption("--eos-port-base", None)
     worker = _xdist_worker(config)
@@ -208,7 +208,7 @@ def _engine_or_skip(options: EosOptions) -> bool:
     """Make sure the compose backend has a Docker engine; returns whether one answered already.
     None can be had (no engine, and none we may start): the test is skipped with the reason, or
     failed with ``--eos-require-backend``."""
-    from clusters.compose.engine import docker_answers, ensure_engine
+    from clusters.backends.compose.engine import docker_answers, ensure_engine
     from harness.base.errors import EnvironmentProblem
 
     if docker_answers():
@@ -227,8 +227,9 @@ def _engine_or_skip(options: EosOptions) -> bool:
 def kafka_cluster(eos_options: EosOptions, pytestconfig: pytest.Config) -> Iterator[Cluster]:
     """A 3-node KRaft cluster for the whole session, on ``--eos-backend``; taken down at the end
     (and a Docker engine this fixture had to start is stopped again), unless ``--eos-keep``."""
-    from clusters import artifacts, backends, pins
-    from clusters.backends import Backend
+    from clusters.backends import artifacts, backends
+    from clusters.backends.backends import Backend
+    from clusters.builds import pins
     from harness.rundir.runfolder import new_run_dir
 
     backend = Backend(eos_options.backend)
@@ -247,7 +248,7 @@ def kafka_cluster(eos_options: EosOptions, pytestconfig: pytest.Config) -> Itera
         else:
             cluster.stop()
             if not had_engine:
-                from clusters.compose.engine import stop_engine
+                from clusters.backends.compose.engine import stop_engine
 
                 stop_engine()
 
@@ -586,7 +587,7 @@ def run_on_session_cluster(sc: Any, source: str, seed: int | None, kafka_cluster
     """Run scenario ``sc`` (named ``source`` in its re-run command) on the session's cluster with the
     session's options (--eos-client, --eos-seed), as a test's run: its facts become JUnit properties
     and the session's summary lists it."""
-    from clusters.backends import Backend
+    from clusters.backends.backends import Backend
     from harness.run import runner
     from harness.rundir.runfolder import new_run_dir
 

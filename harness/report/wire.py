@@ -1,4 +1,4 @@
-"""The wire proxy's event log (``wire-events.jsonl``, clusters/kwire, docs/WIRE-FAULTS.md) as a
+"""The wire proxy's event log (``wire-events.jsonl``, clusters/wire/kwire, docs/WIRE-FAULTS.md) as a
 report reads it: each event placed on the report's clock, said in words, and what a bug report
 needs of it (the API versions of the requests, the producer ids and epochs of a transactional.id,
 the events of a window).

@@ -22,7 +22,7 @@ from typing import Any
 import orjson
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
-from clusters.health import QUIET, admin_client
+from clusters.kafka.health import QUIET, admin_client
 from harness.base.errors import ConfigError
 from harness.history.model import EXPECT, INVOKE, READ_COMMITTED, READ_UNCOMMITTED, SCAN, TXN, tp_key
 from harness.history.recorder import HISTORY_DIR, Recorder

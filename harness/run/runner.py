@@ -25,12 +25,13 @@ from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 from chaos import schedule
 from chaos.heal import heal_all
 from chaos.nemesis import Nemesis
-from clusters import artifacts, backends, procs, reclaim, state
-from clusters.backends import Backend
-from clusters.base import Cluster, NodeState
-from clusters.features import TRANSACTION_VERSION, check_transaction_version, intended_levels
-from clusters.health import admin_client
-from clusters.spark_standalone import EXECUTOR_CONF, SparkStandalone
+from clusters.backends import artifacts, backends, procs, reclaim, state
+from clusters.backends.backends import Backend
+from clusters.backends.protocol import Cluster, NodeState
+from clusters.builds import pins
+from clusters.kafka.feature_levels import TRANSACTION_VERSION, check_transaction_version, intended_levels
+from clusters.kafka.health import admin_client
+from clusters.spark.standalone import EXECUTOR_CONF, SparkStandalone
 from harness.base.errors import ClusterError, ConfigError
 from harness.base.logsetup import run_log
 from harness.checker import check
@@ -254,7 +255,7 @@ def _run(sc: Scenario, backend: Backend, seed: int, folder: RunFolder, kafka_ver
             journal.faulted_at_start = prepare_attached(cluster)
     if cluster is None:
         arts = artifacts.ready(kafka_version) if kafka_version else None
-        arts = arts or artifacts.ensure(kafka_version or artifacts.pins.KAFKA_VERSION)
+        arts = arts or artifacts.ensure(kafka_version or pins.KAFKA_VERSION)
         cluster = backends.new_cluster(backend, arts, run_dir, port_base, overrides=sc.broker_config, detached=keep,
                                        transaction_version=transaction_version)
         check_fault_levels(faults, arts.kafka_version)  # before anything starts

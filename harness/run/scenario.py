@@ -36,7 +36,7 @@ WorkloadKind = registry.KindName
 MAX_DURATION_S = 24 * 3600.0
 #: After heal, every partition's last stable offset must reach its high watermark within this long
 #: (the scenario's ``lso_bound_s``). Longer than transaction.timeout.ms (60 s, workloads/client.py)
-#: plus the coordinator's abort check interval (5 s, clusters/render.py): a transaction left open by
+#: plus the coordinator's abort check interval (5 s, clusters/kafka/render.py): a transaction left open by
 #: a killed producer is aborted by then; past it, a transaction hangs and lso-stall reports it.
 LSO_BOUND_S = 90.0
 #: Kafka's rule for a topic name (``org.apache.kafka.common.internals.Topic``): 1 to 249 of these
@@ -159,7 +159,7 @@ class Scenario(Strict):
     #: producer's timeout is 10 min, so it hangs whatever the bound)
     lso_bound_s: float = Field(LSO_BOUND_S, ge=10, le=3600, allow_inf_nan=False)
     #: where the Spark job runs: local (``local[2]`` inside its driver) or standalone (a master and
-    #: two workers the run starts, clusters/spark_standalone.py; executor and worker faults need it)
+    #: two workers the run starts, clusters/spark/standalone.py; executor and worker faults need it)
     spark: Literal["local", "standalone"] = "local"
     expect: Expect = Expect()
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from chaos.control import DriverAction, Incarnation
-from clusters import procs
+from clusters.backends import procs
 from harness.base import lifeline
 from harness.base.errors import WaitTimeout
 from harness.base.wait import wait_until

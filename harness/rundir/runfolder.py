@@ -45,7 +45,7 @@ HISTORY = "history"
 HISTORY_PARQUET = "history.parquet"
 WORKLOADS = "workloads"
 NODES = "nodes"
-#: the wire proxy's event log (clusters/kwire): the cluster's own when the run started the cluster,
+#: the wire proxy's event log (clusters/wire/kwire): the cluster's own when the run started the cluster,
 #: else the run's slice of a shared cluster's, copied at the end of the run
 WIRE_EVENTS = "wire-events.jsonl"
 SOAK_JSON = "soak.json"

@@ -52,7 +52,7 @@ from harness.workloads.common import Retired, Stop, WorkloadConfig, drop, init, 
 from harness.workloads.registry import SparkJobSettings
 
 #: Where the job finds a standalone cluster's master (set by the runner for ``spark: standalone``)
-#: and what it asks of it (clusters/spark_standalone.py's EXECUTOR_CONF, as JSON)
+#: and what it asks of it (clusters/spark/standalone.py's EXECUTOR_CONF, as JSON)
 ENV_JOB_MASTER, ENV_JOB_CONF = "EOS_CHAOS_SPARK_JOB_MASTER", "EOS_CHAOS_SPARK_JOB_CONF"
 
 ARM_FILE = "arm.json"

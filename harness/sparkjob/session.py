@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from clusters import artifacts
+from clusters.spark import spark_jars
 from harness.base.errors import EnvironmentProblem
 
 if TYPE_CHECKING:
@@ -81,7 +81,7 @@ def session(app: str, kafka: bool = False, master: str | None = None, tmp_dir: P
     for k, v in (conf or {}).items():
         b = b.config(k, v)
     if kafka:
-        jars = artifacts.spark_kafka_ready() or artifacts.ensure_spark()
+        jars = spark_jars.spark_kafka_ready() or spark_jars.ensure_spark()
         b = b.config("spark.jars", ",".join(str(j) for j in jars))
     spark = b.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")

@@ -38,7 +38,7 @@ from harness.history.model import (
     tp_key,
 )
 
-#: The executor fault armed by the nemesis (clusters/spark_standalone.py's executors; chaos/faults/spark_standalone.py).
+#: The executor fault armed by the nemesis (clusters/spark/standalone.py's executors; chaos/faults/spark_standalone.py).
 EXECUTOR_ARM_FILE = "arm-executor.json"
 #: Reading a marker partition's tail: how many offsets back the first look starts (doubled until a
 #: marker of this key is found or the partition's start is reached).
@@ -253,7 +253,7 @@ def executor_jvm() -> int | None:
     driver's JVM runs the tasks)."""
     import psutil
 
-    from clusters.procs import SPARK_EXECUTOR_CLASS
+    from clusters.backends.procs import SPARK_EXECUTOR_CLASS
 
     try:
         for p in psutil.Process().parents():

@@ -29,7 +29,7 @@ from typing import IO
 from confluent_kafka import ConsumerGroupState, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from clusters.health import QUIET, admin_client
+from clusters.kafka.health import QUIET, admin_client
 from harness.history.model import APP_EXIT, APP_READY, APP_START
 from harness.history.recorder import Recorder
 from harness.workloads import app_args

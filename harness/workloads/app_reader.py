@@ -11,7 +11,7 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from clusters.health import QUIET
+from clusters.kafka.health import QUIET
 from harness.history.model import INFO, OK, POLL, tp_key
 from harness.history.recorder import Recorder
 from harness.kafka.serde import decode

@@ -160,7 +160,7 @@ def run_plain(cfg: WorkloadConfig, s: TxnProducerSettings, rec: Recorder, stop: 
 
 
 def _plain(cfg: WorkloadConfig, s: TxnProducerSettings, rec: Recorder, stop: Stop, rnd: random.Random) -> None:
-    from clusters.health import QUIET
+    from clusters.kafka.health import QUIET
 
     process = rec.new_process(cfg.name)
     p = Producer({"bootstrap.servers": cfg.bootstrap, "linger.ms": 5, "logger": QUIET, **cfg.client})

@@ -8,7 +8,7 @@ from contextlib import contextmanager
 
 from confluent_kafka import KafkaError, Message, Producer
 
-from clusters.health import QUIET, admin_client
+from clusters.kafka.health import QUIET, admin_client
 from harness.base.wait import wait_until
 from harness.kafka.admin import partition_isr
 

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from clusters import procs
-from clusters.backends import Backend
-from clusters.base import Cluster
+from clusters.backends import procs
+from clusters.backends.backends import Backend
+from clusters.backends.protocol import Cluster
 from harness.base.errors import WaitTimeout
 from harness.pytest_plugin.app import app_scenario
 from harness.run import runner

@@ -7,9 +7,9 @@ import uuid
 import pytest
 from confluent_kafka import Producer
 
-from clusters.base import Cluster, NodeState
-from clusters.health import QUIET, admin_client
-from clusters.topology import Listener
+from clusters.backends.protocol import Cluster, NodeState
+from clusters.kafka.health import QUIET, admin_client
+from clusters.kafka.topology import Listener
 from harness.base.wait import wait_until
 from harness.campaigns.smoke import run_smoke
 from harness.kafka.admin import create_topic, partition_isr
@@ -18,7 +18,7 @@ from tests.chaos.kafka_helpers import replicated, writes
 
 pytestmark = pytest.mark.chaos
 
-#: A follower that stops fetching leaves the ISR after replica.lag.time.max.ms (10 s, clusters/render.py)
+#: A follower that stops fetching leaves the ISR after replica.lag.time.max.ms (10 s, clusters/kafka/render.py)
 #: plus the leader's ISR-check period (half of it); 60 s leaves room for a loaded 2-core machine.
 ISR_CHANGE_TIMEOUT_S = 60.0
 #: A paused broker misses heartbeats and is fenced after broker.session.timeout.ms (9 s default);

@@ -17,11 +17,11 @@ from pathlib import Path
 import docker
 import pytest
 
-from clusters import artifacts, state
-from clusters.compose import images
-from clusters.compose.cluster import ComposeCluster
-from clusters.compose.engine import ensure_engine
-from clusters.compose.plan import LABEL, LABEL_CLUSTER, LABEL_OWNER, ComposePlan
+from clusters.backends import artifacts, state
+from clusters.backends.compose import images
+from clusters.backends.compose.compose_cluster import ComposeCluster
+from clusters.backends.compose.engine import ensure_engine
+from clusters.backends.compose.plan import LABEL, LABEL_CLUSTER, LABEL_OWNER, ComposePlan
 from harness.base.errors import ClusterError, EnvironmentProblem
 from harness.base.wait import wait_until
 from harness.rundir.runfolder import new_run_dir

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from clusters.base import Cluster
+from clusters.backends.protocol import Cluster
 from tests import docs_examples as de
 
 pytest_plugins = ["pytester"]

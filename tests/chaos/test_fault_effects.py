@@ -28,9 +28,9 @@ import pytest
 from chaos import faults
 from chaos.nemesis import Nemesis
 from chaos.targets import TargetDefaults
-from clusters import procs
-from clusters.base import Cluster, NodeState
-from clusters.health import admin_client
+from clusters.backends import procs
+from clusters.backends.protocol import Cluster, NodeState
+from clusters.kafka.health import admin_client
 from harness.base.wait import wait_until
 from harness.history.recorder import Recorder
 from harness.kafka.admin import create_topic, partition_isr
@@ -41,7 +41,7 @@ from tests.chaos.kafka_helpers import replicated, writes
 pytestmark = pytest.mark.chaos
 
 #: Fencing takes broker.session.timeout.ms (9 s) plus the controller's check; ISR changes take
-#: replica.lag.time.max.ms (10 s, clusters/render.py) plus half of it. Generous for 2 loaded cores.
+#: replica.lag.time.max.ms (10 s, clusters/kafka/render.py) plus half of it. Generous for 2 loaded cores.
 METADATA_CHANGE_TIMEOUT_S = 60.0
 PROBE_TIMEOUT_S = 3.0
 #: What a cut client link looks like from the client: refused on the local backend (the proxy stops

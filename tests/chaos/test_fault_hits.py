@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from clusters.backends import Backend
-from clusters.base import Cluster
+from clusters.backends.backends import Backend
+from clusters.backends.protocol import Cluster
 from harness.run import runner
 from harness.run.scenario import Scenario
 from harness.rundir.runfolder import new_run_dir

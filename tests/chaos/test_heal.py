@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from chaos.heal import heal_all
-from clusters import procs, state
-from clusters.base import Cluster, NodeState
+from clusters.backends import procs, state
+from clusters.backends.protocol import Cluster, NodeState
 from harness.base.wait import wait_until
 from tests.chaos.cli_helpers import run, start, wait_for_line
 

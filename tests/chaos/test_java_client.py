@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from clusters import pins, procs
-from clusters.backends import Backend
-from clusters.base import Cluster
+from clusters.backends import procs
+from clusters.backends.backends import Backend
+from clusters.backends.protocol import Cluster
+from clusters.builds import pins
 from harness.run import runner, scenario
 from harness.run.scenario import Scenario
 from harness.rundir.runfolder import new_run_dir

@@ -13,8 +13,8 @@ import random
 
 import pytest
 
-from clusters.backends import Backend
-from clusters.base import Cluster
+from clusters.backends.backends import Backend
+from clusters.backends.protocol import Cluster
 from harness.run import runner, scenario
 from harness.rundir.runfolder import new_run_dir
 

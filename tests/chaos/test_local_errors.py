@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from clusters import procs, state
-from clusters.local import LocalCluster
-from clusters.topology import Topology
+from clusters.backends import procs, state
+from clusters.backends.local import LocalCluster
+from clusters.kafka.topology import Topology
 from harness.base.errors import ClusterError
 from harness.base.wait import wait_until
 from harness.rundir.runfolder import new_run_dir

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from clusters.base import Cluster
+from clusters.backends.protocol import Cluster
 from harness.campaigns.soak import seeds
 
 pytestmark = pytest.mark.chaos

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from clusters.base import Cluster
+from clusters.backends.protocol import Cluster
 from harness.run.scenario import load
 
 pytestmark = [pytest.mark.chaos, pytest.mark.library, pytest.mark.timeout(1800)]

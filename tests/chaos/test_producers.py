@@ -10,8 +10,8 @@ import random
 
 import pytest
 
-from clusters.backends import Backend
-from clusters.base import Cluster
+from clusters.backends.backends import Backend
+from clusters.backends.protocol import Cluster
 from harness.history import store
 from harness.history.model import OK
 from harness.run import runner

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from clusters import backends, procs, state
-from clusters.backends import Backend
-from clusters.base import NodeState
+from clusters.backends import backends, procs, state
+from clusters.backends.backends import Backend
+from clusters.backends.protocol import NodeState
 from harness.base import lifeline
 from harness.base.wait import wait_until
 from tests.chaos.cli_helpers import run, start, wait_for_line
@@ -115,7 +115,7 @@ def _kinds_of_the_cluster(backend: str, would: list[dict[str, Any]]) -> bool:
 
 
 def _containers_and_networks(cluster_id: str) -> list[str]:
-    from clusters.compose.plan import LABEL_CLUSTER
+    from clusters.backends.compose.plan import LABEL_CLUSTER
 
     label = f"label={LABEL_CLUSTER}={cluster_id}"
     found = []

@@ -10,9 +10,9 @@ import random
 
 import pytest
 
-from clusters import procs
-from clusters.backends import Backend
-from clusters.base import Cluster
+from clusters.backends import procs
+from clusters.backends.backends import Backend
+from clusters.backends.protocol import Cluster
 from harness.run import runner, scenario
 from harness.rundir.runfolder import new_run_dir
 

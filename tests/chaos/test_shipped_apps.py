@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from clusters.base import Cluster
+from clusters.backends.protocol import Cluster
 from tests.chaos.test_scenarios import anomalies, run_full_local_only
 
 pytestmark = pytest.mark.chaos

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from clusters.base import Cluster
+from clusters.backends.protocol import Cluster
 from harness.base.wait import wait_until
 from harness.campaigns.soak import seeds
 

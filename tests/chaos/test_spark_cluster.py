@@ -1,4 +1,4 @@
-"""The standalone Spark cluster (clusters/spark_standalone.py), real JVMs, no Kafka: it starts with both workers
+"""The standalone Spark cluster (clusters/spark/standalone.py), real JVMs, no Kafka: it starts with both workers
 registered, its status names every JVM, a killed worker comes back in a heal, a paused one is
 resumed, and nothing is left after a stop; and when its owner is SIGKILLed, the next start's
 reclaim takes the master and workers (a crashed runner's leftovers)."""
@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from clusters import procs, reclaim
-from clusters.spark_standalone import WORKERS, SparkStandalone, load_record, recorded_status
+from clusters.backends import procs, reclaim
+from clusters.spark.standalone import WORKERS, SparkStandalone, load_record, recorded_status
 from harness.base.wait import wait_until
 from harness.cli import app
 
@@ -55,7 +55,7 @@ def test_a_standalone_cluster_starts_heals_and_stops_clean(iso_env: dict[str, st
 OWNER = """
 import sys, time
 from pathlib import Path
-from clusters.spark_standalone import SparkStandalone
+from clusters.spark.standalone import SparkStandalone
 s = SparkStandalone(Path(sys.argv[1]), "spark-test-2")
 s.start()
 print("started", flush=True)

@@ -11,9 +11,10 @@ import pytest
 from confluent_kafka import Consumer, Producer
 
 from chaos.targets import group_coordinator, leader, transaction_coordinator
-from clusters.artifacts import fetch_kafka_tools, find_java
-from clusters.base import Cluster
-from clusters.health import QUIET, admin_client
+from clusters.backends.protocol import Cluster
+from clusters.builds.jdk import find_java
+from clusters.kafka.health import QUIET, admin_client
+from clusters.kafka.kafka_release import fetch_kafka_tools
 from harness.kafka.admin import create_topic
 
 pytestmark = pytest.mark.chaos

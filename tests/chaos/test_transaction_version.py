@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from clusters import features as release
-from clusters.backends import Backend
-from clusters.base import Cluster
+from clusters.backends.backends import Backend
+from clusters.backends.protocol import Cluster
+from clusters.kafka import feature_levels as release
 from harness.kafka import features
 from harness.run import runner, scenario
 from harness.run.scenario import Scenario

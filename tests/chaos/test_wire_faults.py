@@ -1,5 +1,5 @@
 """Request-aware faults on a real cluster, through the wire proxy on the clients' links
-(clusters/kwire, docs/WIRE-FAULTS.md), applied by the nemesis as a scenario applies them, and
+(clusters/wire/kwire, docs/WIRE-FAULTS.md), applied by the nemesis as a scenario applies them, and
 healed as every run heals (heal-all: rules cleared, held requests delivered; a frozen proxy
 restarted).
 
@@ -31,9 +31,9 @@ from chaos import faults
 from chaos.heal import heal_all
 from chaos.nemesis import Nemesis
 from chaos.targets import TargetDefaults
-from clusters.base import Cluster
-from clusters.health import admin_client
-from clusters.wireproxy import Rule
+from clusters.backends.protocol import Cluster
+from clusters.kafka.health import admin_client
+from clusters.wire.wire_api import Rule
 from harness.base.wait import wait_until
 from harness.history.recorder import Recorder
 from harness.kafka.admin import create_topic

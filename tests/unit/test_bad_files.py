@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from typer.testing import Result
 
-from clusters import state
-from clusters.spark_standalone import RECORD as SPARK_RECORD
+from clusters.backends import state
+from clusters.spark.standalone import RECORD as SPARK_RECORD
 from harness.base import paths
 from harness.base.errors import ConfigError
 from harness.campaigns import soak

@@ -24,7 +24,7 @@ from harness.workloads.clients import DEFAULT_FRANZ_VERSION, DEFAULT_SARAMA_VERS
 from tests.unit.test_go_clients import Fake
 
 ROOT = Path(__file__).resolve().parents[2]
-PERF_GO = ROOT / "harness" / "gobridge" / "common" / "perf.go"
+PERF_GO = ROOT / "harness" / "workloads" / "clients" / "go_src" / "common" / "perf.go"
 FRANZ_PERF, SARAMA_PERF = f"franz-go-perf@{DEFAULT_FRANZ_VERSION}", f"sarama-perf@{DEFAULT_SARAMA_VERSION}"
 
 

@@ -139,7 +139,7 @@ def test_bad_bench_input_exits_2_naming_it_and_starts_nothing(monkeypatch: pytes
                                                                says: str) -> None:
     from typer.testing import CliRunner
 
-    from clusters import artifacts, backends
+    from clusters.backends import artifacts, backends
     from harness.cli import app
 
     started: list[object] = []

@@ -20,7 +20,7 @@ BOTH = {"socket.timeout.ms": 2000, "request.timeout.ms": 2000}
 
 
 def _go_known(path: str) -> set[str]:
-    text = (REPO_ROOT / "harness" / "gobridge" / path).read_text()
+    text = (REPO_ROOT / "harness" / "workloads" / "clients" / "go_src" / path).read_text()
     block = re.search(r"var known = \[\]string\{(.*?)\}", text, re.S)
     assert block, path
     return set(re.findall(r'"([^"]+)"', block.group(1)))

@@ -2,14 +2,14 @@ from pathlib import Path
 
 import yaml
 
-from clusters.compose.plan import LABELS, ComposePlan, _env_name, compose_yaml, toxiproxy_json
-from clusters.topology import Listener
+from clusters.backends.compose.plan import LABELS, ComposePlan, _env_name, compose_yaml, toxiproxy_json
+from clusters.kafka.topology import Listener
 
-HERE = Path(__file__).resolve().parents[2] / "clusters" / "compose"
+HERE = Path(__file__).resolve().parents[2] / "clusters" / "backends" / "compose"
 
 
 def test_committed_compose_file_is_the_rendered_plan():
-    assert (HERE / "docker-compose.yml").read_text() == compose_yaml(), "re-render clusters/compose/docker-compose.yml"
+    assert (HERE / "docker-compose.yml").read_text() == compose_yaml(), "re-render clusters/backends/compose/docker-compose.yml"
     assert (HERE / "toxiproxy.json").read_text() == toxiproxy_json()
 
 

@@ -20,7 +20,7 @@ from chaos import faults
 from chaos.faults import epoch
 from chaos.nemesis import Nemesis
 from chaos.targets import TargetDefaults
-from clusters.topology import Listener
+from clusters.kafka.topology import Listener
 from harness.base.errors import FaultError, WaitTimeout
 from harness.base.wait import wait_until
 from harness.history.recorder import Recorder
@@ -294,8 +294,8 @@ def test_pause_needs_a_process_of_the_id_and_pause_false_pumps_without(
 
 
 def test_a_node_s_direct_address_is_where_the_host_reaches_its_direct_listener() -> None:
-    from clusters.compose.plan import ComposePlan
-    from clusters.topology import Topology
+    from clusters.backends.compose.plan import ComposePlan
+    from clusters.kafka.topology import Topology
 
     plan, topo = ComposePlan(), Topology()
     assert [plan.direct_address(n) for n in topo.node_ids] == plan.direct_bootstrap.split(",")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from clusters.backends import Backend
+from clusters.backends.backends import Backend
 from harness.base.errors import EnvironmentProblem
 from harness.run import runner, scenario
 from harness.sparkjob import session

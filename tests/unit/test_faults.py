@@ -17,8 +17,8 @@ from pydantic import ValidationError
 
 from chaos import faults
 from chaos.nemesis import Nemesis
-from clusters.topology import Listener, Topology
-from clusters.wireproxy import Rule
+from clusters.kafka.topology import Listener, Topology
+from clusters.wire.wire_api import Rule
 from harness.base.wait import wait_until
 from harness.history.recorder import Recorder
 
@@ -410,22 +410,22 @@ def test_wire_faults_refuse_what_the_proxy_cannot_do(data: dict[str, Any], expec
 
 
 def test_the_python_tables_match_the_proxy_s() -> None:
-    """API names, error names and the synthesizable APIs are the Go proxy's (clusters/kwire)."""
+    """API names, error names and the synthesizable APIs are the Go proxy's (clusters/wire/kwire)."""
     import re
 
-    from clusters import wireproxy
+    from clusters.wire import wire_api
 
-    src = Path(__file__).resolve().parents[2] / "clusters" / "kwire"
+    src = Path(__file__).resolve().parents[2] / "clusters" / "wire" / "kwire"
     wire_go, synth_go = (src / "wire.go").read_text(), (src / "synth.go").read_text()
     api_table = dict(re.findall(r'"(\w+)": (\d+)', wire_go.split("var APINames")[1].split("}")[0]))
     error_table = dict(re.findall(r'"(\w+)": (-?\d+)', synth_go.split("var ErrorCodes")[1].split("}")[0]))
-    assert set(wireproxy.APIS) <= set(api_table)
-    assert set(wireproxy.ERRORS) <= set(error_table)
+    assert set(wire_api.APIS) <= set(api_table)
+    assert set(wire_api.ERRORS) <= set(error_table)
     consts = dict(re.findall(r"api(\w+)\s+int16 = (\d+)", wire_go))
     synth = re.search(r"var Synthesizable = \[\]int16\{(.*)\}", synth_go)
     assert synth is not None
     keys = {consts[name.strip().removeprefix("api")] for name in synth[1].split(",")}
-    assert {api_table[a] for a in wireproxy.SYNTHESIZABLE} == keys
+    assert {api_table[a] for a in wire_api.SYNTHESIZABLE} == keys
 
 
 class _HealWire:

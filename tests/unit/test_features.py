@@ -19,9 +19,9 @@ from typer.testing import CliRunner
 
 from chaos import faults
 from chaos.faults import feature as fault_module
-from clusters import features as release
-from clusters import state
-from clusters.backends import Backend
+from clusters.backends import state
+from clusters.backends.backends import Backend
+from clusters.kafka import feature_levels as release
 from harness.base.errors import ConfigError
 from harness.cli import app
 from harness.kafka import features
@@ -219,8 +219,8 @@ def test_none_is_the_releases_default_and_adds_no_format_flag() -> None:
 
 
 def test_the_local_backend_formats_at_the_level_asked(tmp_path: Path) -> None:
-    from clusters import backends
-    from clusters.artifacts import Artifacts
+    from clusters.backends import backends
+    from clusters.backends.artifacts import Artifacts
 
     arts = Artifacts("3.9.1", tmp_path, tmp_path / "toxiproxy", tmp_path / "java")
     with pytest.raises(ConfigError, match="cannot be formatted at transaction.version=2"):
@@ -239,7 +239,7 @@ def test_the_local_backend_formats_at_the_level_asked(tmp_path: Path) -> None:
 def test_the_cli_refuses_a_level_before_anything_starts(args: list[str], says: str, monkeypatch: pytest.MonkeyPatch) -> None:
     started: list[Any] = []
     monkeypatch.setattr(runner, "run", lambda *a, **kw: started.append(a))
-    monkeypatch.setattr("clusters.backends.new_cluster", lambda *a, **kw: started.append(a))
+    monkeypatch.setattr("clusters.backends.backends.new_cluster", lambda *a, **kw: started.append(a))
     r = CliRunner(env={"COLUMNS": "400", "TERMINAL_WIDTH": "400"}).invoke(app, args)
     assert r.exit_code == 2 and says in r.output, r.output
     assert started == []

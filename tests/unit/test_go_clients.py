@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from clusters import procs
+from clusters.backends import procs
 from harness.base.errors import ConfigError
 from harness.base.wait import wait_until
 from harness.workloads import clients
@@ -25,8 +25,8 @@ from harness.workloads.clients import DEFAULT_FRANZ_VERSION, DEFAULT_SARAMA_VERS
 from harness.workloads.outcome import Phase, classify, retry_commit, should_abort
 
 ROOT = Path(__file__).resolve().parents[2]
-JAVA = ROOT / "harness" / "jvm" / "src" / "eoschaos"
-GO_COMMON = ROOT / "harness" / "gobridge" / "common" / "bridge.go"
+JAVA = ROOT / "harness" / "workloads" / "clients" / "java_src" / "eoschaos"
+GO_COMMON = ROOT / "harness" / "workloads" / "clients" / "go_src" / "common" / "bridge.go"
 FLAGS = ("retriable", "fatal", "txn_requires_abort", "fenced", "timed_out")
 #: the versions ``eos-chaos setup --all`` builds (the tests use those, as the Java tests do)
 FRANZ_VERSIONS = [DEFAULT_FRANZ_VERSION, FRANZ_PRE_TV2_VERSION]
@@ -251,5 +251,5 @@ def test_the_build_is_keyed_by_client_version_and_sources_and_picks_the_api_of_t
 
 
 def test_every_go_source_is_gofmt_clean() -> None:
-    proc = subprocess.run(["gofmt", "-l", str(ROOT / "harness" / "gobridge")], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(["gofmt", "-l", str(ROOT / "harness" / "workloads" / "clients" / "go_src")], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and proc.stdout == "", proc.stdout + proc.stderr

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from clusters import artifacts
+from clusters.builds import golang
 from harness.apps import SHIPPED
 from harness.apps import go_copier as launcher
 from harness.apps.functions import GO_COPIER_OUTPUT, GO_SUFFIX, go_suffix
@@ -51,30 +51,30 @@ def source(tmp_path: Path) -> Path:
 
 
 def test_the_cache_key_follows_the_source_go_mod_and_go_sum(source: Path) -> None:
-    before = artifacts.go_source_digest(source)
-    assert before == artifacts.go_source_digest(launcher.SOURCE)
+    before = golang.go_source_digest(source)
+    assert before == golang.go_source_digest(launcher.SOURCE)
     main_go = (source / "main.go").read_text()
     (source / "main.go").write_text(main_go.replace('Suffix = ":go"', 'Suffix = ":gO"'))
-    assert artifacts.go_source_digest(source) != before
+    assert golang.go_source_digest(source) != before
     (source / "main.go").write_text(main_go)
-    assert artifacts.go_source_digest(source) == before
+    assert golang.go_source_digest(source) == before
     for name in ("go.mod", "go.sum"):
         original = (source / name).read_text()
         (source / name).write_text(original + "\n")
-        assert artifacts.go_source_digest(source) != before, name
+        assert golang.go_source_digest(source) != before, name
         (source / name).write_text(original)
     (source / "extra.go").write_text("package main\n")
-    assert artifacts.go_source_digest(source) != before
+    assert golang.go_source_digest(source) != before
     (source / "extra.go").unlink()
     (source / "main_test.go").write_text("package main\n")  # tests are not built into the binary
-    assert artifacts.go_source_digest(source) == before
+    assert golang.go_source_digest(source) == before
 
 
 def test_the_binary_lives_in_the_cache_under_the_digest(source: Path, tmp_path: Path,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("EOS_CHAOS_CACHE", str(tmp_path / "cache"))
     path = launcher.binary(source)
-    assert path == tmp_path / "cache" / "apps" / "go-copier" / artifacts.go_source_digest(source) / "go-copier"
+    assert path == tmp_path / "cache" / "apps" / "go-copier" / golang.go_source_digest(source) / "go-copier"
     (source / "main.go").write_text((source / "main.go").read_text() + "\n// changed\n")
     assert launcher.binary(source) != path
 
@@ -87,8 +87,8 @@ def test_a_cached_binary_is_not_rebuilt(tmp_path: Path, monkeypatch: pytest.Monk
     def no_build(*_: object, **__: object) -> None:
         raise AssertionError("a cached binary was rebuilt")
 
-    monkeypatch.setattr(artifacts, "_run_go", no_build)
-    assert artifacts.build_go_module(launcher.SOURCE, target, "go-copier") == target
+    monkeypatch.setattr(golang, "run_go", no_build)
+    assert golang.build_go_module(launcher.SOURCE, target, "go-copier") == target
 
 
 def test_the_launcher_says_why_a_build_failed_and_exits_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -1,6 +1,6 @@
 import json
 
-from clusters.health import Health, QuorumView, raft_leader, read_quorum_state
+from clusters.kafka.health import Health, QuorumView, raft_leader, read_quorum_state
 
 
 def test_raft_leader_needs_a_majority_at_the_newest_epoch():

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from clusters import pins, procs
+from clusters.backends import procs
+from clusters.builds import pins
 from harness.base.errors import ConfigError
 from harness.base.wait import wait_until
 from harness.cli import app

@@ -8,14 +8,15 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from clusters import artifacts
+from clusters.builds import golang
+from clusters.wire import kwire_build
 
 
 def test_go_tests_of_the_wire_proxy_pass() -> None:
     go = shutil.which("go")
     assert go, "Go is needed (the set-up builds Toxiproxy and the wire proxy with it)"
-    env = dict(artifacts.go_env(), GOTOOLCHAIN="local")
-    proc = subprocess.run([go, "test", "-count=1", "./..."], cwd=artifacts.KWIRE_SOURCE, env=env,
+    env = dict(golang.go_env(), GOTOOLCHAIN="local")
+    proc = subprocess.run([go, "test", "-count=1", "./..."], cwd=kwire_build.KWIRE_SOURCE, env=env,
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
@@ -23,17 +24,17 @@ def test_go_tests_of_the_wire_proxy_pass() -> None:
 def test_the_go_source_is_formatted_and_vetted() -> None:
     go = shutil.which("go")
     assert go
-    env = dict(artifacts.go_env(), GOTOOLCHAIN="local")
+    env = dict(golang.go_env(), GOTOOLCHAIN="local")
     gofmt = shutil.which("gofmt") or str(Path(go).resolve().with_name("gofmt"))
-    fmt = subprocess.run([gofmt, "-l", "."], cwd=artifacts.KWIRE_SOURCE,
+    fmt = subprocess.run([gofmt, "-l", "."], cwd=kwire_build.KWIRE_SOURCE,
                          capture_output=True, text=True, timeout=120)
     assert fmt.returncode == 0 and fmt.stdout == "", f"gofmt -w these: {fmt.stdout}{fmt.stderr}"
-    vet = subprocess.run([go, "vet", "./..."], cwd=artifacts.KWIRE_SOURCE, env=env, capture_output=True, text=True,
+    vet = subprocess.run([go, "vet", "./..."], cwd=kwire_build.KWIRE_SOURCE, env=env, capture_output=True, text=True,
                          timeout=600)
     assert vet.returncode == 0, vet.stdout + vet.stderr
 
 
 def test_the_set_up_builds_it_into_the_cache_keyed_by_its_source() -> None:
-    built = artifacts.build_kwire()
-    assert built == artifacts.kwire_bin() and built.is_file()
-    assert built.parent.name in str(artifacts.kwire_bin())  # the digest of the sources names the folder
+    built = kwire_build.build_kwire()
+    assert built == kwire_build.kwire_bin() and built.is_file()
+    assert built.parent.name in str(kwire_build.kwire_bin())  # the digest of the sources names the folder

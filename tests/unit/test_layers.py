@@ -39,9 +39,9 @@ def test_the_code_keeps_every_contract() -> None:
 
 @pytest.mark.parametrize("module, planted, contract", [
     ("harness/checker/arrays.py", "import harness.run.runner", "The checker reads histories only"),
-    ("harness/checker/arrays.py", "import clusters.procs", "The checker reads histories only"),
+    ("harness/checker/arrays.py", "import clusters.backends.procs", "The checker reads histories only"),
     ("chaos/nemesis.py", "import harness.workloads.copier", "Chaos never imports workloads"),
-    ("clusters/procs.py", "import chaos.heal", "Layers"),
+    ("clusters/backends/procs.py", "import chaos.heal", "Layers"),
     ("harness/history/store.py", "import harness.checker", "Layers"),
     ("harness/base/wait.py", "import harness.rundir.journal", "Layers"),
     ("harness/run/supervisor.py", "import harness.run.runner", "One run's layers"),

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from clusters import procs
+from clusters.backends import procs
 from harness.base import lifeline
 from harness.base.wait import wait_until
 
@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 RUNNER = textwrap.dedent("""\
     import os, sys, time
     from pathlib import Path
-    from clusters import procs
+    from clusters.backends import procs
     from harness.base import lifeline
     line = lifeline.handoff()
     p = procs.spawn([sys.executable, "-c", sys.argv[1], sys.argv[2]], Path(sys.argv[2]) / "child.log", cwd=Path.cwd(),

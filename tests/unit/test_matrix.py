@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner, Result
 
-from clusters import pins
-from clusters.backends import Backend
+from clusters.backends.backends import Backend
+from clusters.builds import pins
 from harness.base.errors import ConfigError
 from harness.campaigns import matrix, soak
 from harness.campaigns.matrix import Cell, Definition, Matrix, MatrixRun, RunKey
@@ -39,7 +39,7 @@ NEW_CLUSTER_CALLS: list[dict[str, Any]] = []
 
 @pytest.fixture(autouse=True)
 def _levels_supported(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``clusters.backends.new_cluster`` with the ``transaction_version`` keyword of issue 15's
+    """``clusters.backends.backends.new_cluster`` with the ``transaction_version`` keyword of issue 15's
     cluster side (not in every build: the matrix refuses levels without it)."""
 
     def new_cluster(backend: Backend, arts: Any, run_dir: Path, port_base: int | None = None,
@@ -416,7 +416,7 @@ def test_a_dry_run_says_the_default_level_runs_on_the_cluster_that_is_up_and_it_
                                                                                            tmp_path: Path) -> None:
     import os
 
-    from clusters import state
+    from clusters.backends import state
 
     # fakes points EOS_CHAOS_STATE at tmp_path/state; this process owns the record, so it is alive
     state.save(state.ClusterRecord(backend="local", cluster_id="c", run_dir="/up/there", kafka_version="4.0.0", net=10,

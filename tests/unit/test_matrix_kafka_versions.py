@@ -15,8 +15,11 @@ from typing import Any
 
 import pytest
 
-from clusters import artifacts, pins
-from clusters.backends import Backend
+from clusters.backends import artifacts
+from clusters.backends.backends import Backend
+from clusters.builds import jdk, maven, pins
+from clusters.toxiproxy import toxiproxy_build
+from clusters.wire import kwire_build
 from harness.base.errors import ConfigError
 from harness.campaigns import matrix, soak
 from harness.campaigns.matrix import Cell, Matrix, RunKey
@@ -63,7 +66,7 @@ def cache(fakes: Fakes, monkeypatch: pytest.MonkeyPatch) -> set[str]:
 
     monkeypatch.setattr(matrix.artifacts, "ready", ready)
     monkeypatch.setattr(matrix.artifacts, "ensure", ensure)
-    monkeypatch.setattr(matrix.artifacts, "kafka_ready", lambda kv: Path("libs") if kv in cached else None)
+    monkeypatch.setattr(matrix.kafka_release, "kafka_ready", lambda kv: Path("libs") if kv in cached else None)
     monkeypatch.setattr(matrix, "level_cluster", level_cluster)
     return cached
 
@@ -119,14 +122,14 @@ def test_the_real_fetch_names_the_flag_of_a_release_maven_central_lacks(monkeypa
     """``artifacts.ensure`` down to Maven's answer (Maven itself not run): its miss is a
     ConfigError naming the flag the matrix passes."""
     monkeypatch.setenv("EOS_CHAOS_CACHE", str(tmp_path))
-    monkeypatch.setattr(artifacts, "find_java", lambda: (Path("java"), 17))
-    monkeypatch.setattr(artifacts, "build_toxiproxy", lambda: Path("toxiproxy"))
-    monkeypatch.setattr(artifacts, "build_kwire", lambda: Path("kwire"))
+    monkeypatch.setattr(jdk, "find_java", lambda: (Path("java"), 17))
+    monkeypatch.setattr(toxiproxy_build, "build_toxiproxy", lambda: Path("toxiproxy"))
+    monkeypatch.setattr(kwire_build, "build_kwire", lambda: Path("kwire"))
 
-    def maven(what: str, pom: str, d: Path, missing: Any = None, settings: str | None = None) -> Path:
+    def maven_fetch(what: str, pom: str, d: Path, missing: Any = None, settings: str | None = None) -> Path:
         raise missing("[ERROR] Could not find artifact org.apache.kafka:kafka_2.13:jar:4.9.9 in central")
 
-    monkeypatch.setattr(artifacts, "_maven_fetch", maven)
+    monkeypatch.setattr(maven, "fetch", maven_fetch)
     with pytest.raises(ConfigError, match=r"^--kafka-versions 4\.9\.9: org\.apache\.kafka:kafka_2\.13:4\.9\.9 is not on Maven Central"):
         artifacts.ensure("4.9.9", flag="--kafka-versions")
 

@@ -351,7 +351,7 @@ def test_replay_runs_each_candidate_as_eos_chaos_run_on_one_cluster(tmp_path: Pa
                                                                     up: bool) -> None:
     from types import SimpleNamespace
 
-    from clusters import artifacts
+    from clusters.backends import artifacts
     from harness.campaigns import matrix, soak
     from harness.run import runner
 

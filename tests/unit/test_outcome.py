@@ -139,7 +139,7 @@ def test_a_runs_narrative_lands_in_its_run_log(tmp_path: Path, monkeypatch: pyte
         logging.getLogger("chaos.nemesis").info("nemesis: kill {'node': 2}")
         return "result"
 
-    from clusters.backends import Backend
+    from clusters.backends.backends import Backend
     from harness.run import scenario
 
     monkeypatch.setattr(runner, "_run", body)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from chaos.partitions import links
-from clusters.topology import Topology
+from clusters.kafka.topology import Topology
 
 T = Topology()
 

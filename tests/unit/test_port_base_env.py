@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from clusters import backends
-from clusters.backends import Backend
-from clusters.topology import DEFAULT_PORT_BASE, PORT_BASE_ENV
+from clusters.backends import backends
+from clusters.backends.backends import Backend
+from clusters.kafka.topology import DEFAULT_PORT_BASE, PORT_BASE_ENV
 from harness.base.errors import ConfigError
 
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from clusters import procs, state
-from clusters.backends import Backend, reclaim, would_reclaim
-from clusters.base import ClusterStatus, NodeState, NodeStatus
-from clusters.reclaim import Leftover, Owner, Reclaimed, dead_runs_processes, kill_processes
+from clusters.backends import procs, state
+from clusters.backends.backends import Backend, reclaim, would_reclaim
+from clusters.backends.protocol import ClusterStatus, NodeState, NodeStatus
+from clusters.backends.reclaim import Leftover, Owner, Reclaimed, dead_runs_processes, kill_processes
 
 
 @pytest.fixture(autouse=True)
@@ -116,7 +116,7 @@ def test_reclaim_kills_and_names_what_it_killed_and_a_preview_touches_nothing(
 
 def test_compose_reclaims_a_dead_runs_host_processes_without_an_engine(
         spawned: list[subprocess.Popen[bytes]], tmp_path: Path, dead_pid: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("clusters.compose.engine.docker_answers", lambda timeout=10.0: False)
+    monkeypatch.setattr("clusters.backends.compose.engine.docker_answers", lambda timeout=10.0: False)
     workload = _tagged_sleep(spawned, tmp_path, "compose-run", dead_pid)
     assert workload in {item.pid for item in would_reclaim(Backend.compose, None)}
     assert workload in {item.pid for item in reclaim(Backend.compose)}

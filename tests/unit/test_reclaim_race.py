@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from clusters import procs, reclaim
+from clusters.backends import procs, reclaim
 
 #: Rounds per start at least (then on until both have seen the other's processes): each spawns one detached, unrecorded process (as a ``cluster up`` or
 #: ``--eos-keep`` start's storage formatters are) while the other start reclaims.
@@ -33,7 +33,7 @@ RACE_TIMEOUT_S = 60.0
 START = r'''
 import json, os, signal, sys, time
 from pathlib import Path
-from clusters import procs, reclaim
+from clusters.backends import procs, reclaim
 from harness.base.wait import wait_until
 
 name, prefix, rounds, folder, mode = sys.argv[1], sys.argv[2], int(sys.argv[3]), Path(sys.argv[4]), sys.argv[5]

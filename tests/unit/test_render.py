@@ -1,7 +1,7 @@
 from pathlib import Path
 
-from clusters import render
-from clusters.topology import Topology
+from clusters.kafka import render
+from clusters.kafka.topology import Topology
 
 
 def props(node: int = 2, **overrides: str) -> dict[str, str]:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from clusters import javabuild
+from clusters.builds import javac
 from harness import apps
 from harness.apps import jvm, kafka_copier, streams_count_sum
 from harness.base.errors import EnvironmentProblem
@@ -38,9 +38,9 @@ def execs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[list[str]]:
 
     monkeypatch.setattr(jvm.os, "execv", execv)
     monkeypatch.setattr(streams_count_sum, "prepare",
-                        lambda: javabuild.Build(Path("/jdk/bin/java"), tmp_path / "classes", tmp_path / "libs"))
+                        lambda: javac.Build(Path("/jdk/bin/java"), tmp_path / "classes", tmp_path / "libs"))
     monkeypatch.setattr(kafka_copier, "prepare", lambda: tmp_path / "tools")
-    monkeypatch.setattr(kafka_copier.artifacts, "find_java", lambda: (Path("/jdk/bin/java"), 17))
+    monkeypatch.setattr(kafka_copier.jdk, "find_java", lambda: (Path("/jdk/bin/java"), 17))
     monkeypatch.delenv(jvm.JAVA_OPTS, raising=False)
     return done
 
@@ -102,7 +102,7 @@ def test_the_copier_gets_its_flags_unchanged(execs: list[list[str]], tmp_path: P
 
 def test_a_build_that_fails_is_one_line_and_its_exit_code(monkeypatch: pytest.MonkeyPatch,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
-    def broken() -> javabuild.Build:
+    def broken() -> javac.Build:
         raise EnvironmentProblem("`javac` not found")
 
     monkeypatch.setattr(streams_count_sum, "prepare", broken)
@@ -125,23 +125,23 @@ def test_the_source_hash_changes_with_a_source_and_only_with_one(tmp_path: Path)
     src = tmp_path / "src" / "eoschaos"
     src.mkdir(parents=True)
     (src / "A.java").write_text("class A {}\n")
-    program = javabuild.Program("a test program", tmp_path / "src", javabuild.pom("t", []), tmp_path / "cache", "nothing")
-    first = javabuild.source_hash(program.sources)
-    assert javabuild.classes_dir(program).name == f"classes-{first}"
+    program = javac.Program("a test program", tmp_path / "src", javac.pom("t", []), tmp_path / "cache", "nothing")
+    first = javac.source_hash(program.sources)
+    assert javac.classes_dir(program).name == f"classes-{first}"
     (src / "notes.txt").write_text("not a source")
-    assert javabuild.source_hash(program.sources) == first
+    assert javac.source_hash(program.sources) == first
     (src / "A.java").write_text("class A { int x; }\n")
-    edited = javabuild.source_hash(program.sources)
+    edited = javac.source_hash(program.sources)
     assert edited != first
     (src / "A.java").rename(src / "B.java")
-    assert javabuild.source_hash(program.sources) not in (first, edited)  # a name is part of it
-    assert javabuild.ready(program) is None  # nothing fetched into the cache folder
+    assert javac.source_hash(program.sources) not in (first, edited)  # a name is part of it
+    assert javac.ready(program) is None  # nothing fetched into the cache folder
 
 
 def test_the_streams_build_is_keyed_by_its_own_sources_and_version() -> None:
     program = streams_count_sum.program()
-    assert javabuild.classes_dir(program).name == f"classes-{javabuild.source_hash(streams_count_sum.SOURCES)}"
-    assert javabuild.source_files(streams_count_sum.SOURCES)
+    assert javac.classes_dir(program).name == f"classes-{javac.source_hash(streams_count_sum.SOURCES)}"
+    assert javac.source_files(streams_count_sum.SOURCES)
     assert program.folder.parts[-2:] == ("streams-count-sum", streams_count_sum.pins.KAFKA_STREAMS_VERSION)
     for dep in ("kafka-streams", "slf4j-simple"):
         assert f"<artifactId>{dep}</artifactId>" in program.pom
@@ -171,7 +171,7 @@ def test_setup_all_builds_the_shipped_apps(monkeypatch: pytest.MonkeyPatch, tmp_
 
     arts = setup.artifacts.Artifacts("4.4.0", tmp_path / "kafka", tmp_path / "toxiproxy", Path("/jdk/bin/java"))
     monkeypatch.setattr(setup.artifacts, "ensure", lambda version: arts)
-    monkeypatch.setattr(setup.artifacts, "ensure_spark", lambda: [])
+    monkeypatch.setattr(setup.spark_jars, "ensure_spark", lambda: [])
     monkeypatch.setattr(clients, "prepare", lambda specs: None)
     built: list[str] = []
     for app in apps.SHIPPED.values():

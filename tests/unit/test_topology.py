@@ -1,6 +1,6 @@
 import pytest
 
-from clusters.topology import Listener, Topology
+from clusters.kafka.topology import Listener, Topology
 
 
 def test_every_directed_link_has_its_own_proxy():

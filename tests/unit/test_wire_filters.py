@@ -13,8 +13,8 @@ import pytest
 from pydantic import ValidationError
 
 from chaos import faults
-from clusters import wireproxy
-from clusters.wireproxy import Rule
+from clusters.wire import wire_api
+from clusters.wire.wire_api import Rule
 from tests.unit.test_cli import _restore_logging, cli  # noqa: F401 - the logging fixture applies to every test
 from tests.unit.test_faults import events, nemesis, run_one  # noqa: F401 - events is a fixture
 from tests.unit.test_scenario import _load_error
@@ -77,10 +77,10 @@ def test_at_the_command_line_it_is_exit_2(tmp_path: Path) -> None:
 
 
 def test_the_python_table_of_filters_is_the_proxy_s() -> None:
-    rules_go = (ROOT / "clusters" / "kwire" / "rules.go").read_text()
+    rules_go = (ROOT / "clusters" / "wire" / "kwire" / "rules.go").read_text()
     table = rules_go.split("var filterAPIs")[1].split("\n}\n")[0]
     go = {name: tuple(re.findall(r"api(\w+)", apis)) for name, apis in re.findall(r'"(\w+)":\s*\{([^}]*)\}', table)}
-    assert go == wireproxy.FILTER_APIS
+    assert go == wire_api.FILTER_APIS
 
 
 def test_a_proxy_older_than_filters_is_named_as_such(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -89,7 +89,7 @@ def test_a_proxy_older_than_filters_is_named_as_such(monkeypatch: pytest.MonkeyP
     def old_proxy(*args: Any, **kwargs: Any) -> Any:
         raise FaultError('wire proxy POST /rules answered 400: rule: json: unknown field "transactional_id"')
 
-    proxy = wireproxy.WireProxy("http://127.0.0.1:1")
+    proxy = wire_api.WireProxy("http://127.0.0.1:1")
     monkeypatch.setattr(proxy, "_call", old_proxy)
     with pytest.raises(FaultError, match="this cluster's wire proxy is older than the rule: .*cluster down"):
         proxy.add_rule(Rule(apis=("EndTxn",), action="hold", transactional_id="t"))

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Literal, cast, get_args
 
-from clusters import pins
+from clusters.builds import pins
 from harness.base.errors import ConfigError
 from harness.workloads.client import Client, GroupReader, Reader
 

@@ -1,7 +1,7 @@
 """The ``Client``, ``Reader`` and ``GroupReader`` protocols over a client bridge: a child process that
 hosts one workload process's clients of one library version and is spoken to over its
 stdin/stdout, one JSON object per line each way, one request at a time (the Java bridge,
-``harness/jvm/src/eoschaos/Bridge.java``, and the Go bridges, ``harness/gobridge``, speak the same
+``harness/workloads/clients/java_src/eoschaos/Bridge.java``, and the Go bridges, ``harness/workloads/clients/go_src``, speak the same
 protocol; docs/CLIENTS.md). What differs per library (the command, the settings, how a producer
 and a group reader pair) is in ``java.py`` and ``gobridge.py``.
 
@@ -9,7 +9,7 @@ Records travel in bulk: ``send`` only buffers in Python; ``flush`` (or a full bu
 records to the bridge in one message, and ``flush``'s answer carries their offsets.
 
 The bridge is this process's child in this process's group: a kill-workload or pause-workload fault
-(``killpg``) hits it too, it inherits the process tags (``clusters/procs.py``: reclaimed like the
+(``killpg``) hits it too, it inherits the process tags (``clusters/backends/procs.py``: reclaimed like the
 workload), and it exits when its stdin closes, i.e. when this process ends in any way.
 """
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
-from clusters.health import QUIET
+from clusters.kafka.health import QUIET
 from harness.workloads.client import ClientError, ErrorFacts, OnOffset, Record
 
 #: Codes meaning "a newer instance of this transactional.id exists": retire this producer.

@@ -1,8 +1,8 @@
-"""The Go client bridges (``harness/gobridge``), built once per client and version: the shared
+"""The Go client bridges (their sources beside this module, ``go_src/``), built once per client and version: the shared
 protocol (``common/``) and the client's own file (``franz/``, ``sarama/``) are copied into a temporary
 module whose go.mod requires that client at that version; ``go mod tidy`` resolves its dependencies
 (from the module cache first, the Go module proxy for what is missing, through
-``clusters.artifacts.go_env``), and the binary goes into the cache under the client, the version and
+``clusters.builds.golang.go_env``), and the binary goes into the cache under the client, the version and
 a hash of the bridge's sources, so an edit of the bridge rebuilds it and a warm check is one stat.
 """
 
@@ -17,14 +17,14 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from clusters import artifacts
+from clusters.builds import cache, golang
 from harness.base.errors import ConfigError, EnvironmentProblem
-from harness.base.paths import REPO_ROOT, cache_dir
+from harness.base.paths import cache_dir
 
 log = logging.getLogger(__name__)
 
 #: The bridges' Go sources: ``common/`` and one folder per client.
-SOURCES = REPO_ROOT / "harness" / "gobridge"
+SOURCES = Path(__file__).resolve().parent / "go_src"
 #: What the generated go.mod asks for at least (the clients' own go.mod may raise it; tidy does).
 GO_DIRECTIVE = "1.22"
 #: ``go list -m -versions``: one question to the module proxy, only when a version failed to build.
@@ -39,7 +39,7 @@ class GoClient:
     name: str
     #: its Go module
     module: str
-    #: its folder of sources under ``harness/gobridge``
+    #: its folder of sources under ``go_src/``
     folder: str
     #: the oldest release the bridge's use of the library compiles against (and why)
     oldest: tuple[int, int, int]
@@ -100,7 +100,7 @@ def ensure(client: GoClient, version: str) -> Path:
     built = ready(client, version)
     if built is not None:
         return built
-    with artifacts.cache_lock():  # another workload may be building it: the second finds it built
+    with cache.cache_lock():  # another workload may be building it: the second finds it built
         target = binary(client, version)
         if ready(client, version) is None:
             _build(client, version, target)
@@ -118,7 +118,7 @@ def _build(client: GoClient, version: str, target: Path) -> None:
         assemble(client, version, src)
         log.info(f"{what}: resolving modules (go mod tidy)")
         _tidy(client, version, src)
-        artifacts.build_go_module(src, target, what)
+        golang.build_go_module(src, target, what)
 
 
 def assemble(client: GoClient, version: str, src: Path, tests: bool = False) -> None:
@@ -134,7 +134,7 @@ def go_test(client: GoClient, version: str, src: Path) -> subprocess.CompletedPr
     assemble(client, version, src, tests=True)
     _tidy(client, version, src)
     return subprocess.run([shutil.which("go") or "go", "test", "-count=1", "."], cwd=src, capture_output=True, text=True,
-                          timeout=artifacts.FETCH_TIMEOUT_S, env=dict(artifacts.go_env(), GOTOOLCHAIN="local"))
+                          timeout=cache.FETCH_TIMEOUT_S, env=dict(golang.go_env(), GOTOOLCHAIN="local"))
 
 
 def _tidy(client: GoClient, version: str, src: Path) -> None:
@@ -144,10 +144,10 @@ def _tidy(client: GoClient, version: str, src: Path) -> None:
                                  f"(apt-get install golang-go, Go {GO_DIRECTIVE}+)")
     try:
         proc = subprocess.run([go, "mod", "tidy"], cwd=src, capture_output=True, text=True,
-                              timeout=artifacts.FETCH_TIMEOUT_S, env=dict(artifacts.go_env(), GOTOOLCHAIN="local"))
+                              timeout=cache.FETCH_TIMEOUT_S, env=dict(golang.go_env(), GOTOOLCHAIN="local"))
     except subprocess.TimeoutExpired as exc:
         raise EnvironmentProblem(f"`go mod tidy` of the {client.name} {version} client bridge did not finish "
-                                 f"within {artifacts.FETCH_TIMEOUT_S}s") from exc
+                                 f"within {cache.FETCH_TIMEOUT_S}s") from exc
     if proc.returncode == 0:
         return
     out = proc.stdout + proc.stderr
@@ -175,7 +175,7 @@ def known_versions(client: GoClient) -> list[str]:
         return []
     try:
         proc = subprocess.run([go, "list", "-m", "-versions", client.module], capture_output=True, text=True,
-                              timeout=LIST_TIMEOUT_S, env=dict(artifacts.go_env(), GOTOOLCHAIN="local", GOFLAGS=""),
+                              timeout=LIST_TIMEOUT_S, env=dict(golang.go_env(), GOTOOLCHAIN="local", GOFLAGS=""),
                               cwd=tempfile.gettempdir())
     except subprocess.TimeoutExpired:
         return []

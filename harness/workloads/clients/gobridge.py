@@ -1,6 +1,6 @@
 """The ``Client``, ``Reader`` and ``GroupReader`` protocols over Go clients -- franz-go
 (github.com/twmb/franz-go) and IBM/sarama (github.com/IBM/sarama) -- each in a bridge binary of its
-own per version (``harness/gobridge``, built by ``go_build.py``) that speaks the Java bridge's
+own per version (``harness/workloads/clients/go_src``, built by ``go_build.py``) that speaks the Java bridge's
 protocol (``bridged.py``). One bridge process per workload process and library version. Versions,
 what each client can do, the error mapping: docs/CLIENTS.md ("The Go clients").
 

@@ -1,12 +1,12 @@
 """The ``Client``, ``Reader`` and ``GroupReader`` protocols over Kafka's own Java client: one JVM per
-workload process (``harness/jvm/src/eoschaos/Bridge.java``) hosts its producers and consumers, and
+workload process (``harness/workloads/clients/java_src/eoschaos/Bridge.java``) hosts its producers and consumers, and
 this module talks to it over the JVM's stdin/stdout, one JSON object per line each way, one request
 at a time (the protocol's Python side, shared with the Go bridges, is ``bridged.py``). The
 workloads and the history they record stay the Python ones; the design, the error mapping and where
 Java differs from librdkafka: docs/CLIENTS.md.
 
 The JVM is this process's child in this process's group: a kill-workload or pause-workload fault
-(``killpg``) hits it too, it inherits the process tags (``clusters/procs.py``: reclaimed like the
+(``killpg``) hits it too, it inherits the process tags (``clusters/backends/procs.py``: reclaimed like the
 workload), and it halts when its stdin closes, i.e. when this process ends in any way.
 """
 

@@ -1,7 +1,7 @@
-"""The Java client bridge (``harness/jvm/src``), built once per ``kafka-clients`` version: Maven
+"""The Java client bridge (its sources beside this module, ``java_src/``), built once per ``kafka-clients`` version: Maven
 fetches that release with the bridge's JSON library and log backend into the cache, and ``javac``
 compiles the bridge against exactly those jars (3.9 and 4.x differ in their API). Both are cached
-behind marker files written last (``clusters.javabuild``): the libraries by their POM, the classes
+behind marker files written last (``clusters.builds.javac``): the libraries by their POM, the classes
 by a hash of the sources, so an edit of the bridge rebuilds it and a warm check only stats a few files.
 """
 
@@ -10,16 +10,16 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from clusters import javabuild, pins
-from clusters.javabuild import Build
+from clusters.builds import javac, pins
+from clusters.builds.javac import Build
 from harness.base.errors import ConfigError
-from harness.base.paths import REPO_ROOT, cache_dir
+from harness.base.paths import cache_dir
 
 __all__ = ["ARTIFACT", "GROUP", "MAIN_CLASS", "SOURCES", "Build", "classes_dir", "ensure", "known_versions", "pom",
            "ready", "source_hash", "version_dir"]
 
 #: The bridge's Java sources.
-SOURCES = REPO_ROOT / "harness" / "jvm" / "src"
+SOURCES = Path(__file__).resolve().parent / "java_src"
 MAIN_CLASS = "eoschaos.Bridge"
 GROUP = "org.apache.kafka"
 ARTIFACT = "kafka-clients"
@@ -31,34 +31,34 @@ def version_dir(version: str) -> Path:
 
 def pom(version: str) -> str:
     """kafka-clients ``version``, jackson-databind and slf4j 2 with its simple (stderr) backend."""
-    return javabuild.pom("java-client", [
+    return javac.pom("java-client", [
         (GROUP, ARTIFACT, version), ("com.fasterxml.jackson.core", "jackson-databind", pins.JACKSON_VERSION),
         ("org.slf4j", "slf4j-api", pins.SLF4J_VERSION), ("org.slf4j", "slf4j-simple", pins.SLF4J_VERSION)])
 
 
-def program(version: str) -> javabuild.Program:
-    return javabuild.Program("the Java client bridge", SOURCES, pom(version), version_dir(version),
+def program(version: str) -> javac.Program:
+    return javac.Program("the Java client bridge", SOURCES, pom(version), version_dir(version),
                              f"kafka-clients {version}", missing=lambda out: _missing(version, out))
 
 
 def source_hash() -> str:
     """A hash of every bridge source file (names and contents)."""
-    return javabuild.source_hash(SOURCES)
+    return javac.source_hash(SOURCES)
 
 
 def classes_dir(version: str) -> Path:
-    return javabuild.classes_dir(program(version))
+    return javac.classes_dir(program(version))
 
 
 def ready(version: str) -> Build | None:
     """The build of ``version`` if the libraries and the classes of the current sources are cached."""
-    return javabuild.ready(program(version))
+    return javac.ready(program(version))
 
 
 def ensure(version: str) -> Build:
     """The bridge for kafka-clients ``version``, fetched and compiled if missing. ``ConfigError``
     when Maven Central has no such release (naming the versions known here)."""
-    return javabuild.ensure(program(version))
+    return javac.ensure(program(version))
 
 
 def _missing(version: str, out: str) -> ConfigError | None:

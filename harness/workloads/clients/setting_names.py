@@ -21,7 +21,7 @@ LIBRDKAFKA_NAMES = {"socket.timeout.ms": "request.timeout.ms"}
 #: The settings of a Go bridge's workloads that the harness sets itself (gobridge.producer_config,
 #: consumer_config): a scenario gives none of them.
 GO_SET_BY_HARNESS = frozenset({"bootstrap.servers", "transactional.id", "group.id"})
-#: The settings the franz-go and sarama bridges map onto their library (harness/gobridge/*/*.go,
+#: The settings the franz-go and sarama bridges map onto their library (harness/workloads/clients/go_src/*/*.go,
 #: their ``known``; tests/unit/test_client_setting_names.py holds the two lists to each other).
 FRANZ_GO_SETTINGS = frozenset({
     "bootstrap.servers", "transactional.id", "transaction.timeout.ms", "linger.ms", "socket.connection.setup.timeout.ms",

@@ -9,8 +9,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from clusters import pins
-from clusters.artifacts import go_env
+from clusters.builds import pins
+from clusters.builds.golang import go_env
 from harness.base.errors import EnvironmentProblem
 from harness.base.paths import cache_dir
 

@@ -20,13 +20,12 @@ from confluent_kafka.admin import AdminClient
 from docker.errors import APIError, NotFound
 from docker.models.containers import Container
 
-from clusters import features, health, procs, reclaim, state
-from clusters.artifacts import Artifacts
-from clusters.base import HEALTHY_TIMEOUT_S, NODE_START_TIMEOUT_S, ClusterStatus, NodeState, NodeStatus, Owned
-from clusters.compose.cli import find_compose
-from clusters.compose.engine import ensure_engine
-from clusters.compose.images import Images, ensure_images
-from clusters.compose.plan import (
+from clusters.backends import procs, reclaim, state
+from clusters.backends.artifacts import Artifacts
+from clusters.backends.compose.cli import find_compose
+from clusters.backends.compose.engine import ensure_engine
+from clusters.backends.compose.images import Images, ensure_images
+from clusters.backends.compose.plan import (
     LABEL,
     LABEL_CLUSTER,
     LABEL_OWNER,
@@ -35,10 +34,12 @@ from clusters.compose.plan import (
     compose_yaml,
     toxiproxy_json,
 )
-from clusters.local import STARTED_MESSAGE, new_cluster_id
-from clusters.reclaim import Leftover, Reclaimed
-from clusters.toxiproxy import ProxySpec, Toxiproxy
-from clusters.wireproxy import WireProxy
+from clusters.backends.local import STARTED_MESSAGE, new_cluster_id
+from clusters.backends.protocol import HEALTHY_TIMEOUT_S, NODE_START_TIMEOUT_S, ClusterStatus, NodeState, NodeStatus, Owned
+from clusters.backends.reclaim import Leftover, Reclaimed
+from clusters.kafka import feature_levels, health
+from clusters.toxiproxy.toxiproxy_api import ProxySpec, Toxiproxy
+from clusters.wire.wire_api import WireProxy
 from harness.base.errors import ClusterError, EnvironmentProblem
 from harness.base.wait import wait_until
 from harness.rundir.runfolder import RunFolder
@@ -120,7 +121,7 @@ class ComposeCluster(Owned):
         )
 
     def feature_levels(self) -> dict[str, int]:
-        return features.intended_levels(self.artifacts.kafka_version, self.transaction_version)
+        return feature_levels.intended_levels(self.artifacts.kafka_version, self.transaction_version)
 
     def __enter__(self) -> ComposeCluster:
         self.start()
@@ -141,7 +142,7 @@ class ComposeCluster(Owned):
         return dict(os.environ, EOS_CLUSTER_ID=self.cluster_id, EOS_KAFKA_IMAGE=self.images.kafka,
                     EOS_TOXIPROXY_IMAGE=self.images.toxiproxy, EOS_PROJECT=self.project,
                     EOS_CHAOS_OWNER=str(self._owner),
-                    EOS_FORMAT_FEATURES=" ".join(features.format_args(self.transaction_version)[1::2]))
+                    EOS_FORMAT_FEATURES=" ".join(feature_levels.format_args(self.transaction_version)[1::2]))
 
     def _compose(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         cmd = [*self._compose_cmd, "-p", self.project, "-f", str(self.run_dir / "docker-compose.yml"), *args]

@@ -3,7 +3,7 @@ from the jars PySpark ships (``spark-class org.apache.spark.deploy.master.Master
 ``...worker.Worker``). A Spark job whose master is its URL gets one executor per worker; the
 workers launch them as ``CoarseGrainedExecutorBackend`` JVMs, their children.
 
-Every JVM carries the run's process tags (clusters/procs.py; the workers pass their environment on
+Every JVM carries the run's process tags (clusters/backends/procs.py; the workers pass their environment on
 to the executors they launch), so a crashed run's master, workers and executors are reclaimed with
 its brokers. A running cluster records itself in the state folder (``spark.json``) for
 ``cluster status --json``.
@@ -26,8 +26,8 @@ from typing import Any
 
 import psutil
 
-from clusters import procs
-from clusters.state import keep_aside
+from clusters.backends import procs
+from clusters.backends.state import keep_aside
 from harness.base.errors import ClusterError, ConfigError, EnvironmentProblem
 from harness.base.paths import state_dir
 from harness.base.wait import wait_until

@@ -22,7 +22,7 @@ KAFKA_EXCLUDES = ("org.apache.kafka:kafka-tools-api",)
 #: need not match the broker. kafka-tools 4.4.0 is not on Maven Central; 4.3.1 is the newest there.
 KAFKA_TOOLS_VERSION = "4.3.1"
 
-#: The Java client bridge (harness/jvm, docs/CLIENTS.md): ``library: java`` means kafka-clients
+#: The Java client bridge (harness/workloads/clients/java_src, docs/CLIENTS.md): ``library: java`` means kafka-clients
 #: ``DEFAULT_JAVA_VERSION`` (harness/workloads/clients); the set-up also builds the newest 3.x (no
 #: transaction.version 2, KIP-890 part 2), so both protocols' clients are ready for the tests.
 JAVA_CLIENT_3X_VERSION = "3.9.2"
@@ -66,7 +66,7 @@ SPARK_EXTRA_REPOSITORIES = ("gcs-maven-central-mirror",)
 #: formatting with each release (3.9.1, 4.0.0, 4.3.1, 4.4.0): 3.9 knows levels 1 and 2 only as
 #: unstable (behind unstable.feature.versions.enable), so it takes 0 alone; from 4.0 on, 0..2 and
 #: 2 by default. A newer release line than the last row is taken to be like it (its storage tool
-#: and its brokers' SupportedFeatures have the last word: ``clusters/features.py``).
+#: and its brokers' SupportedFeatures have the last word: ``clusters/kafka/feature_levels.py``).
 TRANSACTION_VERSIONS: tuple[tuple[tuple[int, int], tuple[int, ...], int], ...] = (
     ((3, 9), (0,), 0),
     ((4, 0), (0, 1, 2), 2),

@@ -9,9 +9,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from clusters import procs, state
-from clusters.toxiproxy import Toxiproxy
-from clusters.wireproxy import WireProxy
+from clusters.backends import procs, state
+from clusters.toxiproxy.toxiproxy_api import Toxiproxy
+from clusters.wire.wire_api import WireProxy
 from harness.base.errors import FaultError
 
 log = logging.getLogger(__name__)
@@ -99,7 +99,7 @@ def dead_runs_processes(backend: str) -> list[procs.Tagged]:
     storage formatters, run before its record exists), and so is a cluster another backend records
     (its own start or ``cluster down`` takes it). The same for every backend: a compose run's
     workloads run on the host too."""
-    own = state.claimed(backend)  # every xdist worker's record too (clusters/state.py family)
+    own = state.claimed(backend)  # every xdist worker's record too (clusters/backends/state.py family)
     elsewhere = set().union(*(state.claimed(b) for b in state.BACKENDS if b != backend))
     return [t for t in procs.tagged_processes() if t.cluster_id not in elsewhere and not t.spawner_alive
             and (t.orphaned or (t.owner == 0 and t.cluster_id not in own))]

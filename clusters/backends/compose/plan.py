@@ -10,7 +10,7 @@ proxy address names its destination by port and its source by network.
 
 Host side: clients reach the CLIENT proxies and the DIRECT listeners on 127.0.0.1 only.
 
-The clients' links go through the wire proxy (clusters/kwire, docs/WIRE-FAULTS.md) behind
+The clients' links go through the wire proxy (clusters/wire/kwire, docs/WIRE-FAULTS.md) behind
 Toxiproxy, as on the local backend: Toxiproxy's client proxy -> service ``wire`` on ``core`` (same
 port as the node's CLIENT listener) -> ``broker-<N>``. It runs from the Toxiproxy image (which carries
 its binary) with its own entrypoint; its API is published on the host next to Toxiproxy's.
@@ -21,8 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from clusters import render
-from clusters.topology import CLIENT_SOURCE, Link, Listener, Topology
+from clusters.kafka import render
+from clusters.kafka.topology import CLIENT_SOURCE, Link, Listener, Topology
 
 PORT_BASE = 29092
 TOXIPROXY_API_PORT = 28474
@@ -226,7 +226,7 @@ def _env_name(prop: str) -> str:
 
 HEADER = """\
 # eos-chaos: a 3-node KRaft cluster whose every directed link goes through Toxiproxy.
-# Generated from clusters/compose/plan.py (tests keep it in sync); edit that, not this.
+# Generated from clusters/backends/compose/plan.py (tests keep it in sync); edit that, not this.
 #
 # By hand, from this folder:
 #   EOS_CLUSTER_ID=$(python3 -c 'import base64,uuid;print(base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode())') \\

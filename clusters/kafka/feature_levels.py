@@ -9,7 +9,7 @@ real-cluster tests, and the fault ``set-transaction-version`` asks the running c
 
 from __future__ import annotations
 
-from clusters import pins
+from clusters.builds import pins
 from harness.base.errors import ConfigError
 
 TRANSACTION_VERSION = "transaction.version"

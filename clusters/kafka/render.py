@@ -6,7 +6,7 @@ import socket
 from collections.abc import Mapping
 from pathlib import Path
 
-from clusters.topology import Listener, Topology
+from clusters.kafka.topology import Listener, Topology
 
 #: ``transaction.state.log.num.partitions``: how many partitions place the transaction coordinators
 #: (harness/kafka/placement.py names a txn-producer's transactional.ids by it).

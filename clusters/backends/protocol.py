@@ -8,10 +8,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from clusters.reclaim import Owner, Reclaimed
-from clusters.topology import Topology
-from clusters.toxiproxy import ProxySpec, Toxiproxy
-from clusters.wireproxy import WireProxy
+from clusters.backends.reclaim import Owner, Reclaimed
+from clusters.kafka.topology import Topology
+from clusters.toxiproxy.toxiproxy_api import ProxySpec, Toxiproxy
+from clusters.wire.wire_api import WireProxy
 
 #: A 3-node KRaft cluster on two cores comes up in ~10-20 s; allow for a machine under load.
 HEALTHY_TIMEOUT_S = 120.0

@@ -32,7 +32,7 @@ SAME_START_S = 1.0
 #: A killed process is gone within milliseconds; a SIGTERMed broker does a controlled shutdown.
 KILL_WAIT_S = 30.0
 TERM_WAIT_S = 60.0
-#: A standalone Spark cluster's JVMs (clusters/spark_standalone.py) by their main class.
+#: A standalone Spark cluster's JVMs (clusters/spark/standalone.py) by their main class.
 SPARK_MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 SPARK_WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
 SPARK_EXECUTOR_CLASS = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
@@ -152,7 +152,7 @@ def describe_cmdline(cmd: Sequence[str]) -> str:
     owner = next((a.split("=", 1)[1] for a in cmd[1:] if a.startswith("--client-of=")), None)
     if owner is not None and Path(cmd[0]).name.endswith("-bridge"):  # clients/gobridge.py: a workload's Go client
         return f"{Path(cmd[0]).name.removesuffix('-bridge')} client bridge of {owner}"
-    for cls, what in SPARK_DAEMONS.items():  # clusters/spark_standalone.py: a standalone Spark cluster's JVMs
+    for cls, what in SPARK_DAEMONS.items():  # clusters/spark/standalone.py: a standalone Spark cluster's JVMs
         if cls in cmd:
             return what
     if any("org.apache.spark" in arg for arg in cmd):

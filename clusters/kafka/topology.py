@@ -13,7 +13,7 @@ names ``kafka-<dst>`` through their own hosts file (``-Djdk.net.hosts.file``) to
 (``127.<net>.0.<dst>``), which are the client proxies. DIRECT is advertised as the real socket and
 never faulted. All of 127.0.0.0/8 routes to the loopback interface on Linux, so no set-up is needed.
 
-The clients' links go through the wire proxy too (clusters/kwire/, docs/WIRE-FAULTS.md), chained
+The clients' links go through the wire proxy too (clusters/wire/kwire/, docs/WIRE-FAULTS.md), chained
 behind Toxiproxy: client -> Toxiproxy ``127.<net>.0.<dst>`` -> wire proxy ``127.<net>.250.<dst>``
 -> node ``dst``'s CLIENT socket. Advertised addresses do not change; the wire proxy only adds a hop.
 """

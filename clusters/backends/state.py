@@ -37,7 +37,7 @@ class ClusterRecord:
     node_pids: dict[str, int] = field(default_factory=dict)
     kafka_libs: str = ""
     toxiproxy_bin: str = ""
-    #: local backend: the wire proxy (clusters/kwire) and its binary
+    #: local backend: the wire proxy (clusters/wire/kwire) and its binary
     wire_pid: int | None = None
     kwire_bin: str = ""
     java: str = ""
@@ -112,7 +112,7 @@ def keep_aside(path: Path, why: str) -> Path | None:
     return aside
 
 
-#: Every backend that leaves a record (``clusters.backends.Backend``'s values).
+#: Every backend that leaves a record (``clusters.backends.backends.Backend``'s values).
 BACKENDS = ("local", "compose")
 
 

@@ -9,7 +9,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from clusters import procs
+from clusters.backends import procs
 from harness.base.errors import EnvironmentProblem
 from harness.base.paths import cache_dir
 from harness.base.wait import wait_until

@@ -25,13 +25,14 @@ from pathlib import Path
 
 import psutil
 
-from clusters import features, health, procs, reclaim, render, state
-from clusters.artifacts import Artifacts
-from clusters.base import HEALTHY_TIMEOUT_S, NODE_START_TIMEOUT_S, ClusterStatus, NodeState, NodeStatus, Owned
-from clusters.reclaim import Reclaimed
-from clusters.topology import Listener, Topology
-from clusters.toxiproxy import ProxySpec, Toxiproxy
-from clusters.wireproxy import WireProxy
+from clusters.backends import procs, reclaim, state
+from clusters.backends.artifacts import Artifacts
+from clusters.backends.protocol import HEALTHY_TIMEOUT_S, NODE_START_TIMEOUT_S, ClusterStatus, NodeState, NodeStatus, Owned
+from clusters.backends.reclaim import Reclaimed
+from clusters.kafka import feature_levels, health, render
+from clusters.kafka.topology import Listener, Topology
+from clusters.toxiproxy.toxiproxy_api import ProxySpec, Toxiproxy
+from clusters.wire.wire_api import WireProxy
 from harness.base.errors import ClusterError, EnvironmentProblem, HarnessError, WaitTimeout
 from harness.base.wait import wait_until
 from harness.rundir.runfolder import RunFolder, write_json
@@ -271,7 +272,7 @@ class LocalCluster(Owned):
             cmd = self._java(
                 f"-Dlog4j2.configurationFile={d / 'log4j2.properties'}",
                 "kafka.tools.StorageTool", "format", "-t", self.cluster_id, "-c", str(d / "server.properties"),
-                *features.format_args(self.transaction_version), heap="256m",
+                *feature_levels.format_args(self.transaction_version), heap="256m",
             )
             running[n] = procs.spawn(cmd, d / "format.log", cwd=d, env=self._env())
         for n, p in running.items():
@@ -329,7 +330,7 @@ class LocalCluster(Owned):
 
     # ---------------------------------------------------------------- wire proxy
     def _start_wire(self) -> None:
-        """The wire proxy on every client link, between Toxiproxy and the nodes (clusters/kwire)."""
+        """The wire proxy on every client link, between Toxiproxy and the nodes (clusters/wire/kwire)."""
         topo = self.topology
         if self.artifacts.kwire_bin is None:
             raise EnvironmentProblem("the wire proxy is not built (eos-chaos setup builds it)")
@@ -532,7 +533,7 @@ class LocalCluster(Owned):
         )
 
     def feature_levels(self) -> dict[str, int]:
-        return features.intended_levels(self.artifacts.kafka_version, self.transaction_version)
+        return feature_levels.intended_levels(self.artifacts.kafka_version, self.transaction_version)
 
     def _save_record(self) -> None:
         state.save(self._record())

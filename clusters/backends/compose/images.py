@@ -23,8 +23,11 @@ from pathlib import Path
 import docker
 from docker.errors import APIError, BuildError, ImageNotFound
 
-from clusters import artifacts, pins
-from clusters.compose.engine import apt_install
+from clusters.backends import artifacts
+from clusters.backends.compose.engine import apt_install
+from clusters.builds import pins
+from clusters.toxiproxy import toxiproxy_build
+from clusters.wire import kwire_build
 from harness.base.errors import EnvironmentProblem
 from harness.base.paths import cache_dir
 
@@ -155,7 +158,7 @@ def kafka_image(client: docker.DockerClient, arts: artifacts.Artifacts) -> str:
 
 
 def toxiproxy_image(client: docker.DockerClient) -> str:
-    server, cli, kwire = artifacts.toxiproxy_bin(), artifacts.toxiproxy_cli(), artifacts.build_kwire()
+    server, cli, kwire = toxiproxy_build.toxiproxy_bin(), toxiproxy_build.toxiproxy_cli(), kwire_build.build_kwire()
     dockerfile = (HERE / "toxiproxy" / "Dockerfile").read_bytes()
     digest = _digest(dockerfile, server.read_bytes(), cli.read_bytes(), kwire.read_bytes())
     tag = f"eos-chaos/toxiproxy:{pins.TOXIPROXY_VERSION.lstrip('v')}-{digest}"

@@ -1,8 +1,8 @@
-"""The wire proxy's control API (clusters/kwire/, docs/WIRE-FAULTS.md): rules that hold a chosen
+"""The wire proxy's control API (clusters/wire/kwire/, docs/WIRE-FAULTS.md): rules that hold a chosen
 Kafka request, drop its response or answer it with an error, on a chosen client link.
 
 One instance per server, a timeout on every call, never through an ``HTTP_PROXY`` from the
-environment (the API is on loopback), like ``clusters.toxiproxy``.
+environment (the API is on loopback), like ``clusters.toxiproxy.toxiproxy_api``.
 """
 
 from __future__ import annotations

@@ -13,12 +13,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from clusters import state
-from clusters.artifacts import Artifacts
-from clusters.base import Cluster, ClusterStatus
-from clusters.features import check_transaction_version
-from clusters.reclaim import Owner, Reclaimed, dead_runs_processes, link_faults, processes
-from clusters.topology import DEFAULT_PORT_BASE, MAX_PORT_BASE, MIN_PORT_BASE, PORT_BASE_ENV, Topology
+from clusters.backends import state
+from clusters.backends.artifacts import Artifacts
+from clusters.backends.protocol import Cluster, ClusterStatus
+from clusters.backends.reclaim import Owner, Reclaimed, dead_runs_processes, link_faults, processes
+from clusters.kafka.feature_levels import check_transaction_version
+from clusters.kafka.topology import DEFAULT_PORT_BASE, MAX_PORT_BASE, MIN_PORT_BASE, PORT_BASE_ENV, Topology
 from harness.base.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ class Backend(str, enum.Enum):
 
 def default_port_base(backend: Backend) -> int:
     """``EOS_CHAOS_PORT_BASE`` when set, else the backend's own; ConfigError for a bad value."""
-    from clusters.compose.plan import PORT_BASE
+    from clusters.backends.compose.plan import PORT_BASE
 
     text = os.environ.get(PORT_BASE_ENV, "").strip()
     if text:
@@ -59,11 +59,11 @@ def new_cluster(
     check_transaction_version(arts.kafka_version, transaction_version)
     base = port_base or default_port_base(backend)
     if backend is Backend.compose:
-        from clusters.compose.cluster import ComposeCluster
-        from clusters.compose.plan import ComposePlan
+        from clusters.backends.compose.compose_cluster import ComposeCluster
+        from clusters.backends.compose.plan import ComposePlan
 
         return ComposeCluster(arts, run_dir, ComposePlan.at(base), overrides, detached, transaction_version)
-    from clusters.local import LocalCluster
+    from clusters.backends.local import LocalCluster
 
     return LocalCluster(arts, run_dir, Topology.at(base), overrides, detached, transaction_version)
 
@@ -71,10 +71,10 @@ def new_cluster(
 def attach(rec: state.ClusterRecord) -> Cluster:
     """A handle on the cluster a record describes (started by another process)."""
     if rec.backend == Backend.compose.value:
-        from clusters.compose.cluster import ComposeCluster
+        from clusters.backends.compose.compose_cluster import ComposeCluster
 
         return ComposeCluster.attach(rec)
-    from clusters.local import LocalCluster
+    from clusters.backends.local import LocalCluster
 
     return LocalCluster.attach(rec)
 
@@ -83,12 +83,12 @@ def reclaim(backend: Backend) -> Reclaimed:
     """Remove what runs of ``backend`` that are over left behind (runs still going are left alone):
     host processes on every backend, containers, networks and volumes on compose. Returns what went."""
     if backend is Backend.compose:
-        from clusters.compose.cluster import reclaim_leftovers
+        from clusters.backends.compose.compose_cluster import reclaim_leftovers
 
         with _docker() as client:
             if client is not None:
                 return reclaim_leftovers(client)
-    from clusters.local import reclaim_orphans
+    from clusters.backends.local import reclaim_orphans
 
     return reclaim_orphans()  # host processes: the local backend's, or a compose run's without an engine
 
@@ -102,7 +102,7 @@ def would_reclaim(backend: Backend, rec: state.ClusterRecord | None) -> Reclaime
         cluster = attach(rec)
         found += cluster.leftovers() + link_faults(cluster.toxiproxy, cluster.wire)
     if backend is Backend.compose:
-        from clusters.compose.cluster import dead_runs_leftovers
+        from clusters.backends.compose.compose_cluster import dead_runs_leftovers
 
         with _docker() as client:
             if client is not None:
@@ -129,7 +129,7 @@ def down(rec: state.ClusterRecord) -> Reclaimed:
 @contextmanager
 def _docker() -> Iterator[docker.DockerClient | None]:
     """A Docker client, or None when no engine answers (then nothing of ours runs in it)."""
-    from clusters.compose.engine import docker_answers
+    from clusters.backends.compose.engine import docker_answers
 
     if not docker_answers():
         yield None

@@ -1,6 +1,6 @@
 """Java programs of this repository compiled against libraries Maven fetches: the Java client bridge
-(harness/workloads/clients/java_build.py) and the shipped apps (harness/apps). Maven resolves a
-POM's runtime dependencies into ``<folder>/libs`` and ``javac`` compiles the sources against exactly
+(harness/workloads/clients/java_build.py, its sources in java_src/) and the shipped apps
+(harness/apps). Maven resolves a POM's runtime dependencies into ``<folder>/libs`` and ``javac`` compiles the sources against exactly
 those jars into ``<folder>/classes-<hash of the sources>``. Both are cached behind marker files
 written last, so an edit of the sources rebuilds them, a half-finished build is never taken for a
 good one, and a warm check only stats a few files.
@@ -18,7 +18,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from clusters import artifacts, pins
+from clusters.builds import jdk, maven, pins
+from clusters.builds.cache import cache_lock
 from harness.base.errors import ConfigError, EnvironmentProblem
 
 log = logging.getLogger(__name__)
@@ -84,22 +85,22 @@ def classes_dir(program: Program) -> Path:
 
 def ready(program: Program) -> Build | None:
     """The build if the libraries and the classes of the current sources are cached (no lock, no fetch)."""
-    libs = artifacts.maven_ready(program.pom, program.folder)
+    libs = maven.ready(program.pom, program.folder)
     classes = classes_dir(program)
     if libs is None or not (classes / COMPLETE).is_file():
         return None
-    java, _ = artifacts.find_java()
+    java, _ = jdk.find_java()
     return Build(java, classes, libs)
 
 
 def ensure(program: Program) -> Build:
     """The build, fetched and compiled if missing (under the cache's set-up lock)."""
-    java, _ = artifacts.find_java()
-    with artifacts.cache_lock():
+    java, _ = jdk.find_java()
+    with cache_lock():
         built = ready(program)
         if built is not None:
             return built
-        libs = artifacts.maven_fetch(program.libraries, program.pom, program.folder, missing=program.missing)
+        libs = maven.fetch(program.libraries, program.pom, program.folder, missing=program.missing)
         classes = classes_dir(program)
         if not (classes / COMPLETE).is_file():
             _compile(program, java, libs, classes)
