@@ -60,13 +60,7 @@ def instances(sup: Processes) -> list[str]:
 
 def contract_value(s: AppSettings) -> dict[str, Any]:
     """The ``app-contract`` op's value (topics as the run names them)."""
-    c = s.contract
-    value: dict[str, Any] = {"app": APP, "contract": c.kind, "inputs": list(s.inputs), "outputs": list(s.outputs)}
-    if c.kind == "map":
-        value.update(function=c.function, order=c.order)
-    else:
-        value["aggregates"] = dict(c.aggregates)
-    return value
+    return s.contract.recorded(APP, list(s.inputs), list(s.outputs)).value()
 
 
 def cwd_of(s: AppSettings) -> Path:

@@ -29,6 +29,7 @@ from harness.history.model import (
     SPARK_JOB,
     TXN_PRODUCER,
 )
+from harness.history.schema import Aggregate, AppContract, ContractKind, Order
 from harness.workloads import app_args
 from harness.workloads.client import CALL_TIMEOUT_S, TRANSACTION_TIMEOUT_MS
 from harness.workloads.clients import CLIENTS, DEFAULT_LIBRARY, LIBRARIES, parse
@@ -126,20 +127,27 @@ class OutputSerde(BaseModel):
     value: Serde = "string"
 
 
-class AppContract(BaseModel):
-    """What an app must do with its input (docs/APPS.md, "The contract")."""
+class ContractSettings(BaseModel):
+    """What an app must do with its input, as its scenario entry declares it (docs/APPS.md, "The
+    contract"); the run records it as an ``AppContract`` (harness/history/schema.py: ``recorded``)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    kind: Literal["map", "aggregate"]
+    kind: ContractKind
     #: ``map``: ``identity`` or ``module:function`` (input record -> its output records)
     function: str = IDENTITY
-    order: Literal["per-key", "none"] = "none"
+    order: Order = "none"
     #: ``aggregate``: output topic -> count, sum, min or max of the input key's values
-    aggregates: dict[str, Literal["count", "sum", "min", "max"]] = {}
+    aggregates: dict[str, Aggregate] = {}
     output_serde: OutputSerde = Field(default_factory=OutputSerde)
 
+    def recorded(self, app: str, inputs: list[str], outputs: list[str]) -> AppContract:
+        """The contract as the run records it (``app-contract``) for ``app`` reading ``inputs`` and
+        writing ``outputs`` (as the run names them)."""
+        return AppContract(app=app, contract=self.kind, inputs=list(inputs), outputs=list(outputs), function=self.function,
+                           order=self.order, aggregates=dict(self.aggregates))
+
     @model_validator(mode="after")
-    def _fits_its_kind(self) -> AppContract:
+    def _fits_its_kind(self) -> ContractSettings:
         if self.kind == "map":
             if self.aggregates:
                 raise ValueError("aggregates: only in an aggregate contract")
@@ -212,7 +220,7 @@ class AppSettings(BaseModel):
     #: on SIGTERM: how long the app may take to exit before it is killed
     stop_timeout_s: float = Field(30, gt=0, le=600)
     feeder: AppFeeder = Field(default_factory=lambda: AppFeeder.model_validate({}))
-    contract: AppContract
+    contract: ContractSettings
 
     @model_validator(mode="after")
     def _topics(self) -> AppSettings:

@@ -4,8 +4,8 @@ which the supervisor restarts, and how a bad setting is reported (file, line, wh
 from __future__ import annotations
 
 import importlib.util
-from types import SimpleNamespace
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
