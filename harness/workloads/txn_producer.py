@@ -27,7 +27,7 @@ from harness.history.recorder import Recorder
 from harness.kafka.serde import encode
 from harness.workloads.client import CALL_TIMEOUT_S, Client, ErrorFacts
 from harness.workloads.clients.confluent import error_facts, facts_of
-from harness.workloads.common import Retired, Stop, WorkloadConfig, drop, init, new_producer, side_by_side, transaction
+from harness.workloads.common import Retired, Stop, Txn, WorkloadConfig, drop, init, new_producer, side_by_side, transaction
 from harness.workloads.outcome import Phase, classify
 from harness.workloads.registry import MAX_VALUES_PER_TXN, TxnProducerSettings
 from harness.workloads.txn_ids import transactional_id
@@ -122,13 +122,14 @@ def _transactional(cfg: WorkloadConfig, s: TxnProducerSettings, rec: Recorder, s
                     sends = pick_sends(cfg, s, rnd, f"{process}-{seq}", per_txn, values)
                 seq += 1
                 t0 = time.monotonic()
-                transaction(rec, process, producer, txn_id, sends, rnd.random() < s.abort_share, rnd,
-                            hold_s=s.hold_ms / 1000, gap_s=s.send_gap_ms / 1000, commit_timeout_s=s.commit_timeout_s,
-                            abort_after_commit_timeout=s.abort_after_commit_timeout, sole_writer=True,
-                            recreate_on_indefinite=s.recreate_on_indefinite,
-                            keys=None if keys is None else {i: k.encode() for i, k in enumerate(keys)},
-                            invoke_extra=None if keys is None else {"keys": keys},
-                            encode=None if s.value_serde == "string" else lambda v: encode(s.value_serde, v))
+                transaction(rec, process, producer, Txn(
+                    txn_id, sends, abort=rnd.random() < s.abort_share,
+                    hold_s=s.hold_ms / 1000, gap_s=s.send_gap_ms / 1000, commit_timeout_s=s.commit_timeout_s,
+                    abort_after_commit_timeout=s.abort_after_commit_timeout, sole_writer=True,
+                    recreate_on_indefinite=s.recreate_on_indefinite,
+                    keys=None if keys is None else {i: k.encode() for i, k in enumerate(keys)},
+                    invoke_extra=None if keys is None else {"keys": keys},
+                    encode=None if s.value_serde == "string" else lambda v: encode(s.value_serde, v)))
                 if s.idle_every and seq % s.idle_every == 0:
                     idle(stop, s.idle_ms / 1000)
                 written += len(sends)
