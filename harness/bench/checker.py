@@ -29,6 +29,7 @@ from harness.checker.checks import cols
 from harness.checker.verdict import Verdict
 from harness.history import store
 from harness.history.model import AGGREGATE, FAIL, MAP, OK, POLL, READ_COMMITTED, READ_UNCOMMITTED, SCAN
+from harness.history.schema import contracts
 
 PARTITIONS = 6
 PRODUCERS = 4
@@ -218,8 +219,8 @@ def measure(run_dir: Path, engine: str = "default", master: str | None = None) -
 
 def _app_check(meta: dict[str, Any]) -> str | None:
     """The contract check that judges the history's app (``bench checker --app``), or None."""
-    apps = meta.get("apps") or []
-    return {MAP: "app-map", AGGREGATE: "app-aggregate"}[apps[0]["contract"]] if apps else None
+    apps = contracts(meta)
+    return {MAP: "app-map", AGGREGATE: "app-aggregate"}[apps[0].contract] if apps else None
 
 
 def timed_check(t: store.Tables) -> tuple[Verdict, dict[str, float]]:

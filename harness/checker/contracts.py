@@ -30,7 +30,6 @@ from harness.history.model import (
     MAP,
     MAX,
     MIN,
-    NO_ORDER,
     OK,
     PER_KEY,
     POLL,
@@ -40,6 +39,7 @@ from harness.history.model import (
     SUM,
     position,
 )
+from harness.history.schema import AppContract, contracts
 from harness.history.store import Tables, with_values
 
 NO_MAP_APP = "no app with a map contract in the history"
@@ -52,9 +52,9 @@ MAP_KINDS = ("missing", "duplicate", "aborted-input", "unexplained", "order", "u
 AGGREGATE_KINDS = ("final", "overshoot", "back", "split", "not-a-number", "undeclared-topic")
 
 
-def apps_of(meta: dict[str, Any], contract: str) -> list[dict[str, Any]]:
+def apps_of(meta: dict[str, Any], contract: str) -> list[AppContract]:
     """The contracts (``app-contract`` values) of ``contract``'s kind in the history's meta."""
-    return [a for a in meta.get("apps") or [] if a.get("contract") == contract]
+    return contracts(meta, contract)
 
 
 def nothing_to_judge(meta: dict[str, Any], contract: str) -> str | None:
@@ -63,15 +63,15 @@ def nothing_to_judge(meta: dict[str, Any], contract: str) -> str | None:
     apps = apps_of(meta, contract)
     if not apps:
         return NO_MAP_APP if contract == MAP else NO_AGGREGATE_APP
-    if not any(READ_COMMITTED in (meta.get("app_scans") or {}).get(a["app"], []) for a in apps):
+    if not any(READ_COMMITTED in (meta.get("app_scans") or {}).get(a.app, []) for a in apps):
         return NO_APP_SCAN
     return None
 
 
-def _judged(t: Tables, contract: str) -> list[dict[str, Any]]:
+def _judged(t: Tables, contract: str) -> list[AppContract]:
     """The apps of ``contract`` whose output the history has a final read_committed scan of."""
     scans = t.meta.get("app_scans") or {}
-    return [a for a in apps_of(t.meta, contract) if READ_COMMITTED in scans.get(a["app"], [])]
+    return [a for a in apps_of(t.meta, contract) if READ_COMMITTED in scans.get(a.app, [])]
 
 
 def _plain_text(df: pd.DataFrame) -> pd.DataFrame:
@@ -89,11 +89,11 @@ def _none(v: Any) -> Any:
     return v
 
 
-def inputs(t: Tables, app: dict[str, Any]) -> pd.DataFrame:
+def inputs(t: Tables, app: AppContract) -> pd.DataFrame:
     """Every write to the app's input topics: value, key, topic, partition, offset (acknowledged,
     else where a read_committed read saw it; NA when neither), writer_op and ``committed``."""
     c = cols(t)
-    rows = np.flatnonzero(t.writes["topic"].astype(object).isin(app["inputs"]).to_numpy(bool))
+    rows = np.flatnonzero(t.writes["topic"].astype(object).isin(app.inputs).to_numpy(bool))
     w = _plain_text(with_values(t, t.writes.iloc[rows]))
     out = c.w_out[rows]
     committed = (out == OUTCOME_CODES[OK]) | ((out == OUTCOME_CODES[INFO]) & c.in_cv[c.w_vid[rows]])
@@ -111,9 +111,9 @@ def inputs(t: Tables, app: dict[str, Any]) -> pd.DataFrame:
                          "committed": committed})
 
 
-def _outputs(t: Tables, app: dict[str, Any], source: str, isolation: str) -> pd.DataFrame:
+def _outputs(t: Tables, app: AppContract, source: str, isolation: str) -> pd.DataFrame:
     o = t.app_outputs  # few-valued columns (categories once loaded): compared as they are, by their codes
-    sel = (o["app"] == app["app"]) & (o["source"] == source) & (o["isolation"] == isolation) & o["topic"].isin(app["outputs"])
+    sel = (o["app"] == app.app) & (o["source"] == source) & (o["isolation"] == isolation) & o["topic"].isin(app.outputs)
     return _plain_text(o[sel.to_numpy(bool)]).reset_index(drop=True)
 
 
@@ -160,7 +160,7 @@ def _mixed(by_kind: dict[str, list[dict[str, Any]]], kinds: tuple[str, ...]) -> 
 Judged = tuple[int, dict[str, list[dict[str, Any]]]]
 
 
-def _every_app(t: Tables, contract: str, judge: Callable[[Tables, dict[str, Any]], Judged],
+def _every_app(t: Tables, contract: str, judge: Callable[[Tables, AppContract], Judged],
                kinds: tuple[str, ...]) -> Found:
     """``judge`` on every app of ``contract`` the history can judge: the findings summed, the
     examples of each kind in turn."""
@@ -171,9 +171,9 @@ def _every_app(t: Tables, contract: str, judge: Callable[[Tables, dict[str, Any]
     by_kind: dict[str, list[dict[str, Any]]] = {}
     for app in _judged(t, contract):
         n, examples = judge(t, app)
-        stray = (t.meta.get("app_stray") or {}).get(app["app"]) or {}
+        stray = (t.meta.get("app_stray") or {}).get(app.app) or {}
         n += sum(stray.values())  # every record written where the contract says nothing may be
-        examples["undeclared-topic"] = [{"kind": "undeclared-topic", "app": app["app"], "topic": topic, "count": records}
+        examples["undeclared-topic"] = [{"kind": "undeclared-topic", "app": app.app, "topic": topic, "count": records}
                                         for topic, records in sorted(stray.items())][:MAX_EXAMPLES]
         count += n
         for kind, ex in examples.items():
@@ -188,23 +188,23 @@ def app_map(t: Tables) -> Found:
     return _every_app(t, MAP, _judge_map, MAP_KINDS)
 
 
-def _expected(t: Tables, app: dict[str, Any], ins: pd.DataFrame) -> pd.DataFrame:
+def _expected(t: Tables, app: AppContract, ins: pd.DataFrame) -> pd.DataFrame:
     """The outputs each input must yield (input, seq, topic, key, value): its own record on the one
     output topic for ``identity``, else the ``expect`` rows of the app. An input the runner recorded
     nothing for cannot be judged: an error (the verdict is then unknown), never a finding."""
-    if app.get("function", IDENTITY) == IDENTITY:
-        return pd.DataFrame({"input": ins["value"], "seq": 0, "topic": app["outputs"][0], "key": ins["key"],
+    if app.function == IDENTITY:
+        return pd.DataFrame({"input": ins["value"], "seq": 0, "topic": app.outputs[0], "key": ins["key"],
                              "value": ins["value"]})
-    failed = (t.meta.get("app_function_errors") or {}).get(app["app"])
+    failed = (t.meta.get("app_function_errors") or {}).get(app.app)
     if failed:
-        raise ValueError(f"app {app['app']}: its contract function {app.get('function')} gave no outputs: {failed}")
+        raise ValueError(f"app {app.app}: its contract function {app.function} gave no outputs: {failed}")
     e = t.app_expected
-    e = _plain_text(e[(e["app"].astype(object) == app["app"]).to_numpy(bool)])
+    e = _plain_text(e[(e["app"].astype(object) == app.app).to_numpy(bool)])
     lacking = ins.loc[~_member(ins["value"], e["input"]), "value"]
     if len(lacking):
-        raise ValueError(f"app {app['app']}: no expected outputs recorded for {len(lacking)} input value(s) "
+        raise ValueError(f"app {app.app}: no expected outputs recorded for {len(lacking)} input value(s) "
                          f"(first {lacking.iloc[0]!r}): the runner records them (expect ops) for every input "
-                         f"the feeder wrote, by {app.get('function')}")
+                         f"the feeder wrote, by {app.function}")
     return e[e["seq"] >= 0][["input", "seq", "topic", "key", "value"]].reset_index(drop=True)
 
 
@@ -213,7 +213,7 @@ def _record_ids(*frames: pd.DataFrame) -> list[np.ndarray]:
     return _row_ids(list(frames), ["topic", "key", "value"])
 
 
-def _judge_map(t: Tables, app: dict[str, Any]) -> Judged:
+def _judge_map(t: Tables, app: AppContract) -> Judged:
     ins = inputs(t, app)
     exp = _expected(t, app, ins).merge(ins[["value", "committed", "writer_op", "topic", "partition", "offset"]]
                                        .rename(columns={"value": "input", "topic": "in_topic",
@@ -245,7 +245,7 @@ def _judge_map(t: Tables, app: dict[str, Any]) -> Judged:
         outs = outs[at == r]
         record = (yielding if len(yielding) else outs).iloc[0]
         by_kind.setdefault(kind, []).append({
-            "kind": kind, "app": app["app"], "count": how_many, "inputs": [_none(v) for v in yielding["input"]],
+            "kind": kind, "app": app.app, "count": how_many, "inputs": [_none(v) for v in yielding["input"]],
             "writer_op": _none(yielding["writer_op"].iloc[0]) if len(yielding) else None,
             "record": {"topic": _none(record["topic"]), "key": _none(record["key"]), "value": _none(record["value"])},
             "outputs": [position(*p) for p in zip(outs["topic"], outs["partition"], outs["offset"])],
@@ -261,13 +261,13 @@ def _judge_map(t: Tables, app: dict[str, Any]) -> Judged:
         example(kind_of(int(r)), int(r), int(got[r] - want[r]), found, f_id)
     for r in only_polled:
         example(kind_of(int(r)), int(r), 1, polled, p_id)
-    if app.get("order", NO_ORDER) == PER_KEY:
+    if app.order == PER_KEY:
         n_order, by_kind["order"] = _order(app, exp, e_id, found, f_id, (want == 1) & (got == 1))
         count += n_order
     return count, by_kind
 
 
-def _order(app: dict[str, Any], exp: pd.DataFrame, e_id: np.ndarray, found: pd.DataFrame, f_id: np.ndarray,
+def _order(app: AppContract, exp: pd.DataFrame, e_id: np.ndarray, found: pd.DataFrame, f_id: np.ndarray,
            single: np.ndarray) -> tuple[int, list[dict[str, Any]]]:
     """Per output key and partition, in offset order, the outputs each matched to exactly one
     committed input, whose inputs are in one input partition: an output of an earlier input (or an
@@ -289,7 +289,7 @@ def _order(app: dict[str, Any], exp: pd.DataFrame, e_id: np.ndarray, found: pd.D
     at, seq = m["in_offset"].to_numpy(np.int64), m["seq"].to_numpy(np.int64)
     earlier = (at[1:] < at[:-1]) | ((at[1:] == at[:-1]) & (seq[1:] < seq[:-1]))
     bad = np.flatnonzero(same & earlier) + 1
-    ex = [{"kind": "order", "app": app["app"], "count": 1, "key": _none(m.at[b, "key"]),
+    ex = [{"kind": "order", "app": app.app, "count": 1, "key": _none(m.at[b, "key"]),
            "inputs": [_none(m.at[b - 1, "input"]), _none(m.at[b, "input"])], "writer_op": _none(m.at[b, "writer_op"]),
            "input_offsets": [_none(m.at[b - 1, "in_offset"]), _none(m.at[b, "in_offset"])],
            "outputs": [_pos(m.at[k, "topic"], m.at[k, "partition"], m.at[k, "offset"]) for k in (b - 1, b)]}
@@ -305,14 +305,14 @@ def app_aggregate(t: Tables) -> Found:
     return _every_app(t, AGGREGATE, _judge_aggregates, AGGREGATE_KINDS)
 
 
-def _judge_aggregates(t: Tables, app: dict[str, Any]) -> Judged:
+def _judge_aggregates(t: Tables, app: AppContract) -> Judged:
     ins = inputs(t, app)
     ins = ins[ins["committed"] & ins["key"].notna()]  # a record without a key is not aggregated
     found = _outputs(t, app, SCAN, READ_COMMITTED)
     count = 0
     by_kind: dict[str, list[dict[str, Any]]] = {}
-    for topic, fn in app["aggregates"].items():
-        n, examples = _judge_aggregate(app["app"], topic, fn, ins, found[found["topic"] == topic])
+    for topic, fn in app.aggregates.items():
+        n, examples = _judge_aggregate(app.app, topic, fn, ins, found[found["topic"] == topic])
         count += n
         for kind, ex in examples.items():
             by_kind.setdefault(kind, []).extend(ex)

@@ -10,6 +10,7 @@ of events the checker only reports (faults, the Spark job's events, ``lso``) are
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -104,18 +105,38 @@ class Line(BaseModel):
     app: Annotated[StrictStr, Field(min_length=1)] | None = None
 
 
-class AppContract(BaseModel):
-    """An ``app-contract`` op's value (``model``): what the app must do with its input."""
+#: The kinds of contract an app declares, the orders a map contract keeps, an aggregate's functions
+#: (the scenario's ``contract``, harness/workloads/registry.py ``ContractSettings``, takes the same)
+ContractKind = Literal["map", "aggregate"]
+Order = Literal["per-key", "none"]
+Aggregate = Literal["count", "sum", "min", "max"]
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+
+class AppContract(BaseModel):
+    """An app's contract as the run records it (the ``app-contract`` op's value, ``model``) and the
+    checker and the report read it (``contracts``): the app, what it reads and writes, and what it
+    must do with its input."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
     app: Annotated[StrictStr, Field(min_length=1)]
-    contract: Literal["map", "aggregate"]
+    contract: ContractKind
     inputs: Annotated[list[Text], Field(min_length=1)]
     outputs: Annotated[list[Text], Field(min_length=1)]
     function: Annotated[StrictStr, Field(min_length=1)] = IDENTITY
-    order: Literal["per-key", "none"] = "none"
-    aggregates: dict[Text, Literal["count", "sum", "min", "max"]] = {}
+    order: Order = "none"
+    aggregates: dict[Text, Aggregate] = {}
+
+    def value(self) -> dict[str, Any]:
+        """The ``app-contract`` op's value: a map contract names its function and order, an
+        aggregate one its aggregates."""
+        v: dict[str, Any] = {"app": self.app, "contract": self.contract, "inputs": list(self.inputs),
+                             "outputs": list(self.outputs)}
+        if self.contract == MAP:
+            v.update(function=self.function, order=self.order)
+        else:
+            v["aggregates"] = dict(self.aggregates)
+        return v
 
     @model_validator(mode="after")
     def _complete(self) -> AppContract:
@@ -126,6 +147,13 @@ class AppContract(BaseModel):
         if self.contract == AGGREGATE and (not self.aggregates or not set(self.aggregates) <= set(self.outputs)):
             raise ValueError("an aggregate contract's aggregates: an aggregate for one or more of its outputs")
         return self
+
+
+def contracts(meta: Mapping[str, Any], kind: str | None = None) -> list[AppContract]:
+    """The history's app contracts (``meta["apps"]``: the ``app-contract`` values, checked as each
+    line was loaded), of ``kind`` (``map`` / ``aggregate``; None: every one)."""
+    found = [a if isinstance(a, AppContract) else AppContract.model_validate(a) for a in meta.get("apps") or []]
+    return [a for a in found if kind is None or a.contract == kind]
 
 
 class AppStray(BaseModel):

@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from harness.history import store
 from harness.history.model import AGGREGATE, APP_EXIT, APP_READY, IDENTITY, READ_UNCOMMITTED, SCAN
+from harness.history.schema import AppContract, contracts
 from harness.history.text import keyed
 from harness.report.clock import Clock
 from harness.report.logs import LogLink
@@ -70,7 +71,7 @@ class Fact:
 class AppView:
     name: str
     #: the ``app-contract`` the checks judged by (topics as the run names them)
-    contract: dict[str, Any]
+    contract: AppContract
     #: the contract, the settings, the drain, the contract function, as rows
     facts: list[Fact]
     #: the command of an instance (placeholders unfilled; empty: the journal does not say)
@@ -81,11 +82,11 @@ class AppView:
     outputs: list[OutputRead]
 
 
-def contract_says(c: dict[str, Any]) -> str:
+def contract_says(c: AppContract) -> str:
     """``map, function identity, order per-key`` / ``aggregate: cnt count, sm sum``."""
-    if c.get("contract") == AGGREGATE:
-        return "aggregate: " + ", ".join(f"{t} {fn}" for t, fn in (c.get("aggregates") or {}).items())
-    return f"{c.get('contract')}, function {c.get('function') or IDENTITY}, order {c.get('order') or 'none'}"
+    if c.contract == AGGREGATE:
+        return "aggregate: " + ", ".join(f"{t} {fn}" for t, fn in c.aggregates.items())
+    return f"{c.contract}, function {c.function}, order {c.order}"
 
 
 def ended_says(code: int | None, stop_timeout_s: float | None) -> str:
@@ -123,11 +124,11 @@ def app_view(tables: store.Tables, journal: Journal | None, clock: Clock, links:
              fault_workloads: list[str | None]) -> AppView | None:
     """The run's app (the first ``app-contract``), or None when the run had none. ``links``: the
     run's log files; ``fault_workloads``: the workload each fault window acted on (None: no workload)."""
-    apps = tables.meta.get("apps") or []
+    apps = contracts(tables.meta)
     if not apps:
         return None
     contract = apps[0]
-    name = str(contract.get("app") or APP_KIND)
+    name = contract.app
     facts = (journal.app if journal is not None else None) or {}
     settings = settings_of(journal)
     by_path = {lk.path: lk for lk in links}
@@ -145,11 +146,11 @@ def app_view(tables: store.Tables, journal: Journal | None, clock: Clock, links:
                    instances, helpers, _outputs_read(tables, name, contract))
 
 
-def _facts(contract: dict[str, Any], s: AppSettings | None, facts: dict[str, Any], stray: dict[str, int]) -> list[Fact]:
+def _facts(contract: AppContract, s: AppSettings | None, facts: dict[str, Any], stray: dict[str, int]) -> list[Fact]:
     """The contract, the topics written to undeclared (``stray``: topic -> records), the settings
     that shape the run, the drain and the contract function, as rows."""
-    rows = [Fact("contract", contract_says(contract)), Fact("inputs", ", ".join(contract.get("inputs") or [])),
-            Fact("outputs", ", ".join(contract.get("outputs") or []))]
+    rows = [Fact("contract", contract_says(contract)), Fact("inputs", ", ".join(contract.inputs)),
+            Fact("outputs", ", ".join(contract.outputs))]
     if stray:
         rows.append(Fact("written undeclared", ", ".join(f"{t}: {n} records" for t, n in stray.items()), warn=True))
     if s is not None:
@@ -216,7 +217,7 @@ def _events(ops: pd.DataFrame, clock: Clock) -> dict[tuple[str, str], list[float
     return out
 
 
-def _outputs_read(tables: store.Tables, app: str, contract: dict[str, Any]) -> list[OutputRead]:
+def _outputs_read(tables: store.Tables, app: str, contract: AppContract) -> list[OutputRead]:
     """Per output topic: records the reader's polls got, and the final read_committed and
     read_uncommitted scans (column comparisons: no string made per record)."""
     out = tables.app_outputs
@@ -224,7 +225,7 @@ def _outputs_read(tables: store.Tables, app: str, contract: dict[str, Any]) -> l
     scan = (out["source"] == SCAN).to_numpy(bool)
     uncommitted = (out["isolation"] == READ_UNCOMMITTED).to_numpy(bool)
     rows = []
-    for topic in contract.get("outputs") or []:
+    for topic in contract.outputs:
         of = mine & (out["topic"] == topic).to_numpy(bool)
         rows.append(OutputRead(topic, int((of & ~scan).sum()), int((of & scan & ~uncommitted).sum()),
                                int((of & scan & uncommitted).sum())))
@@ -254,12 +255,12 @@ class OutputScan:
     note: str
 
 
-def output_app(tables: store.Tables, topic: str) -> dict[str, Any] | None:
+def output_app(tables: store.Tables, topic: str) -> AppContract | None:
     """The app contract whose outputs include ``topic`` (None: not an app's output)."""
-    return next((a for a in tables.meta.get("apps") or [] if topic in (a.get("outputs") or [])), None)
+    return next((a for a in contracts(tables.meta) if topic in a.outputs), None)
 
 
-def output_scan(tables: store.Tables, app: dict[str, Any], topic: str, partition: int, writer: pd.Series,
+def output_scan(tables: store.Tables, app: AppContract, topic: str, partition: int, writer: pd.Series,
                 order: pd.Series) -> OutputScan:
     """What the final scans of an app's output partition hold. A ``map`` output is placed at the
     place, in the order of all writes, of the input it is the output of (its own value for
@@ -272,9 +273,9 @@ def output_scan(tables: store.Tables, app: dict[str, Any], topic: str, partition
                   & (out["partition"] == partition).to_numpy(bool), ["isolation", "offset", "value", "key"]]
     sel = sel.reset_index(drop=True)
     base = pd.DataFrame({"offset": sel["offset"].astype("int64"), "isolation": sel["isolation"].astype(str)})
-    name = str(app.get("app"))
-    if app.get("contract") == AGGREGATE:
-        fn = (app.get("aggregates") or {}).get(topic, "aggregate")
+    name = app.app
+    if app.contract == AGGREGATE:
+        fn = app.aggregates.get(topic, "aggregate")
         return OutputScan(base.assign(writer=[f"key {k}" for k in sel["key"].astype(object)],
                                       order=pd.to_numeric(sel["value"], errors="coerce").to_numpy(np.float64)),
                           f"{fn} (the update's value)", "not a number",
@@ -288,18 +289,18 @@ def output_scan(tables: store.Tables, app: dict[str, Any], topic: str, partition
     orders = np.full(len(sel), np.nan)
     writers[found] = [f"{name}, of {w}'s input" for w in writer.reindex(placed).fillna("?")]
     orders[found] = order.reindex(placed).to_numpy(np.float64)
-    how = "its own value" if (app.get("function") or IDENTITY) == IDENTITY else f"{app.get('function')}'s expected outputs"
+    how = "its own value" if app.function == IDENTITY else f"{app.function}'s expected outputs"
     return OutputScan(base.assign(writer=writers, order=orders), "its input's write order", "no input explains it",
                       f"{name}'s output, placed at its input ({how})")
 
 
-def _inputs_of(tables: store.Tables, app: dict[str, Any], topic: str, sel: pd.DataFrame) -> list[Any]:
+def _inputs_of(tables: store.Tables, app: AppContract, topic: str, sel: pd.DataFrame) -> list[Any]:
     """The input each output record of ``sel`` is the output of (None: none): the record's own value
     for ``identity``, else the first input whose expected outputs (``app_expected``) include it."""
-    if (app.get("function") or IDENTITY) == IDENTITY:
+    if app.function == IDENTITY:
         return list(sel["value"].astype(object))
     exp = tables.app_expected
-    exp = exp[(exp["app"] == str(app.get("app"))).to_numpy(bool) & (exp["topic"] == topic).to_numpy(bool)]
+    exp = exp[(exp["app"] == app.app).to_numpy(bool) & (exp["topic"] == topic).to_numpy(bool)]
     first = exp.drop_duplicates(["key", "value"])[["key", "value", "input"]].astype(object)
     # a merge matches a null key with a null key, as the check does
     found = sel[["key", "value"]].astype(object).merge(first, on=["key", "value"], how="left")["input"]

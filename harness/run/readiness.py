@@ -24,8 +24,10 @@ from typing import Any
 import orjson
 
 from harness.base.wait import wait_until
-from harness.history.model import APP, APP_READER, OK, POLL, PROGRESS_OPS, finished
+from harness.history.model import finished
 from harness.history.tail import appended_lines
+from harness.phases import table
+from harness.phases.base import OpTest
 
 log = logging.getLogger(__name__)
 
@@ -75,8 +77,8 @@ def _appended_ops(history_dir: Path, name: str, offsets: dict[Path, int]) -> Ite
 
 
 class ProgressLog:
-    """When each workload process finished an op that shows progress (``PROGRESS_OPS`` of its
-    kind; an app: an output record its reader read), read from the history files as they grow:
+    """When each workload process finished an op that shows progress (its kind's ``KindRun.progress``:
+    ``PROGRESS_OPS`` of its kind; an app: an output record its reader read), read from the history files as they grow:
     the ``chaos.control.Progress`` the nemesis asks before a fault aimed at a workload. Safe to
     call from every fault's thread.
 
@@ -87,34 +89,27 @@ class ProgressLog:
         self.history_dir = history_dir
         self.kinds = kinds
         self._times: dict[str, list[int]] = {}  # process (or the app's reader) -> finish times, sorted
+        self._tests: dict[str, OpTest] = {}  # the same -> which of its ops show progress
         self._offsets: dict[Path, int] = {}
         self._lock = threading.Lock()
 
     def finished_since(self, name: str, since_ns: int) -> int | None:
         """How many progress ops ``name`` finished at or after ``since_ns`` (the history's clock);
         None when its kind shows no progress the history can tell (a reader, the zombie)."""
-        source = self._source(name)
-        if source is None:
+        kind = self.kinds.get(name)
+        # whose history shows ``name``'s progress: its own, or another's (an app instance's: its
+        # output's reader, which reads every instance's output)
+        watch = table.of(kind).progress(kind, name) if kind is not None else None
+        if watch is None:
             return None
+        source, test = watch
         with self._lock:
             times = self._times.setdefault(source, [])
+            self._tests.setdefault(source, test)
             for op in _appended_ops(self.history_dir, source, self._offsets):
-                if self._progress(source, op):
+                if self._tests[source](op):
                     bisect.insort(times, int(op.get("time", 0)))
             return len(times) - bisect.bisect_left(times, since_ns)
-
-    def _source(self, name: str) -> str | None:
-        """Whose history shows ``name``'s progress: its own, or for an app instance its output's
-        reader (which reads every instance's output: an app's progress is the app's, not an instance's)."""
-        kind = self.kinds.get(name)
-        if kind == APP:
-            return APP_READER
-        return name if kind in PROGRESS_OPS else None
-
-    def _progress(self, source: str, op: dict[str, Any]) -> bool:
-        if source == APP_READER:  # a poll of the app's output that returned records
-            return op.get("f") == POLL and op.get("type") == OK and op.get("app") is not None and bool(op.get("value"))
-        return op.get("f") in PROGRESS_OPS[self.kinds[source]] and finished(op)
 
 
 def await_ready(history_dir: Path, waiting: Mapping[str, tuple[str, ...]], logs: Mapping[str, Path],

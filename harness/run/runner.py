@@ -20,8 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
-
 from chaos import schedule
 from chaos.heal import heal_all
 from chaos.nemesis import Nemesis
@@ -37,37 +35,25 @@ from harness.base.logsetup import run_log
 from harness.checker import check
 from harness.history import store
 from harness.history.hits import Span, fault_hits, wire_matches
-from harness.history.model import (
-    APP_CONTRACT,
-    APP_STRAY,
-    EXPECT,
-    GROUP_OFFSETS,
-    LSO,
-    READ_COMMITTED,
-    READ_UNCOMMITTED,
-    SCAN,
-    TXN_PRODUCER,
-    tp_key,
-)
+from harness.history.model import LSO, READ_COMMITTED, READ_UNCOMMITTED, SCAN, tp_key
 from harness.history.recorder import ENV_T0, HISTORY_DIR, Recorder, run_t0
 from harness.kafka.admin import create_topic
 from harness.kafka.features import METADATA_VERSION, finalized
 from harness.kafka.reads import lso_lag, read_all
+from harness.phases import table
+from harness.phases.base import KindRun, RunContext
 from harness.report.index_page import after_run
 from harness.report.loaded import LoadedRun
 from harness.report.wire import read_wire, wire_file
-from harness.run import app_run, verdict_file
+from harness.run import verdict_file
 from harness.run.readiness import ProgressLog, await_ready
 from harness.run.scenario import Fault, Scenario, Workload
 from harness.run.supervisor import Supervisor
 from harness.rundir import runinfo
 from harness.rundir.journal import Journal, fault_runs
 from harness.rundir.runfolder import RunFolder, write_json, write_text
-from harness.sparkjob.job import ENV_JOB_CONF, ENV_JOB_MASTER
-from harness.sparkjob.session import require_pyspark
 from harness.workloads import clients, registry
 from harness.workloads.common import WorkloadConfig
-from harness.workloads.registry import AppSettings
 
 log = logging.getLogger(__name__)
 
@@ -134,14 +120,20 @@ def physical(sc: Scenario, tag: str) -> Scenario:
 
 def workload_configs(sc: Scenario, run_dir: Path, bootstrap: str, seed: int,
                      topic_names: dict[str, str] | None = None) -> list[tuple[str, WorkloadConfig, bool]]:
-    """(kind, config, start now?) for every workload process of the scenario, an app's feeder and
-    output reader included. An app's output topics are its own: the other workloads (a reader of
-    every topic) leave them out, since their values repeat and no recorded send wrote them."""
-    app_outputs = set(app_run.outputs(sc))
+    """(kind, config, start now?) for every workload process of the scenario, its companions (an
+    app's feeder and output reader) included. The topics a kind owns (``KindRun.own_topics``: an
+    app's outputs) are left out of the other workloads' (a reader of every topic), since their
+    values repeat and no recorded send wrote them."""
+    owners: set[str] = set()
+    owned: set[str] = set()
+    for r in table.for_scenario(sc):
+        mine = set(r.own_topics())
+        owners |= {r.kind} if mine else set()
+        owned |= mine
 
     def config(kind: str, name: str, settings: dict[str, Any], w: Workload) -> WorkloadConfig:
-        mine = registry.kind(kind).internal or kind == app_run.APP
-        topics = list(sc.topics) if mine else [t for t in sc.topics if t not in app_outputs]
+        mine = registry.kind(kind).internal or kind in owners
+        topics = list(sc.topics) if mine else [t for t in sc.topics if t not in owned]
         return WorkloadConfig(run_dir=str(run_dir), name=name, bootstrap=bootstrap, topics=topics,
                               partitions=sc.partitions, seed=seed, max_seconds=sc.duration + WORKLOAD_GRACE_S,
                               settings=settings, client=dict(w.client), library=w.library,
@@ -219,11 +211,9 @@ def run(sc: Scenario, backend: Backend, seed: int, run_dir: Path, kafka_version:
     (``run.interrupted`` in verdict.json, ``RunResult.interrupted``). The run's narrative also goes
     to its ``run.log``. ``transaction_version``: the level the cluster must be formatted at (a
     cluster that is up at another is refused; one started here is formatted so; None: any)."""
-    spark_apps = [w.kind for w in sc.workloads if registry.kind(w.kind).spark]
-    if spark_apps:
-        require_pyspark(f"scenario {sc.name} (a {spark_apps[0]} workload)")  # before anything starts
+    for r in table.for_scenario(sc):
+        r.preflight()  # PySpark, an app's command and contract function: found (or refused) before anything starts
     clients.prepare(w.library for w in sc.workloads)  # a Java client is built (or refused) before anything starts
-    app_run.preflight(sc)  # an app's command and contract function are found (or refused) before anything starts
     folder = RunFolder(run_dir).create()
     with run_log(folder.run_log):
         return _run(sc, backend, seed, folder, kafka_version, cluster, port_base, keep, attach, show,
@@ -305,9 +295,11 @@ def _libraries(sc: Scenario) -> dict[str, str | None]:
 
 
 def _producers(sc: Scenario) -> int | None:
-    """The producers per process every txn-producer entry runs when that is more than one and the
-    same for all (what ``--producers`` makes of a scenario, so the re-run command says it); else None."""
-    counts = {int(w.settings.get("producers", 1)) for w in sc.workloads if w.kind == TXN_PRODUCER}
+    """The producers per process every entry that runs them in threads (a txn-producer's
+    ``producers``) runs when that is more than one and the same for all (what ``--producers`` makes
+    of a scenario, so the re-run command says it); else None."""
+    counts = {int(w.settings.get(setting, 1)) for w in sc.workloads
+              if (setting := registry.kind(w.kind).threads_setting) == registry.PRODUCERS}
     return counts.pop() if len(counts) == 1 and max(counts) > 1 else None
 
 
@@ -381,11 +373,40 @@ def _write_report(run: LoadedRun) -> None:
         log.info(f"report.html could not be written ({type(exc).__name__}: {exc}); try: eos-chaos report {run.run_dir}")
 
 
+Show = Callable[[Path, float, Callable[[], list[str]]], Any]
+
+
+@dataclass
+class _Live:
+    """A run under way: its scenario, supervisor, kinds' phases, nemesis and threads (the nemesis's,
+    and the choreography of a staged start: the zombie's second instance)."""
+
+    sc: Scenario
+    seed: int
+    sup: Supervisor
+    ctx: RunContext
+    runs: list[KindRun]
+    nemesis: Nemesis
+    progress: Any
+    nemesis_thread: threading.Thread | None = None
+    staged_thread: threading.Thread | None = None
+
+    def set_phase(self, phase: str) -> None:
+        if self.progress is not None:
+            self.progress.set_phase(phase)
+
+    def join(self) -> None:
+        for th in (self.nemesis_thread, self.staged_thread):
+            if th is not None:
+                th.join(timeout=300)
+
+
 def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, folder: RunFolder, t0: int,
-            journal: Journal, show: Callable[[Path, float, Callable[[], list[str]]], Any] | None,
-            topic_names: dict[str, str]) -> None:
+            journal: Journal, show: Show | None, topic_names: dict[str, str]) -> None:
+    """The run proper on a cluster that is up: topics, each kind's start, the workloads, the
+    nemesis for the duration, heal (and each kind's drain), then the final reads."""
     run_dir = folder.path
-    app = app_run.settings_of(sc)
+    runs = table.for_scenario(sc)
     started_us = time.time_ns() // 1000  # the wire proxy stamps its events with wall-clock microseconds
     with Recorder(run_dir, "runner") as rec:
         admin = admin_client(cluster.direct_bootstrap)
@@ -393,119 +414,101 @@ def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, fold
         for topic in sc.topics:
             create_topic(admin, topic, sc.partitions, config={"cleanup.policy": "compact"} if topic in compacted else None)
         env = {**os.environ, **procs.tags(cluster.cluster_id, os.getpid()), ENV_T0: str(t0)}
-        spark = start_spark_cluster(sc, cluster, run_dir, env)
+        for r in runs:
+            r.start(cluster, run_dir, env)
         sup = Supervisor(run_dir, env)
+        ctx = RunContext(sc, cluster, run_dir, rec, journal, sup, topic_names)
         # a fault aimed at a workload waits for its progress since the previous fault on it
-        nemesis = Nemesis(cluster, sup, rec, faults, seed, sc.target_defaults(), spark=spark,
+        nemesis = Nemesis(cluster, sup, rec, faults, seed, sc.target_defaults(),
+                          spark=next((c for r in runs if (c := r.side_cluster()) is not None), None),
                           progress=ProgressLog(run_dir / HISTORY_DIR, sup.kinds))
-        thread: threading.Thread | None = None
-        ends_before: dict[str, int] = {}
-        staged_thread: threading.Thread | None = None
         progress = show(run_dir, sc.duration, nemesis.active_faults) if show else None
+        live = _Live(sc, seed, sup, ctx, runs, nemesis, progress)
         try:
-            staged = False  # processes the nemesis starts at their moment (the zombie's second instance)
-            if app is not None:
-                rec.event("runner", APP_CONTRACT, app_run.contract_value(app), type_="ok")
-                ends_before = app_run.topic_ends(cluster.direct_bootstrap)  # to find what it writes undeclared
-            for kind, cfg, now in workload_configs(sc, run_dir, cluster.bootstrap, seed, topic_names):
-                sup.start(kind, cfg) if now else sup.register(kind, cfg)
-                staged = staged or not now
-            sup.keep_restarting()
-            log.info(f"workloads started: {', '.join(sup.procs)}")
-            if progress is not None:
-                progress.set_phase("waiting for the workloads")
-            # the schedule starts when every workload is ready, not when its process started: a
-            # Spark job's first micro-batch can take a minute and a half on a loaded machine
-            journal.workloads_ready_s = await_workloads(sup, run_dir, app.ready_timeout_s if app is not None else None)
-            log.info(f"running {sc.duration:.0f}s")
-            if progress is not None:
-                progress.set_phase("running")
-            thread = threading.Thread(target=nemesis.run, name="nemesis", daemon=True)
-            journal.schedule_t0_s = rec.now() / 1e9  # the nemesis counts its schedule from here
-            journal.history_zero_unix_s = time.time() - journal.schedule_t0_s  # the wire proxy's stamps onto it
-            thread.start()
-            if staged:
-                staged_thread = threading.Thread(target=_guarded(nemesis.zombie, nemesis.errors), name="zombie", daemon=True)
-                staged_thread.start()
-            try:
-                nemesis.stop.wait(sc.duration)
-                # a fault due in the run that waits for the node fault before it to heal begins late
-                nemesis.await_begun()
-                # a driver killed late in the run replays its batch after the duration: wait for it
-                journal.not_recovered = sup.await_recovered()
-            except KeyboardInterrupt:
-                journal.interrupted = True
-                log.info("interrupted: stopping the workloads, healing, then checking what ran")
+            _run_workloads(live)
         finally:
-            if progress is not None:
-                progress.set_phase("healing")
-            nemesis.stop.set()
-            # an app and the reader of its output run on through heal, to process what it was given
-            draining = (*app_run.instances(sup), registry.APP_READER) if app is not None else ()
-            killed = sup.stop_all(keep=draining)
-            for th in (thread, staged_thread):
-                if th is not None:
-                    th.join(timeout=300)
-            problems = heal_all(cluster) + stop_spark_cluster(spark)
-            if app is not None:
-                if journal.schedule_t0_s is not None:  # it ran: a run that never got ready has nothing to drain
-                    if progress is not None:
-                        progress.set_phase("draining the app")
-                    journal.app = _drain_app(sup, cluster, sc, app, problems, journal.interrupted)
-                killed += sup.stop_all()
-                journal.app = {**(journal.app or {}), "exits": {n: sup.exit_codes.get(n) for n in app_run.instances(sup)}}
+            live.set_phase("healing")
+            _heal_and_stop(live)
             keep_wire_events(cluster, folder, started_us)
-            journal.healed, journal.heal_problems = not problems, problems
-            journal.nemesis_errors, journal.workloads_killed_at_stop = list(nemesis.errors), killed
             journal.save(folder)  # the heal is on record even if the final reads fail
+        problems = journal.heal_problems
         log.info("healed; final reads over the DIRECT listener" if not problems else f"heal problems: {problems}")
         if progress is not None:
             progress.set_phase("final reads")
         try:
-            stalled = final_reads(cluster, sc, rec)
-            if app is not None:
-                _judge_app_outputs(run_dir, cluster, sc, app, rec, topic_names, journal, stalled, ends_before)
-                journal.save(folder)
+            stalled = final_reads(cluster, sc, rec, _owned(runs))
+            for r in runs:
+                r.final_reads(ctx, stalled)
+            journal.save(folder)
         finally:
             if progress is not None:
                 progress.close()
 
 
-def _drain_app(sup: Supervisor, cluster: Cluster, sc: Scenario, app: AppSettings, heal_problems: list[str],
-               interrupted: bool) -> dict[str, Any]:
-    """After heal: the app instances the run's end left dead started again, then the drain (none when
-    the heal failed or the run was interrupted: the final reads come at once). The journal's facts."""
-    facts: dict[str, Any] = {"restarted_for_drain": [], "drain": None}
-    if heal_problems or interrupted:
-        facts["drain"] = {"drained": False, "how": "skipped: " + ("interrupted" if interrupted else "not healed")}
-        return facts
-    facts["restarted_for_drain"] = app_run.restart_dead(sup)
-    log.info(f"draining the app (at most {app.drain_s:g}s)")
-    names = app_run.instances(sup)
-    facts["drain"] = app_run.drain(cluster.direct_bootstrap, app, sc.partitions, list(app.inputs),
-                                   lambda: app_run.running_again(sup.run_dir, names))
-    log.info(f"app drain: {facts['drain']}")
-    return facts
+def _owned(runs: list[KindRun]) -> set[str]:
+    """The topics a kind of the run keeps to itself (an app's outputs: ``KindRun.own_topics``)."""
+    return {t for r in runs for t in r.own_topics()}
 
 
-def _judge_app_outputs(run_dir: Path, cluster: Cluster, sc: Scenario, app: AppSettings, rec: Recorder,
-                       topic_names: dict[str, str], journal: Journal, stalled: bool, ends_before: dict[str, int]) -> None:
-    """The app's output scanned with keys, and its contract function's expected outputs recorded. A
-    function that fails here is on record (``journal.app``) and leaves the check unable to judge."""
-    facts = journal.app if journal.app is not None else {}
-    facts["outputs_read"] = app_run.final_scans(cluster.direct_bootstrap, app, sc.partitions, rec, stable=not stalled)
-    stray = app_run.stray_topics(ends_before, app_run.topic_ends(cluster.direct_bootstrap), app, sc.topics)
-    if stray:
-        rec.event("runner", APP_STRAY, {"app": app_run.APP, "topics": stray}, type_="ok")
-    if app.contract.kind == "map" and app.contract.function != "identity":
-        try:
-            facts["expected_inputs"] = app_run.record_expected(run_dir, app, rec, topic_names, app_run.cwd_of(app))
-        except ConfigError as exc:
-            facts["function_error"] = str(exc)
-            log.info(f"the contract's function could not be applied: {exc}")
-            # on record in the history: the check says why it cannot judge (unknown), from the folder alone
-            rec.event("runner", EXPECT, {"app": app_run.APP, "inputs": [], "error": str(exc)}, type_="ok")
-    journal.app = facts
+def _run_workloads(live: _Live) -> None:
+    """Start the workloads, wait until they are ready, then run the nemesis for the scenario's
+    duration (a Ctrl-C ends it early: ``journal.interrupted``)."""
+    sc, sup, ctx, nemesis = live.sc, live.sup, live.ctx, live.nemesis
+    journal, rec = ctx.journal, ctx.rec
+    staged = False  # processes the nemesis starts at their moment (the zombie's second instance)
+    for r in live.runs:
+        r.started(ctx)
+    for kind, cfg, now in workload_configs(sc, ctx.run_dir, ctx.cluster.bootstrap, live.seed, ctx.topic_names):
+        sup.start(kind, cfg) if now else sup.register(kind, cfg)
+        staged = staged or not now
+    sup.keep_restarting()
+    log.info(f"workloads started: {', '.join(sup.procs)}")
+    live.set_phase("waiting for the workloads")
+    # the schedule starts when every workload is ready, not when its process started: a
+    # Spark job's first micro-batch can take a minute and a half on a loaded machine
+    timeout = next((t for r in live.runs if (t := r.ready_timeout_s()) is not None), None)
+    journal.workloads_ready_s = await_workloads(sup, ctx.run_dir, timeout)
+    log.info(f"running {sc.duration:.0f}s")
+    live.set_phase("running")
+    live.nemesis_thread = threading.Thread(target=nemesis.run, name="nemesis", daemon=True)
+    journal.schedule_t0_s = rec.now() / 1e9  # the nemesis counts its schedule from here
+    journal.history_zero_unix_s = time.time() - journal.schedule_t0_s  # the wire proxy's stamps onto it
+    live.nemesis_thread.start()
+    if staged:
+        live.staged_thread = threading.Thread(target=_guarded(nemesis.zombie, nemesis.errors), name="zombie", daemon=True)
+        live.staged_thread.start()
+    try:
+        nemesis.stop.wait(sc.duration)
+        # a fault due in the run that waits for the node fault before it to heal begins late
+        nemesis.await_begun()
+        # a driver killed late in the run replays its batch after the duration: wait for it
+        journal.not_recovered = sup.await_recovered()
+    except KeyboardInterrupt:
+        journal.interrupted = True
+        log.info("interrupted: stopping the workloads, healing, then checking what ran")
+
+
+def _heal_and_stop(live: _Live) -> None:
+    """The nemesis stopped, the workloads stopped (but those that run on through heal), the cluster
+    healed and each kind's own heal; then, in a run that got going, each kind's drain; then every
+    workload stopped. What happened goes to the journal."""
+    sup, ctx, runs, journal = live.sup, live.ctx, live.runs, live.ctx.journal
+    live.nemesis.stop.set()
+    keep = tuple(n for r in runs for n in r.through_heal(sup))
+    killed = sup.stop_all(keep=keep)
+    live.join()
+    problems = heal_all(ctx.cluster) + [p for r in runs for p in r.heal()]
+    if journal.schedule_t0_s is not None:  # it ran: a run that never got ready has nothing to drain
+        for r in runs:
+            if r.drain_phase is not None:
+                live.set_phase(r.drain_phase)
+                r.drain(ctx, problems)
+    if keep:
+        killed += sup.stop_all()
+    for r in runs:
+        r.stopped(ctx)
+    journal.healed, journal.heal_problems = not problems, problems
+    journal.nemesis_errors, journal.workloads_killed_at_stop = list(live.nemesis.errors), killed
 
 
 def compacted_topics(sc: Scenario) -> set[str]:
@@ -516,8 +519,8 @@ def compacted_topics(sc: Scenario) -> set[str]:
 
 def await_workloads(sup: Supervisor, run_dir: Path, timeout: float | None = None) -> dict[str, float]:
     """Wait until every started workload is ready (its kind's ``ready_ops``: harness/run/readiness.py)
-    within ``timeout`` (an app's ``ready_timeout_s``; None: ``READY_TIMEOUT_S``); the seconds each
-    took. ``WaitTimeout`` naming the ones that never were, with their logs' last lines."""
+    within ``timeout`` (a kind's ``KindRun.ready_timeout_s``, an app's; None: ``READY_TIMEOUT_S``); the
+    seconds each took. ``WaitTimeout`` naming the ones that never were, with their logs' last lines."""
     waiting = {name: registry.kind(kind).ready_ops for name, kind in sup.kinds.items()
                if name in sup.procs and registry.kind(kind).ready_ops}
     logs = {name: sup.log_of(name) for name in waiting}
@@ -528,33 +531,9 @@ def await_workloads(sup: Supervisor, run_dir: Path, timeout: float | None = None
                 return f"{name} exited with {sup.procs[name].poll()} before it was ready (its log: {logs[name]})"
         return None
 
-    return await_ready(run_dir / HISTORY_DIR, waiting, logs, dead, **({"timeout": timeout} if timeout else {}))
-
-
-def start_spark_cluster(sc: Scenario, cluster: Cluster, run_dir: Path, env: dict[str, str]) -> SparkStandalone | None:
-    """The run's standalone Spark cluster (``spark: standalone``), started and named to the Spark
-    job through ``env``; None for ``spark: local``."""
-    if sc.spark != "standalone":
-        return None
-    spark = SparkStandalone(run_dir / "spark-cluster", cluster.cluster_id)
-    spark.start()
-    log.info(f"Spark standalone cluster: master {spark.master_url}, workers {spark.worker_ids()} (pids "
-             f"{sorted(spark.worker_pids.values())})")
-    env[ENV_JOB_MASTER], env[ENV_JOB_CONF] = spark.master_url, json.dumps(EXECUTOR_CONF)
-    return spark
-
-
-def stop_spark_cluster(spark: SparkStandalone | None) -> list[str]:
-    """Heal the Spark cluster (every paused process resumed, every worker up and registered: the
-    proof its faults ended), then stop it; what could not be healed."""
-    if spark is None:
-        return []
-    try:
-        problems = [f"spark: {p}" for p in spark.heal()]
-    finally:
-        gone = spark.stop()
-    log.info(f"Spark standalone cluster stopped ({len(gone)} processes)" + (f"; heal problems: {problems}" if problems else ""))
-    return problems
+    if timeout:
+        return await_ready(run_dir / HISTORY_DIR, waiting, logs, dead, timeout=timeout)
+    return await_ready(run_dir / HISTORY_DIR, waiting, logs, dead)
 
 
 def keep_wire_events(cluster: Cluster, folder: RunFolder, since_us: int) -> None:
@@ -591,12 +570,12 @@ def _guarded(fn: Callable[[], None], errors: list[str]) -> Callable[[], None]:
     return body
 
 
-def final_reads(cluster: Cluster, sc: Scenario, rec: Recorder) -> bool:
-    """How long each partition's LSO took to catch up; every partition from offset 0 to its end,
-    read_committed and read_uncommitted; and the committed offsets of the first workload that
-    consumes in a group (the copier's): all over DIRECT, which no fault touches. An app's output
-    topics are scanned by ``app_run.final_scans`` instead. Returns whether a partition's LSO stalled."""
-    mine = set(app_run.outputs(sc))
+def final_reads(cluster: Cluster, sc: Scenario, rec: Recorder, owned: set[str] | None = None) -> bool:
+    """How long each partition's LSO took to catch up, and every partition from offset 0 to its end,
+    read_committed and read_uncommitted: all over DIRECT, which no fault touches. The topics a kind
+    keeps to itself (``owned``: an app's outputs) are its ``KindRun.final_reads``'s to scan, as the
+    consumer group offsets of a kind that commits them. Returns whether a partition's LSO stalled."""
+    mine = owned if owned is not None else _owned(table.for_scenario(sc))
     lag, stuck = lso_lag(cluster.direct_bootstrap, sc.topics, sc.partitions, sc.lso_bound_s)
     lags = {tp_key(t, p): v for (t, p), v in lag.items()}
     stalled_at = {tp_key(t, p): v for (t, p), v in stuck.items()}
@@ -609,16 +588,6 @@ def final_reads(cluster: Cluster, sc: Scenario, rec: Recorder) -> bool:
             for p, recs in back.records.items():
                 value[tp_key(topic, p)] = [[o, v] for o, v in recs]
         rec.event("final", SCAN, value, type_="ok", isolation=iso)
-    consumer = next((w for w in sc.workloads if registry.kind(w.kind).consumes is not None), None)
-    if consumer is not None:
-        admin = admin_client(cluster.direct_bootstrap)
-        kind = registry.kind(consumer.kind)
-        assert kind.consumes is not None  # chosen for it
-        src, group = consumer.settings[kind.consumes.input], str(kind.group_of(consumer.settings))
-        req = ConsumerGroupTopicPartitions(group, [TopicPartition(src, p) for p in range(sc.partitions)])
-        res = admin.list_consumer_group_offsets([req])[group].result(timeout=60)
-        rec.event("final", GROUP_OFFSETS, {tp_key(tp.topic, tp.partition): tp.offset for tp in res.topic_partitions
-                                            if tp.offset >= 0}, type_="ok")
     return bool(stalled_at)
 
 

@@ -21,8 +21,7 @@ from chaos.faults import problems as fault_problems
 from chaos.schedule import drawn, takes_workload
 from chaos.targets import TargetDefaults
 from harness.base.errors import ConfigError
-from harness.history.model import TXN_PRODUCER
-from harness.workloads import app_args, registry
+from harness.workloads import registry
 from harness.workloads.clients import DEFAULT_LIBRARY
 from harness.workloads.clients import check_settings as check_client_settings
 from harness.workloads.clients import parse as parse_library
@@ -216,7 +215,7 @@ class Scenario(Strict):
             if missing:
                 raise _invalid(("workloads", i, "settings"), f"a {w.kind} workload needs settings {missing}, "
                                                               f"each one of the scenario's topics {self.topics}")
-        self._one_app()
+        self._entry_problems()
         for kind in {w.kind for w in self.workloads if registry.kind(w.kind).roles}:
             entries = [i for i, w in enumerate(self.workloads) if w.kind == kind]
             if len(entries) > 1:  # its processes are named by role, so a second entry's would be the first's
@@ -240,21 +239,18 @@ class Scenario(Strict):
                                                            f"{_did_you_mean(check, list(CHECKS))}")
         return self
 
-    def _one_app(self) -> None:
-        """At most one app, whose placeholders name what there is (docs/APPS.md)."""
-        apps = [i for i, w in enumerate(self.workloads) if w.kind == "app"]
-        if len(apps) > 1:
-            raise _invalid(("workloads", apps[1], "kind"), "a second app: a scenario puts one app under test "
-                                                          "(count: N runs N instances of it)")
-        for i in apps:
-            settings = self.workloads[i].settings
-            texts = [(("command", j), a) for j, a in enumerate(settings.get("command") or [])]
-            texts += [(("cwd",), settings["cwd"])] if settings.get("cwd") else []
-            texts += [(("env", k), v) for k, v in (settings.get("env") or {}).items()]
-            for loc, text in texts:
-                problem = app_args.problem(text, self.topics)
-                if problem:
-                    raise _invalid(("workloads", i, "settings", *loc), problem)
+    def _entry_problems(self) -> None:
+        """At most one entry of a kind that allows one (an app), and each entry's own problems
+        given the scenario (an app's placeholders must name what there is: docs/APPS.md)."""
+        for i, w in enumerate(self.workloads):
+            why = registry.kind(w.kind).one_entry
+            if why is not None and any(v.kind == w.kind for v in self.workloads[:i]):
+                raise _invalid(("workloads", i, "kind"), f"a second {w.kind}: {why}")
+        for i, w in enumerate(self.workloads):
+            check = registry.kind(w.kind).problems
+            problems = check(w.settings, self.topics) if check is not None else []
+            if problems:
+                raise _invalid(("workloads", i, "settings", *problems[0][0]), problems[0][1])
 
     def _leader_of_problem(self, fault: Fault) -> str | None:
         """What is wrong with the ``of`` of a fault whose target (or peer) is a partition's leader:
@@ -309,17 +305,19 @@ class Scenario(Strict):
         return self.model_copy(update={"workloads": workloads})
 
     def with_producers(self, producers: int, flag: str = "--producers") -> Scenario:
-        """This scenario with every txn-producer entry running ``producers`` producers per process
-        (its ``producers`` setting; an app's feeder keeps its one); ConfigError naming ``flag`` when
-        the scenario has no txn-producer, the number is out of bounds or an entry's library cannot."""
-        entries = [i for i, w in enumerate(self.workloads) if w.kind == TXN_PRODUCER]
+        """This scenario with every entry of a kind that runs producers side by side (the
+        txn-producer: ``registry.threads_kinds``) running ``producers`` per process (its
+        ``producers`` setting; an app's feeder keeps its one); ConfigError naming ``flag`` when the
+        scenario has none, the number is out of bounds or an entry's library cannot."""
+        able = registry.threads_kinds()
+        entries = [i for i, w in enumerate(self.workloads) if w.kind in able]
         if not entries:
-            raise ConfigError(f"{flag} {producers}: scenario {self.name} has no txn-producer workload "
+            raise ConfigError(f"{flag} {producers}: scenario {self.name} has no {' or '.join(able)} workload "
                               f"(it has {', '.join(sorted({w.kind for w in self.workloads}))})")
         workloads = list(self.workloads)
         for i in entries:
             w = workloads[i]
-            settings = {**w.settings, "producers": producers}
+            settings = {**w.settings, registry.PRODUCERS: producers}
             try:
                 registry.check_settings(w.kind, settings)
                 registry.check_library(w.kind, w.library, settings)
@@ -330,28 +328,25 @@ class Scenario(Strict):
 
     def target_defaults(self) -> TargetDefaults:
         """What fault roles are of when a fault gives no ``of``: the first topic, the first
-        txn-producer's transactional.id (an app's: the first of its own), the first consumer group a
-        workload consumes in (the copier's, an app's)."""
-        from harness.workloads.txn_producer import transactional_id
-
+        txn-producer's transactional.id (an app's: the first of its own:
+        ``registry.default_transactional_id``), the first consumer group a workload consumes in (the
+        copier's, an app's)."""
         groups = [g for w in self.workloads if (g := registry.kind(w.kind).group_of(w.settings)) is not None]
-        app = next((w for w in self.workloads if w.kind == "app"), None)
-        # an app's transactions are what a fault on "the coordinator" means in its scenario: its
-        # transactional.ids start with its id (docs/APPS.md), whatever else they hold (a Streams
-        # app's process id)
-        txn_id = f"{registry.kind('app').group_of(app.settings)}*" if app is not None else transactional_id("txn-producer-0")
+        txn_id = registry.default_transactional_id([(w.kind, w.settings) for w in self.workloads])
         return TargetDefaults(topic=self.topics[0] if self.topics else None, transactional_id=txn_id,
                               group=groups[0] if groups else None)
 
 
-def _app_cwd_from(sc: Scenario, folder: Path) -> Scenario:
-    """``sc`` with its app's working folder absolute: a relative one (or none) is the scenario file's
-    ``folder``'s, so the file runs the same from wherever it is started."""
+def _cwd_from(sc: Scenario, folder: Path) -> Scenario:
+    """``sc`` with its workloads' working folders (a kind's ``cwd_setting``: an app's) absolute: a
+    relative one (or none) is the scenario file's ``folder``'s, so the file runs the same from
+    wherever it is started."""
     workloads = []
     for w in sc.workloads:
-        cwd = w.settings.get("cwd")
-        if w.kind == "app" and not (cwd and (Path(cwd).is_absolute() or cwd.startswith("{"))):
-            w = w.model_copy(update={"settings": {**w.settings, "cwd": str(folder / cwd) if cwd else str(folder)}})
+        key = registry.kind(w.kind).cwd_setting
+        cwd = w.settings.get(key) if key else None
+        if key and not (cwd and (Path(cwd).is_absolute() or cwd.startswith("{"))):
+            w = w.model_copy(update={"settings": {**w.settings, key: str(folder / cwd) if cwd else str(folder)}})
         workloads.append(w)
     return sc.model_copy(update={"workloads": workloads})
 
@@ -412,7 +407,7 @@ def load(name_or_path: str) -> Scenario:
     except ValidationError as exc:
         problems = [_problem(path, root, data, e) for e in exc.errors()]
         raise ConfigError("invalid scenario:\n  " + "\n  ".join(problems)) from exc
-    sc = _app_cwd_from(sc, path.parent.resolve())
+    sc = _cwd_from(sc, path.parent.resolve())
     late = [i for i, f in enumerate(sc.faults) if f.at > sc.duration]
     if late:
         problems = [f"{path}:{_line(root, ('faults', i, 'at'))}: {_where(('faults', i, 'at'), data)[0]}: "

@@ -23,12 +23,11 @@ from harness.base import lifeline
 from harness.base.errors import WaitTimeout
 from harness.base.wait import wait_until
 from harness.history.model import among_producers_of
+from harness.phases import table
+from harness.phases.base import KindRun
 from harness.rundir.runfolder import RunFolder, write_json
-from harness.sparkjob.job import ARM_FILE, job_dir
-from harness.sparkjob.sink import EXECUTOR_ARM_FILE
-from harness.workloads import registry, txn_producer
+from harness.workloads import registry
 from harness.workloads.common import WorkloadConfig
-from harness.workloads.zombie import GO, READY
 
 log = logging.getLogger(__name__)
 
@@ -97,10 +96,14 @@ class Supervisor:
     def of_kind(self, kind: str) -> list[str]:
         return [n for n, k in self.kinds.items() if k == kind]
 
+    def _of(self, name: str) -> type[KindRun]:
+        """The phases of process ``name``'s kind (harness/phases/): where its kind keeps what a fault needs."""
+        return table.of(self.kinds[name])
+
     def using_transactional_id(self, transactional_id: str) -> list[str]:
         # one of a process's producers (``producers: N``) uses it if it is the process's first id or beside it
-        return [n for n in self.of_kind("txn-producer")
-                if among_producers_of(transactional_id, txn_producer.transactional_id(n))]
+        return [n for n in self.kinds
+                if (own := self._of(n).transactional_id(n)) is not None and among_producers_of(transactional_id, own)]
 
     def alive(self, name: str) -> bool:
         return name in self.procs and self.procs[name].poll() is None
@@ -127,14 +130,14 @@ class Supervisor:
         self.start(self.kinds[name], self.configs[name])
 
     def arm_driver(self, name: str, window: str, action: DriverAction) -> int:
-        arm = job_dir(self.run_dir, name) / ARM_FILE
+        arm = self._of(name).driver_arm(self.run_dir, name)
         write_json(arm, {"window": window, "signal": DRIVER_SIGNALS[action]})  # the job reads it whole or not at all
         self._armed[name] = window
         self._pending.add(name)
         return self.procs[name].pid
 
     def await_driver_fault(self, name: str, action: DriverAction, stop: threading.Event) -> bool:
-        proc, arm = self.procs[name], job_dir(self.run_dir, name) / ARM_FILE
+        proc, arm = self.procs[name], self._of(name).driver_arm(self.run_dir, name)
 
         def fired() -> bool:
             return proc.poll() is not None if action == "kill" else procs.stopped(proc.pid)
@@ -151,11 +154,11 @@ class Supervisor:
         return fired()
 
     def arm_executor(self, name: str, action: DriverAction) -> None:
-        write_json(job_dir(self.run_dir, name) / EXECUTOR_ARM_FILE, {"signal": DRIVER_SIGNALS[action]})
+        write_json(self._of(name).executor_arm(self.run_dir, name), {"signal": DRIVER_SIGNALS[action]})
 
     def await_executor_fault(self, name: str, stop: threading.Event) -> dict[str, Any] | None:
-        d = job_dir(self.run_dir, name)
-        arm = d / EXECUTOR_ARM_FILE
+        arm = self._of(name).executor_arm(self.run_dir, name)
+        d = arm.parent
         before = set(d.glob("fired-executor-*.json"))
 
         def fired() -> dict[str, Any] | None:
@@ -164,14 +167,15 @@ class Supervisor:
                     info = json.loads(f.read_text())
                 except ValueError:
                     continue  # the task is writing it
-                if "executor_pid" in info:
-                    return dict(info)
+                if isinstance(info, dict) and "executor_pid" in info:
+                    return info
             return None
 
         try:
-            return wait_until(lambda: fired() or stop.is_set(), timeout=DRIVER_ARMED_TIMEOUT_S,
-                              what=f"a task of {name} to get inside its transaction and take the armed executor fault",
-                              state=lambda: f"armed: {arm.exists()}, driver alive: {self.alive(name)}") and fired()
+            wait_until(lambda: fired() is not None or stop.is_set(), timeout=DRIVER_ARMED_TIMEOUT_S,
+                       what=f"a task of {name} to get inside its transaction and take the armed executor fault",
+                       state=lambda: f"armed: {arm.exists()}, driver alive: {self.alive(name)}")
+            return fired()
         finally:
             arm.unlink(missing_ok=True)  # never left armed for a later batch
 
@@ -182,14 +186,22 @@ class Supervisor:
                    what=f"the resumed old driver of {name} (pid {zombie.pid}) to be fenced and exit",
                    state=lambda: f"alive: {zombie.poll() is None}")
 
+    def _staged_files(self, name: str) -> tuple[Path, Path]:
+        files = self._of(name).staged_files(self.run_dir)
+        if files is None:
+            raise ValueError(f"{name}: its kind has no staged start")
+        return files
+
     def await_zombie_ready(self, name: str) -> None:
-        ready = self.run_dir / READY
+        ready, _ = self._staged_files(name)
         wait_until(lambda: ready.exists() or not self.alive(name), timeout=ZOMBIE_READY_TIMEOUT_S,
                    what=f"zombie {name} to open its transaction ({ready})",
                    state=lambda: f"alive: {self.alive(name)}")
 
     def release_zombie(self) -> None:
-        (self.run_dir / GO).write_text("go")
+        gos = {files[1] for name in self.kinds if (files := self._of(name).staged_files(self.run_dir)) is not None}
+        for go in gos:
+            go.write_text("go")
 
     def new_incarnation(self, name: str) -> subprocess.Popen[bytes]:
         """Start a new process of ``name`` while the current one lives on (frozen): the current one

@@ -23,7 +23,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import random
 import signal
 import time
 from pathlib import Path
@@ -48,7 +47,7 @@ from harness.history.model import (
 from harness.history.recorder import Recorder
 from harness.kafka.reads import read_all
 from harness.rundir.runfolder import write_json
-from harness.workloads.common import Retired, Stop, WorkloadConfig, drop, init, new_producer, transaction
+from harness.workloads.common import Retired, Stop, Txn, WorkloadConfig, drop, init, new_producer, transaction
 from harness.workloads.registry import SparkJobSettings
 
 #: Where the job finds a standalone cluster's master (set by the runner for ``spark: standalone``)
@@ -148,7 +147,6 @@ def main() -> None:
     incarnation = next_incarnation(d)
     process = f"{cfg.name}.{incarnation}"
     stop = Stop(cfg.max_seconds)
-    rnd = random.Random(f"{cfg.seed}/{process}")
     checkpoint = d / "checkpoint"
     with Recorder(Path(cfg.run_dir), process) as rec:
         rec.event(process, SPARK_START, {"query": query, "incarnation": incarnation, "pid": os.getpid(), "sink": sink})
@@ -191,8 +189,8 @@ def main() -> None:
             pause = (len(sends) // 2, lambda: arming.fire_if_armed("in-txn", batch))
             assert producer is not None
             try:
-                outcome = transaction(rec, process, producer, txn_id, sends, False, rnd, pause=pause, keys=keys,
-                                      invoke_extra={"batch": batch, "ranges": ranges})
+                outcome = transaction(rec, process, producer, Txn(txn_id, sends, pause=pause, keys=keys,
+                                                                  invoke_extra={"batch": batch, "ranges": ranges}))
             except Retired as exc:
                 rec.event(process, SPARK_BATCH, {"query": query, "batch": batch, "ranges": ranges, "records": len(rows),
                                                  "outcome": "retired", "ms": _ms(t0)})

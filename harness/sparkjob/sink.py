@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import signal
 import time
 from collections.abc import Iterable
@@ -177,7 +176,7 @@ def write_partition(spec: TaskSpec, rows: Iterable[Any]) -> None:
 
     from harness.history.recorder import Recorder
     from harness.workloads.clients import open_producer
-    from harness.workloads.common import drop, init, transaction
+    from harness.workloads.common import Txn, drop, init, transaction
 
     data = [(str(r.topic), int(r.partition), int(r.offset), str(r.value or "")) for r in rows]
     if not data:
@@ -210,10 +209,9 @@ def write_partition(spec: TaskSpec, rows: Iterable[Any]) -> None:
             sends.append((spec.markers, partition, marker_value(spec.query, spec.batch, process, {tp: [start, end]})))
             keys = {len(sends) - 1: marker_key(spec.query, tp).encode()}
             arming = ExecutorArming(Path(spec.job_dir), rec, process)
-            outcome = transaction(rec, process, producer, txn_id, sends, False,
-                                  random.Random(f"{spec.seed}/{process}"), keys=keys,
-                                  pause=(len(sends) // 2, lambda: arming.fire_if_armed(spec.batch, tp)),
-                                  invoke_extra={"batch": spec.batch, "ranges": {tp: [start, end]}})
+            outcome = transaction(rec, process, producer, Txn(
+                txn_id, sends, keys=keys, pause=(len(sends) // 2, lambda: arming.fire_if_armed(spec.batch, tp)),
+                invoke_extra={"batch": spec.batch, "ranges": {tp: [start, end]}}))
             rec.event(process, SPARK_BATCH, {"query": spec.query, "batch": spec.batch, "ranges": {tp: [start, end]},
                                              "records": len(data), "outcome": outcome, "ms": round((time.monotonic() - t0) * 1000, 1),
                                              "partition": tp})

@@ -9,7 +9,6 @@ fault can SIGKILL or SIGSTOP it. A SIGTERM asks it to finish the operation in ha
 from __future__ import annotations
 
 import json
-import random
 import signal
 import sys
 import threading
@@ -172,116 +171,152 @@ def commit_with_retries(producer: Client, timeout_s: float, on_retry: Callable[[
             raise
 
 
-def transaction(rec: Recorder, process: str, producer: Client, txn_id: str,
-                sends: list[tuple[str, int, str]], abort: bool, rnd: random.Random,
-                before_commit: Callable[[], dict[str, Any]] | None = None,
-                pause: tuple[int, Callable[[], None]] | None = None, hold_s: float = 0.0, gap_s: float = 0.0,
-                commit_timeout_s: float = CALL_TIMEOUT_S, abort_after_commit_timeout: bool = False,
-                sole_writer: bool = False, keys: dict[int, bytes] | None = None,
-                invoke_extra: dict[str, Any] | None = None, recreate_on_indefinite: bool = False,
-                encode: Callable[[str], bytes] | None = None) -> str:
-    """One recorded transaction; returns its outcome (``ok``, or ``fail`` when aborted). Outcomes of
-    errors: ``outcome.classify``. ``abort``: abort it on purpose (``fail``).
-    ``before_commit`` (the copier's ``send_offsets``) returns extra fields to record; it raises
-    ``ClientError`` for a failed call, classified like the transaction's own.
-    ``pause`` = (k, fn): after the first k sends are written, call fn (the zombie waits there).
-    ``gap_s``: between two sends, flush what was sent and wait this long (an application that
-    works between its writes): the transaction is then open, with some of its partitions added
-    and written, for most of its life -- what a late EndTxn must hit to tear it (KAFKA-17754).
-    ``hold_s``: keep the transaction open this long after its records are written, before the
-    commit (an application that processes slowly; what a crash must be able to hit).
+@dataclass(frozen=True)
+class Txn:
+    """One transaction to run (``transaction``): its id, its sends, and how to run it.
+
+    ``abort``: abort it on purpose (``fail``). ``before_commit`` (the copier's ``send_offsets``)
+    returns extra fields to record; it raises ``ClientError`` for a failed call, classified like the
+    transaction's own. ``pause`` = (k, fn): after the first k sends are written, call fn (the
+    zombie waits there). ``gap_s``: between two sends, flush what was sent and wait this long (an
+    application that works between its writes): the transaction is then open, with some of its
+    partitions added and written, for most of its life -- what a late EndTxn must hit to tear it
+    (KAFKA-17754). ``hold_s``: keep the transaction open this long after its records are written,
+    before the commit (an application that processes slowly; what a crash must be able to hit).
     ``commit_timeout_s``: each commit call's timeout; a timed-out commit is retried (and, with
     ``abort_after_commit_timeout``, an abort is tried first, as applications wrongly do: librdkafka
     refuses it while the commit is in progress). Retried errors are recorded as ``commit_retries``,
-    refused aborts as ``aborts_refused``.
-    ``sole_writer``: no other process uses this ``transactional.id`` while this one lives (see
-    ``outcome.classify``: a fence during commit is then a definite abort).
-    ``keys``: record keys by send index (a compacted topic needs them); ``invoke_extra``: fields
-    recorded with the invoke (the Spark job's batch id and offset ranges, an app feeder's keys).
-    ``encode``: a value's bytes (UTF-8 text unless given: an app feeder's 8-byte integers).
-    ``recreate_on_indefinite``: when the transaction's outcome was indefinite (``outcome.indefinite``:
-    a call timed out, the commit was retried, or the outcome is unknown), record a ``recreated``
-    event saying why and retire this producer even if the transaction committed, so that the next
-    one's ``init_transactions`` fences whatever this epoch may still have in flight.
-    Raises ``Retired`` after recording when this producer must be replaced."""
-    rec.invoke(process, TXN, [["send", t, p, v] for t, p, v in sends], txn_id=txn_id, **(invoke_extra or {}))
-    offsets: dict[bytes, int] = {}
-    encoded = [encode(v) if encode is not None else v.encode() for _, _, v in sends]
-    delivered = offsets.__setitem__  # bytes keys: no decode per record (the hot path)
+    refused aborts as ``aborts_refused``. ``sole_writer``: no other process uses this
+    ``transactional.id`` while this one lives (see ``outcome.classify``: a fence during commit is
+    then a definite abort). ``keys``: record keys by send index (a compacted topic needs them);
+    ``invoke_extra``: fields recorded with the invoke (the Spark job's batch id and offset ranges,
+    an app feeder's keys). ``encode``: a value's bytes (UTF-8 text unless given: an app feeder's
+    8-byte integers). ``recreate_on_indefinite``: when the transaction's outcome was indefinite
+    (``outcome.indefinite``: a call timed out, the commit was retried, or the outcome is unknown),
+    record a ``recreated`` event saying why and retire this producer even if the transaction
+    committed, so that the next one's ``init_transactions`` fences whatever this epoch may still
+    have in flight."""
 
-    phase = Phase.BEFORE_COMMIT
+    txn_id: str
+    sends: list[tuple[str, int, str]]
+    abort: bool = False
+    before_commit: Callable[[], dict[str, Any]] | None = None
+    pause: tuple[int, Callable[[], None]] | None = None
+    hold_s: float = 0.0
+    gap_s: float = 0.0
+    commit_timeout_s: float = CALL_TIMEOUT_S
+    abort_after_commit_timeout: bool = False
+    sole_writer: bool = False
+    keys: dict[int, bytes] | None = None
+    invoke_extra: dict[str, Any] | None = None
+    recreate_on_indefinite: bool = False
+    encode: Callable[[str], bytes] | None = None
+
+
+@dataclass
+class _Under:
+    """What one transaction met so far: its phase, when its commit began, the fields its
+    completion gets, its retried commits and refused aborts, and every error."""
+
+    phase: Phase = Phase.BEFORE_COMMIT
     commit_at: int | None = None
-    extra: dict[str, Any] = {}
-    retries: list[str] = []
-    refused: list[str] = []
-    met: list[ErrorFacts] = []  # every error the transaction met: retried commits' and the last
+    extra: dict[str, Any] = field(default_factory=dict)
+    retries: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+    met: list[ErrorFacts] = field(default_factory=list)
+
+
+def transaction(rec: Recorder, process: str, producer: Client, txn: Txn) -> str:
+    """One recorded transaction; returns its outcome (``ok``, or ``fail`` when aborted). Outcomes of
+    errors: ``outcome.classify``; how it runs: ``Txn``. Raises ``Retired`` after recording when
+    this producer must be replaced."""
+    sends = txn.sends
+    rec.invoke(process, TXN, [["send", t, p, v] for t, p, v in sends], txn_id=txn.txn_id, **(txn.invoke_extra or {}))
+    offsets: dict[bytes, int] = {}
+    encoded = [txn.encode(v) if txn.encode is not None else v.encode() for _, _, v in sends]
+    u = _Under()
 
     def on_retry(facts: ErrorFacts) -> None:
-        met.append(facts)
-        retries.append(facts.describe())
-        if abort_after_commit_timeout and facts.timed_out:
+        u.met.append(facts)
+        u.retries.append(facts.describe())
+        if txn.abort_after_commit_timeout and facts.timed_out:
             try:
                 producer.abort(CALL_TIMEOUT_S)
             except ClientError as abort_exc:
-                met.append(abort_exc.facts)
-                refused.append(abort_exc.facts.describe())  # then the commit is retried: the right handling
+                u.met.append(abort_exc.facts)
+                u.refused.append(abort_exc.facts.describe())  # then the commit is retried: the right handling
 
     try:
-        producer.begin()
-        # One send per record, not a batch call: the delivery reports of produce_batch
-        # (confluent-kafka 2.16.1) carry wrong offsets -- the checker flagged them as
-        # inconsistent-offsets and nonmonotonic-send the one time we tried it.
-        for k, (t, p, _) in enumerate(sends):
-            if pause is not None and k == pause[0]:
-                producer.flush(CALL_TIMEOUT_S)
-                pause[1]()
-            if gap_s and k:
-                producer.flush(CALL_TIMEOUT_S)
-                time.sleep(gap_s)  # simulated work between writes, not a wait on anything
-            producer.send(t, p, encoded[k], (keys or {}).get(k), delivered)
-        if before_commit is not None:
-            extra = before_commit()
-        if abort:
-            # Write the records first: librdkafka's abort purges what is still queued, and an abort
-            # of records that never reached the log would test nothing (readers must skip them).
-            producer.flush(CALL_TIMEOUT_S)
-            producer.abort(CALL_TIMEOUT_S)
-            rec.complete(process, FAIL, TXN, None, error="aborted on purpose", txn_id=txn_id, **extra)
+        if _write(rec, process, producer, txn, encoded, offsets.__setitem__, u):  # bytes keys: no decode per record
             return FAIL
-        producer.flush(CALL_TIMEOUT_S)  # serves the delivery reports: the offsets Kafka returned
-        if hold_s:
-            time.sleep(hold_s)  # simulated processing time, not a wait on anything
-        phase = Phase.COMMIT
-        commit_at = rec.now()
-        commit_with_retries(producer, commit_timeout_s, on_retry)
+        u.phase = Phase.COMMIT
+        u.commit_at = rec.now()
+        commit_with_retries(producer, txn.commit_timeout_s, on_retry)
     except ClientError as exc:
-        extra.update(_retried(retries, refused))
-        aborted = abort_fenced = False
-        if should_abort(phase, exc.facts):
-            try:
-                producer.abort(CALL_TIMEOUT_S)
-                aborted = True
-            except ClientError as abort_exc:
-                met.append(abort_exc.facts)  # an abort that timed out may still be on its way too
-                extra["abort_error"] = abort_exc.facts.describe()
-                abort_fenced = abort_exc.facts.fenced
-        met.append(exc.facts)
-        outcome = classify(phase, exc.facts, sole_writer=sole_writer, aborted=aborted, abort_fenced=abort_fenced)
-        error = exc.facts.describe()
-        rec.complete(process, outcome.type, TXN, None, error=error, txn_id=txn_id, commit_at=commit_at, **extra)
-        if outcome.event is not None:
-            rec.event(process, outcome.event, error)  # fenced or fatal: retired for that reason
-        elif recreate_on_indefinite:
-            _recreate_if_indefinite(rec, process, outcome.type, met, bool(retries))
-        if outcome.retire:
-            raise Retired(error) from exc
-        return outcome.type
+        return _failed(rec, process, producer, txn, u, exc)
     done = [["send", t, p, v, offsets.get(b)] for (t, p, v), b in zip(sends, encoded)]
-    extra.update(_retried(retries, refused))
-    rec.complete(process, OK, TXN, done, txn_id=txn_id, commit_at=commit_at, **extra)
-    if recreate_on_indefinite:
-        _recreate_if_indefinite(rec, process, OK, met, bool(retries))
+    u.extra.update(_retried(u.retries, u.refused))
+    rec.complete(process, OK, TXN, done, txn_id=txn.txn_id, commit_at=u.commit_at, **u.extra)
+    if txn.recreate_on_indefinite:
+        _recreate_if_indefinite(rec, process, OK, u.met, bool(u.retries))
     return OK
+
+
+def _write(rec: Recorder, process: str, producer: Client, txn: Txn, encoded: list[bytes],
+           delivered: Callable[[bytes, int], None], u: _Under) -> bool:
+    """Begin the transaction and write its records; True when it was aborted on purpose (recorded)."""
+    producer.begin()
+    # One send per record, not a batch call: the delivery reports of produce_batch
+    # (confluent-kafka 2.16.1) carry wrong offsets -- the checker flagged them as
+    # inconsistent-offsets and nonmonotonic-send the one time we tried it.
+    for k, (t, p, _) in enumerate(txn.sends):
+        if txn.pause is not None and k == txn.pause[0]:
+            producer.flush(CALL_TIMEOUT_S)
+            txn.pause[1]()
+        if txn.gap_s and k:
+            producer.flush(CALL_TIMEOUT_S)
+            time.sleep(txn.gap_s)  # simulated work between writes, not a wait on anything
+        producer.send(t, p, encoded[k], (txn.keys or {}).get(k), delivered)
+    if txn.before_commit is not None:
+        u.extra = txn.before_commit()
+    if txn.abort:
+        # Write the records first: librdkafka's abort purges what is still queued, and an abort
+        # of records that never reached the log would test nothing (readers must skip them).
+        producer.flush(CALL_TIMEOUT_S)
+        producer.abort(CALL_TIMEOUT_S)
+        rec.complete(process, FAIL, TXN, None, error="aborted on purpose", txn_id=txn.txn_id, **u.extra)
+        return True
+    producer.flush(CALL_TIMEOUT_S)  # serves the delivery reports: the offsets Kafka returned
+    if txn.hold_s:
+        time.sleep(txn.hold_s)  # simulated processing time, not a wait on anything
+    return False
+
+
+def _failed(rec: Recorder, process: str, producer: Client, txn: Txn, u: _Under, exc: ClientError) -> str:
+    """A call of the transaction failed: abort it where that is right, record the outcome, and
+    retire the producer (``Retired``) when it cannot go on; the outcome's type otherwise."""
+    extra = u.extra
+    extra.update(_retried(u.retries, u.refused))
+    aborted = abort_fenced = False
+    if should_abort(u.phase, exc.facts):
+        try:
+            producer.abort(CALL_TIMEOUT_S)
+            aborted = True
+        except ClientError as abort_exc:
+            u.met.append(abort_exc.facts)  # an abort that timed out may still be on its way too
+            extra["abort_error"] = abort_exc.facts.describe()
+            abort_fenced = abort_exc.facts.fenced
+    u.met.append(exc.facts)
+    outcome = classify(u.phase, exc.facts, sole_writer=txn.sole_writer, aborted=aborted, abort_fenced=abort_fenced)
+    error = exc.facts.describe()
+    rec.complete(process, outcome.type, TXN, None, error=error, txn_id=txn.txn_id, commit_at=u.commit_at, **extra)
+    if outcome.event is not None:
+        rec.event(process, outcome.event, error)  # fenced or fatal: retired for that reason
+    elif txn.recreate_on_indefinite:
+        _recreate_if_indefinite(rec, process, outcome.type, u.met, bool(u.retries))
+    if outcome.retire:
+        raise Retired(error) from exc
+    return outcome.type
 
 
 def _recreate_if_indefinite(rec: Recorder, process: str, outcome_type: str, met: list[ErrorFacts],

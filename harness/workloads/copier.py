@@ -19,7 +19,7 @@ from typing import Any
 from harness.history.model import FAIL, copy_value, tp_key
 from harness.history.recorder import Recorder
 from harness.workloads.client import CALL_TIMEOUT_S, Client, ClientError, GroupReader
-from harness.workloads.common import Retired, Stop, WorkloadConfig, drop, init, new_group_reader, new_producer, transaction
+from harness.workloads.common import Retired, Stop, Txn, WorkloadConfig, drop, init, new_group_reader, new_producer, transaction
 from harness.workloads.registry import COPIER_GROUP, CopierSettings
 
 POLL_TIMEOUT_S = 1.0
@@ -49,8 +49,8 @@ def main() -> None:
                     attempt = f"{process}-{seq}"
                     seq += 1
                     sends = [(s.output, p, copy_value(t, p, o, v, attempt)) for t, p, o, v in records]
-                    outcome = transaction(rec, process, producer, txn_id, sends, rnd.random() < s.abort_share, rnd,
-                                          before_commit=partial(send_offsets, consumer, producer))
+                    outcome = transaction(rec, process, producer, Txn(txn_id, sends, abort=rnd.random() < s.abort_share,
+                                                                      before_commit=partial(send_offsets, consumer, producer)))
                     if outcome == FAIL:
                         consumer.rewind(CALL_TIMEOUT_S)
             except (Retired, ClientError):

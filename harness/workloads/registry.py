@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from harness.history.model import (
     AGGREGATES,
+    APP,
     APP_FEEDER,
     APP_READER,
     APP_READY,
@@ -28,8 +29,11 @@ from harness.history.model import (
     SPARK_JOB,
     TXN_PRODUCER,
 )
+from harness.history.schema import Aggregate, AppContract, ContractKind, Order
+from harness.workloads import app_args
 from harness.workloads.client import CALL_TIMEOUT_S, TRANSACTION_TIMEOUT_MS
 from harness.workloads.clients import CLIENTS, DEFAULT_LIBRARY, LIBRARIES, parse
+from harness.workloads.txn_ids import transactional_id
 
 #: The kinds a scenario may name (``workloads[].kind``, ``faults[].workload``).
 KindName = Literal["txn-producer", "reader", "copier", "zombie", "spark-job", "app"]
@@ -39,6 +43,9 @@ MAX_PRODUCERS = 64
 #: Upper bound when transactions are sized by time (``txn_ms``): keeps one history line reasonable,
 #: and a whole transaction within librdkafka's local queue (queue.buffering.max.messages, 100000).
 MAX_VALUES_PER_TXN = 50_000
+#: The setting ``--producers`` sets: a kind's ``threads_setting`` that runs transactional producers
+#: side by side (the txn-producer's).
+PRODUCERS = "producers"
 #: The copier's consumer group unless its settings name one (the runner makes it unique per run).
 COPIER_GROUP = "eos-chaos-copier"
 #: An app's id unless its settings name one (the runner makes it unique per run).
@@ -120,20 +127,27 @@ class OutputSerde(BaseModel):
     value: Serde = "string"
 
 
-class AppContract(BaseModel):
-    """What an app must do with its input (docs/APPS.md, "The contract")."""
+class ContractSettings(BaseModel):
+    """What an app must do with its input, as its scenario entry declares it (docs/APPS.md, "The
+    contract"); the run records it as an ``AppContract`` (harness/history/schema.py: ``recorded``)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    kind: Literal["map", "aggregate"]
+    kind: ContractKind
     #: ``map``: ``identity`` or ``module:function`` (input record -> its output records)
     function: str = IDENTITY
-    order: Literal["per-key", "none"] = "none"
+    order: Order = "none"
     #: ``aggregate``: output topic -> count, sum, min or max of the input key's values
-    aggregates: dict[str, Literal["count", "sum", "min", "max"]] = {}
+    aggregates: dict[str, Aggregate] = {}
     output_serde: OutputSerde = Field(default_factory=OutputSerde)
 
+    def recorded(self, app: str, inputs: list[str], outputs: list[str]) -> AppContract:
+        """The contract as the run records it (``app-contract``) for ``app`` reading ``inputs`` and
+        writing ``outputs`` (as the run names them)."""
+        return AppContract(app=app, contract=self.kind, inputs=list(inputs), outputs=list(outputs), function=self.function,
+                           order=self.order, aggregates=dict(self.aggregates))
+
     @model_validator(mode="after")
-    def _fits_its_kind(self) -> AppContract:
+    def _fits_its_kind(self) -> ContractSettings:
         if self.kind == "map":
             if self.aggregates:
                 raise ValueError("aggregates: only in an aggregate contract")
@@ -206,7 +220,7 @@ class AppSettings(BaseModel):
     #: on SIGTERM: how long the app may take to exit before it is killed
     stop_timeout_s: float = Field(30, gt=0, le=600)
     feeder: AppFeeder = Field(default_factory=lambda: AppFeeder.model_validate({}))
-    contract: AppContract
+    contract: ContractSettings
 
     @model_validator(mode="after")
     def _topics(self) -> AppSettings:
@@ -286,6 +300,8 @@ class ConsumerGroup:
 
 #: One process of a scenario entry: (its kind, its name, its settings, started with the run?)
 Process = tuple[str, str, dict[str, Any], bool]
+#: A problem with a scenario entry's settings: where in them (keys, indexes), and what is wrong.
+Problem = tuple[tuple[str | int, ...], str]
 
 
 @dataclass(frozen=True)
@@ -338,6 +354,17 @@ class Kind:
     companions: Callable[[dict[str, Any]], list[Process]] | None = None
     #: the harness's own: a scenario cannot name it (it comes with another kind's entry)
     internal: bool = False
+    #: a scenario has at most one entry of it, and why (None: as many as it likes)
+    one_entry: str | None = None
+    #: what is wrong with an entry's settings given the scenario's topics, beyond ``settings``
+    #: (an app's placeholders naming topics the scenario does not have)
+    problems: Callable[[dict[str, Any], list[str]], list[Problem]] | None = None
+    #: a setting naming a working folder, which a scenario file's loader makes absolute (relative
+    #: to the file's folder; none: the file's folder)
+    cwd_setting: str | None = None
+    #: its transactions' ids start with its consumer group's name (an app's ``{id}``): what a
+    #: fault on "the coordinator" of a scenario with it means (``default_transactional_id``)
+    transactions_of_group: bool = False
 
     def processes(self, count: int, settings: dict[str, Any], first: int = 0) -> list[Process]:
         """(kind, process name, settings, start with the run?) for one scenario entry of ``count``,
@@ -376,6 +403,15 @@ def _app_companions(settings: dict[str, Any]) -> list[Process]:
     return [("txn-producer", APP_FEEDER, feeder, True), (APP_READER, APP_READER, reader, True)]
 
 
+def _app_problems(settings: dict[str, Any], topics: list[str]) -> list[Problem]:
+    """An app's placeholders (in its command, working folder and environment) that name what the
+    scenario does not have (docs/APPS.md)."""
+    texts: list[tuple[tuple[str | int, ...], str]] = [(("command", j), a) for j, a in enumerate(settings.get("command") or [])]
+    texts += [(("cwd",), settings["cwd"])] if settings.get("cwd") else []
+    texts += [(("env", k), v) for k, v in (settings.get("env") or {}).items()]
+    return [(loc, problem) for loc, text in texts if (problem := app_args.problem(text, topics))]
+
+
 def _spark_job_topics(settings: dict[str, Any]) -> tuple[str, ...]:
     # only the transactional sinks write markers
     transactional = settings.get("sink", "driver") in ("driver", "executor", "transactional")
@@ -392,8 +428,10 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("spark-job", "harness.sparkjob.job", SparkJobSettings, topic_settings=("input", "output", "markers"),
          topics_needed=_spark_job_topics, compacted=("markers",), spark=True,
          progress_file="spark/{name}/progress.json", restarted=True, libraries=(DEFAULT_LIBRARY,), ready_ops=PROGRESS_OPS[SPARK_JOB]),
-    Kind("app", "harness.workloads.app", AppSettings, topic_settings=("inputs", "outputs"), group="id",
-         ready_ops=(APP_READY,), libraries=(DEFAULT_LIBRARY,), companions=_app_companions),
+    Kind(APP, "harness.workloads.app", AppSettings, topic_settings=("inputs", "outputs"), group="id",
+         ready_ops=(APP_READY,), libraries=(DEFAULT_LIBRARY,), companions=_app_companions,
+         one_entry="a scenario puts one app under test (count: N runs N instances of it)", problems=_app_problems,
+         cwd_setting="cwd", transactions_of_group=True),
     Kind(APP_READER, "harness.workloads.app_reader", AppReaderSettings, libraries=(DEFAULT_LIBRARY,), internal=True),
 )}
 assert {k for k, v in KINDS.items() if not v.internal} == set(get_args(KindName)), \
@@ -418,6 +456,22 @@ def restarted() -> tuple[str, ...]:
 def spark_kinds() -> tuple[str, ...]:
     """The kinds that are Spark applications."""
     return tuple(k.name for k in KINDS.values() if k.spark)
+
+
+def threads_kinds(setting: str = PRODUCERS) -> tuple[str, ...]:
+    """The kinds whose ``threads_setting`` is ``setting`` (``--producers``: the txn-producer)."""
+    return tuple(k.name for k in KINDS.values() if k.threads_setting == setting)
+
+
+def default_transactional_id(entries: list[tuple[str, dict[str, Any]]]) -> str:
+    """What a fault on "the coordinator" of a transaction means in a scenario of these (kind,
+    settings) entries, without an ``of``: the transactions of the first kind whose ids start with
+    its group (an app's: its transactional.ids start with its id, docs/APPS.md, whatever else they
+    hold, a Streams app's process id), else the first txn-producer's transactional.id."""
+    for name, settings in entries:
+        if KINDS[name].transactions_of_group:
+            return f"{KINDS[name].group_of(settings)}*"
+    return transactional_id(f"{threads_kinds()[0]}-0")
 
 
 def check_library(name: str, library: str, settings: dict[str, Any]) -> None:

@@ -22,15 +22,15 @@ from pathlib import Path
 from confluent_kafka import KafkaError, KafkaException, Producer
 from kafka.partitioner.default import murmur2
 
-from harness.history.model import OK, PRODUCER_SEP, SEND
+from harness.history.model import OK, SEND
 from harness.history.recorder import Recorder
-from harness.kafka.placement import colocated
 from harness.kafka.serde import encode
 from harness.workloads.client import CALL_TIMEOUT_S, Client, ErrorFacts
 from harness.workloads.clients.confluent import error_facts, facts_of
-from harness.workloads.common import Retired, Stop, WorkloadConfig, drop, init, new_producer, side_by_side, transaction
+from harness.workloads.common import Retired, Stop, Txn, WorkloadConfig, drop, init, new_producer, side_by_side, transaction
 from harness.workloads.outcome import Phase, classify
 from harness.workloads.registry import MAX_VALUES_PER_TXN, TxnProducerSettings
+from harness.workloads.txn_ids import transactional_id
 
 
 def pick_sends(cfg: WorkloadConfig, s: TxnProducerSettings, rnd: random.Random, prefix: str,
@@ -62,14 +62,6 @@ def keyed_sends(cfg: WorkloadConfig, s: TxnProducerSettings, rnd: random.Random,
 def partition_of(key: str, partitions: int) -> int:
     """The partition Kafka's default partitioner gives ``key`` (its Java clients: murmur2, positive)."""
     return int(murmur2(key.encode()) & 0x7FFFFFFF) % partitions
-
-
-def transactional_id(name: str, k: int = 0) -> str:
-    """The ``transactional.id`` of producer ``k`` of the txn-producer instance ``name`` (stable across
-    its processes): ``eos-<name>`` for the first, ``eos-<name>~<k>`` (``-<j>`` added where needed)
-    for the others, on the first one's coordinator (``placement.colocated``)."""
-    base = f"eos-{name}"
-    return base if k == 0 else colocated(base, f"{base}{PRODUCER_SEP}{k}")
 
 
 def producer_random(cfg: WorkloadConfig, k: int) -> random.Random:
@@ -130,13 +122,14 @@ def _transactional(cfg: WorkloadConfig, s: TxnProducerSettings, rec: Recorder, s
                     sends = pick_sends(cfg, s, rnd, f"{process}-{seq}", per_txn, values)
                 seq += 1
                 t0 = time.monotonic()
-                transaction(rec, process, producer, txn_id, sends, rnd.random() < s.abort_share, rnd,
-                            hold_s=s.hold_ms / 1000, gap_s=s.send_gap_ms / 1000, commit_timeout_s=s.commit_timeout_s,
-                            abort_after_commit_timeout=s.abort_after_commit_timeout, sole_writer=True,
-                            recreate_on_indefinite=s.recreate_on_indefinite,
-                            keys=None if keys is None else {i: k.encode() for i, k in enumerate(keys)},
-                            invoke_extra=None if keys is None else {"keys": keys},
-                            encode=None if s.value_serde == "string" else lambda v: encode(s.value_serde, v))
+                transaction(rec, process, producer, Txn(
+                    txn_id, sends, abort=rnd.random() < s.abort_share,
+                    hold_s=s.hold_ms / 1000, gap_s=s.send_gap_ms / 1000, commit_timeout_s=s.commit_timeout_s,
+                    abort_after_commit_timeout=s.abort_after_commit_timeout, sole_writer=True,
+                    recreate_on_indefinite=s.recreate_on_indefinite,
+                    keys=None if keys is None else {i: k.encode() for i, k in enumerate(keys)},
+                    invoke_extra=None if keys is None else {"keys": keys},
+                    encode=None if s.value_serde == "string" else lambda v: encode(s.value_serde, v)))
                 if s.idle_every and seq % s.idle_every == 0:
                     idle(stop, s.idle_ms / 1000)
                 written += len(sends)

@@ -9,12 +9,11 @@ Settings: ``registry.ZombieSettings`` (``role`` set by the runner).
 
 from __future__ import annotations
 
-import random
 import time
 from pathlib import Path
 
 from harness.history.recorder import Recorder
-from harness.workloads.common import Retired, Stop, WorkloadConfig, drop, init, new_producer, transaction
+from harness.workloads.common import Retired, Stop, Txn, WorkloadConfig, drop, init, new_producer, transaction
 from harness.workloads.registry import ZombieSettings
 
 READY, GO = "zombie-ready", "zombie-go"
@@ -25,7 +24,6 @@ GO_TIMEOUT_S = 300.0
 
 def main() -> None:
     cfg = WorkloadConfig.from_argv()
-    rnd = random.Random(f"{cfg.seed}/{cfg.name}")
     Stop(cfg.max_seconds)
     s = ZombieSettings.model_validate(cfg.settings)
     role, txn_id = s.role, s.txn_id
@@ -46,7 +44,7 @@ def main() -> None:
                     time.sleep(0.05)  # polling a file the runner creates; not synchronising with Kafka
 
             pause = (3, announce_and_wait) if role == "first" else None
-            transaction(rec, process, producer, txn_id, sends, False, rnd, pause=pause)
+            transaction(rec, process, producer, Txn(txn_id, sends, pause=pause))
         except Retired:
             pass  # recorded: fenced (expected for the first) or failed
         finally:

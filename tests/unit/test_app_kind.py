@@ -23,7 +23,8 @@ import pytest
 from harness.base.errors import ConfigError
 from harness.base.wait import wait_until
 from harness.kafka.serde import decode, encode
-from harness.run import app_run, scenario
+from harness.phases import app_run
+from harness.run import scenario
 from harness.workloads.app import KILLED_AT_STOP
 from harness.workloads.common import WorkloadConfig
 from harness.workloads.registry import AppSettings, TxnProducerSettings

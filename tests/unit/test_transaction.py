@@ -5,7 +5,6 @@ reads), and when the producer retires."""
 from __future__ import annotations
 
 import json
-import random
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +12,7 @@ import pytest
 
 from harness.history.recorder import Recorder
 from harness.workloads.client import ClientError, ErrorFacts, OnOffset
-from harness.workloads.common import Retired, transaction
+from harness.workloads.common import Retired, Txn, transaction
 
 TIMEOUT = ErrorFacts("_TIMED_OUT", "Timed out", retriable=True, timed_out=True)
 FENCE = ErrorFacts("_FENCED", "fenced", fatal=True, fenced=True)
@@ -70,7 +69,7 @@ def run(tmp_path: Path, client: ScriptedClient, **kw: Any) -> tuple[str | None, 
     outcome: str | None = None
     with Recorder(tmp_path, "p") as rec:
         try:
-            outcome = transaction(rec, "p.0", client, "tx", SENDS, kw.pop("abort", False), random.Random(0), **kw)
+            outcome = transaction(rec, "p.0", client, Txn("tx", SENDS, **kw))
         except Retired:
             pass
     lines = [json.loads(line) for line in (tmp_path / "history" / "p.jsonl").read_text().splitlines()]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -118,6 +119,8 @@ def test_the_markers_topic_is_the_one_created_compacted() -> None:
 
 def test_the_final_reads_record_the_committed_offsets_of_the_consuming_workloads_group(
         monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.phases import base as phases_base
+    from harness.phases import table
     from harness.run import runner
 
     asked: list[tuple[str, list[tuple[str, int]]]] = []
@@ -139,14 +142,22 @@ def test_the_final_reads_record_the_committed_offsets_of_the_consuming_workloads
     rec = type("Rec", (), {"event": lambda self, process, f, value, **kw: events.append((f, value))})()
     monkeypatch.setattr(runner, "lso_lag", lambda *a: ({}, {}))
     monkeypatch.setattr(runner, "read_all", lambda *a, **kw: type("Back", (), {"records": {}})())
-    monkeypatch.setattr(runner, "admin_client", lambda bootstrap: Admin())
+    monkeypatch.setattr(phases_base, "admin_client", lambda bootstrap: Admin())
     cluster = type("C", (), {"direct_bootstrap": "127.0.0.1:1"})()
+
+    def final_reads(sc: scenario.Scenario) -> None:
+        """The runner's final reads, then each kind's (a consuming kind's: its group's offsets)."""
+        runner.final_reads(cluster, sc, rec)  # type: ignore[arg-type]
+        ctx = SimpleNamespace(cluster=cluster, rec=rec)
+        for r in table.for_scenario(sc):
+            r.final_reads(ctx, False)  # type: ignore[arg-type]
+
     sc = physical_of(COPIER_AND_SPARK)
-    runner.final_reads(cluster, sc, rec)  # type: ignore[arg-type]
+    final_reads(sc)
     assert asked == [("eos-chaos-copier.r1", [("in.r1", p) for p in range(sc.partitions)])]
     assert events[-1] == ("group-offsets", {f"in.r1-{p}": 5 for p in range(sc.partitions)})
     asked.clear()
-    runner.final_reads(cluster, physical_of(scenario.load("txn-baseline")), rec)  # type: ignore[arg-type]
+    final_reads(physical_of(scenario.load("txn-baseline")))
     assert asked == []  # no workload consumes in a group
 
 

@@ -1,7 +1,7 @@
-"""An app under test's part of a run (docs/APPS.md): what the runner does around a user's application
-beyond starting its processes. Before anything starts, its command and contract function are looked
-for (``preflight``: a missing one is exit 2). At the start, its contract is recorded
-(``app-contract``). After heal, the app is given the time to process what it was given (``drain``),
+"""What a run does around a user's application under test beyond starting its processes (docs/APPS.md),
+the functions ``AppRun`` (harness/phases/app_phases.py) puts in its phases. Before anything starts,
+its command and contract function are looked for (``preflight``: a missing one is exit 2). At the
+start, its contract is recorded (``app-contract``). After heal and the drain (harness/phases/app_drain.py),
 the contract's function is applied to every input the feeder wrote (``expect`` ops: the checker never
 runs user code), and the output topics are scanned with their keys (``scan`` ops with ``app``).
 """
@@ -13,64 +13,54 @@ import os
 import shutil
 import subprocess
 import sys
-import time
-import uuid
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import orjson
-from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka import TopicPartition
+from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]  # the package's stubs leave it out
 
 from clusters.kafka.health import QUIET, admin_client
 from harness.base.errors import ConfigError
-from harness.history.model import EXPECT, INVOKE, READ_COMMITTED, READ_UNCOMMITTED, SCAN, TXN, tp_key
+from harness.history.model import APP, APP_FEEDER, EXPECT, INVOKE, READ_COMMITTED, READ_UNCOMMITTED, SCAN, TXN, tp_key
 from harness.history.recorder import HISTORY_DIR, Recorder
 from harness.kafka.reads import read_all
 from harness.kafka.serde import decode
-from harness.run.scenario import Scenario
-from harness.run.supervisor import Supervisor
+from harness.phases.base import Processes, ScenarioView
 from harness.workloads import app_args
-from harness.workloads.registry import APP_FEEDER, AppSettings
+from harness.workloads.registry import AppSettings
 
 log = logging.getLogger(__name__)
 
-APP = "app"
 #: Applying a contract's function to every input of a run (thousands): seconds; generous.
 FUNCTION_TIMEOUT_S = 300.0
-#: Without a consumer group to tell, the app is drained when its output has not grown for this long.
-QUIET_S = 5.0
-#: One question to the cluster while draining; generous for a loaded machine.
+#: One question to the cluster (the topics' ends); generous for a loaded machine.
 PROBE_TIMEOUT_S = 10.0
+#: ListOffsets for the end of a partition
+_LATEST = OffsetSpec.latest()  # type: ignore[no-untyped-call]  # the package's stubs leave it untyped
 #: Inputs per ``expect`` op: keeps one history line reasonable.
 EXPECT_CHUNK = 1000
 
 
-def settings_of(sc: Scenario) -> AppSettings | None:
+def settings_of(sc: ScenarioView) -> AppSettings | None:
     """The scenario's app (one at most), validated."""
     w = next((w for w in sc.workloads if w.kind == APP), None)
     return AppSettings.model_validate(w.settings) if w is not None else None
 
 
-def outputs(sc: Scenario) -> list[str]:
+def outputs(sc: ScenarioView) -> list[str]:
     """The app's output topics (none without an app)."""
     s = settings_of(sc)
     return list(s.outputs) if s is not None else []
 
 
-def instances(sup: Supervisor) -> list[str]:
+def instances(sup: Processes) -> list[str]:
     return sup.of_kind(APP)
 
 
 def contract_value(s: AppSettings) -> dict[str, Any]:
     """The ``app-contract`` op's value (topics as the run names them)."""
-    c = s.contract
-    value: dict[str, Any] = {"app": APP, "contract": c.kind, "inputs": list(s.inputs), "outputs": list(s.outputs)}
-    if c.kind == "map":
-        value.update(function=c.function, order=c.order)
-    else:
-        value["aggregates"] = dict(c.aggregates)
-    return value
+    return s.contract.recorded(APP, list(s.inputs), list(s.outputs)).value()
 
 
 def cwd_of(s: AppSettings) -> Path:
@@ -80,7 +70,7 @@ def cwd_of(s: AppSettings) -> Path:
 
 
 # --------------------------------------------------------------------------------------- preflight
-def preflight(sc: Scenario, source_dir: Path | None = None) -> None:
+def preflight(sc: ScenarioView) -> None:
     """``ConfigError`` (exit 2, nothing started) when the app's command or working folder cannot be
     found, or its contract's function cannot be imported."""
     s = settings_of(sc)
@@ -106,7 +96,7 @@ def preflight(sc: Scenario, source_dir: Path | None = None) -> None:
 
 
 # --------------------------------------------------------------------------------------- the drain
-def restart_dead(sup: Supervisor) -> list[str]:
+def restart_dead(sup: Processes) -> list[str]:
     """Start again every app instance the run left dead (a kill whose restart the run's end cut off):
     the drain needs the app running. Their names."""
     dead = [n for n in instances(sup) if not sup.alive(n)]
@@ -131,115 +121,6 @@ def running_again(run_dir: Path, names: list[str]) -> list[str]:
         if not ready:
             late.append(name)
     return late
-
-
-def drain(bootstrap: str, s: AppSettings, partitions: int, inputs: list[str],
-          not_running: Callable[[], list[str]] = lambda: []) -> dict[str, Any]:
-    """Wait, at most ``drain_s``, until the app has processed every committed input: its consumer
-    group (``{id}``) has no committed record past its committed offsets on any partition it commits
-    (its inputs, and what it repartitions through), and its outputs have no open transaction. An app
-    whose group commits nothing is drained when its outputs have not grown for ``QUIET_S``. Neither
-    holds while an instance started again is not ready again (``not_running`` names them): a
-    restarting app writes nothing and commits nothing, which is not being done. What was found, for
-    the journal."""
-    t0 = time.monotonic()
-    deadline = t0 + s.drain_s
-    last: dict[str, Any] = {}
-    quiet_since, last_ends = t0, None
-    with DrainProbe(bootstrap) as probe:
-        while True:
-            lag = probe.group_lag(s.id, [TopicPartition(t, p) for t in inputs for p in range(partitions)])
-            ends, open_txns = probe.output_ends(s.outputs, partitions)
-            late = not_running()
-            if ends != last_ends or late:
-                quiet_since, last_ends = time.monotonic(), ends
-            last = {"group_lag": lag, "outputs_open": open_txns, "outputs_end": ends, "not_ready_again": late}
-            if late:
-                pass  # neither rule holds while an instance is starting again
-            elif lag is not None and not any(lag.values()) and not open_txns:
-                return {"drained": True, "how": f"group {s.id} committed every input", "took_s": _since(t0)}
-            elif lag is None and not open_txns and time.monotonic() - quiet_since >= QUIET_S:
-                return {"drained": True, "how": f"group {s.id} committed no offsets; outputs quiet for {QUIET_S:g}s",
-                        "took_s": _since(t0)}
-            if time.monotonic() >= deadline:
-                log.info(f"the app did not catch up within drain_s {s.drain_s:g}s: {last}")
-                return {"drained": False, "how": f"not within drain_s {s.drain_s:g}s", "took_s": _since(t0),
-                        "last": {k: _jsonable(v) for k, v in last.items()}}
-            time.sleep(0.5)  # polling the group's offsets and the outputs' ends: no event to wait on
-
-
-def _since(t0: float) -> float:
-    return round(time.monotonic() - t0, 2)
-
-
-def _jsonable(v: Any) -> Any:
-    return {str(k): x for k, x in v.items()} if isinstance(v, dict) else v
-
-
-class DrainProbe:
-    """The questions the drain asks, over the DIRECT listener."""
-
-    def __init__(self, bootstrap: str) -> None:
-        self.bootstrap = bootstrap
-        self.admin = admin_client(bootstrap)
-        base = {"bootstrap.servers": bootstrap, "group.id": f"eos-chaos-drain-{uuid.uuid4().hex[:8]}",
-                "enable.auto.commit": False, "enable.partition.eof": True, "logger": QUIET}
-        self.committed = Consumer({**base, "isolation.level": READ_COMMITTED})
-        self.uncommitted = Consumer({**base, "isolation.level": READ_UNCOMMITTED})
-
-    def __enter__(self) -> DrainProbe:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.committed.close()
-        self.uncommitted.close()
-
-    def group_lag(self, group: str, inputs: list[TopicPartition]) -> dict[str, bool] | None:
-        """Per partition the group commits (and every input partition): whether a committed record
-        lies at or past its committed offset (None: the group has committed nothing)."""
-        from confluent_kafka import ConsumerGroupTopicPartitions
-
-        try:
-            res = self.admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(
-                timeout=PROBE_TIMEOUT_S)
-        except Exception:  # noqa: BLE001 - no such group, or no answer now: asked again
-            return None
-        at = {(tp.topic, tp.partition): tp.offset for tp in res.topic_partitions if tp.offset >= 0}
-        if not at:
-            return None
-        for tp in inputs:
-            at.setdefault((tp.topic, tp.partition), 0)
-        return {tp_key(t, p): self._beyond(t, p, off) for (t, p), off in sorted(at.items())}
-
-    def _beyond(self, topic: str, partition: int, offset: int) -> bool:
-        """Whether a committed record is at or past ``offset`` (aborted records and markers are not)."""
-        lso = self.committed.get_watermark_offsets(TopicPartition(topic, partition), timeout=PROBE_TIMEOUT_S)[1]
-        if offset >= lso:
-            return False
-        self.committed.assign([TopicPartition(topic, partition, offset)])
-        deadline = time.monotonic() + PROBE_TIMEOUT_S
-        while time.monotonic() < deadline:
-            msg = self.committed.poll(1.0)
-            if msg is None:
-                continue
-            err = msg.error()
-            if err is not None and err.code() == KafkaError._PARTITION_EOF:
-                return False
-            if err is None:
-                return True
-        return True  # no answer: not known to be drained
-
-    def output_ends(self, topics: list[str], partitions: int) -> tuple[dict[str, int], bool]:
-        """Each output partition's high watermark, and whether one has an open transaction (LSO < HW)."""
-        ends, open_txns = {}, False
-        for t in topics:
-            for p in range(partitions):
-                tp = TopicPartition(t, p)
-                hw = self.uncommitted.get_watermark_offsets(tp, timeout=PROBE_TIMEOUT_S)[1]
-                lso = self.committed.get_watermark_offsets(tp, timeout=PROBE_TIMEOUT_S)[1]
-                ends[tp_key(t, p)] = hw
-                open_txns = open_txns or lso < hw
-        return ends, open_txns
 
 
 # --------------------------------------------------------------------------------------- expected outputs
@@ -304,15 +185,13 @@ def record_expected(run_dir: Path, s: AppSettings, rec: Recorder, to_run: dict[s
 def topic_ends(bootstrap: str) -> dict[str, int]:
     """Every topic's records so far (the sum of its partitions' end offsets), Kafka's own ``__``
     topics aside: one ListOffsets round, however many topics a shared cluster holds."""
-    from confluent_kafka.admin import OffsetSpec
-
     admin = admin_client(bootstrap)
     meta = admin.list_topics(timeout=PROBE_TIMEOUT_S)
     tps = [TopicPartition(t, p) for t, tm in meta.topics.items() if not t.startswith("__") for p in tm.partitions]
     if not tps:
         return {}
     ends: dict[str, int] = {}
-    for tp, fut in admin.list_offsets({tp: OffsetSpec.latest() for tp in tps}, request_timeout=PROBE_TIMEOUT_S).items():
+    for tp, fut in admin.list_offsets({tp: _LATEST for tp in tps}, request_timeout=PROBE_TIMEOUT_S).items():
         try:
             ends[tp.topic] = ends.get(tp.topic, 0) + max(0, fut.result(timeout=PROBE_TIMEOUT_S).offset)
         except Exception:  # noqa: BLE001 - a partition without a leader now: not counted, never a finding

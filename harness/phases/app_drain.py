@@ -1,0 +1,131 @@
+"""An app's drain after heal (docs/APPS.md, "The drain"): the run waits, at most the app's
+``drain_s``, until the app has processed every committed input it was given, asking the cluster over
+the DIRECT listener (``DrainProbe``)."""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, TopicPartition
+
+from clusters.kafka.health import QUIET, admin_client
+from harness.history.model import READ_COMMITTED, READ_UNCOMMITTED, tp_key
+from harness.workloads.registry import AppSettings
+
+log = logging.getLogger(__name__)
+
+#: Without a consumer group to tell, the app is drained when its output has not grown for this long.
+QUIET_S = 5.0
+#: One question to the cluster while draining; generous for a loaded machine.
+PROBE_TIMEOUT_S = 10.0
+
+
+def drain(bootstrap: str, s: AppSettings, partitions: int, inputs: list[str],
+          not_running: Callable[[], list[str]] = lambda: []) -> dict[str, Any]:
+    """Wait, at most ``drain_s``, until the app has processed every committed input: its consumer
+    group (``{id}``) has no committed record past its committed offsets on any partition it commits
+    (its inputs, and what it repartitions through), and its outputs have no open transaction. An app
+    whose group commits nothing is drained when its outputs have not grown for ``QUIET_S``. Neither
+    holds while an instance started again is not ready again (``not_running`` names them): a
+    restarting app writes nothing and commits nothing, which is not being done. What was found, for
+    the journal."""
+    t0 = time.monotonic()
+    deadline = t0 + s.drain_s
+    last: dict[str, Any] = {}
+    quiet_since, last_ends = t0, None
+    with DrainProbe(bootstrap) as probe:
+        while True:
+            lag = probe.group_lag(s.id, [TopicPartition(t, p) for t in inputs for p in range(partitions)])
+            ends, open_txns = probe.output_ends(s.outputs, partitions)
+            late = not_running()
+            if ends != last_ends or late:
+                quiet_since, last_ends = time.monotonic(), ends
+            last = {"group_lag": lag, "outputs_open": open_txns, "outputs_end": ends, "not_ready_again": late}
+            if late:
+                pass  # neither rule holds while an instance is starting again
+            elif lag is not None and not any(lag.values()) and not open_txns:
+                return {"drained": True, "how": f"group {s.id} committed every input", "took_s": _since(t0)}
+            elif lag is None and not open_txns and time.monotonic() - quiet_since >= QUIET_S:
+                return {"drained": True, "how": f"group {s.id} committed no offsets; outputs quiet for {QUIET_S:g}s",
+                        "took_s": _since(t0)}
+            if time.monotonic() >= deadline:
+                log.info(f"the app did not catch up within drain_s {s.drain_s:g}s: {last}")
+                return {"drained": False, "how": f"not within drain_s {s.drain_s:g}s", "took_s": _since(t0),
+                        "last": {k: _jsonable(v) for k, v in last.items()}}
+            time.sleep(0.5)  # polling the group's offsets and the outputs' ends: no event to wait on
+
+
+def _since(t0: float) -> float:
+    return round(time.monotonic() - t0, 2)
+
+
+def _jsonable(v: Any) -> Any:
+    return {str(k): x for k, x in v.items()} if isinstance(v, dict) else v
+
+
+class DrainProbe:
+    """The questions the drain asks, over the DIRECT listener."""
+
+    def __init__(self, bootstrap: str) -> None:
+        self.bootstrap = bootstrap
+        self.admin = admin_client(bootstrap)
+        base = {"bootstrap.servers": bootstrap, "group.id": f"eos-chaos-drain-{uuid.uuid4().hex[:8]}",
+                "enable.auto.commit": False, "enable.partition.eof": True, "logger": QUIET}
+        self.committed = Consumer({**base, "isolation.level": READ_COMMITTED})
+        self.uncommitted = Consumer({**base, "isolation.level": READ_UNCOMMITTED})
+
+    def __enter__(self) -> DrainProbe:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.committed.close()
+        self.uncommitted.close()
+
+    def group_lag(self, group: str, inputs: list[TopicPartition]) -> dict[str, bool] | None:
+        """Per partition the group commits (and every input partition): whether a committed record
+        lies at or past its committed offset (None: the group has committed nothing)."""
+        try:
+            res = self.admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(
+                timeout=PROBE_TIMEOUT_S)
+        except Exception:  # noqa: BLE001 - no such group, or no answer now: asked again
+            return None
+        at = {(tp.topic, tp.partition): tp.offset for tp in res.topic_partitions if tp.offset >= 0}
+        if not at:
+            return None
+        for tp in inputs:
+            at.setdefault((tp.topic, tp.partition), 0)
+        return {tp_key(t, p): self._beyond(t, p, off) for (t, p), off in sorted(at.items())}
+
+    def _beyond(self, topic: str, partition: int, offset: int) -> bool:
+        """Whether a committed record is at or past ``offset`` (aborted records and markers are not)."""
+        lso = self.committed.get_watermark_offsets(TopicPartition(topic, partition), timeout=PROBE_TIMEOUT_S)[1]
+        if offset >= lso:
+            return False
+        self.committed.assign([TopicPartition(topic, partition, offset)])
+        deadline = time.monotonic() + PROBE_TIMEOUT_S
+        while time.monotonic() < deadline:
+            msg = self.committed.poll(1.0)
+            if msg is None:
+                continue
+            err = msg.error()
+            if err is not None and err.code() == KafkaError._PARTITION_EOF:
+                return False
+            if err is None:
+                return True
+        return True  # no answer: not known to be drained
+
+    def output_ends(self, topics: list[str], partitions: int) -> tuple[dict[str, int], bool]:
+        """Each output partition's high watermark, and whether one has an open transaction (LSO < HW)."""
+        ends, open_txns = {}, False
+        for t in topics:
+            for p in range(partitions):
+                tp = TopicPartition(t, p)
+                hw = self.uncommitted.get_watermark_offsets(tp, timeout=PROBE_TIMEOUT_S)[1]
+                lso = self.committed.get_watermark_offsets(tp, timeout=PROBE_TIMEOUT_S)[1]
+                ends[tp_key(t, p)] = hw
+                open_txns = open_txns or lso < hw
+        return ends, open_txns

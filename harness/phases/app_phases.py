@@ -1,0 +1,102 @@
+"""An app under test's phases in a run (docs/APPS.md), on the functions of harness/phases/app_run.py
+and app_drain.py: its command and contract function looked for before anything starts; its contract
+recorded and the topics' ends taken before its processes start; its own readiness timeout; its
+progress read from its output's reader; the app and that reader running on through heal and
+draining; then its keyed output scans, the undeclared topics it wrote, and its function's expected
+outputs. What it learns goes to the journal's ``app``."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from harness.base.errors import ConfigError
+from harness.history.model import APP, APP_CONTRACT, APP_READER, APP_STRAY, EXPECT, MAP, OK, POLL
+from harness.phases import app_drain, app_run
+from harness.phases.base import KindRun, OpTest, Processes, RunContext, ScenarioView
+from harness.workloads.registry import AppSettings
+
+log = logging.getLogger(__name__)
+
+
+def _output_read(op: Mapping[str, Any]) -> bool:
+    """A poll of the app's output that returned records."""
+    return op.get("f") == POLL and op.get("type") == OK and op.get("app") is not None and bool(op.get("value"))
+
+
+class AppRun(KindRun):
+    drain_phase = "draining the app"
+
+    def __init__(self, kind: str, scenario: ScenarioView) -> None:
+        super().__init__(kind, scenario)
+        self.settings: AppSettings | None = app_run.settings_of(scenario)
+        self.ends_before: dict[str, int] = {}
+
+    def _app(self) -> AppSettings:
+        assert self.settings is not None, "an AppRun is made for a scenario with an app"
+        return self.settings
+
+    def preflight(self) -> None:
+        app_run.preflight(self.scenario)
+
+    def own_topics(self) -> list[str]:
+        return app_run.outputs(self.scenario)
+
+    def started(self, ctx: RunContext) -> None:
+        ctx.rec.event("runner", APP_CONTRACT, app_run.contract_value(self._app()), type_="ok")
+        self.ends_before = app_run.topic_ends(ctx.cluster.direct_bootstrap)  # to find what it writes undeclared
+
+    def ready_timeout_s(self) -> float | None:
+        return self._app().ready_timeout_s
+
+    def through_heal(self, processes: Processes) -> tuple[str, ...]:
+        # the app and the reader of its output run on through heal, to process what it was given
+        return (*app_run.instances(processes), APP_READER)
+
+    def drain(self, ctx: RunContext, heal_problems: list[str]) -> None:
+        """The app instances the run's end left dead started again, then the drain (none when the
+        heal failed or the run was interrupted: the final reads come at once)."""
+        app, sup, interrupted = self._app(), ctx.processes, ctx.journal.interrupted
+        facts: dict[str, Any] = {"restarted_for_drain": [], "drain": None}
+        if heal_problems or interrupted:
+            facts["drain"] = {"drained": False, "how": "skipped: " + ("interrupted" if interrupted else "not healed")}
+            ctx.journal.app = facts
+            return
+        facts["restarted_for_drain"] = app_run.restart_dead(sup)
+        log.info(f"draining the app (at most {app.drain_s:g}s)")
+        names = app_run.instances(sup)
+        facts["drain"] = app_drain.drain(ctx.cluster.direct_bootstrap, app, self.scenario.partitions, list(app.inputs),
+                                         lambda: app_run.running_again(sup.run_dir, names))
+        log.info(f"app drain: {facts['drain']}")
+        ctx.journal.app = facts
+
+    def stopped(self, ctx: RunContext) -> None:
+        exits = {n: ctx.processes.exit_codes.get(n) for n in app_run.instances(ctx.processes)}
+        ctx.journal.app = {**(ctx.journal.app or {}), "exits": exits}
+
+    def final_reads(self, ctx: RunContext, stalled: bool) -> None:
+        """The app's output scanned with keys, and its contract function's expected outputs recorded. A
+        function that fails here is on record (``journal.app``) and leaves the check unable to judge."""
+        app, rec, bootstrap = self._app(), ctx.rec, ctx.cluster.direct_bootstrap
+        facts = ctx.journal.app if ctx.journal.app is not None else {}
+        facts["outputs_read"] = app_run.final_scans(bootstrap, app, self.scenario.partitions, rec, stable=not stalled)
+        stray = app_run.stray_topics(self.ends_before, app_run.topic_ends(bootstrap), app, self.scenario.topics)
+        if stray:
+            rec.event("runner", APP_STRAY, {"app": APP, "topics": stray}, type_="ok")
+        if app.contract.kind == MAP and app.contract.function != "identity":
+            try:
+                facts["expected_inputs"] = app_run.record_expected(ctx.run_dir, app, rec, ctx.topic_names,
+                                                                   app_run.cwd_of(app))
+            except ConfigError as exc:
+                facts["function_error"] = str(exc)
+                log.info(f"the contract's function could not be applied: {exc}")
+                # on record in the history: the check says why it cannot judge (unknown), from the folder alone
+                rec.event("runner", EXPECT, {"app": APP, "inputs": [], "error": str(exc)}, type_="ok")
+        ctx.journal.app = facts
+
+    @classmethod
+    def progress(cls, kind: str, name: str) -> tuple[str, OpTest] | None:
+        """An instance's progress is the app's: its output's reader (which reads every instance's
+        output) read records."""
+        return APP_READER, _output_read
