@@ -20,7 +20,7 @@ import orjson
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]  # the package's stubs leave it out
 
-from clusters.kafka.health import QUIET, admin_client
+from clusters.kafka.health import admin_client
 from harness.base.errors import ConfigError
 from harness.history.model import APP, APP_FEEDER, EXPECT, INVOKE, READ_COMMITTED, READ_UNCOMMITTED, SCAN, TXN, tp_key
 from harness.history.recorder import HISTORY_DIR, Recorder

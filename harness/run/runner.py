@@ -29,7 +29,6 @@ from clusters.backends.protocol import Cluster, NodeState
 from clusters.builds import pins
 from clusters.kafka.feature_levels import TRANSACTION_VERSION, check_transaction_version, intended_levels
 from clusters.kafka.health import admin_client
-from clusters.spark.standalone import EXECUTOR_CONF, SparkStandalone
 from harness.base.errors import ClusterError, ConfigError
 from harness.base.logsetup import run_log
 from harness.checker import check
