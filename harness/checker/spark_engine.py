@@ -15,42 +15,32 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from functools import partial
+from functools import partial, wraps
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from harness.checker import copies, figures, progress, spark_cycles
+from harness.checker import copies, figures, progress, run_checks, spark_cycles
+from harness.checker.catalog import CATALOG, Check, Subject
 from harness.checker.checks import (
     MAX_EXAMPLES,
-    NO_ACKED_OFFSETS,
-    NO_COMMITTED_READS,
-    NO_COMMITTED_RECORDS,
     NO_COPIER,
-    NO_FAILED_WRITES,
-    NO_OFFSETS,
-    NO_OK_WRITES,
-    NO_POLLS,
-    NO_POSITIONS,
     NO_SECOND_INSTANCE,
-    NO_TXN_WRITES,
     Found,
     lso_stall_of,
 )
-from harness.checker.contracts import nothing_to_judge
 from harness.checker.spark_history import SparkHistory, position_at, shipped, with_poll_times
 from harness.checker.spark_summary import FAST_MAP_BITS, fast_map_bits, summary
+from harness.checker.sparkjob_check import spark_stats
 from harness.checker.verdict import Verdict
 from harness.history import store
 from harness.history.model import (
     ABORTED_ON_PURPOSE,
-    AGGREGATE,
     COPY_PREFIX,
     FAIL,
     FAULT_START,
     INFO,
-    MAP,
     MARKER_PREFIX,
     OFFSET_BITS,
     OK,
@@ -100,6 +90,33 @@ def _plain(v: Any) -> Any:
 
 
 # ---------------------------------------------------------------------------------------------- checks
+def _written_once(h: SparkHistory) -> bool:
+    return bool(summary(h)["multi_written"] == 0)
+
+
+def _no_lso_stall(h: SparkHistory) -> bool:
+    return _written_once(h) and not (h.meta.get("lso") or {}).get("stalled_at")
+
+
+def _unless(*zero: str, exact: Callable[[SparkHistory], bool] | None = None
+            ) -> Callable[[Callable[[SparkHistory], Found]], Callable[[SparkHistory], Found]]:
+    """A check that is skipped (count 0) when the summary's counts ``zero`` are all 0 and ``exact(h)``
+    says those counts are exact for this history; otherwise its own query counts and picks examples."""
+
+    def wrap(check: Callable[[SparkHistory], Found]) -> Callable[[SparkHistory], Found]:
+        @wraps(check)
+        def run(h: SparkHistory) -> Found:
+            s = summary(h)
+            if all(s[k] == 0 for k in zero) and (exact is None or exact(h)):
+                return Found(0)
+            return check(h)
+
+        return run
+
+    return wrap
+
+
+@_unless("dup")
 def duplicate(h: SparkHistory) -> Found:
     from pyspark.sql import functions as F
 
@@ -127,6 +144,7 @@ def _first_writers(h: SparkHistory, vids: list[int]) -> dict[int, Any]:
     return {r.vid: r for r in first}
 
 
+@_unless("lost", exact=_no_lso_stall)
 def lost_write(h: SparkHistory) -> Found:
     from pyspark.sql import functions as F
 
@@ -150,6 +168,7 @@ def lost_write(h: SparkHistory) -> Found:
     return Found(n, ex)
 
 
+@_unless("aborted", exact=_written_once)
 def aborted_read(h: SparkHistory) -> Found:
     from pyspark.sql import functions as F
 
@@ -176,6 +195,7 @@ def _first_reads(h: SparkHistory, seen: DataFrame) -> list[Any]:
 
 
 
+@_unless("precommitted")
 def precommitted_read(h: SparkHistory) -> Found:
     """The default engine's check: polls that completed before their value's transaction invoked
     its commit (the earliest commit among the value's writes)."""
@@ -192,6 +212,7 @@ def precommitted_read(h: SparkHistory) -> Found:
     return Found(n, examples)
 
 
+@_unless("phantom")
 def phantom_read(h: SparkHistory) -> Found:
     """The default engine's check: committed reads, on topics some recorded send wrote to, of values
     no recorded send wrote."""
@@ -213,6 +234,7 @@ def _visible_per_txn(h: SparkHistory, where: Any) -> DataFrame:
             .groupBy("txn").agg(F.count("*").alias("written"), F.sum(F.coalesce("in_fc", F.lit(0))).alias("visible")))
 
 
+@_unless("torn", exact=_written_once)
 def torn_transaction(h: SparkHistory) -> Found:
     from pyspark.sql import functions as F
 
@@ -223,6 +245,7 @@ def torn_transaction(h: SparkHistory) -> Found:
     return Found(n, ex)
 
 
+@_unless("inconsistent", "multi_positioned")
 def inconsistent_offsets(h: SparkHistory) -> Found:
     from pyspark.sql import functions as F
 
@@ -240,6 +263,8 @@ def inconsistent_offsets(h: SparkHistory) -> Found:
     return Found(n, examples)
 
 
+# a value not where its acknowledgement put it is at two positions
+@_unless("multi_positioned")
 def wrong_offset(h: SparkHistory) -> Found:
     """The default engine's check: an acknowledged write whose value is in the final committed
     scan, but not at the acknowledged offset, where no read saw anything."""
@@ -605,30 +630,15 @@ def spark_exactly_once(h: SparkHistory) -> Found:
     return Found(count, examples[:MAX_EXAMPLES])
 
 
-def lso(h: SparkHistory) -> Found:
+def lso_stall(h: SparkHistory) -> Found:
     return lso_stall_of(h.meta)
-
-
-def _unless(check: Callable[[SparkHistory], Found], zero: tuple[str, ...],
-            exact: Callable[[SparkHistory], bool] | None = None) -> Callable[[SparkHistory], Found]:
-    """``check``, skipped (count 0) when the summary's counts ``zero`` are all 0 and ``exact(h)`` says
-    those counts are exact for this history; otherwise ``check``'s own query counts and picks examples."""
-
-    def run(h: SparkHistory) -> Found:
-        s = summary(h)
-        if all(s[k] == 0 for k in zero) and (exact is None or exact(h)):
-            return Found(0)
-        return check(h)
-
-    run.__doc__ = check.__doc__
-    return run
 
 
 def _has(df: DataFrame) -> bool:
     return df.limit(1).count() > 0
 
 
-def _there_is(h: SparkHistory, what: str) -> bool:
+def _there_is(h: SparkHistory, what: Subject) -> bool:
     """The history holds ``what`` (a ``_nothing`` subject): from the summary's totals, which for
     the per-transaction subjects are exact only while each value is written once; otherwise by a
     query of its own."""
@@ -650,97 +660,10 @@ def _there_is(h: SparkHistory, what: str) -> bool:
     return _has(h.writes.where(cond))
 
 
-#: Per check, in order: what it needs to have something to look at, and the reason it gives when
-#: the history has none (the default engine's ``Found.skipped``, harness/checker/checks.py).
-_NEEDS: dict[str, tuple[tuple[str, str], ...]] = {
-    "duplicate": (("cv", NO_COMMITTED_READS),),
-    "lost-write": (("ok", NO_OK_WRITES),),
-    "aborted-read": (("cv", NO_COMMITTED_READS), ("fail", NO_FAILED_WRITES)),
-    "precommitted-read": (("polls", NO_POLLS),),
-    "phantom-read": (("cv", NO_COMMITTED_READS),),
-    "torn-transaction": (("txn", NO_TXN_WRITES),),
-    "inconsistent-offsets": (("positions", NO_POSITIONS),),
-    "wrong-offset": (("offsets", NO_OFFSETS),),
-    "nonmonotonic-send": (("acked", NO_ACKED_OFFSETS),),
-    "int-nonmonotonic-send": (("acked", NO_ACKED_OFFSETS),),
-    "nonmonotonic-poll": (("polls", NO_POLLS),),
-    "poll-skip": (("polls", NO_POLLS), ("fc", NO_COMMITTED_RECORDS)),
-}
-
-
-def _nothing(name: str, check: Callable[[SparkHistory], Found]) -> Callable[[SparkHistory], Found]:
-    """``check``, or ``Found(0, skipped=reason)`` when the history has nothing for it (``_NEEDS``)."""
-
-    def run(h: SparkHistory) -> Found:
-        for what, reason in _NEEDS[name]:
-            if not _there_is(h, what):
-                return Found(0, skipped=reason)
-        return check(h)
-
-    run.__doc__ = check.__doc__
-    return run
-
-
-def _written_once(h: SparkHistory) -> bool:
-    return bool(summary(h)["multi_written"] == 0)
-
-
-def _no_lso_stall(h: SparkHistory) -> bool:
-    return _written_once(h) and not (h.meta.get("lso") or {}).get("stalled_at")
-
-
-#: The default engine's checks this engine does not run, and why. On a history with nothing for
-#: one to judge it says the default engine's reason (from the meta alone); on a history with
-#: something, it fails with this reason, so the verdict is unknown, never valid for want of a
-#: look. tests/unit/test_registries.py takes a check without a twin here only, with its reason.
-DEFAULT_ENGINE_ONLY: dict[str, str] = {
-    name: "an app's contract is judged by the default engine only (run eos-chaos check without --engine spark): "
-          "an app history is a feeder's rate, small for pandas, and nothing was gained yet by writing it twice"
-    for name in ("app-map", "app-aggregate")}
-
-
-class DefaultEngineOnly(Exception):
-    """A check this engine does not run met a history it would have had to judge."""
-
-
-def _default_engine_only(name: str, contract: str) -> Callable[[SparkHistory], Found]:
-    """The stand-in of a ``DEFAULT_ENGINE_ONLY`` check, whose ``nothing to judge`` is the
-    ``contract``'s (``contracts.nothing_to_judge``)."""
-
-    def run(h: SparkHistory) -> Found:
-        reason = nothing_to_judge(h.meta, contract)
-        if reason is not None:
-            return Found(0, skipped=reason)
-        raise DefaultEngineOnly(f"{name}: {DEFAULT_ENGINE_ONLY[name]}")
-
-    return run
-
-
-CHECKS = {name: _nothing(name, check) if name in _NEEDS else check for name, check in {
-    "duplicate": _unless(duplicate, ("dup",)),
-    "lost-write": _unless(lost_write, ("lost",), _no_lso_stall),
-    "aborted-read": _unless(aborted_read, ("aborted",), _written_once),
-    "precommitted-read": _unless(precommitted_read, ("precommitted",)),
-    "phantom-read": _unless(phantom_read, ("phantom",)),
-    "torn-transaction": _unless(torn_transaction, ("torn",), _written_once),
-    "inconsistent-offsets": _unless(inconsistent_offsets, ("inconsistent", "multi_positioned")),
-    # a value not where its acknowledgement put it is at two positions
-    "wrong-offset": _unless(wrong_offset, ("multi_positioned",)),
-    "nonmonotonic-send": nonmonotonic_send, "int-nonmonotonic-send": int_nonmonotonic_send,
-    "nonmonotonic-poll": nonmonotonic_poll, "poll-skip": poll_skip, "zombie-commit": zombie_commit,
-    "copy-exactly-once": copy_exactly_once, "g0": spark_cycles.g0, "g1c": spark_cycles.g1c,
-    "spark-exactly-once": spark_exactly_once,
-    "app-map": _default_engine_only("app-map", MAP), "app-aggregate": _default_engine_only("app-aggregate", AGGREGATE),
-    "lso-stall": lso,
-}.items()}
-
-
 # ---------------------------------------------------------------------------------------------- stats
 def stats(h: SparkHistory) -> dict[str, Any]:
     """The default engine's ``stats`` (harness/checker/__init__.py), computed in Spark."""
     from pyspark.sql import functions as F
-
-    from harness.checker.sparkjob_check import spark_stats
 
     s = summary(h)
     outcome = {r.outcome: r["count"] for r in h.txns.groupBy("outcome").count().collect()}
@@ -886,8 +809,6 @@ def check_run(run_dir: Path, spark: SparkSession, seconds: dict[str, float] | No
     ``checker.check``'s). The caller owns the session (``harness.sparkjob.session.checker_session``):
     the checker imports nothing of the project but the history. ``seconds``, when given, gets the
     wall time of each check, of the summary and of the figures (``stats``)."""
-    from harness.checker import run_checks
-
     store.ensure_parquet(run_dir)
     h = SparkHistory(spark, run_dir)
     shuffle = "spark.sql.shuffle.partitions"
@@ -933,3 +854,51 @@ def check_run(run_dir: Path, spark: SparkSession, seconds: dict[str, float] | No
                 spark.conf.unset(key)
             else:
                 spark.conf.set(key, was)
+
+
+def _nothing(needs: tuple[tuple[Subject, str], ...], check: Callable[[SparkHistory], Found]) -> Callable[[SparkHistory], Found]:
+    """``check``, or ``Found(0, skipped=reason)`` when the history has nothing for it (its record's ``needs``)."""
+
+    @wraps(check)
+    def run(h: SparkHistory) -> Found:
+        for what, reason in needs:
+            if not _there_is(h, what):
+                return Found(0, skipped=reason)
+        return check(h)
+
+    return run
+
+
+class DefaultEngineOnly(Exception):
+    """A check this engine does not run met a history it would have had to judge."""
+
+
+def _default_engine_only(c: Check) -> Callable[[SparkHistory], Found]:
+    """The stand-in of a check this engine does not run (its record's ``spark_missing``): on a history
+    with nothing for it to judge, the default engine's reason (``nothing_to_judge``, from the meta
+    alone); on a history with something, it fails with the record's reason, so the verdict is
+    unknown, never valid for want of a look."""
+
+    def run(h: SparkHistory) -> Found:
+        reason = c.nothing_to_judge(h.meta) if c.nothing_to_judge is not None else None
+        if reason is not None:
+            return Found(0, skipped=reason)
+        raise DefaultEngineOnly(f"{c.name}: {c.spark_missing}")
+
+    return run
+
+
+def _engine_check(c: Check) -> Callable[[SparkHistory], Found]:
+    """This engine's way to run the check of record ``c``."""
+    if c.spark is None:
+        return _default_engine_only(c)
+    check = c.spark_check()
+    return _nothing(c.needs, check) if c.needs else check
+
+
+#: The default engine's checks this engine does not run, and why (derived from the records).
+DEFAULT_ENGINE_ONLY: dict[str, str] = {c.name: c.spark_missing or "" for c in CATALOG if c.spark is None}
+#: Every check by name, in the records' order (harness/checker/catalog.py). Built last: a record
+#: names its implementation here by ``"harness.checker.spark_engine:<function>"``, which resolves
+#: to this module as imported so far.
+CHECKS: dict[str, Callable[[SparkHistory], Found]] = {c.name: _engine_check(c) for c in CATALOG}
