@@ -1,5 +1,5 @@
 """``bench checker --app``'s history: a valid synthetic history of an app under test (docs/APPS.md),
-built column-wise straight into the tables (no op objects, as ``checker.synthetic``), as a run of
+built column-wise straight into the tables (no op objects, as ``producer_history.synthetic``), as a run of
 an exactly-once app would leave it.
 
 The feeder writes N values (``1`` ... ``N``, positive and distinct, as for an aggregate contract)

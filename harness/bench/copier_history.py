@@ -1,4 +1,4 @@
-"""``bench checker --copier``'s history: ``checker.synthetic``'s producers, and a copier (consume-
+"""``bench checker --copier``'s history: ``producer_history.synthetic``'s producers, and a copier (consume-
 transform-produce) that copied every committed value, as a run of an exactly-once copier leaves it:
 one copier transaction per committed producer transaction, invoked after it completed, each value
 copied to the same partition and offset of the output topic ``o``
@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from harness.bench.producer_history import synthetic
 from harness.history import store
 from harness.history.model import COPY_PREFIX, OK, READ_COMMITTED, SCAN
 
@@ -17,8 +18,6 @@ COPIER, OUT_TOPIC = "copier.0", "o"
 
 
 def copier_synthetic(n_values: int) -> store.Tables:
-    from harness.bench.checker import synthetic
-
     t = synthetic(n_values)
     w = t.writes[t.writes["offset"].notna()]
     src = w["txn"].to_numpy(np.int64)

@@ -1,5 +1,5 @@
 """The Spark engine's cost per value against the default engine's, both judging the same synthetic
-histories in one process (``bench checker``'s, ``harness.bench.checker.synthetic``): the guard of
+histories in one process (``bench checker``'s, ``harness.bench.producer_history.synthetic``): the guard of
 ``tests/unit/test_engine_cost.py`` (issue 31), and ``python -m harness.bench.engine_ratio [SMALL BIG]
 [--rounds N] [--spark-runs N] [--jvm c1|checker]``.
 

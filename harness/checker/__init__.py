@@ -13,74 +13,26 @@ import numpy as np
 import pandas as pd
 
 from harness.checker import progress
-from harness.checker.checks import CHECKS as _CORE
+from harness.checker.catalog import CATALOG
 from harness.checker.checks import Found, cols, poll_times
-from harness.checker.contracts import app_aggregate, app_map
-from harness.checker.cycle_checks import g0, g1c
 from harness.checker.figures import NEVER, reader_figures
-from harness.checker.sparkjob_check import spark_exactly_once, spark_stats
+from harness.checker.sparkjob_check import spark_stats
 from harness.checker.verdict import CheckResult, Verdict, validity
 from harness.history.model import FAIL, FAULT_START, INFO, OK, READ_COMMITTED
 from harness.history.store import Tables, spark_events
 
 #: the run folder's file of the verdict (written by the run, never by the checker)
 VERDICT_FILE = "verdict.json"
-#: Every check, in the order docs/reference/checks.md lists them (which reports and verdict.json keep).
-CHECKS: dict[str, Callable[[Tables], Found]] = {
-    **{k: v for k, v in _CORE.items() if k != "lso-stall"},
-    "g0": g0,
-    "g1c": g1c,
-    "spark-exactly-once": spark_exactly_once,
-    "app-map": app_map,
-    "app-aggregate": app_aggregate,
-    "lso-stall": _CORE["lso-stall"],
-}
-
+#: Every check by name, in the order docs/reference/checks.md lists them (which reports and
+#: verdict.json keep): the default engine's implementations. This and the two tables below are
+#: derived from the one record of each check (harness/checker/catalog.py).
+CHECKS: dict[str, Callable[[Tables], Found]] = {c.name: c.default for c in CATALOG}
 #: What each check finding something means, for reports and failure messages.
-MEANING: dict[str, str] = {
-    "duplicate": "a value visible more than once to read_committed readers",
-    "lost-write": "a committed value missing from the final read_committed scan: its transaction was acknowledged "
-                  "committed (ok), or a read_committed reader saw it (which proves the commit, whatever the producer was told)",
-    "aborted-read": "a read_committed reader saw a value of a transaction that definitely aborted (fail); Jepsen's G1a",
-    "precommitted-read": "a read_committed poll completed before the commit of the value's transaction was even "
-                         "invoked (Jepsen's precommitted-read)",
-    "phantom-read": "a read_committed reader saw a value no process of the run ever wrote (a phantom or garbage read)",
-    "torn-transaction": "some but not all values of one transaction visible to read_committed",
-    "inconsistent-offsets": "one partition offset observed holding different values",
-    "wrong-offset": "a value in the final read_committed scan, but not at the offset its delivery report gave, "
-                    "where no read saw anything",
-    "nonmonotonic-send": "a producer's later transaction landed at lower offsets in a partition than its earlier one",
-    "int-nonmonotonic-send": "within one committed transaction, a send to a partition landed at a lower offset than "
-                             "the send before it to that partition (Jepsen's int-nonmonotonic-send)",
-    "nonmonotonic-poll": "a reader (assign mode) went backwards in a partition",
-    "poll-skip": "a reader (assign mode) skipped committed records in a partition",
-    "zombie-commit": "a transaction of an older producer epoch committed or became visible after a newer instance "
-                     "with the same transactional.id finished init_transactions",
-    "copy-exactly-once": "consume-transform-produce: a committed input record has zero or several committed outputs, "
-                         "the committed group offsets disagree with the outputs, an output copies no committed input, "
-                         "or a copy is malformed (names no input)",
-    "g0": "a write-order cycle (Jepsen's G0-process / G0-realtime): a transaction that completed ok before another "
-          "was invoked has a record after one of the other's in a partition (docs/CYCLES.md)",
-    "g1c": "a read-write cycle (Jepsen's G1c, -process, -realtime): a poll or a copier read a value whose transaction "
-           "could not have committed before the read: a transaction invoked after the read, or the reader itself, has a "
-           "record before one of the writer's, or the writer began after it (docs/CYCLES.md)",
-    "spark-exactly-once": "the Spark job's committed output is not exactly its committed input",
-    "app-map": "an app's committed output is not what its map contract makes of its committed input: an output "
-               "missing or too many, one of an aborted input, one no input explains, or one key's outputs out of "
-               "their inputs' order",
-    "app-aggregate": "an app's committed running aggregate of a key is not the exact aggregate of its committed "
-                     "input: the last update differs, an update overshoots it or goes back, or is not an integer",
-    "lso-stall": "after heal, a partition's last stable offset did not reach its high watermark in time "
-                 "(a hanging transaction)",
-}
-assert set(MEANING) == set(CHECKS), "every check has a meaning"
-
-
+MEANING: dict[str, str] = {c.name: c.meaning for c in CATALOG}
 #: Checks that judge what Kafka kept by the final read_committed scan. A history without it (its
 #: runner died before the final reads, or the scan's line was cut off) leaves them nothing to
 #: judge: they are skipped, and the verdict is "unknown" unless another check found something.
-NEEDS_FINAL_READS = ("lost-write", "torn-transaction", "wrong-offset", "poll-skip", "copy-exactly-once", "g0", "g1c",
-                     "spark-exactly-once", "app-map", "app-aggregate")
+NEEDS_FINAL_READS = tuple(c.name for c in CATALOG if c.needs_final_reads)
 NO_FINAL_READS = ("no final reads: the history has no final read_committed scan (its run died before the final "
                   "reads, or the line of its scan was cut off)")
 NOTHING_COMMITTED = "nothing committed: no transaction was acknowledged or seen committed, so no guarantee was exercised"

@@ -1,5 +1,5 @@
 """The anomaly checks, column-wise over the history's tables (no Python loop per value);
-``MEANING`` (harness/checker/__init__.py) says what each finding means.
+each check's record (harness/checker/catalog.py) says what its findings mean.
 
 Each check takes the ``Tables`` and returns a ``Found``: how many anomalies and up to
 ``MAX_EXAMPLES`` examples that name the ops (history ``index``), processes, partitions and offsets
@@ -13,7 +13,6 @@ Views used throughout:
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -528,23 +527,3 @@ def lso_stall_of(meta: dict[str, Any]) -> Found:
     stalled = [{"partition": tp, "lagged_s": f">{bound}" if lag is None else lag, "bound_s": bound, "lso": at.get(tp)}
                for tp, lag in sorted(lso.get("lag_s", {}).items()) if lag is None or lag > bound]
     return Found(len(stalled), stalled[:MAX_EXAMPLES])
-
-
-#: Name in verdict.json -> check, in docs/reference/checks.md's order (a unit test holds the page to it).
-CHECKS: dict[str, Callable[[Tables], Found]] = {
-    "duplicate": duplicate,
-    "lost-write": lost_write,
-    "aborted-read": aborted_read,
-    "precommitted-read": precommitted_read,
-    "phantom-read": phantom_read,
-    "torn-transaction": torn_transaction,
-    "inconsistent-offsets": inconsistent_offsets,
-    "wrong-offset": wrong_offset,
-    "nonmonotonic-send": nonmonotonic_send,
-    "int-nonmonotonic-send": int_nonmonotonic_send,
-    "nonmonotonic-poll": nonmonotonic_poll,
-    "poll-skip": poll_skip,
-    "zombie-commit": zombie_commit,
-    "copy-exactly-once": copy_exactly_once,
-    "lso-stall": lso_stall,
-}

@@ -12,22 +12,20 @@ from typing import TYPE_CHECKING, Any
 from harness.checker.checks import MAX_EXAMPLES, NO_COMMITTED_RECORDS, Found
 from harness.checker.copies import spark_copy
 from harness.checker.cycles import NEVER, NO_OK_TXN, NO_READS_OF_WRITES, Fact, Op, Read, Record, g0_example, g1c_example
+from harness.checker.spark_history import BROADCAST_ROWS, SparkHistory, packed_pos, position_at, rows_in
+from harness.checker.spark_summary import HAS_FC, summary
 from harness.history.model import COPY_PREFIX, OFFSET_BITS, OK, Position
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
-
-    from harness.checker.spark_engine import SparkHistory
 
 
 def _invoked(h: SparkHistory) -> DataFrame:
     """Each transaction's invoke time as ``src`` (shipped whole to every task while it fits)."""
     from pyspark.sql import functions as F
 
-    from harness.checker.spark_engine import BROADCAST_ROWS, _rows_in
-
     invoked = h.txns.select("txn", F.col("invoke_time").alias("src"))
-    return F.broadcast(invoked) if _rows_in(h.run_dir, "txns") <= BROADCAST_ROWS else invoked
+    return F.broadcast(invoked) if rows_in(h.run_dir, "txns") <= BROADCAST_ROWS else invoked
 
 
 def _upto() -> Any:
@@ -65,7 +63,7 @@ def _records(h: SparkHistory) -> DataFrame:
 
 def _summary_counts(h: SparkHistory) -> dict[str, Any] | None:
     try:
-        return h.summary
+        return summary(h)
     except Exception:  # noqa: BLE001 - the summary's own failure is reported by the checks that need it
         return None
 
@@ -84,8 +82,6 @@ def _per_value_rows(h: SparkHistory) -> DataFrame:
     one place: it has all of these, grouped once, in well-sized partitions); otherwise the version
     order and the polls by writer, from the Parquet files."""
     from pyspark.sql import functions as F
-
-    from harness.checker.spark_engine import HAS_FC
 
     none = F.lit(None).cast("long")
     if h.per_value is not None:
@@ -169,19 +165,15 @@ class SparkRecords:
         return None if r is None else Record(int(r.pos), int(r.txn))
 
     def position(self, pos: int) -> Position:
-        from harness.checker.spark_engine import _position_at
-
         if self.topics is None:
             tids = self.h.reads.select("tid", "topic").unionByName(self.h.raw_writes.select("tid", "topic")).distinct()
             self.topics = {int(r.tid): str(r.topic) for r in tids.collect()}
-        found: Position = _position_at(self.topics, pos)
+        found: Position = position_at(self.topics, pos)
         return found
 
 
 def g0(h: SparkHistory) -> Found:
     from pyspark.sql import functions as F
-
-    from harness.checker.spark_engine import BROADCAST_ROWS, _rows_in
 
     s = _summary_counts(h)  # the final scan's reads counted there; else found by a scan of the reads
     if not (s["n_fc"] if s is not None else h.reads.where("fc").limit(1).count()):
@@ -192,7 +184,7 @@ def g0(h: SparkHistory) -> Found:
     # M once for both checks: the version order's window and joins are their cost (a row per
     # transaction is kept)
     m = _latest(h).select("txn", "m")
-    if _rows_in(h.run_dir, "txns") <= BROADCAST_ROWS:
+    if rows_in(h.run_dir, "txns") <= BROADCAST_ROWS:
         m = F.broadcast(m)
     bad = ok.select("txn", "complete_time").join(m, "txn").where(F.col("m") >= F.col("complete_time"))
     n = bad.count()
@@ -227,9 +219,7 @@ def _copier_reads(h: SparkHistory) -> DataFrame | None:
     value there (the default engine's ``_copier_reads``)."""
     from pyspark.sql import functions as F
 
-    from harness.checker.spark_engine import _pos, _prefixed_topics
-
-    copy_topics = _prefixed_topics(h, COPY_PREFIX)
+    copy_topics = h.prefixed_topics(COPY_PREFIX)
     if not copy_topics:
         return None
     outs = (h.raw_writes.where(F.col("topic").isin(copy_topics)).select("vid", F.col("txn").alias("reader_txn"))
@@ -241,7 +231,7 @@ def _copier_reads(h: SparkHistory) -> DataFrame | None:
                       F.get(parts, 2).try_cast("long").alias("partition"), F.get(parts, 3).try_cast("long").alias("offset"),
                       F.get(parts, 5).alias("input")))
     tids = h.reads.select("tid", "topic").unionByName(h.raw_writes.select("tid", "topic")).distinct()
-    at = parsed.join(F.broadcast(tids), "topic").select("*", _pos(F.col("tid"), F.col("partition"), F.col("offset")).alias("pos"))
+    at = parsed.join(F.broadcast(tids), "topic").select("*", packed_pos(F.col("tid"), F.col("partition"), F.col("offset")).alias("pos"))
     there = (at.join(_records(h).select("pos", "vid", F.col("txn").alias("writer")), "pos")
              .where(F.col("writer").isNotNull()))
     same = h.value_of(there).where(F.col("value") == F.col("input"))  # what it copied is there
@@ -251,15 +241,13 @@ def _copier_reads(h: SparkHistory) -> DataFrame | None:
 def g1c(h: SparkHistory) -> Found:
     from pyspark.sql import functions as F
 
-    from harness.checker.spark_engine import BROADCAST_ROWS, _rows_in
-
     any_read, reads = _reads(h)
     if not any_read:
         return Found(0, skipped=NO_READS_OF_WRITES)
     if reads is None:
         return Found(0)
     m = _latest(h).select(F.col("txn").alias("writer"), "m")
-    if _rows_in(h.run_dir, "txns") <= BROADCAST_ROWS:
+    if rows_in(h.run_dir, "txns") <= BROADCAST_ROWS:
         m = F.broadcast(m)
     bad = (reads.join(m, "writer")
            .where((F.col("m") >= F.col("done")) & F.col("done").isNotNull() & (F.col("writer") != F.col("reader_txn"))))

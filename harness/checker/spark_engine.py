@@ -15,49 +15,38 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from functools import partial
+from functools import partial, wraps
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from harness.checker import copies, figures, progress, spark_cycles
+from harness.checker import copies, figures, progress, run_checks, spark_cycles
+from harness.checker.catalog import CATALOG, Check, Subject
 from harness.checker.checks import (
     MAX_EXAMPLES,
-    NO_ACKED_OFFSETS,
-    NO_COMMITTED_READS,
-    NO_COMMITTED_RECORDS,
     NO_COPIER,
-    NO_FAILED_WRITES,
-    NO_OFFSETS,
-    NO_OK_WRITES,
-    NO_POLLS,
-    NO_POSITIONS,
     NO_SECOND_INSTANCE,
-    NO_TXN_WRITES,
     Found,
     lso_stall_of,
 )
-from harness.checker.contracts import nothing_to_judge
+from harness.checker.spark_history import SparkHistory, position_at, shipped, with_poll_times
+from harness.checker.spark_summary import FAST_MAP_BITS, fast_map_bits, summary
+from harness.checker.sparkjob_check import spark_stats
 from harness.checker.verdict import Verdict
 from harness.history import store
 from harness.history.model import (
     ABORTED_ON_PURPOSE,
-    AGGREGATE,
     COPY_PREFIX,
     FAIL,
     FAULT_START,
     INFO,
-    MAP,
     MARKER_PREFIX,
     OFFSET_BITS,
     OK,
     PARTITION_BITS,
     POLL,
-    READ_COMMITTED,
-    SCAN,
     SPARK_PREFIX,
-    TOPIC_SHIFT,
     TXN,
     position,
 )
@@ -65,20 +54,6 @@ from harness.history.model import (
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-#: A table of up to this many rows (the transactions: ~170k per million values) is broadcast to
-#: every task rather than shuffled with the table it is joined to; beyond it, memory would not stay flat.
-BROADCAST_ROWS = 5_000_000
-#: Partitions of the summary's grouping by value: 8 per core, and more for a large history, so
-#: that none holds more than ``SUMMARY_ROWS_PER_PARTITION`` rows (an executor of 512 MB ran out of
-#: heap at 24M rows per partition, on 100M values) nor more than ``VALUES_PER_SUMMARY_PARTITION``
-#: values: then every value of a partition fits Spark's first-level hash map of the aggregation
-#: (generated code, one probe), sized for them by ``FAST_MAP_BITS``; past it, each new value also
-#: costs a miss there and a lookup in the generic map. At 10M values, 64 partitions and 2^18
-#: entries took the summary's Spark tasks from 31.5 s of CPU to 22.8 s (16 partitions, 2^16).
-SORTED_PARTITIONS_PER_CORE = 8
-SUMMARY_ROWS_PER_PARTITION = 3_000_000
-VALUES_PER_SUMMARY_PARTITION = 160_000
-FAST_MAP_BITS = "spark.sql.codegen.aggregate.fastHashMap.capacityBit"
 SHUFFLE_PARTITIONS_DEFAULT = 200  # Spark's, when the session sets none
 #: The other queries' shuffle partitions: the session's, or one per this many rows if more.
 ROWS_PER_SHUFFLE_PARTITION = 10_000_000
@@ -89,106 +64,10 @@ ROWS_PER_SHUFFLE_PARTITION = 10_000_000
 CHECK_CONF = {"spark.sql.inMemoryColumnarStorage.compressed": "false"}
 
 
-class SparkHistory:
-    """The run's tables as Spark DataFrames, with the columns the checks share."""
-
-    def __init__(self, spark: SparkSession, run_dir: Path) -> None:
-        from pyspark.sql import functions as F
-
-        self.spark, self.run_dir = spark, run_dir
-        self.meta: dict[str, Any] = store.read_meta(run_dir)
-        self.events = store.spark_events_of(store.read_table(run_dir, "spark_events"))
-
-        def rd(table: str) -> DataFrame:
-            return spark.read.parquet(str(store.table_file(run_dir, table)))
-
-        self.txns = rd("txns")
-        self.inits = rd("inits")
-        self.groups = rd("group_offsets")
-        ops = rd("ops").select(F.col("index").alias("op"), F.col("time").alias("done_at"))
-        #: each op's completion time by its index (polls' times): shipped whole while it fits
-        self.op_times = F.broadcast(ops) if _rows_in(run_dir, "ops") <= BROADCAST_ROWS else ops
-        self.faults = rd("faults")
-        self.values = rd(store.VALUES_TABLE)
-        tx = self.txns.select("txn", F.col("outcome").alias("w_out"), (F.col("f") == TXN).alias("w_is_txn"),
-                              F.col("process").alias("w_proc"), F.lit(True).alias("w_known"),
-                              F.when(F.col("f") == TXN, F.col("commit_at")).alias("w_commit_at"))
-        # one row per transaction: shipped whole to every task while it fits (no shuffle of the writes)
-        self.tx_shipped = _rows_in(run_dir, "txns") <= BROADCAST_ROWS
-        self.tx = _shipped(tx, self.tx_shipped)
-        w = rd("writes")
-        self.writes = (w.join(self.tx, "txn", "left")
-                       .withColumn("w_known", F.coalesce("w_known", F.lit(False)))
-                       .withColumn("pos", _pos(F.col("tid"), F.col("partition"), F.col("offset"))))
-        r = rd("reads")
-        self.raw_writes = w
-        self.reads = (r.withColumn("poll", F.col("source") == POLL)
-                      .withColumn("fc", (F.col("source") == SCAN) & (F.col("isolation") == READ_COMMITTED))
-                      .withColumn("cv", F.col("poll") | F.col("fc")))
-        self.fc_vids = self.reads.where("fc").select("vid").distinct()
-        self.cv_vids = self.reads.where("cv").select("vid").distinct()
-        self._summary: dict[str, Any] | None = None
-        #: rows of the two large tables, and values (from their footers): size the shuffles
-        self.rows = _rows_in(run_dir, "writes") + _rows_in(run_dir, "reads")
-        self.n_values = _rows_in(run_dir, store.VALUES_TABLE)
-        #: each topic's first committed value (``_prefixed_topics``), once looked up
-        self.first_values: list[tuple[str, str]] | None = None
-        #: ``nonmonotonic_poll``'s count, once it ran (``poll_skip`` needs it)
-        self.nonmonotonic_polls: int | None = None
-        #: ``_send_order``: (a send below the one before it in its transaction, a transaction below
-        #: the one before it), once looked at
-        self.send_order: tuple[bool, bool] | None = None
-        #: ``g0`` and ``g1c``'s shared frames (harness/checker/spark_cycles.py): one row per transaction is kept
-        self.cycles: dict[str, Any] = {}
-        #: the summary's cached per-value table, kept after it only for ``spark_cycles.prepare`` (which
-        #: drops it), and only while every value is at one place and every position holds one (``_summary``)
-        self.per_value: DataFrame | None = None
-
-    def drop_per_value(self) -> None:
-        if self.per_value is not None:
-            self.per_value.unpersist()
-            self.per_value = None
-
-    def release(self) -> None:
-        """Nothing else is cached: each check reads the Parquet files again, which costs less than
-        keeping tens of millions of rows in the JVM (and keeps its memory flat)."""
-        self.drop_per_value()
-        if "m" in self.cycles:
-            self.cycles["m"].unpersist()
-
-    @property
-    def summary(self) -> dict[str, Any]:
-        """The counts of the per-value, per-transaction and per-position checks, from one query
-        (``_summary``); computed on first use."""
-        if self._summary is None:
-            self._summary = _summary(self)
-        return self._summary
-
-    def value_of(self, df: DataFrame) -> DataFrame:
-        return df.join(self.values, "vid", "left")
-
-    def value_of_few(self, df: DataFrame) -> DataFrame:
-        """``value_of`` for a handful of rows (examples): they are collected, and only their values
-        are read (``values.parquet`` is in ``vid`` order, so Parquet skips the other row groups)."""
-        from pyspark.sql import functions as F
-
-        rows = df.collect()
-        vids = sorted({r.vid for r in rows})
-        few = self.spark.createDataFrame(rows, df.schema)
-        return self.values.where(F.col("vid").isin(vids)).join(F.broadcast(few), "vid")
 
 
-def _pos(tid: Any, part: Any, off: Any) -> Any:
-    from pyspark.sql import functions as F
-
-    return (F.shiftleft(tid.cast("long"), TOPIC_SHIFT).bitwiseOR(F.shiftleft(part.cast("long"), OFFSET_BITS))
-            .bitwiseOR(off.cast("long")))
 
 
-def _position_at(topics: dict[int, str], pos: int) -> Any:
-    """A packed position (``_pos``) as a position object; ``topics``: topic id -> name."""
-    tid, partition, offset = store.unpack(pos)
-    return position(topics.get(tid, str(tid)), partition, offset)
 
 
 def _rows(df: DataFrame, cols: list[str], order: list[str], h: SparkHistory | None = None) -> list[dict[str, Any]]:
@@ -200,11 +79,6 @@ def _rows(df: DataFrame, cols: list[str], order: list[str], h: SparkHistory | No
     return [{k: _plain(r[k]) for k in cols} for r in first.collect()]
 
 
-def _rows_in(run_dir: Path, table: str) -> int:
-    """Rows of one table, from its Parquet footer (nothing is read)."""
-    import pyarrow.parquet as pq
-
-    return int(pq.ParquetFile(store.table_file(run_dir, table)).metadata.num_rows)
 
 
 def _plain(v: Any) -> Any:
@@ -213,175 +87,36 @@ def _plain(v: Any) -> Any:
     return v
 
 
-# --------------------------------------------------------------------------------------------- summary
-def _summary_partitions(h: SparkHistory) -> int:
-    return max(h.spark.sparkContext.defaultParallelism * SORTED_PARTITIONS_PER_CORE, -(-h.rows // SUMMARY_ROWS_PER_PARTITION),
-               -(-h.n_values // VALUES_PER_SUMMARY_PARTITION))
-
-
-def _fast_map_bits(h: SparkHistory) -> int:
-    """``FAST_MAP_BITS`` for the summary's partitions: room for a quarter more than their values,
-    between Spark's default (16) and 20 (a bigger map only costs its memory)."""
-    per_partition = -(-h.n_values // _summary_partitions(h))
-    return min(20, max(16, int(per_partition * 1.25).bit_length()))
-
-
-def _vid_range(h: SparkHistory) -> Any:
-    """A column that puts each value in one of the summary's partitions by its id's range, without
-    sampling the data as ``repartitionByRange`` would (a pass over it): ids are dense, ``0 .. rows of
-    the values table``. Spark places a row by the hash of its partitioning column, so each range is
-    named by a number whose hash lands in that range's partition."""
-    from pyspark.sql import functions as F
-
-    n = _summary_partitions(h)
-    probe = h.spark.range(64 * n).select("id", F.pmod(F.hash("id"), F.lit(n)).alias("p")).groupBy("p").agg(F.min("id"))
-    key_of: dict[int, int] = {int(p): int(i) for p, i in probe.collect()}
-    size = max(1, -(-h.n_values // n))
-    if len(key_of) < n:  # never with 64 candidates per partition; then hashes of the range numbers
-        return (F.col("vid") / size).cast("long")
-    return F.element_at(F.array(*(F.lit(key_of[i]) for i in range(n))), (F.col("vid") / size).cast("int") + 1)
-
-
-#: The bits of a row of the summary's union (``_summary``), OR-ed per value and then per transaction:
-#: what kind of read it is, and for a write, whether it was acknowledged and its transaction's
-#: outcome (a write whose transaction is not in the transactions table has none of those).
-POLLED, FINAL_COMMITTED, CV_ON_WRITTEN, WRITTEN, ACKED, OUT_OK, OUT_FAIL, OUT_INFO, IN_TXN = (1 << i for i in range(9))
-#: And what the summary derives per value from them and its positions (``per_vid``'s ``f``).
-PRECOMMITTED, HAS_FC, HAS_CV, DUP, ONE_CV_POS, MULTI_POS = (1 << i for i in range(9, 15))
-_OUTCOME_BIT = {OK: OUT_OK, FAIL: OUT_FAIL, INFO: OUT_INFO}
-
-
-def _written_tids(h: SparkHistory) -> set[int]:
-    """The topic ids some send wrote to, read batch by batch from the writes' one small-integer
-    column on the driver (memory stays flat; a Spark job for it cost more to plan than to run)."""
-    import pyarrow.parquet as pq
-
-    tids: set[int] = set()
-    for batch in pq.ParquetFile(store.table_file(h.run_dir, "writes")).iter_batches(columns=["tid"], batch_size=1 << 20):
-        tids.update(int(t) for t in np.unique(batch.column(0).to_numpy(zero_copy_only=False)))
-    return tids
-
-
-def _summary(h: SparkHistory) -> dict[str, Any]:
-    """The counts of eight checks and four figures in one query: the writes and every read meet once,
-    grouped by value (one shuffle); that per-value table is grouped again by transaction and by
-    position (two smaller shuffles), and both sum to one row.
-
-    A count here is exact under the conditions it states; each check uses it only to find nothing
-    (``0``) and otherwise runs its own query, which also picks the examples. The conditions:
-    each value written at most once (``multi_written``) for the per-transaction counts, each value
-    at one position (``multi_positioned``) for ``inconsistent``.
-
-    The rows that meet are narrow: value, transaction, position, one time (a write's commit, a
-    poll's completion) and the bits above; the shuffle and the hashing of ~4 rows per value are
-    most of the engine's time."""
-    from pyspark import StorageLevel
-    from pyspark.sql import functions as F
-
-    def bits(flags: dict[int, Any]) -> Any:
-        out = F.lit(0)
-        for bit, cond in flags.items():
-            out = out.bitwiseOR(F.when(cond, F.lit(bit)).otherwise(F.lit(0)))
-        return out
-
-    written_tids = sorted(_written_tids(h))
-    # a transaction's bits are made once per transaction, before it is shipped to the writes
-    tx = h.tx.select("txn", "w_commit_at", bits({IN_TXN: F.col("w_is_txn"),
-                                                 **{bit: F.col("w_out") == out for out, bit in _OUTCOME_BIT.items()}}).alias("tk"))
-    w = h.raw_writes.join(tx, "txn", "left").select(
-        "vid", "txn", _pos(F.col("tid"), F.col("partition"), F.col("offset")).alias("pos"), F.col("w_commit_at").alias("t"),
-        bits({WRITTEN: F.lit(True), ACKED: F.col("offset").isNotNull()}).bitwiseOR(F.coalesce("tk", F.lit(0))).alias("k"))
-    r = _with_poll_times(h).select(
-        "vid", F.lit(None).cast("long").alias("txn"), "pos", F.col("done_at").alias("t"),
-        bits({POLLED: F.col("poll"), FINAL_COMMITTED: F.col("fc"), CV_ON_WRITTEN: F.col("cv") & F.col("tid").isin(written_tids)}).alias("k"))
-    k = F.col("k").bitwiseAND
-    cv_pos = F.when(k(POLLED | FINAL_COMMITTED) > 0, F.col("pos"))
-    # Each value is a group of a few rows, grouped after one shuffle (Spark 4.0 still hashes them
-    # twice there: it drops a sort put before the aggregation, and cannot skip the partial one).
-    # Ranges of values, not hashes: a transaction's values are neighbours, so the next grouping (by
-    # transaction) mostly happens before its shuffle.
-    bucket = _vid_range(h).alias("bucket")
-    u = w.unionByName(r).withColumn("bucket", bucket)
-    u = u.repartition(_summary_partitions(h), "bucket")
-    kinds = F.col("kinds").bitwiseAND
-    # one row per value, kept for the two groupings that follow: its counts, its position when it
-    # has one, its first poll's completion, and what else it is as bits (the cache costs by the
-    # column). Kept on for g0 and g1c while each value is at one place and each position holds one:
-    # each value's writer, position and first poll are theirs, so they need no grouping by value of their own
-    per_vid = (u.groupBy("bucket", "vid").agg(
-        F.max("txn").alias("txn"), F.bit_or("k").alias("kinds"), F.sum(k(WRITTEN)).alias("nw"), F.sum(k(POLLED)).alias("n_poll"),
-        F.sum(k(FINAL_COMMITTED)).alias("n_fc"), F.min(F.when(k(WRITTEN) > 0, F.col("t"))).alias("commit_at"),
-        F.min(F.when(k(WRITTEN) == 0, F.col("t"))).alias("first_poll"),
-        F.min(cv_pos).alias("cv_lo"), F.max(cv_pos).alias("cv_hi"), F.min("pos").alias("lo"), F.max("pos").alias("hi"))
-        .select("txn", F.shiftright("nw", WRITTEN.bit_length() - 1).alias("nw"), "n_poll",
-                F.shiftright("n_fc", FINAL_COMMITTED.bit_length() - 1).alias("n_fc"),
-                F.when(F.col("lo") == F.col("hi"), F.col("lo")).alias("at"), "first_poll",
-                kinds(ACKED | CV_ON_WRITTEN | OUT_OK | OUT_FAIL | OUT_INFO | IN_TXN).bitwiseOR(bits({
-                    PRECOMMITTED: F.col("first_poll") < F.col("commit_at"), HAS_FC: kinds(FINAL_COMMITTED) > 0,
-                    HAS_CV: kinds(POLLED | FINAL_COMMITTED) > 0, DUP: F.col("cv_lo") != F.col("cv_hi"),
-                    ONE_CV_POS: F.col("cv_lo") == F.col("cv_hi"), MULTI_POS: F.col("lo") != F.col("hi")})).alias("f"))
-        .persist(StorageLevel.MEMORY_AND_DISK))
-
-    def has(bit: int) -> Any:
-        return F.col("f").bitwiseAND(bit) > 0
-
-    def n(cond: Any) -> Any:
-        return F.sum(cond.cast("long"))
-
-    written = F.col("nw") > 0
-    has_fc, has_cv = has(HAS_FC), has(HAS_CV)
-    # a transaction's outcome: the bits of its values' writes (a value written once has its own
-    # transaction's; the per-transaction counts are used only then)
-    t = per_vid.groupBy("txn").agg(
-        F.bit_or(F.col("f").bitwiseAND(OUT_OK | OUT_FAIL | OUT_INFO | IN_TXN)).alias("outcome"),
-        F.sum("nw").alias("written"), n(has(ACKED)).alias("acked"), n(has(PRECOMMITTED)).alias("precommitted"),
-        n(written & has_fc).alias("visible"), n(written & has_cv).alias("cv_values"), n(written & has_cv & ~has_fc).alias("seen_not_kept"),
-        n(has(DUP)).alias("dup"), n(~written & has(CV_ON_WRITTEN)).alias("phantom"), n(has_fc).alias("committed"),
-        n(F.col("nw") > 1).alias("multi_written"), n(has(MULTI_POS)).alias("multi_positioned"),
-        F.sum(F.when(~(has_fc & has(ONE_CV_POS)), F.col("n_poll")).otherwise(0)).alias("polls_off_committed"),
-        F.sum("n_poll").alias("n_poll"), F.sum("n_fc").alias("n_fc"))
-    vis, wr = F.col("visible"), F.col("written")
-
-    def out_is(bit: int) -> Any:
-        return F.col("outcome").bitwiseAND(bit) > 0
-
-    ok, fail, info_out, in_txn = out_is(OUT_OK), out_is(OUT_FAIL), out_is(OUT_INFO), out_is(IN_TXN)
-    info = info_out & (wr > 0)
-
-    def total(cond: Any, of: Any = None) -> Any:
-        return F.coalesce(F.sum(F.when(cond, F.lit(1) if of is None else of).otherwise(0)), F.lit(0))
-
-    by_txn = t.agg(
-        total(in_txn & (vis > 0) & (vis < wr)).alias("torn"),
-        (total(ok, wr - vis) + total(info_out, F.col("seen_not_kept"))).alias("lost"),
-        total(fail, F.col("cv_values")).alias("aborted"),
-        total(info & (vis == wr)).alias("info_committed"), total(info & (vis == 0)).alias("info_aborted"),
-        total(info & (vis > 0) & (vis < wr)).alias("info_torn"),
-        # what there is to look at (``_nothing``): values of ok, fail and any transactions, acknowledged offsets
-        (total(ok, wr) + total(info_out, F.col("cv_values"))).alias("ok_written"), total(fail, wr).alias("fail_written"),
-        total(in_txn, wr).alias("txn_written"), total(ok, F.col("acked")).alias("ok_acked"),
-        *(F.coalesce(F.sum(c), F.lit(0)).alias(c) for c in (
-            "dup", "phantom", "committed", "multi_written", "multi_positioned", "polls_off_committed", "acked", "precommitted",
-            "written", "n_poll", "n_fc")))
-    by_pos = (per_vid.where(F.col("at").isNotNull()).select("at").repartition(_summary_partitions(h), "at")
-              .groupBy("at").count().agg(total(F.col("count") > 1).alias("inconsistent")))
-    try:
-        row = by_txn.crossJoin(by_pos).first()
-        assert row is not None  # aggregates without grouping have one row
-        counts = {k: int(v) for k, v in row.asDict().items()}
-    except BaseException:
-        per_vid.unpersist()
-        raise
-    if counts["multi_positioned"] or counts["inconsistent"]:
-        per_vid.unpersist()
-    else:  # each value's writer, position and first poll: g0 and g1c's (spark_cycles.prepare)
-        h.per_value = per_vid
-    # every read is a poll, in the final read_committed scan, or neither
-    counts["n_unc"] = _rows_in(h.run_dir, "reads") - counts["n_poll"] - counts["n_fc"]
-    return counts
 
 
 # ---------------------------------------------------------------------------------------------- checks
+def _written_once(h: SparkHistory) -> bool:
+    return bool(summary(h)["multi_written"] == 0)
+
+
+def _no_lso_stall(h: SparkHistory) -> bool:
+    return _written_once(h) and not (h.meta.get("lso") or {}).get("stalled_at")
+
+
+def _unless(*zero: str, exact: Callable[[SparkHistory], bool] | None = None
+            ) -> Callable[[Callable[[SparkHistory], Found]], Callable[[SparkHistory], Found]]:
+    """A check that is skipped (count 0) when the summary's counts ``zero`` are all 0 and ``exact(h)``
+    says those counts are exact for this history; otherwise its own query counts and picks examples."""
+
+    def wrap(check: Callable[[SparkHistory], Found]) -> Callable[[SparkHistory], Found]:
+        @wraps(check)
+        def run(h: SparkHistory) -> Found:
+            s = summary(h)
+            if all(s[k] == 0 for k in zero) and (exact is None or exact(h)):
+                return Found(0)
+            return check(h)
+
+        return run
+
+    return wrap
+
+
+@_unless("dup")
 def duplicate(h: SparkHistory) -> Found:
     from pyspark.sql import functions as F
 
@@ -409,6 +144,7 @@ def _first_writers(h: SparkHistory, vids: list[int]) -> dict[int, Any]:
     return {r.vid: r for r in first}
 
 
+@_unless("lost", exact=_no_lso_stall)
 def lost_write(h: SparkHistory) -> Found:
     from pyspark.sql import functions as F
 
@@ -432,6 +168,7 @@ def lost_write(h: SparkHistory) -> Found:
     return Found(n, ex)
 
 
+@_unless("aborted", exact=_written_once)
 def aborted_read(h: SparkHistory) -> Found:
     from pyspark.sql import functions as F
 
@@ -456,21 +193,16 @@ def _first_reads(h: SparkHistory, seen: DataFrame) -> list[Any]:
     return h.value_of_few(first.orderBy("row").limit(MAX_EXAMPLES)).orderBy("row").collect()
 
 
-def _with_poll_times(h: SparkHistory) -> DataFrame:
-    """The reads with ``done_at``: when a poll's op completed (null for the final scans)."""
-    from pyspark.sql import functions as F
-
-    polls = h.reads.where("poll").join(h.op_times, "op", "left")
-    return polls.unionByName(h.reads.where(~F.col("poll")).withColumn("done_at", F.lit(None).cast("long")))
 
 
+@_unless("precommitted")
 def precommitted_read(h: SparkHistory) -> Found:
     """The default engine's check: polls that completed before their value's transaction invoked
     its commit (the earliest commit among the value's writes)."""
     from pyspark.sql import functions as F
 
     commit = (h.writes.where(F.col("w_commit_at").isNotNull()).groupBy("vid").agg(F.min("w_commit_at").alias("commit_invoked")))
-    seen = (_with_poll_times(h).where("poll").join(commit, "vid")
+    seen = (with_poll_times(h).where("poll").join(commit, "vid")
             .where(F.col("done_at") < F.col("commit_invoked")))
     n = seen.select("vid").distinct().count()
     if not n:
@@ -480,6 +212,7 @@ def precommitted_read(h: SparkHistory) -> Found:
     return Found(n, examples)
 
 
+@_unless("phantom")
 def phantom_read(h: SparkHistory) -> Found:
     """The default engine's check: committed reads, on topics some recorded send wrote to, of values
     no recorded send wrote."""
@@ -501,6 +234,7 @@ def _visible_per_txn(h: SparkHistory, where: Any) -> DataFrame:
             .groupBy("txn").agg(F.count("*").alias("written"), F.sum(F.coalesce("in_fc", F.lit(0))).alias("visible")))
 
 
+@_unless("torn", exact=_written_once)
 def torn_transaction(h: SparkHistory) -> Found:
     from pyspark.sql import functions as F
 
@@ -511,6 +245,7 @@ def torn_transaction(h: SparkHistory) -> Found:
     return Found(n, ex)
 
 
+@_unless("inconsistent", "multi_positioned")
 def inconsistent_offsets(h: SparkHistory) -> Found:
     from pyspark.sql import functions as F
 
@@ -523,11 +258,13 @@ def inconsistent_offsets(h: SparkHistory) -> Found:
     topics = {r.tid: r.topic for r in h.reads.select("tid", "topic").unionByName(h.writes.select("tid", "topic")).distinct().collect()}
     positions = [r.pos for r in bad.orderBy("pos").limit(MAX_EXAMPLES).collect()]
     vals = h.value_of_few(pairs.where(F.col("pos").isin(positions))).collect()
-    examples = [{**_position_at(topics, pos), "values": sorted({str(v.value) for v in vals if v.pos == pos})}
+    examples = [{**position_at(topics, pos), "values": sorted({str(v.value) for v in vals if v.pos == pos})}
                 for pos in positions]
     return Found(n, examples)
 
 
+# a value not where its acknowledgement put it is at two positions
+@_unless("multi_positioned")
 def wrong_offset(h: SparkHistory) -> Found:
     """The default engine's check: an acknowledged write whose value is in the final committed
     scan, but not at the acknowledged offset, where no read saw anything."""
@@ -546,7 +283,7 @@ def wrong_offset(h: SparkHistory) -> Found:
     topics = {r.tid: r.topic for r in h.reads.select("tid", "topic").distinct().collect()}
     examples = [{"value": rows[b.row].value, "txn": rows[b.row].txn, "process": rows[b.row].w_proc,
                  "acknowledged": position(rows[b.row].topic, rows[b.row].partition, rows[b.row].offset),
-                 "found_at": _position_at(topics, b.found)} for b in first]
+                 "found_at": position_at(topics, b.found)} for b in first]
     return Found(n, examples)
 
 
@@ -573,7 +310,7 @@ def _send_order(h: SparkHistory) -> tuple[bool, bool]:
         # carry a number, not a name)
         ok_txns = _with_proc_code(h.txns.where(F.col("outcome") == OK).select("txn", "process"), "process",
                                   _names(h, "txns", "process")).select("txn", "proc_code")
-        sent = h.raw_writes.where(F.col("offset").isNotNull()).join(_shipped(ok_txns, h.tx_shipped), "txn")
+        sent = h.raw_writes.where(F.col("offset").isNotNull()).join(shipped(ok_txns, h.tx_shipped), "txn")
         sent = (sent.select(_lane().alias("lane"), "txn", "row", "offset")
                 .withColumn("prev_txn", F.lag("txn").over(w)).withColumn("prev_offset", F.lag("offset").over(w)))
         lower = F.col("offset") < F.col("prev_offset")
@@ -658,10 +395,6 @@ def _lane() -> Any:
             .bitwiseOR(F.col("partition").cast("long")))
 
 
-def _shipped(df: DataFrame, ship: bool) -> DataFrame:
-    from pyspark.sql import functions as F
-
-    return F.broadcast(df) if ship else df
 
 
 def _polls_with_prev(h: SparkHistory) -> DataFrame:
@@ -723,12 +456,12 @@ def _no_poll_skip(h: SparkHistory) -> bool:
     there minus its polls there. Readers start at offset 0."""
     from pyspark.sql import functions as F
 
-    if h.summary["polls_off_committed"] or (h.nonmonotonic_polls is None and nonmonotonic_poll(h).count) or h.nonmonotonic_polls:
+    if summary(h)["polls_off_committed"] or (h.nonmonotonic_polls is None and nonmonotonic_poll(h).count) or h.nonmonotonic_polls:
         return False
     keys = h.reads.where("poll").groupBy("process", "tid", "partition").agg(F.max("offset").alias("hi"))
     k = F.broadcast(keys)
     upto = h.reads.where("fc").join(k, ["tid", "partition"]).where(F.col("offset") <= F.col("hi")).count()
-    return bool(upto == h.summary["n_poll"])
+    return bool(upto == summary(h)["n_poll"])
 
 
 def zombie_commit(h: SparkHistory) -> Found:
@@ -756,19 +489,6 @@ def zombie_commit(h: SparkHistory) -> Found:
     return Found(n, ex)
 
 
-def _prefixed_topics(h: SparkHistory, prefix: str) -> list[str]:
-    """Topics whose first committed record's value starts with ``prefix/`` (how the default engine
-    finds the copiers' and the Spark job's output topics)."""
-    if h.first_values is None:
-        from pyspark.sql import functions as F
-
-        # the first rows by number only (no string carried through the aggregation), then those
-        # few rows read back by ``row``: the reads are stored in ``row`` order, so Parquet skips
-        # every other row group
-        rows = [r.row for r in h.reads.where("fc").groupBy("tid").agg(F.min("row").alias("row")).collect()]
-        firsts = h.reads.where(F.col("row").isin(rows)).select("topic", "vid")
-        h.first_values = [(r.topic, r.value) for r in h.value_of_few(firsts).select("topic", "value").collect()]
-    return [topic for topic, value in h.first_values if value.startswith(prefix + "/")]
 
 
 def copy_exactly_once(h: SparkHistory) -> Found:
@@ -776,7 +496,7 @@ def copy_exactly_once(h: SparkHistory) -> Found:
     judged, a malformed copy is a finding (harness/checker/copies.py)."""
     from pyspark.sql import functions as F
 
-    copy_topics = _prefixed_topics(h, COPY_PREFIX)
+    copy_topics = h.prefixed_topics(COPY_PREFIX)
     if not copy_topics:
         return Found(0, skipped=NO_COPIER)
     fc = h.reads.where("fc")
@@ -829,7 +549,7 @@ def spark_exactly_once(h: SparkHistory) -> Found:
     from harness.history.model import SPARK_START
 
     fc = h.reads.where("fc")
-    out_topics, marker_topics = _prefixed_topics(h, SPARK_PREFIX), _prefixed_topics(h, MARKER_PREFIX)
+    out_topics, marker_topics = h.prefixed_topics(SPARK_PREFIX), h.prefixed_topics(MARKER_PREFIX)
     ran = any(ev["f"] == SPARK_START for ev in h.events)
     if not out_topics and not marker_topics and not ran:
         return Found(0, skipped="no Spark job ran in this history")
@@ -910,36 +630,21 @@ def spark_exactly_once(h: SparkHistory) -> Found:
     return Found(count, examples[:MAX_EXAMPLES])
 
 
-def lso(h: SparkHistory) -> Found:
+def lso_stall(h: SparkHistory) -> Found:
     return lso_stall_of(h.meta)
-
-
-def _unless(check: Callable[[SparkHistory], Found], zero: tuple[str, ...],
-            exact: Callable[[SparkHistory], bool] | None = None) -> Callable[[SparkHistory], Found]:
-    """``check``, skipped (count 0) when the summary's counts ``zero`` are all 0 and ``exact(h)`` says
-    those counts are exact for this history; otherwise ``check``'s own query counts and picks examples."""
-
-    def run(h: SparkHistory) -> Found:
-        s = h.summary
-        if all(s[k] == 0 for k in zero) and (exact is None or exact(h)):
-            return Found(0)
-        return check(h)
-
-    run.__doc__ = check.__doc__
-    return run
 
 
 def _has(df: DataFrame) -> bool:
     return df.limit(1).count() > 0
 
 
-def _there_is(h: SparkHistory, what: str) -> bool:
+def _there_is(h: SparkHistory, what: Subject) -> bool:
     """The history holds ``what`` (a ``_nothing`` subject): from the summary's totals, which for
     the per-transaction subjects are exact only while each value is written once; otherwise by a
     query of its own."""
     from pyspark.sql import functions as F
 
-    s = h.summary
+    s = summary(h)
     reads = {"cv": s["n_poll"] + s["n_fc"], "polls": s["n_poll"], "fc": s["n_fc"], "offsets": s["acked"]}
     if what in reads:
         return bool(reads[what])
@@ -955,99 +660,12 @@ def _there_is(h: SparkHistory, what: str) -> bool:
     return _has(h.writes.where(cond))
 
 
-#: Per check, in order: what it needs to have something to look at, and the reason it gives when
-#: the history has none (the default engine's ``Found.skipped``, harness/checker/checks.py).
-_NEEDS: dict[str, tuple[tuple[str, str], ...]] = {
-    "duplicate": (("cv", NO_COMMITTED_READS),),
-    "lost-write": (("ok", NO_OK_WRITES),),
-    "aborted-read": (("cv", NO_COMMITTED_READS), ("fail", NO_FAILED_WRITES)),
-    "precommitted-read": (("polls", NO_POLLS),),
-    "phantom-read": (("cv", NO_COMMITTED_READS),),
-    "torn-transaction": (("txn", NO_TXN_WRITES),),
-    "inconsistent-offsets": (("positions", NO_POSITIONS),),
-    "wrong-offset": (("offsets", NO_OFFSETS),),
-    "nonmonotonic-send": (("acked", NO_ACKED_OFFSETS),),
-    "int-nonmonotonic-send": (("acked", NO_ACKED_OFFSETS),),
-    "nonmonotonic-poll": (("polls", NO_POLLS),),
-    "poll-skip": (("polls", NO_POLLS), ("fc", NO_COMMITTED_RECORDS)),
-}
-
-
-def _nothing(name: str, check: Callable[[SparkHistory], Found]) -> Callable[[SparkHistory], Found]:
-    """``check``, or ``Found(0, skipped=reason)`` when the history has nothing for it (``_NEEDS``)."""
-
-    def run(h: SparkHistory) -> Found:
-        for what, reason in _NEEDS[name]:
-            if not _there_is(h, what):
-                return Found(0, skipped=reason)
-        return check(h)
-
-    run.__doc__ = check.__doc__
-    return run
-
-
-def _written_once(h: SparkHistory) -> bool:
-    return bool(h.summary["multi_written"] == 0)
-
-
-def _no_lso_stall(h: SparkHistory) -> bool:
-    return _written_once(h) and not (h.meta.get("lso") or {}).get("stalled_at")
-
-
-#: The default engine's checks this engine does not run, and why. On a history with nothing for
-#: one to judge it says the default engine's reason (from the meta alone); on a history with
-#: something, it fails with this reason, so the verdict is unknown, never valid for want of a
-#: look. tests/unit/test_registries.py takes a check without a twin here only, with its reason.
-DEFAULT_ENGINE_ONLY: dict[str, str] = {
-    name: "an app's contract is judged by the default engine only (run eos-chaos check without --engine spark): "
-          "an app history is a feeder's rate, small for pandas, and nothing was gained yet by writing it twice"
-    for name in ("app-map", "app-aggregate")}
-
-
-class DefaultEngineOnly(Exception):
-    """A check this engine does not run met a history it would have had to judge."""
-
-
-def _default_engine_only(name: str, contract: str) -> Callable[[SparkHistory], Found]:
-    """The stand-in of a ``DEFAULT_ENGINE_ONLY`` check, whose ``nothing to judge`` is the
-    ``contract``'s (``contracts.nothing_to_judge``)."""
-
-    def run(h: SparkHistory) -> Found:
-        reason = nothing_to_judge(h.meta, contract)
-        if reason is not None:
-            return Found(0, skipped=reason)
-        raise DefaultEngineOnly(f"{name}: {DEFAULT_ENGINE_ONLY[name]}")
-
-    return run
-
-
-CHECKS = {name: _nothing(name, check) if name in _NEEDS else check for name, check in {
-    "duplicate": _unless(duplicate, ("dup",)),
-    "lost-write": _unless(lost_write, ("lost",), _no_lso_stall),
-    "aborted-read": _unless(aborted_read, ("aborted",), _written_once),
-    "precommitted-read": _unless(precommitted_read, ("precommitted",)),
-    "phantom-read": _unless(phantom_read, ("phantom",)),
-    "torn-transaction": _unless(torn_transaction, ("torn",), _written_once),
-    "inconsistent-offsets": _unless(inconsistent_offsets, ("inconsistent", "multi_positioned")),
-    # a value not where its acknowledgement put it is at two positions
-    "wrong-offset": _unless(wrong_offset, ("multi_positioned",)),
-    "nonmonotonic-send": nonmonotonic_send, "int-nonmonotonic-send": int_nonmonotonic_send,
-    "nonmonotonic-poll": nonmonotonic_poll, "poll-skip": poll_skip, "zombie-commit": zombie_commit,
-    "copy-exactly-once": copy_exactly_once, "g0": spark_cycles.g0, "g1c": spark_cycles.g1c,
-    "spark-exactly-once": spark_exactly_once,
-    "app-map": _default_engine_only("app-map", MAP), "app-aggregate": _default_engine_only("app-aggregate", AGGREGATE),
-    "lso-stall": lso,
-}.items()}
-
-
 # ---------------------------------------------------------------------------------------------- stats
 def stats(h: SparkHistory) -> dict[str, Any]:
     """The default engine's ``stats`` (harness/checker/__init__.py), computed in Spark."""
     from pyspark.sql import functions as F
 
-    from harness.checker.sparkjob_check import spark_stats
-
-    s = h.summary
+    s = summary(h)
     outcome = {r.outcome: r["count"] for r in h.txns.groupBy("outcome").count().collect()}
     if _written_once(h):
         iv: Any = {k: s[f"info_{k}"] for k in ("committed", "aborted", "torn")}
@@ -1191,14 +809,12 @@ def check_run(run_dir: Path, spark: SparkSession, seconds: dict[str, float] | No
     ``checker.check``'s). The caller owns the session (``harness.sparkjob.session.checker_session``):
     the checker imports nothing of the project but the history. ``seconds``, when given, gets the
     wall time of each check, of the summary and of the figures (``stats``)."""
-    from harness.checker import run_checks
-
     store.ensure_parquet(run_dir)
     h = SparkHistory(spark, run_dir)
     shuffle = "spark.sql.shuffle.partitions"
     before = {k: spark.conf.get(k, None) for k in (shuffle, FAST_MAP_BITS, *CHECK_CONF)}
     spark.conf.set(shuffle, str(max(int(before[shuffle] or SHUFFLE_PARTITIONS_DEFAULT), -(-h.rows // ROWS_PER_SHUFFLE_PARTITION))))
-    for k, v in {**CHECK_CONF, FAST_MAP_BITS: str(_fast_map_bits(h))}.items():
+    for k, v in {**CHECK_CONF, FAST_MAP_BITS: str(fast_map_bits(h))}.items():
         spark.conf.set(k, v)
 
     spent: dict[str, float] = {}
@@ -1219,7 +835,7 @@ def check_run(run_dir: Path, spark: SparkSession, seconds: dict[str, float] | No
 
     try:
         try:
-            in_group("summary", lambda: h.summary)()
+            in_group("summary", lambda: summary(h))()
         except Exception:  # noqa: BLE001, S110 - each check that needs the summary fails on its own, with this error
             pass
         try:
@@ -1238,3 +854,51 @@ def check_run(run_dir: Path, spark: SparkSession, seconds: dict[str, float] | No
                 spark.conf.unset(key)
             else:
                 spark.conf.set(key, was)
+
+
+def _nothing(needs: tuple[tuple[Subject, str], ...], check: Callable[[SparkHistory], Found]) -> Callable[[SparkHistory], Found]:
+    """``check``, or ``Found(0, skipped=reason)`` when the history has nothing for it (its record's ``needs``)."""
+
+    @wraps(check)
+    def run(h: SparkHistory) -> Found:
+        for what, reason in needs:
+            if not _there_is(h, what):
+                return Found(0, skipped=reason)
+        return check(h)
+
+    return run
+
+
+class DefaultEngineOnly(Exception):
+    """A check this engine does not run met a history it would have had to judge."""
+
+
+def _default_engine_only(c: Check) -> Callable[[SparkHistory], Found]:
+    """The stand-in of a check this engine does not run (its record's ``spark_missing``): on a history
+    with nothing for it to judge, the default engine's reason (``nothing_to_judge``, from the meta
+    alone); on a history with something, it fails with the record's reason, so the verdict is
+    unknown, never valid for want of a look."""
+
+    def run(h: SparkHistory) -> Found:
+        reason = c.nothing_to_judge(h.meta) if c.nothing_to_judge is not None else None
+        if reason is not None:
+            return Found(0, skipped=reason)
+        raise DefaultEngineOnly(f"{c.name}: {c.spark_missing}")
+
+    return run
+
+
+def _engine_check(c: Check) -> Callable[[SparkHistory], Found]:
+    """This engine's way to run the check of record ``c``."""
+    if c.spark is None:
+        return _default_engine_only(c)
+    check = c.spark_check()
+    return _nothing(c.needs, check) if c.needs else check
+
+
+#: The default engine's checks this engine does not run, and why (derived from the records).
+DEFAULT_ENGINE_ONLY: dict[str, str] = {c.name: c.spark_missing or "" for c in CATALOG if c.spark is None}
+#: Every check by name, in the records' order (harness/checker/catalog.py). Built last: a record
+#: names its implementation here by ``"harness.checker.spark_engine:<function>"``, which resolves
+#: to this module as imported so far.
+CHECKS: dict[str, Callable[[SparkHistory], Found]] = {c.name: _engine_check(c) for c in CATALOG}

@@ -609,6 +609,6 @@ def run_on_session_cluster(sc: Any, source: str, seed: int | None, kafka_cluster
     return verdict
 
 
-from harness.pytest_plugin.app import app_under_test  # noqa: E402 - the fixture, registered with the plugin
-
-__all__ = ["app_under_test"]
+#: The ``app_under_test`` fixture's module, which pytest loads with this plugin. Named, not imported:
+#: it imports this module, and an import back would be a cycle (tests/unit/test_import_cycles.py).
+pytest_plugins = ["harness.pytest_plugin.app"]

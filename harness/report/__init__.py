@@ -10,12 +10,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-import jinja2
-
 from harness.checker import MEANING, VERDICT_FILE
 from harness.history.text import write_history_text
-from harness.report.app import is_record, record_text
-from harness.report.data import RunData, hit_text, is_position, load, position_text
+from harness.report.data import RunData, load
+from harness.report.jinja_env import ENV
 from harness.report.loaded import LoadedRun
 from harness.report.logs import excerpts, log_links
 from harness.report.ops import Marked
@@ -26,34 +24,8 @@ from harness.rundir.runfolder import REPORT, RunFolder, write_output
 REPORT_FILE = REPORT
 log = logging.getLogger(__name__)
 
-_env = jinja2.Environment(loader=jinja2.PackageLoader("harness.report", "templates"),
-                          autoescape=jinja2.select_autoescape(["html", "j2"]), undefined=jinja2.StrictUndefined,
-                          trim_blocks=True, lstrip_blocks=True)
-
-
-def cell(v: Any) -> str:
-    """A value of an example or a figure as a person reads it."""
-    if v is None:
-        return "–"
-    if isinstance(v, float):
-        return f"{v:,.2f}".rstrip("0").rstrip(".") if v != int(v) or abs(v) < 1e15 else str(v)
-    if isinstance(v, bool):
-        return "yes" if v else "no"
-    if isinstance(v, int):
-        return f"{v:,}" if abs(v) >= 10000 else str(v)
-    if isinstance(v, (list, tuple)):
-        return ", ".join(cell(x) for x in v) if v else "–"
-    if is_position(v):
-        return position_text(v)
-    if is_record(v):
-        return record_text(v)
-    if isinstance(v, dict):
-        return ", ".join(f"{k}: {cell(x)}" for k, x in v.items()) if v else "–"
-    return str(v)
-
-
-_env.filters["cell"] = cell
-_env.filters["hit"] = hit_text
+#: the pages' templates (harness/report/jinja_env.py; the other pages import it from here)
+_env = ENV
 
 
 def flat(d: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:

@@ -17,6 +17,7 @@ from urllib.parse import quote
 
 from harness.base.errors import ConfigError
 from harness.report.data import fault_windows
+from harness.report.jinja_env import ENV
 from harness.report.logs import LogLink, log_links
 from harness.rundir.runfolder import REPORT, read_json_object, unreadable, write_output
 
@@ -56,7 +57,6 @@ def cluster_logs(run_dir: Path, cluster_dir: Path | None) -> list[LogLink]:
 
 
 def render(run_dir: Path, title: str | None = None) -> str:
-    from harness.report import _env
     from harness.report.plots import faults_svg
 
     meta = read_json_object(run_dir / META_FILE)
@@ -67,7 +67,7 @@ def render(run_dir: Path, title: str | None = None) -> str:
     end_s = max([float(meta.get("ended_ns", zero_ns) - zero_ns) / 1e9, *(f.end_s or f.start_s for f in faults), 1.0])
     node_ids = sorted({n for f in faults for n in f.nodes} | {1, 2, 3})
     cluster_dir = Path(meta["cluster_dir"]) if meta.get("cluster_dir") else None
-    return _env.get_template("nemesis.html.j2").render(
+    return ENV.get_template("nemesis.html.j2").render(
         title=title or meta.get("test") or run_dir.name, meta=meta, faults=faults, end_s=end_s,
         timeline=faults_svg(faults, node_ids, end_s, f"seconds since the test began ({meta.get('started', '?')})"),
         logs=cluster_logs(run_dir, cluster_dir), generated=time.strftime("%Y-%m-%d %H:%M:%S %Z"))

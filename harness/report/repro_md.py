@@ -119,7 +119,7 @@ def render(r: Repro, log_lines: int = MD_LOG_LINES, rows: int = MD_MOMENTS) -> s
 
 
 def _cell(v: Any) -> str:
-    from harness.report import cell
+    from harness.report.jinja_env import cell
 
     return cell(v)
 

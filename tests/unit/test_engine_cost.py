@@ -34,7 +34,7 @@ RECORDED_RATIO = 32.0
 LIMIT = round(1.5 * RECORDED_RATIO, 1)
 #: Checks that skip on the synthetic histories (nothing there for them), so the figure does not
 #: time them; each with why. A check skipped and not here fails the test: give the synthetic history
-#: what it needs (harness/bench/checker.py ``synthetic``) or add it here with the reason.
+#: what it needs (harness/bench/producer_history.py ``synthetic``) or add it here with the reason.
 NOT_TIMED = {
     "copy-exactly-once": "no copier in the history",
     "spark-exactly-once": "no Spark job in the history",
@@ -73,7 +73,7 @@ def problems(r: dict[str, Any]) -> list[str]:
         untimed = sorted(set(skipped) - set(NOT_TIMED))
         if untimed:
             found.append(f"{engine} engine: {untimed} skipped on the synthetic history, so their cost is not measured: "
-                         "give harness/bench/checker.py's synthetic history what they need, or name them in NOT_TIMED "
+                         "give harness/bench/producer_history.py's synthetic history what they need, or name them in NOT_TIMED "
                          "with the reason")
     if r["ratio"] > LIMIT:
         small, big = r["sizes"]

@@ -9,7 +9,11 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import inspect
+import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any, ClassVar, Literal, get_args
 
@@ -20,6 +24,7 @@ from typing_extensions import get_protocol_members
 from chaos import faults
 from chaos.faults.base import CATEGORIES, Category, FaultBase, FaultContext, Heal
 from harness import checker
+from harness.checker.catalog import CATALOG, Check
 from harness.report import plots
 from harness.workloads import clients, registry
 from harness.workloads.client import Client, GroupReader, Reader
@@ -268,47 +273,86 @@ def test_the_spark_jobs_progress_file_is_the_one_the_job_writes(tmp_path: Path) 
 
 # ---------------------------------------------------------------- checks
 
-def check_problems() -> list[str]:
-    """A check of ``harness.checker.CHECKS`` without a ``MEANING`` (the report and the summary say
-    it), the Spark engine's twin (held equal to it by tests/unit/test_spark_engine.py) or a row in
-    docs/reference/checks.md. A check the Spark engine does not run has a stand-in there instead
-    and says why in ``spark_engine.DEFAULT_ENGINE_ONLY`` (tests/unit/test_app_contracts.py holds
-    the stand-ins to the default engine's reasons for skipping)."""
-    from harness.checker import spark_engine
-
+def check_problems(records: tuple[Check, ...] = CATALOG) -> list[str]:
+    """What a check's record (harness/checker/catalog.py) lacks: a meaning (the report and the summary
+    say it), a default implementation, a row in docs/reference/checks.md, and on the Spark engine
+    either an implementation that resolves (held equal to the default engine's by
+    tests/unit/test_spark_engine.py) or the reason it has none, with the meta-only "nothing to
+    judge" its stand-in answers by (tests/unit/test_app_contracts.py holds the stand-ins to the
+    default engine's reasons for skipping)."""
     readme = CHECK_REFERENCE.read_text()
     out = []
-    for name in checker.CHECKS:
-        if not str(checker.MEANING.get(name, "")).strip():
-            out.append(f"{name}: no MEANING")
-        if name not in spark_engine.CHECKS:
-            out.append(f"{name}: not in the Spark engine's CHECKS")
-        if f"| `{name}` |" not in readme:
-            out.append(f"{name}: no row in docs/reference/checks.md")
-    for name, why in spark_engine.DEFAULT_ENGINE_ONLY.items():
-        if name not in checker.CHECKS:
-            out.append(f"{name}: default-engine-only, but no check")
-        if not why.strip():
-            out.append(f"{name}: default-engine-only without the reason")
-    return out + [f"{name}: a MEANING of no check" for name in checker.MEANING if name not in checker.CHECKS]
+    names = [c.name for c in records]
+    out += [f"{name}: {names.count(name)} records" for name in sorted(set(names)) if names.count(name) > 1]
+    for c in records:
+        if not c.meaning.strip():
+            out.append(f"{c.name}: no meaning")
+        if not callable(c.default):
+            out.append(f"{c.name}: no default engine implementation")
+        if f"| `{c.name}` |" not in readme:
+            out.append(f"{c.name}: no row in docs/reference/checks.md")
+        if c.spark is None:
+            if not (c.spark_missing or "").strip():
+                out.append(f"{c.name}: the Spark engine lacks it without a reason (spark_missing)")
+            if c.nothing_to_judge is None:
+                out.append(f"{c.name}: the Spark engine lacks it, and nothing says when a history gives it nothing to judge")
+            continue
+        if c.spark_missing is not None:
+            out.append(f"{c.name}: a Spark implementation and a reason it has none")
+        try:
+            if not callable(c.spark_check()):
+                out.append(f"{c.name}: {c.spark} is not a function")
+        except (ImportError, AttributeError) as exc:
+            out.append(f"{c.name}: {c.spark} does not resolve ({type(exc).__name__})")
+    return out
 
 
-def test_every_check_has_a_meaning_a_spark_twin_and_a_reference_row() -> None:
+def test_every_check_record_is_complete_on_both_engines() -> None:
     assert check_problems() == []
 
 
-def test_a_check_without_meaning_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_incomplete_check_record_is_named() -> None:
     def new_check(t: Any) -> Any: ...
 
-    monkeypatch.setitem(checker.CHECKS, "new-check", new_check)
-    monkeypatch.setitem(checker.MEANING, "old-check", "what it meant")
-    assert check_problems() == ["new-check: no MEANING", "new-check: not in the Spark engine's CHECKS",
-                                "new-check: no row in docs/reference/checks.md", "old-check: a MEANING of no check"]
+    planted = (*CATALOG,
+               Check("new-check", " ", new_check, None),  # the Spark engine lacks it, without a reason
+               Check("gone-twin", "what it means", new_check, "harness.checker.spark_engine:no_such_check"),
+               Check("both", "what it means", new_check, "harness.checker.spark_engine:duplicate", "why not"),
+               CATALOG[0])
+    assert check_problems(planted) == [
+        "duplicate: 2 records",
+        "new-check: no meaning", "new-check: no row in docs/reference/checks.md",
+        "new-check: the Spark engine lacks it without a reason (spark_missing)",
+        "new-check: the Spark engine lacks it, and nothing says when a history gives it nothing to judge",
+        "gone-twin: no row in docs/reference/checks.md",
+        "gone-twin: harness.checker.spark_engine:no_such_check does not resolve (AttributeError)",
+        "both: no row in docs/reference/checks.md", "both: a Spark implementation and a reason it has none"]
 
 
-def test_a_default_engine_only_check_is_named_without_its_reason_or_its_check(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_every_table_by_check_name_is_derived_from_the_records() -> None:
+    """Nothing else names a check: the checker's and the Spark engine's tables are the records'."""
     from harness.checker import spark_engine
 
-    monkeypatch.setitem(spark_engine.DEFAULT_ENGINE_ONLY, "app-map", " ")
-    monkeypatch.setitem(spark_engine.DEFAULT_ENGINE_ONLY, "gone-check", "why")
-    assert check_problems() == ["app-map: default-engine-only without the reason", "gone-check: default-engine-only, but no check"]
+    names = [c.name for c in CATALOG]
+    assert list(checker.CHECKS) == list(checker.MEANING) == list(spark_engine.CHECKS) == names
+    assert checker.NEEDS_FINAL_READS == tuple(c.name for c in CATALOG if c.needs_final_reads)
+    assert spark_engine.DEFAULT_ENGINE_ONLY == {c.name: c.spark_missing for c in CATALOG if c.spark is None}
+
+
+def spark_modules_loaded_by(*modules: str) -> list[str]:
+    """The Spark engine's modules, PySpark's and py4j's that importing ``modules`` loads (in a fresh interpreter)."""
+    code = (f"import json, sys, {', '.join(modules)}; "
+            "print(json.dumps(sorted(m for m in sys.modules if m.startswith(('pyspark', 'py4j', 'harness.checker.spark_')))))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert r.returncode == 0, r.stderr
+    loaded: list[str] = json.loads(r.stdout)
+    return loaded
+
+
+def test_importing_the_checker_imports_neither_the_spark_engine_nor_pyspark() -> None:
+    """The records name the Spark engine's implementations (``module:function``); only the Spark
+    engine resolves them, so the default engine runs where PySpark is not installed. The control:
+    importing the Spark engine is seen."""
+    assert spark_modules_loaded_by("harness.checker", "harness.checker.catalog") == []
+    assert "harness.checker.spark_engine" in spark_modules_loaded_by("harness.checker.spark_engine")

@@ -23,9 +23,10 @@ import pytest
 from harness.checker import NO_FINAL_READS, check
 from harness.history import store
 from harness.history.builder import History
-from harness.report import REPORT_FILE, cell, write_report
+from harness.report import REPORT_FILE, write_report
 from harness.report.compare import compare
 from harness.report.data import anomaly_positions, fault_windows, label, load, node_lanes, spark_events
+from harness.report.jinja_env import cell
 from harness.report.plots import label_rows, plain_number, timeline_svg, zoom_window
 from harness.run import verdict_file
 from harness.rundir import runinfo
