@@ -29,7 +29,7 @@ from clusters.kafka.health import QUIET
 from harness.base.errors import HarnessError
 from harness.base.wait import wait_until
 from harness.bench.producer import Shape, _fresh_topic, _spawned, _tagged_env, run_workload
-from harness.run.app_run import DrainProbe
+from harness.phases.app_drain import DrainProbe
 from harness.run.supervisor import Supervisor
 from harness.workloads.clients import DEFAULT_LIBRARY
 from harness.workloads.common import WorkloadConfig
