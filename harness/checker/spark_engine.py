@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from harness.checker import copies, figures, progress, run_checks, spark_cycles
+from harness.checker import sparkjob_check as sc
 from harness.checker.catalog import CATALOG, Check, Subject
 from harness.checker.checks import (
     MAX_EXAMPLES,
@@ -539,51 +540,43 @@ def copy_exactly_once(h: SparkHistory) -> Found:
     return Found(n_bad + n_orphans + n_malformed, ex[:MAX_EXAMPLES])
 
 
+class _Tally:
+    """A check's findings by kind of anomaly: the total, and up to ``MAX_EXAMPLES`` examples of each kind."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.examples: list[dict[str, Any]] = []
+
+    def found(self, kind: str, n: int, rows: list[dict[str, Any]]) -> None:
+        self.count += n
+        self.examples.extend({"anomaly": kind, **r} for r in rows[:MAX_EXAMPLES])
+
+
 def spark_exactly_once(h: SparkHistory) -> Found:
     """The default engine's check (harness/checker/sparkjob_check.py): outputs and inputs joined in Spark;
     the markers (one per micro-batch) and ranges collected."""
     import pandas as pd
     from pyspark.sql import functions as F
 
-    from harness.checker import sparkjob_check as sc
     from harness.history.model import SPARK_START
 
-    fc = h.reads.where("fc")
     out_topics, marker_topics = h.prefixed_topics(SPARK_PREFIX), h.prefixed_topics(MARKER_PREFIX)
     ran = any(ev["f"] == SPARK_START for ev in h.events)
     if not out_topics and not marker_topics and not ran:
         return Found(0, skipped="no Spark job ran in this history")
-    p = F.split("value", "/", 7)
-    outputs = h.value_of(fc.where(F.col("topic").isin(out_topics))).select(
-        F.get(p, 1).alias("topic"), F.get(p, 2).cast("long").alias("partition"), F.get(p, 3).cast("long").alias("offset"),
-        F.get(p, 4).cast("long").alias("batch"), F.get(p, 5).alias("process"), F.get(p, 6).alias("in_value"),
-        F.col("topic").alias("out_topic"), F.col("partition").alias("out_partition"), F.col("offset").alias("out_offset"),
-        F.col("row").alias("out_row"))
-    outputs = outputs.withColumn("query", F.regexp_extract("process", r"^(.*)\.[^.]*$", 1))
+    outputs = _spark_outputs(h, out_topics)
+    fc = h.reads.where("fc")
     mk = h.value_of(fc.where(F.col("topic").isin(marker_topics))).orderBy("row").select("value").toPandas()
     markers = sc._split(mk["value"], ["prefix", "query", "batch", "process", "ranges"]).astype({"batch": "int64"})
     ranges_pd = sc._ranges(markers, h.events)
     key = ["topic", "partition", "offset"]
-    in_topics = set(r.topic for r in outputs.select("topic").distinct().collect())
-    for ev in h.events:
-        for tp in (ev.get("ranges") or {}) if ev["f"] == "spark-batch" else ():
-            in_topics.add(tp.rpartition("-")[0])
-    inputs = (fc.where(F.col("topic").isin(sorted(in_topics))).groupBy(*key).agg(F.min("row").alias("row"))
-              .join(fc.select(*key, "row", "vid"), key + ["row"]))
-    inputs = h.value_of(inputs)
+    inputs = h.value_of(_spark_inputs(h, outputs))
     n_out = outputs.groupBy(*key).agg(F.count("*").alias("outputs"))
     merged = inputs.join(n_out, key, "left").withColumn("outputs", F.coalesce("outputs", F.lit(0)))
-    count = 0
-    examples: list[dict[str, Any]] = []
-
-    def found(kind: str, n: int, rows: list[dict[str, Any]]) -> None:
-        nonlocal count
-        count += n
-        examples.extend({"anomaly": kind, **r} for r in rows[:MAX_EXAMPLES])
-
+    tally = _Tally()
     dup = merged.where("outputs > 1")
     n = dup.count()
-    found("duplicate-output", n, _rows(dup, key + ["value", "outputs"], ["row"]) if n else [])
+    tally.found("duplicate-output", n, _rows(dup, key + ["value", "outputs"], ["row"]) if n else [])
     ranges = h.spark.createDataFrame(ranges_pd[sc.RANGE_COLUMNS] if len(ranges_pd) else pd.DataFrame(
         {"query": pd.Series(dtype="str"), "batch": pd.Series(dtype="int64"), "tp": pd.Series(dtype="str"),
          "start": pd.Series(dtype="int64"), "end": pd.Series(dtype="int64")}),
@@ -595,39 +588,79 @@ def spark_exactly_once(h: SparkHistory) -> Found:
         first = missing.groupBy(*key).agg(F.min("row").alias("row"), F.min_by("query", "batch").alias("query"),
                                           F.min("batch").alias("batch")).join(inputs.select(*key, "value"), key)
         n = first.count()
-        found("missing-output", n, _rows(first, key + ["value", "query", "batch"], ["row"]) if n else [])
+        tally.found("missing-output", n, _rows(first, key + ["value", "query", "batch"], ["row"]) if n else [])
     joined = outputs.join(inputs.select(*key, "value"), key, "left")
     orphan = joined.where(F.col("value").isNull() | (F.col("value") != F.col("in_value")))
     n = orphan.count()
     rows = _rows(orphan, key + ["batch", "process", "out_topic", "out_partition", "out_offset"], ["out_row"]) if n else []
-    found("orphan-output", n, [{**{k: r[k] for k in key + ["batch", "process"]},
-                                "output": position(r["out_topic"], r["out_partition"], r["out_offset"])} for r in rows])
+    tally.found("orphan-output", n, [{**{k: r[k] for k in key + ["batch", "process"]},
+                                      "output": position(r["out_topic"], r["out_partition"], r["out_offset"])} for r in rows])
     if len(markers):
-        o = (outputs.where(F.col("query").isin(sorted(set(markers["query"]))))
-             .withColumn("tp", F.concat_ws("-", "topic", F.col("partition").cast("string")))
-             .join(F.broadcast(ranges), ["query", "batch", "tp"], "left"))
-        outside = o.where(F.col("start").isNull() | (F.col("offset") < F.col("start")) | (F.col("offset") >= F.col("end")))
-        n = outside.count()
-        found("outside-range", n, _rows(outside, key + ["query", "batch", "process", "start", "end"], ["out_row"]) if n else [])
-        executor = sc.per_partition_queries(h.events)
-        gaps, multi = sc.marker_problems(markers, ranges_pd, executor)
-        found("marker-gap", len(gaps), gaps)
-        per_batch = outputs.groupBy("query", "batch", "topic", "partition").agg(F.countDistinct("process").alias("incarnations"))
-        out_multi = per_batch.where("incarnations > 1").select("query", "batch", "incarnations").toPandas()
-        both = pd.concat([multi, out_multi]).drop_duplicates(["query", "batch"]) if len(out_multi) else multi
-        found("batch-incarnations", len(both), sc._records(both, ["query", "batch", "incarnations"]))
-        bounds = sc.uncovered_bounds(ranges_pd, executor)
-        if len(bounds):
-            b = h.spark.createDataFrame(bounds, "query string, tp string, upto long")
-            m = merged.withColumn("tp", F.concat_ws("-", "topic", F.col("partition").cast("string")))
-            below = m.join(F.broadcast(b), "tp").where(F.col("offset") < F.col("upto"))
-            covered = (below.join(F.broadcast(ranges), ["query", "tp"])
-                       .where((F.col("offset") >= F.col("start")) & (F.col("offset") < F.col("end")))
-                       .select("query", *key).distinct())
-            left = below.join(covered, ["query", *key], "left_anti")
-            n = left.count()
-            found("uncovered-input", n, _rows(left, key + ["value", "query", "upto"], key) if n else [])
-    return Found(count, examples[:MAX_EXAMPLES])
+        _marker_findings(h, tally, outputs, merged, markers, ranges_pd, ranges)
+    return Found(tally.count, tally.examples[:MAX_EXAMPLES])
+
+
+def _spark_outputs(h: SparkHistory, out_topics: list[str]) -> DataFrame:
+    """The Spark job's outputs in the final scan, their values parsed: the input's position and
+    value, the batch, the process and its query."""
+    from pyspark.sql import functions as F
+
+    p = F.split("value", "/", 7)
+    outputs = h.value_of(h.reads.where("fc").where(F.col("topic").isin(out_topics))).select(
+        F.get(p, 1).alias("topic"), F.get(p, 2).cast("long").alias("partition"), F.get(p, 3).cast("long").alias("offset"),
+        F.get(p, 4).cast("long").alias("batch"), F.get(p, 5).alias("process"), F.get(p, 6).alias("in_value"),
+        F.col("topic").alias("out_topic"), F.col("partition").alias("out_partition"), F.col("offset").alias("out_offset"),
+        F.col("row").alias("out_row"))
+    return outputs.withColumn("query", F.regexp_extract("process", r"^(.*)\.[^.]*$", 1))
+
+
+def _spark_inputs(h: SparkHistory, outputs: DataFrame) -> DataFrame:
+    """The first committed read of each position of the job's input topics (those its outputs copy,
+    and those its batches' ranges name)."""
+    from pyspark.sql import functions as F
+
+    fc = h.reads.where("fc")
+    key = ["topic", "partition", "offset"]
+    in_topics = set(r.topic for r in outputs.select("topic").distinct().collect())
+    for ev in h.events:
+        for tp in (ev.get("ranges") or {}) if ev["f"] == "spark-batch" else ():
+            in_topics.add(tp.rpartition("-")[0])
+    return (fc.where(F.col("topic").isin(sorted(in_topics))).groupBy(*key).agg(F.min("row").alias("row"))
+            .join(fc.select(*key, "row", "vid"), key + ["row"]))
+
+
+def _marker_findings(h: SparkHistory, tally: _Tally, outputs: DataFrame, merged: DataFrame, markers: Any, ranges_pd: Any,
+                     ranges: DataFrame) -> None:
+    """What the job's markers (one per micro-batch) show: outputs outside their batch's ranges,
+    gaps between markers, batches written by several incarnations, inputs no range covers."""
+    import pandas as pd
+    from pyspark.sql import functions as F
+
+    key = ["topic", "partition", "offset"]
+    o = (outputs.where(F.col("query").isin(sorted(set(markers["query"]))))
+         .withColumn("tp", F.concat_ws("-", "topic", F.col("partition").cast("string")))
+         .join(F.broadcast(ranges), ["query", "batch", "tp"], "left"))
+    outside = o.where(F.col("start").isNull() | (F.col("offset") < F.col("start")) | (F.col("offset") >= F.col("end")))
+    n = outside.count()
+    tally.found("outside-range", n, _rows(outside, key + ["query", "batch", "process", "start", "end"], ["out_row"]) if n else [])
+    executor = sc.per_partition_queries(h.events)
+    gaps, multi = sc.marker_problems(markers, ranges_pd, executor)
+    tally.found("marker-gap", len(gaps), gaps)
+    per_batch = outputs.groupBy("query", "batch", "topic", "partition").agg(F.countDistinct("process").alias("incarnations"))
+    out_multi = per_batch.where("incarnations > 1").select("query", "batch", "incarnations").toPandas()
+    both = pd.concat([multi, out_multi]).drop_duplicates(["query", "batch"]) if len(out_multi) else multi
+    tally.found("batch-incarnations", len(both), sc._records(both, ["query", "batch", "incarnations"]))
+    bounds = sc.uncovered_bounds(ranges_pd, executor)
+    if len(bounds):
+        b = h.spark.createDataFrame(bounds, "query string, tp string, upto long")
+        m = merged.withColumn("tp", F.concat_ws("-", "topic", F.col("partition").cast("string")))
+        below = m.join(F.broadcast(b), "tp").where(F.col("offset") < F.col("upto"))
+        covered = (below.join(F.broadcast(ranges), ["query", "tp"])
+                   .where((F.col("offset") >= F.col("start")) & (F.col("offset") < F.col("end")))
+                   .select("query", *key).distinct())
+        left = below.join(covered, ["query", *key], "left_anti")
+        n = left.count()
+        tally.found("uncovered-input", n, _rows(left, key + ["value", "query", "upto"], key) if n else [])
 
 
 def lso_stall(h: SparkHistory) -> Found:

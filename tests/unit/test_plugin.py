@@ -47,6 +47,14 @@ def test_markers_and_options_are_registered(pytester: pytest.Pytester) -> None:
         assert opt in helptext
 
 
+def test_every_fixture_is_registered_with_the_plugin(pytester: pytest.Pytester) -> None:
+    """``app_under_test`` lives in its own module, which the plugin names in ``pytest_plugins``."""
+    pytester.makepyfile(test_plain="def test_nothing():\n    pass\n")
+    fixtures = pytester.runpytest("--fixtures").stdout.str()
+    for name in ("kafka_cluster", "nemesis", "run_scenario", "app_under_test"):
+        assert f"\n{name} " in fixtures, name
+
+
 @pytest.mark.parametrize("args, says", [
     (["--eos-duration", "2"], "a scenario runs at least 5 seconds"),
     (["--eos-duration", "soon"], "'soon' is not a number of seconds"),
