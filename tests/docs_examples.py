@@ -26,7 +26,8 @@ from typing import Any
 import yaml
 from markdown_it import MarkdownIt
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.doc_links import ROOT, pages, shown
+
 #: What a marker before a fence may say, and what it means.
 MARKERS = {"chaos": "needs a real cluster: run by tests/chaos/test_docs_examples.py, only compiled otherwise"}
 _MARKER = re.compile(r"<!--\s*example:\s*(\S*)\s*-->")
@@ -40,8 +41,6 @@ _ENV_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 #: pyflakes' rules, through ruff: an undefined helper is the mistake a compile cannot see.
 _RUFF = [sys.executable, "-m", "ruff", "check", "--isolated", "--select", "F", "--output-format", "concise",
          "--stdin-filename", "example.py", "-"]
-#: A link to an http(s) page or a mail address is not checked (nothing leaves this machine).
-_EXTERNAL = re.compile(r"^[a-z][a-z0-9+.-]*:", re.I)
 
 
 @dataclass(frozen=True)
@@ -69,16 +68,6 @@ class Command:
     tool: str
     args: tuple[str, ...]
     synopsis: bool
-
-
-def shown(path: Path) -> str:
-    """``path`` relative to the repository where it is inside it."""
-    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
-
-
-def pages() -> list[Path]:
-    """The README and every page under docs/."""
-    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 
 
 def _tokens(page: Path) -> list[Any]:
@@ -349,37 +338,4 @@ def json_problems(block: Block) -> list[str]:
                 json.loads(line)
             except json.JSONDecodeError as exc:
                 out.append(f"{block}: line {n} is not JSON: {exc}")
-    return out
-
-
-# ---- links ----
-
-def slug(heading: str) -> str:
-    """GitHub's anchor of a heading: lower case, punctuation but ``-`` and ``_`` dropped, spaces to ``-``."""
-    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
-    return text.replace(" ", "-")
-
-
-def anchors(page: Path) -> set[str]:
-    tokens = _tokens(page)
-    return {slug(tokens[i + 1].content.replace("`", "")) for i, t in enumerate(tokens) if t.type == "heading_open"}
-
-
-def link_problems(page: Path) -> list[str]:
-    """Every relative link of ``page`` names a file that exists and, with ``#anchor``, a heading of it."""
-    out = []
-    for tok in _tokens(page):
-        if tok.type != "inline":
-            continue
-        for child in tok.children or []:
-            href = child.attrs.get("href") if child.type == "link_open" else None
-            if not isinstance(href, str) or _EXTERNAL.match(href):
-                continue
-            where = f"{shown(page)}:{tok.map[0] + 1}"
-            target, _, anchor = href.partition("#")
-            path = (page.parent / target).resolve() if target else page
-            if not path.exists():
-                out.append(f"{where}: link {href!r}: {shown(path)} does not exist")
-            elif anchor and path.suffix == ".md" and anchor not in anchors(path):
-                out.append(f"{where}: link {href!r}: {shown(path)} has no heading #{anchor}")
     return out

@@ -43,17 +43,17 @@ FAULT_S = (1.0, 4.0)
 GAP_S = (0.3, 1.5)
 #: The clients' request timeouts the draw picks from (ms): librdkafka's socket.timeout.ms and
 #: Java's request.timeout.ms, both given. Short enough that a client gives up on a held request
-#: within a fault (the first draw also had 5 and 10 s: those seeds found nothing, docs/HUNT.md).
+#: within a fault (the first draw also had 5 and 10 s: those seeds found nothing, docs/history/HUNT.md).
 REQUEST_TIMEOUTS_MS = (1000, 1500, 2000, 3000)
 COMMIT_TIMEOUTS_S = (1, 2, 5)
 #: The gaps between two writes of a transaction (ms), each as likely. A transaction open with only
 #: some of its writes sent is where a late or reordered request lands in the middle of something;
 #: with no gap a transaction is open for a few milliseconds. Every finding of the second draw had
-#: 100 ms gaps and none of its 0 or 10 ms seeds found anything (docs/HUNT.md), so the third draw
+#: 100 ms gaps and none of its 0 or 10 ms seeds found anything (docs/history/HUNT.md), so the third draw
 #: gave the longer gaps half the seeds. The fourth has no 0 ms: a late request tears a transaction
 #: only when it lands between the transaction's first write and its last, and at 0 ms those are a few
 #: ms apart. In the second and third draws' 0 ms seeds, three late commits landed in a later open
-#: transaction and tore nothing (docs/HUNT.md, "Where the late requests landed").
+#: transaction and tore nothing (docs/history/HUNT.md, "Where the late requests landed").
 SEND_GAPS_MS = (10, 30, 100, 200, 300)
 #: A ``hold-requests`` fault ``until: timeout`` holds a request for this share of the client's
 #: request timeout: most of them past it, so the request reaches the broker after the client gave
@@ -62,7 +62,7 @@ SEND_GAPS_MS = (10, 30, 100, 200, 300)
 HOLD_SHARES = (0.5, 1.1, 1.5, 2.0, 2.5)
 #: ``until: client-gone``: the held request is delivered this long (ms) after the client closed its
 #: connection. The client's next transaction began 90 to 2200 ms after it gave up (median 660 ms)
-#: and was open for 10 ms to 4.9 s (median 310 ms; the second to fourth draws, docs/HUNT.md): the
+#: and was open for 10 ms to 4.9 s (median 310 ms; the second to fourth draws, docs/history/HUNT.md): the
 #: delays span both.
 GONE_DELAYS_MS = (100, 300, 500, 800, 1200, 2000)
 #: A hold's fault lasts this long (s) past the moment its drawn hold delivers what it holds: a fault

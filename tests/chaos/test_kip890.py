@@ -25,7 +25,7 @@ pytestmark = [pytest.mark.chaos, pytest.mark.library]
 LATE_COMMIT_ANOMALIES = {"torn-transaction", "aborted-read", "lost-write", "precommitted-read"}
 
 
-#: seeds of kip890-late-commit-tight that confluent-kafka failed in the matrix (docs/KIP890.md)
+#: seeds of kip890-late-commit-tight that confluent-kafka failed in the matrix (docs/history/KIP890.md, the first table)
 TORN_SEEDS = (1526931276, 1606645832, 1986712207)
 ATTEMPTS = len(TORN_SEEDS)
 
