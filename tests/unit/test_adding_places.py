@@ -71,12 +71,12 @@ def test_a_path_test_or_name_the_code_lacks_is_named(tmp_path: Path) -> None:
     page = tmp_path / "ADDING.md"
     page.write_text("## A fault\n\n| `chaos/faults/gone.py` | `harness/workloads/<name>.py` | `harness/nowhere/<name>.py` |\n"
                     "`tests/unit/test_faults.py::test_no_such_test` `harness.history.model.PROGRESS_OPS` "
-                    "`harness.history.model.NO_SUCH` `clusters.artifacts.cache_lock()` `clusters.gone.thing` "
-                    "`clusters/procs.describe_cmdline`\n")
+                    "`harness.history.model.NO_SUCH` `clusters.builds.cache.cache_lock()` `clusters.gone.thing` "
+                    "`clusters/backends/procs.describe_cmdline`\n")
     problems = ap.reference_problems(page)
     assert [p.split("`")[1] for p in problems] == [
         "chaos/faults/gone.py", "harness/nowhere/<name>.py", "tests/unit/test_faults.py::test_no_such_test",
-        "harness.history.model.NO_SUCH", "clusters.gone.thing", "clusters/procs.describe_cmdline"], problems
+        "harness.history.model.NO_SUCH", "clusters.gone.thing", "clusters/backends/procs.describe_cmdline"], problems
     assert problems[2].endswith("tests/unit/test_faults.py has no test_no_such_test")
 
 
