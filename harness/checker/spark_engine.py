@@ -65,12 +65,6 @@ ROWS_PER_SHUFFLE_PARTITION = 10_000_000
 CHECK_CONF = {"spark.sql.inMemoryColumnarStorage.compressed": "false"}
 
 
-
-
-
-
-
-
 def _rows(df: DataFrame, cols: list[str], order: list[str], h: SparkHistory | None = None) -> list[dict[str, Any]]:
     """The first ``MAX_EXAMPLES`` rows of ``df`` in ``order``; with ``h``, their ``value`` looked up
     after the cut (so only those few rows meet the values table)."""
@@ -80,14 +74,10 @@ def _rows(df: DataFrame, cols: list[str], order: list[str], h: SparkHistory | No
     return [{k: _plain(r[k]) for k in cols} for r in first.collect()]
 
 
-
-
 def _plain(v: Any) -> Any:
     if isinstance(v, float) and np.isnan(v):
         return None
     return v
-
-
 
 
 # ---------------------------------------------------------------------------------------------- checks
@@ -192,8 +182,6 @@ def _first_reads(h: SparkHistory, seen: DataFrame) -> list[Any]:
 
     first = seen.groupBy("vid").agg(F.min("row").alias("row")).join(seen, ["vid", "row"])
     return h.value_of_few(first.orderBy("row").limit(MAX_EXAMPLES)).orderBy("row").collect()
-
-
 
 
 @_unless("precommitted")
@@ -396,8 +384,6 @@ def _lane() -> Any:
             .bitwiseOR(F.col("partition").cast("long")))
 
 
-
-
 def _polls_with_prev(h: SparkHistory) -> DataFrame:
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -488,8 +474,6 @@ def zombie_commit(h: SparkHistory) -> Found:
     n = bad.count()
     ex = _rows(bad, ["txn", "process", "txn_id", "outcome", "visible", "newer", "fenced_at", "commit_at"], ["txn"]) if n else []
     return Found(n, ex)
-
-
 
 
 def copy_exactly_once(h: SparkHistory) -> Found:
