@@ -131,7 +131,7 @@ def summary(samples: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         cases.setdefault(str(s["scenario"]), {}).setdefault(int(s["producers"]), []).append(s)
     out: dict[str, Any] = {}
     for name, by_n in cases.items():
-        rows = {}
+        rows: dict[str, dict[str, Any]] = {}
         for n, runs in sorted(by_n.items()):
             rows[str(n)] = {
                 "runs": len(runs),

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from chaos.heal import heal_all
-from clusters import artifacts, backends
+from clusters import artifacts, backends, pins
 from clusters.backends import Backend
 from clusters.base import Cluster
 from harness.base.errors import ConfigError
@@ -158,7 +158,7 @@ def soak(scs: list[Scenario], sources: list[str], backend: Backend, seed: int, o
         if cluster is not None:
             runner.prepare_attached(cluster)
         else:
-            arts = artifacts.ensure(kafka_version or artifacts.pins.KAFKA_VERSION)
+            arts = artifacts.ensure(kafka_version or pins.KAFKA_VERSION)
             cluster = backends.new_cluster(backend, arts, new_run_dir("soak-cluster", out),
                                            transaction_version=transaction_version)
             own = True

@@ -34,7 +34,7 @@ class Row:
 
     @property
     def differs(self) -> bool:
-        return self.a != self.b
+        return bool(self.a != self.b)
 
     @property
     def change(self) -> str:

@@ -622,7 +622,7 @@ def replayable(resolved: dict[str, Any], journal: Journal | None, run_name: str)
     if not resolved.get("workloads"):
         return None
     suffix = "." + run_name.rsplit("-", 1)[-1]
-    sc = _untagged(resolved, suffix)
+    sc: dict[str, Any] = _untagged(resolved, suffix)  # a dict's names untagged: a dict
     schedule = journal.schedule if journal is not None and journal.schedule else sc.get("faults") or []
     sc.update(faults=[_pinned(_untagged(f, suffix), i, journal) for i, f in enumerate(schedule)], mix=None)
     return sc
