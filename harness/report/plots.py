@@ -99,7 +99,7 @@ def timeline_svg(data: RunData) -> str:
     tl = timeline(data.txns, end, start_s=begin)
     lanes = node_lanes(data.faults, data.node_ids, end)
     spark = data.spark_batches is not None
-    stats = data.verdict.get("stats") or {}
+    stats = data.verdict.stats
     readers = bool(stats.get("unseen") or stats.get("realtime_lag"))
     ratios = [3, 2.2] + ([1.8] if readers else []) + ([2] if spark else []) + [1.2]
     fig, axes = plt.subplots(len(ratios), 1, figsize=(11, 6.2 + (1.4 if readers else 0) + (1.6 if spark else 0)),
