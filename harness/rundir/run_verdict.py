@@ -56,12 +56,19 @@ class SparkFigures(_Part):
 
     batches: int = 0
     replays_skipped: int = 0
+    #: Spark's whole trigger per micro-batch: ``p50``, ``p95``, ``max`` (ms)
+    trigger_ms: dict[str, float | None] = Field(default_factory=dict)
+    #: per driver killed, seconds until its successor got a batch through (None: none did)
+    restart_to_first_batch_s: list[float | None] = Field(default_factory=list)
+    #: per executor or worker killed (a standalone cluster), seconds until the next batch
+    executor_kill_to_batch_s: list[float | None] = Field(default_factory=list)
 
 
 class Throughput(_Part):
     """``stats.throughput``."""
 
     ok_txn_per_s: float | None = None
+    committed_values_per_s: float | None = None
 
 
 class Figures(_Part):
