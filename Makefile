@@ -62,8 +62,8 @@ run: setup
 test: setup-all lint
 	$(call pytest_with_engine,$(PYTEST_ARGS))
 
-# ruff (pyflakes, style, imports, bugbear) everywhere; mypy --strict on the history, the checker and
-# chaos/ (pyproject.toml). The layering contracts are a unit test (tests/unit/test_layers.py).
+# ruff (pyflakes, style, imports, bugbear) everywhere; mypy --strict on harness/ and chaos/
+# (pyproject.toml's list; tests/unit/test_mypy_coverage.py). The layering contracts are a unit test (tests/unit/test_layers.py).
 lint: setup-all
 	@$(BIN)/ruff check --quiet harness chaos clusters tests
 	@$(BIN)/mypy --no-error-summary

@@ -36,9 +36,10 @@ class WaitTimeout(HarnessError):
 
 
 
-def problems_in_brief(exc: ValidationError) -> str:
+def problems_in_brief(exc: ValidationError, under: tuple[str, ...] = ()) -> str:
     """A pydantic ``ValidationError`` in the words a file's refusal uses: how many problems, and the
-    first one's field and message (``N problems, the first: a.b: why``)."""
+    first one's field and message (``N problems, the first: a.b: why``); ``under``: where in the
+    file the part that was checked sits (its fields are named from the file's top)."""
     errors = exc.errors()
     first = errors[0]
-    return f"{len(errors)} problems, the first: {'.'.join(map(str, first['loc']))}: {first['msg']}"
+    return f"{len(errors)} problems, the first: {'.'.join(map(str, (*under, *first['loc'])))}: {first['msg']}"

@@ -29,11 +29,12 @@ from clusters.kafka.health import QUIET
 from harness.base.errors import HarnessError
 from harness.base.wait import wait_until
 from harness.bench.producer import Shape, _fresh_topic, _spawned, _tagged_env, run_workload
+from harness.history.model import APP_READER
 from harness.phases.app_drain import DrainProbe
 from harness.run.supervisor import Supervisor
 from harness.workloads.clients import DEFAULT_LIBRARY
 from harness.workloads.common import WorkloadConfig
-from harness.workloads.registry import APP_READER, AppFeeder
+from harness.workloads.registry import AppFeeder
 
 log = logging.getLogger(__name__)
 
@@ -98,15 +99,19 @@ def copy_harnessed(cluster: Cluster, run_dir: Path, topic: str) -> float:
     """Seconds the copier, run as the runner runs an app (wrapper, output reader), takes to copy ``topic``."""
     out = _fresh_topic(cluster, "app-out", PARTITIONS)
     group = f"bench-harnessed-{run_dir.name}"
-    settings = {"command": _command(cluster, topic, out, group), "inputs": [topic], "outputs": [out], "id": group,
+    settings: dict[str, Any] = {"command": _command(cluster, topic, out, group), "inputs": [topic], "outputs": [out], "id": group,
                 "ready": {"log": "copying from"}, "contract": {"kind": "map"}}
-    base = {"run_dir": str(run_dir), "bootstrap": cluster.bootstrap, "topics": [topic, out], "partitions": PARTITIONS,
-            "max_seconds": COPY_TIMEOUT_S + 60, "topic_names": {topic: topic, out: out}}
+
+    def config(name: str, settings: dict[str, Any]) -> WorkloadConfig:
+        return WorkloadConfig(run_dir=str(run_dir), name=name, bootstrap=cluster.bootstrap, topics=[topic, out],
+                              partitions=PARTITIONS, max_seconds=COPY_TIMEOUT_S + 60, settings=settings,
+                              topic_names={topic: topic, out: out})
+
     sup = Supervisor(run_dir, _tagged_env(cluster, time.monotonic_ns()))
     t0 = time.monotonic()
     try:
-        sup.start("app", WorkloadConfig(name="app-0", settings=settings, **base))
-        sup.start(APP_READER, WorkloadConfig(name=APP_READER, settings={"app": "app", "outputs": [out]}, **base))
+        sup.start("app", config("app-0", settings))
+        sup.start(APP_READER, config(APP_READER, {"app": "app", "outputs": [out]}))
         _await_copied(cluster, group, topic, lambda: None if sup.alive("app-0") else f"its wrapper exited: {sup.log_of('app-0')}",
                       "the copier under the harness")
         return time.monotonic() - t0

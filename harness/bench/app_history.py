@@ -151,29 +151,8 @@ def app_synthetic(n_values: int, kind: str) -> store.Tables:
     reads = pd.concat([in_scan(shown, READ_COMMITTED, scan_op), in_scan(in_order, READ_UNCOMMITTED, scan_op + 1)],
                       ignore_index=True)
 
-    # the app's output, in the order it processed its input (each input partition in offset order)
-    p_in, k_in, v_in = part[shown], key[shown], value[shown]
-    contract: dict[str, Any] = {"app": APP, "inputs": [IN_TOPIC]}
-    expected: dict[str, pd.DataFrame] = {}  # the expect rows, for a function's contract only
-    if kind == "aggregate":
-        count, summed = _running(key_id[shown], numbers[shown])
-        batch = _out_batches(p_in)
-        out = pd.concat([_app_records(topic, p_in, k_in, (count if fn == COUNT else summed).astype(str).astype(object), batch)
-                         for topic, fn in AGGREGATE_TOPICS.items()], ignore_index=True)
-        contract.update(contract=AGGREGATE, outputs=list(AGGREGATE_TOPICS), aggregates=AGGREGATE_TOPICS)
-    elif kind == "map":
-        out = _app_records(OUT_TOPIC, p_in, k_in, v_in, _out_batches(p_in))
-        contract.update(contract=MAP, outputs=[OUT_TOPIC], function=IDENTITY, order=PER_KEY)
-    else:
-        twice = len(FUNCTION_SUFFIXES)
-        p2 = np.repeat(p_in, twice)
-        out = _app_records(OUT_TOPIC, p2, np.repeat(k_in, twice), _yields(v_in), _out_batches(p2))
-        in_write_order = value  # the runner's expect rows: every input the feeder wrote
-        expected["app_expected"] = pd.DataFrame({"app": APP, "input": _text(np.repeat(in_write_order, twice)),
-                                 "seq": np.tile(np.arange(twice, dtype=np.int64), n), "topic": OUT_TOPIC,
-                                 "key": _text(np.repeat(key, twice)), "value": _text(_yields(in_write_order))})
-        contract.update(contract=MAP, outputs=[OUT_TOPIC], function=FUNCTION, order=PER_KEY)
-
+    out, contract, app_expected = _app_output(kind, value[shown], key[shown], part[shown], key_id[shown],
+                                              numbers[shown], value, key)
     m = len(out)
     poll_op = scan_op + 2 + np.arange(m, dtype=np.int64) // POLL_BATCH
     out_scan_op = int(poll_op[-1]) + 1 if m else scan_op + 2
@@ -197,8 +176,38 @@ def app_synthetic(n_values: int, kind: str) -> store.Tables:
     scans = [READ_COMMITTED, READ_UNCOMMITTED]
     meta = {"ops": out_scan_op + 2, "truncated": [], "fenced": [], "duration_ns": int(t_inv[-1] + 1000),
             "final_scans": scans, "apps": [contract], "app_scans": {APP: scans}}
-    return store.Tables(ops, txns, writes, reads, inits, groups, keys=keys, app_outputs=app_outputs,
-                        meta=meta, **expected)
+    tables = store.Tables(ops, txns, writes, reads, inits, groups, keys=keys, app_outputs=app_outputs, meta=meta)
+    if app_expected is not None:
+        tables.app_expected = app_expected
+    return tables
+
+
+def _app_output(kind: str, v_in: np.ndarray, k_in: np.ndarray, p_in: np.ndarray, key_id_in: np.ndarray,
+                numbers_in: np.ndarray, value: np.ndarray, key: np.ndarray,
+                ) -> tuple[pd.DataFrame, dict[str, Any], pd.DataFrame | None]:
+    """The app's output records, in the order it processed its committed input (``*_in``: value, key,
+    partition, key id and number of each, each input partition in offset order), its contract, and
+    the runner's expect rows (a function's contract only; ``value`` and ``key``: every input the
+    feeder wrote, in write order)."""
+    contract: dict[str, Any] = {"app": APP, "inputs": [IN_TOPIC]}
+    if kind == "aggregate":
+        count, summed = _running(key_id_in, numbers_in)
+        batch = _out_batches(p_in)
+        out = pd.concat([_app_records(topic, p_in, k_in, (count if fn == COUNT else summed).astype(str).astype(object), batch)
+                         for topic, fn in AGGREGATE_TOPICS.items()], ignore_index=True)
+        contract.update(contract=AGGREGATE, outputs=list(AGGREGATE_TOPICS), aggregates=AGGREGATE_TOPICS)
+        return out, contract, None
+    if kind == "map":
+        contract.update(contract=MAP, outputs=[OUT_TOPIC], function=IDENTITY, order=PER_KEY)
+        return _app_records(OUT_TOPIC, p_in, k_in, v_in, _out_batches(p_in)), contract, None
+    twice = len(FUNCTION_SUFFIXES)
+    p2 = np.repeat(p_in, twice)
+    out = _app_records(OUT_TOPIC, p2, np.repeat(k_in, twice), _yields(v_in), _out_batches(p2))
+    expected = pd.DataFrame({"app": APP, "input": _text(np.repeat(value, twice)),
+                             "seq": np.tile(np.arange(twice, dtype=np.int64), len(value)), "topic": OUT_TOPIC,
+                             "key": _text(np.repeat(key, twice)), "value": _text(_yields(value))})
+    contract.update(contract=MAP, outputs=[OUT_TOPIC], function=FUNCTION, order=PER_KEY)
+    return out, contract, expected
 
 
 def _yields(values: np.ndarray) -> np.ndarray:

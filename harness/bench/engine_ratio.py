@@ -190,23 +190,50 @@ def measure(sizes: tuple[int, int] = SIZES, rounds: int = ROUNDS, tmp: Path | No
                 tree_cpu[(round_, n)] = cpu_s() - cpu0
                 return cpu, wall, (verdicts[-1], seconds)
 
-            samples: list[dict[str, Any]] = []
-            for i in range(rounds):
-                sample: dict[str, Any] = {}
-                for engine, run in (("default", default), ("spark", spark_engine)):
-                    for n in sizes:
-                        cpu, wall, (verdict, seconds) = run(n, i)
-                        if verdict.valid is not True:
-                            raise AssertionError(f"{engine} engine: the synthetic history of {n} values must be valid: "
-                                                 f"{verdict.to_json()['checks']}")
-                        sample[f"{engine}_{n}"] = {"cpu_s": round(cpu, 3), "wall_s": round(wall, 3), "by_check_s": seconds,
-                                                   "skipped": sorted(k for k, c in verdict.checks.items() if c.skipped)}
-                samples.append(sample)
+            samples = [_round(i, sizes, {"default": default, "spark": spark_engine}) for i in range(rounds)]
             lap("rounds")
         finally:
             spark.stop()
         task_cpu = task_cpu_s(events, spans)
         lap("stop")
+    _add_spark_cpu_and_cost(samples, sizes, task_cpu, tree_cpu)
+    return {"sizes": list(sizes), "rounds": rounds, "spark_runs": spark_runs, "jvm": jvm, **_median_round(samples, big),
+            "phases_s": phases_s, "samples": samples}
+
+
+def _median_round(samples: list[dict[str, Any]], big: int) -> dict[str, Any]:
+    """The figures of the round of the median ratio (the lower of the two middle ones), and every round's ratio."""
+    median = statistics.median_low(s["ratio"] for s in samples)
+    chosen = next(s for s in samples if s["ratio"] == median)
+    return {"ratio": median, "ratios": [s["ratio"] for s in samples],
+            "default_us_per_value": chosen["default_us_per_value"], "spark_us_per_value": chosen["spark_us_per_value"],
+            "skipped": {"default": chosen[f"default_{big}"]["skipped"], "spark": chosen[f"spark_{big}"]["skipped"]}}
+
+
+#: one engine's check of the history of ``n`` values in round ``i``: (CPU s, wall s, (verdict, seconds by check))
+_Timed = Callable[[int, int], tuple[float, float, Any]]
+
+
+def _round(i: int, sizes: tuple[int, int], engines: dict[str, _Timed]) -> dict[str, Any]:
+    """Round ``i``'s sample: each engine's figures on each size; ``AssertionError`` when an engine
+    finds the synthetic history anything but valid (the measurement would time the wrong work)."""
+    sample: dict[str, Any] = {}
+    for engine, run in engines.items():
+        for n in sizes:
+            cpu, wall, (verdict, seconds) = run(n, i)
+            if verdict.valid is not True:
+                raise AssertionError(f"{engine} engine: the synthetic history of {n} values must be valid: "
+                                     f"{verdict.to_json()['checks']}")
+            sample[f"{engine}_{n}"] = {"cpu_s": round(cpu, 3), "wall_s": round(wall, 3), "by_check_s": seconds,
+                                       "skipped": sorted(k for k, c in verdict.checks.items() if c.skipped)}
+    return sample
+
+
+def _add_spark_cpu_and_cost(samples: list[dict[str, Any]], sizes: tuple[int, int], task_cpu: dict[tuple[int, int], float],
+                            tree_cpu: dict[tuple[int, int], float]) -> None:
+    """Add to each round's sample the Spark tasks' CPU (``task_cpu``) to the Spark engine's, each
+    engine's marginal CPU cost per value and their ratio."""
+    small, big = sizes
     for i, s in enumerate(samples):
         for n in sizes:
             # the Spark engine's: the driver's Python (measured above) and the tasks
@@ -217,12 +244,6 @@ def measure(sizes: tuple[int, int] = SIZES, rounds: int = ROUNDS, tmp: Path | No
         for engine in ("default", "spark"):
             s[f"{engine}_us_per_value"] = round(1e6 * (s[f"{engine}_{big}"]["cpu_s"] - s[f"{engine}_{small}"]["cpu_s"]) / (big - small), 3)
         s["ratio"] = round(s["spark_us_per_value"] / max(s["default_us_per_value"], 1e-3), 2)
-    median = statistics.median_low(s["ratio"] for s in samples)
-    chosen = next(s for s in samples if s["ratio"] == median)
-    return {"sizes": list(sizes), "rounds": rounds, "spark_runs": spark_runs, "jvm": jvm, "ratio": median, "ratios": [s["ratio"] for s in samples],
-            "default_us_per_value": chosen["default_us_per_value"], "spark_us_per_value": chosen["spark_us_per_value"],
-            "skipped": {"default": chosen[f"default_{big}"]["skipped"], "spark": chosen[f"spark_{big}"]["skipped"]},
-            "phases_s": phases_s, "samples": samples}
 
 
 def main(argv: list[str] | None = None) -> None:

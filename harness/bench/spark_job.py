@@ -16,6 +16,7 @@ from clusters.backends.protocol import Cluster
 from harness.base.errors import HarnessError
 from harness.run import runner
 from harness.run.scenario import Scenario
+from harness.rundir.run_verdict import SparkFigures
 
 #: Seconds after the job's first batch that are not counted (executors starting, the first jobs
 #: compiled): steady state begins after.
@@ -93,15 +94,15 @@ def bench(cluster: Cluster, run_dir: Path, seconds: float, rate: int, sink: str 
           spark: str = "local", values_per_txn: int = 50) -> dict[str, Any]:
     result = runner.run(scenario(seconds, rate, sink, spark, values_per_txn), Backend(cluster.backend), 1, run_dir, cluster=cluster)
     v = result.verdict
-    s = v["stats"]["spark"]
-    if v["valid"] is not True or not v["as_expected"]:
-        raise HarnessError(f"a benchmark run must be valid and as expected; this one was valid={v['valid']}, "
-                           f"{s['batches']} batches (at least {3 if spark == 'standalone' else 5} wanted): {run_dir}")
-    recovery = [r for r in s["restart_to_first_batch_s"] if r is not None]
-    after_executor = [r for r in s.get("executor_kill_to_batch_s", []) if r is not None]
-    return {"trigger_ms_p50": s["trigger_ms"]["p50"], "trigger_ms_p95": s["trigger_ms"]["p95"],
+    s = v.figures.spark or SparkFigures()
+    if v.valid is not True or not v.as_expected:
+        raise HarnessError(f"a benchmark run must be valid and as expected; this one was valid={v.valid}, "
+                           f"{s.batches} batches (at least {3 if spark == 'standalone' else 5} wanted): {run_dir}")
+    recovery = [r for r in s.restart_to_first_batch_s if r is not None]
+    after_executor = [r for r in s.executor_kill_to_batch_s if r is not None]
+    return {"trigger_ms_p50": s.trigger_ms.get("p50"), "trigger_ms_p95": s.trigger_ms.get("p95"),
             "restart_to_first_batch_s": recovery[0] if recovery else None,
-            "executor_kill_to_batch_s": after_executor[0] if after_executor else None, "batches": s["batches"],
+            "executor_kill_to_batch_s": after_executor[0] if after_executor else None, "batches": s.batches,
             **steady_records_per_s(result.run_dir), "run_dir": str(run_dir)}
 
 

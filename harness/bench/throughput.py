@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from harness.base.errors import ConfigError
 from harness.history.model import OK, TXN, TXN_PRODUCER
 from harness.rundir.journal import Journal
+from harness.rundir.run_verdict import RunVerdict
 from harness.rundir.runfolder import JOURNAL, VERDICT, RunFolder, new_run_dir
 
 if TYPE_CHECKING:
@@ -97,7 +98,7 @@ def folder_figures(run_dir: Path) -> dict[str, Any]:
 
     folder = RunFolder(run_dir)
     journal = Journal.load(folder)
-    verdict = folder.read_json(folder.verdict)
+    verdict = RunVerdict.load(folder)
     if journal is None or verdict is None:
         raise ConfigError(f"{run_dir}: not a finished run (no {folder.journal.name} or {folder.verdict.name})")
     spans = [Span.of_seconds(f.start_s, f.end_s, f.detail) for f in journal.faults]
@@ -106,7 +107,7 @@ def folder_figures(run_dir: Path) -> dict[str, Any]:
     if recorded is not None and recorded["faults"] == len(journal.faults):
         figures["faults_hit_nothing"] = recorded["hit_nothing"]
     return {"scenario": journal.scenario, "producers": producers_of(journal.resolved), "seed": journal.seed,
-            "run_dir": str(run_dir), "valid": verdict.get("valid"), **figures}
+            "run_dir": str(run_dir), "valid": verdict.valid, **figures}
 
 
 def run_folders(root: Path) -> list[Path]:
@@ -131,7 +132,7 @@ def summary(samples: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         cases.setdefault(str(s["scenario"]), {}).setdefault(int(s["producers"]), []).append(s)
     out: dict[str, Any] = {}
     for name, by_n in cases.items():
-        rows = {}
+        rows: dict[str, dict[str, Any]] = {}
         for n, runs in sorted(by_n.items()):
             rows[str(n)] = {
                 "runs": len(runs),

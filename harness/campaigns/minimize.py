@@ -436,8 +436,7 @@ def replay(start: Start, out: Path, show: Callable[[Path, float, Callable[[], li
         run_dir = new_run_dir(model.name, make_folder(out / RUNS))
         res = runner.run(model, backend, start.seed, run_dir, start.kafka_version, cluster=cluster, show=show,
                          source=str(source), transaction_version=start.transaction_version)
-        return RunSeen(str(run_dir), res.verdict.get("valid"), [n for n, _ in repro.fired_checks(res.verdict)],
-                       res.interrupted)
+        return RunSeen(str(run_dir), res.verdict.valid, list(res.verdict.fired()), res.interrupted)
 
     try:
         if own:

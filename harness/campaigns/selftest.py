@@ -310,7 +310,8 @@ def run_default(examples: int, seed: int = 0, kinds: list[str] | None = None,
 def combined(examples: int, seed: int = 0, kinds: list[str] | None = None) -> tuple[History, dict[str, int]]:
     """Every example (and clean twin) in one history, each under its own prefix (topic, processes,
     values), and the count each check must total: for engines that check a history at a time."""
-    h, want = History(), {}
+    h = History()
+    want: dict[str, int] = {}
     per = (MAX_PARTITION + 1) // 4  # the partitions of one topic, as many worlds as fit (3 partitions at most each)
     for kind in [*(kinds or INJECTIONS), CLEAN]:
         for k, s in enumerate(range(seed, seed + examples)):

@@ -8,13 +8,13 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from clusters.backends.backends import Backend
 from clusters.backends.protocol import Cluster
 from harness.history import store
 from harness.run import scenario
 from harness.run.runner import run
+from harness.rundir.run_verdict import CheckRecord, RunVerdict
 from harness.rundir.runfolder import new_run_dir
 
 SCENARIO = "smoke"
@@ -29,30 +29,29 @@ class SmokeResult:
     producer instances ran, and which node the nemesis killed (None: the fault never landed)."""
 
     run_dir: Path
-    verdict: dict[str, Any]
+    verdict: RunVerdict
     producers: int
     killed_node: int | None
 
     @property
     def committed(self) -> int:
-        return int(self.verdict["stats"].get("committed_values", 0))
+        return self.verdict.figures.committed_values
 
     @property
     def read(self) -> int:
-        return int(self.verdict["stats"].get("reads", {}).get("final_committed", 0))
+        return self.verdict.figures.reads.get("final_committed", 0)
 
     @property
     def nemesis_error(self) -> str | None:
-        errors = (self.verdict.get("run") or {}).get("nemesis_errors") or []
-        return "; ".join(errors) or None
+        return "; ".join(self.verdict.run.nemesis_errors if self.verdict.run is not None else []) or None
 
-    def findings(self) -> dict[str, dict[str, Any]]:
-        """Every check that found something (or crashed): name -> its ``count`` and ``examples``."""
-        return {name: c for name, c in self.verdict["checks"].items() if c.get("count") != 0}
+    def findings(self) -> dict[str, CheckRecord]:
+        """Every check that found something (or crashed): name -> its result."""
+        return {name: c for name, c in self.verdict.checks.items() if c.count != 0}
 
     def details(self) -> list[str]:
         """What a person needs after a FAIL: each finding's first examples, the nemesis's failure."""
-        lines = [f"{name}: {c.get('error') or c.get('examples', [])[:10]}" for name, c in self.findings().items()]
+        lines = [f"{name}: {c.error or c.examples[:10]}" for name, c in self.findings().items()]
         if self.nemesis_error:
             lines.append(f"nemesis failed: {self.nemesis_error}")
         if self.killed_node is None:
@@ -62,15 +61,15 @@ class SmokeResult:
     @property
     def passed(self) -> bool:
         # as_expected: valid, healed, no nemesis error; a smoke that killed nothing tested nothing
-        return (self.verdict.get("as_expected") is True and self.committed > 0
+        return (self.verdict.as_expected is True and self.committed > 0
                 and self.killed_node is not None and self.nemesis_error is None)
 
     def summary(self) -> str:
-        txn = self.verdict["stats"]["txn"]
+        txn = self.verdict.figures.txn
         found = self.findings()
-        named = ", ".join(f"{words} {found.get(check, {}).get('count') or 0}" for check, words in NAMED.items())
-        others = sum(c.get("count") or 0 for name, c in found.items() if name not in NAMED)
-        return (f"transactions ok={txn['ok']} fail={txn['fail']} info={txn['info']} (producers {self.producers}); "
+        named = ", ".join(f"{words} {(found[check].count if check in found else 0) or 0}" for check, words in NAMED.items())
+        others = sum(c.count or 0 for name, c in found.items() if name not in NAMED)
+        return (f"transactions ok={txn.ok} fail={txn.fail} info={txn.info} (producers {self.producers}); "
                 f"committed values {self.committed}, read back {self.read}; {named}, "
                 f"other anomalies {others}; killed node {self.killed_node}")
 
@@ -86,7 +85,7 @@ def run_smoke(cluster: Cluster, duration: float = 30.0, run_dir: Path | None = N
     return summarise(run_dir, result.verdict, store.load(run_dir))
 
 
-def summarise(run_dir: Path, verdict: dict[str, Any], tables: store.Tables) -> SmokeResult:
+def summarise(run_dir: Path, verdict: RunVerdict, tables: store.Tables) -> SmokeResult:
     """The smoke's result from a run's verdict and its history tables (producer instances: their
     ``init`` calls; the killed node: the nemesis's first ``kill``)."""
     producers = int(tables.inits["process"].nunique())

@@ -224,10 +224,9 @@ def one_run(sc: Scenario, source: str, backend: Backend, seed: int, out: Path, c
         return SoakRun(sc.name, seed, str(run_dir), None, None, {}, None, None, round(time.monotonic() - t0, 1),
                        error=f"{type(exc).__name__}: {exc}")
     v = res.verdict
-    tp = v["stats"].get("throughput", {})
-    one = SoakRun(sc.name, seed, str(run_dir), v["valid"], v.get("as_expected"),
-                  {k: c["count"] for k, c in v["checks"].items() if c["count"]}, tp.get("ok_txn_per_s"),
-                  tp.get("committed_values_per_s"), round(time.monotonic() - t0, 1))
+    tp = v.figures.throughput
+    one = SoakRun(sc.name, seed, str(run_dir), v.valid, v.as_expected, v.counts(), tp.ok_txn_per_s,
+                  tp.committed_values_per_s, round(time.monotonic() - t0, 1))
     one.interrupted, one.command = res.interrupted, res.journal.command
     return one
 

@@ -54,7 +54,7 @@ def minimize_cmd(
 
     d = run_folder(run_dir)
     verdict = read_verdict(d)
-    if repro.status_of(verdict) == "valid":
+    if verdict.valid is True:
         raise ConfigError(f"{d}: the run is valid, so there is no anomaly to reproduce and nothing to minimize "
                           "(minimize takes a run whose checks found something)")
     if tries > max_runs:

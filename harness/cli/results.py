@@ -60,13 +60,13 @@ def repro_cmd(run_dir: str = typer.Argument(..., help="A finished run folder (wi
 
     d = run_folder(run_dir)
     verdict = read_verdict(d)
-    status = repro.status_of(verdict)
+    status = verdict.label
     if status == "valid":
         out.print(f"{d}: nothing to report (valid)", highlight=False)
         return
     target = repro_md.check_out_folder(Path(out_dir) if out_dir else d / "repro", "--out")
     if status == "unknown":
-        why = "; ".join(map(str, verdict.get("unknown_because") or [])) or "no reason recorded"
+        why = "; ".join(verdict.unknown_because) or "no reason recorded"
         out.print(f"{d}: the verdict is unknown ({escape(why)}); gathering what the folder holds", highlight=False)
     started = time.perf_counter()
     r = repro.gather(d, verdict, example)

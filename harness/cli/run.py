@@ -152,4 +152,4 @@ def smoke(
     if not result.passed:
         # a finding is 1; a smoke that judged nothing (unknown verdict, no broker killed, nothing
         # committed, a fault or heal that failed) is 3, never the code of a finding
-        raise typer.Exit(exits.FINDING if result.verdict.get("valid") is False else exits.UNKNOWN)
+        raise typer.Exit(exits.FINDING if result.verdict.valid is False else exits.UNKNOWN)

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Any
 
 from rich.markup import escape
 
 from harness.cli import exits
 from harness.cli.console import out
 from harness.rundir.journal import mostly_nothing
+from harness.rundir.run_verdict import RunFacts, RunVerdict
 
 #: How a verdict's ``valid`` reads, and its colour.
 VALID, INVALID, UNKNOWN = "[bold green]VALID[/]", "[bold red]INVALID[/]", "[bold yellow]UNKNOWN[/]"
@@ -34,42 +34,42 @@ def verdict_label(valid: object) -> str:
     return VALID if valid is True else (UNKNOWN if valid == "unknown" else INVALID)
 
 
-def verdict_details(verdict: dict[str, Any]) -> list[str]:
+def verdict_details(verdict: RunVerdict) -> list[str]:
     """The findings of ``verdict``: each check that found something or crashed, faults not
     applied, a failed heal, a truncated history, and whether the run is as its scenario expects."""
     lines = []
-    for name, c in verdict["checks"].items():
-        if c["count"]:
-            examples = json.dumps(c["examples"][:EXAMPLES_SHOWN], default=str)[:EXAMPLE_CHARS]
-            lines.append(escape(f"{name}: {c['count']}  e.g. {examples}"))
-        elif c["count"] is None:
-            lines.append(escape(f"{name}: check crashed: {c.get('error')}"))
-    for why in verdict.get("unknown_because") or []:
+    for name, c in verdict.checks.items():
+        if c.count:
+            examples = json.dumps(c.examples[:EXAMPLES_SHOWN], default=str)[:EXAMPLE_CHARS]
+            lines.append(escape(f"{name}: {c.count}  e.g. {examples}"))
+        elif c.count is None:
+            lines.append(escape(f"{name}: check crashed: {c.error}"))
+    for why in verdict.unknown_because:
         lines.append(f"[yellow]not judged as a whole:[/] {escape(why)}")
-    run = verdict.get("run") or {}  # verdict.json format 2: the run's facts (harness/run/verdict_file.py)
-    for problem in run.get("nemesis_errors") or []:
+    run = verdict.run or RunFacts()  # verdict.json format 2: the run's facts (harness/run/verdict_file.py)
+    for problem in run.nemesis_errors:
         lines.append(f"[yellow]fault not applied:[/] {escape(str(problem))}")
-    hit = run.get("faults_hit")
+    hit = run.faults_hit
     if hit is not None and mostly_nothing(hit):
         lines.append(f"[yellow]most faults hit nothing:[/] {hit['hit_nothing']} of {hit['faults']} found nothing in flight "
                      "on their target (the report's fault table)")
-    if run.get("healed") is False:
-        lines.append(f"[red]not healed:[/] {escape(str(run.get('heal_problems')))}")
-    if verdict.get("note"):
-        lines.append(escape(f"note: {verdict['note']}"))
-    if verdict["history"].get("truncated"):
-        lines.append(escape(f"note: {verdict['history']['note']}: {verdict['history']['truncated']}"))
-    if "as_expected" in verdict:
-        lines.append(f"as the scenario expects: {verdict['as_expected']}")
+    if run.healed is False:
+        lines.append(f"[red]not healed:[/] {escape(str(run.heal_problems))}")
+    if verdict.note:
+        lines.append(escape(f"note: {verdict.note}"))
+    if verdict.history.get("truncated"):
+        lines.append(escape(f"note: {verdict.history['note']}: {verdict.history['truncated']}"))
+    if verdict.as_expected is not None:
+        lines.append(f"as the scenario expects: {verdict.as_expected}")
     return lines
 
 
-def print_verdict(verdict: dict[str, Any], run_dir: object) -> None:
+def print_verdict(verdict: RunVerdict, run_dir: object) -> None:
     """The summary of a run's or a check's verdict."""
-    s = verdict["stats"]
-    headline = (f"txn ok={s['txn']['ok']} fail={s['txn']['fail']} info={s['txn']['info']}, "
-                f"committed values {s['committed_values']}, fenced {s['fenced']}")
-    print_outcome(verdict_label(verdict["valid"]), headline, verdict_details(verdict), f"run folder: {run_dir}")
+    s = verdict.figures
+    headline = (f"txn ok={s.txn.ok} fail={s.txn.fail} info={s.txn.info}, "
+                f"committed values {s.committed_values}, fenced {s.fenced}")
+    print_outcome(verdict_label(verdict.valid), headline, verdict_details(verdict), f"run folder: {run_dir}")
 
 
 #: A verdict's exit code: 0 valid, 1 invalid (a finding), 3 unknown (a check crashed, or there was
@@ -77,6 +77,6 @@ def print_verdict(verdict: dict[str, Any], run_dir: object) -> None:
 EXIT_CODES = {True: exits.OK, False: exits.FINDING, "unknown": exits.UNKNOWN}
 
 
-def exit_code(verdict: dict[str, Any]) -> int:
+def exit_code(verdict: RunVerdict) -> int:
     """The exit code ``verdict`` stands for (``EXIT_CODES``)."""
-    return EXIT_CODES.get(verdict["valid"], exits.UNKNOWN)
+    return EXIT_CODES.get(verdict.valid, exits.UNKNOWN)

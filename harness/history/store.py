@@ -363,6 +363,47 @@ class _AppExpected:
                              "key": _str(self.key), "value": _str(self.value)})
 
 
+@dataclass
+class _AppOps:
+    """What a history's ops say of its apps under test: the output records reads got, the final
+    scans of their outputs, their contracts, the contract function's outputs (``expect``) or why it
+    gave none, the writes to their topics by workloads that are not theirs (``app-stray``)."""
+
+    outputs: _AppOutputs = field(default_factory=_AppOutputs)
+    expected: _AppExpected = field(default_factory=_AppExpected)
+    contracts: list[dict[str, Any]] = field(default_factory=list)
+    scans: dict[str, set[str]] = field(default_factory=dict)
+    stray: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: app -> why its contract function gave no outputs
+    function_errors: dict[str, str] = field(default_factory=dict)
+
+    def add(self, op: Op) -> bool:
+        """Take ``op`` when it is one of these (True); False for any other op."""
+        f = op.f
+        if ((f == POLL and op.type == OK) or f == SCAN) and op.app is not None:
+            self.outputs.add(op, POLL if f == POLL else SCAN)
+            if f == SCAN:
+                self.scans.setdefault(op.app, set()).add(op.isolation or READ_COMMITTED)
+        elif f == APP_CONTRACT:
+            self.contracts.append(dict(op.value))
+        elif f == EXPECT:
+            self.expected.add(op)
+            if op.value.get("error"):
+                self.function_errors[str(op.value["app"])] = str(op.value["error"])
+        elif f == APP_STRAY:
+            self.stray.setdefault(op.value["app"], {}).update(op.value["topics"])
+        else:
+            return False
+        return True
+
+    def meta(self) -> dict[str, Any]:
+        """The tables' ``meta`` entries of the apps (none for a history without one)."""
+        return {**({"apps": self.contracts, "app_scans": {a: sorted(i) for a, i in sorted(self.scans.items())}}
+                   if self.contracts or self.scans else {}),
+                **({"app_stray": self.stray} if self.stray else {}),
+                **({"app_function_errors": self.function_errors} if self.function_errors else {})}
+
+
 def _fault_row(op: Op) -> tuple[int, str | None, str | None, str]:
     """A nemesis ``fault`` event as a row of the ``faults`` table: the rest of its value as JSON text."""
     v = dict(op.value or {})
@@ -428,12 +469,7 @@ def flatten(ops: Sequence[Op], truncated: list[str] | None = None) -> Tables:
     writes = _Writes()
     reads = _Reads()
     keys = _Keys()
-    app_outputs = _AppOutputs()
-    app_expected = _AppExpected()
-    apps: list[dict[str, Any]] = []
-    app_scans: dict[str, set[str]] = {}
-    app_stray: dict[str, dict[str, int]] = {}
-    function_errors: dict[str, str] = {}  # app -> why its contract function gave no outputs
+    app = _AppOps()
     init_rows: list[tuple[Any, ...]] = []
     group_rows: list[tuple[str, int, int]] = []
     fault_rows: list[tuple[int, str | None, str | None, str]] = []
@@ -463,10 +499,8 @@ def flatten(ops: Sequence[Op], truncated: list[str] | None = None) -> Tables:
             done = pairs.get(op.index)
             init_rows.append((op.index, op.process, op.value, done.type if done else INFO,
                               op.time, done.time if done else None))
-        elif ((f == POLL and t == OK) or f == SCAN) and op.app is not None:
-            app_outputs.add(op, POLL if f == POLL else SCAN)
-            if f == SCAN:
-                app_scans.setdefault(op.app, set()).add(op.isolation or READ_COMMITTED)
+        elif app.add(op):
+            pass
         elif (f == POLL and t == OK) or f == SCAN:
             reads.add(op, POLL if f == POLL else SCAN)
             if f == SCAN and op.isolation:
@@ -481,27 +515,11 @@ def flatten(ops: Sequence[Op], truncated: list[str] | None = None) -> Tables:
             recreated.append(op.process)
         elif f == LSO:
             lso = op.value
-        elif f == APP_CONTRACT:
-            apps.append(dict(op.value))
-        elif f == EXPECT:
-            app_expected.add(op)
-            if op.value.get("error"):
-                function_errors[str(op.value["app"])] = str(op.value["error"])
-        elif f == APP_STRAY:
-            app_stray.setdefault(op.value["app"], {}).update(op.value["topics"])
         if f == FAULT:
             fault_rows.append(_fault_row(op))
         if f in SPARK_EVENTS or (f == FAULT and "workload" in (op.value or {})):
             spark.append((op.time, op.process, f, t, json.dumps(op.value or {}, default=str)))
 
-    ops_df = pd.DataFrame({
-        "index": pd.array([o.index for o in ops], dtype="int64"),
-        "time": pd.array([o.time for o in ops], dtype="int64"),
-        "process": [o.process for o in ops],
-        "type": [o.type for o in ops],
-        "f": [o.f for o in ops],
-        "error": [o.error for o in ops],
-    })
     txns = pd.DataFrame(txn_rows, columns=["txn", "process", "f", "outcome", "invoke_time", "complete_time",
                                            "commit_at", "txn_id", "error"])
     txns = txns.astype({"txn": "int64", "invoke_time": "int64", "complete_time": "Int64", "commit_at": "Int64"})
@@ -512,13 +530,23 @@ def flatten(ops: Sequence[Op], truncated: list[str] | None = None) -> Tables:
             "recreated": sorted(set(recreated)), "lso": lso, "final_scans": sorted(final_scans),
             "errors_seen": _errors_seen(ops),
             "duration_ns": (ops[-1].time - ops[0].time) if ops else 0,
-            **({"apps": apps, "app_scans": {a: sorted(i) for a, i in sorted(app_scans.items())}} if apps or app_scans else {}),
-            **({"app_stray": app_stray} if app_stray else {}),
-            **({"app_function_errors": function_errors} if function_errors else {})}
+            **app.meta()}
     written = writes.frame()
     _refuse_reused_values(written, txns)
-    return Tables(ops_df, txns, written, reads.frame(), inits, groups, _faults_frame(fault_rows),
-                  _spark_frame(spark), keys.frame(), app_outputs.frame(), app_expected.frame(), meta)
+    return Tables(_ops_frame(ops), txns, written, reads.frame(), inits, groups, _faults_frame(fault_rows),
+                  _spark_frame(spark), keys.frame(), app.outputs.frame(), app.expected.frame(), meta)
+
+
+def _ops_frame(ops: Sequence[Op]) -> pd.DataFrame:
+    """The ``ops`` table: every op's index, time, process, type, f and error."""
+    return pd.DataFrame({
+        "index": pd.array([o.index for o in ops], dtype="int64"),
+        "time": pd.array([o.time for o in ops], dtype="int64"),
+        "process": [o.process for o in ops],
+        "type": [o.type for o in ops],
+        "f": [o.f for o in ops],
+        "error": [o.error for o in ops],
+    })
 
 
 def _refuse_reused_values(writes: pd.DataFrame, txns: pd.DataFrame) -> None:

@@ -22,7 +22,7 @@ import random
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from clusters.kafka.topology import MAX_PORT_BASE, MIN_PORT_BASE  # --eos-port-base's bounds
+from harness.rundir.run_verdict import RunFacts, RunVerdict
 from harness.rundir.runfolder import RunFolder
 from harness.workloads.clients import spelled as client_libraries
 
@@ -484,12 +485,15 @@ def _nemesis_report(run_dir: Path, node: pytest.Item) -> None:
     node.user_properties.append(("eos_report", str(path)))
 
 
-class RunResult(dict):  # type: ignore[type-arg]
-    """A run's ``verdict.json`` as a dict, plus where the run is and how to read it."""
+class RunResult(dict[str, Any]):
+    """A run's ``verdict.json`` as a dict (what a test asserts on), plus the same verdict typed
+    (``verdict``: what the methods read), where the run is and how to read it."""
 
-    def __init__(self, verdict: dict[str, Any], run_dir: Path, scenario: str, seed: int, backend: str,
+    def __init__(self, verdict: RunVerdict | Mapping[str, Any], run_dir: Path, scenario: str, seed: int, backend: str,
                  command: str | None = None) -> None:
-        super().__init__(verdict)
+        typed = verdict if isinstance(verdict, RunVerdict) else RunVerdict.of(verdict)
+        super().__init__(typed.to_json())
+        self.verdict = typed
         self.command = command or f"eos-chaos run {scenario} --backend {backend} --seed {seed}"
         self.run_dir = run_dir
         self.report = RunFolder(run_dir).report
@@ -499,35 +503,36 @@ class RunResult(dict):  # type: ignore[type-arg]
 
     @property
     def valid(self) -> bool:
-        return self["valid"] is True
+        return self.verdict.valid is True
 
     @property
     def anomalies(self) -> dict[str, int]:
-        return {k: c["count"] for k, c in self["checks"].items() if c["count"]}
+        return self.verdict.counts()
 
     def summary(self) -> str:
         """What a failing test says: verdict against expectation, check counts, the first example,
         faults that failed or were not healed, the report and the re-run command."""
-        exp = self.get("expected") or {}
-        label = {True: "VALID", False: "INVALID"}.get(self["valid"], "UNKNOWN")
+        v = self.verdict
+        exp = v.expected or {}
+        label = v.label.upper()
         lines = [f"{self.scenario} (seed {self.seed}, {self.backend}): {label}"
                  + (f", expected {'valid' if exp.get('valid', True) else 'invalid'}"
                     + (f" with {', '.join(exp['fires'])} firing" if exp.get("fires") else "") if exp else "")]
         lines.append("checks: " + (", ".join(f"{k} {n}" for k, n in self.anomalies.items()) or "none fired"))
-        crashed = [k for k, c in self["checks"].items() if c["count"] is None]
+        crashed = [k for k, c in v.checks.items() if c.count is None]
         if crashed:
             lines.append(f"checks that crashed: {', '.join(crashed)}")
-        for name, c in self["checks"].items():
-            if c["count"] and c["examples"]:
-                lines.append(f"first {name}: {json.dumps(c['examples'][0], default=str)}")
+        for name, c in v.checks.items():
+            if c.count and c.examples:
+                lines.append(f"first {name}: {json.dumps(c.examples[0], default=str)}")
                 break
-        s, run = self["stats"], self.get("run") or {}
-        if run.get("nemesis_errors"):
-            lines.append(f"faults that failed: {run['nemesis_errors']}")
-        if run.get("healed") is False:
-            lines.append(f"not healed: {run.get('heal_problems')}")
-        missing = [f"{k} {v}" for k, v in (("min_ok_txns", s["txn"]["ok"]), ("min_fenced", s["fenced"]),
-                                           ("min_recreated", s.get("recreated", 0))) if exp.get(k, 0) > v]
+        s, run = v.figures, v.run or RunFacts()
+        if run.nemesis_errors:
+            lines.append(f"faults that failed: {run.nemesis_errors}")
+        if run.healed is False:
+            lines.append(f"not healed: {run.heal_problems}")
+        missing = [f"{k} {n}" for k, n in (("min_ok_txns", s.txn.ok), ("min_fenced", s.fenced),
+                                           ("min_recreated", s.recreated)) if exp.get(k, 0) > n]
         if missing:
             lines.append(f"below the scenario's minimum: {', '.join(missing)}")
         lines.append(f"report: {self.report}")
@@ -536,7 +541,7 @@ class RunResult(dict):  # type: ignore[type-arg]
 
     def check_expected(self) -> None:
         """Fail the test (with ``summary``) unless the run came out as its scenario expects."""
-        if self.get("as_expected") is not True:
+        if self.verdict.as_expected is not True:
             pytest.fail(self.summary(), pytrace=False)
 
 
@@ -561,8 +566,7 @@ def _scenario(name: str, duration: float | None, overrides: dict[str, Any]) -> A
 def record_verdict(node: pytest.Item, verdict: RunResult) -> None:
     """The run's facts as JUnit properties of the test (``<property>`` in --junitxml), so a CI
     system shows the report, verdict, seed and re-run command beside the test."""
-    label = {True: "valid", False: "invalid"}.get(verdict["valid"], "unknown")
-    for name, value in (("eos_verdict", label), ("eos_as_expected", str(verdict.get("as_expected") is True).lower()),
+    for name, value in (("eos_verdict", verdict.verdict.label), ("eos_as_expected", str(verdict.verdict.as_expected is True).lower()),
                         ("eos_scenario", verdict.scenario), ("eos_seed", str(verdict.seed)),
                         ("eos_backend", verdict.backend), ("eos_report", str(verdict.report)),
                         ("eos_rerun", verdict.command)):

@@ -59,14 +59,6 @@ def rerun(scenario: dict[str, Any], journal: Journal | None = None) -> str:
                                  float(scenario.get("duration", 0)), (scenario.get("versions") or {}).get("kafka"))
 
 
-def run_facts(verdict: dict[str, Any]) -> dict[str, Any]:
-    """How the run went apart from its history: verdict.json's ``run`` (format 2); a format-1
-    verdict kept these facts among its ``stats``."""
-    if verdict.get("format", 1) >= 2:
-        return verdict.get("run") or {}
-    return verdict.get("stats") or {}
-
-
 def example_times(data: RunData) -> dict[tuple[str, int], dict[str, Any]]:
     """(check, example number) -> what the example table says of its time: its label, its ops'
     times, the faults active while they ran."""
@@ -82,18 +74,18 @@ def render(data: RunData) -> str:
     from harness.report.plots import legend, partition_svg, timeline_svg
 
     v = data.verdict
-    checks = [{"name": name, "count": c.get("count"), "meaning": MEANING.get(name, ""), "error": c.get("error"),
-               "skipped": c.get("skipped"), "examples": c.get("examples") or [],
-               "columns": list(dict.fromkeys(k for ex in (c.get("examples") or []) if isinstance(ex, dict) for k in ex))}
-              for name, c in v.get("checks", {}).items()]
+    checks = [{"name": name, "count": c.count, "meaning": MEANING.get(name, ""), "error": c.error,
+               "skipped": c.skipped, "examples": c.examples,
+               "columns": list(dict.fromkeys(k for ex in c.examples if isinstance(ex, dict) for k in ex))}
+              for name, c in v.checks.items()]
     fired = [c for c in checks if c["count"] != 0]
-    stats = {k: _without_series(x) for k, x in (v.get("stats") or {}).items()}
+    stats = {k: _without_series(x) for k, x in v.stats.items()}
     journal = data.journal
     # a run on a shared cluster (a pytest session's, a soak's): the brokers' logs are in its folder
     cluster_dir = Path(journal.cluster_dir) if journal is not None and journal.cluster_dir else None
     return _env.get_template("report.html.j2").render(
         title=f"{data.scenario.get('name', data.run_dir.name)} · {data.run_dir.name}",
-        run_id=data.run_dir.name, v=v, run=run_facts(v), sc=data.scenario, checks=fired,
+        run_id=data.run_dir.name, v=v, run=v.facts, sc=data.scenario, checks=fired,
         clean=[c for c in checks if c["count"] == 0], anomalous=[c for c in checks if c["count"]],
         times=example_times(data), clock=data.clock, never_started=data.never_started, lanes=lane_views(data),
         logs=log_links(data.run_dir, cluster_dir), excerpts=excerpts(data.run_dir, data.marked, data.clock, cluster_dir),
@@ -107,7 +99,7 @@ def render(data: RunData) -> str:
         mostly_nothing=mostly_nothing(journal.faults_hit() if journal is not None else None),
         spark_ran=data.spark_batches is not None,
         partitions=[(p, partition_svg(p)) for p in data.partitions], app=data.app,
-        stats=flat(stats), expected=v.get("expected"), generated=time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        stats=flat(stats), expected=v.expected, generated=time.strftime("%Y-%m-%d %H:%M:%S %Z"),
         description=data.scenario.get("description", ""), esc=html.escape)
 
 

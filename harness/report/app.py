@@ -18,7 +18,7 @@ import pandas as pd
 from pydantic import ValidationError
 
 from harness.history import store
-from harness.history.model import AGGREGATE, APP_EXIT, APP_READY, IDENTITY, READ_UNCOMMITTED, SCAN
+from harness.history.model import AGGREGATE, APP_EXIT, APP_FEEDER, APP_READER, APP_READY, IDENTITY, READ_UNCOMMITTED, SCAN
 from harness.history.schema import AppContract, contracts
 from harness.history.text import keyed
 from harness.report.clock import Clock
@@ -26,7 +26,7 @@ from harness.report.logs import LogLink
 from harness.rundir.journal import Journal
 from harness.rundir.runfolder import WORKLOADS
 from harness.workloads.app import KILLED_AT_STOP, MAX_RESTARTS
-from harness.workloads.registry import APP_FEEDER, APP_READER, AppSettings
+from harness.workloads.registry import AppSettings
 
 #: The kind of workload an app is in a scenario (``registry.KindName``).
 APP_KIND = "app"

@@ -10,8 +10,8 @@ from typing import Any
 
 from harness.base.errors import ConfigError
 from harness.rundir.journal import Journal
+from harness.rundir.run_verdict import RunVerdict
 from harness.rundir.runfolder import RunFolder
-from harness.rundir.verdict_shape import as_verdict
 
 #: Figures compared, as (section, path in the verdict's stats).
 FIGURES: list[tuple[str, tuple[str, ...]]] = [
@@ -34,7 +34,7 @@ class Row:
 
     @property
     def differs(self) -> bool:
-        return self.a != self.b
+        return bool(self.a != self.b)
 
     @property
     def change(self) -> str:
@@ -45,16 +45,15 @@ class Row:
         return ""
 
 
-def _run(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+def _run(path: Path) -> tuple[RunVerdict, dict[str, Any]]:
     """The folder's verdict, and how it was run: ``scenario.json`` with the journal's versions (a
     folder made before runs kept a journal: those ``scenario.json`` recorded)."""
     if not path.is_dir():
         raise ConfigError(f"run folder {path} does not exist")
     folder = RunFolder(path)
-    verdict = folder.read_json(folder.verdict)
+    verdict = RunVerdict.load(folder)
     if verdict is None:
         raise ConfigError(f"{path} has no {folder.verdict.name}: not a finished run (eos-chaos check {path} makes one)")
-    as_verdict(folder.verdict, verdict)
     scenario = folder.read_json(folder.scenario) or {}
     journal = Journal.load(folder)
     if journal is not None:
@@ -70,22 +69,27 @@ def _dig(d: dict[str, Any], keys: tuple[str, ...]) -> Any:
     return d
 
 
+def _count(v: RunVerdict, check: str) -> int | None:
+    """What ``check`` counted in ``v`` (None: it crashed, or ``v`` has no such check)."""
+    return v.checks[check].count if check in v.checks else None
+
+
 def compare(a: Path, b: Path) -> list[Row]:
     """Every compared row (``Row.differs`` tells which differ)."""
     (va, sa), (vb, sb) = _run(a), _run(b)
-    rows = [Row("verdict", "valid", va.get("valid"), vb.get("valid"))]
-    if "as_expected" in va or "as_expected" in vb:
-        rows.append(Row("verdict", "as expected", va.get("as_expected"), vb.get("as_expected")))
-    for name in dict.fromkeys([*va.get("checks", {}), *vb.get("checks", {})]):
-        rows.append(Row("checks", name, _dig(va, ("checks", name, "count")), _dig(vb, ("checks", name, "count"))))
+    rows = [Row("verdict", "valid", va.valid, vb.valid)]
+    if va.as_expected is not None or vb.as_expected is not None:
+        rows.append(Row("verdict", "as expected", va.as_expected, vb.as_expected))
+    for name in dict.fromkeys([*va.checks, *vb.checks]):
+        rows.append(Row("checks", name, _count(va, name), _count(vb, name)))
     for section, path in FIGURES:
         key = path[-1] + (" ms" if section == "latency" else "")
-        rows.append(Row(section, key, _dig(va["stats"], path), _dig(vb["stats"], path)))
+        rows.append(Row(section, key, _dig(va.stats, path), _dig(vb.stats, path)))
     for k in RUN_FIELDS:
         rows.append(Row("run", k, sa.get(k), sb.get(k)))
     for k in dict.fromkeys([*(sa.get("versions") or {}), *(sb.get("versions") or {})]):
         rows.append(Row("versions", k, (sa.get("versions") or {}).get(k), (sb.get("versions") or {}).get(k)))
-    rows.append(Row("run", "faults", _dig(va["stats"], ("faults",)), _dig(vb["stats"], ("faults",))))
+    rows.append(Row("run", "faults", _dig(va.stats, ("faults",)), _dig(vb.stats, ("faults",))))
     return rows
 
 

@@ -25,6 +25,7 @@ from harness.report.loaded import LoadedRun, load_run, read_json, read_verdict
 from harness.report.logs import log_links
 from harness.report.ops import MAX_MARKED, History, Marked, active_faults, example_spans
 from harness.rundir.journal import Journal, fault_runs
+from harness.rundir.run_verdict import RunVerdict
 
 #: Broker process faults and the state a node is in during their window.
 NODE_STATE = node_states()
@@ -72,7 +73,7 @@ class PartitionView:
 @dataclass
 class RunData:
     run_dir: Path
-    verdict: dict[str, Any]
+    verdict: RunVerdict
     scenario: dict[str, Any]
     duration_s: float
     faults: list[FaultWindow]
@@ -162,7 +163,7 @@ def attach_hits(faults: list[FaultWindow], journal: Journal | None) -> None:
             w.hit, w.waited_s, w.wait_expired = f.hit, f.waited_s, f.wait_expired
 
 
-def mark_examples(verdict: dict[str, Any], history: History | None, clock: Clock,
+def mark_examples(verdict: RunVerdict, history: History | None, clock: Clock,
                   faults: list[FaultWindow]) -> list[Marked]:
     """The first ``MAX_MARKED`` check examples with the ops they name, timed, and the faults active
     while those ops ran (an example whose ops are not in the history is left out)."""
@@ -170,8 +171,8 @@ def mark_examples(verdict: dict[str, Any], history: History | None, clock: Clock
         return []
     windows = [(f.start_s, f.end_s if f.end_s is not None else float("inf")) for f in faults]
     marked: list[Marked] = []
-    for name, c in verdict.get("checks", {}).items():
-        for i, ex in enumerate(c.get("examples") or []):
+    for name, c in verdict.checks.items():
+        for i, ex in enumerate(c.examples):
             if len(marked) >= MAX_MARKED or not isinstance(ex, dict):
                 continue
             spans = example_spans(ex, history, clock)
@@ -365,11 +366,11 @@ def example_positions(ex: dict[str, Any]) -> list[tuple[str, int, int | None]]:
     return spots
 
 
-def anomaly_positions(verdict: dict[str, Any]) -> dict[tuple[str, int], dict[str, list[int]]]:
+def anomaly_positions(verdict: RunVerdict) -> dict[tuple[str, int], dict[str, list[int]]]:
     """(topic, partition) -> check -> offsets, from every check's examples, in the order named."""
     found: dict[tuple[str, int], dict[str, list[int]]] = {}
-    for name, c in verdict.get("checks", {}).items():
-        for ex in c.get("examples") or []:
+    for name, c in verdict.checks.items():
+        for ex in c.examples:
             if not isinstance(ex, dict):
                 continue
             for topic, part, off in example_positions(ex):
@@ -379,7 +380,7 @@ def anomaly_positions(verdict: dict[str, Any]) -> dict[tuple[str, int], dict[str
     return found
 
 
-def partition_views(tables: store.Tables, verdict: dict[str, Any]) -> list[PartitionView]:
+def partition_views(tables: store.Tables, verdict: RunVerdict) -> list[PartitionView]:
     """What Kafka kept in each partition an anomaly names (the final scans), with writer processes."""
     spots = list(anomaly_positions(verdict).items())[:MAX_PARTITION_VIEWS]
     if not spots:

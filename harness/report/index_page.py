@@ -22,9 +22,10 @@ from typing import Any
 
 from harness.base.errors import ConfigError
 from harness.base.paths import results_dir
-from harness.report import _env, rerun, run_facts
+from harness.report import _env, rerun
 from harness.report.nemesis_page import META_FILE as NEMESIS_META
 from harness.rundir.journal import Journal
+from harness.rundir.run_verdict import RunVerdict
 from harness.rundir.runfolder import INDEX, LATEST, SOAK_HTML, RunFolder, point_latest, write_output, write_text
 
 log = logging.getLogger(__name__)
@@ -94,9 +95,9 @@ def run_row(run_dir: Path, page_dir: Path) -> RunRow:
         _from_journal(row, journal)
     if verdict:
         try:
-            _from_verdict(row, verdict)
-        except (TypeError, ValueError, AttributeError) as exc:  # a verdict.json eos-chaos did not write
-            problems.append(f"verdict.json is not a verdict ({type(exc).__name__}: {exc})")
+            _from_verdict(row, RunVerdict.of(verdict, folder.verdict.name))
+        except ConfigError as exc:  # a verdict.json eos-chaos did not write
+            problems.append(str(exc))
     elif not problems:
         problems.append("no verdict: the run crashed, was killed, or is still going"
                         if journal is None or journal.finished is None else "no verdict (eos-chaos check RUN_DIR makes one)")
@@ -164,16 +165,12 @@ def _from_journal(row: RunRow, j: Journal) -> None:
         row.took_s = finished - started
 
 
-def _from_verdict(row: RunRow, v: dict[str, Any]) -> None:
-    valid = v.get("valid")
-    row.verdict = "valid" if valid is True else "invalid" if valid is False else "unknown"
-    row.as_expected = v.get("as_expected") if isinstance(v.get("as_expected"), bool) else None
-    facts = run_facts(v)
-    tv = facts.get("transaction_version") if isinstance(facts, dict) else None
-    row.transaction_version = tv if isinstance(tv, int) else row.transaction_version
-    checks = v.get("checks")
-    if isinstance(checks, dict):
-        row.anomalies = {name: c["count"] for name, c in checks.items() if isinstance(c, dict) and c.get("count")}
+def _from_verdict(row: RunRow, v: RunVerdict) -> None:
+    row.verdict = v.label
+    row.as_expected = v.as_expected
+    tv = v.facts.transaction_version
+    row.transaction_version = tv if tv is not None else row.transaction_version
+    row.anomalies = v.counts()
 
 
 def _clients(workloads: Any) -> list[str]:

@@ -12,8 +12,8 @@ from harness.base.errors import ConfigError
 from harness.checker import VERDICT_FILE
 from harness.history import store
 from harness.rundir.journal import Journal
+from harness.rundir.run_verdict import RunVerdict
 from harness.rundir.runfolder import RunFolder, read_json_object
-from harness.rundir.verdict_shape import as_verdict
 
 
 @dataclass
@@ -23,8 +23,7 @@ class LoadedRun:
     folder: RunFolder
     #: None: a folder made before journals
     journal: Journal | None
-    #: verdict.json's content
-    verdict: dict[str, Any]
+    verdict: RunVerdict
     #: the history (``store.load``: values of Parquet-loaded tables stay on disk until asked for)
     tables: store.Tables
 
@@ -42,15 +41,15 @@ def read_json(path: Path, what: str) -> dict[str, Any]:
     return data
 
 
-def read_verdict(run_dir: Path) -> dict[str, Any]:
+def read_verdict(run_dir: Path) -> RunVerdict:
     """``run_dir``'s verdict; ``ConfigError`` if it is not a finished run folder."""
     if not run_dir.is_dir():
         raise ConfigError(f"run folder {run_dir} does not exist")
     where = run_dir / VERDICT_FILE
-    return as_verdict(where, read_json(where, "not a finished run (eos-chaos check RUN_DIR makes a verdict from its history)"))
+    return RunVerdict.of(read_json(where, "not a finished run (eos-chaos check RUN_DIR makes a verdict from its history)"), where)
 
 
-def load_run(run_dir: Path, verdict: dict[str, Any] | None = None) -> LoadedRun:
+def load_run(run_dir: Path, verdict: RunVerdict | None = None) -> LoadedRun:
     """The run in ``run_dir``, each of its files read once (``verdict``: already read). A history
     only in JSON lines is saved as Parquet on the way (the Spark engine and later reports read it)."""
     if verdict is None:

@@ -104,10 +104,10 @@ class History:
         """The op at history ``index`` (a transaction by its invoke, any other op by its invoke or
         completion) from invoke to completion; None when the history has no such op."""
         if index in self.txns.index:
-            tx = self.txns.loc[index]
+            tx = self.txns.loc[[index]].iloc[0]  # the row (by a list: a Series, never a frame, to the type checker)
             return OpSpan(role, index, str(tx["process"]), str(tx["f"]), clock.s(int(tx["invoke_time"])),
                           _maybe_s(tx["complete_time"], clock), str(tx["outcome"]), _maybe_s(tx["commit_at"], clock))
-        if not 0 <= index < len(self.ops) or int(self.ops.at[index, "index"]) != index:
+        if not 0 <= index < len(self.ops) or int(self.ops["index"].to_numpy()[index]) != index:
             return None
         op = self.ops.iloc[index]
         same = self.ops[(self.ops["process"] == op["process"]).to_numpy()]

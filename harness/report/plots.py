@@ -13,6 +13,7 @@ import pandas as pd
 
 matplotlib.use("Agg")  # never a display: reports are made on headless machines
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import FuncFormatter, NullFormatter, ScalarFormatter  # noqa: E402
 
@@ -98,7 +99,7 @@ def timeline_svg(data: RunData) -> str:
     tl = timeline(data.txns, end, start_s=begin)
     lanes = node_lanes(data.faults, data.node_ids, end)
     spark = data.spark_batches is not None
-    stats = data.verdict.get("stats") or {}
+    stats = data.verdict.stats
     readers = bool(stats.get("unseen") or stats.get("realtime_lag"))
     ratios = [3, 2.2] + ([1.8] if readers else []) + ([2] if spark else []) + [1.2]
     fig, axes = plt.subplots(len(ratios), 1, figsize=(11, 6.2 + (1.4 if readers else 0) + (1.6 if spark else 0)),
@@ -130,7 +131,7 @@ def timeline_svg(data: RunData) -> str:
     return to_svg(fig)
 
 
-def draw_node_lanes(ax: plt.Axes, lanes: dict[int, list[tuple[float, float, str]]], begin: float, end: float) -> None:
+def draw_node_lanes(ax: Axes, lanes: dict[int, list[tuple[float, float, str]]], begin: float, end: float) -> None:
     """One lane per node: up (pale green) unless a fault had it down or paused."""
     for i, (_node, spans) in enumerate(sorted(lanes.items())):
         ax.broken_barh([(begin, end - begin)], (i - 0.35, 0.7), color="#e6f2e6")
@@ -159,7 +160,7 @@ def faults_svg(faults: list[FaultWindow], node_ids: list[int], end: float, xlabe
     return to_svg(fig)
 
 
-def _fault_windows(axes: list[plt.Axes], faults: list[FaultWindow], begin: float, end: float) -> None:
+def _fault_windows(axes: list[Axes], faults: list[FaultWindow], begin: float, end: float) -> None:
     """Shade each fault's window on every panel but the node lanes, its label on the top panel in
     rows that keep labels apart. The top panel's shade carries the id ``fault-F<n>`` (the browser
     test measures it)."""
@@ -177,7 +178,7 @@ def _fault_windows(axes: list[plt.Axes], faults: list[FaultWindow], begin: float
                          va="top", fontsize=7, color=shade)
 
 
-def _anomaly_markers(axes: list[plt.Axes], data: RunData) -> None:
+def _anomaly_markers(axes: list[Axes], data: RunData) -> None:
     """Each check example placed in time: a dotted line across the panels at its first op, and a
     marked span of its ops under the top panel, labelled A1, A2, ... (id ``anomaly-A<n>``)."""
     for m in data.marked:
@@ -190,7 +191,7 @@ def _anomaly_markers(axes: list[plt.Axes], data: RunData) -> None:
                          textcoords="offset points", fontsize=7, color=ANOMALY, fontweight="bold")
 
 
-def _readers_panel(ax: plt.Axes, stats: dict[str, Any], zero_s: float) -> None:
+def _readers_panel(ax: Axes, stats: dict[str, Any], zero_s: float) -> None:
     """Jepsen's reader figures: values committed and not yet polled (``unseen``), and how far behind
     the head the worst reader was (``realtime_lag``), each at the end of its step (the checker
     counts in history seconds: ``zero_s`` moves them onto the report's clock)."""
@@ -211,7 +212,7 @@ def _readers_panel(ax: plt.Axes, stats: dict[str, Any], zero_s: float) -> None:
     ax.legend(handles, names, loc="upper left", bbox_to_anchor=(1.06, 1.0), fontsize=8, frameon=False)
 
 
-def _spark_panel(ax: plt.Axes, data: RunData) -> None:
+def _spark_panel(ax: Axes, data: RunData) -> None:
     """The Spark job: records per micro-batch by outcome, replays skipped, driver (re)starts."""
     b = data.spark_batches
     assert b is not None
@@ -260,11 +261,12 @@ def partition_svg(view: PartitionView) -> str:
     marks = sorted({o for offs in view.marks.values() for o in offs})
     fig, axes = plt.subplots(2 if marks else 1, 1, figsize=(11, 6.5 if marks else 3.2), squeeze=False,
                              gridspec_kw={"hspace": 0.45})
-    windows = [(None, None)] + ([zoom_window(marks[0], scan["offset"])] if marks else [])
-    for ax, (lo, hi) in zip(axes[:, 0], windows):
-        def cut(df: pd.DataFrame, lo: int | None = lo, hi: int | None = hi) -> pd.DataFrame:
-            return df if lo is None else df[(df["offset"] >= lo) & (df["offset"] <= hi)]
-        dense = lo is None
+    # the whole partition (None), then the zoom's offsets
+    windows: list[tuple[int, int] | None] = [None, *([zoom_window(marks[0], scan["offset"])] if marks else [])]
+    for ax, window in zip(axes[:, 0], windows):
+        def cut(df: pd.DataFrame, window: tuple[int, int] | None = window) -> pd.DataFrame:
+            return df if window is None else df[(df["offset"] >= window[0]) & (df["offset"] <= window[1])]
+        dense = window is None
         for i, w in enumerate(writers):
             c = cut(committed[committed["writer"] == w])
             # dots over the red lines: a duplicate's two dots sit on the offsets the lines mark
@@ -275,7 +277,7 @@ def partition_svg(view: PartitionView) -> str:
                    label="read_uncommitted only" if dense else None, rasterized=dense and len(u) > 2000, zorder=3)
         for check, offsets in view.marks.items():
             for o in offsets:
-                if lo is None or lo <= o <= hi:
+                if window is None or window[0] <= o <= window[1]:
                     ax.axvline(o, color="#d62728", lw=0.8, alpha=0.6, zorder=1)
                     if not dense:
                         ax.annotate(f"{check} @{o}", (o, 0.02), xycoords=("data", "axes fraction"), rotation=90,
@@ -289,7 +291,8 @@ def partition_svg(view: PartitionView) -> str:
             ax.scatter(c["offset"], [bottom] * len(c), s=10 if dense else 30, marker="v", color="#d62728",
                        label=f"{view.unplaced} ({len(unplaced)})" if dense else None, clip_on=False, zorder=4)
             ax.set_ylim(bottom=bottom)
-        if not dense:
+        if window is not None:
+            lo, hi = window
             ax.set_xlim(lo - 0.5, hi + 0.5)
             ax.set_title(f"zoom: offsets {lo}..{hi}", fontsize=8, loc="left")
         ax.set_xlabel("offset")

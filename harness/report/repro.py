@@ -51,6 +51,7 @@ from harness.report.ops import OpSpan, example_spans
 from harness.report.wire import ApiSeen, WireEvent, api_versions, producers, read_wire, window_events
 from harness.rundir import runinfo
 from harness.rundir.journal import Journal
+from harness.rundir.run_verdict import CheckRecord, RunVerdict
 from harness.rundir.runfolder import NODES, WORKLOADS, RunFolder
 
 #: Seconds either side of the anomaly's ops that the excerpts cover.
@@ -195,18 +196,7 @@ class Repro:
         return str(self.scenario.get("name") or self.run_dir.name)
 
 
-def status_of(verdict: dict[str, Any]) -> str:
-    """``valid``, ``invalid`` or ``unknown``: what verdict.json says."""
-    valid = verdict.get("valid")
-    return "valid" if valid is True else "invalid" if valid is False else "unknown"
-
-
-def fired_checks(verdict: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """The checks that found something, in verdict.json's order."""
-    return [(n, c) for n, c in (verdict.get("checks") or {}).items() if isinstance(c, dict) and c.get("count")]
-
-
-def gather(run_dir: Path, verdict: dict[str, Any], pick: str | None = None) -> Repro:
+def gather(run_dir: Path, verdict: RunVerdict, pick: str | None = None) -> Repro:
     """What ``REPORT.md`` says about the run in ``run_dir`` (its ``verdict`` already read; ``pick``:
     ``CHECK`` or ``CHECK:N``, which example to tell). ``ConfigError`` for a folder that is not a
     finished run's, or a ``pick`` that names no example of it."""
@@ -242,9 +232,9 @@ def gather(run_dir: Path, verdict: dict[str, Any], pick: str | None = None) -> R
     again = replayable(resolved, journal, run_dir.name)
     minimal, minimal_says, cut = minimal_scenario(again, journal, data, anomaly, lo + MARGIN_S, hi - MARGIN_S)
     return Repro(
-        run_dir=run_dir, scenario=data.scenario, status=status_of(verdict),
-        unknown_because=[str(x) for x in verdict.get("unknown_because") or []], expected=expected_says(verdict),
-        fired=[(n, int(c["count"])) for n, c in fired_checks(verdict)], anomaly=anomaly, clock=clock,
+        run_dir=run_dir, scenario=data.scenario, status=verdict.label,
+        unknown_because=list(verdict.unknown_because), expected=expected_says(verdict),
+        fired=list(verdict.counts().items()), anomaly=anomaly, clock=clock,
         window=(lo, hi), window_says=window_says, versions=version_rows(journal, resolved),
         features=dict(journal.features) if journal is not None else {}, api_versions=api_versions(in_run),
         workloads=[dict(w) for w in resolved.get("workloads") or []],
@@ -285,19 +275,19 @@ def _command(journal: Journal | None, scenario: dict[str, Any]) -> str:
 
 # ---- the anomaly ----
 
-def pick_anomaly(verdict: dict[str, Any], pick: str | None, data: RunData, tables: store.Tables) -> Anomaly | None:
+def pick_anomaly(verdict: RunVerdict, pick: str | None, data: RunData, tables: store.Tables) -> Anomaly | None:
     """The example to tell: ``pick``'s (``CHECK`` or ``CHECK:N``), else the first of the first check
     that fired whose ops the history has, else the first example there is; None: no check fired."""
-    fired = fired_checks(verdict)
+    fired = verdict.fired()
     if pick is not None:
         name, c = _picked(pick, fired)
-        numbers = [int(pick.rpartition(":")[2])] if ":" in pick else range(1, len(c["examples"]) + 1)
+        numbers = [int(pick.rpartition(":")[2])] if ":" in pick else range(1, len(c.examples) + 1)
         candidates = [(name, c, n) for n in numbers]
     else:
-        candidates = [(name, c, n) for name, c in fired for n in range(1, len(c.get("examples") or []) + 1)]
+        candidates = [(name, c, n) for name, c in fired.items() for n in range(1, len(c.examples) + 1)]
     first = None
     for name, c, n in candidates:
-        ex = (c.get("examples") or [])[n - 1]
+        ex = c.examples[n - 1]
         if not isinstance(ex, dict):
             continue
         a = _anomaly(name, n, c, ex, data, tables)
@@ -307,24 +297,23 @@ def pick_anomaly(verdict: dict[str, Any], pick: str | None, data: RunData, table
     return first
 
 
-def _picked(pick: str, fired: list[tuple[str, dict[str, Any]]]) -> tuple[str, dict[str, Any]]:
+def _picked(pick: str, found: dict[str, CheckRecord]) -> tuple[str, CheckRecord]:
     """The fired check ``pick`` names, with its example number checked; ``ConfigError`` naming what is allowed."""
     name, colon, n = pick.partition(":")
-    found = dict(fired)
     if name not in found:
-        allowed = ", ".join(f"{k} ({len(c.get('examples') or [])} examples)" for k, c in fired) or "none fired"
+        allowed = ", ".join(f"{k} ({len(c.examples)} examples)" for k, c in found.items()) or "none fired"
         raise ConfigError(f"--example {pick}: check {name!r} found nothing in this run; checks that fired: {allowed}")
-    examples = found[name].get("examples") or []
+    examples = found[name].examples
     if colon and not (n.isdigit() and 1 <= int(n) <= len(examples)):
         raise ConfigError(f"--example {pick}: {name} has {len(examples)} examples in verdict.json; "
                           f"give CHECK:N with N from 1 to {len(examples)}, or CHECK alone")
     if not examples:
-        raise ConfigError(f"--example {pick}: {name} found {found[name].get('count')} but verdict.json keeps no "
+        raise ConfigError(f"--example {pick}: {name} found {found[name].count} but verdict.json keeps no "
                           "example of it")
     return name, found[name]
 
 
-def _anomaly(check: str, number: int, c: dict[str, Any], ex: dict[str, Any], data: RunData,
+def _anomaly(check: str, number: int, c: CheckRecord, ex: dict[str, Any], data: RunData,
              tables: store.Tables) -> Anomaly:
     positions = example_positions(ex)
     if isinstance(ex.get("partition"), str):  # lso-stall names its partition as "topic-N"
@@ -336,7 +325,7 @@ def _anomaly(check: str, number: int, c: dict[str, Any], ex: dict[str, Any], dat
     if data.history is not None:
         seen = {s.index for s in spans}
         spans += [s for s in first_reads(positions, tables, data) if s.index not in seen]
-    return Anomaly(check, number, int(c.get("count") or 0), ex, spans, positions)
+    return Anomaly(check, number, c.count or 0, ex, spans, positions)
 
 
 def first_reads(positions: list[tuple[str, int, int | None]], tables: store.Tables, data: RunData) -> list[OpSpan]:
@@ -399,10 +388,10 @@ def recorded_txn_ids(tables: store.Tables) -> set[str]:
     return {i for i in ids if i}
 
 
-def expected_says(verdict: dict[str, Any]) -> str:
+def expected_says(verdict: RunVerdict) -> str:
     """What the scenario expected, when it expected this verdict: a negative control."""
-    exp = verdict.get("expected") or {}
-    if exp.get("valid") is False and verdict.get("as_expected"):
+    exp = verdict.expected or {}
+    if exp.get("valid") is False and verdict.as_expected:
         fires = ", ".join(exp.get("fires") or []) or "any check"
         return (f"The scenario expects this verdict (a negative control: {fires} must fire): the finding is "
                 "the harness working, not a bug to report.")
@@ -622,7 +611,7 @@ def replayable(resolved: dict[str, Any], journal: Journal | None, run_name: str)
     if not resolved.get("workloads"):
         return None
     suffix = "." + run_name.rsplit("-", 1)[-1]
-    sc = _untagged(resolved, suffix)
+    sc: dict[str, Any] = _untagged(resolved, suffix)  # a dict's names untagged: a dict
     schedule = journal.schedule if journal is not None and journal.schedule else sc.get("faults") or []
     sc.update(faults=[_pinned(_untagged(f, suffix), i, journal) for i, f in enumerate(schedule)], mix=None)
     return sc

@@ -50,6 +50,7 @@ from harness.run.scenario import Fault, Scenario, Workload
 from harness.run.supervisor import Supervisor
 from harness.rundir import runinfo
 from harness.rundir.journal import Journal, fault_runs
+from harness.rundir.run_verdict import RunVerdict
 from harness.rundir.runfolder import RunFolder, write_json, write_text
 from harness.workloads import clients, registry
 from harness.workloads.common import WorkloadConfig
@@ -68,7 +69,7 @@ class RunResult:
     """A finished run: its folder, its ``verdict.json`` (harness/run/verdict_file.py) and its journal."""
 
     folder: RunFolder
-    verdict: dict[str, Any]
+    verdict: RunVerdict
     journal: Journal
 
     @property
@@ -77,11 +78,11 @@ class RunResult:
 
     @property
     def valid(self) -> bool:
-        return self.verdict["valid"] is True
+        return self.verdict.valid is True
 
     @property
     def as_expected(self) -> bool:
-        return self.verdict.get("as_expected") is True
+        return self.verdict.as_expected is True
 
     @property
     def interrupted(self) -> bool:
@@ -278,8 +279,7 @@ def _run(sc: Scenario, backend: Backend, seed: int, folder: RunFolder, kafka_ver
     record_hits(folder, journal, tables)
     journal.finished = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     journal.save(folder)
-    verdict = verdict_file.assemble(check(tables), journal, journal.expected)
-    verdict_file.write(verdict, folder)
+    verdict = verdict_file.write(verdict_file.assemble(check(tables), journal, journal.expected), folder)
     if report:
         _write_report(LoadedRun(folder, journal, verdict, tables))  # from what the run holds: nothing read again
     after_run(run_dir)  # results/latest and results/index.html; logs, never raises
@@ -591,15 +591,15 @@ def final_reads(cluster: Cluster, sc: Scenario, rec: Recorder, owned: set[str] |
 
 
 
-def rerun_check(run_dir: Path, engine: str = "default") -> dict[str, Any]:
+def rerun_check(run_dir: Path, engine: str = "default") -> RunVerdict:
     """``eos-chaos check RUN_DIR``: the checker again, from the folder's history alone, assembled
     with its journal's run facts and its expectation (the journal's; for an older folder, the old
     verdict's) into a new ``verdict.json``; the report is made again from it. Returns the verdict.
     The journal is read once and the history loaded once, for the checker and the report alike."""
     folder = RunFolder(run_dir)
     journal = Journal.load(folder)
-    old = verdict_file.load(folder) or {}
-    expected = journal.expected if journal is not None else old.get("expected")
+    old = verdict_file.load(folder)
+    expected = journal.expected if journal is not None else old.expected if old is not None else None
     reported = folder.scenario.exists()  # a bare history (copied out of a run) has no report to make
     tables: store.Tables | None = None
     if engine == "spark":
@@ -616,8 +616,7 @@ def rerun_check(run_dir: Path, engine: str = "default") -> dict[str, Any]:
     if journal is not None and tables is not None and reported:
         record_hits(folder, journal, tables)  # with this version's rules, as the checker's
         journal.save(folder)
-    verdict = verdict_file.assemble(checked, journal, expected)
-    verdict_file.write(verdict, folder)
+    verdict = verdict_file.write(verdict_file.assemble(checked, journal, expected), folder)
     if reported:
         _write_report(LoadedRun(folder, journal, verdict, tables if tables is not None else store.load(run_dir)))
     return verdict

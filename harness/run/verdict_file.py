@@ -2,17 +2,18 @@
 ``stats``) + ``run``, the run's facts from its journal (healed, heal problems, nemesis errors,
 interrupted, faulted at start, workloads killed at stop) + ``expected``, the scenario's expectation
 + ``as_expected``. ``eos-chaos run`` assembles it at the end of a run, ``eos-chaos check`` again
-from the folder, keeping the expectation."""
+from the folder, keeping the expectation. Everything reads it as a ``RunVerdict``
+(harness/rundir/run_verdict.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from harness.checker.verdict import Verdict
 from harness.run.scenario import Expect
 from harness.rundir.journal import Journal
+from harness.rundir.run_verdict import RunFacts, RunVerdict, SparkFigures
 from harness.rundir.runfolder import RunFolder, write_json
 
 FORMAT = 2
@@ -34,32 +35,34 @@ def assemble(verdict: Verdict | Mapping[str, Any], journal: Journal | None,
     if expected is not None:
         expect = Expect.model_validate(dict(expected))
         out["expected"] = expect.model_dump()
-        out["as_expected"] = as_expected(out, expect)
+        out["as_expected"] = as_expected(RunVerdict.of(out), expect)
     return out
 
 
-def as_expected(v: Mapping[str, Any], e: Expect) -> bool:
-    """Whether an assembled verdict ``v`` is what the scenario expects: the verdict and the checks
-    that must fire, the minimums of the history's figures, the errors an incident replay must have
-    met, and a run that tested what the scenario says (every fault applied, everything healed, every
-    restarted Spark driver through a micro-batch again)."""
-    s, run, checks = v["stats"], v.get("run") or {}, v["checks"]
-    seen, spark = s.get("errors_seen") or {}, s.get("spark") or {}
-    return ((e.valid is None or v["valid"] is e.valid)
-            and all((checks.get(c, {}).get("count") or 0) > 0 for c in e.fires)
-            and s["txn"]["ok"] >= e.min_ok_txns and s["fenced"] >= e.min_fenced
-            and s.get("recreated", 0) >= e.min_recreated
-            and run.get("healed") is not False and not run.get("nemesis_errors") and not run.get("not_recovered")
-            and all(seen.get(name, 0) > 0 for name in e.errors)
-            and spark.get("batches", 0) >= e.min_spark_batches
-            and spark.get("replays_skipped", 0) >= e.min_replays_skipped)
+def as_expected(v: RunVerdict | Mapping[str, Any], e: Expect) -> bool:
+    """Whether an assembled verdict ``v`` (or verdict.json's content) is what the scenario expects:
+    the verdict and the checks that must fire, the minimums of the history's figures, the errors an
+    incident replay must have met, and a run that tested what the scenario says (every fault
+    applied, everything healed, every restarted Spark driver through a micro-batch again)."""
+    v = v if isinstance(v, RunVerdict) else RunVerdict.of(v)
+    s, run = v.figures, v.run or RunFacts()
+    spark, fired = s.spark or SparkFigures(), v.fired()
+    return ((e.valid is None or v.valid is e.valid)
+            and all(c in fired for c in e.fires)
+            and s.txn.ok >= e.min_ok_txns and s.fenced >= e.min_fenced
+            and s.recreated >= e.min_recreated
+            and run.healed is not False and not run.nemesis_errors and not run.not_recovered
+            and all(s.errors_seen.get(name, 0) > 0 for name in e.errors)
+            and spark.batches >= e.min_spark_batches
+            and spark.replays_skipped >= e.min_replays_skipped)
 
 
-def write(verdict: Mapping[str, Any], folder: RunFolder) -> Path:
-    """Write the assembled ``verdict`` as the folder's ``verdict.json``, atomically."""
-    return write_json(folder.verdict, dict(verdict))
+def write(verdict: Mapping[str, Any], folder: RunFolder) -> RunVerdict:
+    """Write the assembled ``verdict`` as the folder's ``verdict.json``, atomically; returns it typed."""
+    write_json(folder.verdict, dict(verdict))
+    return RunVerdict.of(verdict, folder.verdict)
 
 
-def load(folder: RunFolder) -> dict[str, Any] | None:
-    """The folder's ``verdict.json``; None when there is none yet."""
-    return folder.read_json(folder.verdict)
+def load(folder: RunFolder) -> RunVerdict | None:
+    """The folder's ``verdict.json``; None when there is none yet (``ConfigError`` when it is broken)."""
+    return RunVerdict.load(folder)

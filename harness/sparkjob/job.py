@@ -25,6 +25,8 @@ import json
 import os
 import signal
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +49,7 @@ from harness.history.model import (
 from harness.history.recorder import Recorder
 from harness.kafka.reads import read_all
 from harness.rundir.runfolder import write_json
+from harness.workloads.client import Client
 from harness.workloads.common import Retired, Stop, Txn, WorkloadConfig, drop, init, new_producer, transaction
 from harness.workloads.registry import SparkJobSettings
 
@@ -137,109 +140,116 @@ class Arming:
         os.killpg(os.getpgrp(), SIGNALS[arm["signal"]])
 
 
+@dataclass
+class Batches:
+    """The job's ways to write a micro-batch (``foreachBatch``'s body, by ``sink``: ``driver``,
+    ``executor``, ``builtin``), and what they share: the incarnation's recorder, armed fault, and,
+    for the driver's transactions, its producer and the last batch committed before it started."""
+
+    cfg: WorkloadConfig
+    settings: SparkJobSettings
+    #: the job's folder (``job_dir``): its checkpoint, armed faults, progress
+    d: Path
+    process: str
+    rec: Recorder
+    producer: Client | None = None
+    #: the highest batch id with a committed marker (-1: none); a replay at or below it is skipped
+    last: int = -1
+
+    def __post_init__(self) -> None:
+        self.arming = Arming(self.d, self.rec, self.process)
+        self.query, self.checkpoint, self.txn_id = self.cfg.name, self.d / "checkpoint", transactional_id(self.cfg.name)
+
+    def body(self) -> Callable[[Any, int], None]:
+        """``foreachBatch``'s body for the job's ``sink``."""
+        return {"driver": self.transactional, "executor": self.executor, "builtin": self.builtin}[self.settings.sink]
+
+    def transactional(self, df: Any, batch: int) -> None:
+        """The batch's records and its marker in one transaction of the driver's producer; a replay
+        of a batch already committed is skipped."""
+        query, process, rec = self.query, self.process, self.rec
+        t0 = time.monotonic()
+        if batch <= self.last:
+            rec.event(process, SPARK_SKIP, {"query": query, "batch": batch, "last_committed": self.last})
+            mark_progress(self.d, batch)
+            return
+        ranges = offset_ranges(self.checkpoint, batch)
+        rows = df.selectExpr("topic", "partition", "offset", "CAST(value AS STRING) AS value").collect()
+        sends = [(self.settings.output, int(r.partition),
+                  spark_value(r.topic, int(r.partition), int(r.offset), batch, process, r.value or "")) for r in rows]
+        sends.append((self.settings.markers or "", 0, marker_value(query, batch, process, ranges)))
+        keys = {len(sends) - 1: marker_key(query, batch).encode()}
+        pause = (len(sends) // 2, lambda: self.arming.fire_if_armed("in-txn", batch))
+        assert self.producer is not None  # the driver's sink made one before the query started
+        try:
+            outcome = transaction(rec, process, self.producer, Txn(self.txn_id, sends, pause=pause, keys=keys,
+                                                                   invoke_extra={"batch": batch, "ranges": ranges}))
+        except Retired as exc:
+            rec.event(process, SPARK_BATCH, {"query": query, "batch": batch, "ranges": ranges, "records": len(rows),
+                                             "outcome": "retired", "ms": _ms(t0)})
+            raise RuntimeError(f"batch {batch}: producer retired ({exc}); the driver exits for a restart") from exc
+        rec.event(process, SPARK_BATCH, {"query": query, "batch": batch, "ranges": ranges, "records": len(rows),
+                                         "outcome": outcome, "ms": _ms(t0)})
+        if outcome != OK:
+            raise RuntimeError(f"batch {batch}: transaction {outcome}; the driver exits for a restart")
+        self.last = batch
+        mark_progress(self.d, batch)
+        self.arming.fire_if_armed("after-commit", batch)
+
+    def builtin(self, df: Any, batch: int) -> None:
+        """Spark's own Kafka sink: plain (non-transactional) sends, at-least-once across restarts."""
+        t0 = time.monotonic()
+        ranges = offset_ranges(self.checkpoint, batch)
+        out = df.selectExpr("partition", f"concat_ws('/', 'spark', topic, CAST(partition AS STRING), "
+                            f"CAST(offset AS STRING), '{batch}', '{self.process}', CAST(value AS STRING)) AS value")
+        self.arming.fire_if_armed("in-txn", batch)
+        n = out.count()
+        (out.write.format("kafka").option("kafka.bootstrap.servers", self.cfg.bootstrap)
+         .option("topic", self.settings.output).save())
+        self.rec.event(self.process, SPARK_BATCH, {"query": self.query, "batch": batch, "ranges": ranges, "records": n,
+                                                   "outcome": OK, "ms": _ms(t0)})
+        mark_progress(self.d, batch)
+        self.arming.fire_if_armed("after-commit", batch)
+
+    def executor(self, df: Any, batch: int) -> None:
+        """Each task writes its input partition in its own transaction (harness/sparkjob/sink.py)."""
+        from functools import partial
+
+        from harness.history.recorder import run_t0
+        from harness.sparkjob.sink import TaskSpec, write_partition
+
+        cfg = self.cfg
+        ranges = offset_ranges(self.checkpoint, batch)
+        self.arming.fire_if_armed("in-txn", batch)  # the batch is planned, nothing written yet
+        spec = TaskSpec(run_dir=str(Path(cfg.run_dir).absolute()), t0_ns=run_t0(), bootstrap=cfg.bootstrap,
+                        query=self.query, process=self.process, job_dir=str(self.d.absolute()), output=self.settings.output,
+                        markers=self.settings.markers or "", batch=batch, ranges=ranges, seed=cfg.seed,
+                        library=cfg.library, client=cfg.client, settings=cfg.settings)
+        (df.selectExpr("topic", "partition", "offset", "CAST(value AS STRING) AS value")
+         .foreachPartition(partial(write_partition, spec)))
+        mark_progress(self.d, batch)
+        self.arming.fire_if_armed("after-commit", batch)
+
+
 def main() -> None:
     cfg = WorkloadConfig.from_argv()
     s = SparkJobSettings.model_validate(cfg.settings)
-    # markers: the scenario requires it for the transactional sink, the only one that writes it
-    src, dst, markers, sink = s.input, s.output, s.markers or "", s.sink
-    query = cfg.name
     d = job_dir(Path(cfg.run_dir), cfg.name)
     incarnation = next_incarnation(d)
     process = f"{cfg.name}.{incarnation}"
     stop = Stop(cfg.max_seconds)
-    checkpoint = d / "checkpoint"
     with Recorder(Path(cfg.run_dir), process) as rec:
-        rec.event(process, SPARK_START, {"query": query, "incarnation": incarnation, "pid": os.getpid(), "sink": sink})
-        arming = Arming(d, rec, process)
-        producer = None
-        last = -1
-        txn_id = transactional_id(cfg.name)
-        if sink == "driver":
-            producer = new_producer(cfg, txn_id)
-            init(rec, process, producer, txn_id)  # fences every older incarnation first
-            last = last_committed_batch(cfg.bootstrap, markers, cfg.partitions, query)
-
-        from harness.sparkjob.session import session
-
-        conf = {"spark.task.maxFailures": str(s.task_max_failures), "spark.speculation": str(s.speculation).lower(),
-                **SPECULATION_CONF, **json.loads(os.environ.get(ENV_JOB_CONF) or "{}")}
-        spark = session(f"eos-chaos-{cfg.name}", kafka=True, tmp_dir=d / "tmp",
-                        master=os.environ.get(ENV_JOB_MASTER) or None, conf=conf)
-        stream = (spark.readStream.format("kafka")
-                  .option("kafka.bootstrap.servers", cfg.bootstrap)
-                  .option("subscribe", src)
-                  .option("startingOffsets", "earliest")
-                  .option("kafka.isolation.level", "read_committed")
-                  .option("maxOffsetsPerTrigger", s.max_offsets_per_trigger)
-                  .load())
-
-        def transactional_batch(df: Any, batch: int) -> None:
-            nonlocal last
-            t0 = time.monotonic()
-            if batch <= last:
-                rec.event(process, SPARK_SKIP, {"query": query, "batch": batch, "last_committed": last})
-                mark_progress(d, batch)
-                return
-            ranges = offset_ranges(checkpoint, batch)
-            rows = df.selectExpr("topic", "partition", "offset", "CAST(value AS STRING) AS value").collect()
-            sends = [(dst, int(r.partition), spark_value(r.topic, int(r.partition), int(r.offset), batch, process, r.value or ""))
-                     for r in rows]
-            sends.append((markers, 0, marker_value(query, batch, process, ranges)))
-            keys = {len(sends) - 1: marker_key(query, batch).encode()}
-            pause = (len(sends) // 2, lambda: arming.fire_if_armed("in-txn", batch))
-            assert producer is not None
-            try:
-                outcome = transaction(rec, process, producer, Txn(txn_id, sends, pause=pause, keys=keys,
-                                                                  invoke_extra={"batch": batch, "ranges": ranges}))
-            except Retired as exc:
-                rec.event(process, SPARK_BATCH, {"query": query, "batch": batch, "ranges": ranges, "records": len(rows),
-                                                 "outcome": "retired", "ms": _ms(t0)})
-                raise RuntimeError(f"batch {batch}: producer retired ({exc}); the driver exits for a restart") from exc
-            rec.event(process, SPARK_BATCH, {"query": query, "batch": batch, "ranges": ranges, "records": len(rows),
-                                             "outcome": outcome, "ms": _ms(t0)})
-            if outcome != OK:
-                raise RuntimeError(f"batch {batch}: transaction {outcome}; the driver exits for a restart")
-            last = batch
-            mark_progress(d, batch)
-            arming.fire_if_armed("after-commit", batch)
-
-        def builtin_batch(df: Any, batch: int) -> None:
-            # Spark's own Kafka sink: plain (non-transactional) sends, at-least-once across restarts
-            t0 = time.monotonic()
-            ranges = offset_ranges(checkpoint, batch)
-            out = df.selectExpr("partition", f"concat_ws('/', 'spark', topic, CAST(partition AS STRING), "
-                                f"CAST(offset AS STRING), '{batch}', '{process}', CAST(value AS STRING)) AS value")
-            arming.fire_if_armed("in-txn", batch)
-            n = out.count()
-            (out.write.format("kafka").option("kafka.bootstrap.servers", cfg.bootstrap).option("topic", dst).save())
-            rec.event(process, SPARK_BATCH, {"query": query, "batch": batch, "ranges": ranges, "records": n,
-                                             "outcome": OK, "ms": _ms(t0)})
-            mark_progress(d, batch)
-            arming.fire_if_armed("after-commit", batch)
-
-        def executor_batch(df: Any, batch: int) -> None:
-            # each task writes its input partition in its own transaction (harness/sparkjob/sink.py)
-            from functools import partial
-
-            from harness.history.recorder import run_t0
-            from harness.sparkjob.sink import TaskSpec, write_partition
-
-            ranges = offset_ranges(checkpoint, batch)
-            arming.fire_if_armed("in-txn", batch)  # the batch is planned, nothing written yet
-            spec = TaskSpec(run_dir=str(Path(cfg.run_dir).absolute()), t0_ns=run_t0(), bootstrap=cfg.bootstrap,
-                            query=query, process=process, job_dir=str(d.absolute()), output=dst, markers=markers,
-                            batch=batch, ranges=ranges, seed=cfg.seed, library=cfg.library, client=cfg.client,
-                            settings=cfg.settings)
-            (df.selectExpr("topic", "partition", "offset", "CAST(value AS STRING) AS value")
-             .foreachPartition(partial(write_partition, spec)))
-            mark_progress(d, batch)
-            arming.fire_if_armed("after-commit", batch)
-
-        body = {"driver": transactional_batch, "executor": executor_batch, "builtin": builtin_batch}[sink]
-        q = (stream.writeStream.queryName(query.replace("-", "_"))
-             .option("checkpointLocation", str(checkpoint))
+        rec.event(process, SPARK_START, {"query": cfg.name, "incarnation": incarnation, "pid": os.getpid(), "sink": s.sink})
+        batches = Batches(cfg, s, d, process, rec)
+        if s.sink == "driver":
+            batches.producer = producer = new_producer(cfg, batches.txn_id)
+            init(rec, process, producer, batches.txn_id)  # fences every older incarnation first
+            # markers: the scenario requires it for the transactional sink, the only one that writes it
+            batches.last = last_committed_batch(cfg.bootstrap, s.markers or "", cfg.partitions, cfg.name)
+        q = (input_stream(cfg, s, d).writeStream.queryName(cfg.name.replace("-", "_"))
+             .option("checkpointLocation", str(batches.checkpoint))
              .trigger(processingTime=f"{s.trigger_ms} milliseconds")
-             .foreachBatch(body)
+             .foreachBatch(batches.body())
              .start())
         reported = -1
         try:
@@ -250,10 +260,27 @@ def main() -> None:
             failure = q.exception()
             if q.isActive:
                 q.stop()  # waits for the batch in hand
-            if producer is not None:
-                drop(producer)
+            if batches.producer is not None:
+                drop(batches.producer)
         if failure is not None:
-            raise SystemExit(f"query {query} failed: {str(failure)[:2000]}")
+            raise SystemExit(f"query {cfg.name} failed: {str(failure)[:2000]}")
+
+
+def input_stream(cfg: WorkloadConfig, s: SparkJobSettings, d: Path) -> Any:
+    """The job's Spark session's stream of the input topic (read_committed, from the earliest offset)."""
+    from harness.sparkjob.session import session
+
+    conf = {"spark.task.maxFailures": str(s.task_max_failures), "spark.speculation": str(s.speculation).lower(),
+            **SPECULATION_CONF, **json.loads(os.environ.get(ENV_JOB_CONF) or "{}")}
+    spark = session(f"eos-chaos-{cfg.name}", kafka=True, tmp_dir=d / "tmp",
+                    master=os.environ.get(ENV_JOB_MASTER) or None, conf=conf)
+    return (spark.readStream.format("kafka")
+            .option("kafka.bootstrap.servers", cfg.bootstrap)
+            .option("subscribe", s.input)
+            .option("startingOffsets", "earliest")
+            .option("kafka.isolation.level", "read_committed")
+            .option("maxOffsetsPerTrigger", s.max_offsets_per_trigger)
+            .load())
 
 
 def report_progress(q: Any, rec: Recorder, process: str, reported: int) -> int:

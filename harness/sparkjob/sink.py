@@ -118,9 +118,9 @@ def last_marker(bootstrap: str, topic: str, partition: int, key: str,
 
     from confluent_kafka import Consumer, KafkaError, TopicPartition
 
+    from clusters.health import QUIET
     from harness.base.errors import WaitTimeout
     from harness.base.wait import wait_until
-    from harness.kafka.reads import QUIET
 
     base = {"bootstrap.servers": bootstrap, "group.id": f"eos-chaos-marker-{uuid.uuid4().hex[:8]}",
             "enable.auto.commit": False, "enable.partition.eof": True, "logger": QUIET}

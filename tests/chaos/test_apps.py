@@ -96,7 +96,7 @@ def test_an_app_that_never_consumes_and_writes_what_no_input_explains_or_elsewhe
             time.sleep(1)
         """, stop_timeout_s=2)
     result = _run(cluster, sc)
-    v = result.verdict
+    v = result.verdict.to_json()
     assert v["valid"] is False, v["checks"]["app-map"]
     kinds = {e["kind"] for e in v["checks"]["app-map"]["examples"]}
     assert {"missing", "unexplained", "undeclared-topic"} <= kinds, v["checks"]["app-map"]

@@ -58,7 +58,7 @@ def run(cluster: Cluster, sc: Scenario, library: str, duration: float) -> runner
     assert {w.library for w in sc.workloads} == {library}
     result = runner.run(sc, Backend(cluster.backend), random.randrange(2**31), new_run_dir(f"pytest-{sc.name}-java"),
                         cluster=cluster)
-    v = result.verdict
+    v = result.verdict.to_json()
     print(json.dumps({k: v[k] for k in ("valid", "stats", "run")}, default=str)[:2000])
     assert v["run"]["healed"] is True and v["run"]["nemesis_errors"] == [], v["run"]
     assert not [t for t in procs.tagged_processes() if t.cluster_id == cluster.cluster_id
@@ -75,7 +75,7 @@ def anomalies(v: dict) -> dict[str, int]:
 # copier stay there through the two tests below (3.x, and the default release's reader)
 @pytest.mark.library
 def test_txn_baseline_is_valid_on_java(cluster: Cluster) -> None:
-    v = run(cluster, scenario.load("txn-baseline"), f"java@{DEFAULT_JAVA_VERSION}", 20).verdict
+    v = run(cluster, scenario.load("txn-baseline"), f"java@{DEFAULT_JAVA_VERSION}", 20).verdict.to_json()
     assert v["valid"] is True, anomalies(v)
     assert v["stats"]["txn"]["ok"] >= 20 and v["stats"]["faults"] >= 1, v["stats"]
 
@@ -84,7 +84,7 @@ def test_a_killed_java_copier_copies_exactly_once_on_3x(cluster: Cluster, tmp_pa
     path = tmp_path / "java-baseline-copier.yaml"
     path.write_text(BASELINE_WITH_COPIER)
     result = run(cluster, scenario.load(str(path)), f"java@{pins.JAVA_CLIENT_3X_VERSION}", 20)
-    v = result.verdict
+    v = result.verdict.to_json()
     assert v["valid"] is True, anomalies(v)
     assert v["stats"]["faults"] == 1 and v["checks"]["copy-exactly-once"].get("skipped") is None, v["stats"]
     ops = [json.loads(line) for line in (result.run_dir / "history" / "copier-0.jsonl").read_text().splitlines()]
@@ -97,5 +97,5 @@ def test_a_killed_java_copier_copies_exactly_once_on_3x(cluster: Cluster, tmp_pa
 def test_a_java_reader_with_read_uncommitted_is_caught_reading_aborted_values(cluster: Cluster) -> None:
     sc = scenario.load("negative-aborted-read")
     assert any(w.client.get("isolation.level") == "read_uncommitted" for w in sc.workloads)
-    v = run(cluster, sc, f"java@{DEFAULT_JAVA_VERSION}", 15).verdict
+    v = run(cluster, sc, f"java@{DEFAULT_JAVA_VERSION}", 15).verdict.to_json()
     assert v["valid"] is False and v["checks"]["aborted-read"]["count"] > 0, anomalies(v)

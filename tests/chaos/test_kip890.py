@@ -36,7 +36,7 @@ def hunt(cluster: Cluster, name: str, library: str, seed: int | None = None) -> 
     sc = scenario.load(name).with_library(library)
     seed = random.randrange(2**31) if seed is None else seed
     result = runner.run(sc, Backend(cluster.backend), seed, new_run_dir(f"pytest-{name}"), cluster=cluster)
-    v = result.verdict
+    v = result.verdict.to_json()
     assert v["run"]["healed"] is True and v["run"]["nemesis_errors"] == [], v["run"]
     assert v["run"]["transaction_version"] == 2, "the session cluster must run KIP-890 part 2"
     return result
@@ -60,7 +60,7 @@ def test_a_client_without_kip890_has_transactions_torn_by_late_commits(cluster: 
     seen: list[tuple[int, set[str]]] = []
     for seed in TORN_SEEDS:
         result = hunt(cluster, "kip890-late-commit-tight", library, seed)
-        v = result.verdict
+        v = result.verdict.to_json()
         assert late_commits_landed(result), f"seed {seed}: no late EndTxn was accepted: the faults missed"
         # whatever a run finds is what a late commit does, nothing else
         assert anomalies(v) <= LATE_COMMIT_ANOMALIES, (seed, anomalies(v))
@@ -73,7 +73,7 @@ def test_a_client_without_kip890_has_transactions_torn_by_late_commits(cluster: 
 @pytest.mark.parametrize("library", ["java@4.4.0", "franz-go@1.22.3"])
 def test_a_kip890_client_on_transaction_version_2_stays_valid_under_late_commits(cluster: Cluster, library: str) -> None:
     result = hunt(cluster, "kip890-late-commit-tight", library)
-    v = result.verdict
+    v = result.verdict.to_json()
     held = [json.loads(x) for x in (result.run_dir / "wire-events.jsonl").read_text().splitlines()]
     late = [e for e in held if e["event"] == "deliver" and e["api"] == "EndTxn" and e["client_gone"]]
     assert late and all(e["version"] >= 5 for e in late), f"{library}: the faults must have delivered late EndTxn v5"
@@ -84,7 +84,7 @@ def test_kafka_python_replaces_its_producer_after_a_timed_out_commit_and_stays_v
     """kafka-python makes a timed-out EndTxn fatal, so the workload opens a new producer, whose
     InitProducerId fences the old epoch: late EndTxn that arrive after it are refused (docs/KIP890.md)."""
     result = hunt(cluster, "kip890-late-commit-tight", "kafka-python")
-    v = result.verdict
+    v = result.verdict.to_json()
     events = [json.loads(x) for x in (result.run_dir / "wire-events.jsonl").read_text().splitlines()]
     late = [e for e in events if e["event"] == "response" and e["api"] == "EndTxn" and e["client_gone"]]
     assert any(e["error"] == "PRODUCER_FENCED" for e in late), "no late EndTxn met the new producer's epoch"

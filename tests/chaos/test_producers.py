@@ -33,7 +33,7 @@ def test_four_producers_in_one_process_stay_valid_and_share_their_coordinator(cl
         "expect": {"valid": True, "min_ok_txns": 20}})
     result = runner.run(sc, Backend(cluster.backend), random.randrange(2**31), new_run_dir("pytest-producers"),
                         cluster=cluster)
-    v = result.verdict
+    v = result.verdict.to_json()
     assert v["valid"] is True and v["as_expected"] is True, {k: v.get(k) for k in ("unknown_because", "run", "stats", "checks")}
     ids = {transactional_id("txn-producer-0", k) for k in range(PRODUCERS)}
     t = store.load(result.run_dir)

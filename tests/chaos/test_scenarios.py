@@ -20,7 +20,7 @@ pytestmark = pytest.mark.chaos
 
 
 def run(cluster: Cluster, name: str) -> dict:
-    return run_full(cluster, name).verdict
+    return run_full(cluster, name).verdict.to_json()
 
 
 def run_full(cluster: Cluster, name: str) -> runner.RunResult:
@@ -28,7 +28,7 @@ def run_full(cluster: Cluster, name: str) -> runner.RunResult:
     sc = scenario.load(name)
     seed = random.randrange(2**31)
     result = runner.run(sc, Backend(cluster.backend), seed, new_run_dir(f"pytest-{name}"), cluster=cluster)
-    v = result.verdict
+    v = result.verdict.to_json()
     print(json.dumps({k: v[k] for k in ("valid", "as_expected", "stats", "run")}, default=str)[:2000])
     assert v["run"]["healed"] is True, v["run"]["heal_problems"]
     assert v["run"]["nemesis_errors"] == [], v["run"]["nemesis_errors"]
@@ -145,7 +145,7 @@ def test_spark_job_stays_exactly_once_through_driver_kills(cluster: Cluster) -> 
 @pytest.mark.library
 def test_executor_sink_on_a_standalone_spark_cluster_survives_executor_kills(cluster: Cluster) -> None:
     result = run_full_local_only(cluster, "spark-executor-kill", SPARK_ONCE)
-    v = result.verdict
+    v = result.verdict.to_json()
     spark = v["stats"]["spark"]
     assert v["valid"] is True, anomalies(v)
     assert v["checks"]["spark-exactly-once"]["count"] == 0 and "skipped" not in v["checks"]["spark-exactly-once"]
@@ -185,7 +185,7 @@ def test_recreate_on_indefinite_starts_a_new_incarnation_after_each_timed_out_co
     if cluster.backend != "local":
         pytest.skip("the decision lives in the workload, the same on every backend: run once (local)")
     result = run_full(cluster, "incident-commit-timeout-recreate")
-    v = result.verdict
+    v = result.verdict.to_json()
     assert v["valid"] is True and v["as_expected"] is True, (anomalies(v), v["stats"])
     lines = [json.loads(x) for x in (result.run_dir / "history" / "txn-producer-0.jsonl").read_text().splitlines()]
     timed_out = [i for i, op in enumerate(lines) if op["f"] == "txn" and op["type"] != "invoke"

@@ -22,14 +22,14 @@ def _kinds(v: dict, check: str) -> set[str]:
 
 
 def test_a_kafka_streams_app_on_exactly_once_v2_keeps_every_count_and_sum_exact(cluster: Cluster) -> None:
-    v = run_full_local_only(cluster, "app-streams-count-sum", ONCE).verdict
+    v = run_full_local_only(cluster, "app-streams-count-sum", ONCE).verdict.to_json()
     assert v["valid"] is True and v["as_expected"] is True, anomalies(v)
     assert "skipped" not in v["checks"]["app-aggregate"], v["checks"]["app-aggregate"]
     assert v["run"]["app"]["drain"]["drained"] is True, v["run"]["app"]
 
 
 def test_the_same_streams_app_on_at_least_once_is_caught_counting_twice(cluster: Cluster) -> None:
-    v = run_full_local_only(cluster, "app-streams-count-sum-alos", ONCE).verdict
+    v = run_full_local_only(cluster, "app-streams-count-sum-alos", ONCE).verdict.to_json()
     assert v["valid"] is False and v["as_expected"] is True, anomalies(v)
     assert set(anomalies(v)) == {"app-aggregate"}, anomalies(v)  # the feeder's own input stays exactly-once
     # counted twice: an update above the exact count or sum, not merely a count that fell short
@@ -40,19 +40,19 @@ def test_the_same_streams_app_on_at_least_once_is_caught_counting_twice(cluster:
 # Python and Streams apps; the valid copier runs in make library
 @pytest.mark.library
 def test_kafkas_transactional_message_copier_copies_each_input_once(cluster: Cluster) -> None:
-    v = run_full_local_only(cluster, "app-kafka-copier", ONCE).verdict
+    v = run_full_local_only(cluster, "app-kafka-copier", ONCE).verdict.to_json()
     assert v["valid"] is True and v["as_expected"] is True, anomalies(v)
     assert "skipped" not in v["checks"]["app-map"], v["checks"]["app-map"]
 
 
 def test_the_copier_misconfigured_with_a_group_per_instance_is_caught_copying_twice(cluster: Cluster) -> None:
-    v = run_full_local_only(cluster, "app-kafka-copier-own-groups", ONCE).verdict
+    v = run_full_local_only(cluster, "app-kafka-copier-own-groups", ONCE).verdict.to_json()
     assert v["valid"] is False and v["as_expected"] is True, anomalies(v)
     assert set(anomalies(v)) == {"app-map"} and "duplicate" in _kinds(v, "app-map"), v["checks"]["app-map"]
 
 
 def test_the_python_services_negative_control_without_transactions_is_caught(cluster: Cluster) -> None:
-    v = run_full_local_only(cluster, "app-py-copier-unsafe", ONCE).verdict
+    v = run_full_local_only(cluster, "app-py-copier-unsafe", ONCE).verdict.to_json()
     assert v["valid"] is False and v["as_expected"] is True, v["checks"]["app-map"]
     assert set(anomalies(v)) == {"app-map"}, anomalies(v)
     assert {"duplicate", "aborted-input"} <= _kinds(v, "app-map"), v["checks"]["app-map"]["examples"]

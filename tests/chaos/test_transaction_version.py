@@ -57,7 +57,7 @@ def test_the_fault_changes_the_level_while_transactions_run_and_its_heal_restore
                                   "faults": [{"at": 2, "kind": "set-transaction-version", "level": to, "duration": 6}],
                                   "expect": {"valid": True, "min_ok_txns": 20}})
     result = runner.run(sc, Backend(cluster.backend), 7, new_run_dir("pytest-set-transaction-version"), cluster=cluster)
-    v = result.verdict
+    v = result.verdict.to_json()
     assert v["valid"] is True and v["as_expected"] is True, {k: v[k] for k in ("checks", "stats", "run")}
     assert v["run"]["transaction_version"] == before and result.journal.features[TV] == before
     ops = _events(result.run_dir)

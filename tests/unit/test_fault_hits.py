@@ -144,8 +144,8 @@ def test_the_journal_the_report_and_the_summary_list_faults_that_hit_nothing(tmp
     hits = [f.hit for f in again.faults]
     assert [h["hit"] for h in hits if h] == [False, False, True], hits
     assert hits[2]["requests"] == {"hold": 1} and again.faults[1].wait_expired
-    assert v["run"]["faults_hit"] == {"faults": 3, "hit_nothing": 2, "began_without_progress": 1}
-    assert mostly_nothing(v["run"]["faults_hit"])
+    assert v.to_json()["run"]["faults_hit"] == {"faults": 3, "hit_nothing": 2, "began_without_progress": 1}
+    assert mostly_nothing(v.to_json()["run"]["faults_hit"])
     assert any("most faults hit nothing:[/] 2 of 3" in line for line in verdict_details(v))
     page = (run_dir / "report.html").read_text()
     assert "Most faults hit nothing: 2 of 3" in page and "requests: hold 1" in page and "hit-nothing" in page

@@ -24,6 +24,7 @@ from harness.report.loaded import read_verdict
 from harness.report.repro import Cut
 from harness.run.scenario import load
 from harness.rundir.journal import FaultRun, Journal
+from harness.rundir.run_verdict import RunVerdict
 from tests.unit.test_report import make_run
 from tests.unit.test_repro import make_torn_run, torn_history
 
@@ -370,7 +371,7 @@ def test_replay_runs_each_candidate_as_eos_chaos_run_on_one_cluster(tmp_path: Pa
 
     def run(sc: Any, backend: Any, seed: int, run_dir: Path, kafka_version: Any = None, **kw: Any) -> Any:
         runs.append({"sc": sc, "seed": seed, "run_dir": run_dir, "kafka_version": kafka_version, **kw})
-        verdict = {"valid": False, "checks": {CHECK: {"count": 1}, "duplicate": {"count": 0}}}
+        verdict = RunVerdict.of({"valid": False, "checks": {CHECK: {"count": 1}, "duplicate": {"count": 0}}, "stats": {}})
         return SimpleNamespace(verdict=verdict, interrupted=False)
 
     monkeypatch.setattr(runner, "cluster_that_is_up", that_is_up)

@@ -93,7 +93,7 @@ def test_check_keeps_the_expectation_and_the_run_facts(tmp_path: Path) -> None:
     journal.interrupted = True
     journal.save(folder)
     folder.report.unlink(missing_ok=True)
-    v = runner.rerun_check(run_dir)
+    v = runner.rerun_check(run_dir).to_json()
     assert v == json.loads(folder.verdict.read_text())
     assert v["valid"] is False and v["expected"]["fires"] == ["duplicate"] and v["as_expected"] is True
     assert v["run"]["interrupted"] is True and v["stats"]["faults"] == 3  # the fault starts in the history
@@ -107,7 +107,7 @@ def test_an_old_folder_without_a_journal_still_checks_and_says_what_it_lacks(tmp
     old = json.loads(folder.verdict.read_text())
     old["expected"] = Expect(min_ok_txns=1).model_dump()
     folder.verdict.write_text(json.dumps(old))
-    v = runner.rerun_check(run_dir)
+    v = runner.rerun_check(run_dir).to_json()
     assert v["run"] is None and "no journal.json" in v["note"]
     assert v["expected"]["min_ok_txns"] == 1 and v["as_expected"] is True  # the old verdict's expectation
 

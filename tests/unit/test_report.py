@@ -31,6 +31,7 @@ from harness.report.plots import label_rows, plain_number, timeline_svg, zoom_wi
 from harness.run import verdict_file
 from harness.rundir import runinfo
 from harness.rundir.journal import Journal
+from harness.rundir.run_verdict import RunVerdict
 from harness.rundir.runfolder import RunFolder
 from tests.browser import render
 from tests.unit.histories import clean
@@ -244,12 +245,12 @@ def test_a_page_that_fetches_from_the_network_is_caught(tmp_path: Path) -> None:
 
 def test_partitions_to_show_come_from_the_position_objects_examples_name() -> None:
     at = {"topic": "o", "partition": 1, "offset": 9}
-    verdict = {"checks": {
+    verdict = RunVerdict.of({"valid": False, "stats": {}, "checks": {
         "duplicate": {"count": 1, "examples": [{"value": "a1", "positions": [{"topic": "t", "partition": 0, "offset": 0},
                                                                              {"topic": "t", "partition": 0, "offset": 8}]}]},
         "copy-exactly-once": {"count": 1, "examples": [{"orphan_output": at, "copies": {"topic": "t", "partition": 0,
                                                                                         "offset": 40}}]},
-        "lost-write": {"count": 0, "examples": []}}}
+        "lost-write": {"count": 0, "examples": []}}})
     assert anomaly_positions(verdict) == {("t", 0): {"duplicate": [0, 8], "copy-exactly-once": [40]},
                                           ("o", 1): {"copy-exactly-once": [9]}}
     assert cell(at) == "o-1@9" and cell({"topic": "o"}) == "topic: o"

@@ -11,6 +11,7 @@ from harness.checker import check
 from harness.history.model import FAULT, NEMESIS, READ_UNCOMMITTED, tp_key
 from harness.run import scenario
 from harness.run.verdict_file import as_expected
+from harness.rundir.run_verdict import RunVerdict
 from tests.unit.histories import History
 
 Sends = list[tuple[str, int, str, int | None]]
@@ -34,7 +35,7 @@ def smoke(ok: Sequence[Sends] = (), fail: Sequence[Sends] = (), info: Sequence[S
     verdict = check(tables).to_json()
     verdict["run"] = {"healed": True, "heal_problems": [], "nemesis_errors": []}
     verdict["as_expected"] = as_expected(verdict, scenario.load("smoke").expect)
-    return summarise(Path("smoke-run"), verdict, tables)
+    return summarise(Path("smoke-run"), RunVerdict.of(verdict), tables)
 
 
 A = [("t", 0, "a", 0), ("t", 0, "b", 1)]
@@ -52,32 +53,32 @@ def test_clean_history_passes() -> None:
 
 def test_lost_committed_value_fails() -> None:
     r = smoke(ok=[A], read=[(0, "a")])
-    assert not r.passed and r.findings()["lost-write"]["count"] == 1, r.summary()
+    assert not r.passed and r.findings()["lost-write"].count == 1, r.summary()
     assert "missing 1" in r.summary()
 
 
 def test_duplicate_fails() -> None:
     r = smoke(ok=[A], read=[(0, "a"), (1, "b"), (3, "a")])
-    assert not r.passed and r.findings()["duplicate"]["count"] == 1, r.summary()
+    assert not r.passed and r.findings()["duplicate"].count == 1, r.summary()
     assert "duplicated 1" in r.summary()
 
 
 def test_aborted_read_fails() -> None:
     r = smoke(ok=[A], fail=[[("t", 0, "x", None)]], read=[(0, "a"), (1, "b"), (3, "x")])
-    assert not r.passed and r.findings()["aborted-read"]["count"] == 1, r.summary()
+    assert not r.passed and r.findings()["aborted-read"].count == 1, r.summary()
     assert "from aborted transactions 1" in r.summary()
 
 
 def test_value_nobody_wrote_fails() -> None:
     r = smoke(ok=[A], read=[(0, "a"), (1, "b"), (3, "ghost")])
-    assert not r.passed and r.findings()["phantom-read"]["count"] == 1, r.summary()
-    assert r.findings()["phantom-read"]["examples"][0]["value"] == "ghost"
+    assert not r.passed and r.findings()["phantom-read"].count == 1, r.summary()
+    assert r.findings()["phantom-read"].examples[0]["value"] == "ghost"
     assert "never written 1" in r.summary() and "other anomalies 0" in r.summary()
 
 
 def test_no_fault_injected_fails() -> None:
     r = smoke(ok=[A], read=[(0, "a"), (1, "b")], killed=None)
-    assert r.verdict["valid"] is True and not r.passed
+    assert r.verdict.valid is True and not r.passed
     assert any("no broker was killed" in line for line in r.details())
 
 
