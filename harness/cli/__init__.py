@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from harness.cli import exits
 
+exits.until_main()
+
 if TYPE_CHECKING:
     import typer
 

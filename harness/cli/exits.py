@@ -13,6 +13,7 @@ import os
 import signal
 import sys
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 from types import FrameType
 from typing import Any, NoReturn, TextIO, cast
 
@@ -115,6 +116,8 @@ def interrupts_noted() -> Iterator[None]:
     exit 0 after a Ctrl-C at 0.1 s)."""
     noted: list[int] = []
     before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    if before[signal.SIGINT] is _before_main:  # the commands then get Python's own: KeyboardInterrupt
+        before[signal.SIGINT] = signal.default_int_handler
     for sig, handler in before.items():
         if handler is not signal.SIG_IGN:  # a background job's ignored Ctrl-C stays ignored
             signal.signal(sig, lambda signum, frame: noted.append(signum))
@@ -125,6 +128,24 @@ def interrupts_noted() -> Iterator[None]:
             signal.signal(sig, handler)
     if noted:
         interrupted_before_the_command()
+
+
+def until_main() -> None:
+    """From the console script's import of ``harness.cli`` until ``main`` notes interrupts itself:
+    Ctrl-C is one line and exit 130. The script runs lines of its own in between (pip's wrapper
+    rewrites ``sys.argv[0]`` with a regular expression, compiled there: tens of milliseconds on a
+    loaded machine), where Python's handler would print a KeyboardInterrupt traceback. An ignored
+    Ctrl-C (a background job) stays ignored, and a program that merely imports ``harness.cli`` (a
+    test session) keeps its own handling."""
+    main = sys.modules.get("__main__")
+    ours = Path(getattr(main, "__file__", "") or "").name == "eos-chaos" or getattr(
+        getattr(main, "__spec__", None), "name", None) == "harness.__main__"
+    if ours and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _before_main)
+
+
+def _before_main(signum: int, frame: FrameType | None) -> None:
+    interrupted_before_the_command()
 
 
 def interrupted_before_the_command() -> NoReturn:
