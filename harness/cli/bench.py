@@ -66,7 +66,7 @@ AppOpt = typer.Option(
     "partitions, a fifth of the transactions aborted) and judged by its contract check: map (identity), map-function (a "
     "module:function contract, two outputs per input) or aggregate (running count and sum per key). "
     f"Default engine only; at most {MAX_APP_VALUES // 1_000_000}M values (built in memory).")
-#: ``bench checker --values`` at most: the largest history measured (docs/BENCHMARKS.md: 211 s to
+#: ``bench checker --values`` at most: the largest history measured (docs/history/BENCHMARKS.md: 211 s to
 #: write, 7.5 GB of Parquet in the temporary folder); 10^12 would fill the disk for hours.
 MAX_CHECKER_VALUES = 100_000_000
 
