@@ -14,7 +14,7 @@ import jinja2
 
 from harness.checker import MEANING, VERDICT_FILE
 from harness.history.text import write_history_text
-from harness.report.app import is_record, record_text
+from harness.report.app_section import is_record, record_text
 from harness.report.data import RunData, hit_text, is_position, load, position_text
 from harness.report.loaded import LoadedRun
 from harness.report.logs import excerpts, log_links

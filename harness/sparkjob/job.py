@@ -48,7 +48,7 @@ from harness.history.model import (
 from harness.history.recorder import Recorder
 from harness.kafka.reads import read_all
 from harness.rundir.runfolder import write_json
-from harness.workloads.common import Retired, Stop, WorkloadConfig, drop, init, new_producer, transaction
+from harness.workloads.common import Retired, StopFlag, WorkloadConfig, drop, init, new_producer, transaction
 from harness.workloads.registry import SparkJobSettings
 
 #: Where the job finds a standalone cluster's master (set by the runner for ``spark: standalone``)
@@ -147,7 +147,7 @@ def main() -> None:
     d = job_dir(Path(cfg.run_dir), cfg.name)
     incarnation = next_incarnation(d)
     process = f"{cfg.name}.{incarnation}"
-    stop = Stop(cfg.max_seconds)
+    stop = StopFlag(cfg.max_seconds)
     rnd = random.Random(f"{cfg.seed}/{process}")
     checkpoint = d / "checkpoint"
     with Recorder(Path(cfg.run_dir), process) as rec:

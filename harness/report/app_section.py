@@ -24,7 +24,7 @@ from harness.report.clock import Clock
 from harness.report.logs import LogLink
 from harness.rundir.journal import Journal
 from harness.rundir.runfolder import WORKLOADS
-from harness.workloads.app import KILLED_AT_STOP, MAX_RESTARTS
+from harness.workloads.app_wrapper import KILLED_AT_STOP, MAX_RESTARTS
 from harness.workloads.registry import APP_FEEDER, APP_READER, AppSettings
 
 #: The kind of workload an app is in a scenario (``registry.KindName``).
@@ -58,7 +58,7 @@ class OutputRead:
 
 
 @dataclass
-class Fact:
+class AppRow:
     """One row of the app's table: what, what it was, whether it is a warning."""
 
     what: str
@@ -72,7 +72,7 @@ class AppView:
     #: the ``app-contract`` the checks judged by (topics as the run names them)
     contract: dict[str, Any]
     #: the contract, the settings, the drain, the contract function, as rows
-    facts: list[Fact]
+    facts: list[AppRow]
     #: the command of an instance (placeholders unfilled; empty: the journal does not say)
     command: str
     instances: list[Instance]
@@ -89,7 +89,7 @@ def contract_says(c: dict[str, Any]) -> str:
 
 
 def ended_says(code: int | None, stop_timeout_s: float | None) -> str:
-    """How an instance's wrapper ended, from its exit code (``harness.workloads.app``)."""
+    """How an instance's wrapper ended, from its exit code (``harness.workloads.app_wrapper``)."""
     if code is None:
         return "no exit code recorded"
     if code == 0:
@@ -145,33 +145,33 @@ def app_view(tables: store.Tables, journal: Journal | None, clock: Clock, links:
                    instances, helpers, _outputs_read(tables, name, contract))
 
 
-def _facts(contract: dict[str, Any], s: AppSettings | None, facts: dict[str, Any], stray: dict[str, int]) -> list[Fact]:
+def _facts(contract: dict[str, Any], s: AppSettings | None, facts: dict[str, Any], stray: dict[str, int]) -> list[AppRow]:
     """The contract, the topics written to undeclared (``stray``: topic -> records), the settings
     that shape the run, the drain and the contract function, as rows."""
-    rows = [Fact("contract", contract_says(contract)), Fact("inputs", ", ".join(contract.get("inputs") or [])),
-            Fact("outputs", ", ".join(contract.get("outputs") or []))]
+    rows = [AppRow("contract", contract_says(contract)), AppRow("inputs", ", ".join(contract.get("inputs") or [])),
+            AppRow("outputs", ", ".join(contract.get("outputs") or []))]
     if stray:
-        rows.append(Fact("written undeclared", ", ".join(f"{t}: {n} records" for t, n in stray.items()), warn=True))
+        rows.append(AppRow("written undeclared", ", ".join(f"{t}: {n} records" for t, n in stray.items()), warn=True))
     if s is not None:
         serde = s.contract.output_serde
         f = s.feeder
-        rows += [Fact("output serde", f"key {serde.key}, value {serde.value}"),
-                 Fact("feeder", f"{f.values_per_txn} values a transaction, {f.abort_share:.0%} aborted on purpose, "
+        rows += [AppRow("output serde", f"key {serde.key}, value {serde.value}"),
+                 AppRow("feeder", f"{f.values_per_txn} values a transaction, {f.abort_share:.0%} aborted on purpose, "
                                 f"{f.keys} keys, {f'{f.rate:g} values/s at most' if f.rate else 'as fast as it goes'}, "
                                 f"values as {f.value_serde}"),
-                 Fact("ready when", f"{_ready_says(s)} (within ready_timeout_s {s.ready_timeout_s:g} s)"),
-                 Fact("stop", f"SIGTERM, then SIGKILL after stop_timeout_s {s.stop_timeout_s:g} s")]
+                 AppRow("ready when", f"{_ready_says(s)} (within ready_timeout_s {s.ready_timeout_s:g} s)"),
+                 AppRow("stop", f"SIGTERM, then SIGKILL after stop_timeout_s {s.stop_timeout_s:g} s")]
     drain = facts.get("drain")
     if drain is not None or facts:
-        rows.append(Fact("drain", _drain_says(drain, s), warn=not (drain or {}).get("drained")))
+        rows.append(AppRow("drain", _drain_says(drain, s), warn=not (drain or {}).get("drained")))
     if facts.get("restarted_for_drain"):
-        rows.append(Fact("started again for the drain", ", ".join(facts["restarted_for_drain"])))
+        rows.append(AppRow("started again for the drain", ", ".join(facts["restarted_for_drain"])))
     if facts.get("function_error"):
-        rows.append(Fact("contract function", f"could not be applied: {facts['function_error']}", warn=True))
+        rows.append(AppRow("contract function", f"could not be applied: {facts['function_error']}", warn=True))
     elif facts.get("expected_inputs") is not None:
-        rows.append(Fact("contract function", f"applied to {facts['expected_inputs']} inputs (the expect ops)"))
+        rows.append(AppRow("contract function", f"applied to {facts['expected_inputs']} inputs (the expect ops)"))
     if facts.get("outputs_read") is not None:
-        rows.append(Fact("outputs read", f"{facts['outputs_read']} records in the final scans (both isolations)"))
+        rows.append(AppRow("outputs read", f"{facts['outputs_read']} records in the final scans (both isolations)"))
     return rows
 
 
