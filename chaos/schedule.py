@@ -22,7 +22,7 @@ MAX_PLANNED = 2 * MAX_MIX_FAULTS
 RESOLUTION_S = 0.1
 
 
-class Mix(Protocol):
+class MixView(Protocol):
     """A scenario's ``mix`` (harness.run.scenario.Mix), as far as planning reads it."""
 
     @property
@@ -49,10 +49,10 @@ class Planned(Protocol):
     @property
     def faults(self) -> Sequence[Fault]: ...
     @property
-    def mix(self) -> Mix | None: ...
+    def mix(self) -> MixView | None: ...
 
 
-def mix_problem(mix: Mix, run_s: float) -> str | None:
+def mix_problem(mix: MixView, run_s: float) -> str | None:
     """Why ``mix`` cannot be planned in a run of ``run_s`` seconds (None: it can): its faults and
     gaps take no time, so planning would never reach the run's end, or it would plan more than
     ``MAX_MIX_FAULTS``."""

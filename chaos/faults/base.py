@@ -45,7 +45,7 @@ def _target(value: Any) -> Any:
 Target = Annotated[Role | int, BeforeValidator(_target)]
 
 
-class Recorder(Protocol):
+class EventRecorder(Protocol):
     def __call__(self, kind: str, **value: object) -> None: ...
 
 
@@ -61,8 +61,8 @@ class FaultContext:
     cluster: Cluster
     resolve: Resolver
     control: WorkloadControl
-    start: Recorder
-    end: Recorder
+    start: EventRecorder
+    end: EventRecorder
     stop: threading.Event
     #: the nemesis's seeded choices (which executor, which worker)
     rnd: random.Random = field(default_factory=random.Random)

@@ -195,7 +195,7 @@ def write_scenarios(folder: Path, hunt_seeds: list[int], duration: float) -> lis
 # ---- the summary ----
 
 @dataclass(frozen=True)
-class Found:
+class HuntRun:
     """One run of the hunt as the summary sees it."""
 
     seed: int
@@ -226,7 +226,7 @@ def late_requests(run_dir: Path) -> dict[str, int]:
     given up on them: its connection was closed by then, or the request was held past the client's
     request timeout (the run's ``scenario.json``). Every finding of the hunt so far came from one of
     these (docs/HUNT.md); ``{}`` for a run without a wire log (or whose folder cannot be read)."""
-    from harness.report.wire import read_wire
+    from harness.report.wire_events import read_wire
     from harness.rundir.runfolder import SCENARIO
 
     try:
@@ -254,17 +254,17 @@ def summary(m: Matrix, out: Path, first_of: Callable[[Path], float | None] = fir
     rate (invalid among the runs judged), how many were unknown, which checks fired in how many
     seeds, the median time to the first anomaly (``first_of`` a finding's run folder), and the
     late requests of every run (``late_of`` its folder) with their median a seed."""
-    columns: dict[tuple[str, str, str], list[Found]] = {}
+    columns: dict[tuple[str, str, str], list[HuntRun]] = {}
     for r in sorted(m.runs.values(), key=lambda r: (r.client, r.kafka_version, level_name(r.transaction_version))):
         seed = int(Path(r.scenario).stem.removeprefix(PREFIX))
         t = first_of(out / r.run_dir) if r.outcome == "invalid" else None
         columns.setdefault((r.client, r.kafka_version, level_name(r.transaction_version)), []).append(
-            Found(seed, r.outcome, dict(r.anomalies), t, r.command if r.outcome != "valid" else None,
+            HuntRun(seed, r.outcome, dict(r.anomalies), t, r.command if r.outcome != "valid" else None,
                   late_of(out / r.run_dir)))
     return {"columns": [_column(key, runs) for key, runs in columns.items()]}
 
 
-def _column(key: tuple[str, str, str], runs: list[Found]) -> dict[str, Any]:
+def _column(key: tuple[str, str, str], runs: list[HuntRun]) -> dict[str, Any]:
     client, kv, tv = key
     judged = [r for r in runs if r.outcome != "unknown"]
     found = [r for r in runs if r.outcome == "invalid"]

@@ -20,18 +20,18 @@ from harness.history.model import FAIL, INFO, MAX_PARTITION, OK, READ_UNCOMMITTE
 
 
 @dataclass
-class Send:
+class WorldSend:
     partition: int
     value: str
     offset: int  # where it is in the log (acknowledged only when the transaction is ok)
 
 
 @dataclass
-class Txn:
+class WorldTxn:
     producer: int
     outcome: str
     committed: bool
-    sends: list[Send]
+    sends: list[WorldSend]
 
 
 @dataclass
@@ -52,15 +52,15 @@ class World:
 
     partitions: int
     producers: int
-    events: list[Init | Txn] = field(default_factory=list)
+    events: list[Init | WorldTxn] = field(default_factory=list)
     #: per partition: (offset, value, committed); control markers are (offset, "", False)
     logs: list[list[tuple[int, str, bool]]] = field(default_factory=list)
     polls: dict[int, list[Poll]] = field(default_factory=dict)
     committed_scan: dict[int, list[tuple[int, str]]] = field(default_factory=dict)
     uncommitted_scan: dict[int, list[tuple[int, str]]] = field(default_factory=dict)
 
-    def txns(self) -> list[Txn]:
-        return [e for e in self.events if isinstance(e, Txn)]
+    def txns(self) -> list[WorldTxn]:
+        return [e for e in self.events if isinstance(e, WorldTxn)]
 
 
 def world(rnd: random.Random, txns: int = 12, producers: int = 3, partitions: int = 3, readers: int = 2) -> World:
@@ -81,8 +81,8 @@ def world(rnd: random.Random, txns: int = 12, producers: int = 3, partitions: in
         for k, p in enumerate(parts):
             off = len(w.logs[p])
             w.logs[p] += [(off, f"v{i}-{k}", committed), (off + 1, "", False)]
-            sends.append(Send(p, f"v{i}-{k}", off))
-        w.events.append(Txn(rnd.randrange(producers), outcome, committed, sends))
+            sends.append(WorldSend(p, f"v{i}-{k}", off))
+        w.events.append(WorldTxn(rnd.randrange(producers), outcome, committed, sends))
     visible = {p: [(o, v) for o, v, c in w.logs[p] if c] for p in range(partitions)}
     for r in range(readers):
         polls: list[Poll] = []
@@ -200,7 +200,7 @@ def zombie_commit(w: World, rnd: random.Random) -> int:
     """A producer's last (ok) commit starts after a newer instance of its transactional.id finished
     ``init_transactions``."""
     last = w.events[-1]
-    assert isinstance(last, Txn) and last.outcome == OK
+    assert isinstance(last, WorldTxn) and last.outcome == OK
     w.events.insert(len(w.events) - 1, Init(last.producer, 1))
     return 1
 

@@ -489,7 +489,7 @@ def bench_app_cmd(
 ) -> None:
     """An app under test: the feeder's committed input values/s, and the harness's overhead on an app's throughput
     (the shipped Python copier copying --records alone and as the runner runs it; median of --runs, interleaved)."""
-    from harness.bench.app import bench_app
+    from harness.bench.app_bench import bench_app
     from harness.bench.infra import Series
 
     result = _on_one_cluster("bench-app", backend, port_base,
@@ -551,7 +551,7 @@ def bench_wire_cmd(
     import statistics
 
     from harness.bench.infra import Series
-    from harness.bench.wire import bench
+    from harness.bench.wire_bench import bench
 
     keys = ("with_p50_us", "without_p50_us", "added_p50_us", "with_p99_us", "without_p99_us", "added_p99_us")
     counter = iter(range(runs))

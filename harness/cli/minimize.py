@@ -94,10 +94,10 @@ def minimize_cmd(
 
 def _progress() -> Callable[..., object]:
     """Each run's live progress, as ``eos-chaos run`` shows it (stderr)."""
-    from harness.report.progress import Progress
+    from harness.report.live_progress import ProgressLine
 
-    def show(d: Path, secs: float, faults: Callable[[], list[str]]) -> Progress:
-        return Progress(d, secs, faults, console=err).start()
+    def show(d: Path, secs: float, faults: Callable[[], list[str]]) -> ProgressLine:
+        return ProgressLine(d, secs, faults, console=err).start()
 
     return show
 

@@ -112,10 +112,10 @@ def run_cmd(
     # a bad --out is refused before anything starts (no cluster, no folder made)
     run_dir = check_out(Path(out_dir), "--out", "run folder") if out_dir else new_run_dir(sc.name)
     log.info(f"scenario {sc.name}, seed {s}, {backend.value} backend, run folder {run_dir}")
-    from harness.report.progress import Progress
+    from harness.report.live_progress import ProgressLine
 
-    def show(d: Path, secs: float, faults: Callable[[], list[str]]) -> Progress:
-        return Progress(d, secs, faults, console=err).start()
+    def show(d: Path, secs: float, faults: Callable[[], list[str]]) -> ProgressLine:
+        return ProgressLine(d, secs, faults, console=err).start()
 
     result = runner.run(sc, backend, s, run_dir, kafka_version, port_base=port_base, keep=keep, show=show,
                         source=name, transaction_version=transaction_version)

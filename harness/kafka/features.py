@@ -78,7 +78,7 @@ def _compact_str(s: str | None) -> bytes:
     return _uvarint(len(raw) + 1) + raw
 
 
-class Reader:
+class BodyReader:
     """A cursor over a response body; every read past the end is a ``FeatureError``."""
 
     def __init__(self, data: bytes) -> None:
@@ -155,7 +155,7 @@ class Features:
 
 def parse_api_versions(body: bytes) -> Features:
     """An ApiVersions v3+ response body (after the v0 response header)."""
-    r = Reader(body)
+    r = BodyReader(body)
     error = r.int16()
     if error:
         raise FeatureError(f"ApiVersions v{API_VERSIONS_V} refused: {_error(error)}")
@@ -168,7 +168,7 @@ def parse_api_versions(body: bytes) -> Features:
     epoch = -1
     for _ in range(r.uvarint()):
         tag, size = r.uvarint(), r.uvarint()
-        field = Reader(r.take(size))
+        field = BodyReader(r.take(size))
         if tag == 0:
             for _ in range(max(field.compact_len(), 0)):
                 name = field.compact_str() or ""
@@ -194,7 +194,7 @@ def update_features_body(feature: str, level: int, upgrade_type: int, timeout_ms
 
 def parse_update_features(body: bytes) -> list[str]:
     """An UpdateFeatures v1 response (after its v1 header's tagged fields): the errors, empty when it worked."""
-    r = Reader(body)
+    r = BodyReader(body)
     r.int32()  # throttle
     problems = []
     code, msg = r.int16(), r.compact_str()
@@ -248,7 +248,7 @@ def _exchange(address: tuple[str, int], api_key: int, version: int, body: bytes,
             return bytes(data)
 
         size = struct.unpack(">i", recv(4))[0]
-        payload = Reader(recv(size))
+        payload = BodyReader(recv(size))
     if payload.int32() != corr:
         raise FeatureError(f"{address[0]}:{address[1]} answered another request (correlation id)")
     if flexible_response:

@@ -6,7 +6,7 @@ fixtures for tests of your own:
 - ``nemesis``: inject faults inside a test (``with nemesis.fault("partition", target="leader",
   of="orders/0"): ...``); every fault is healed when the test ends, and the heal is checked;
 - ``run_scenario(name, **overrides)``: run a library scenario (or a YAML file) on that cluster and
-  get its verdict (``RunResult``: the verdict dict, plus its run folder and report).
+  get its verdict (``ScenarioResult``: the verdict dict, plus its run folder and report).
 
 ``pytest -m chaos --eos-library`` adds the scenario library, one test per scenario.
 Nothing here imports Kafka clients or Spark until a fixture is used: unit-test runs stay light.
@@ -485,7 +485,7 @@ def _nemesis_report(run_dir: Path, node: pytest.Item) -> None:
     node.user_properties.append(("eos_report", str(path)))
 
 
-class RunResult(dict[str, Any]):
+class ScenarioResult(dict[str, Any]):
     """A run's ``verdict.json`` as a dict (what a test asserts on), plus the same verdict typed
     (``verdict``: what the methods read), where the run is and how to read it."""
 
@@ -563,7 +563,7 @@ def _scenario(name: str, duration: float | None, overrides: dict[str, Any]) -> A
         raise pytest.UsageError(f"run_scenario({name!r}, {overrides}): " + "; ".join(scenario.problems(exc, fields))) from None
 
 
-def record_verdict(node: pytest.Item, verdict: RunResult) -> None:
+def record_verdict(node: pytest.Item, verdict: ScenarioResult) -> None:
     """The run's facts as JUnit properties of the test (``<property>`` in --junitxml), so a CI
     system shows the report, verdict, seed and re-run command beside the test."""
     for name, value in (("eos_verdict", verdict.verdict.label), ("eos_as_expected", str(verdict.verdict.as_expected is True).lower()),
@@ -574,12 +574,12 @@ def record_verdict(node: pytest.Item, verdict: RunResult) -> None:
 
 
 @pytest.fixture
-def run_scenario(kafka_cluster: Cluster, eos_options: EosOptions, request: pytest.FixtureRequest) -> Callable[..., RunResult]:
+def run_scenario(kafka_cluster: Cluster, eos_options: EosOptions, request: pytest.FixtureRequest) -> Callable[..., ScenarioResult]:
     """``run_scenario(name, seed=None, **overrides)``: run a scenario on ``kafka_cluster`` and return
-    its ``RunResult``. ``overrides`` replace scenario fields (``duration=60``, ``faults=[...]``). Each
+    its ``ScenarioResult``. ``overrides`` replace scenario fields (``duration=60``, ``faults=[...]``). Each
     run's report, verdict, seed and re-run command become JUnit properties of the test."""
 
-    def run(name: str, seed: int | None = None, **overrides: Any) -> RunResult:
+    def run(name: str, seed: int | None = None, **overrides: Any) -> ScenarioResult:
         return run_on_session_cluster(_scenario(name, eos_options.duration, overrides), name, seed, kafka_cluster,
                                       eos_options, request)
 
@@ -587,7 +587,7 @@ def run_scenario(kafka_cluster: Cluster, eos_options: EosOptions, request: pytes
 
 
 def run_on_session_cluster(sc: Any, source: str, seed: int | None, kafka_cluster: Cluster, eos_options: EosOptions,
-                           request: pytest.FixtureRequest) -> RunResult:
+                           request: pytest.FixtureRequest) -> ScenarioResult:
     """Run scenario ``sc`` (named ``source`` in its re-run command) on the session's cluster with the
     session's options (--eos-client, --eos-seed), as a test's run: its facts become JUnit properties
     and the session's summary lists it."""
@@ -607,7 +607,7 @@ def run_on_session_cluster(sc: Any, source: str, seed: int | None, kafka_cluster
     run_dir = new_run_dir(f"pytest-{_slug(sc.name)}")
     result = runner.run_on_shared(sc, backend, s, run_dir, kafka_cluster, source=source)
     # the command the run recorded: with its duration and Kafka version, as the report shows it
-    verdict = RunResult(result.verdict, result.run_dir, source, s, backend.value, result.journal.command)
+    verdict = ScenarioResult(result.verdict, result.run_dir, source, s, backend.value, result.journal.command)
     record_verdict(request.node, verdict)
     session_runs(request.config).append(result.run_dir)
     return verdict
@@ -615,4 +615,4 @@ def run_on_session_cluster(sc: Any, source: str, seed: int | None, kafka_cluster
 
 #: The ``app_under_test`` fixture's module, which pytest loads with this plugin. Named, not imported:
 #: it imports this module, and an import back would be a cycle (tests/unit/test_import_cycles.py).
-pytest_plugins = ["harness.pytest_plugin.app"]
+pytest_plugins = ["harness.pytest_plugin.app_fixture"]

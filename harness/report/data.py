@@ -19,11 +19,11 @@ import pandas as pd
 from chaos.faults import node_states
 from harness.history import store
 from harness.history.model import SCAN, SPARK_BATCH, SPARK_SKIP, SPARK_START
-from harness.report.app import AppView, app_view, output_app, output_scan
+from harness.report.app_section import AppView, app_view, output_app, output_scan
 from harness.report.clock import Clock, clock_of
 from harness.report.loaded import LoadedRun, load_run, read_json, read_verdict
 from harness.report.logs import log_links
-from harness.report.ops import MAX_MARKED, History, Marked, active_faults, example_spans
+from harness.report.ops import MAX_MARKED, HistoryColumns, Marked, active_faults, example_spans
 from harness.rundir.journal import Journal, fault_runs
 from harness.rundir.run_verdict import RunVerdict
 
@@ -63,7 +63,7 @@ class PartitionView:
     #: value's place in the order of all writes (NaN: written by no recorded write)
     scan: pd.DataFrame
     #: what ``order`` is, and what a record it cannot place is (an app's output places its
-    #: records otherwise: ``harness.report.app.output_scan``)
+    #: records otherwise: ``harness.report.app_section.output_scan``)
     ylabel: str = "write order"
     unplaced: str = "no recorded write"
     #: what the figure's caption adds (an app's output partition: how its records are placed)
@@ -91,7 +91,7 @@ class RunData:
     #: check examples placed in time (the first ``MAX_MARKED``), A1, A2, ... in page order
     marked: list[Marked] = field(default_factory=list)
     #: the history's ops, for the lane views (None: the history could not be read)
-    history: History | None = None
+    history: HistoryColumns | None = None
     #: planned faults that never started: (kind, planned report seconds or None)
     never_started: list[tuple[str, float | None]] = field(default_factory=list)
     #: the run's journal (None: a folder made before journals)
@@ -203,7 +203,7 @@ class _Read:
     events: list[dict[str, Any]]  # the nemesis's fault events
     spark: list[dict[str, Any]]  # the Spark job's events
     span_ns: tuple[int, int]  # the first and the last op's time
-    lookup: History
+    lookup: HistoryColumns
 
 
 def _scenario(run_dir: Path) -> dict[str, Any]:
@@ -213,7 +213,7 @@ def _scenario(run_dir: Path) -> dict[str, Any]:
 def _history(tables: store.Tables) -> _Read:
     """The history's transactions, the nemesis's fault events, the Spark job's events and its ops."""
     tx = tables.txns[["outcome", "invoke_time", "complete_time", "commit_at"]]
-    lookup = History.of_tables(tables)
+    lookup = HistoryColumns.of_tables(tables)
     times = lookup.ops["time"]
     span = (int(times.iloc[0]), int(times.iloc[-1])) if len(times) else (0, 0)
     tx = tx[tx["complete_time"].notna()]

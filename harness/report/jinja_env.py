@@ -7,7 +7,7 @@ from typing import Any
 
 import jinja2
 
-from harness.report.app import is_record, record_text
+from harness.report.app_section import is_record, record_text
 from harness.report.data import hit_text, is_position, position_text
 
 ENV = jinja2.Environment(loader=jinja2.PackageLoader("harness.report", "templates"),

@@ -11,7 +11,7 @@ from html import escape
 
 from harness.report.clock import Clock
 from harness.report.data import FaultWindow, RunData
-from harness.report.ops import Bar, History, Marked, lane_bars
+from harness.report.ops import Bar, HistoryColumns, Marked, lane_bars
 
 #: Lane views for the first few anomalies only (each is a few hundred elements).
 MAX_LANE_VIEWS = 3
@@ -56,7 +56,7 @@ def lane_views(data: RunData) -> list[LaneView]:
     return list(views.values())
 
 
-def view_of(m: Marked, history: History, clock: Clock, faults: list[FaultWindow]) -> LaneView:
+def view_of(m: Marked, history: HistoryColumns, clock: Clock, faults: list[FaultWindow]) -> LaneView:
     """The window around ``m`` (its ops, padded, narrowed until at most ``MAX_BARS`` ops) drawn."""
     pad = min(max(2 * (m.end_s - m.start_s), PAD_S[0]), PAD_S[1])
     while True:

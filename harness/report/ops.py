@@ -84,7 +84,7 @@ class Marked:
         return max(s.end_s if s.end_s is not None else s.start_s for s in self.spans)
 
 
-class History:
+class HistoryColumns:
     """The columns of the history the lookups need: every op's index, time, process, type and f,
     and the transactions; the values written only when an example names one."""
 
@@ -94,7 +94,7 @@ class History:
         self.txns_of_values = txns_of_values
 
     @classmethod
-    def of_tables(cls, tables: store.Tables) -> History:
+    def of_tables(cls, tables: store.Tables) -> HistoryColumns:
         """From the run's tables (``store.load``'s)."""
         ops_cols, tx_cols = ["index", "time", "process", "type", "f"], ["txn", "process", "f", "outcome", "invoke_time",
                                                                         "complete_time", "commit_at"]
@@ -145,7 +145,7 @@ def _txns_of_values(tables: store.Tables, values: list[str]) -> dict[str, int]:
     return _first_txn(mine.assign(value=mine["vid"].map(by_vid)), "value")
 
 
-def example_spans(ex: dict[str, Any], history: History, clock: Clock) -> list[OpSpan]:
+def example_spans(ex: dict[str, Any], history: HistoryColumns, clock: Clock) -> list[OpSpan]:
     """The ops ``ex`` names, by index first, then (when no write is named) the writes of its values."""
     spans: list[OpSpan] = []
     seen: set[int] = set()
@@ -186,7 +186,7 @@ class Bar:
     outcome: str  # ok / fail / info, or "open": not completed within the view
 
 
-def lane_bars(history: History, clock: Clock, lo_s: float, hi_s: float) -> list[Bar]:
+def lane_bars(history: HistoryColumns, clock: Clock, lo_s: float, hi_s: float) -> list[Bar]:
     """Each process's ops between ``lo_s`` and ``hi_s`` as bars (the nemesis's events are not ops
     of a client: its faults are drawn across all lanes instead)."""
     lo_ns, hi_ns = clock.zero_ns + lo_s * 1e9, clock.zero_ns + hi_s * 1e9

@@ -48,7 +48,7 @@ from harness.report.loaded import LoadedRun
 from harness.report.logclip import Clipped, clip
 from harness.report.logs import partitions_named
 from harness.report.ops import OpSpan, example_spans
-from harness.report.wire import ApiSeen, WireEvent, api_versions, producers, read_wire, window_events
+from harness.report.wire_events import ApiSeen, WireEvent, api_versions, producers, read_wire, window_events
 from harness.rundir import runinfo
 from harness.rundir.journal import Journal
 from harness.rundir.run_verdict import CheckRecord, RunVerdict
@@ -87,7 +87,7 @@ class Anomaly:
 
 
 @dataclass
-class Txn:
+class ReproTxn:
     """A transaction the anomaly names."""
 
     role: str
@@ -168,7 +168,7 @@ class Repro:
     api_versions: list[ApiSeen]
     workloads: list[dict[str, Any]]
     broker_config: dict[str, Any]
-    txns: list[Txn]
+    txns: list[ReproTxn]
     faults: list[FaultWindow]
     wire: list[WireEvent]
     wire_says: str
@@ -361,19 +361,19 @@ def window_of(anomaly: Anomaly | None, data: RunData) -> tuple[float, float, str
     return data.start_s, data.duration_s, f"the whole run ({why})"
 
 
-def transactions(anomaly: Anomaly | None, tables: store.Tables) -> list[Txn]:
+def transactions(anomaly: Anomaly | None, tables: store.Tables) -> list[ReproTxn]:
     """The transactions among the anomaly's ops, with their transactional.id, error and partitions."""
     if anomaly is None:
         return []
     txns = tables.txns.set_index("txn")
-    out: list[Txn] = []
+    out: list[ReproTxn] = []
     for s in anomaly.spans:
         if s.index not in txns.index:
             continue
         row = txns.loc[s.index]
         w = tables.writes.loc[(tables.writes["txn"] == s.index).to_numpy(bool), ["topic", "partition"]]
         parts = list(dict.fromkeys(f"{t}-{p}" for t, p in zip(w["topic"].astype(str), w["partition"])))
-        out.append(Txn(s.role, s.index, s.process, _str(row.get("txn_id")), s.outcome, _str(row.get("error")),
+        out.append(ReproTxn(s.role, s.index, s.process, _str(row.get("txn_id")), s.outcome, _str(row.get("error")),
                        s.start_s, s.commit_s, s.end_s, parts, len(w)))
     return out
 
@@ -423,7 +423,7 @@ def _wall_window(clock: Clock, lo: float, hi: float) -> tuple[datetime, datetime
 
 # ---- the timeline ----
 
-def moments(anomaly: Anomaly | None, txns: list[Txn], faults: list[FaultWindow], wire: list[WireEvent],
+def moments(anomaly: Anomaly | None, txns: list[ReproTxn], faults: list[FaultWindow], wire: list[WireEvent],
             lo: float, hi: float, tables: store.Tables) -> list[Moment]:
     """The anomaly's ops, the faults and the wire events in the window, in time order."""
     out: list[Moment] = []
@@ -468,7 +468,7 @@ def client_logs(run_dir: Path, anomaly: Anomaly | None, clock: Clock, lo: float,
                      "every line in the window")
 
 
-def broker_logs(run_dir: Path, cluster_dir: Path | None, anomaly: Anomaly | None, txns: list[Txn], clock: Clock,
+def broker_logs(run_dir: Path, cluster_dir: Path | None, anomaly: Anomaly | None, txns: list[ReproTxn], clock: Clock,
                 lo: float, hi: float, zone: tzinfo | None) -> tuple[list[LogExcerpt], list[tuple[str, str]]]:
     """Each broker's ``server.log`` lines in the window that name the anomaly's partitions,
     transactional.ids or producer ids (the coordinator's lines name the transactional.id), from the

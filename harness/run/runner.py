@@ -43,7 +43,7 @@ from harness.phases import table
 from harness.phases.base import KindRun, RunContext
 from harness.report.index_page import after_run
 from harness.report.loaded import LoadedRun
-from harness.report.wire import read_wire, wire_file
+from harness.report.wire_events import read_wire, wire_file
 from harness.run import verdict_file
 from harness.run.readiness import ProgressLog, await_ready
 from harness.run.scenario import Fault, Scenario, Workload
@@ -206,7 +206,7 @@ def run(sc: Scenario, backend: Backend, seed: int, run_dir: Path, kafka_version:
         report: bool = True, transaction_version: int | None = None) -> RunResult:
     """Run ``sc``: on ``cluster`` (a test session's; the scenario's broker settings are then not
     applied), else on the backend's cluster that is up, else on one started here (and stopped
-    after unless ``keep``; ``attach=False``: always its own). ``show`` makes the progress display (harness/report/progress.py).
+    after unless ``keep``; ``attach=False``: always its own). ``show`` makes the progress display (harness/report/live_progress.py).
     A Ctrl-C during the run ends it early: heal, final reads and the verdict still happen
     (``run.interrupted`` in verdict.json, ``RunResult.interrupted``). The run's narrative also goes
     to its ``run.log``. ``transaction_version``: the level the cluster must be formatted at (a

@@ -50,7 +50,7 @@ from harness.history.recorder import Recorder
 from harness.kafka.reads import read_all
 from harness.rundir.runfolder import write_json
 from harness.workloads.client import Client
-from harness.workloads.common import Retired, Stop, Txn, WorkloadConfig, drop, init, new_producer, transaction
+from harness.workloads.common import Retired, StopFlag, Txn, WorkloadConfig, drop, init, new_producer, transaction
 from harness.workloads.registry import SparkJobSettings
 
 #: Where the job finds a standalone cluster's master (set by the runner for ``spark: standalone``)
@@ -237,7 +237,7 @@ def main() -> None:
     d = job_dir(Path(cfg.run_dir), cfg.name)
     incarnation = next_incarnation(d)
     process = f"{cfg.name}.{incarnation}"
-    stop = Stop(cfg.max_seconds)
+    stop = StopFlag(cfg.max_seconds)
     with Recorder(Path(cfg.run_dir), process) as rec:
         rec.event(process, SPARK_START, {"query": cfg.name, "incarnation": incarnation, "pid": os.getpid(), "sink": s.sink})
         batches = Batches(cfg, s, d, process, rec)

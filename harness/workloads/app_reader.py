@@ -15,7 +15,7 @@ from clusters.kafka.health import QUIET
 from harness.history.model import INFO, OK, POLL, tp_key
 from harness.history.recorder import Recorder
 from harness.kafka.serde import decode
-from harness.workloads.common import Stop, WorkloadConfig
+from harness.workloads.common import StopFlag, WorkloadConfig
 from harness.workloads.registry import AppReaderSettings
 
 #: One poll waits at most this long for records; it bounds how long a SIGTERM takes to act.
@@ -26,7 +26,7 @@ BATCH = 500
 def main() -> None:
     cfg = WorkloadConfig.from_argv()
     s = AppReaderSettings.model_validate(cfg.settings)
-    stop = Stop(cfg.max_seconds)
+    stop = StopFlag(cfg.max_seconds)
     parts = [TopicPartition(t, p, 0) for t in s.outputs for p in range(cfg.partitions)]
     incarnation = 0
     with Recorder(Path(cfg.run_dir), cfg.name) as rec:

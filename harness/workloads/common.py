@@ -64,7 +64,7 @@ class WorkloadConfig:
         return cls(**json.loads(Path(sys.argv[1]).read_text()))
 
 
-class Stop:
+class StopFlag:
     """Set by SIGTERM/SIGINT, the runner's death (harness/base/lifeline.py), the safety deadline or
     ``set()`` (a thread that failed); loops check it between operations. ``signals=False``: none of
     the process's handlers (a test driving a workload's loop in-process)."""
@@ -91,7 +91,7 @@ class Stop:
 JOIN_SLICE_S = 0.5
 
 
-def side_by_side(n: int, body: Callable[[int], None], stop: Stop, name: str) -> None:
+def side_by_side(n: int, body: Callable[[int], None], stop: StopFlag, name: str) -> None:
     """``body(k)`` for each k below ``n``, each in a thread of its own (n = 1: in this thread, as a
     workload of one client always ran). The first exception one raises sets ``stop``, so the others
     finish the operation in hand and end, and is raised here once they all have."""

@@ -19,7 +19,7 @@ from typing import Any
 from harness.history.model import FAIL, copy_value, tp_key
 from harness.history.recorder import Recorder
 from harness.workloads.client import CALL_TIMEOUT_S, Client, ClientError, GroupReader
-from harness.workloads.common import Retired, Stop, Txn, WorkloadConfig, drop, init, new_group_reader, new_producer, transaction
+from harness.workloads.common import Retired, StopFlag, Txn, WorkloadConfig, drop, init, new_group_reader, new_producer, transaction
 from harness.workloads.registry import COPIER_GROUP, CopierSettings
 
 POLL_TIMEOUT_S = 1.0
@@ -29,7 +29,7 @@ GROUP = COPIER_GROUP
 def main() -> None:
     cfg = WorkloadConfig.from_argv()
     rnd = random.Random(f"{cfg.seed}/{cfg.name}")
-    stop = Stop(cfg.max_seconds)
+    stop = StopFlag(cfg.max_seconds)
     s = CopierSettings.model_validate(cfg.settings)
     txn_id = f"eos-{cfg.name}"
     incarnation = 0

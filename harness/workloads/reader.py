@@ -10,7 +10,7 @@ from pathlib import Path
 from harness.history.model import OK, POLL, tp_key
 from harness.history.recorder import Recorder
 from harness.workloads.client import ClientError
-from harness.workloads.common import Stop, WorkloadConfig, new_reader
+from harness.workloads.common import StopFlag, WorkloadConfig, new_reader
 from harness.workloads.outcome import Phase, classify
 
 #: One poll waits at most this long for records; it bounds how long a SIGTERM takes to act.
@@ -20,7 +20,7 @@ BATCH = 500
 
 def main() -> None:
     cfg = WorkloadConfig.from_argv()
-    stop = Stop(cfg.max_seconds)
+    stop = StopFlag(cfg.max_seconds)
     incarnation = 0
     with Recorder(Path(cfg.run_dir), cfg.name) as rec:
         while not stop:

@@ -428,7 +428,7 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("spark-job", "harness.sparkjob.job", SparkJobSettings, topic_settings=("input", "output", "markers"),
          topics_needed=_spark_job_topics, compacted=("markers",), spark=True,
          progress_file="spark/{name}/progress.json", restarted=True, libraries=(DEFAULT_LIBRARY,), ready_ops=PROGRESS_OPS[SPARK_JOB]),
-    Kind(APP, "harness.workloads.app", AppSettings, topic_settings=("inputs", "outputs"), group="id",
+    Kind(APP, "harness.workloads.app_wrapper", AppSettings, topic_settings=("inputs", "outputs"), group="id",
          ready_ops=(APP_READY,), libraries=(DEFAULT_LIBRARY,), companions=_app_companions,
          one_entry="a scenario puts one app under test (count: N runs N instances of it)", problems=_app_problems,
          cwd_setting="cwd", transactions_of_group=True),

@@ -27,7 +27,7 @@ from harness.history.recorder import Recorder
 from harness.kafka.serde import encode
 from harness.workloads.client import CALL_TIMEOUT_S, Client, ErrorFacts
 from harness.workloads.clients.confluent import error_facts, facts_of
-from harness.workloads.common import Retired, Stop, Txn, WorkloadConfig, drop, init, new_producer, side_by_side, transaction
+from harness.workloads.common import Retired, StopFlag, Txn, WorkloadConfig, drop, init, new_producer, side_by_side, transaction
 from harness.workloads.outcome import Phase, classify
 from harness.workloads.registry import MAX_VALUES_PER_TXN, TxnProducerSettings
 from harness.workloads.txn_ids import transactional_id
@@ -75,7 +75,7 @@ def incarnation_of(process: str) -> int:
     return int(process.rpartition(".")[2])
 
 
-def idle(stop: Stop, seconds: float) -> None:
+def idle(stop: StopFlag, seconds: float) -> None:
     """No transaction for ``seconds`` (an idle application), ending early on stop."""
     until = time.monotonic() + seconds
     while not stop and time.monotonic() < until:
@@ -86,13 +86,13 @@ def idle(stop: Stop, seconds: float) -> None:
 OpenClient = Callable[[WorkloadConfig, str], Client]
 
 
-def run_transactional(cfg: WorkloadConfig, s: TxnProducerSettings, rec: Recorder, stop: Stop,
+def run_transactional(cfg: WorkloadConfig, s: TxnProducerSettings, rec: Recorder, stop: StopFlag,
                       open_client: OpenClient = new_producer) -> None:
     """``s.producers`` transactional producers side by side until ``stop``."""
     side_by_side(s.producers, lambda k: _transactional(cfg, s, rec, stop, k, open_client), stop, "producer")
 
 
-def _transactional(cfg: WorkloadConfig, s: TxnProducerSettings, rec: Recorder, stop: Stop, k: int,
+def _transactional(cfg: WorkloadConfig, s: TxnProducerSettings, rec: Recorder, stop: StopFlag, k: int,
                    open_client: OpenClient) -> None:
     """Producer ``k``: one incarnation after another until ``stop``."""
     txn_id = transactional_id(cfg.name, k)
@@ -146,13 +146,13 @@ def _transactional(cfg: WorkloadConfig, s: TxnProducerSettings, rec: Recorder, s
             drop(producer)
 
 
-def run_plain(cfg: WorkloadConfig, s: TxnProducerSettings, rec: Recorder, stop: Stop) -> None:
+def run_plain(cfg: WorkloadConfig, s: TxnProducerSettings, rec: Recorder, stop: StopFlag) -> None:
     """Non-transactional sends: each value its own op, ok with the offset Kafka returned; ``s.producers``
     producers side by side."""
     side_by_side(s.producers, lambda k: _plain(cfg, s, rec, stop, producer_random(cfg, k)), stop, "producer")
 
 
-def _plain(cfg: WorkloadConfig, s: TxnProducerSettings, rec: Recorder, stop: Stop, rnd: random.Random) -> None:
+def _plain(cfg: WorkloadConfig, s: TxnProducerSettings, rec: Recorder, stop: StopFlag, rnd: random.Random) -> None:
     from clusters.kafka.health import QUIET
 
     process = rec.new_process(cfg.name)
@@ -188,7 +188,7 @@ def _plain(cfg: WorkloadConfig, s: TxnProducerSettings, rec: Recorder, stop: Sto
 
 def main() -> None:
     cfg = WorkloadConfig.from_argv()
-    stop = Stop(cfg.max_seconds)
+    stop = StopFlag(cfg.max_seconds)
     s = TxnProducerSettings.model_validate(cfg.settings)
     with Recorder(Path(cfg.run_dir), cfg.name) as rec:
         if s.transactional:

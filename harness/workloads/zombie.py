@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from harness.history.recorder import Recorder
-from harness.workloads.common import Retired, Stop, Txn, WorkloadConfig, drop, init, new_producer, transaction
+from harness.workloads.common import Retired, StopFlag, Txn, WorkloadConfig, drop, init, new_producer, transaction
 from harness.workloads.registry import ZombieSettings
 
 READY, GO = "zombie-ready", "zombie-go"
@@ -24,7 +24,7 @@ GO_TIMEOUT_S = 300.0
 
 def main() -> None:
     cfg = WorkloadConfig.from_argv()
-    Stop(cfg.max_seconds)
+    StopFlag(cfg.max_seconds)
     s = ZombieSettings.model_validate(cfg.settings)
     role, txn_id = s.role, s.txn_id
     run_dir = Path(cfg.run_dir)

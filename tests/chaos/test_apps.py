@@ -18,11 +18,11 @@ from clusters.backends import procs
 from clusters.backends.backends import Backend
 from clusters.backends.protocol import Cluster
 from harness.base.errors import WaitTimeout
-from harness.pytest_plugin.app import app_scenario
+from harness.pytest_plugin.app_fixture import app_scenario
 from harness.run import runner
 from harness.run.scenario import Scenario
 from harness.rundir.runfolder import new_run_dir
-from harness.workloads.app import KILLED_AT_STOP
+from harness.workloads.app_wrapper import KILLED_AT_STOP
 
 pytestmark = pytest.mark.chaos
 

@@ -13,7 +13,7 @@ import pytest
 from harness.history import store, text
 from harness.history.builder import History
 from harness.history.model import APP_EXIT, APP_READY, INFO, OK
-from harness.workloads.app import KILLED_AT_STOP
+from harness.workloads.app_wrapper import KILLED_AT_STOP
 from tests.unit.histories import app_map
 from tests.unit.test_report import make_run
 

@@ -25,7 +25,7 @@ from harness.base.wait import wait_until
 from harness.kafka.serde import decode, encode
 from harness.phases import app_run
 from harness.run import scenario
-from harness.workloads.app import KILLED_AT_STOP
+from harness.workloads.app_wrapper import KILLED_AT_STOP
 from harness.workloads.common import WorkloadConfig
 from harness.workloads.registry import AppSettings, TxnProducerSettings
 from harness.workloads.txn_producer import keyed_sends, partition_of
@@ -186,7 +186,7 @@ def _wrapper(tmp_path: Path, script: str, ready: str = "started", stop_timeout_s
                          partitions=1, settings=settings, topic_names={"in": "in", "out": "out"}, instances=2)
     (tmp_path / "app-1.json").write_text(json.dumps(asdict(cfg)))
     env = {k: v for k, v in os.environ.items() if not k.startswith("EOS_CHAOS_LIFELINE")}
-    return subprocess.Popen([sys.executable, "-m", "harness.workloads.app", str(tmp_path / "app-1.json")],
+    return subprocess.Popen([sys.executable, "-m", "harness.workloads.app_wrapper", str(tmp_path / "app-1.json")],
                             stdout=open(tmp_path / "app-1.log", "wb"), stderr=subprocess.STDOUT, env=env,
                             start_new_session=True)
 

@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 from harness.report import write_report
-from harness.report.app import ended_says
+from harness.report.app_section import ended_says
 from harness.report.data import load
-from harness.workloads.app import KILLED_AT_STOP
+from harness.workloads.app_wrapper import KILLED_AT_STOP
 from tests.unit.histories import app_aggregate, app_map
 from tests.unit.test_app_history_text import app_run
 from tests.unit.test_report import make_run

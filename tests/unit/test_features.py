@@ -75,7 +75,7 @@ def test_an_update_features_body_is_timeout_one_update_and_validate_only() -> No
 
 def test_varints_past_one_byte() -> None:
     assert features._uvarint(300) == bytes([0xAC, 0x02])
-    assert features.Reader(bytes([0xAC, 0x02])).uvarint() == 300
+    assert features.BodyReader(bytes([0xAC, 0x02])).uvarint() == 300
 
 
 # ---------------------------------------------------------------- the decoders

@@ -35,8 +35,8 @@ RUNNER = textwrap.dedent("""\
 COOPERATIVE = textwrap.dedent("""\
     import sys, time
     from pathlib import Path
-    from harness.workloads.common import Stop
-    stop = Stop(3600)
+    from harness.workloads.common import StopFlag
+    stop = StopFlag(3600)
     while not stop:
         time.sleep(0.05)
     (Path(sys.argv[1]) / "stopped").write_text("by its stop flag")
@@ -45,8 +45,8 @@ COOPERATIVE = textwrap.dedent("""\
 STUCK = textwrap.dedent("""\
     import subprocess, sys, time
     from pathlib import Path
-    from harness.workloads.common import Stop
-    Stop(3600)
+    from harness.workloads.common import StopFlag
+    StopFlag(3600)
     g = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
     (Path(sys.argv[1]) / "grandchild").write_text(str(g.pid))
     time.sleep(600)

@@ -9,7 +9,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from harness.pytest_plugin import RunResult
+from harness.pytest_plugin import ScenarioResult
 from harness.run import scenario
 
 pytest_plugins = ["pytester"]
@@ -26,14 +26,14 @@ INVALID = {
 # Stands in for the cluster run: what the plugin does with the verdict is what is tested here.
 CONFTEST = f"""
 import pytest
-from harness.pytest_plugin import RunResult
+from harness.pytest_plugin import ScenarioResult
 
 @pytest.fixture
 def run_scenario(tmp_path):
     def run(name, **overrides):
         ok = dict({INVALID!r}, valid=True, as_expected=True)
         ok["checks"] = {{k: {{"count": 0, "examples": []}} for k in ok["checks"]}}
-        return RunResult({INVALID!r} if name == "baseline" else ok, tmp_path, name, 42, "local")
+        return ScenarioResult({INVALID!r} if name == "baseline" else ok, tmp_path, name, 42, "local")
     return run
 """
 
@@ -101,7 +101,7 @@ def test_summary_names_unmet_minimums_and_unhealed_faults(tmp_path) -> None:  # 
              checks={"duplicate": {"count": 0, "examples": []}},
              stats={"txn": {"ok": 5}, "fenced": 0},
              run={"healed": False, "heal_problems": ["node 2: down"], "nemesis_errors": ["kill at 5.0s: LookupError"]})
-    text = RunResult(v, tmp_path, "leader-kill", 1, "compose", "eos-chaos run leader-kill --backend compose --seed 1 --duration 20").summary()
+    text = ScenarioResult(v, tmp_path, "leader-kill", 1, "compose", "eos-chaos run leader-kill --backend compose --seed 1 --duration 20").summary()
     assert "checks: none fired" in text and "below the scenario's minimum: min_fenced 0" in text
     assert "not healed: ['node 2: down']" in text and "faults that failed: ['kill at 5.0s: LookupError']" in text
     assert text.endswith("re-run: eos-chaos run leader-kill --backend compose --seed 1 --duration 20")  # as recorded

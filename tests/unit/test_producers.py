@@ -24,7 +24,7 @@ from harness.run import scenario
 from harness.rundir.runinfo import rerun_command
 from harness.workloads import txn_producer
 from harness.workloads.client import ClientError, ErrorFacts, OnOffset
-from harness.workloads.common import Stop, WorkloadConfig
+from harness.workloads.common import StopFlag, WorkloadConfig
 from harness.workloads.registry import MAX_PRODUCERS, TxnProducerSettings
 from tests.unit.test_cli import _restore_logging, cli  # noqa: F401 - the logging fixture applies to every test
 from tests.unit.test_scenario_bad_input import _refused
@@ -80,14 +80,14 @@ class Fake:
 
 
 def run_producers(tmp_path: Path, producers: int, txns: int, fence_id: str | None = None,
-                  broken_id: str | None = None) -> tuple[list[dict[str, Any]], Stop]:
+                  broken_id: str | None = None) -> tuple[list[dict[str, Any]], StopFlag]:
     """A txn-producer process of ``producers`` on ``Fake`` clients until it wrote ``txns`` transactions
     in all; its history lines. ``fence_id``'s first client is fenced at its second commit."""
     Fake.offsets = {}
     cfg = WorkloadConfig(run_dir=str(tmp_path), name="txn-producer-0", bootstrap="-", topics=["a", "b"], partitions=3,
                          settings={"producers": producers})
     s = TxnProducerSettings.model_validate(cfg.settings)
-    stop = Stop(30, signals=False)
+    stop = StopFlag(30, signals=False)
     opened: list[str] = []
 
     with Recorder(tmp_path, cfg.name) as rec:

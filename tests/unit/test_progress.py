@@ -8,7 +8,7 @@ from pathlib import Path
 import orjson
 from rich.console import Console
 
-from harness.report.progress import HistoryTail, Progress
+from harness.report.live_progress import HistoryTail, ProgressLine
 
 
 def _line(**op: object) -> bytes:
@@ -38,7 +38,7 @@ def test_tail_counts_outcomes_and_errors_incrementally_and_waits_for_whole_lines
 
 def test_plain_lines_without_a_terminal(tmp_path: Path) -> None:
     buf = io.StringIO()
-    p = Progress(tmp_path, 30, lambda: ["partition leader (9 links)"], console=Console(file=buf, width=200)).start()
+    p = ProgressLine(tmp_path, 30, lambda: ["partition leader (9 links)"], console=Console(file=buf, width=200)).start()
     assert not p.live, "a StringIO is not a terminal: plain lines"
     p.set_phase("running")
     p.close()

@@ -21,7 +21,7 @@ from harness.history.model import INFO, READ_UNCOMMITTED, tp_key
 from harness.report import repro, repro_md
 from harness.report.loaded import read_verdict
 from harness.report.logclip import clip, stamp_of
-from harness.report.wire import TXN_APIS
+from harness.report.wire_events import TXN_APIS
 from harness.rundir.journal import Journal
 from harness.rundir.runfolder import RunFolder
 from tests.unit.test_report import make_run

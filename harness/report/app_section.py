@@ -25,7 +25,7 @@ from harness.report.clock import Clock
 from harness.report.logs import LogLink
 from harness.rundir.journal import Journal
 from harness.rundir.runfolder import WORKLOADS
-from harness.workloads.app import KILLED_AT_STOP, MAX_RESTARTS
+from harness.workloads.app_wrapper import KILLED_AT_STOP, MAX_RESTARTS
 from harness.workloads.registry import AppSettings
 
 #: The kind of workload an app is in a scenario (``registry.KindName``).
@@ -59,7 +59,7 @@ class OutputRead:
 
 
 @dataclass
-class Fact:
+class AppRow:
     """One row of the app's table: what, what it was, whether it is a warning."""
 
     what: str
@@ -73,7 +73,7 @@ class AppView:
     #: the ``app-contract`` the checks judged by (topics as the run names them)
     contract: AppContract
     #: the contract, the settings, the drain, the contract function, as rows
-    facts: list[Fact]
+    facts: list[AppRow]
     #: the command of an instance (placeholders unfilled; empty: the journal does not say)
     command: str
     instances: list[Instance]
@@ -90,7 +90,7 @@ def contract_says(c: AppContract) -> str:
 
 
 def ended_says(code: int | None, stop_timeout_s: float | None) -> str:
-    """How an instance's wrapper ended, from its exit code (``harness.workloads.app``)."""
+    """How an instance's wrapper ended, from its exit code (``harness.workloads.app_wrapper``)."""
     if code is None:
         return "no exit code recorded"
     if code == 0:
@@ -152,27 +152,27 @@ def _facts(contract: AppContract, s: AppSettings | None, facts: dict[str, Any], 
     rows = [Fact("contract", contract_says(contract)), Fact("inputs", ", ".join(contract.inputs)),
             Fact("outputs", ", ".join(contract.outputs))]
     if stray:
-        rows.append(Fact("written undeclared", ", ".join(f"{t}: {n} records" for t, n in stray.items()), warn=True))
+        rows.append(AppRow("written undeclared", ", ".join(f"{t}: {n} records" for t, n in stray.items()), warn=True))
     if s is not None:
         serde = s.contract.output_serde
         f = s.feeder
-        rows += [Fact("output serde", f"key {serde.key}, value {serde.value}"),
-                 Fact("feeder", f"{f.values_per_txn} values a transaction, {f.abort_share:.0%} aborted on purpose, "
+        rows += [AppRow("output serde", f"key {serde.key}, value {serde.value}"),
+                 AppRow("feeder", f"{f.values_per_txn} values a transaction, {f.abort_share:.0%} aborted on purpose, "
                                 f"{f.keys} keys, {f'{f.rate:g} values/s at most' if f.rate else 'as fast as it goes'}, "
                                 f"values as {f.value_serde}"),
-                 Fact("ready when", f"{_ready_says(s)} (within ready_timeout_s {s.ready_timeout_s:g} s)"),
-                 Fact("stop", f"SIGTERM, then SIGKILL after stop_timeout_s {s.stop_timeout_s:g} s")]
+                 AppRow("ready when", f"{_ready_says(s)} (within ready_timeout_s {s.ready_timeout_s:g} s)"),
+                 AppRow("stop", f"SIGTERM, then SIGKILL after stop_timeout_s {s.stop_timeout_s:g} s")]
     drain = facts.get("drain")
     if drain is not None or facts:
-        rows.append(Fact("drain", _drain_says(drain, s), warn=not (drain or {}).get("drained")))
+        rows.append(AppRow("drain", _drain_says(drain, s), warn=not (drain or {}).get("drained")))
     if facts.get("restarted_for_drain"):
-        rows.append(Fact("started again for the drain", ", ".join(facts["restarted_for_drain"])))
+        rows.append(AppRow("started again for the drain", ", ".join(facts["restarted_for_drain"])))
     if facts.get("function_error"):
-        rows.append(Fact("contract function", f"could not be applied: {facts['function_error']}", warn=True))
+        rows.append(AppRow("contract function", f"could not be applied: {facts['function_error']}", warn=True))
     elif facts.get("expected_inputs") is not None:
-        rows.append(Fact("contract function", f"applied to {facts['expected_inputs']} inputs (the expect ops)"))
+        rows.append(AppRow("contract function", f"applied to {facts['expected_inputs']} inputs (the expect ops)"))
     if facts.get("outputs_read") is not None:
-        rows.append(Fact("outputs read", f"{facts['outputs_read']} records in the final scans (both isolations)"))
+        rows.append(AppRow("outputs read", f"{facts['outputs_read']} records in the final scans (both isolations)"))
     return rows
 
 

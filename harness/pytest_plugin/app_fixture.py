@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from harness.pytest_plugin import EosOptions, RunResult, _slug, run_on_session_cluster
+from harness.pytest_plugin import EosOptions, ScenarioResult, _slug, run_on_session_cluster
 
 #: The faults an app gets unless a test names its own, at shares of the run's duration: its
 #: instances killed -9 (restarted after 3 s), a partition leader of its first output killed, then
@@ -45,14 +45,14 @@ def app_scenario(name: str, command: list[str], inputs: list[str], outputs: list
 
 
 @pytest.fixture
-def app_under_test(kafka_cluster: Any, eos_options: EosOptions, request: pytest.FixtureRequest) -> Callable[..., RunResult]:
+def app_under_test(kafka_cluster: Any, eos_options: EosOptions, request: pytest.FixtureRequest) -> Callable[..., ScenarioResult]:
     """``app_under_test(command=[...], inputs=[...], outputs=[...], contract={...}, ready={...},
     instances=1, duration=40, faults=None, seed=None, **settings)``: run your app under faults on the
-    session's cluster and return its ``RunResult`` (``.valid``, ``.report``, ``.check_expected()``).
+    session's cluster and return its ``ScenarioResult`` (``.valid``, ``.report``, ``.check_expected()``).
     The command's placeholders (``{bootstrap}``, ``{topic:NAME}``, ``{id}``, ``{instance}``, ...) are
     filled per instance; a relative working folder is the test file's folder."""
 
-    def run(*, seed: int | None = None, name: str | None = None, **kwargs: Any) -> RunResult:
+    def run(*, seed: int | None = None, name: str | None = None, **kwargs: Any) -> ScenarioResult:
         from pydantic import ValidationError
 
         from harness.base.paths import results_dir

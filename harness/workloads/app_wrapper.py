@@ -33,7 +33,7 @@ from clusters.kafka.health import QUIET, admin_client
 from harness.history.model import APP_EXIT, APP_READY, APP_START
 from harness.history.recorder import Recorder
 from harness.workloads import app_args
-from harness.workloads.common import Stop, WorkloadConfig
+from harness.workloads.common import StopFlag, WorkloadConfig
 from harness.workloads.registry import AppSettings
 
 #: An app that keeps failing after it was ready is not restarted for ever (exits 0 are not counted).
@@ -67,7 +67,7 @@ def command_of(s: AppSettings, place: app_args.Place) -> tuple[list[str], str | 
     return argv, cwd, env
 
 
-class Readiness:
+class AppReadiness:
     """Whether the app is ready, by its settings' one condition."""
 
     def __init__(self, cfg: WorkloadConfig, s: AppSettings) -> None:
@@ -137,11 +137,11 @@ def exit_facts(code: int) -> dict[str, object]:
 def main() -> None:
     cfg = WorkloadConfig.from_argv()
     s = AppSettings.model_validate(cfg.settings)
-    stop = Stop(cfg.max_seconds)
+    stop = StopFlag(cfg.max_seconds)
     place = place_of(cfg, s)
     Path(place.workdir).mkdir(parents=True, exist_ok=True)
     argv, cwd, env = command_of(s, place)
-    readiness = Readiness(cfg, s)
+    readiness = AppReadiness(cfg, s)
     out = sys.stdout.buffer
     with Recorder(Path(cfg.run_dir), cfg.name) as rec:
         process = rec.process(cfg.name)

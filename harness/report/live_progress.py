@@ -32,7 +32,7 @@ PLAIN_EVERY_S = 15.0
 
 
 @dataclass
-class Counts:
+class LineCounts:
     committed: int = 0
     aborted: int = 0
     unknown: int = 0
@@ -45,10 +45,10 @@ class HistoryTail:
     """Counts transaction outcomes from ``run_dir/history/*.jsonl``, reading each file incrementally."""
 
     run_dir: Path
-    counts: Counts = field(default_factory=Counts)
+    counts: LineCounts = field(default_factory=LineCounts)
     _offsets: dict[Path, int] = field(default_factory=dict)
 
-    def poll(self) -> Counts:
+    def poll(self) -> LineCounts:
         for path in sorted((self.run_dir / HISTORY_DIR).glob("*.jsonl")):
             for line in appended_lines(path, self._offsets):
                 self._count(line)
@@ -78,7 +78,7 @@ def interactive(console: Console) -> bool:
     return console.is_terminal and not os.environ.get("CI")
 
 
-class Progress:
+class ProgressLine:
     """A background thread that shows the run's state until ``close``."""
 
     def __init__(self, run_dir: Path, duration: float, active_faults: Callable[[], list[str]],
@@ -96,7 +96,7 @@ class Progress:
         self._thread = threading.Thread(target=self._loop, name="progress", daemon=True)
         self._live: Live | None = None
 
-    def start(self) -> Progress:
+    def start(self) -> ProgressLine:
         if self.live:
             self._live = Live(self._panel(), console=self.console, refresh_per_second=2, transient=True)
             self._live.start()
@@ -151,7 +151,7 @@ class Progress:
             self._live.stop()
         self._plain()  # the last state stays on screen (the live panel is transient)
 
-    def __enter__(self) -> Progress:
+    def __enter__(self) -> ProgressLine:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
