@@ -42,7 +42,7 @@ from harness.bench import goperf
 from harness.bench.window import (
     DEFAULT_LIBRARIES,
     PRODUCER_PERFORMANCE,
-    Txn,
+    TimedTxn,
     bridge_cost,
     commits_in_window,
     covered_s,
@@ -188,11 +188,11 @@ def _first_txn_ns(history: Path) -> int | None:
     return None
 
 
-def history_txns(run_dir: Path) -> list[Txn]:
+def history_txns(run_dir: Path) -> list[TimedTxn]:
     """The transactions of a workload's history (paired invoke and completion per process)."""
     ops, _ = store.read_ops(run_dir)
     open_: dict[str, Any] = {}
-    txns: list[Txn] = []
+    txns: list[TimedTxn] = []
     for op in ops:
         if op.f != TXN:
             continue
@@ -204,7 +204,7 @@ def history_txns(run_dir: Path) -> list[Txn]:
             continue
         sends = sends_of(inv, op)
         missing = sum(1 for s in sends if s.offset is None) if op.type == OK else 0
-        txns.append(Txn(inv.time, op.time, op.type, len(sends), missing))
+        txns.append(TimedTxn(inv.time, op.time, op.type, len(sends), missing))
     return txns
 
 

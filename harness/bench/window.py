@@ -38,7 +38,7 @@ PERIODIC = re.compile(r"^(\d+) records sent, ([\d.]+) records/sec \([\d.]+ MB/se
 
 
 @dataclass(frozen=True)
-class Txn:
+class TimedTxn:
     """One transaction of our workload's history: when it began and completed (ns, the history's
     clock), its outcome (``ok`` committed, ``fail`` aborted, ``info`` unknown), its records, and how
     many of them lack the offset Kafka acknowledged (0 for a sound committed transaction)."""
@@ -70,7 +70,7 @@ class Measured:
                 "txn_ms_p50": None if self.txn_ms_p50 is None else round(self.txn_ms_p50, 2)}
 
 
-def workload_window(txns: Sequence[Txn], warmup_s: float, seconds: float) -> Measured:
+def workload_window(txns: Sequence[TimedTxn], warmup_s: float, seconds: float) -> Measured:
     """The steady state of our workload: transactions completed within (first begin + warmup,
     + seconds]. ValueError when the history does not reach the window's end (the producer stopped
     or died early: the figure would be too low), or holds no transaction."""

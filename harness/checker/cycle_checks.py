@@ -18,8 +18,8 @@ from harness.checker.cycles import (
     NO_OK_TXN,
     NO_READS_OF_WRITES,
     NO_SOURCE,
+    CycleOp,
     Fact,
-    Op,
     Read,
     Record,
     Txns,
@@ -132,7 +132,7 @@ def g1c(t: Tables) -> Found:
              .sort_values(["reader_op", "writer_op", "pos"], kind="stable").drop_duplicates(["writer", "reader_op"]))
     first = pairs.head(MAX_EXAMPLES)
     values = values_at(t, first["vid"].to_numpy(np.int64))
-    examples = [g1c_example(vo, Read(int(r["writer"]), Op(int(r["reader_op"]), str(r["reader_process"])),
+    examples = [g1c_example(vo, Read(int(r["writer"]), CycleOp(int(r["reader_op"]), str(r["reader_process"])),
                                      int(r["reader_txn"]), int(r["done"]), str(v), int(r["pos"])))
                 for r, v in zip(first.to_dict("records"), values)]
     return Found(len(pairs), examples)

@@ -48,7 +48,7 @@ WW, WR, REALTIME, PROCESS = "ww", "wr", "realtime", "process"
 
 
 @dataclass(frozen=True)
-class Op:
+class CycleOp:
     """A transaction or a poll in a cycle: its history index and process."""
 
     op: int
@@ -134,23 +134,23 @@ def _name(family: str, steps: list[dict[str, Any]]) -> str:
     return family + ("-realtime" if REALTIME in kinds else "-process" if PROCESS in kinds else "")
 
 
-def _time_step(a: Op, b: Op, done: int, invoked: int, done_key: str) -> dict[str, Any]:
+def _time_step(a: CycleOp, b: CycleOp, done: int, invoked: int, done_key: str) -> dict[str, Any]:
     """``a`` was done (completed, or read what it read) by ``done``, before ``b`` was invoked."""
     return {"kind": PROCESS if a.process == b.process else REALTIME, "from": a.op, "to": b.op, done_key: int(done),
             "invoked": int(invoked)}
 
 
-def _ww_step(recs: Records, a: Op, b: Op, earlier: Record, later: Record) -> dict[str, Any]:
+def _ww_step(recs: Records, a: CycleOp, b: CycleOp, earlier: Record, later: Record) -> dict[str, Any]:
     return {"kind": WW, "from": a.op, "to": b.op, "earlier": recs.position(earlier.pos), "later": recs.position(later.pos)}
 
 
-def _cycle(family: str, ops: list[Op], steps: list[dict[str, Any]]) -> dict[str, Any]:
+def _cycle(family: str, ops: list[CycleOp], steps: list[dict[str, Any]]) -> dict[str, Any]:
     return {"anomaly": _name(family, steps), "ops": [o.op for o in ops], "processes": [o.process for o in ops],
             "steps": steps}
 
 
-def _op(f: Fact) -> Op:
-    return Op(f.op, f.process)
+def _op(f: Fact) -> CycleOp:
+    return CycleOp(f.op, f.process)
 
 
 def _witness(recs: Records, of: int, at_least: int, only: int | None = None) -> tuple[Record, Record] | None:
@@ -182,7 +182,7 @@ class Read:
     ``reader_txn``; -1 for a poll), done by ``done``; what it got, ``value`` at ``pos``."""
 
     writer: int
-    reader: Op
+    reader: CycleOp
     reader_txn: int
     done: int
     value: str

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness.checker.checks import MAX_EXAMPLES, NO_COMMITTED_RECORDS, Found
 from harness.checker.copies import spark_copy
-from harness.checker.cycles import NEVER, NO_OK_TXN, NO_READS_OF_WRITES, Fact, Op, Read, Record, g0_example, g1c_example
+from harness.checker.cycles import NEVER, NO_OK_TXN, NO_READS_OF_WRITES, CycleOp, Fact, Read, Record, g0_example, g1c_example
 from harness.checker.spark_history import BROADCAST_ROWS, SparkHistory, packed_pos, position_at, rows_in
 from harness.checker.spark_summary import HAS_FC, summary
 from harness.history.model import COPY_PREFIX, OFFSET_BITS, OK, Position
@@ -259,5 +259,5 @@ def g1c(h: SparkHistory) -> Found:
              .dropDuplicates(["reader_op", "writer"]))
     rows = h.value_of_few(first).orderBy("reader_op", "writer").collect()
     recs = SparkRecords(h)
-    return Found(n, [g1c_example(recs, Read(int(r.writer), Op(int(r.reader_op), str(r.reader_process)), int(r.reader_txn),
+    return Found(n, [g1c_example(recs, Read(int(r.writer), CycleOp(int(r.reader_op), str(r.reader_process)), int(r.reader_txn),
                                             int(r.done), str(r.value), int(r.pos))) for r in rows])

@@ -14,7 +14,7 @@ from typing import Any
 from harness.base.errors import ConfigError
 from harness.history.model import APP, APP_CONTRACT, APP_READER, APP_STRAY, EXPECT, MAP, OK, POLL
 from harness.phases import app_drain, app_run
-from harness.phases.base import KindRun, OpTest, Processes, RunContext, ScenarioView
+from harness.phases.kind_run import KindRun, OpTest, Processes, RunContext, ScenarioView
 from harness.workloads.registry import AppSettings
 
 log = logging.getLogger(__name__)

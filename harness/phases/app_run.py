@@ -26,7 +26,7 @@ from harness.history.model import APP, APP_FEEDER, EXPECT, INVOKE, READ_COMMITTE
 from harness.history.recorder import HISTORY_DIR, Recorder
 from harness.kafka.reads import read_all
 from harness.kafka.serde import decode
-from harness.phases.base import Processes, ScenarioView
+from harness.phases.kind_run import Processes, ScenarioView
 from harness.workloads import app_args
 from harness.workloads.registry import AppSettings
 

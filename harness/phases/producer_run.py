@@ -3,7 +3,7 @@ by, which a fault on a transaction's coordinator names (``Supervisor.using_trans
 
 from __future__ import annotations
 
-from harness.phases.base import KindRun
+from harness.phases.kind_run import KindRun
 from harness.workloads.txn_ids import transactional_id
 
 

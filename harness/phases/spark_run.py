@@ -12,7 +12,7 @@ from pathlib import Path
 from chaos.control import SparkControl
 from clusters.backends.protocol import Cluster
 from clusters.spark.standalone import EXECUTOR_CONF, SparkStandalone
-from harness.phases.base import KindRun, ScenarioView
+from harness.phases.kind_run import KindRun, ScenarioView
 from harness.sparkjob.job import ARM_FILE, ENV_JOB_CONF, ENV_JOB_MASTER, job_dir
 from harness.sparkjob.session import require_pyspark
 from harness.sparkjob.sink import EXECUTOR_ARM_FILE

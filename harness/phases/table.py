@@ -1,10 +1,10 @@
-"""Which ``KindRun`` each workload kind brings (harness/phases/base.py): a kind not named here does
+"""Which ``KindRun`` each workload kind brings (harness/phases/kind_run.py): a kind not named here does
 nothing around its processes (the reader, the copier, whose consumer group's offsets the base reads)."""
 
 from __future__ import annotations
 
 from harness.phases.app_phases import AppRun
-from harness.phases.base import KindRun, ScenarioView
+from harness.phases.kind_run import KindRun, ScenarioView
 from harness.phases.producer_run import TxnProducerRun
 from harness.phases.spark_run import SparkJobRun
 from harness.phases.zombie_run import ZombieRun

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.phases.base import KindRun
+from harness.phases.kind_run import KindRun
 from harness.workloads.zombie import GO, READY
 
 

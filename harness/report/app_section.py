@@ -146,11 +146,11 @@ def app_view(tables: store.Tables, journal: Journal | None, clock: Clock, links:
                    instances, helpers, _outputs_read(tables, name, contract))
 
 
-def _facts(contract: AppContract, s: AppSettings | None, facts: dict[str, Any], stray: dict[str, int]) -> list[Fact]:
+def _facts(contract: AppContract, s: AppSettings | None, facts: dict[str, Any], stray: dict[str, int]) -> list[AppRow]:
     """The contract, the topics written to undeclared (``stray``: topic -> records), the settings
     that shape the run, the drain and the contract function, as rows."""
-    rows = [Fact("contract", contract_says(contract)), Fact("inputs", ", ".join(contract.inputs)),
-            Fact("outputs", ", ".join(contract.outputs))]
+    rows = [AppRow("contract", contract_says(contract)), AppRow("inputs", ", ".join(contract.inputs)),
+            AppRow("outputs", ", ".join(contract.outputs))]
     if stray:
         rows.append(AppRow("written undeclared", ", ".join(f"{t}: {n} records" for t, n in stray.items()), warn=True))
     if s is not None:

@@ -163,7 +163,7 @@ def attach_hits(faults: list[FaultWindow], journal: Journal | None) -> None:
             w.hit, w.waited_s, w.wait_expired = f.hit, f.waited_s, f.wait_expired
 
 
-def mark_examples(verdict: RunVerdict, history: History | None, clock: Clock,
+def mark_examples(verdict: RunVerdict, history: HistoryColumns | None, clock: Clock,
                   faults: list[FaultWindow]) -> list[Marked]:
     """The first ``MAX_MARKED`` check examples with the ops they name, timed, and the faults active
     while those ops ran (an example whose ops are not in the history is left out)."""

@@ -27,7 +27,7 @@ from harness.base.wait import wait_until
 from harness.history.model import finished
 from harness.history.tail import appended_lines
 from harness.phases import table
-from harness.phases.base import OpTest
+from harness.phases.kind_run import OpTest
 
 log = logging.getLogger(__name__)
 

@@ -40,7 +40,7 @@ from harness.kafka.admin import create_topic
 from harness.kafka.features import METADATA_VERSION, finalized
 from harness.kafka.reads import lso_lag, read_all
 from harness.phases import table
-from harness.phases.base import KindRun, RunContext
+from harness.phases.kind_run import KindRun, RunContext
 from harness.report.index_page import after_run
 from harness.report.loaded import LoadedRun
 from harness.report.wire_events import read_wire, wire_file

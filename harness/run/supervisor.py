@@ -24,7 +24,7 @@ from harness.base.errors import WaitTimeout
 from harness.base.wait import wait_until
 from harness.history.model import among_producers_of
 from harness.phases import table
-from harness.phases.base import KindRun
+from harness.phases.kind_run import KindRun
 from harness.rundir.runfolder import RunFolder, write_json
 from harness.workloads import registry
 from harness.workloads.common import WorkloadConfig

@@ -8,22 +8,22 @@ from pathlib import Path
 
 import pytest
 
-from harness.bench.window import NOISY_SPREAD, Periodic, Txn, covered_s, parse_periodic, periodic_window, spread_of, workload_window
+from harness.bench.window import NOISY_SPREAD, Periodic, TimedTxn, covered_s, parse_periodic, periodic_window, spread_of, workload_window
 
 S = 1_000_000_000  # ns per second
 
 
 def steady(start_s: float, every_s: float, until_s: float, records: int = 500, outcome: str = "ok",
-           took_s: float = 0.01) -> list[Txn]:
+           took_s: float = 0.01) -> list[TimedTxn]:
     """A transaction completing every ``every_s`` from ``start_s`` until ``until_s``."""
     n = int(round((until_s - start_s) / every_s)) + 1
-    return [Txn(round((start_s + k * every_s - took_s) * S), round((start_s + k * every_s) * S), outcome, records)
+    return [TimedTxn(round((start_s + k * every_s - took_s) * S), round((start_s + k * every_s) * S), outcome, records)
             for k in range(n)]
 
 
 def test_the_warm_up_is_not_counted_and_the_window_is_the_steady_rate() -> None:
     # a slow start (one commit a second for 5 s from t=100 s), then 10 commits a second
-    txns = [Txn(100 * S, 100 * S + S // 2, "ok", 500)] + steady(101, 1.0, 105) + steady(105.1, 0.1, 130)
+    txns = [TimedTxn(100 * S, 100 * S + S // 2, "ok", 500)] + steady(101, 1.0, 105) + steady(105.1, 0.1, 130)
     m = workload_window(txns, warmup_s=5, seconds=20)
     # the window is 105..125 s from the first transaction's begin at 100 s: commits at 105.1 .. 125.0
     assert m.txns == 200
@@ -35,7 +35,7 @@ def test_the_warm_up_is_not_counted_and_the_window_is_the_steady_rate() -> None:
 
 
 def test_counted_with_the_warm_up_the_rate_would_be_lower() -> None:
-    txns = [Txn(0, S // 2, "ok", 500)] + steady(1, 1.0, 5) + steady(5.1, 0.1, 30)
+    txns = [TimedTxn(0, S // 2, "ok", 500)] + steady(1, 1.0, 5) + steady(5.1, 0.1, 30)
     assert workload_window(txns, 0, 25).records_per_s < workload_window(txns, 5, 20).records_per_s
 
 

@@ -24,11 +24,6 @@ SHARED_BASENAMES: dict[str, tuple[set[str], str]] = {
 
 #: top-level class names two modules may share, each with the modules and why
 SHARED_CLASSES: dict[str, tuple[set[str], str]] = {
-    "AppContract": ({"harness/history/schema.py", "harness/workloads/registry.py"},
-                    "the app contract, defined twice; issue 38's typed-contract work makes it one type"),
-    "Op": ({"harness/history/model.py", "harness/checker/cycles.py"},
-           "cycles.Op is a cycle's transaction or poll (to be CycleOp); harness/checker/ is reworked on "
-           "another branch this round, which renames it"),
 }
 
 

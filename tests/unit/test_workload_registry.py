@@ -119,7 +119,7 @@ def test_the_markers_topic_is_the_one_created_compacted() -> None:
 
 def test_the_final_reads_record_the_committed_offsets_of_the_consuming_workloads_group(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from harness.phases import base as phases_base
+    from harness.phases import kind_run as phases_base
     from harness.phases import table
     from harness.run import runner
 
