@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -94,10 +95,33 @@ def write_json(path: Path, data: Any) -> Path:
     return write_text(path, json.dumps(data, indent=2, default=str) + "\n")
 
 
+def not_a_file(path: Path) -> str | None:
+    """What ``path`` is when it exists as something other than a regular file (a symlink, a
+    device node, a FIFO, a socket, a folder), in words; None when it is a regular file or absent.
+    A write by rename would replace that thing with a file (as root, ``/dev/full`` itself), so a
+    command's output may go only into a regular file or a new path."""
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"cannot be looked at ({_why(exc)})"
+    if stat.S_ISREG(mode):
+        return None
+    kinds = ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a character device"),
+             (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"))
+    return next((f"is {name}" for test, name in kinds if test(mode)), "is not a regular file")
+
+
 def write_output(path: Path, text: str) -> Path:
     """``write_text`` for a file a command was asked to make (a report, an index page): a path
     that cannot be written is a ``ConfigError`` naming it, never an ``OSError`` (exit 2, not an
-    internal error). Nothing is left half-written: the old file stays, and no temporary file."""
+    internal error); so is one that exists as anything but a regular file (``not_a_file``), which
+    is left as it was. Nothing is left half-written: the old file stays, and no temporary file."""
+    what = not_a_file(path)
+    if what is not None:
+        raise ConfigError(f"{path} cannot be written (it {what}, which the write would replace); give a regular "
+                          "file or a new path")
     try:
         return write_text(path, text)
     except OSError as exc:
@@ -161,7 +185,7 @@ def check_out(path: Path, flag: str, what: str = "folder", *, file: bool = False
     it). Either way its parent must be a folder that exists and can be written. ``ConfigError``
     naming the path and what is allowed; ``path`` when it will do. ``os.access`` does not stop root,
     so the writes are guarded too (``write_output``, ``make_folder``)."""
-    allowed = (f"{flag} takes a file name in a folder that exists and can be written" if file else
+    allowed = (f"{flag} takes a file name (a regular file or a new one) in a folder that exists and can be written" if file else
                f"{flag} takes a new folder (in one that exists and can be written), or an empty one"
                + (", or one an earlier run of this command made" if resumable else ""))
     if path.is_dir():
@@ -175,6 +199,9 @@ def check_out(path: Path, flag: str, what: str = "folder", *, file: bool = False
         return path
     if path.exists() or path.is_symlink():
         if file:
+            what = not_a_file(path)
+            if what is not None:
+                raise ConfigError(f"{flag} {path} {what}, which writing would replace; {allowed}")
             if not os.access(path, os.W_OK):
                 raise ConfigError(f"{flag} {path}: the file cannot be written; {allowed}")
         else:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -238,6 +239,44 @@ def test_a_bad_report_out_file_is_refused_and_nothing_is_written(run: Path, tmp_
         out, says = _out(tmp_path, case)
     refused(cli("report", str(run), "--out", str(out)), f"--out {out}", says)
     assert not out.is_file() and not list(tmp_path.rglob(".*.tmp*"))
+
+
+def _not_a_file(tmp_path: Path, case: str) -> Path:
+    """A path in ``tmp_path`` that exists as ``case``: a symlink to a file, a FIFO, a device node."""
+    path = tmp_path / f"out-{case}"
+    if case == "symlink":
+        (tmp_path / "target.html").write_text("the link's target")
+        path.symlink_to(tmp_path / "target.html")
+    elif case == "fifo":
+        os.mkfifo(path)
+    else:
+        try:  # a /dev/null of our own (major 1, minor 3), so no real device is at stake
+            os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        except PermissionError:
+            pytest.skip("device nodes cannot be made here")
+    return path
+
+
+@pytest.mark.parametrize("case, says", [("symlink", "is a symbolic link"), ("fifo", "is a FIFO"),
+                                        ("device", "is a character device")])
+def test_an_out_that_is_no_regular_file_is_refused_and_left_as_it_was(run: Path, tmp_path: Path, case: str,
+                                                                       says: str) -> None:
+    """A write by rename replaces what is at the path: as root, ``report --out /dev/full`` made the
+    device an HTML file. Only a regular file or a new path is written; the report, the index and
+    the repro folder's files share the writer."""
+    out = _not_a_file(tmp_path, case)
+    before = out.lstat()
+    refused(cli("report", str(run), "--out", str(out)), f"--out {out} {says}", "(a regular file or a new one)")
+    with pytest.raises(ConfigError, match=f"{out} cannot be written \\(it {says}"):
+        write_output(out, "text")
+    index = tmp_path / "results" / INDEX
+    shutil.copytree(run, index.parent / "run")
+    os.symlink(out, index)
+    refused(cli("index", str(index.parent)), f"{index} cannot be written (it is a symbolic link")
+    after = out.lstat()
+    assert (after.st_mode, after.st_ino, after.st_rdev) == (before.st_mode, before.st_ino, before.st_rdev)
+    if case == "symlink":
+        assert (tmp_path / "target.html").read_text() == "the link's target"
 
 
 def test_an_unwritable_folder_is_refused_by_its_access_check(tmp_path: Path, nothing_started: list[Any],
