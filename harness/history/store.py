@@ -773,6 +773,31 @@ def _recorded(run_dir: Path) -> tuple[sources.Files | None, str]:
         return None, f"its {SOURCE_FILE} cannot be used (not what this code writes: {exc!r})"
 
 
+#: What a whole Parquet file begins and ends with; a file cut short (a full disk, a killed copy) has lost its end.
+_PARQUET_MAGIC = b"PAR1"
+
+
+def _damaged(folder: Path) -> str | None:
+    """Why a table file in ``folder`` cannot be read (missing, not a file, cut short), in words;
+    None when each is there, whole as far as its first and last bytes tell (a cheap look, read
+    only at each end; damage inside is found when read, ``load``)."""
+    for name in (*TABLES, VALUES_TABLE):
+        path = _file(folder, name)
+        try:
+            with path.open("rb") as f:
+                head = f.read(len(_PARQUET_MAGIC))
+                size = f.seek(0, os.SEEK_END)
+                f.seek(max(0, size - len(_PARQUET_MAGIC)))
+                tail = f.read()
+        except FileNotFoundError:
+            return f"its {path.name} is missing"
+        except OSError as exc:
+            return f"its {path.name} cannot be read ({exc.strerror or exc})"
+        if size < 2 * len(_PARQUET_MAGIC) or head != _PARQUET_MAGIC or tail != _PARQUET_MAGIC:
+            return f"its {path.name} is damaged (cut short or not Parquet: {size} bytes)"
+    return None
+
+
 def stale_because(run_dir: Path) -> str | None:
     """Why the run's Parquet tables are not what its JSON lines give (None: they are). They must be
     of this code's ``LAYOUT``, built by this code (``FLATTENING``), from the history files there now:
@@ -785,6 +810,11 @@ def stale_because(run_dir: Path) -> str | None:
     if found != LAYOUT:
         return f"its layout is {found if found is not None else 'unnumbered (1)'}, this code's {LAYOUT}"
     files = _history_files(run_dir)
+    damaged = _damaged(run_dir / PARQUET_DIR)
+    if damaged is not None:
+        if not files:
+            raise _beyond_repair(run_dir, damaged)
+        return damaged
     recorded, why = _recorded(run_dir)
     if not files:
         if recorded is None:
@@ -807,6 +837,12 @@ def stale_because(run_dir: Path) -> str | None:
 def parquet_is_current(run_dir: Path) -> bool:
     """The run's Parquet tables are what its JSON lines give (``stale_because``)."""
     return stale_because(run_dir) is None
+
+
+def _beyond_repair(run_dir: Path, why: str) -> ConfigError:
+    """The error of Parquet tables that cannot be read (``why``) with no JSON lines to rebuild them from."""
+    return ConfigError(f"{run_dir / PARQUET_DIR}: {why}, and the JSON lines to rebuild it from "
+                       f"({run_dir / HISTORY_DIR}/*.jsonl) are gone")
 
 
 def _refuse_stale_layout(run_dir: Path) -> None:
@@ -878,6 +914,10 @@ def load(run_dir: Path, persist: bool = False) -> Tables:
         pa.set_memory_pool(_lean_pool())  # each buffer goes back to the pool that made it, whatever is set later
         try:
             frames: dict[str, Any] = {name: frame(name) for name in TABLES}
+        except (OSError, pa.ArrowException) as exc:  # damaged inside, its ends whole (``_damaged``)
+            if not _history_files(run_dir):
+                raise _beyond_repair(run_dir, f"a table cannot be read ({exc})") from None
+            return _rebuilt(run_dir, f"a table cannot be read ({exc})", persist)
         finally:
             pa.set_memory_pool(before)
         return Tables(**frames, meta=read_meta(run_dir), values_file=_file(pq, VALUES_TABLE),

@@ -87,6 +87,27 @@ def test_check_rebuilds_from_the_history_when_the_parquet_meta_is_a_folder(run: 
     assert r.exit_code == 0 and r.stdout.startswith("VALID") and "internal error" not in r.output, r.output
 
 
+@pytest.mark.parametrize("how", ["truncated", "missing", "inside"])
+def test_check_rebuilds_a_damaged_parquet_table_from_the_history(run: Path, how: str) -> None:
+    """The Parquet tables are a cache of the JSON lines: a table cut short, gone, or damaged
+    inside is rebuilt from them (it was an internal error), and refused by name when they are gone."""
+    table = run / "history.parquet" / "writes.parquet"
+    data = table.read_bytes()
+    if how == "truncated":
+        table.write_bytes(data[: len(data) // 2])
+    elif how == "missing":
+        table.unlink()
+    else:  # both ends whole, the middle not
+        table.write_bytes(data[:4] + b"\xff" * (len(data) - 8) + data[-4:])
+    r = cli("check", str(run))
+    assert r.exit_code == 0 and r.stdout.startswith("VALID") and "internal error" not in r.output, r.output
+    assert store.stale_because(run) is None  # saved again, whole
+    table.write_bytes(data[:10])
+    shutil.rmtree(run / "history")
+    refused(cli("check", str(run)), f"{run / 'history.parquet'}: its writes.parquet is damaged",
+            "the JSON lines to rebuild it from")
+
+
 def _break(path: Path, how: str) -> None:
     path.unlink()
     if how == "folder":
