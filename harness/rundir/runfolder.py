@@ -199,9 +199,9 @@ def check_out(path: Path, flag: str, what: str = "folder", *, file: bool = False
         return path
     if path.exists() or path.is_symlink():
         if file:
-            what = not_a_file(path)
-            if what is not None:
-                raise ConfigError(f"{flag} {path} {what}, which writing would replace; {allowed}")
+            other = not_a_file(path)
+            if other is not None:
+                raise ConfigError(f"{flag} {path} {other}, which writing would replace; {allowed}")
             if not os.access(path, os.W_OK):
                 raise ConfigError(f"{flag} {path}: the file cannot be written; {allowed}")
         else:
