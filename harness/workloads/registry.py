@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import difflib
 import re
+import types
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -438,6 +439,31 @@ def check_library(name: str, library: str, settings: dict[str, Any]) -> None:
                          f"answers one call at a time, so they would take turns); use {many}: 1 and count: N for N processes")
 
 
+def _is_model(t: Any) -> bool:
+    return isinstance(t, type) and issubclass(t, BaseModel)
+
+
+def _annotation_at(model: type[BaseModel], loc: tuple[Any, ...]) -> Any:
+    """The type of the setting at ``loc`` (a pydantic error's: field names, list indexes, dict
+    keys) in ``model``, ``X | None`` read as ``X``; None where it cannot be followed."""
+    t: Any = model
+    for step in loc:
+        if get_origin(t) in (Union, types.UnionType):
+            t = next((a for a in get_args(t) if a is not type(None)), None)
+        if _is_model(t):
+            field = t.model_fields.get(str(step))
+            t = field.annotation if field is not None else None
+        elif get_origin(t) in (list, tuple, set, frozenset):
+            t = get_args(t)[0]
+        elif get_origin(t) is dict:
+            t = get_args(t)[1]
+        else:
+            return None
+    if get_origin(t) in (Union, types.UnionType):
+        t = next((a for a in get_args(t) if a is not type(None)), None)
+    return t
+
+
 def check_settings(name: str, settings: dict[str, Any]) -> None:
     """Raise ValueError saying, in the scenario's words, which of ``settings`` a ``name`` workload
     cannot take and what it allows."""
@@ -450,15 +476,23 @@ def check_settings(name: str, settings: dict[str, Any]) -> None:
 
 
 def _problem(e: Any, model: type[BaseModel]) -> str:
-    """One pydantic error about a settings dict as ``key: what is wrong; what is allowed``."""
+    """One pydantic error about a settings dict as ``key: what is wrong; what is allowed``: for a
+    nested key (``contract.order``), what its own model allows."""
     key = ".".join(str(x) for x in e["loc"]) or "settings"
     if e["type"] == "extra_forbidden":
-        close = difflib.get_close_matches(key, list(model.model_fields), n=1)
+        parent = _annotation_at(model, e["loc"][:-1])
+        names = list(parent.model_fields) if _is_model(parent) else []
+        close = difflib.get_close_matches(str(e["loc"][-1]), names, n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
-        return f"{key}: unknown (allowed: {', '.join(model.model_fields) or 'none'}){hint}"
+        return f"{key}: unknown (allowed: {', '.join(names) or 'none'}){hint}"
     if e["type"] == "literal_error":
-        allowed = ", ".join(str(a) for a in get_args(model.model_fields[str(e["loc"][0])].annotation))
-        return f"{key}: {e['input']!r}; allowed: {allowed}"
+        literal = _annotation_at(model, e["loc"])
+        values = [str(a) for a in get_args(literal)] if get_origin(literal) is Literal else []
+        close = difflib.get_close_matches(str(e["input"]), values, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        # else pydantic's own words (e.g. 'a' or 'b')
+        allowed = ", ".join(values) or str(e.get("ctx", {}).get("expected", ""))
+        return f"{key}: {e['input']!r}; allowed: {allowed}{hint}"
     if e["type"] == "missing":
         return f"{key}: required"
     return f"{key}: {e['input']!r}: {e['msg']}"

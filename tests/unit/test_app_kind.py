@@ -84,6 +84,27 @@ def test_a_wrong_app_scenario_is_refused_naming_file_line_and_what_is_allowed(
     assert says in _refused(tmp_path, text)
 
 
+@pytest.mark.parametrize("change, says", [
+    ("contract: {kind: map, order: perkey}", "contract.order: 'perkey'; allowed: per-key, none; did you mean 'per-key'?"),
+    ("contract: {kind: map, output_serde: {key: lng}}", "contract.output_serde.key: 'lng'; allowed: string, long, int"),
+    ("contract: {kind: aggregate, aggregates: {app-out: avg}}", "contract.aggregates.app-out: 'avg'; allowed: count, "
+                                                                "sum, min, max"),
+    ("contract: {kind: map, ordr: none}", "contract.ordr: unknown (allowed: kind, function, order, aggregates, "
+                                          "output_serde); did you mean 'order'?"),
+    ("contract: {kind: map, output_serde: {kye: long}}", "contract.output_serde.kye: unknown (allowed: key, value); "
+                                                         "did you mean 'key'?"),
+])
+def test_a_wrong_nested_app_setting_says_what_its_own_model_allows(tmp_path: Path, change: str, says: str) -> None:
+    """Nested settings said ``allowed: `` with nothing after it, and an unknown nested key listed
+    the top level's keys with no did-you-mean."""
+    assert says in _refused(tmp_path, APP.replace("contract: {kind: map}", change))
+
+
+def test_a_wrong_ready_output_says_what_is_allowed(tmp_path: Path) -> None:
+    assert "ready.output: 'frist'; allowed: first; did you mean 'first'?" in _refused(
+        tmp_path, APP.replace("ready: {log: started}", "ready: {output: frist}"))
+
+
 def test_a_command_that_is_not_there_is_refused_before_anything_starts(tmp_path: Path) -> None:
     sc = scenario.load(str(_app_file(tmp_path, APP.replace('"{python}", -m, my_app', "./no-such-app"))))
     with pytest.raises(ConfigError, match=r"'./no-such-app' is not an executable file in "):
