@@ -22,7 +22,7 @@ from harness.base.errors import ConfigError
 from harness.cli.console import out
 from harness.cli.guard import EXIT_INTERRUPTED, guarded
 from harness.cli.matrix import print_plan
-from harness.cli.options import BackendOpt, RedoUnknownOpt
+from harness.cli.options import BackendOpt, RedoUnknownOpt, check_port_base_env
 from harness.rundir.runfolder import check_out, make_folder, new_run_dir, write_output
 from harness.workloads.clients import DEFAULT_LIBRARY
 from harness.workloads.clients import spelled as client_libraries
@@ -67,6 +67,7 @@ def hunt_cmd(
     Resumable like matrix. Exit 0: every run valid; 1: some run found an anomaly; 3: some unknown; 130: interrupted."""
     from harness.campaigns import hunt, matrix
 
+    check_port_base_env()  # its clusters' port base: refused now, not when one starts
     if not MIN_DURATION_S <= duration <= 3600:
         raise ConfigError(f"--duration {duration:g}: give {MIN_DURATION_S:g} to 3600 seconds (a drawn run needs a "
                           f"quiet start, a fault and {hunt.QUIET_END_S:g} s of quiet end)")
