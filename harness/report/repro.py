@@ -51,7 +51,7 @@ from harness.report.ops import OpSpan, example_spans
 from harness.report.wire import ApiSeen, WireEvent, api_versions, producers, read_wire, window_events
 from harness.rundir import runinfo
 from harness.rundir.journal import Journal
-from harness.rundir.runfolder import NODES, WORKLOADS, RunFolder
+from harness.rundir.runfolder import NODES, WORKLOADS, RunFolder, run_tag
 
 #: Seconds either side of the anomaly's ops that the excerpts cover.
 MARGIN_S = 5.0
@@ -621,7 +621,7 @@ def replayable(resolved: dict[str, Any], journal: Journal | None, run_name: str)
     scenario with workloads."""
     if not resolved.get("workloads"):
         return None
-    suffix = "." + run_name.rsplit("-", 1)[-1]
+    suffix = "." + run_tag(run_name)
     sc = _untagged(resolved, suffix)
     schedule = journal.schedule if journal is not None and journal.schedule else sc.get("faults") or []
     sc.update(faults=[_pinned(_untagged(f, suffix), i, journal) for i, f in enumerate(schedule)], mix=None)

@@ -22,6 +22,7 @@ from chaos.schedule import drawn, takes_workload
 from chaos.targets import TargetDefaults
 from harness.base.errors import ConfigError
 from harness.history.model import TXN_PRODUCER
+from harness.rundir.runfolder import RUN_TAG_MAX
 from harness.workloads import app_args, registry
 from harness.workloads.clients import DEFAULT_LIBRARY
 from harness.workloads.clients import check_settings as check_client_settings
@@ -42,6 +43,9 @@ LSO_BOUND_S = 90.0
 #: Kafka's rule for a topic name (``org.apache.kafka.common.internals.Topic``): 1 to 249 of these
 #: characters, and not ``.`` or ``..``. A name it breaks fails only once the cluster is up.
 TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+#: A scenario's topic name is this long at most: a run adds its tag (``NAME.<tag>``), and Kafka's
+#: limit is for the name it gets.
+MAX_TOPIC = 249 - 1 - RUN_TAG_MAX
 #: A scenario file is this long at most: a history or a log given by mistake is refused before it is
 #: read into memory and parsed.
 MAX_FILE_BYTES = 1 << 20
@@ -173,6 +177,10 @@ class Scenario(Strict):
             if not TOPIC_NAME.fullmatch(topic) or topic in (".", ".."):
                 raise _invalid(("topics", i), f"{topic!r} is not a Kafka topic name; allowed: 1 to 249 of a-z, A-Z, 0-9, "
                                               "'.', '_' and '-', other than '.' and '..'")
+            if len(topic) > MAX_TOPIC:
+                raise _invalid(("topics", i), f"{len(topic)} characters, {topic[:20]!r}...; allowed: at most {MAX_TOPIC} "
+                                              f"(Kafka's 249, less {1 + RUN_TAG_MAX} for the run's tag: the run names "
+                                              "it NAME.<tag>)")
             # Kafka refuses a topic whose name differs from an existing one's only in '.' against '_'
             # (their metric names would be one)
             key = topic.replace(".", "_")
@@ -211,6 +219,9 @@ class Scenario(Strict):
             workload = getattr(f, "workload", None)
             if workload is not None and workload not in allowed:
                 raise _invalid(("faults", i, "workload"), f"{workload!r}; allowed: {', '.join(allowed)}")
+            problem = self._instance_problem(workload, getattr(f, "instance", None))
+            if problem:
+                raise _invalid(("faults", i, "instance"), problem)
         for i, w in enumerate(self.workloads):
             missing = [k for k in registry.kind(w.kind).required_topics(w.settings) if not _names_topics(w.settings.get(k), self.topics)]
             if missing:
@@ -239,6 +250,20 @@ class Scenario(Strict):
                     raise _invalid(("expect", "fires", i), f"{check!r} is not a check; allowed: {', '.join(CHECKS)}"
                                                            f"{_did_you_mean(check, list(CHECKS))}")
         return self
+
+    def _instance_problem(self, workload: str | None, instance: int | None) -> str | None:
+        """What is wrong with a workload fault's ``instance`` (its process ``<workload>-N``), if anything:
+        it failed only when the fault came, the cluster long up."""
+        if workload is None or instance is None:
+            return None
+        if registry.kind(workload).roles:
+            return (f"{instance}: a {workload}'s processes are named by role ({', '.join(registry.kind(workload).roles)}), "
+                    "not numbered; leave instance out")
+        total = sum(w.count for w in self.workloads if w.kind == workload)
+        if instance >= total:
+            runs = f"{workload}-0 to {workload}-{total - 1}" if total > 1 else f"{workload}-0" if total else "none"
+            return f"{instance}: the scenario runs {total} {workload} process{'' if total == 1 else 'es'} ({runs})"
+        return None
 
     def _one_app(self) -> None:
         """At most one app, whose placeholders name what there is (docs/APPS.md)."""

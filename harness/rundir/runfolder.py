@@ -22,8 +22,10 @@ verdict, so a report); both are rewritten when a run finishes.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import secrets
 import stat
 import time
@@ -59,6 +61,20 @@ LATEST = "latest"
 def new_run_id(kind: str) -> str:
     """``20261123-043417-<kind>-<4 hex>``: sorts by time, unique among runs started the same second."""
     return f"{time.strftime('%Y%m%d-%H%M%S')}-{kind}-{secrets.token_hex(2)}"
+
+
+#: The run's tag, put on its topic names (``NAME.<tag>``, harness.run.runner.physical), is this long
+#: at most: a scenario's topic names keep ``1 + RUN_TAG_MAX`` of Kafka's 249 characters free for it.
+RUN_TAG_MAX = 8
+_TAG = re.compile(rf"[a-zA-Z0-9_]{{1,{RUN_TAG_MAX}}}")
+
+
+def run_tag(name: str) -> str:
+    """The tag of the run folder called ``name``: its last ``-`` part (``new_run_id``'s 4 hex); for a
+    folder named otherwise (``--out``) whose last part is longer than ``RUN_TAG_MAX`` or holds
+    characters a topic name cannot, the first 8 hex of its name's sha256."""
+    last = name.rsplit("-", 1)[-1]
+    return last if _TAG.fullmatch(last) else hashlib.sha256(name.encode()).hexdigest()[:RUN_TAG_MAX]
 
 
 def new_run_dir(kind: str, parent: Path | None = None) -> Path:

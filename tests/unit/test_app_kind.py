@@ -105,6 +105,15 @@ def test_a_wrong_ready_output_says_what_is_allowed(tmp_path: Path) -> None:
         tmp_path, APP.replace("ready: {log: started}", "ready: {output: frist}"))
 
 
+def test_a_workload_fault_on_an_instance_the_scenario_does_not_run_is_refused(tmp_path: Path) -> None:
+    """``instance: 5`` on a 2-instance app passed the dry run and failed when the fault came."""
+    fault = "faults:\n  - {at: 10, kind: kill-workload, workload: app, instance: %d, duration: 5}\n"
+    assert "my-app.yaml:5: faults[0] (kill-workload at 10s) instance: 5: the scenario runs 2 app processes (app-0 to app-1)" in _refused(
+        tmp_path, APP.replace("workloads:", fault % 5 + "workloads:"))
+    sc = scenario.load(str(_app_file(tmp_path, APP.replace("workloads:", fault % 1 + "workloads:"))))
+    assert sc.faults[0].instance == 1  # type: ignore[union-attr]
+
+
 def test_a_command_that_is_not_there_is_refused_before_anything_starts(tmp_path: Path) -> None:
     sc = scenario.load(str(_app_file(tmp_path, APP.replace('"{python}", -m, my_app', "./no-such-app"))))
     with pytest.raises(ConfigError, match=r"'./no-such-app' is not an executable file in "):
