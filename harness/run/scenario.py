@@ -265,12 +265,30 @@ class Scenario(Strict):
             return f"{instance}: the scenario runs {total} {workload} process{'' if total == 1 else 'es'} ({runs})"
         return None
 
+    def _app_topics_its_own(self, app: int) -> None:
+        """No other workload writes the app's topics: its contract judges its outputs against the
+        feeder's inputs alone, so another writer's records read as the app's mistakes (a false finding)."""
+        s = self.workloads[app].settings
+        outputs = list(s.get("outputs") or [])
+        own = set(s.get("inputs") or []) | set(outputs)
+        others = [t for t in self.topics if t not in outputs]  # what a workload writes unless told (runner)
+        for j, w in enumerate(self.workloads):
+            clash = sorted(own & set(_written_by(w, others)))
+            if w.kind != "app" and clash:
+                mine = [t for t in self.topics if t not in own]
+                raise _invalid(("workloads", j, "settings"), f"a {w.kind} workload writes {clash}, the app's own topics: "
+                               "the app's output is judged against the feeder's input alone, so records of another "
+                               "writer would read as the app's mistakes; give it topics of its own "
+                               f"({', '.join(mine) if mine else 'add one to topics'})")
+
     def _one_app(self) -> None:
         """At most one app, whose placeholders name what there is (docs/APPS.md)."""
         apps = [i for i, w in enumerate(self.workloads) if w.kind == "app"]
         if len(apps) > 1:
             raise _invalid(("workloads", apps[1], "kind"), "a second app: a scenario puts one app under test "
                                                           "(count: N runs N instances of it)")
+        for i in apps:
+            self._app_topics_its_own(i)
         for i in apps:
             settings = self.workloads[i].settings
             texts = [(("command", j), a) for j, a in enumerate(settings.get("command") or [])]
@@ -622,6 +640,17 @@ def _at(loc: tuple[Any, ...], data: Any) -> Any:
 def _and(items: list[str]) -> str:
     """``a, b and c``."""
     return " and ".join(items) if len(items) <= 2 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+def _written_by(w: Workload, unnamed: list[str]) -> list[str]:
+    """The topics a workload entry writes; ``unnamed``: what one that names none writes."""
+    if w.kind == "txn-producer":
+        return list(w.settings.get("topics") or unnamed)
+    if w.kind == "zombie":
+        return unnamed
+    if w.kind in ("copier", "spark-job"):
+        return [t for t in (w.settings.get("output"), w.settings.get("markers")) if isinstance(t, str)]
+    return []  # a reader writes nothing; an app its outputs, judged by its contract
 
 
 def _did_you_mean(value: Any, allowed: list[str]) -> str:

@@ -220,6 +220,15 @@ class AppSettings(BaseModel):
         if self.contract.function == IDENTITY and self.contract.kind == "map" and len(self.outputs) != 1:
             raise ValueError(f"contract: identity copies to one output topic; outputs has {len(self.outputs)} "
                              "(name a module:function for more)")
+        serde = self.contract.output_serde
+        if self.contract.function == IDENTITY and self.contract.kind == "map" and (
+                serde.value != self.feeder.value_serde or serde.key != "string"):
+            # an identity app copies the feeder's bytes: read any other way, every output is "wrong"
+            raise ValueError(f"contract.output_serde: identity copies the feeder's records as they are (keys string, "
+                             f"values {self.feeder.value_serde}: feeder.value_serde), so its output is read the same "
+                             f"way; output_serde is {{key: {serde.key}, value: {serde.value}}}: give "
+                             f"{{key: string, value: {self.feeder.value_serde}}}, or name a module:function that "
+                             "converts")
         return self
 
 

@@ -114,6 +114,27 @@ def test_a_workload_fault_on_an_instance_the_scenario_does_not_run_is_refused(tm
     assert sc.faults[0].instance == 1  # type: ignore[union-attr]
 
 
+def test_an_identity_app_read_with_other_serdes_than_its_feeder_writes_is_refused(tmp_path: Path) -> None:
+    """It was accepted and ended in a false INVALID: every copied value read as another one."""
+    msg = _refused(tmp_path, APP.replace("contract: {kind: map}", "contract: {kind: map, output_serde: {value: long}}"))
+    assert "contract.output_serde: identity copies the feeder's records as they are (keys string, values string" in msg
+    assert "give {key: string, value: string}" in msg
+    both_long = APP.replace("contract: {kind: map}", "feeder: {value_serde: long}\n      contract: {kind: map, "
+                                                     "output_serde: {value: long}}")
+    assert scenario.load(str(_app_file(tmp_path, both_long))).workloads[0].kind == "app"
+
+
+@pytest.mark.parametrize("producer", ["{topics: [app-in]}", "{topics: [app-out]}", "{}"])
+def test_another_workload_writing_the_apps_topics_is_refused(tmp_path: Path, producer: str) -> None:
+    """Its records read as the app's mistakes: a false INVALID. (``{}`` writes every topic but
+    the app's outputs, its inputs among them.)"""
+    text = APP.replace("[app-in, app-out]", "[app-in, app-out, mine]") + f"  - kind: txn-producer\n    settings: {producer}\n"
+    assert "workloads[1].settings: a txn-producer workload writes ['app-" in _refused(tmp_path, text)
+    assert "give it topics of its own (mine)" in _refused(tmp_path, text)
+    ok = text.replace(f"settings: {producer}", "settings: {topics: [mine]}")
+    assert [w.kind for w in scenario.load(str(_app_file(tmp_path, ok))).workloads] == ["app", "txn-producer"]
+
+
 def test_a_command_that_is_not_there_is_refused_before_anything_starts(tmp_path: Path) -> None:
     sc = scenario.load(str(_app_file(tmp_path, APP.replace('"{python}", -m, my_app', "./no-such-app"))))
     with pytest.raises(ConfigError, match=r"'./no-such-app' is not an executable file in "):
