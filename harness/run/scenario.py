@@ -341,8 +341,14 @@ class Scenario(Strict):
             parse_library(library)
         except ValueError as exc:
             raise ConfigError(f"{flag}: {exc}") from None
-        workloads = [w.model_copy(update={"library": library})
-                     if parse_library(library).name in registry.kind(w.kind).libraries else w for w in self.workloads]
+        able = [w for w in self.workloads if parse_library(library).name in registry.kind(w.kind).libraries]
+        if not able:  # it would change nothing, and a matrix column would say it ran what it never ran
+            bound = "; ".join(f"{k} runs on {', '.join(registry.kind(k).libraries)} only"
+                              for k in sorted({w.kind for w in self.workloads}))
+            why = (" (an app brings its own client; the harness's feeder and reader of it run on "
+                   f"{', '.join(registry.kind('app').libraries)})") if any(w.kind == "app" for w in self.workloads) else ""
+            raise ConfigError(f"{flag} {library}: scenario {self.name} has no workload that can run on it: {bound}{why}")
+        workloads = [w.model_copy(update={"library": library}) if w in able else w for w in self.workloads]
         for w in workloads:
             try:
                 registry.check_library(w.kind, w.library, w.settings)

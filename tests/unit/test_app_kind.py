@@ -135,6 +135,20 @@ def test_another_workload_writing_the_apps_topics_is_refused(tmp_path: Path, pro
     assert [w.kind for w in scenario.load(str(_app_file(tmp_path, ok))).workloads] == ["app", "txn-producer"]
 
 
+@pytest.mark.parametrize("args", [["run", "app-py-copier", "--library", "java", "--dry-run"],
+                                  ["matrix", "--scenarios", "app-py-copier,smoke", "--clients", "confluent-kafka,java",
+                                   "--dry-run"]])
+def test_a_client_library_no_workload_of_an_app_scenario_can_run_on_is_refused(args: list[str]) -> None:
+    """It changed nothing, silently, and a matrix page showed a Java column that never ran Java."""
+    from tests.unit.test_cli import cli
+
+    r = cli(*args)
+    assert r.exit_code == 2, r.output
+    assert "scenario app-py-copier has no workload that can run on it: app runs on confluent-kafka only" in " ".join(
+        r.output.split()), r.output
+    assert cli("run", "app-py-copier", "--library", "confluent-kafka", "--dry-run").exit_code == 0
+
+
 def test_a_command_that_is_not_there_is_refused_before_anything_starts(tmp_path: Path) -> None:
     sc = scenario.load(str(_app_file(tmp_path, APP.replace('"{python}", -m, my_app', "./no-such-app"))))
     with pytest.raises(ConfigError, match=r"'./no-such-app' is not an executable file in "):
