@@ -383,3 +383,11 @@ def test_port_base_flag_takes_the_bounds_the_environment_variable_takes(no_real_
     assert r.exit_code == 2, r.output
     assert "--port-base" in r.output and bound in r.output
     assert no_real_run == []
+
+
+@pytest.mark.parametrize("args", [["run", ":fire:"], ["run", "smoke", "--library", ":fire:", "--dry-run"],
+                                  ["report", ":fire:"]])
+def test_echoed_input_is_printed_as_typed_not_as_an_emoji(args: list[str]) -> None:
+    """``run ":fire:"`` printed a fire emoji: rich's emoji codes are off for what the user typed."""
+    r = cli(*args)
+    assert r.exit_code == 2 and ":fire:" in r.output and "\N{FIRE}" not in r.output, r.output
