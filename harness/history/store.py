@@ -434,6 +434,8 @@ def flatten(ops: Sequence[Op], truncated: list[str] | None = None) -> Tables:
     app_scans: dict[str, set[str]] = {}
     app_stray: dict[str, dict[str, int]] = {}
     function_errors: dict[str, str] = {}  # app -> why its contract function gave no outputs
+    contracts: dict[str, Op] = {}  # app -> its app-contract op
+    about: dict[str, Op] = {}  # app -> the first expect or app-stray op about it
     init_rows: list[tuple[Any, ...]] = []
     group_rows: list[tuple[str, int, int]] = []
     fault_rows: list[tuple[int, str | None, str | None, str]] = []
@@ -482,12 +484,15 @@ def flatten(ops: Sequence[Op], truncated: list[str] | None = None) -> Tables:
         elif f == LSO:
             lso = op.value
         elif f == APP_CONTRACT:
+            _refuse_second_contract(op, contracts)
             apps.append(dict(op.value))
         elif f == EXPECT:
+            about.setdefault(str(op.value["app"]), op)
             app_expected.add(op)
             if op.value.get("error"):
                 function_errors[str(op.value["app"])] = str(op.value["error"])
         elif f == APP_STRAY:
+            about.setdefault(str(op.value["app"]), op)
             app_stray.setdefault(op.value["app"], {}).update(op.value["topics"])
         if f == FAULT:
             fault_rows.append(_fault_row(op))
@@ -515,10 +520,37 @@ def flatten(ops: Sequence[Op], truncated: list[str] | None = None) -> Tables:
             **({"apps": apps, "app_scans": {a: sorted(i) for a, i in sorted(app_scans.items())}} if apps or app_scans else {}),
             **({"app_stray": app_stray} if app_stray else {}),
             **({"app_function_errors": function_errors} if function_errors else {})}
+    _refuse_lines_without_contract(about, contracts)
     written = writes.frame()
     _refuse_reused_values(written, txns)
     return Tables(ops_df, txns, written, reads.frame(), inits, groups, _faults_frame(fault_rows),
                   _spark_frame(spark), keys.frame(), app_outputs.frame(), app_expected.frame(), meta)
+
+
+def _op_named(op: Op) -> str:
+    return f"op {op.index} ({op.process} {op.f}, at {op.time / 1e9:.6f} s)"
+
+
+def _refuse_second_contract(op: Op, contracts: dict[str, Op]) -> None:
+    """``ConfigError`` for a second ``app-contract`` of one app (else noted in ``contracts``): both
+    were judged, and one contract judged the other's outputs (a false finding)."""
+    app = str(op.value["app"])
+    if app in contracts:
+        raise ConfigError(f"app {app!r} has two contracts, {_op_named(contracts[app])} and {_op_named(op)}: a history "
+                          "has one app-contract per app (the runner writes it once), else one would judge the "
+                          "other's outputs")
+    contracts[app] = op
+
+
+def _refuse_lines_without_contract(about: dict[str, Op], contracts: dict[str, Op]) -> None:
+    """``ConfigError`` for an ``expect`` or ``app-stray`` line about an app with no ``app-contract``:
+    nothing could judge it (it was ignored, and the history passed for valid), and no run writes one
+    (the runner records the contract first): an error of the history, not an unknown verdict."""
+    for app, op in about.items():
+        if app not in contracts:
+            known = f"; the history's apps: {', '.join(map(repr, contracts))}" if contracts else ""
+            raise ConfigError(f"{_op_named(op)} is about app {app!r}, which has no app-contract op{known}: an app's "
+                              "expect and app-stray lines follow its contract (docs/APPS.md)")
 
 
 def _refuse_reused_values(writes: pd.DataFrame, txns: pd.DataFrame) -> None:
