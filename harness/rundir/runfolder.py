@@ -198,7 +198,8 @@ def check_out(path: Path, flag: str, what: str = "folder", *, file: bool = False
     """Refuse, before anything starts, an output path a command cannot write to. ``path`` (given
     as ``flag``) is a ``file`` to (re)write, else a folder to make (``what``: "run folder", ...)
     that must be new or empty (a ``resumable`` one may hold an earlier result: the command checks
-    it). Either way its parent must be a folder that exists and can be written. ``ConfigError``
+    it); a file that exists must be a regular one (``not_a_file``: a symlink, device node or FIFO
+    would be replaced). Either way its parent must be a folder that exists and can be written. ``ConfigError``
     naming the path and what is allowed; ``path`` when it will do. ``os.access`` does not stop root,
     so the writes are guarded too (``write_output``, ``make_folder``)."""
     allowed = (f"{flag} takes a file name (a regular file or a new one) in a folder that exists and can be written" if file else

@@ -39,7 +39,7 @@ class _Quiet(logging.Filter):
 
 
 class JvmGuard:
-    """What ``interrupts_end_the_jvm`` yields: whether an interrupt came, and ``rearm``."""
+    """What ``interrupts_end_the_jvm`` yields: whether an interrupt came, and ``arm``."""
 
     def __init__(self) -> None:
         self.interrupted = False
@@ -59,8 +59,6 @@ class JvmGuard:
             self._before.setdefault(sig, current)
             if self._before[sig] is not signal.SIG_IGN:
                 signal.signal(sig, self._on_signal)
-
-    rearm = arm
 
     def disarm(self) -> None:
         for sig, handler in self._before.items():

@@ -97,7 +97,7 @@ def checker_session() -> Iterator[SparkSession]:
     with (tempfile.TemporaryDirectory(prefix="eos-chaos-spark-", ignore_cleanup_errors=True) as tmp,
           interrupts_end_the_jvm() as guard):
         spark = session("eos-chaos-checker", tmp_dir=Path(tmp), memory=CHECKER_MEMORY, conf=CHECKER_CONF)
-        guard.rearm()  # PySpark put its own Ctrl-C handler in place
+        guard.arm()  # again: PySpark put its own Ctrl-C handler in place
         try:
             yield spark
         finally:

@@ -268,3 +268,33 @@ def test_sigterm_during_a_spark_check_takes_the_jvm_down_and_is_one_line_and_exi
     assert "Traceback" not in err and "py4j" not in err and "internal error" not in err, err
     assert err.count("interrupted;") == 1 and "taken down" in err.split("interrupted;")[1], err
     assert left == [], "the Spark JVM was left running"
+
+
+def test_take_down_ends_the_process_tree_pyspark_started_and_nothing_else() -> None:
+    """``jvm_down.take_down`` without a JVM: children marked as PySpark's (``pyspark-shell`` in their
+    command line) and what they started get SIGTERM, then SIGKILL; another child is left alone."""
+    from harness.sparkjob import jvm_down
+
+    if jvm_down.our_jvms():
+        pytest.skip("a Spark session of this process is up (take_down would end it)")
+    stubborn = "import signal, subprocess, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); " \
+               "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); time.sleep(60)"
+    marked = subprocess.Popen([sys.executable, "-c", stubborn, "pyspark-shell"])
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        deadline = time.monotonic() + DEADLINE_S
+        while len(jvm_down.our_jvms()) < 2:  # the marked one and its child
+            assert time.monotonic() < deadline, "the marked process tree did not appear"
+            time.sleep(0.05)
+        tree = jvm_down.our_jvms()
+        assert marked.pid in tree and other.pid not in tree
+        assert sorted(jvm_down.take_down(deadline_s=1.0)) == sorted(tree)
+        assert marked.poll() is not None and other.poll() is None
+        grandchild = next(pid for pid in tree if pid != marked.pid)
+        state = Path(f"/proc/{grandchild}/stat")
+        assert not state.exists() or state.read_bytes().rsplit(b")", 1)[1].split()[0] == b"Z", "its child lives on"
+    finally:
+        for p in (marked, other):
+            if p.poll() is None:
+                p.kill()
+            p.wait(timeout=DEADLINE_S)
