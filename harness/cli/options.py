@@ -74,8 +74,8 @@ def _port_base(value: int | None) -> int | None:
 
 # the bounds the environment variable and the plugin take too: the Toxiproxy API sits ~600 below the base
 PortBase = typer.Option(None, "--port-base", min=MIN_PORT_BASE, max=MAX_PORT_BASE, callback=_port_base,
-                        help="First of node 1's 4 listener ports \\[default: $EOS_CHAOS_PORT_BASE, else 19092 "
-                             "local, 29092 compose].")
+                        help="First of node 1's 4 listener ports (else $EOS_CHAOS_PORT_BASE) \\[default: 19092 local, "
+                             "29092 compose].")
 BrokerConfig = typer.Option([], "--broker-config", metavar="KEY=VALUE",
                             help="A broker setting on top of the harness defaults (repeatable), e.g. num.io.threads=4.")
 def _transaction_version(value: int | None) -> int | None:
