@@ -33,7 +33,7 @@ class _Console(logging.Handler):
             self.handleError(record)
 
 
-_STDERR = Console(stderr=True)
+_STDERR = Console(stderr=True, emoji=False)
 
 
 def _set(handler: logging.Handler, level: int) -> None:

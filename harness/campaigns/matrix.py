@@ -33,6 +33,7 @@ from clusters.backends.protocol import Cluster
 from clusters.builds import pins
 from clusters.kafka import feature_levels, kafka_release
 from harness.base.errors import ConfigError
+from harness.base.flags import comma_list
 from harness.campaigns import soak
 from harness.run import runner
 from harness.run.scenario import Scenario
@@ -81,10 +82,7 @@ def level_name(level: Level) -> str:
 # ---- the definition: what the command line asked for, checked before anything starts ----
 
 def _items(flag: str, text: str | None) -> list[str]:
-    items = [x.strip() for x in (text or "").split(",") if x.strip()]
-    if not items:
-        raise ConfigError(f"{flag} is empty; give one or more values separated by commas")
-    return items
+    return comma_list(flag, text or "")
 
 
 def _no_duplicates(flag: str, items: list[Any], shown: list[str]) -> None:
@@ -120,7 +118,7 @@ def parse_kafka_versions(one: str | None, many: str | None) -> tuple[list[str], 
     if one is not None and "," in one:
         raise ConfigError(f"--kafka-version {one}: give one release (MAJOR.MINOR.PATCH); for several, "
                           f"--kafka-versions {one}")
-    given = [one.strip()] if one is not None else _items(flag, many or pins.KAFKA_VERSION)
+    given = [one.strip()] if one is not None else _items(flag, many if many is not None else pins.KAFKA_VERSION)
     versions = [".".join(map(str, kafka_release.parse_kafka_version(v, flag))) for v in given]
     _no_duplicates(flag, versions, given)
     return versions, flag
@@ -128,7 +126,7 @@ def parse_kafka_versions(one: str | None, many: str | None) -> tuple[list[str], 
 
 def parse_levels(text: str | None) -> list[Level]:
     """``--transaction-versions``: each 0, 1, 2 or ``default``; ConfigError otherwise."""
-    given = _items("--transaction-versions", text or DEFAULT_LEVEL)
+    given = _items("--transaction-versions", text if text is not None else DEFAULT_LEVEL)
     levels: list[Level] = []
     for g in given:
         if g == DEFAULT_LEVEL:

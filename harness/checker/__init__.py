@@ -14,11 +14,11 @@ import pandas as pd
 
 from harness.checker import progress
 from harness.checker.catalog import CATALOG
-from harness.checker.checks import Found, cols, poll_times
+from harness.checker.checks import Found, HistoryError, cols, poll_times
 from harness.checker.figures import NEVER, reader_figures
 from harness.checker.sparkjob_check import spark_stats
 from harness.checker.verdict import CheckResult, Verdict, validity
-from harness.history.model import FAIL, FAULT_START, INFO, OK, READ_COMMITTED
+from harness.history.model import FAIL, FAULT_START, HISTORY_ERROR, INFO, OK, READ_COMMITTED
 from harness.history.store import Tables, spark_events
 
 #: the run folder's file of the verdict (written by the run, never by the checker)
@@ -80,6 +80,8 @@ def run_checks(checks: dict[str, Callable[[], Found]], figures: Callable[[], dic
         try:
             found = run()
             results[name] = CheckResult(int(found.count), found.examples, found.skipped or None)
+        except HistoryError as exc:  # the history's fault, said as such: no traceback, no "crashed"
+            results[name] = CheckResult(None, [], error=f"{HISTORY_ERROR}: {exc}")
         except Exception as exc:  # noqa: BLE001 - a crashing check must not pass for a clean one
             results[name] = CheckResult(None, [], error=f"{type(exc).__name__}: {exc}",
                                         traceback=traceback.format_exc(limit=5))

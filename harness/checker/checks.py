@@ -41,6 +41,13 @@ NO_SECOND_INSTANCE = "no transactional.id was initialised by a second instance (
 NO_COPIER = "no copier output in the final read_committed scan"
 
 
+class HistoryError(ValueError):
+    """A check cannot judge the history, for a reason in the history itself, as documented (an app
+    input with no recorded expected outputs, a contract function that failed in the run, an input
+    that is not an integer): the verdict is unknown, said as an error of the history ("history
+    error: ..."), not as a crash of the check, which reads as a bug of eos-chaos."""
+
+
 @dataclass
 class Found:
     count: int

@@ -17,6 +17,7 @@ from clusters.backends.backends import Backend
 from clusters.builds import pins
 from clusters.spark import spark_jars
 from harness.base.errors import ConfigError
+from harness.base.flags import comma_list
 from harness.bench.throughput import DEFAULT_SCENARIOS, PER_PROCESS
 from harness.bench.window import DEFAULT_LIBRARIES, DEFAULT_PRODUCERS, PRODUCER_PERFORMANCE
 from harness.cli.console import out, print_json
@@ -400,7 +401,7 @@ def bench_txn_throughput_cmd(
     from harness.bench.throughput import bench, folder_figures, run_folders, summary
 
     wanted = _producers_list(producers) if producers is not None else None
-    names = [n.strip() for n in scenarios.split(",") if n.strip()] if scenarios is not None else None
+    names = comma_list("--scenarios", scenarios) if scenarios is not None else None
     if from_dir is not None:
         given = [flag for flag, v in (("--seed", seed), ("--duration", duration), ("--runs", runs)) if v is not None]
         if given:
@@ -432,8 +433,8 @@ def bench_txn_throughput_cmd(
 
 def _producers_list(text: str) -> list[int]:
     """``--producers``' numbers, each 1 to ``MAX_PRODUCERS``, none twice (``ConfigError`` otherwise)."""
-    items = [x.strip() for x in text.split(",") if x.strip()]
-    if not items or not all(x.isdigit() and 1 <= int(x) <= MAX_PRODUCERS for x in items) or len(set(map(int, items))) < len(items):
+    items = comma_list("--producers", text)
+    if not all(x.isdigit() and 1 <= int(x) <= MAX_PRODUCERS for x in items) or len(set(map(int, items))) < len(items):
         raise ConfigError(f"--producers {text}: comma-separated numbers of producers per process, each 1 to "
                           f"{MAX_PRODUCERS}, none twice (e.g. 1,16)")
     return [int(x) for x in items]

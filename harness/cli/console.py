@@ -9,9 +9,9 @@ from typing import Any
 from rich.console import Console
 
 #: What a command answers (a verdict, addresses, JSON): stdout, so it can be piped.
-out = Console(soft_wrap=True)
+out = Console(soft_wrap=True, emoji=False)
 #: Errors, warnings and progress: stderr, next to the log lines (harness.base.logsetup).
-err = Console(stderr=True)
+err = Console(stderr=True, emoji=False)
 
 
 def print_json(data: Any, default: Any = None) -> None:

@@ -3,10 +3,13 @@ clients (the draw and the summary live in harness.campaigns.hunt; docs/HUNT.md).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import random
+import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,7 +22,7 @@ from harness.base.errors import ConfigError
 from harness.cli.console import out
 from harness.cli.guard import EXIT_INTERRUPTED, guarded
 from harness.cli.matrix import print_plan
-from harness.cli.options import BackendOpt, RedoUnknownOpt
+from harness.cli.options import BackendOpt, RedoUnknownOpt, check_port_base_env
 from harness.rundir.runfolder import check_out, make_folder, new_run_dir, write_output
 from harness.workloads.clients import DEFAULT_LIBRARY
 from harness.workloads.clients import spelled as client_libraries
@@ -64,6 +67,7 @@ def hunt_cmd(
     Resumable like matrix. Exit 0: every run valid; 1: some run found an anomaly; 3: some unknown; 130: interrupted."""
     from harness.campaigns import hunt, matrix
 
+    check_port_base_env()  # its clusters' port base: refused now, not when one starts
     if not MIN_DURATION_S <= duration <= 3600:
         raise ConfigError(f"--duration {duration:g}: give {MIN_DURATION_S:g} to 3600 seconds (a drawn run needs a "
                           f"quiet start, a fault and {hunt.QUIET_END_S:g} s of quiet end)")
@@ -79,14 +83,12 @@ def hunt_cmd(
             defn, scs = _define(paths, clients, levels, master, backend, kafka_versions)
             print_plan(matrix.plan(matrix.continued(old, defn, folder or Path(tmp), redo_unknown), scs))
         return
-    if folder is None:
-        folder = new_run_dir("hunt")
-    make_folder(folder)
-    paths = hunt.write_scenarios(folder, hunt_seeds, duration)
-    defn, scs = _define(paths, clients, levels, master, backend, kafka_versions)
-    m = matrix.continued(old, defn, folder, redo_unknown)
-    matrix.prepare_kafka(m)
-    matrix.prepare_clients(m, scs)
+    with _removed_unless_started(folder or new_run_dir("hunt"), made=folder is None) as folder:
+        paths = hunt.write_scenarios(make_folder(folder), hunt_seeds, duration)
+        defn, scs = _define(paths, clients, levels, master, backend, kafka_versions)
+        m = matrix.continued(old, defn, folder, redo_unknown)
+        matrix.prepare_kafka(m)
+        matrix.prepare_clients(m, scs)
     log.info(f"hunt of {len(hunt_seeds)} drawn scenarios x {len(defn.clients)} clients on {backend.value}, master seed "
              f"{master}; folder {folder}")
     m = matrix.run_matrix(m, scs, folder)
@@ -106,6 +108,26 @@ def hunt_cmd(
         raise typer.Exit(EXIT_INTERRUPTED)
     if m.exit_code():
         raise typer.Exit(m.exit_code())
+
+
+@contextlib.contextmanager
+def _removed_unless_started(folder: Path, made: bool) -> Iterator[Path]:
+    """``folder``, and what the hunt wrote in it (its drawn scenarios) removed again when the hunt is
+    refused or interrupted before its matrix began (no ``matrix.json`` yet), if the folder was new
+    or empty (``made``: just made for it): else it held files but no matrix, which refused the
+    corrected command. A folder of an earlier hunt keeps everything."""
+    existed = folder.is_dir() and not made
+    fresh = not existed or not any(folder.iterdir())
+    try:
+        yield folder
+    except BaseException:
+        if fresh and folder.is_dir():
+            if existed:  # the user's empty folder stays, empty
+                for child in folder.iterdir():
+                    shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
+            else:
+                shutil.rmtree(folder, ignore_errors=True)
+        raise
 
 
 def _define(paths: list[Path], clients: str, levels: str, master: int, backend: Backend,

@@ -15,7 +15,7 @@ from clusters.backends.backends import Backend
 from clusters.builds import pins
 from harness.cli.console import out
 from harness.cli.guard import EXIT_INTERRUPTED, guarded
-from harness.cli.options import BackendOpt, RedoUnknownOpt, duration_option
+from harness.cli.options import BackendOpt, RedoUnknownOpt, check_port_base_env, duration_option
 from harness.rundir.runfolder import check_out, make_folder, new_run_dir
 from harness.workloads.clients import DEFAULT_LIBRARY
 from harness.workloads.clients import spelled as client_libraries
@@ -55,6 +55,7 @@ def matrix_cmd(
     Exit 0: every run valid; 1: some run found an anomaly; 3: some unknown; 130: interrupted."""
     from harness.campaigns import matrix
 
+    check_port_base_env()  # its clusters' port base: refused now, not when one starts
     folder = check_out(Path(out_dir), "--out", "matrix folder", resumable=True) if out_dir else None
     old = matrix.load(folder) if folder is not None else None
     master = seed if seed is not None else old.definition.master_seed if old is not None else random.randrange(2**31)

@@ -12,6 +12,7 @@ import typer
 from rich.markup import escape
 
 from harness.base.errors import ConfigError
+from harness.base.flags import comma_list
 from harness.cli import exits
 from harness.cli.console import err, out
 from harness.cli.guard import EXIT_INTERRUPTED, guarded
@@ -61,7 +62,7 @@ def minimize_cmd(
         raise ConfigError(f"--tries {tries} is more than --max-runs {max_runs}: the first candidate alone could not "
                           "have its tries; give --max-runs at least --tries")
     target = repro_md.check_out_folder(Path(out_dir) if out_dir else d / "repro", "--out")
-    wanted = [c.strip() for c in (checks or "").split(",") if c.strip()] or None
+    wanted = comma_list("--checks", checks) if checks is not None else None
     r = repro.gather(d, verdict)
     start = minimize.start_of(r, wanted)
     _print_start(start, tries, max_runs)

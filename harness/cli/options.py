@@ -57,9 +57,27 @@ SparkModeOpt = typer.Option(SparkMode.local, "--spark",
 KafkaVersion = typer.Option(pins.KAFKA_VERSION, "--kafka-version", help="Apache Kafka release (Maven Central).")
 RedoUnknownOpt = typer.Option(False, "--redo-unknown", help="On resume, run again the runs that ended unknown "
                               "(their cause mended: a client that could not start, a check that crashed).")
+def check_port_base_env() -> None:
+    """``ConfigError`` for an ``EOS_CHAOS_PORT_BASE`` that is no port base, before anything starts
+    (read only when a cluster started, it passed ``run --dry-run`` and failed after a cluster was up)."""
+    from clusters.backends import default_port_base
+
+    default_port_base(Backend.local)
+
+
+def _port_base(value: int | None) -> int | None:
+    if value is None:  # its default is the environment's
+        try:
+            check_port_base_env()
+        except ConfigError as exc:
+            raise typer.BadParameter(f"{exc} (the default of --port-base)") from None
+    return value
+
+
 # the bounds the environment variable and the plugin take too: the Toxiproxy API sits ~600 below the base
-PortBase = typer.Option(None, "--port-base", min=MIN_PORT_BASE, max=MAX_PORT_BASE,
-                        help="First of node 1's 4 listener ports \\[default: 19092 local, 29092 compose].")
+PortBase = typer.Option(None, "--port-base", min=MIN_PORT_BASE, max=MAX_PORT_BASE, callback=_port_base,
+                        help="First of node 1's 4 listener ports (else $EOS_CHAOS_PORT_BASE) \\[default: 19092 local, "
+                             "29092 compose].")
 BrokerConfig = typer.Option([], "--broker-config", metavar="KEY=VALUE",
                             help="A broker setting on top of the harness defaults (repeatable), e.g. num.io.threads=4.")
 def _transaction_version(value: int | None) -> int | None:

@@ -17,7 +17,7 @@ from harness.base.errors import ConfigError
 from harness.cli import exits
 from harness.cli.console import out
 from harness.cli.guard import EXIT_INTERRUPTED, guarded
-from harness.cli.options import BackendOpt, TransactionVersion, duration_option, finite_option
+from harness.cli.options import BackendOpt, TransactionVersion, check_port_base_env, duration_option, finite_option
 from harness.rundir.runfolder import SOAK_HTML, check_out, make_folder, new_run_dir
 
 log = logging.getLogger(__name__)
@@ -44,6 +44,7 @@ def soak_cmd(
     Exit 0: every run as expected; 1: some were not; 130: interrupted (the summary is still written)."""
     from harness.campaigns import soak
 
+    check_port_base_env()  # its clusters' port base: refused now, not when one starts
     if kafka_version is not None:
         kafka_release.parse_kafka_version(kafka_version)
         check_transaction_version(kafka_version, transaction_version)

@@ -10,6 +10,7 @@ from rich.markup import escape
 
 from harness.cli import exits
 from harness.cli.console import out
+from harness.history.model import is_history_error
 from harness.rundir.journal import mostly_nothing
 from harness.rundir.run_verdict import RunFacts, RunVerdict
 
@@ -42,8 +43,9 @@ def verdict_details(verdict: RunVerdict) -> list[str]:
         if c.count:
             examples = json.dumps(c.examples[:EXAMPLES_SHOWN], default=str)[:EXAMPLE_CHARS]
             lines.append(escape(f"{name}: {c.count}  e.g. {examples}"))
-        elif c.count is None:
-            lines.append(escape(f"{name}: check crashed: {c.error}"))
+        elif c.count is None:  # a history error says so itself; anything else is the check's crash
+            error = str(c.error)
+            lines.append(escape(f"{name}: {error}" if is_history_error(error) else f"{name}: check crashed: {error}"))
     for why in verdict.unknown_because:
         lines.append(f"[yellow]not judged as a whole:[/] {escape(why)}")
     run = verdict.run or RunFacts()  # verdict.json format 2: the run's facts (harness/run/verdict_file.py)

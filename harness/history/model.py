@@ -91,6 +91,14 @@ APP_START = "app-start"
 #: the runner: topics the app wrote to that it did not declare (neither an output nor its own internal
 #: ``{id}-...`` topics), with how many records each gained during the run
 APP_STRAY = "app-stray"
+#: How a check's ``error`` begins when the history, not the check, is at fault (harness.checker.checks.
+#: HistoryError): its readers say "could not judge the history", not "crashed".
+HISTORY_ERROR = "history error"
+
+
+def is_history_error(error: object) -> bool:
+    """A check's ``error`` is the history's fault (``HISTORY_ERROR``), not the check's crash."""
+    return str(error or "").startswith(HISTORY_ERROR)
 #: the kinds of contract an app declares (``app-contract``'s ``contract``)
 MAP, AGGREGATE = "map", "aggregate"
 #: a ``map`` contract's function when none is named: one output per input, same key and value

@@ -376,6 +376,10 @@ class _AppOps:
     stray: dict[str, dict[str, int]] = field(default_factory=dict)
     #: app -> why its contract function gave no outputs
     function_errors: dict[str, str] = field(default_factory=dict)
+    #: app -> its app-contract op (a second one is refused)
+    contract_ops: dict[str, Op] = field(default_factory=dict)
+    #: app -> the first expect or app-stray op about it (one about an app with no contract is refused)
+    about: dict[str, Op] = field(default_factory=dict)
 
     def add(self, op: Op) -> bool:
         """Take ``op`` when it is one of these (True); False for any other op."""
@@ -385,12 +389,15 @@ class _AppOps:
             if f == SCAN:
                 self.scans.setdefault(op.app, set()).add(op.isolation or READ_COMMITTED)
         elif f == APP_CONTRACT:
+            _refuse_second_contract(op, self.contract_ops)
             self.contracts.append(dict(op.value))
         elif f == EXPECT:
+            self.about.setdefault(str(op.value["app"]), op)
             self.expected.add(op)
             if op.value.get("error"):
                 self.function_errors[str(op.value["app"])] = str(op.value["error"])
         elif f == APP_STRAY:
+            self.about.setdefault(str(op.value["app"]), op)
             self.stray.setdefault(op.value["app"], {}).update(op.value["topics"])
         else:
             return False
@@ -531,6 +538,7 @@ def flatten(ops: Sequence[Op], truncated: list[str] | None = None) -> Tables:
             "errors_seen": _errors_seen(ops),
             "duration_ns": (ops[-1].time - ops[0].time) if ops else 0,
             **app.meta()}
+    _refuse_lines_without_contract(app.about, app.contract_ops)
     written = writes.frame()
     _refuse_reused_values(written, txns)
     return Tables(_ops_frame(ops), txns, written, reads.frame(), inits, groups, _faults_frame(fault_rows),
@@ -547,6 +555,32 @@ def _ops_frame(ops: Sequence[Op]) -> pd.DataFrame:
         "f": [o.f for o in ops],
         "error": [o.error for o in ops],
     })
+
+
+def _op_named(op: Op) -> str:
+    return f"op {op.index} ({op.process} {op.f}, at {op.time / 1e9:.6f} s)"
+
+
+def _refuse_second_contract(op: Op, contracts: dict[str, Op]) -> None:
+    """``ConfigError`` for a second ``app-contract`` of one app (else noted in ``contracts``): both
+    were judged, and one contract judged the other's outputs (a false finding)."""
+    app = str(op.value["app"])
+    if app in contracts:
+        raise ConfigError(f"app {app!r} has two contracts, {_op_named(contracts[app])} and {_op_named(op)}: a history "
+                          "has one app-contract per app (the runner writes it once), else one would judge the "
+                          "other's outputs")
+    contracts[app] = op
+
+
+def _refuse_lines_without_contract(about: dict[str, Op], contracts: dict[str, Op]) -> None:
+    """``ConfigError`` for an ``expect`` or ``app-stray`` line about an app with no ``app-contract``:
+    nothing could judge it (it was ignored, and the history passed for valid), and no run writes one
+    (the runner records the contract first): an error of the history, not an unknown verdict."""
+    for app, op in about.items():
+        if app not in contracts:
+            known = f"; the history's apps: {', '.join(map(repr, contracts))}" if contracts else ""
+            raise ConfigError(f"{_op_named(op)} is about app {app!r}, which has no app-contract op{known}: an app's "
+                              "expect and app-stray lines follow its contract (docs/APPS.md)")
 
 
 def _refuse_reused_values(writes: pd.DataFrame, txns: pd.DataFrame) -> None:
@@ -801,6 +835,31 @@ def _recorded(run_dir: Path) -> tuple[sources.Files | None, str]:
         return None, f"its {SOURCE_FILE} cannot be used (not what this code writes: {exc!r})"
 
 
+#: What a whole Parquet file begins and ends with; a file cut short (a full disk, a killed copy) has lost its end.
+_PARQUET_MAGIC = b"PAR1"
+
+
+def _damaged(folder: Path) -> str | None:
+    """Why a table file in ``folder`` cannot be read (missing, not a file, cut short), in words;
+    None when each is there, whole as far as its first and last bytes tell (a cheap look, read
+    only at each end; damage inside is found when read, ``load``)."""
+    for name in (*TABLES, VALUES_TABLE):
+        path = _file(folder, name)
+        try:
+            with path.open("rb") as f:
+                head = f.read(len(_PARQUET_MAGIC))
+                size = f.seek(0, os.SEEK_END)
+                f.seek(max(0, size - len(_PARQUET_MAGIC)))
+                tail = f.read()
+        except FileNotFoundError:
+            return f"its {path.name} is missing"
+        except OSError as exc:
+            return f"its {path.name} cannot be read ({exc.strerror or exc})"
+        if size < 2 * len(_PARQUET_MAGIC) or head != _PARQUET_MAGIC or tail != _PARQUET_MAGIC:
+            return f"its {path.name} is damaged (cut short or not Parquet: {size} bytes)"
+    return None
+
+
 def stale_because(run_dir: Path) -> str | None:
     """Why the run's Parquet tables are not what its JSON lines give (None: they are). They must be
     of this code's ``LAYOUT``, built by this code (``FLATTENING``), from the history files there now:
@@ -813,6 +872,11 @@ def stale_because(run_dir: Path) -> str | None:
     if found != LAYOUT:
         return f"its layout is {found if found is not None else 'unnumbered (1)'}, this code's {LAYOUT}"
     files = _history_files(run_dir)
+    damaged = _damaged(run_dir / PARQUET_DIR)
+    if damaged is not None:
+        if not files:
+            raise _beyond_repair(run_dir, damaged)
+        return damaged
     recorded, why = _recorded(run_dir)
     if not files:
         if recorded is None:
@@ -835,6 +899,12 @@ def stale_because(run_dir: Path) -> str | None:
 def parquet_is_current(run_dir: Path) -> bool:
     """The run's Parquet tables are what its JSON lines give (``stale_because``)."""
     return stale_because(run_dir) is None
+
+
+def _beyond_repair(run_dir: Path, why: str) -> ConfigError:
+    """The error of Parquet tables that cannot be read (``why``) with no JSON lines to rebuild them from."""
+    return ConfigError(f"{run_dir / PARQUET_DIR}: {why}, and the JSON lines to rebuild it from "
+                       f"({run_dir / HISTORY_DIR}/*.jsonl) are gone")
 
 
 def _refuse_stale_layout(run_dir: Path) -> None:
@@ -906,6 +976,10 @@ def load(run_dir: Path, persist: bool = False) -> Tables:
         pa.set_memory_pool(_lean_pool())  # each buffer goes back to the pool that made it, whatever is set later
         try:
             frames: dict[str, Any] = {name: frame(name) for name in TABLES}
+        except (OSError, pa.ArrowException) as exc:  # damaged inside, its ends whole (``_damaged``)
+            if not _history_files(run_dir):
+                raise _beyond_repair(run_dir, f"a table cannot be read ({exc})") from None
+            return _rebuilt(run_dir, f"a table cannot be read ({exc})", persist)
         finally:
             pa.set_memory_pool(before)
         return Tables(**frames, meta=read_meta(run_dir), values_file=_file(pq, VALUES_TABLE),

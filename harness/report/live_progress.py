@@ -83,7 +83,7 @@ class ProgressLine:
 
     def __init__(self, run_dir: Path, duration: float, active_faults: Callable[[], list[str]],
                  console: Console | None = None, live: bool | None = None) -> None:
-        self.console = console or Console(stderr=True)
+        self.console = console or Console(stderr=True, emoji=False)
         self.live = interactive(self.console) if live is None else live
         self.tail = HistoryTail(run_dir)
         self.duration = duration

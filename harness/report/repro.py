@@ -52,7 +52,7 @@ from harness.report.wire_events import ApiSeen, WireEvent, api_versions, produce
 from harness.rundir import runinfo
 from harness.rundir.journal import Journal
 from harness.rundir.run_verdict import CheckRecord, RunVerdict
-from harness.rundir.runfolder import NODES, WORKLOADS, RunFolder
+from harness.rundir.runfolder import NODES, WORKLOADS, RunFolder, run_tag
 
 #: Seconds either side of the anomaly's ops that the excerpts cover.
 MARGIN_S = 5.0
@@ -610,7 +610,7 @@ def replayable(resolved: dict[str, Any], journal: Journal | None, run_name: str)
     scenario with workloads."""
     if not resolved.get("workloads"):
         return None
-    suffix = "." + run_name.rsplit("-", 1)[-1]
+    suffix = "." + run_tag(run_name)
     sc: dict[str, Any] = _untagged(resolved, suffix)  # a dict's names untagged: a dict
     schedule = journal.schedule if journal is not None and journal.schedule else sc.get("faults") or []
     sc.update(faults=[_pinned(_untagged(f, suffix), i, journal) for i, f in enumerate(schedule)], mix=None)

@@ -51,7 +51,7 @@ from harness.run.supervisor import Supervisor
 from harness.rundir import runinfo
 from harness.rundir.journal import Journal, fault_runs
 from harness.rundir.run_verdict import RunVerdict
-from harness.rundir.runfolder import RunFolder, write_json, write_text
+from harness.rundir.runfolder import RunFolder, run_tag, write_json, write_text
 from harness.workloads import clients, registry
 from harness.workloads.common import WorkloadConfig
 
@@ -225,7 +225,7 @@ def _run(sc: Scenario, backend: Backend, seed: int, folder: RunFolder, kafka_ver
          show: Callable[[Path, float, Callable[[], list[str]]], Any] | None, source: str, report: bool,
          transaction_version: int | None = None) -> RunResult:
     run_dir = folder.path
-    tag = folder.name.rsplit("-", 1)[-1]
+    tag = run_tag(folder.name)
     topic_names = {t: f"{t}.{tag}" for t in sc.topics}  # what physical() names them
     sc = physical(sc, tag)
     faults = schedule.plan(sc, seed)

@@ -21,6 +21,7 @@ from chaos.faults import problems as fault_problems
 from chaos.schedule import drawn, takes_workload
 from chaos.targets import TargetDefaults
 from harness.base.errors import ConfigError
+from harness.rundir.runfolder import RUN_TAG_MAX
 from harness.workloads import registry
 from harness.workloads.clients import DEFAULT_LIBRARY
 from harness.workloads.clients import check_settings as check_client_settings
@@ -41,6 +42,9 @@ LSO_BOUND_S = 90.0
 #: Kafka's rule for a topic name (``org.apache.kafka.common.internals.Topic``): 1 to 249 of these
 #: characters, and not ``.`` or ``..``. A name it breaks fails only once the cluster is up.
 TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+#: A scenario's topic name is this long at most: a run adds its tag (``NAME.<tag>``), and Kafka's
+#: limit is for the name it gets.
+MAX_TOPIC = 249 - 1 - RUN_TAG_MAX
 #: A scenario file is this long at most: a history or a log given by mistake is refused before it is
 #: read into memory and parsed.
 MAX_FILE_BYTES = 1 << 20
@@ -172,6 +176,10 @@ class Scenario(Strict):
             if not TOPIC_NAME.fullmatch(topic) or topic in (".", ".."):
                 raise _invalid(("topics", i), f"{topic!r} is not a Kafka topic name; allowed: 1 to 249 of a-z, A-Z, 0-9, "
                                               "'.', '_' and '-', other than '.' and '..'")
+            if len(topic) > MAX_TOPIC:
+                raise _invalid(("topics", i), f"{len(topic)} characters, {topic[:20]!r}...; allowed: at most {MAX_TOPIC} "
+                                              f"(Kafka's 249, less {1 + RUN_TAG_MAX} for the run's tag: the run names "
+                                              "it NAME.<tag>)")
             # Kafka refuses a topic whose name differs from an existing one's only in '.' against '_'
             # (their metric names would be one)
             key = topic.replace(".", "_")
@@ -210,6 +218,9 @@ class Scenario(Strict):
             workload = getattr(f, "workload", None)
             if workload is not None and workload not in allowed:
                 raise _invalid(("faults", i, "workload"), f"{workload!r}; allowed: {', '.join(allowed)}")
+            problem = self._instance_problem(workload, getattr(f, "instance", None))
+            if problem:
+                raise _invalid(("faults", i, "instance"), problem)
         for i, w in enumerate(self.workloads):
             missing = [k for k in registry.kind(w.kind).required_topics(w.settings) if not _names_topics(w.settings.get(k), self.topics)]
             if missing:
@@ -251,6 +262,28 @@ class Scenario(Strict):
             problems = check(w.settings, self.topics) if check is not None else []
             if problems:
                 raise _invalid(("workloads", i, "settings", *problems[0][0]), problems[0][1])
+        entries = [(w.kind, w.settings) for w in self.workloads]
+        for i, w in enumerate(self.workloads):
+            others = registry.kind(w.kind).others_problems
+            found = others(i, entries, self.topics) if others is not None else []
+            if found:
+                j, why = found[0]
+                raise _invalid(("workloads", j, "settings"), why)
+
+    def _instance_problem(self, workload: str | None, instance: int | None) -> str | None:
+        """What is wrong with a workload fault's ``instance`` (its process ``<workload>-N``), if anything:
+        it failed only when the fault came, the cluster long up."""
+        if workload is None or instance is None:
+            return None
+        if registry.kind(workload).roles:
+            return (f"{instance}: a {workload}'s processes are named by role ({', '.join(registry.kind(workload).roles)}), "
+                    "not numbered; leave instance out")
+        total = sum(w.count for w in self.workloads if w.kind == workload)
+        if instance >= total:
+            runs = f"{workload}-0 to {workload}-{total - 1}" if total > 1 else f"{workload}-0" if total else "none"
+            return f"{instance}: the scenario runs {total} {workload} process{'' if total == 1 else 'es'} ({runs})"
+        return None
+
 
     def _leader_of_problem(self, fault: Fault) -> str | None:
         """What is wrong with the ``of`` of a fault whose target (or peer) is a partition's leader:
@@ -294,8 +327,14 @@ class Scenario(Strict):
             parse_library(library)
         except ValueError as exc:
             raise ConfigError(f"{flag}: {exc}") from None
-        workloads = [w.model_copy(update={"library": library})
-                     if parse_library(library).name in registry.kind(w.kind).libraries else w for w in self.workloads]
+        able = [w for w in self.workloads if parse_library(library).name in registry.kind(w.kind).libraries]
+        if not able:  # it would change nothing, and a matrix column would say it ran what it never ran
+            bound = "; ".join(f"{k} runs on {', '.join(registry.kind(k).libraries)} only"
+                              for k in sorted({w.kind for w in self.workloads}))
+            why = (" (an app brings its own client; the harness's feeder and reader of it run on "
+                   f"{', '.join(registry.kind('app').libraries)})") if any(w.kind == "app" for w in self.workloads) else ""
+            raise ConfigError(f"{flag} {library}: scenario {self.name} has no workload that can run on it: {bound}{why}")
+        workloads = [w.model_copy(update={"library": library}) if w in able else w for w in self.workloads]
         for w in workloads:
             try:
                 registry.check_library(w.kind, w.library, w.settings)
@@ -592,6 +631,7 @@ def _at(loc: tuple[Any, ...], data: Any) -> Any:
 def _and(items: list[str]) -> str:
     """``a, b and c``."""
     return " and ".join(items) if len(items) <= 2 else f"{', '.join(items[:-1])} and {items[-1]}"
+
 
 
 def _did_you_mean(value: Any, allowed: list[str]) -> str:

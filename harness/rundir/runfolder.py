@@ -22,9 +22,12 @@ verdict, so a report); both are rewritten when a run finishes.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import secrets
+import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,6 +61,20 @@ LATEST = "latest"
 def new_run_id(kind: str) -> str:
     """``20261123-043417-<kind>-<4 hex>``: sorts by time, unique among runs started the same second."""
     return f"{time.strftime('%Y%m%d-%H%M%S')}-{kind}-{secrets.token_hex(2)}"
+
+
+#: The run's tag, put on its topic names (``NAME.<tag>``, harness.run.runner.physical), is this long
+#: at most: a scenario's topic names keep ``1 + RUN_TAG_MAX`` of Kafka's 249 characters free for it.
+RUN_TAG_MAX = 8
+_TAG = re.compile(rf"[a-zA-Z0-9_]{{1,{RUN_TAG_MAX}}}")
+
+
+def run_tag(name: str) -> str:
+    """The tag of the run folder called ``name``: its last ``-`` part (``new_run_id``'s 4 hex); for a
+    folder named otherwise (``--out``) whose last part is longer than ``RUN_TAG_MAX`` or holds
+    characters a topic name cannot, the first 8 hex of its name's sha256."""
+    last = name.rsplit("-", 1)[-1]
+    return last if _TAG.fullmatch(last) else hashlib.sha256(name.encode()).hexdigest()[:RUN_TAG_MAX]
 
 
 def new_run_dir(kind: str, parent: Path | None = None) -> Path:
@@ -94,10 +111,33 @@ def write_json(path: Path, data: Any) -> Path:
     return write_text(path, json.dumps(data, indent=2, default=str) + "\n")
 
 
+def not_a_file(path: Path) -> str | None:
+    """What ``path`` is when it exists as something other than a regular file (a symlink, a
+    device node, a FIFO, a socket, a folder), in words; None when it is a regular file or absent.
+    A write by rename would replace that thing with a file (as root, ``/dev/full`` itself), so a
+    command's output may go only into a regular file or a new path."""
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"cannot be looked at ({_why(exc)})"
+    if stat.S_ISREG(mode):
+        return None
+    kinds = ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a character device"),
+             (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"))
+    return next((f"is {name}" for test, name in kinds if test(mode)), "is not a regular file")
+
+
 def write_output(path: Path, text: str) -> Path:
     """``write_text`` for a file a command was asked to make (a report, an index page): a path
     that cannot be written is a ``ConfigError`` naming it, never an ``OSError`` (exit 2, not an
-    internal error). Nothing is left half-written: the old file stays, and no temporary file."""
+    internal error); so is one that exists as anything but a regular file (``not_a_file``), which
+    is left as it was. Nothing is left half-written: the old file stays, and no temporary file."""
+    what = not_a_file(path)
+    if what is not None:
+        raise ConfigError(f"{path} cannot be written (it {what}, which the write would replace); give a regular "
+                          "file or a new path")
     try:
         return write_text(path, text)
     except OSError as exc:
@@ -158,10 +198,11 @@ def check_out(path: Path, flag: str, what: str = "folder", *, file: bool = False
     """Refuse, before anything starts, an output path a command cannot write to. ``path`` (given
     as ``flag``) is a ``file`` to (re)write, else a folder to make (``what``: "run folder", ...)
     that must be new or empty (a ``resumable`` one may hold an earlier result: the command checks
-    it). Either way its parent must be a folder that exists and can be written. ``ConfigError``
+    it); a file that exists must be a regular one (``not_a_file``: a symlink, device node or FIFO
+    would be replaced). Either way its parent must be a folder that exists and can be written. ``ConfigError``
     naming the path and what is allowed; ``path`` when it will do. ``os.access`` does not stop root,
     so the writes are guarded too (``write_output``, ``make_folder``)."""
-    allowed = (f"{flag} takes a file name in a folder that exists and can be written" if file else
+    allowed = (f"{flag} takes a file name (a regular file or a new one) in a folder that exists and can be written" if file else
                f"{flag} takes a new folder (in one that exists and can be written), or an empty one"
                + (", or one an earlier run of this command made" if resumable else ""))
     if path.is_dir():
@@ -175,6 +216,9 @@ def check_out(path: Path, flag: str, what: str = "folder", *, file: bool = False
         return path
     if path.exists() or path.is_symlink():
         if file:
+            other = not_a_file(path)
+            if other is not None:
+                raise ConfigError(f"{flag} {path} {other}, which writing would replace; {allowed}")
             if not os.access(path, os.W_OK):
                 raise ConfigError(f"{flag} {path}: the file cannot be written; {allowed}")
         else:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from clusters.spark import spark_jars
 from harness.base.errors import EnvironmentProblem
+from harness.sparkjob.jvm_down import interrupts_end_the_jvm
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -91,10 +92,14 @@ def session(app: str, kafka: bool = False, master: str | None = None, tmp_dir: P
 @contextmanager
 def checker_session() -> Iterator[SparkSession]:
     """A session for the checker's Spark engine, its shuffle spill in a temp folder (outside the run
-    folder); stopped, and the spill removed, at exit."""
-    with tempfile.TemporaryDirectory(prefix="eos-chaos-spark-", ignore_cleanup_errors=True) as tmp:
+    folder); stopped, and the spill removed, at exit. Ctrl-C or SIGTERM, starting or running, takes
+    its JVM down and raises ``KeyboardInterrupt`` (``jvm_down``: not a py4j error, no JVM left)."""
+    with (tempfile.TemporaryDirectory(prefix="eos-chaos-spark-", ignore_cleanup_errors=True) as tmp,
+          interrupts_end_the_jvm() as guard):
         spark = session("eos-chaos-checker", tmp_dir=Path(tmp), memory=CHECKER_MEMORY, conf=CHECKER_CONF)
+        guard.arm()  # again: PySpark put its own Ctrl-C handler in place
         try:
             yield spark
         finally:
-            spark.stop()
+            if not guard.interrupted:  # else the JVM is killed, not asked (it may not answer)
+                spark.stop()

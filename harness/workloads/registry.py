@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import difflib
 import re
+import types
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -233,6 +234,15 @@ class AppSettings(BaseModel):
         if self.contract.function == IDENTITY and self.contract.kind == "map" and len(self.outputs) != 1:
             raise ValueError(f"contract: identity copies to one output topic; outputs has {len(self.outputs)} "
                              "(name a module:function for more)")
+        serde = self.contract.output_serde
+        if self.contract.function == IDENTITY and self.contract.kind == "map" and (
+                serde.value != self.feeder.value_serde or serde.key != "string"):
+            # an identity app copies the feeder's bytes: read any other way, every output is "wrong"
+            raise ValueError(f"contract.output_serde: identity copies the feeder's records as they are (keys string, "
+                             f"values {self.feeder.value_serde}: feeder.value_serde), so its output is read the same "
+                             f"way; output_serde is {{key: {serde.key}, value: {serde.value}}}: give "
+                             f"{{key: string, value: {self.feeder.value_serde}}}, or name a module:function that "
+                             "converts")
         return self
 
 
@@ -359,6 +369,12 @@ class Kind:
     #: what is wrong with an entry's settings given the scenario's topics, beyond ``settings``
     #: (an app's placeholders naming topics the scenario does not have)
     problems: Callable[[dict[str, Any], list[str]], list[Problem]] | None = None
+    #: what is wrong with the other entries given this one (index, every entry as (kind, settings),
+    #: the scenario's topics): (the other entry's index, why); an app's topics written by another
+    others_problems: Callable[[int, list[tuple[str, dict[str, Any]]], list[str]], list[tuple[int, str]]] | None = None
+    #: the topics an entry writes, given its settings and what one that names none writes (the
+    #: scenario's topics but an app's outputs); none: it writes nothing a scenario names
+    writes: Callable[[dict[str, Any], list[str]], list[str]] | None = None
     #: a setting naming a working folder, which a scenario file's loader makes absolute (relative
     #: to the file's folder; none: the file's folder)
     cwd_setting: str | None = None
@@ -412,6 +428,28 @@ def _app_problems(settings: dict[str, Any], topics: list[str]) -> list[Problem]:
     return [(loc, problem) for loc, text in texts if (problem := app_args.problem(text, topics))]
 
 
+def _app_topics_its_own(me: int, entries: list[tuple[str, dict[str, Any]]], topics: list[str]) -> list[tuple[int, str]]:
+    """No other workload writes the app's topics: its contract judges its outputs against the
+    feeder's inputs alone, so another writer's records read as the app's mistakes (a false finding)."""
+    s = entries[me][1]
+    outputs = list(s.get("outputs") or [])
+    own = set(s.get("inputs") or []) | set(outputs)
+    others = [t for t in topics if t not in outputs]  # what a workload writes unless told (the runner)
+    for j, (kind_name, settings) in enumerate(entries):
+        writes = KINDS[kind_name].writes if kind_name in KINDS else None
+        clash = sorted(own & set(writes(settings, others) if writes is not None and j != me else []))
+        if clash:
+            mine = [t for t in topics if t not in own]
+            return [(j, f"a {kind_name} workload writes {clash}, the app's own topics: the app's output is judged "
+                        "against the feeder's input alone, so records of another writer would read as the app's "
+                        f"mistakes; give it topics of its own ({', '.join(mine) if mine else 'add one to topics'})")]
+    return []
+
+
+def _writes_output_and_markers(settings: dict[str, Any], unnamed: list[str]) -> list[str]:
+    return [t for t in (settings.get("output"), settings.get("markers")) if isinstance(t, str)]
+
+
 def _spark_job_topics(settings: dict[str, Any]) -> tuple[str, ...]:
     # only the transactional sinks write markers
     transactional = settings.get("sink", "driver") in ("driver", "executor", "transactional")
@@ -420,18 +458,20 @@ def _spark_job_topics(settings: dict[str, Any]) -> tuple[str, ...]:
 
 KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("txn-producer", "harness.workloads.txn_producer", TxnProducerSettings, plain_sends_setting="transactional",
-         threads_setting="producers", ready_ops=PROGRESS_OPS[TXN_PRODUCER]),
+         threads_setting="producers", ready_ops=PROGRESS_OPS[TXN_PRODUCER],
+         writes=lambda s, unnamed: list(s.get("topics") or unnamed)),
     Kind("reader", "harness.workloads.reader", ReaderSettings),
     Kind("copier", "harness.workloads.copier", CopierSettings, topic_settings=("input", "output"), group="group",
-         consumes=ConsumerGroup(group="group", input="input"), ready_ops=PROGRESS_OPS[COPIER]),
-    Kind("zombie", "harness.workloads.zombie", ZombieSettings, roles=("first", "second")),
+         consumes=ConsumerGroup(group="group", input="input"), ready_ops=PROGRESS_OPS[COPIER], writes=_writes_output_and_markers),
+    Kind("zombie", "harness.workloads.zombie", ZombieSettings, roles=("first", "second"), writes=lambda s, unnamed: unnamed),
     Kind("spark-job", "harness.sparkjob.job", SparkJobSettings, topic_settings=("input", "output", "markers"),
          topics_needed=_spark_job_topics, compacted=("markers",), spark=True,
-         progress_file="spark/{name}/progress.json", restarted=True, libraries=(DEFAULT_LIBRARY,), ready_ops=PROGRESS_OPS[SPARK_JOB]),
+         progress_file="spark/{name}/progress.json", restarted=True, libraries=(DEFAULT_LIBRARY,), ready_ops=PROGRESS_OPS[SPARK_JOB],
+         writes=_writes_output_and_markers),
     Kind(APP, "harness.workloads.app_wrapper", AppSettings, topic_settings=("inputs", "outputs"), group="id",
          ready_ops=(APP_READY,), libraries=(DEFAULT_LIBRARY,), companions=_app_companions,
          one_entry="a scenario puts one app under test (count: N runs N instances of it)", problems=_app_problems,
-         cwd_setting="cwd", transactions_of_group=True),
+         cwd_setting="cwd", transactions_of_group=True, others_problems=_app_topics_its_own),
     Kind(APP_READER, "harness.workloads.app_reader", AppReaderSettings, libraries=(DEFAULT_LIBRARY,), internal=True),
 )}
 assert {k for k, v in KINDS.items() if not v.internal} == set(get_args(KindName)), \
@@ -492,6 +532,31 @@ def check_library(name: str, library: str, settings: dict[str, Any]) -> None:
                          f"answers one call at a time, so they would take turns); use {many}: 1 and count: N for N processes")
 
 
+def _is_model(t: Any) -> bool:
+    return isinstance(t, type) and issubclass(t, BaseModel)
+
+
+def _annotation_at(model: type[BaseModel], loc: tuple[Any, ...]) -> Any:
+    """The type of the setting at ``loc`` (a pydantic error's: field names, list indexes, dict
+    keys) in ``model``, ``X | None`` read as ``X``; None where it cannot be followed."""
+    t: Any = model
+    for step in loc:
+        if get_origin(t) in (Union, types.UnionType):
+            t = next((a for a in get_args(t) if a is not type(None)), None)
+        if _is_model(t):
+            field = t.model_fields.get(str(step))
+            t = field.annotation if field is not None else None
+        elif get_origin(t) in (list, tuple, set, frozenset):
+            t = get_args(t)[0]
+        elif get_origin(t) is dict:
+            t = get_args(t)[1]
+        else:
+            return None
+    if get_origin(t) in (Union, types.UnionType):
+        t = next((a for a in get_args(t) if a is not type(None)), None)
+    return t
+
+
 def check_settings(name: str, settings: dict[str, Any]) -> None:
     """Raise ValueError saying, in the scenario's words, which of ``settings`` a ``name`` workload
     cannot take and what it allows."""
@@ -504,15 +569,23 @@ def check_settings(name: str, settings: dict[str, Any]) -> None:
 
 
 def _problem(e: Any, model: type[BaseModel]) -> str:
-    """One pydantic error about a settings dict as ``key: what is wrong; what is allowed``."""
+    """One pydantic error about a settings dict as ``key: what is wrong; what is allowed``: for a
+    nested key (``contract.order``), what its own model allows."""
     key = ".".join(str(x) for x in e["loc"]) or "settings"
     if e["type"] == "extra_forbidden":
-        close = difflib.get_close_matches(key, list(model.model_fields), n=1)
+        parent = _annotation_at(model, e["loc"][:-1])
+        names = list(parent.model_fields) if _is_model(parent) else []
+        close = difflib.get_close_matches(str(e["loc"][-1]), names, n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
-        return f"{key}: unknown (allowed: {', '.join(model.model_fields) or 'none'}){hint}"
+        return f"{key}: unknown (allowed: {', '.join(names) or 'none'}){hint}"
     if e["type"] == "literal_error":
-        allowed = ", ".join(str(a) for a in get_args(model.model_fields[str(e["loc"][0])].annotation))
-        return f"{key}: {e['input']!r}; allowed: {allowed}"
+        literal = _annotation_at(model, e["loc"])
+        values = [str(a) for a in get_args(literal)] if get_origin(literal) is Literal else []
+        close = difflib.get_close_matches(str(e["input"]), values, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        # else pydantic's own words (e.g. 'a' or 'b')
+        allowed = ", ".join(values) or str(e.get("ctx", {}).get("expected", ""))
+        return f"{key}: {e['input']!r}; allowed: {allowed}{hint}"
     if e["type"] == "missing":
         return f"{key}: required"
     return f"{key}: {e['input']!r}: {e['msg']}"

@@ -120,6 +120,55 @@ def test_a_contract_function_that_failed_in_the_run_makes_the_verdict_unknown_sa
     assert schema.validate(h.ops[-1]) is None
 
 
+def test_a_history_error_is_said_as_one_not_as_a_crash_of_the_check() -> None:
+    """A documented history error printed "check crashed: ValueError", which reads as a bug."""
+    from harness.cli.summary import verdict_details
+
+    h = app_map(function=True)
+    expect = next(o for o in h.ops if o["f"] == EXPECT)
+    expect["value"] = {**expect["value"], "inputs": [i for i in expect["value"]["inputs"] if i[0] != "i7"]}
+    v = verdict(h)
+    assert v["valid"] == "unknown"
+    assert v["checks"]["app-map"]["error"].startswith("history error: app app: no expected outputs recorded for 1 input")
+    (line,) = [d for d in verdict_details(v) if d.startswith("app-map")]
+    assert line.startswith("app-map: history error: app app:") and "crashed" not in line and "ValueError" not in line
+
+
+@pytest.mark.parametrize("line", ["expect", "app-stray"])
+def test_an_apps_line_about_an_app_without_a_contract_is_a_history_error(line: str) -> None:
+    """It was ignored, and the history passed for valid: nothing judged it."""
+    h = app_map(function=True)
+    if line == "expect":
+        h.expect("ghost", [("i1", [("out", "k0", "i1:a")])])
+    else:
+        h.app_stray("ghost", {"audit-log": 3})
+    with pytest.raises(ConfigError, match=rf"op \d+ \(runner {line}, at .* s\) is about app 'ghost', which has no "
+                                          r"app-contract op; the history's apps: 'app'"):
+        h.tables()
+
+
+def test_two_contracts_for_one_app_are_a_history_error() -> None:
+    """Both were accepted, and the identity one judged the function's outputs: a false finding."""
+    h = app_map(function=True)
+    h.app_contract("app", "map", ["in"], ["out"])
+    with pytest.raises(ConfigError, match=r"app 'app' has two contracts, op \d+ \(runner app-contract, .*\) and op "
+                                          r"\d+ \(runner app-contract, .*\): a history has one app-contract per app"):
+        h.tables()
+
+
+def test_order_judges_each_records_first_copy_so_a_duplicated_stale_value_is_still_out_of_order() -> None:
+    """i3's output lands after i7's (newer, same key) and is then written again: judged only among
+    records found exactly once, the order finding was hidden by the duplicate."""
+    h = app_map()
+    scan = next(o for o in h.ops if o["f"] == SCAN and o.get("app") and o.get("isolation", READ_COMMITTED) == READ_COMMITTED)
+    assert {r[1] for r in scan["value"]["out-0"]} == {"i1", "i3", "i7"}  # k0's inputs, in this order
+    scan["value"]["out-0"] = [[0, "i1", "k0"], [2, "i7", "k0"], [4, "i3", "k0"], [6, "i3", "k0"]]
+    v = verdict(h)
+    assert kinds(v, "app-map") == {"duplicate", "order"}, v["checks"]["app-map"]
+    (order,) = [e for e in v["checks"]["app-map"]["examples"] if e["kind"] == "order"]
+    assert order["inputs"] == ["i7", "i3"] and [o["offset"] for o in order["outputs"]] == [2, 4]
+
+
 def test_an_input_yielding_nothing_is_judged_so() -> None:
     """With ``function``, i4 yields no output (an ``expect`` row of seq -1): an output of it is
     unexplained, its absence is right."""

@@ -85,6 +85,71 @@ def test_a_wrong_app_scenario_is_refused_naming_file_line_and_what_is_allowed(
     assert says in _refused(tmp_path, text)
 
 
+@pytest.mark.parametrize("change, says", [
+    ("contract: {kind: map, order: perkey}", "contract.order: 'perkey'; allowed: per-key, none; did you mean 'per-key'?"),
+    ("contract: {kind: map, output_serde: {key: lng}}", "contract.output_serde.key: 'lng'; allowed: string, long, int"),
+    ("contract: {kind: aggregate, aggregates: {app-out: avg}}", "contract.aggregates.app-out: 'avg'; allowed: count, "
+                                                                "sum, min, max"),
+    ("contract: {kind: map, ordr: none}", "contract.ordr: unknown (allowed: kind, function, order, aggregates, "
+                                          "output_serde); did you mean 'order'?"),
+    ("contract: {kind: map, output_serde: {kye: long}}", "contract.output_serde.kye: unknown (allowed: key, value); "
+                                                         "did you mean 'key'?"),
+])
+def test_a_wrong_nested_app_setting_says_what_its_own_model_allows(tmp_path: Path, change: str, says: str) -> None:
+    """Nested settings said ``allowed: `` with nothing after it, and an unknown nested key listed
+    the top level's keys with no did-you-mean."""
+    assert says in _refused(tmp_path, APP.replace("contract: {kind: map}", change))
+
+
+def test_a_wrong_ready_output_says_what_is_allowed(tmp_path: Path) -> None:
+    assert "ready.output: 'frist'; allowed: first; did you mean 'first'?" in _refused(
+        tmp_path, APP.replace("ready: {log: started}", "ready: {output: frist}"))
+
+
+def test_a_workload_fault_on_an_instance_the_scenario_does_not_run_is_refused(tmp_path: Path) -> None:
+    """``instance: 5`` on a 2-instance app passed the dry run and failed when the fault came."""
+    fault = "faults:\n  - {at: 10, kind: kill-workload, workload: app, instance: %d, duration: 5}\n"
+    assert "my-app.yaml:5: faults[0] (kill-workload at 10s) instance: 5: the scenario runs 2 app processes (app-0 to app-1)" in _refused(
+        tmp_path, APP.replace("workloads:", fault % 5 + "workloads:"))
+    sc = scenario.load(str(_app_file(tmp_path, APP.replace("workloads:", fault % 1 + "workloads:"))))
+    assert sc.faults[0].instance == 1  # type: ignore[union-attr]
+
+
+def test_an_identity_app_read_with_other_serdes_than_its_feeder_writes_is_refused(tmp_path: Path) -> None:
+    """It was accepted and ended in a false INVALID: every copied value read as another one."""
+    msg = _refused(tmp_path, APP.replace("contract: {kind: map}", "contract: {kind: map, output_serde: {value: long}}"))
+    assert "contract.output_serde: identity copies the feeder's records as they are (keys string, values string" in msg
+    assert "give {key: string, value: string}" in msg
+    both_long = APP.replace("contract: {kind: map}", "feeder: {value_serde: long}\n      contract: {kind: map, "
+                                                     "output_serde: {value: long}}")
+    assert scenario.load(str(_app_file(tmp_path, both_long))).workloads[0].kind == "app"
+
+
+@pytest.mark.parametrize("producer", ["{topics: [app-in]}", "{topics: [app-out]}", "{}"])
+def test_another_workload_writing_the_apps_topics_is_refused(tmp_path: Path, producer: str) -> None:
+    """Its records read as the app's mistakes: a false INVALID. (``{}`` writes every topic but
+    the app's outputs, its inputs among them.)"""
+    text = APP.replace("[app-in, app-out]", "[app-in, app-out, mine]") + f"  - kind: txn-producer\n    settings: {producer}\n"
+    assert "workloads[1].settings: a txn-producer workload writes ['app-" in _refused(tmp_path, text)
+    assert "give it topics of its own (mine)" in _refused(tmp_path, text)
+    ok = text.replace(f"settings: {producer}", "settings: {topics: [mine]}")
+    assert [w.kind for w in scenario.load(str(_app_file(tmp_path, ok))).workloads] == ["app", "txn-producer"]
+
+
+@pytest.mark.parametrize("args", [["run", "app-py-copier", "--library", "java", "--dry-run"],
+                                  ["matrix", "--scenarios", "app-py-copier,smoke", "--clients", "confluent-kafka,java",
+                                   "--dry-run"]])
+def test_a_client_library_no_workload_of_an_app_scenario_can_run_on_is_refused(args: list[str]) -> None:
+    """It changed nothing, silently, and a matrix page showed a Java column that never ran Java."""
+    from tests.unit.test_cli import cli
+
+    r = cli(*args)
+    assert r.exit_code == 2, r.output
+    assert "scenario app-py-copier has no workload that can run on it: app runs on confluent-kafka only" in " ".join(
+        r.output.split()), r.output
+    assert cli("run", "app-py-copier", "--library", "confluent-kafka", "--dry-run").exit_code == 0
+
+
 def test_a_command_that_is_not_there_is_refused_before_anything_starts(tmp_path: Path) -> None:
     sc = scenario.load(str(_app_file(tmp_path, APP.replace('"{python}", -m, my_app', "./no-such-app"))))
     with pytest.raises(ConfigError, match=r"'./no-such-app' is not an executable file in "):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -84,6 +85,27 @@ def test_check_rebuilds_from_the_history_when_the_parquet_meta_is_a_folder(run: 
     meta.mkdir()
     r = cli("check", str(run))
     assert r.exit_code == 0 and r.stdout.startswith("VALID") and "internal error" not in r.output, r.output
+
+
+@pytest.mark.parametrize("how", ["truncated", "missing", "inside"])
+def test_check_rebuilds_a_damaged_parquet_table_from_the_history(run: Path, how: str) -> None:
+    """The Parquet tables are a cache of the JSON lines: a table cut short, gone, or damaged
+    inside is rebuilt from them (it was an internal error), and refused by name when they are gone."""
+    table = run / "history.parquet" / "writes.parquet"
+    data = table.read_bytes()
+    if how == "truncated":
+        table.write_bytes(data[: len(data) // 2])
+    elif how == "missing":
+        table.unlink()
+    else:  # both ends whole, the middle not
+        table.write_bytes(data[:4] + b"\xff" * (len(data) - 8) + data[-4:])
+    r = cli("check", str(run))
+    assert r.exit_code == 0 and r.stdout.startswith("VALID") and "internal error" not in r.output, r.output
+    assert store.stale_because(run) is None  # saved again, whole
+    table.write_bytes(data[:10])
+    shutil.rmtree(run / "history")
+    refused(cli("check", str(run)), f"{run / 'history.parquet'}: its writes.parquet is damaged",
+            "the JSON lines to rebuild it from")
 
 
 def _break(path: Path, how: str) -> None:
@@ -238,6 +260,44 @@ def test_a_bad_report_out_file_is_refused_and_nothing_is_written(run: Path, tmp_
         out, says = _out(tmp_path, case)
     refused(cli("report", str(run), "--out", str(out)), f"--out {out}", says)
     assert not out.is_file() and not list(tmp_path.rglob(".*.tmp*"))
+
+
+def _not_a_file(tmp_path: Path, case: str) -> Path:
+    """A path in ``tmp_path`` that exists as ``case``: a symlink to a file, a FIFO, a device node."""
+    path = tmp_path / f"out-{case}"
+    if case == "symlink":
+        (tmp_path / "target.html").write_text("the link's target")
+        path.symlink_to(tmp_path / "target.html")
+    elif case == "fifo":
+        os.mkfifo(path)
+    else:
+        try:  # a /dev/null of our own (major 1, minor 3), so no real device is at stake
+            os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        except PermissionError:
+            pytest.skip("device nodes cannot be made here")
+    return path
+
+
+@pytest.mark.parametrize("case, says", [("symlink", "is a symbolic link"), ("fifo", "is a FIFO"),
+                                        ("device", "is a character device")])
+def test_an_out_that_is_no_regular_file_is_refused_and_left_as_it_was(run: Path, tmp_path: Path, case: str,
+                                                                       says: str) -> None:
+    """A write by rename replaces what is at the path: as root, ``report --out /dev/full`` made the
+    device an HTML file. Only a regular file or a new path is written; the report, the index and
+    the repro folder's files share the writer."""
+    out = _not_a_file(tmp_path, case)
+    before = out.lstat()
+    refused(cli("report", str(run), "--out", str(out)), f"--out {out} {says}", "(a regular file or a new one)")
+    with pytest.raises(ConfigError, match=f"{out} cannot be written \\(it {says}"):
+        write_output(out, "text")
+    index = tmp_path / "results" / INDEX
+    shutil.copytree(run, index.parent / "run")
+    os.symlink(out, index)
+    refused(cli("index", str(index.parent)), f"{index} cannot be written (it is a symbolic link")
+    after = out.lstat()
+    assert (after.st_mode, after.st_ino, after.st_rdev) == (before.st_mode, before.st_ino, before.st_rdev)
+    if case == "symlink":
+        assert (tmp_path / "target.html").read_text() == "the link's target"
 
 
 def test_an_unwritable_folder_is_refused_by_its_access_check(tmp_path: Path, nothing_started: list[Any],

@@ -383,3 +383,26 @@ def test_port_base_flag_takes_the_bounds_the_environment_variable_takes(no_real_
     assert r.exit_code == 2, r.output
     assert "--port-base" in r.output and bound in r.output
     assert no_real_run == []
+
+
+@pytest.mark.parametrize("args", [["run", ":fire:"], ["run", "smoke", "--library", ":fire:", "--dry-run"],
+                                  ["report", ":fire:"]])
+def test_echoed_input_is_printed_as_typed_not_as_an_emoji(args: list[str]) -> None:
+    """``run ":fire:"`` printed a fire emoji: rich's emoji codes are off for what the user typed."""
+    r = cli(*args)
+    assert r.exit_code == 2 and ":fire:" in r.output and "\N{FIRE}" not in r.output, r.output
+
+
+@pytest.mark.parametrize("args, flag", [
+    (["matrix", "--scenarios", "smoke", "--kafka-versions", "", "--dry-run"], "--kafka-versions"),
+    (["matrix", "--scenarios", "smoke", "--transaction-versions", " , ", "--dry-run"], "--transaction-versions"),
+    (["hunt", "--seeds", "1", "--transaction-versions", "", "--dry-run"], "--transaction-versions"),
+    (["matrix", "--scenarios", "smoke", "--clients", "", "--dry-run"], "--clients"),
+    (["bench", "txn-throughput", "--scenarios", "", "--from", "."], "--scenarios"),
+    (["bench", "txn-throughput", "--producers", ",", "--from", "."], "--producers"),
+])
+def test_an_empty_list_flag_is_refused_naming_it_everywhere(args: list[str], flag: str) -> None:
+    """An empty list meant the default for some flags (--kafka-versions, --transaction-versions,
+    bench's --scenarios) and was refused for others (--clients): now refused everywhere."""
+    r = cli(*args)
+    assert r.exit_code == 2 and f"{flag} is empty; give one or more values separated by commas" in r.output, r.output

@@ -6,6 +6,7 @@ subprocess where the process is what is tested (signals, pipes, a terminal)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pty
@@ -223,3 +224,92 @@ def test_a_signalled_bench_checker_removes_its_temporary_folder_and_exits_130(si
     assert p.returncode == 130, (out, err)
     assert "Traceback" not in err, err
     assert list(tmp.iterdir()) == [], "the benchmark left its temporary folder"
+
+
+def _marked(mark: str) -> list[int]:
+    """The processes whose environment holds ``mark``: what a test's subprocess started, wherever it
+    was reparented."""
+    found = []
+    for entry in os.scandir("/proc"):
+        try:
+            if entry.name.isdigit() and mark.encode() in Path(entry.path, "environ").read_bytes():
+                found.append(int(entry.name))
+        except OSError:
+            continue  # gone meanwhile, or not ours to read
+    return found
+
+
+def _spark_jvm(pids: list[int]) -> bool:
+    """One of ``pids`` is a Spark JVM (its launcher done)."""
+    def cmdline(pid: int) -> bytes:
+        try:
+            return Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            return b""
+    return any(b"org.apache.spark.deploy.SparkSubmit" in cmdline(pid) for pid in pids)
+
+
+def test_sigterm_during_a_spark_check_takes_the_jvm_down_and_is_one_line_and_exit_130(tmp_path: Path) -> None:
+    """A real local Spark session (slow: one case). It gave a py4j traceback and "internal error",
+    or exit 130 with the JVM left running."""
+    pytest.importorskip("pyspark")
+    from tests.unit.test_report import make_run
+
+    run = make_run(tmp_path, name="run")
+    mark = f"EOS_CHAOS_TEST_MARK={tmp_path}"
+    env = isolated_env(tmp_path, SPARK_LOCAL_IP="127.0.0.1", EOS_CHAOS_TEST_MARK=str(tmp_path))
+    p = subprocess.Popen([CLI, "check", "--engine", "spark", str(run)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         stdin=subprocess.DEVNULL, text=True, env=env)
+    try:
+        deadline = time.monotonic() + 2 * DEADLINE_S  # a JVM's start, on a busy machine
+        while not _spark_jvm(_marked(mark)):
+            assert p.poll() is None and time.monotonic() < deadline, "no Spark JVM appeared"
+            time.sleep(0.1)
+        time.sleep(1.0)  # the session starting, or the check under way: either must end the same way
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=DEADLINE_S)
+    finally:
+        if p.poll() is None:  # it hung (the old code, with its JVM left): that is a failure too
+            p.kill()
+            p.wait(timeout=DEADLINE_S)
+        end = time.monotonic() + 5.0  # an orphan's last moments
+        while _marked(mark) and time.monotonic() < end:
+            time.sleep(0.1)
+        left = _marked(mark)
+        for pid in left:  # not to leave them to the machine, whatever the verdict
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    assert p.returncode == 130, (out, err)
+    assert "Traceback" not in err and "py4j" not in err and "internal error" not in err, err
+    assert err.count("interrupted;") == 1 and "taken down" in err.split("interrupted;")[1], err
+    assert left == [], "the Spark JVM was left running"
+
+
+def test_take_down_ends_the_process_tree_pyspark_started_and_nothing_else() -> None:
+    """``jvm_down.take_down`` without a JVM: children marked as PySpark's (``pyspark-shell`` in their
+    command line) and what they started get SIGTERM, then SIGKILL; another child is left alone."""
+    from harness.sparkjob import jvm_down
+
+    if jvm_down.our_jvms():
+        pytest.skip("a Spark session of this process is up (take_down would end it)")
+    stubborn = "import signal, subprocess, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); " \
+               "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); time.sleep(60)"
+    marked = subprocess.Popen([sys.executable, "-c", stubborn, "pyspark-shell"])
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        deadline = time.monotonic() + DEADLINE_S
+        while len(jvm_down.our_jvms()) < 2:  # the marked one and its child
+            assert time.monotonic() < deadline, "the marked process tree did not appear"
+            time.sleep(0.05)
+        tree = jvm_down.our_jvms()
+        assert marked.pid in tree and other.pid not in tree
+        assert sorted(jvm_down.take_down(deadline_s=1.0)) == sorted(tree)
+        assert marked.poll() is not None and other.poll() is None
+        grandchild = next(pid for pid in tree if pid != marked.pid)
+        state = Path(f"/proc/{grandchild}/stat")
+        assert not state.exists() or state.read_bytes().rsplit(b")", 1)[1].split()[0] == b"Z", "its child lives on"
+    finally:
+        for p in (marked, other):
+            if p.poll() is None:
+                p.kill()
+            p.wait(timeout=DEADLINE_S)

@@ -151,6 +151,26 @@ def test_bad_input_is_exit_2_naming_the_flag_and_nothing_is_written(args: list[s
     assert fakes.runs == [] and fakes.events == []
 
 
+@pytest.mark.parametrize("where", ["new", "empty", "default"])
+def test_a_refused_hunt_leaves_no_folder_and_the_corrected_command_runs(where: str, fakes: Fakes, tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A refused hunt left its folder with the drawn scenarios in it, which then refused the
+    corrected command ("holds other files but no matrix.json")."""
+    monkeypatch.setenv("EOS_CHAOS_RESULTS", str(tmp_path / "results"))
+    (tmp_path / "results").mkdir()
+    out = tmp_path / "h"
+    if where == "empty":
+        out.mkdir()
+    where_args = [] if where == "default" else ["--out", str(out)]
+    r = cli("--seeds", "1", "--duration", "30", "--clients", "teleport", *where_args)
+    assert r.exit_code == 2 and "--clients" in r.output, r.output
+    assert list((tmp_path / "results").iterdir()) == [] and (list(out.iterdir()) == [] if where == "empty"
+                                                               else not out.exists())
+    if where != "default":
+        r = cli("--seeds", "1", "--duration", "30", *where_args)
+        assert r.exit_code == 0 and (out / "matrix.json").is_file(), r.output
+
+
 def test_a_dry_run_prints_what_each_seed_draws_and_writes_nothing(fakes: Fakes, tmp_path: Path) -> None:
     r = cli("--seeds", "2", "--seed", "3", "--dry-run", "--out", str(tmp_path / "h"))
     assert r.exit_code == 0, r.output

@@ -27,3 +27,17 @@ def test_a_bad_value_names_the_variable_and_the_range(monkeypatch: pytest.Monkey
     monkeypatch.setenv(PORT_BASE_ENV, value)
     with pytest.raises(ConfigError, match=rf"EOS_CHAOS_PORT_BASE='{value}': a port base is a whole number between 2000 and 60000"):
         backends.default_port_base(Backend.local)
+
+
+@pytest.mark.parametrize("command", [["run", "smoke", "--dry-run"], ["matrix", "--scenarios", "smoke", "--dry-run"],
+                                     ["hunt", "--seeds", "1", "--dry-run"]])
+def test_a_bad_value_is_refused_by_a_dry_run(monkeypatch: pytest.MonkeyPatch, command: list[str]) -> None:
+    """It passed the dry runs and failed only once a cluster was up (the commands that start
+    clusters check it first the same way: ``options.check_port_base_env``)."""
+    from tests.unit.test_cli import cli
+
+    monkeypatch.setenv(PORT_BASE_ENV, "abc")
+    r = cli(*command)
+    assert r.exit_code == 2, r.output
+    assert "EOS_CHAOS_PORT_BASE='abc': a port base is a whole number" in " ".join(r.output.replace("│", " ").split())
+    assert "internal error" not in r.output

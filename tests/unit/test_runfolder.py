@@ -61,3 +61,18 @@ def test_read_json_says_which_file_is_broken(tmp_path: Path) -> None:
     f.journal.write_text("[1]")
     with pytest.raises(ConfigError, match="a JSON object was expected"):
         f.read_json(f.journal)
+
+
+def test_a_run_tag_fits_what_a_scenario_leaves_of_a_topic_name() -> None:
+    """A scenario's topic got ``.<tag>`` from the folder's name: 249 characters became 254 and the
+    run failed once the cluster was up; an ``--out`` name made any tag at all."""
+    from harness.run.scenario import MAX_TOPIC
+
+    run_id = runfolder.new_run_id("smoke")
+    assert runfolder.run_tag(run_id) == run_id[-4:]
+    assert runfolder.run_tag("20261123-043417-my-scenario-3fa9") == "3fa9"
+    assert runfolder.run_tag("my_run") == "my_run"  # an --out name that fits is kept
+    for name in ("runs-of-the_week_47", "my run", "x" * 200):
+        tag = runfolder.run_tag(name)
+        assert len(tag) == runfolder.RUN_TAG_MAX and tag.isalnum() and tag == runfolder.run_tag(name)
+    assert MAX_TOPIC + 1 + runfolder.RUN_TAG_MAX == 249

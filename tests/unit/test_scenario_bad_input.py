@@ -194,6 +194,8 @@ def test_run_refuses_an_alias_bomb_before_anything_is_written(tmp_path: Path, no
     ("topics: [a, a/b]\n", "FILE:5: topics[1]: 'a/b' is not a Kafka topic name"),
     ("topics: [a, '..']\n", "FILE:5: topics[1]: '..' is not a Kafka topic name"),
     (f"topics: [{'x' * 250}]\n", "is not a Kafka topic name"),
+    (f"topics: [a, {'x' * 249}]\n", "FILE:5: topics[1]: 249 characters, 'xxxxxxxxxxxxxxxxxxxx'...; allowed: at most 240 "
+                                   "(Kafka's 249, less 9 for the run's tag: the run names it NAME.<tag>)"),
     ("topics:\n  - a\n  - b\n  - a\n", "FILE:8: topics[2]: 'a' is listed twice"),
     ("topics: [a.b, a_b]\n", "FILE:5: topics[1]: 'a_b' collides with 'a.b': Kafka refuses topic names that differ only in"),
     ("topics: []\n", "FILE:5: topics: empty: a scenario needs at least one topic"),
