@@ -57,10 +57,12 @@ SparkModeOpt = typer.Option(SparkMode.local, "--spark",
 KafkaVersion = typer.Option(pins.KAFKA_VERSION, "--kafka-version", help="Apache Kafka release (Maven Central).")
 RedoUnknownOpt = typer.Option(False, "--redo-unknown", help="On resume, run again the runs that ended unknown "
                               "(their cause mended: a client that could not start, a check that crashed).")
+
+
 def check_port_base_env() -> None:
     """``ConfigError`` for an ``EOS_CHAOS_PORT_BASE`` that is no port base, before anything starts
     (read only when a cluster started, it passed ``run --dry-run`` and failed after a cluster was up)."""
-    from clusters.backends import default_port_base
+    from clusters.backends.backends import default_port_base
 
     default_port_base(Backend.local)
 

@@ -118,7 +118,7 @@ def last_marker(bootstrap: str, topic: str, partition: int, key: str,
 
     from confluent_kafka import Consumer, KafkaError, TopicPartition
 
-    from clusters.health import QUIET
+    from clusters.kafka.health import QUIET
     from harness.base.errors import WaitTimeout
     from harness.base.wait import wait_until
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import re
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Union, get_args, get_origin
 
@@ -371,7 +371,7 @@ class Kind:
     problems: Callable[[dict[str, Any], list[str]], list[Problem]] | None = None
     #: what is wrong with the other entries given this one (index, every entry as (kind, settings),
     #: the scenario's topics): (the other entry's index, why); an app's topics written by another
-    others_problems: Callable[[int, list[tuple[str, dict[str, Any]]], list[str]], list[tuple[int, str]]] | None = None
+    others_problems: Callable[[int, Sequence[tuple[str, dict[str, Any]]], list[str]], list[tuple[int, str]]] | None = None
     #: the topics an entry writes, given its settings and what one that names none writes (the
     #: scenario's topics but an app's outputs); none: it writes nothing a scenario names
     writes: Callable[[dict[str, Any], list[str]], list[str]] | None = None
@@ -428,7 +428,7 @@ def _app_problems(settings: dict[str, Any], topics: list[str]) -> list[Problem]:
     return [(loc, problem) for loc, text in texts if (problem := app_args.problem(text, topics))]
 
 
-def _app_topics_its_own(me: int, entries: list[tuple[str, dict[str, Any]]], topics: list[str]) -> list[tuple[int, str]]:
+def _app_topics_its_own(me: int, entries: Sequence[tuple[str, dict[str, Any]]], topics: list[str]) -> list[tuple[int, str]]:
     """No other workload writes the app's topics: its contract judges its outputs against the
     feeder's inputs alone, so another writer's records read as the app's mistakes (a false finding)."""
     s = entries[me][1]
