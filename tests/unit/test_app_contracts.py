@@ -123,6 +123,7 @@ def test_a_contract_function_that_failed_in_the_run_makes_the_verdict_unknown_sa
 def test_a_history_error_is_said_as_one_not_as_a_crash_of_the_check() -> None:
     """A documented history error printed "check crashed: ValueError", which reads as a bug."""
     from harness.cli.summary import verdict_details
+    from harness.rundir.run_verdict import RunVerdict
 
     h = app_map(function=True)
     expect = next(o for o in h.ops if o["f"] == EXPECT)
@@ -130,7 +131,7 @@ def test_a_history_error_is_said_as_one_not_as_a_crash_of_the_check() -> None:
     v = verdict(h)
     assert v["valid"] == "unknown"
     assert v["checks"]["app-map"]["error"].startswith("history error: app app: no expected outputs recorded for 1 input")
-    (line,) = [d for d in verdict_details(v) if d.startswith("app-map")]
+    (line,) = [d for d in verdict_details(RunVerdict.of(v)) if d.startswith("app-map")]
     assert line.startswith("app-map: history error: app app:") and "crashed" not in line and "ValueError" not in line
 
 
