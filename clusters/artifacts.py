@@ -18,7 +18,7 @@ import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -329,22 +329,87 @@ def _run_go(cmd: list[str], what: str, env: dict[str, str], cwd: Path | None = N
         raise EnvironmentProblem(f"building {what} failed (exit {proc.returncode}):\n{tail}")
 
 
+@dataclass(frozen=True)
+class GoProgram:
+    """A Go program the set-up builds: its main package, the module holding it at a version (or in
+    this repository, at ``source``), the Go release that module asks for, and where its binary goes."""
+
+    what: str
+    package: str
+    module: str
+    version: str
+    go: str
+    target: Path
+    source: Path | None = None
+
+    @property
+    def built(self) -> bool:
+        return self.target.is_file() and os.access(self.target, os.X_OK)
+
+
+def toxiproxy_program(cmd: str = "server") -> GoProgram:
+    """Toxiproxy's server (``cmd/server``) or its CLI (``cmd/cli``, for the compose image only)."""
+    return GoProgram(f"toxiproxy {pins.TOXIPROXY_VERSION} {cmd}", f"{pins.TOXIPROXY_MODULE}/cmd/{cmd}",
+                     pins.TOXIPROXY_MODULE, pins.TOXIPROXY_VERSION, pins.TOXIPROXY_GO,
+                     toxiproxy_bin() if cmd == "server" else toxiproxy_cli())
+
+
+def build_go_programs(programs: Sequence[GoProgram]) -> list[Path]:
+    """The binaries of ``programs``, those not in the cache built by one `go build` (the standard
+    library and the runtime compile once for all, not once per program: a cold set-up's Go time was
+    mostly that, twice at once on two cores). Each binary is renamed into place last, so one there is
+    complete. The caller holds ``cache_lock``; dependencies come from the Go module proxy."""
+    todo = [p for p in programs if not p.built]
+    for p in programs:
+        if p not in todo:
+            log.info(f"{p.what}: cached at {p.target}")
+    if not todo:
+        return [p.target for p in programs]
+    newest = max((p.go for p in todo), key=lambda v: tuple(int(n) for n in re.findall(r"\d+", v)))
+    go = _require_tool("go", f"build {', '.join(p.what for p in todo)}", f"apt-get install golang-go (Go {newest}+)")
+    log.info(f"{', '.join(p.what for p in todo)}: building with Go")
+    cache_dir().mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=cache_dir()) as tmp:
+        # a module of the build's own that requires each program's module: `go build` of all their
+        # main packages at once, each at its module's requirements (none of them replaces or excludes)
+        mod = [f"module eos-chaos/setup\n\ngo {newest}\n"]
+        for module in dict.fromkeys(p.module for p in todo):
+            prog = next(p for p in todo if p.module == module)
+            mod.append(f"require {module} {prog.version}")
+            if prog.source is not None:
+                mod.append(f"replace {module} => {prog.source}")
+        (Path(tmp) / "go.mod").write_text("\n".join(mod) + "\n")
+        out = Path(tmp) / "bin"
+        out.mkdir()
+        cmd = [go, "build", "-trimpath", "-o", f"{out}/", *(p.package for p in todo)]
+        _run_go(cmd, ", ".join(p.what for p in todo), go_env(), cwd=Path(tmp))
+        for p in todo:
+            p.target.parent.mkdir(parents=True, exist_ok=True)
+            (out / _binary_name(p.package)).rename(p.target)
+            log.info(f"{p.what}: built {p.target}")
+    return [p.target for p in programs]
+
+
+def _binary_name(package: str) -> str:
+    """What `go build -o DIR/` names a main package's binary: its last path element, not a ``/vN``."""
+    parts = package.split("/")
+    return parts[-2] if re.fullmatch(r"v\d+", parts[-1]) and len(parts) > 1 else parts[-1]
+
+
 def build_toxiproxy() -> Path:
     """Build the pinned Toxiproxy server from the Go module proxy into the cache; return the binary."""
-    target, cli = toxiproxy_bin(), toxiproxy_cli()
-    if all(p.is_file() and os.access(p, os.X_OK) for p in (target, cli)):
-        log.info(f"toxiproxy {pins.TOXIPROXY_VERSION}: cached at {target}")
-        return target
-    go = _require_tool("go", "build Toxiproxy from the Go module proxy", "apt-get install golang-go (1.22+)")
-    log.info(f"toxiproxy {pins.TOXIPROXY_VERSION}: building {pins.TOXIPROXY_MODULE}/cmd/server and cmd/cli with Go")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
-        cmd = [go, "install", *(f"{pins.TOXIPROXY_MODULE}/cmd/{c}@{pins.TOXIPROXY_VERSION}" for c in ("server", "cli"))]
-        _run_go(cmd, f"Toxiproxy {pins.TOXIPROXY_VERSION}", dict(go_env(), GOBIN=tmp))
-        (Path(tmp) / "cli").rename(cli)
-        (Path(tmp) / "server").rename(target)
-    log.info(f"toxiproxy {pins.TOXIPROXY_VERSION}: built {target}")
-    return target
+    return build_go_programs([toxiproxy_program()])[0]
+
+
+def build_toxiproxy_cli() -> Path:
+    """Build the pinned Toxiproxy CLI (the compose image's healthcheck) into the cache; return the binary."""
+    return build_go_programs([toxiproxy_program("cli")])[0]
+
+
+def build_servers() -> tuple[Path, Path]:
+    """Toxiproxy's server and the wire proxy, built in one `go build` if missing: what a local cluster runs."""
+    tox, kwire = build_go_programs([toxiproxy_program(), kwire_program()])
+    return tox, kwire
 
 
 #: The wire proxy's Go source (standard library only: building it needs no network).
@@ -389,9 +454,15 @@ def kwire_bin() -> Path:
     return cache_dir() / "kwire" / go_source_digest(KWIRE_SOURCE) / "kwire"
 
 
+def kwire_program() -> GoProgram:
+    """The wire proxy, from its source in this repository (``clusters/kwire``)."""
+    return GoProgram("kwire", "eos-chaos/kwire", "eos-chaos/kwire", "v0.0.0", _go_directive(KWIRE_SOURCE), kwire_bin(),
+                     KWIRE_SOURCE)
+
+
 def build_kwire() -> Path:
     """Build the wire proxy from ``clusters/kwire`` into the cache; return the binary."""
-    return build_go_module(KWIRE_SOURCE, kwire_bin(), "kwire")
+    return build_go_programs([kwire_program()])[0]
 
 
 @contextlib.contextmanager
@@ -412,13 +483,11 @@ def ensure(kafka_version: str = pins.KAFKA_VERSION, flag: str = "--kafka-version
     parse_kafka_version(kafka_version, flag)
     java, major = find_java()
     with _cache_lock():
-        # all three at once: Maven waits on the network while the two Go builds compile (a cold
-        # `make run` spent 24 s building the wire proxy after Toxiproxy)
-        with concurrent.futures.ThreadPoolExecutor(max_workers=3) as pool:
+        # Maven waits on the network while Go compiles (both Go programs in one build)
+        with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
             kafka_f = pool.submit(fetch_kafka, kafka_version, flag=flag)
-            tox_f = pool.submit(build_toxiproxy)
-            kwire_f = pool.submit(build_kwire)
-            libs, tox, kwire = kafka_f.result(), tox_f.result(), kwire_f.result()
+            go_f = pool.submit(build_servers)
+            libs, (tox, kwire) = kafka_f.result(), go_f.result()
     return Artifacts(kafka_version=kafka_version, kafka_libs=libs, toxiproxy_bin=tox, java=java, kwire_bin=kwire)
 
 
@@ -436,3 +505,24 @@ def ready(kafka_version: str) -> Artifacts | None:
         return None
     java, _ = find_java()
     return Artifacts(kafka_version=kafka_version, kafka_libs=libs, toxiproxy_bin=tox, java=java, kwire_bin=kwire)
+
+
+def main(argv: Sequence[str]) -> int:
+    """``python -m clusters.artifacts [--kafka-version V]``: ``ensure`` with the standard library
+    only, so `make run` sets up beside pip's install of the dependencies. 0 when all is in the cache;
+    1 otherwise, in one line: `eos-chaos setup` runs next and names the problem."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
+    version = argv[1] if len(argv) == 2 and argv[0] == "--kafka-version" else pins.KAFKA_VERSION
+    try:
+        ensure(version)
+    except Exception as exc:  # noqa: BLE001 - any failure: the set-up after the install says it properly
+        log.info(f"set-up beside the install stopped ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__}); "
+                 "eos-chaos setup tries again")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main(sys.argv[1:]))

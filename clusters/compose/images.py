@@ -155,7 +155,8 @@ def kafka_image(client: docker.DockerClient, arts: artifacts.Artifacts) -> str:
 
 
 def toxiproxy_image(client: docker.DockerClient) -> str:
-    server, cli, kwire = artifacts.toxiproxy_bin(), artifacts.toxiproxy_cli(), artifacts.build_kwire()
+    with artifacts.cache_lock():  # the CLI (the image's healthcheck) only here: a local cluster runs none
+        server, cli, kwire = artifacts.toxiproxy_bin(), artifacts.build_toxiproxy_cli(), artifacts.build_kwire()
     dockerfile = (HERE / "toxiproxy" / "Dockerfile").read_bytes()
     digest = _digest(dockerfile, server.read_bytes(), cli.read_bytes(), kwire.read_bytes())
     tag = f"eos-chaos/toxiproxy:{pins.TOXIPROXY_VERSION.lstrip('v')}-{digest}"

@@ -120,8 +120,7 @@ def test_the_real_fetch_names_the_flag_of_a_release_maven_central_lacks(monkeypa
     ConfigError naming the flag the matrix passes."""
     monkeypatch.setenv("EOS_CHAOS_CACHE", str(tmp_path))
     monkeypatch.setattr(artifacts, "find_java", lambda: (Path("java"), 17))
-    monkeypatch.setattr(artifacts, "build_toxiproxy", lambda: Path("toxiproxy"))
-    monkeypatch.setattr(artifacts, "build_kwire", lambda: Path("kwire"))
+    monkeypatch.setattr(artifacts, "build_servers", lambda: (Path("toxiproxy"), Path("kwire")))
 
     def maven(what: str, pom: str, d: Path, missing: Any = None, settings: str | None = None) -> Path:
         raise missing("[ERROR] Could not find artifact org.apache.kafka:kafka_2.13:jar:4.9.9 in central")
