@@ -58,7 +58,7 @@ from harness.report.wire import read_wire, wire_file
 from harness.run import app_run, verdict_file
 from harness.run.readiness import ProgressLog, await_ready
 from harness.run.scenario import Fault, Scenario, Workload
-from harness.run.supervisor import Supervisor
+from harness.run.supervisor import RECOVERY_TIMEOUT_S, Supervisor
 from harness.rundir import runinfo
 from harness.rundir.journal import Journal, fault_runs
 from harness.rundir.runfolder import RunFolder, write_json, write_text
@@ -416,6 +416,7 @@ def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, fold
             # the schedule starts when every workload is ready, not when its process started: a
             # Spark job's first micro-batch can take a minute and a half on a loaded machine
             journal.workloads_ready_s = await_workloads(sup, run_dir, app.ready_timeout_s if app is not None else None)
+            nemesis.pace(journal.workloads_ready_s)  # a slow machine's faults wait longer for progress
             log.info(f"running {sc.duration:.0f}s")
             if progress is not None:
                 progress.set_phase("running")
@@ -431,7 +432,7 @@ def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, fold
                 # a fault due in the run that waits for the node fault before it to heal begins late
                 nemesis.await_begun()
                 # a driver killed late in the run replays its batch after the duration: wait for it
-                journal.not_recovered = sup.await_recovered()
+                journal.not_recovered = sup.await_recovered(max(RECOVERY_TIMEOUT_S, nemesis.progress_timeout_s))
             except KeyboardInterrupt:
                 journal.interrupted = True
                 log.info("interrupted: stopping the workloads, healing, then checking what ran")
