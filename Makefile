@@ -48,10 +48,12 @@ define need_python
 	@[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV)
 endef
 
+# --no-compile: Python compiles what a run imports when it first does, not every file of every
+# package (pandas, pyarrow, matplotlib) ahead: CPU a fresh `make run` shares with the Go build.
 $(BASE_STAMP): pyproject.toml
 	$(need_python)
 	@echo "installing eos-chaos into $(VENV)/"
-	@$(BIN)/python -m pip install -q -e .
+	@$(BIN)/python -m pip install -q --no-compile -e .
 	@rm -f $(VENV)/.installed-base-* && touch $@
 
 $(STAMP): pyproject.toml

@@ -381,7 +381,8 @@ def build_go_programs(programs: Sequence[GoProgram]) -> list[Path]:
         (Path(tmp) / "go.mod").write_text("\n".join(mod) + "\n")
         out = Path(tmp) / "bin"
         out.mkdir()
-        cmd = [go, "build", "-trimpath", "-o", f"{out}/", *(p.package for p in todo)]
+        # no symbol table nor DWARF (-s -w): a shorter link; a panic's trace keeps its function names
+        cmd = [go, "build", "-trimpath", "-ldflags=-s -w", "-o", f"{out}/", *(p.package for p in todo)]
         _run_go(cmd, ", ".join(p.what for p in todo), go_env(), cwd=Path(tmp))
         for p in todo:
             p.target.parent.mkdir(parents=True, exist_ok=True)
