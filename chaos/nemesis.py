@@ -5,7 +5,8 @@ stop) with its resolved target. What a fault does is its model's business (chaos
 
 A fault aimed at workload processes first waits, in its own thread (the schedule of the others does
 not move), until one of them made progress since the previous fault on it ended (``Progress``: a
-transaction, a copy, a micro-batch, an app's output), at most ``PROGRESS_TIMEOUT_S``; its start
+transaction, a copy, a micro-batch, an app's output), at most ``PROGRESS_TIMEOUT_S`` (more on a
+machine where the workloads were slow to get ready: ``Nemesis.pace``); its start
 event says how long it waited (``waited_s``) and whether it gave up (``wait_expired``), and it
 begins either way.
 """
@@ -17,7 +18,7 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 
 from confluent_kafka.admin import AdminClient
@@ -47,8 +48,14 @@ FAULT_BEGIN_TIMEOUT_S = 240.0
 
 #: A fault aimed at a workload waits this long at most for it to make progress since the previous
 #: fault on it (a Spark driver restarted from its checkpoint took 26-33 s to its first micro-batch;
-#: generous for a loaded 2-core machine), then begins anyway, its start event saying so.
+#: generous for a loaded 2-core machine), then begins anyway, its start event saying so. A machine
+#: slower than that gets more (``Nemesis.pace``).
 PROGRESS_TIMEOUT_S = 120.0
+#: ... at least this many times the slowest workload's measured time to its first progress op (its
+#: readiness): a restarted Spark driver repeats its JVM, session and first micro-batch, which a
+#: starved machine made 121 s at readiness and then over 120 s after a kill (a fault that began on
+#: a stuck workload, UNKNOWN, though nothing was wrong but the machine's speed).
+PROGRESS_PER_READY = 2.0
 
 #: The second instance's init_transactions must wait out the first's open transaction being
 #: aborted by the coordinator (it is fenced at once): seconds; generous for a loaded machine.
@@ -95,6 +102,19 @@ class Nemesis:
         self._queue_lock = threading.Lock()
         #: per fault (its ``begun``) waiting for its workloads' progress: what it waits for (``await_begun``)
         self._waiting: dict[int, str] = {}
+        #: how long a fault waits for progress of the workloads it aims at (``pace``)
+        self.progress_timeout_s = PROGRESS_TIMEOUT_S
+
+    def pace(self, ready_s: Mapping[str, float]) -> float:
+        """Scale the waits for progress to this machine from the workloads' measured readiness (the
+        seconds each took to its first progress op): at least ``PROGRESS_PER_READY`` times the
+        slowest. Returns the wait for progress now in force."""
+        slowest = max(ready_s.values(), default=0.0)
+        self.progress_timeout_s = max(PROGRESS_TIMEOUT_S, PROGRESS_PER_READY * slowest)
+        if self.progress_timeout_s > PROGRESS_TIMEOUT_S:
+            log.info(f"nemesis: a fault waits up to {self.progress_timeout_s:.0f}s for its workloads' progress "
+                     f"({PROGRESS_PER_READY:g} x the slowest readiness, {slowest:.0f}s)")
+        return self.progress_timeout_s
 
     @functools.cached_property
     def _admin(self) -> AdminClient:
@@ -123,14 +143,17 @@ class Nemesis:
         # start and stop of one fault share kind and node/links/workload (stop carries no target)
         return hash((kind, str(value.get("node")), str(value.get("links")), str(value.get("workload"))))
 
-    def _context(self, noted: dict[str, object] | None = None) -> FaultContext:
-        """The context a fault acts through; ``noted``: fields its start events carry (its wait)."""
+    def _context(self, noted: dict[str, object] | None = None, begun: threading.Event | None = None) -> FaultContext:
+        """The context a fault acts through; ``noted``: fields its start events carry (its wait);
+        ``begun`` is set once its first start event is recorded."""
         def start(kind: str, **value: object) -> None:
             self._start(kind, **{**(noted or {}), **value})
+            if begun is not None:
+                begun.set()
 
         return FaultContext(cluster=self.cluster, resolve=self.resolve, control=self.control,
-                            start=start if noted else self._start, end=self._end, stop=self.stop, rnd=self.rnd,
-                            spark=self.spark, defaults=self.defaults)
+                            start=start if noted or begun is not None else self._start, end=self._end, stop=self.stop,
+                            rnd=self.rnd, spark=self.spark, defaults=self.defaults)
 
     def run(self) -> None:
         """Returns once every started fault has ended (``stop`` ends them early). Each fault starts
@@ -168,10 +191,13 @@ class Nemesis:
         th.start()
         return th
 
-    def await_begun(self, timeout: float = FAULT_BEGIN_TIMEOUT_S) -> None:
+    def await_begun(self, timeout: float | None = None) -> None:
         """Wait until every fault whose time has come began: one may be waiting for the node fault
-        before it to heal (a slow restart). A fault that never does is an error of the run, not
-        silently left out (its scenario was not what ran)."""
+        before it to heal (a slow restart), or for its workloads' progress. A fault that never does
+        is an error of the run, not silently left out (its scenario was not what ran). ``timeout``:
+        ``FAULT_BEGIN_TIMEOUT_S``, or twice the wait for progress in force when that is longer."""
+        if timeout is None:
+            timeout = max(FAULT_BEGIN_TIMEOUT_S, 2 * self.progress_timeout_s)
         deadline = time.monotonic() + timeout
         for fault, begun in list(self._begun):
             if not begun.is_set():
@@ -215,9 +241,12 @@ class Nemesis:
             with self._process_lock if fault.broker_process else nullcontext():
                 if self.stop.is_set():  # the run may have ended while this fault waited its turn
                     return
+                # begun once its start is on record, which an armed driver fault writes after arming
+                # the driver: a run ending at that moment then waits for the kill to fire
+                # (Supervisor.await_recovered), where it used to stop the fault before it fired
+                heal = fault.apply(self._context(noted, begun))
                 if begun is not None:
-                    begun.set()
-                heal = fault.apply(self._context(noted))
+                    begun.set()  # a fault that records no start (nothing to hit) began all the same
                 if applied is not None:
                     applied.set()
                 if fault.holds:
@@ -268,7 +297,7 @@ class Nemesis:
         started = time.monotonic()
         expired = False
         try:
-            wait_until(ready, timeout=PROGRESS_TIMEOUT_S, what=what, interval=0.1, max_interval=1.0,
+            wait_until(ready, timeout=self.progress_timeout_s, what=what, interval=0.1, max_interval=1.0,
                        fatal=lambda: "the run ended" if self.stop.is_set() else None)
         except WaitTimeout:
             expired = not self.stop.is_set()
@@ -277,7 +306,7 @@ class Nemesis:
                 self._waiting.pop(id(begun), None)
         waited = round(time.monotonic() - started, 2)
         if expired:
-            log.info(f"nemesis: {fault.kind}@{fault.at}s begins without {what}: none within {PROGRESS_TIMEOUT_S:.0f}s")
+            log.info(f"nemesis: {fault.kind}@{fault.at}s begins without {what}: none within {self.progress_timeout_s:.0f}s")
         elif waited >= 1.0:
             log.info(f"nemesis: {fault.kind}@{fault.at}s waited {waited:.1f}s for {what}")
         return {"waited_s": waited, **({"wait_expired": True} if expired else {})}

@@ -14,6 +14,7 @@ from pathlib import Path
 import psutil
 
 from harness.base.errors import ClusterError, EnvironmentProblem, WaitTimeout
+from harness.base.paths import state_dir
 from harness.base.wait import wait_until
 
 #: Every process we start carries these environment variables (inherited by anything it forks),
@@ -25,6 +26,12 @@ ENV_OWNER = "EOS_CHAOS_OWNER"  # pid of the process that will stop it; "0" = det
 #: still starting the cluster (before any record claims what it spawned: a detached start's first
 #: processes) or running on it, and reclaim spares what it spawned.
 ENV_SPAWNER = "EOS_CHAOS_SPAWNER"
+#: The state folder of the eos-chaos that started it (``harness.base.paths.state_dir``, the variable
+#: that names it, set to the folder in use): whose records may claim it. A reclaim takes only what
+#: its own state family left, and a test with its own state folder judges only what it started:
+#: another state folder's processes are another eos-chaos's (another user's run, another test
+#: session), which its own start or ``cluster down`` takes.
+ENV_STATE = "EOS_CHAOS_STATE"
 #: Two reads of one process's start time agree to well within this: psutil adds the boot time, which
 #: the kernel gives in whole seconds and moves with clock adjustments. A later process that got the
 #: same pid (the first one gone, the pid space wrapped) starts later than that.
@@ -231,6 +238,8 @@ class Tagged:
     cluster_id: str
     owner: int
     spawner: ProcessId | None = None
+    #: its state folder (``ENV_STATE``); None: tagged by an eos-chaos that did not say
+    state: Path | None = None
 
     @property
     def orphaned(self) -> bool:
@@ -255,7 +264,8 @@ def tagged_processes() -> list[Tagged]:
             env = proc.environ()
             if ENV_CLUSTER in env and proc.status() != psutil.STATUS_ZOMBIE:
                 found.append(Tagged(proc.pid, env[ENV_CLUSTER], int(env.get(ENV_OWNER, "0") or 0),
-                                    ProcessId.parse(env.get(ENV_SPAWNER, ""))))
+                                    ProcessId.parse(env.get(ENV_SPAWNER, "")),
+                                    same_folder(Path(env[ENV_STATE])) if env.get(ENV_STATE) else None))
         except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, ValueError):
             continue
     return found
@@ -263,7 +273,12 @@ def tagged_processes() -> list[Tagged]:
 
 def tags(cluster_id: str, owner: int) -> dict[str, str]:
     """The environment of a process we start for ``cluster_id``."""
-    return dict(os.environ, **{ENV_CLUSTER: cluster_id, ENV_OWNER: str(owner)})
+    return dict(os.environ, **{ENV_CLUSTER: cluster_id, ENV_OWNER: str(owner), ENV_STATE: str(same_folder(state_dir()))})
+
+
+def same_folder(path: Path) -> Path:
+    """``path`` absolute and without symlinks, so two spellings of one state folder compare equal."""
+    return Path(os.path.realpath(path))
 
 
 def tail(path: Path, lines: int = 30) -> str:

@@ -97,12 +97,13 @@ def dead_runs_processes(backend: str) -> list[procs.Tagged]:
     owner died too, or they were detached and ``backend``'s record does not claim them. A run still
     going is left alone (a start still going as well: a detached start's first processes, the
     storage formatters, run before its record exists), and so is a cluster another backend records
-    (its own start or ``cluster down`` takes it). The same for every backend: a compose run's
-    workloads run on the host too."""
+    (its own start or ``cluster down`` takes it), and so is one of another state folder (another
+    eos-chaos's: another user's, another test session's; ``procs.ENV_STATE``). The same for every
+    backend: a compose run's workloads run on the host too."""
     own = state.claimed(backend)  # every xdist worker's record too (clusters/backends/state.py family)
     elsewhere = set().union(*(state.claimed(b) for b in state.BACKENDS if b != backend))
     return [t for t in procs.tagged_processes() if t.cluster_id not in elsewhere and not t.spawner_alive
-            and (t.orphaned or (t.owner == 0 and t.cluster_id not in own))]
+            and state.of_family(t.state) and (t.orphaned or (t.owner == 0 and t.cluster_id not in own))]
 
 
 def link_faults(tox: Toxiproxy, wire: WireProxy | None = None) -> Reclaimed:

@@ -129,6 +129,15 @@ def family() -> list[Path]:
     return [root, *sorted(root.glob(f"{WORKER_PREFIX}*"))]
 
 
+def of_family(folder: Path | None) -> bool:
+    """``folder`` (as ``procs.same_folder`` spells it) is one of ``family()``'s: the main state folder or an
+    xdist worker's beside it, made yet or not; None (a process that does not say) counts as one."""
+    if folder is None:
+        return True
+    root = Path(os.path.realpath(family()[0]))
+    return folder == root or (folder.parent == root and folder.name.startswith(WORKER_PREFIX))
+
+
 def claimed(backend: str) -> set[str]:
     """The cluster ids the state family records for ``backend``."""
     ids: set[str] = set()

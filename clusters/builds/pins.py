@@ -36,6 +36,8 @@ KAFKA_STREAMS_VERSION = "4.4.0"
 #: Toxiproxy server, built from the Go module proxy.
 TOXIPROXY_MODULE = "github.com/Shopify/toxiproxy/v2"
 TOXIPROXY_VERSION = "v2.12.0"
+#: The Go release its go.mod asks for (its ``go`` line): the build's own module asks as much.
+TOXIPROXY_GO = "1.23.0"
 
 #: Minimum tool versions the set-up accepts.
 MIN_JAVA_MAJOR = 17

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from clusters.builds.golang import build_go_module, go_source_digest
+from clusters.builds.golang import GoProgram, build_go_programs, go_directive, go_source_digest
 from harness.base.paths import cache_dir
 
 #: The wire proxy's Go source (standard library only: building it needs no network).
@@ -17,6 +17,12 @@ def kwire_bin() -> Path:
     return cache_dir() / "kwire" / go_source_digest(KWIRE_SOURCE) / "kwire"
 
 
+def kwire_program() -> GoProgram:
+    """The wire proxy, from its source in this repository (``clusters/wire/kwire``)."""
+    return GoProgram("kwire", "eos-chaos/kwire", "eos-chaos/kwire", "v0.0.0", go_directive(KWIRE_SOURCE), kwire_bin(),
+                     KWIRE_SOURCE)
+
+
 def build_kwire() -> Path:
     """Build the wire proxy from ``clusters/wire/kwire`` into the cache; return the binary."""
-    return build_go_module(KWIRE_SOURCE, kwire_bin(), "kwire")
+    return build_go_programs([kwire_program()])[0]

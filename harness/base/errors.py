@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from pydantic import ValidationError
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the standard library only at run time: `make run`'s set-up runs before pip's install ends
+    from pydantic import ValidationError
 
 
 class HarnessError(Exception):

@@ -47,7 +47,7 @@ from harness.report.wire_events import read_wire, wire_file
 from harness.run import verdict_file
 from harness.run.readiness import ProgressLog, await_ready
 from harness.run.scenario import Fault, Scenario, Workload
-from harness.run.supervisor import Supervisor
+from harness.run.supervisor import RECOVERY_TIMEOUT_S, Supervisor
 from harness.rundir import runinfo
 from harness.rundir.journal import Journal, fault_runs
 from harness.rundir.run_verdict import RunVerdict
@@ -467,6 +467,7 @@ def _run_workloads(live: _Live) -> None:
     # Spark job's first micro-batch can take a minute and a half on a loaded machine
     timeout = next((t for r in live.runs if (t := r.ready_timeout_s()) is not None), None)
     journal.workloads_ready_s = await_workloads(sup, ctx.run_dir, timeout)
+    nemesis.pace(journal.workloads_ready_s)  # a slow machine's faults wait longer for progress
     log.info(f"running {sc.duration:.0f}s")
     live.set_phase("running")
     live.nemesis_thread = threading.Thread(target=nemesis.run, name="nemesis", daemon=True)
@@ -481,7 +482,7 @@ def _run_workloads(live: _Live) -> None:
         # a fault due in the run that waits for the node fault before it to heal begins late
         nemesis.await_begun()
         # a driver killed late in the run replays its batch after the duration: wait for it
-        journal.not_recovered = sup.await_recovered()
+        journal.not_recovered = sup.await_recovered(max(RECOVERY_TIMEOUT_S, nemesis.progress_timeout_s))
     except KeyboardInterrupt:
         journal.interrupted = True
         log.info("interrupted: stopping the workloads, healing, then checking what ran")

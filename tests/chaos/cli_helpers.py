@@ -8,7 +8,17 @@ import sys
 import time
 from pathlib import Path
 
+from clusters.backends import procs
+
 CLI = str(Path(sys.executable).parent / "eos-chaos")
+
+
+def started_here(env: dict[str, str]) -> list[procs.Tagged]:
+    """Processes of ours still running that a test started with ``env`` (its own state folder, the
+    ``iso_env`` fixture's): every process a run starts says its state folder (``procs.ENV_STATE``),
+    so the session's cluster and another eos-chaos run up beside the suite are not counted."""
+    folder = procs.same_folder(Path(env["EOS_CHAOS_STATE"]))
+    return [t for t in procs.tagged_processes() if t.state == folder]
 
 
 def run(args: list[str], env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess[str]:

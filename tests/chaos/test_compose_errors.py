@@ -7,7 +7,6 @@ it) and state folder, so they do not disturb the session cluster, which may be u
 
 from __future__ import annotations
 
-import os
 import shutil
 import signal
 import socket
@@ -17,11 +16,11 @@ from pathlib import Path
 import docker
 import pytest
 
-from clusters.backends import artifacts, state
+from clusters.backends import artifacts, procs, state
 from clusters.backends.compose import images
 from clusters.backends.compose.compose_cluster import ComposeCluster
 from clusters.backends.compose.engine import ensure_engine
-from clusters.backends.compose.plan import LABEL, LABEL_CLUSTER, LABEL_OWNER, ComposePlan
+from clusters.backends.compose.plan import LABEL, LABEL_CLUSTER, LABEL_OWNER, LABEL_STATE, ComposePlan
 from harness.base.errors import ClusterError, EnvironmentProblem
 from harness.base.wait import wait_until
 from harness.rundir.runfolder import new_run_dir
@@ -41,14 +40,18 @@ def client() -> Iterator[docker.DockerClient]:
     c.close()
 
 
-def ours_left(client: docker.DockerClient) -> list[str]:
-    """Containers, networks and volumes labelled ``eos-chaos`` that are not the session cluster's."""
-    def foreign(labels: dict[str, str] | None) -> bool:
-        return (labels or {}).get(LABEL_OWNER) != str(os.getpid())
+def ours_left(client: docker.DockerClient, env: dict[str, str]) -> list[str]:
+    """Containers, networks and volumes labelled ``eos-chaos`` that a test started with ``env`` (its
+    own state folder, ``iso_env``, which its in-process clusters use too): not the session cluster's,
+    nor another eos-chaos run's up beside the suite."""
+    folder = str(procs.same_folder(Path(env["EOS_CHAOS_STATE"])))
 
-    out = [f"container {c.name}" for c in client.containers.list(all=True, filters={"label": LABEL}) if foreign(c.labels)]
-    out += [f"network {n.name}" for n in client.networks.list(filters={"label": LABEL}) if foreign(n.attrs.get("Labels"))]
-    out += [f"volume {v.name}" for v in client.volumes.list(filters={"label": LABEL}) if foreign(v.attrs.get("Labels"))]
+    def ours(labels: dict[str, str] | None) -> bool:
+        return (labels or {}).get(LABEL_STATE) == folder
+
+    out = [f"container {c.name}" for c in client.containers.list(all=True, filters={"label": LABEL}) if ours(c.labels)]
+    out += [f"network {n.name}" for n in client.networks.list(filters={"label": LABEL}) if ours(n.attrs.get("Labels"))]
+    out += [f"volume {v.name}" for v in client.volumes.list(filters={"label": LABEL}) if ours(v.attrs.get("Labels"))]
     return out
 
 
@@ -76,7 +79,7 @@ def test_a_transaction_version_the_release_does_not_take_starts_nothing(client: 
                                                                         args: list[str], says: str) -> None:
     r = run(["cluster", "up", "--backend", "compose", "--port-base", str(ALT_PORT_BASE), *args], dict(iso_env, COLUMNS="400"))
     assert r.returncode == 2 and says in r.stderr, r.stderr
-    assert ours_left(client) == []
+    assert ours_left(client, iso_env) == []
 
 
 def test_busy_port_names_the_address_and_starts_nothing(client: docker.DockerClient, iso_env: dict[str, str]) -> None:
@@ -90,7 +93,7 @@ def test_busy_port_names_the_address_and_starts_nothing(client: docker.DockerCli
         blocker.close()
     assert r.returncode == 2, r.stderr
     assert f"127.0.0.1:{port}" in r.stderr and "client proxy to node 2" in r.stderr and "--port-base" in r.stderr, r.stderr
-    assert ours_left(client) == []
+    assert ours_left(client, iso_env) == []
 
 
 def test_bad_broker_config_flag_is_a_usage_error(iso_env: dict[str, str]) -> None:
@@ -105,7 +108,7 @@ def test_cluster_that_fails_to_start_shows_compose_ps_and_the_log_and_leaves_not
     assert r.returncode == 2, r.stderr
     assert "`docker compose up`" in r.stderr and "docker compose ps:" in r.stderr, r.stderr
     assert "last log lines of" in r.stderr and "NoSuchAuthorizer" in r.stderr, r.stderr
-    assert ours_left(client) == []
+    assert ours_left(client, iso_env) == []
     assert not (Path(iso_env["EOS_CHAOS_STATE"]) / "compose.json").exists()
 
 
@@ -135,13 +138,13 @@ def test_ctrl_c_during_start_takes_everything_down(client: docker.DockerClient, 
     proc = start(["cluster", "up", "--backend", "compose", "--port-base", str(ALT_PORT_BASE)], iso_env)
     try:
         wait_for_line(proc, "compose project", 300)
-        wait_until(lambda: bool(ours_left(client)), timeout=120, what="the cluster's first containers or networks")
+        wait_until(lambda: bool(ours_left(client, iso_env)), timeout=120, what="the cluster's first containers or networks")
         proc.send_signal(signal.SIGINT)
         rc = proc.wait(timeout=300)
     finally:
         proc.kill()
     assert rc == 130, proc.stderr.read() if proc.stderr else ""
-    assert ours_left(client) == []
+    assert ours_left(client, iso_env) == []
     assert not (Path(iso_env["EOS_CHAOS_STATE"]) / "compose.json").exists()
 
 
@@ -163,7 +166,7 @@ def test_crashed_run_is_reclaimed_by_the_next_start(client: docker.DockerClient,
     assert status.returncode == 0 and '"backend": "compose"' in status.stdout, status.stdout
     down = run(["cluster", "down", "--backend", "compose"], iso_env)
     assert down.returncode == 0, down.stderr
-    assert ours_left(client) == []
+    assert ours_left(client, iso_env) == []
 
 
 def test_stop_is_idempotent_and_removes_the_record(arts: artifacts.Artifacts, client: docker.DockerClient,
@@ -177,7 +180,7 @@ def test_stop_is_idempotent_and_removes_the_record(arts: artifacts.Artifacts, cl
         cluster.stop()
     cluster.stop()
     assert state.load("compose") is None
-    assert ours_left(client) == []
+    assert ours_left(client, iso_env) == []
     logs = sorted(p.relative_to(cluster.run_dir).as_posix() for p in cluster.run_dir.rglob("*.log"))
     assert logs == ["nodes/n1/server.log", "nodes/n2/server.log", "nodes/n3/server.log", "toxiproxy.log", "wire.log"], logs
     with pytest.raises(ClusterError):

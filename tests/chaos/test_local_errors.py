@@ -6,7 +6,6 @@ disturb (and are not disturbed by) the session cluster.
 
 from __future__ import annotations
 
-import os
 import shutil
 import signal
 import socket
@@ -21,16 +20,11 @@ from clusters.kafka.topology import Topology
 from harness.base.errors import ClusterError
 from harness.base.wait import wait_until
 from harness.rundir.runfolder import new_run_dir
-from tests.chaos.cli_helpers import CLI, path_with, run, start, wait_for_line
+from tests.chaos.cli_helpers import CLI, path_with, run, start, started_here, wait_for_line
 
 pytestmark = pytest.mark.chaos
 
 ALT_PORT_BASE = 19192  # away from the session cluster's 19092
-
-
-def ours_left(exclude_owner: int = os.getpid()) -> list[procs.Tagged]:
-    """Processes of ours not belonging to this test session's own cluster."""
-    return [t for t in procs.tagged_processes() if t.owner != exclude_owner]
 
 
 def test_unknown_backend_is_a_usage_error(iso_env: dict[str, str]) -> None:
@@ -43,7 +37,7 @@ def test_unknown_backend_is_a_usage_error(iso_env: dict[str, str]) -> None:
 def test_bad_kafka_version_is_a_usage_error(iso_env: dict[str, str], version: str, expect: str) -> None:
     r = run(["cluster", "up", "--kafka-version", version], iso_env)
     assert r.returncode == 2 and expect in r.stderr, r.stderr
-    assert ours_left() == []
+    assert started_here(iso_env) == []
 
 
 @pytest.mark.parametrize("args, says", [
@@ -56,7 +50,7 @@ def test_a_transaction_version_the_release_does_not_take_starts_nothing(iso_env:
                                                                         says: str) -> None:
     r = run(args, dict(iso_env, COLUMNS="400"))  # no wrapped lines in typer's error box
     assert r.returncode == 2 and says in r.stderr, r.stderr
-    assert ours_left() == []
+    assert started_here(iso_env) == []
 
 
 def test_kafka_version_missing_from_maven_central(iso_env: dict[str, str]) -> None:
@@ -87,7 +81,7 @@ def test_busy_port_names_the_address_and_starts_nothing(iso_env: dict[str, str])
         blocker.close()
     assert r.returncode == 2, r.stderr
     assert f"127.10.0.2:{ALT_PORT_BASE}" in r.stderr and "client-to-n2" in r.stderr and "--port-base" in r.stderr
-    assert ours_left() == []
+    assert started_here(iso_env) == []
 
 
 def test_missing_java(iso_env: dict[str, str], tmp_path: Path) -> None:
@@ -129,14 +123,14 @@ def test_ctrl_c_during_start_takes_everything_down(iso_env: dict[str, str]) -> N
     try:
         wait_for_line(proc, "starting local cluster", 120)
         # let it get as far as starting processes before interrupting
-        wait_until(lambda: any(t.owner == 0 for t in procs.tagged_processes()), timeout=60,
+        wait_until(lambda: bool(started_here(iso_env)), timeout=60,
                    what="the cluster's first processes")
         proc.send_signal(signal.SIGINT)
         rc = proc.wait(timeout=120)
     finally:
         proc.kill()
     assert rc == 130, proc.stderr.read() if proc.stderr else ""
-    assert ours_left() == []
+    assert started_here(iso_env) == []
     assert not (Path(iso_env["EOS_CHAOS_STATE"]) / "local.json").exists()
 
 
@@ -157,4 +151,4 @@ def test_crashed_run_is_reclaimed_by_the_next_start(iso_env: dict[str, str]) -> 
     assert not any(procs.alive(t.pid) for t in leftovers)
     down = run(["cluster", "down"], iso_env)
     assert down.returncode == 0, down.stderr
-    assert ours_left() == []
+    assert started_here(iso_env) == []

@@ -47,6 +47,7 @@ def test_everything_is_published_on_loopback_only_and_labelled():
     assert all(net["labels"] == LABELS for net in data["networks"].values())
     # cluster id and owner pid come from the environment, so a later start can tell leftovers apart
     assert LABELS["eos-chaos.cluster"].startswith("${EOS_CLUSTER_ID") and LABELS["eos-chaos.owner"].startswith("${EOS_CHAOS_OWNER")
+    assert LABELS["eos-chaos.state"] == "${EOS_CHAOS_STATE:-}"
 
 
 def test_broker_overrides_come_last_and_reach_every_broker():

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -165,3 +166,48 @@ def test_the_journal_records_how_long_each_fault_waited_and_whether_in_vain() ->
     runs = fault_runs(events, [])
     assert [(r.waited_s, r.wait_expired) for r in runs] == [(3.5, False), (None, False), (120.1, True)]
     assert runs[2].detail == {"workload": "copier-0"}
+
+
+def test_the_wait_for_progress_scales_with_the_workloads_measured_readiness(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A machine on which the workloads were slow to get ready (a Spark job's first micro-batch
+    after 121 s) gives a fault's wait for progress after a restart as much: not a fixed 120 s."""
+    monkeypatch.setattr(nemesis, "PROGRESS_TIMEOUT_S", 0.2)
+    nem = Nemesis(FakeCluster(), Control({}), Recorder(tmp_path, "nemesis"))  # type: ignore[arg-type]
+    assert nem.pace({"copier-0": 0.01}) == 0.2, "a quick machine keeps the fixed deadline"
+    assert nem.pace({"copier-0": 0.05, "copier-1": 0.6}) == pytest.approx(nemesis.PROGRESS_PER_READY * 0.6)
+    nem, th = planned(tmp_path, [{"at": 0, "kind": "pause-workload", "workload": "copier", "instance": 1,
+                                  "duration": 0.01}], FakeProgress())
+    nem.pace({"copier-1": 0.6})
+    nem.await_begun()  # its own deadline follows the wait for progress
+    nem.stop.set()
+    th.join(timeout=20)
+    [start] = starts(tmp_path)
+    assert start["wait_expired"] is True and start["waited_s"] >= nemesis.PROGRESS_PER_READY * 0.6, start
+    assert nem.errors == []
+
+
+class SlowArming(Control):
+    """A driver armed a moment after the fault began (writing its arm file, on a loaded machine)."""
+
+    def arm_driver(self, name: str, window: str, action: str) -> int:
+        time.sleep(0.5)
+        return super().arm_driver(name, window, action)
+
+
+def test_a_driver_fault_has_begun_once_the_driver_is_armed(tmp_path: Path) -> None:
+    """The run ends once every due fault began and every armed driver fault fired
+    (Supervisor.await_recovered): a kill-driver that counted as begun before it armed the driver let
+    a run end in between, and the kill never fired (driver_kills 1 of the scenario's 2)."""
+    control = SlowArming({"spark-job": ["spark-job-0"]})
+    nem = Nemesis(FakeCluster(), control, Recorder(tmp_path, "nemesis"),  # type: ignore[arg-type]
+                  [faults.parse({"at": 0, "kind": "kill-driver", "window": "after-commit"})])
+    th = threading.Thread(target=nem.run, daemon=True)
+    th.start()
+    wait_until(lambda: nem._begun or None, timeout=20, what="the kill's time to come")
+    nem.await_begun(timeout=20)
+    assert ("arm", "spark-job-0", "after-commit", "kill") in control.calls, "begun before the driver was armed"
+    assert [s["kind"] for s in starts(tmp_path)] == ["kill-driver"]
+    nem.stop.set()
+    th.join(timeout=20)
+    assert nem.errors == []

@@ -18,8 +18,6 @@ import pytest
 from clusters.backends import artifacts
 from clusters.backends.backends import Backend
 from clusters.builds import jdk, maven, pins
-from clusters.toxiproxy import toxiproxy_build
-from clusters.wire import kwire_build
 from harness.base.errors import ConfigError
 from harness.campaigns import matrix, soak
 from harness.campaigns.matrix import Cell, Matrix, RunKey
@@ -123,8 +121,7 @@ def test_the_real_fetch_names_the_flag_of_a_release_maven_central_lacks(monkeypa
     ConfigError naming the flag the matrix passes."""
     monkeypatch.setenv("EOS_CHAOS_CACHE", str(tmp_path))
     monkeypatch.setattr(jdk, "find_java", lambda: (Path("java"), 17))
-    monkeypatch.setattr(toxiproxy_build, "build_toxiproxy", lambda: Path("toxiproxy"))
-    monkeypatch.setattr(kwire_build, "build_kwire", lambda: Path("kwire"))
+    monkeypatch.setattr(artifacts, "build_servers", lambda: (Path("toxiproxy"), Path("kwire")))
 
     def maven_fetch(what: str, pom: str, d: Path, missing: Any = None, settings: str | None = None) -> Path:
         raise missing("[ERROR] Could not find artifact org.apache.kafka:kafka_2.13:jar:4.9.9 in central")

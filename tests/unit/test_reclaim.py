@@ -14,6 +14,7 @@ from clusters.backends import procs, state
 from clusters.backends.backends import Backend, reclaim, would_reclaim
 from clusters.backends.protocol import ClusterStatus, NodeState, NodeStatus
 from clusters.backends.reclaim import Leftover, Owner, Reclaimed, dead_runs_processes, kill_processes
+from tests.chaos.cli_helpers import started_here
 
 
 @pytest.fixture(autouse=True)
@@ -93,6 +94,40 @@ def test_a_cluster_an_xdist_workers_record_claims_is_spared_by_every_other_start
         monkeypatch.setenv("EOS_CHAOS_STATE", str(tmp_path / "state" / here))
         found = _pids(dead_runs_processes("local"))
         assert kept not in found and forgotten in found, here
+
+
+def test_a_cluster_of_another_state_folder_is_left_to_its_own_eos_chaos(
+        spawned: list[subprocess.Popen[bytes]], tmp_path: Path, dead_pid: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another eos-chaos beside this one (another user's ``cluster up``, a test suite's clusters in
+    their own state folder): no record of ours claims its detached cluster, and its crashed run's
+    owner is dead, yet they are its own start's or ``cluster down``'s to take, never ours."""
+    monkeypatch.setenv("EOS_CHAOS_STATE", str(tmp_path / "elsewhere"))
+    beside = _tagged_sleep(spawned, tmp_path, "cluster-up-beside", 0)
+    beside_crashed = _tagged_sleep(spawned, tmp_path, "crashed-beside", dead_pid)
+    monkeypatch.setenv("EOS_CHAOS_STATE", str(tmp_path / "state"))
+    forgotten = _tagged_sleep(spawned, tmp_path, "forgotten-cluster-up", 0)
+    crashed = _tagged_sleep(spawned, tmp_path, "crashed-run", dead_pid)
+    untold = subprocess.Popen(["sleep", "300"], env={k: v for k, v in procs.tags("older-eos-chaos", 0).items()
+                                                      if k != procs.ENV_STATE})
+    spawned.append(untold)  # tagged by an eos-chaos that did not say its state folder: as before, ours
+    found = _pids(dead_runs_processes("local"))
+    assert {forgotten, crashed, untold.pid} <= found and not {beside, beside_crashed} & found
+    monkeypatch.setenv("EOS_CHAOS_STATE", str(tmp_path / "elsewhere"))  # the other eos-chaos takes its own
+    found = _pids(dead_runs_processes("local"))
+    assert {beside, beside_crashed} <= found and not {forgotten, crashed} & found
+
+
+def test_started_here_judges_a_tests_own_state_folder_and_sees_its_leak(
+        spawned: list[subprocess.Popen[bytes]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real-cluster tests' "nothing left" (tests/chaos/cli_helpers.started_here): another
+    eos-chaos run up beside the suite is not the test's, and a process its own run leaked is."""
+    monkeypatch.setenv("EOS_CHAOS_STATE", str(tmp_path / "beside"))
+    _tagged_sleep(spawned, tmp_path, "cluster-up-beside", 0)
+    iso_env = {"EOS_CHAOS_STATE": str(tmp_path / "iso" / ".." / "iso")}  # another spelling of the folder
+    assert started_here(iso_env) == []
+    monkeypatch.setenv("EOS_CHAOS_STATE", str(tmp_path / "iso"))
+    leak = _tagged_sleep(spawned, tmp_path, "leaked-by-the-test", 0)
+    assert [t.pid for t in started_here(iso_env)] == [leak]
 
 
 def test_a_cluster_another_backend_records_is_left_to_that_backend(

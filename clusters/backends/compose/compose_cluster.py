@@ -29,6 +29,7 @@ from clusters.backends.compose.plan import (
     LABEL,
     LABEL_CLUSTER,
     LABEL_OWNER,
+    LABEL_STATE,
     WIRE_SERVICE,
     ComposePlan,
     compose_yaml,
@@ -41,6 +42,7 @@ from clusters.kafka import feature_levels, health
 from clusters.toxiproxy.toxiproxy_api import ProxySpec, Toxiproxy
 from clusters.wire.wire_api import WireProxy
 from harness.base.errors import ClusterError, EnvironmentProblem
+from harness.base.paths import state_dir
 from harness.base.wait import wait_until
 from harness.rundir.runfolder import RunFolder
 
@@ -141,7 +143,7 @@ class ComposeCluster(Owned):
         assert self.images is not None
         return dict(os.environ, EOS_CLUSTER_ID=self.cluster_id, EOS_KAFKA_IMAGE=self.images.kafka,
                     EOS_TOXIPROXY_IMAGE=self.images.toxiproxy, EOS_PROJECT=self.project,
-                    EOS_CHAOS_OWNER=str(self._owner),
+                    EOS_CHAOS_OWNER=str(self._owner), **{procs.ENV_STATE: str(procs.same_folder(state_dir()))},
                     EOS_FORMAT_FEATURES=" ".join(feature_levels.format_args(self.transaction_version)[1::2]))
 
     def _compose(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -443,9 +445,12 @@ def _compose_errors(stderr: str) -> str:
 
 
 def _claimed_elsewhere(labels: Mapping[str, str], claimed: set[str]) -> bool:
-    """Belongs to a recorded cluster, or to a run whose owner process is still alive."""
+    """Belongs to a recorded cluster, to a run whose owner process is still alive, or to another
+    state folder's eos-chaos (``LABEL_STATE``: its own start or ``cluster down`` takes it)."""
     owner = labels.get(LABEL_OWNER, "0")
-    return labels.get(LABEL_CLUSTER) in claimed or (owner.isdigit() and owner != "0" and procs.alive(int(owner)))
+    folder = labels.get(LABEL_STATE)
+    return (labels.get(LABEL_CLUSTER) in claimed or (owner.isdigit() and owner != "0" and procs.alive(int(owner)))
+            or not state.of_family(Path(folder) if folder else None))
 
 
 def _dead_runs_resources(client: docker.DockerClient) -> list[tuple[Leftover, Callable[[], None]]]:

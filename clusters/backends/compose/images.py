@@ -26,6 +26,7 @@ from docker.errors import APIError, BuildError, ImageNotFound
 from clusters.backends import artifacts
 from clusters.backends.compose.engine import apt_install
 from clusters.builds import pins
+from clusters.builds.cache import cache_lock
 from clusters.toxiproxy import toxiproxy_build
 from clusters.wire import kwire_build
 from harness.base.errors import EnvironmentProblem
@@ -158,7 +159,9 @@ def kafka_image(client: docker.DockerClient, arts: artifacts.Artifacts) -> str:
 
 
 def toxiproxy_image(client: docker.DockerClient) -> str:
-    server, cli, kwire = toxiproxy_build.toxiproxy_bin(), toxiproxy_build.toxiproxy_cli(), kwire_build.build_kwire()
+    with cache_lock():  # the CLI (the image's healthcheck) only here: a local cluster runs none
+        server, cli, kwire = (toxiproxy_build.toxiproxy_bin(), toxiproxy_build.build_toxiproxy_cli(),
+                              kwire_build.build_kwire())
     dockerfile = (HERE / "toxiproxy" / "Dockerfile").read_bytes()
     digest = _digest(dockerfile, server.read_bytes(), cli.read_bytes(), kwire.read_bytes())
     tag = f"eos-chaos/toxiproxy:{pins.TOXIPROXY_VERSION.lstrip('v')}-{digest}"

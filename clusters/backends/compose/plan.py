@@ -41,7 +41,11 @@ LABEL = "eos-chaos"
 #: from a run that is still going.
 LABEL_CLUSTER = "eos-chaos.cluster"
 LABEL_OWNER = "eos-chaos.owner"
-LABELS = {LABEL: "true", LABEL_CLUSTER: "${EOS_CLUSTER_ID:-manual}", LABEL_OWNER: "${EOS_CHAOS_OWNER:-0}"}
+#: The state folder whose record claims it (clusters/backends/procs.py ``ENV_STATE``; empty: started by hand or
+#: by an eos-chaos that did not say): another state folder's resources are another eos-chaos's.
+LABEL_STATE = "eos-chaos.state"
+LABELS = {LABEL: "true", LABEL_CLUSTER: "${EOS_CLUSTER_ID:-manual}", LABEL_OWNER: "${EOS_CHAOS_OWNER:-0}",
+          LABEL_STATE: "${EOS_CHAOS_STATE:-}"}
 
 
 @dataclass(frozen=True)
