@@ -331,8 +331,8 @@ class Scenario(Strict):
         if not able:  # it would change nothing, and a matrix column would say it ran what it never ran
             bound = "; ".join(f"{k} runs on {', '.join(registry.kind(k).libraries)} only"
                               for k in sorted({w.kind for w in self.workloads}))
-            why = (" (an app brings its own client; the harness's feeder and reader of it run on "
-                   f"{', '.join(registry.kind('app').libraries)})") if any(w.kind == "app" for w in self.workloads) else ""
+            notes = [n for k in sorted({w.kind for w in self.workloads}) if (n := registry.kind(k).library_note)]
+            why = f" ({'; '.join(notes)})" if notes else ""
             raise ConfigError(f"{flag} {library}: scenario {self.name} has no workload that can run on it: {bound}{why}")
         workloads = [w.model_copy(update={"library": library}) if w in able else w for w in self.workloads]
         for w in workloads:

@@ -372,6 +372,8 @@ class Kind:
     #: what is wrong with the other entries given this one (index, every entry as (kind, settings),
     #: the scenario's topics): (the other entry's index, why); an app's topics written by another
     others_problems: Callable[[int, Sequence[tuple[str, dict[str, Any]]], list[str]], list[tuple[int, str]]] | None = None
+    #: why a scenario's ``--library`` cannot reach it, said when no workload of the scenario can take one
+    library_note: str | None = None
     #: the topics an entry writes, given its settings and what one that names none writes (the
     #: scenario's topics but an app's outputs); none: it writes nothing a scenario names
     writes: Callable[[dict[str, Any], list[str]], list[str]] | None = None
@@ -471,7 +473,8 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind(APP, "harness.workloads.app_wrapper", AppSettings, topic_settings=("inputs", "outputs"), group="id",
          ready_ops=(APP_READY,), libraries=(DEFAULT_LIBRARY,), companions=_app_companions,
          one_entry="a scenario puts one app under test (count: N runs N instances of it)", problems=_app_problems,
-         cwd_setting="cwd", transactions_of_group=True, others_problems=_app_topics_its_own),
+         cwd_setting="cwd", transactions_of_group=True, others_problems=_app_topics_its_own,
+         library_note=f"an app brings its own client; the harness's feeder and reader of it run on {DEFAULT_LIBRARY}"),
     Kind(APP_READER, "harness.workloads.app_reader", AppReaderSettings, libraries=(DEFAULT_LIBRARY,), internal=True),
 )}
 assert {k for k, v in KINDS.items() if not v.internal} == set(get_args(KindName)), \
