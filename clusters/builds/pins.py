@@ -26,6 +26,9 @@ KAFKA_TOOLS_VERSION = "4.3.1"
 #: ``DEFAULT_JAVA_VERSION`` (harness/workloads/clients); the set-up also builds the newest 3.x (no
 #: transaction.version 2, KIP-890 part 2), so both protocols' clients are ready for the tests.
 JAVA_CLIENT_3X_VERSION = "3.9.2"
+#: The Java client a bare ``java`` library runs (``java@VERSION`` picks another): the newest release,
+#: the KIP-890 client (harness.workloads.clients.DEFAULT_JAVA_VERSION)
+JAVA_CLIENT_VERSION = "4.4.0"
 #: The bridge's JSON library and its log backend (kafka-clients logs through slf4j; stderr, errors only).
 JACKSON_VERSION = "2.21.2"
 

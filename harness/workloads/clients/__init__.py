@@ -26,7 +26,7 @@ from harness.workloads.client import Client, GroupReader, Reader
 Role = Literal["producer", "reader", "group_reader"]
 ROLES: tuple[Role, ...] = get_args(Role)
 #: The ``kafka-clients`` release ``java`` means without a version: the newest 4.x on Maven Central.
-DEFAULT_JAVA_VERSION = "4.4.0"
+DEFAULT_JAVA_VERSION = pins.JAVA_CLIENT_VERSION
 #: The franz-go release ``franz-go`` means without a version: the newest the Go module proxy served
 #: here; franz-go speaks transaction.version 2 (KIP-890 part 2) from 1.19.0 on.
 DEFAULT_FRANZ_VERSION = "1.22.3"

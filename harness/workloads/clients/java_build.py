@@ -73,9 +73,7 @@ def _missing(version: str, out: str) -> ConfigError | None:
 
 
 def _default() -> str:
-    from harness.workloads.clients import DEFAULT_JAVA_VERSION
-
-    return DEFAULT_JAVA_VERSION
+    return pins.JAVA_CLIENT_VERSION
 
 
 def known_versions() -> list[str]:
