@@ -159,8 +159,10 @@ class KindRun:
         settings, sc = self.entries[0].settings, self.scenario
         src, group = settings[spec.consumes.input], str(spec.group_of(settings))
         req = ConsumerGroupTopicPartitions(group, [TopicPartition(src, p) for p in range(sc.partitions)])
-        res = admin_client(ctx.cluster.direct_bootstrap).list_consumer_group_offsets([req])[group].result(
-            timeout=GROUP_OFFSETS_TIMEOUT_S)
+        # the client held while its future is awaited: a client collected before its answer came takes
+        # the answer with it (the future then only times out)
+        admin = admin_client(ctx.cluster.direct_bootstrap)
+        res = admin.list_consumer_group_offsets([req])[group].result(timeout=GROUP_OFFSETS_TIMEOUT_S)
         ctx.rec.event("final", GROUP_OFFSETS, {tp_key(tp.topic, tp.partition): tp.offset for tp in res.topic_partitions
                                                if tp.offset >= 0}, type_="ok")
 
