@@ -81,10 +81,15 @@ def starts(tmp_path: Path) -> list[dict[str, Any]]:
     return [{"time": op["time"], **op["value"]} for op in map(json.loads, lines) if op["value"]["phase"] == "start"]
 
 
-def planned(tmp_path: Path, plan: list[dict[str, Any]], progress: FakeProgress) -> tuple[Nemesis, threading.Thread]:
+def planned(tmp_path: Path, plan: list[dict[str, Any]], progress: FakeProgress,
+            ready_s: dict[str, float] | None = None) -> tuple[Nemesis, threading.Thread]:
+    """A nemesis running ``plan``; ``ready_s``: the workloads' readiness it is paced by before its
+    schedule starts, as the runner does (harness/run/runner.py)."""
     control = Control({"copier": ["copier-0", "copier-1"], "reader": ["reader-0"]})
     nem = Nemesis(FakeCluster(), control, Recorder(tmp_path, "nemesis"), [faults.parse(f) for f in plan],  # type: ignore[arg-type]
                   progress=progress)
+    if ready_s is not None:
+        nem.pace(ready_s)
     th = threading.Thread(target=nem.run, daemon=True)
     th.start()
     return nem, th
@@ -177,8 +182,7 @@ def test_the_wait_for_progress_scales_with_the_workloads_measured_readiness(
     assert nem.pace({"copier-0": 0.01}) == 0.2, "a quick machine keeps the fixed deadline"
     assert nem.pace({"copier-0": 0.05, "copier-1": 0.6}) == pytest.approx(nemesis.PROGRESS_PER_READY * 0.6)
     nem, th = planned(tmp_path, [{"at": 0, "kind": "pause-workload", "workload": "copier", "instance": 1,
-                                  "duration": 0.01}], FakeProgress())
-    nem.pace({"copier-1": 0.6})
+                                  "duration": 0.01}], FakeProgress(), ready_s={"copier-1": 0.6})
     nem.await_begun()  # its own deadline follows the wait for progress
     nem.stop.set()
     th.join(timeout=20)
