@@ -28,14 +28,18 @@ GUARANTEES = ("exactly_once", "at_least_once")
 NAMINGS = ("incrementing", "pooling")
 #: WARN and up to stderr, with a timestamp; INFO from the job itself (what it restored from), the
 #: checkpoint coordinator ("Completed checkpoint N": the harness's readiness, and the evidence of
-#: what each restart resumed from) and the execution graph (the job's failures and restarts).
+#: what each restart resumed from), the execution graph (the job's failures and restarts) and the
+#: Kafka sink (which transactions a recovery commits and aborts).
 LOG_FLAGS = ("-Dorg.slf4j.simpleLogger.logFile=System.err", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
              "-Dorg.slf4j.simpleLogger.showDateTime=true",
              "-Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd'T'HH:mm:ss.SSS",
              "-Dorg.slf4j.simpleLogger.log.eoschaos=info",
              "-Dorg.slf4j.simpleLogger.log.org.apache.flink.runtime.checkpoint.CheckpointCoordinator=info",
              "-Dorg.slf4j.simpleLogger.log.org.apache.flink.runtime.executiongraph.ExecutionGraph=info",
-             "-Dorg.slf4j.simpleLogger.log.org.apache.flink.connector.kafka.sink=info")
+             "-Dorg.slf4j.simpleLogger.log.org.apache.flink.connector.kafka.sink=info",
+             # a line per checkpoint and subtask ("Flushing new partitions", each new producer): too many
+             "-Dorg.slf4j.simpleLogger.log.org.apache.flink.connector.kafka.sink.internal.FlinkKafkaInternalProducer=warn",
+             "-Dorg.slf4j.simpleLogger.log.org.apache.flink.metrics=error")
 
 
 def program() -> javac.Program:
