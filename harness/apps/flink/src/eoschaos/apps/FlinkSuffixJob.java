@@ -15,6 +15,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
+import org.apache.flink.api.common.serialization.SerializationSchema;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.configuration.CheckpointingOptions;
 import org.apache.flink.configuration.Configuration;
@@ -36,7 +37,6 @@ import org.apache.flink.core.execution.SavepointFormatType;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.util.Collector;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.clients.producer.ProducerRecord;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -200,9 +200,13 @@ public final class FlinkSuffixJob {
     }
 
     static KafkaSink<Rec> sink(final Map<String, String> flags) {
-        final String output = flags.get("--output");
-        final KafkaRecordSerializationSchema<Rec> serializer = (rec, context, timestamp) -> new ProducerRecord<>(
-            output, null, bytes(rec.key), bytes(rec.value));  // no partition: Kafka's partitioner, by key
+        // the connector's own builder: it names its topic to the sink (POOLING's LISTING abort needs
+        // it); no partitioner, so no partition: Kafka's default partitioner places each record by key
+        final KafkaRecordSerializationSchema<Rec> serializer = KafkaRecordSerializationSchema.<Rec>builder()
+            .setTopic(flags.get("--output"))
+            .setKeySerializationSchema(new Field(true))
+            .setValueSerializationSchema(new Field(false))
+            .build();
         return KafkaSink.<Rec>builder()
             .setBootstrapServers(flags.get("--bootstrap"))
             .setRecordSerializer(serializer)
@@ -222,6 +226,21 @@ public final class FlinkSuffixJob {
 
     private static String text(final byte[] b) {
         return b == null ? null : new String(b, StandardCharsets.UTF_8);
+    }
+
+    /** A record's key or value as UTF-8 bytes (a class, not a lambda: the sink's lineage reads its type). */
+    static final class Field implements SerializationSchema<Rec> {
+        private static final long serialVersionUID = 1L;
+        private final boolean key;
+
+        Field(final boolean key) {
+            this.key = key;
+        }
+
+        @Override
+        public byte[] serialize(final Rec rec) {
+            return bytes(key ? rec.key : rec.value);
+        }
     }
 
     /** Key and value as text. */
