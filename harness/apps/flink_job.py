@@ -68,6 +68,12 @@ def _positive(text: str) -> int:
     return n
 
 
+def _cycle(text: str) -> str:
+    for n in text.split(","):
+        _positive(n)
+    return text
+
+
 #: flag -> help, every one required
 REQUIRED = (("--bootstrap", "HOST:PORT,... of the brokers"), ("--input", "the input topic"),
             ("--output", "the output topic"),
@@ -82,8 +88,9 @@ def parser() -> argparse.ArgumentParser:
         p.add_argument(flag, required=True, help=what)
     p.add_argument("--guarantee", choices=GUARANTEES, default=GUARANTEES[0], help="the KafkaSink's DeliveryGuarantee")
     p.add_argument("--parallelism", type=_positive, default=1, help="the job's parallelism on a fresh start")
-    p.add_argument("--restored-parallelism", type=_positive, default=None,
-                   help="the parallelism when it resumes from a retained checkpoint (default: --parallelism): a rescale")
+    p.add_argument("--restored-parallelism", type=_cycle, default=None,
+                   help="N[,N...]: the parallelism of each resumption from a retained checkpoint, the list cycled "
+                        "(default: --parallelism): a rescale")
     p.add_argument("--naming", choices=NAMINGS, default=NAMINGS[0], help="the KafkaSink's TransactionNamingStrategy")
     p.add_argument("--checkpoint-ms", type=_positive, default=1000, help="the checkpoint interval")
     p.add_argument("--transaction-timeout-ms", type=_positive, default=60_000,
@@ -97,7 +104,7 @@ def java_args(ns: argparse.Namespace, build: javac.Build) -> list[str]:
     flags |= {"--guarantee": ns.guarantee, "--parallelism": str(ns.parallelism), "--naming": ns.naming,
               "--checkpoint-ms": str(ns.checkpoint_ms), "--transaction-timeout-ms": str(ns.transaction_timeout_ms)}
     if ns.restored_parallelism is not None:
-        flags["--restored-parallelism"] = str(ns.restored_parallelism)
+        flags["--restored-parallelism"] = ns.restored_parallelism
     return [*LOG_FLAGS, "-cp", build.classpath, MAIN_CLASS, *(x for kv in flags.items() for x in kv)]
 
 

@@ -43,6 +43,7 @@ def execs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[list[str]]:
     ([*JOB, "--naming", "random"], "invalid choice: 'random'"),
     ([*JOB, "--parallelism", "0"], "'0' is not an integer of 1 or more"),
     ([*JOB, "--restored-parallelism", "two"], "'two' is not an integer of 1 or more"),
+    ([*JOB, "--restored-parallelism", "1,0"], "'0' is not an integer of 1 or more"),
     ([*JOB, "--checkpoint-ms", "-5"], "'-5' is not an integer of 1 or more"),
     ([*JOB[:-2], "--state", "/x"], "--state-dir"),  # no abbreviations
 ])
@@ -76,9 +77,9 @@ def test_the_jvm_gets_the_jobs_flags_and_defaults(execs: list[list[str]], tmp_pa
                                "--checkpoint-ms", "1000", "--transaction-timeout-ms", "60000"]
     execs.clear()
     with pytest.raises(SystemExit):
-        flink_job.main([*JOB, "--parallelism", "2", "--restored-parallelism", "1", "--naming", "pooling"])
+        flink_job.main([*JOB, "--parallelism", "2", "--restored-parallelism", "1,2", "--naming", "pooling"])
     [argv] = execs
-    assert argv[-2:] == ["--restored-parallelism", "1"] and "pooling" in argv
+    assert argv[-2:] == ["--restored-parallelism", "1,2"] and "pooling" in argv
 
 
 def test_the_java_job_knows_every_flag_the_launcher_passes() -> None:

@@ -56,7 +56,7 @@ public final class FlinkSuffixJob {
     private static final String USAGE = String.join("\n",
         "usage: flink-job --bootstrap HOST:PORT[,...] --input TOPIC --output TOPIC --group ID",
         "                 --transactional-id-prefix PREFIX --state-dir DIR",
-        "                 [--guarantee exactly_once|at_least_once] [--parallelism N] [--restored-parallelism N]",
+        "                 [--guarantee exactly_once|at_least_once] [--parallelism N] [--restored-parallelism N[,N...]]",
         "                 [--naming incrementing|pooling] [--checkpoint-ms MS] [--transaction-timeout-ms MS]");
     private static final List<String> REQUIRED =
         List.of("--bootstrap", "--input", "--output", "--group", "--transactional-id-prefix", "--state-dir");
@@ -96,8 +96,7 @@ public final class FlinkSuffixJob {
         final Map<String, String> flags = parse(args);
         final Path state = Paths.get(flags.get("--state-dir")).toAbsolutePath();
         final Optional<Path> restore = latestRetained(state);
-        final int parallelism = Integer.parseInt(restore.isPresent() && !flags.get("--restored-parallelism").isEmpty()
-            ? flags.get("--restored-parallelism") : flags.get("--parallelism"));
+        final int parallelism = parallelism(flags, state, restore.isPresent());
         final Configuration conf = config(flags, state, restore, parallelism);
         final StreamExecutionEnvironment env = StreamExecutionEnvironment.createLocalEnvironment(parallelism, conf);
         env.fromSource(source(flags), WatermarkStrategy.noWatermarks(), "input")
@@ -125,6 +124,20 @@ public final class FlinkSuffixJob {
     }
 
     private static volatile boolean STOPPING;
+
+    /** --parallelism on a fresh start; on a restore, the next of --restored-parallelism's list (cycled,
+     *  counted in the state folder's file "restores"), or --parallelism without one. */
+    static int parallelism(final Map<String, String> flags, final Path state, final boolean restoring)
+            throws IOException {
+        final String[] cycle = flags.get("--restored-parallelism").split(",");
+        if (!restoring || flags.get("--restored-parallelism").isEmpty()) {
+            return Integer.parseInt(flags.get("--parallelism"));
+        }
+        final Path counter = state.resolve("restores");
+        final int done = Files.exists(counter) ? Integer.parseInt(Files.readString(counter).trim()) : 0;
+        Files.writeString(counter, Integer.toString(done + 1));
+        return Integer.parseInt(cycle[done % cycle.length]);
+    }
 
     /** SIGTERM: stop with a savepoint (the sink commits what it wrote, nothing stays open). */
     private static void stop(final JobClient job, final Path state) {
@@ -285,7 +298,8 @@ public final class FlinkSuffixJob {
         for (final String name : List.of("--parallelism", "--restored-parallelism", "--checkpoint-ms",
                                          "--transaction-timeout-ms")) {
             final String v = flags.get(name);
-            if (!(name.equals("--restored-parallelism") && v.isEmpty()) && !v.matches("[1-9][0-9]{0,8}")) {
+            if (name.equals("--restored-parallelism") ? !v.matches("|[1-9][0-9]{0,8}(,[1-9][0-9]{0,8})*")
+                                                      : !v.matches("[1-9][0-9]{0,8}")) {
                 usage(name + " must be an integer of 1 or more, not " + v);
             }
         }
