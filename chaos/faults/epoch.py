@@ -35,6 +35,8 @@ from harness.base.errors import FaultError, WaitTimeout
 
 log = logging.getLogger(__name__)
 
+#: In ``of``, the run's id of the scenario's app (``{id}`` in its command): ``of: "{id}-0-0-0"``.
+APP_ID = "{id}"
 #: The highest ``to``: an InitProducerId at 32766 (``Short.MaxValue - 1``, "exhausted") rotates to a
 #: new producer id at epoch 0 instead of bumping, so 32765 -> 32766 is the last bump there is.
 MAX_TO = 32765
@@ -293,6 +295,13 @@ class BumpProducerEpoch(FaultBase):
 
     def _transactional_id(self, ctx: FaultContext) -> str:
         txn_id = self.of or ctx.defaults.transactional_id
+        if self.of is not None and APP_ID in self.of:
+            # an app's ids are its run's id and what the app adds (a Flink sink's "{id}-0-0-0"): the
+            # run's id is known only when it runs, as the default prefix of the app's transactions
+            default = ctx.defaults.transactional_id
+            if default is None or not default.endswith("*"):
+                raise LookupError(f"{self.kind} of {self.of!r}: {APP_ID} is an app's id, and the run has no app")
+            txn_id = self.of.replace(APP_ID, default[:-1])
         if txn_id is None:
             raise LookupError(f"{self.kind} without `of`: the run has no default transactional.id")
         if txn_id.endswith("*"):

@@ -36,6 +36,12 @@ JACKSON_VERSION = "2.21.2"
 #: through slf4j-simple (SLF4J_VERSION) to stderr.
 KAFKA_STREAMS_VERSION = "4.4.0"
 
+#: The shipped Flink job (harness/apps/flink, docs/FLINK.md): the newest flink-connector-kafka and the
+#: Flink release it is built for (its version's suffix), both on Maven Central. 5.0.0-2.2 brings
+#: kafka-clients 4.2.0 (the KIP-890 client: transaction.version 2 on a 4.x cluster).
+FLINK_VERSION = "2.2.1"
+FLINK_KAFKA_CONNECTOR_VERSION = "5.0.0-2.2"
+
 #: Toxiproxy server, built from the Go module proxy.
 TOXIPROXY_MODULE = "github.com/Shopify/toxiproxy/v2"
 TOXIPROXY_VERSION = "v2.12.0"

@@ -45,6 +45,11 @@ SHIPPED: dict[str, ShippedApp] = {app.name: app for app in (
     _shipped("kafka-copier", "harness.apps.kafka_copier",
              f"Kafka's own TransactionalMessageCopier (kafka-tools {pins.KAFKA_TOOLS_VERSION}): copies input to output unchanged in "
              "transactions with the consumed offsets; copies what was there at its start, then exits"),
+    _shipped("flink-job", "harness.apps.flink_job",
+             f"Flink {pins.FLINK_VERSION} on a MiniCluster JVM, flink-connector-kafka {pins.FLINK_KAFKA_CONNECTOR_VERSION}: "
+             "KafkaSource -> value + ':flink' -> KafkaSink, EXACTLY_ONCE (--guarantee at_least_once: the negative control), "
+             "resuming from its last retained checkpoint on each start",
+             ahead=False),  # 83 MB of jars and ~30 s cold: only `make library` runs it
     _shipped("go-copier", "harness.apps.go_copier",
              "Go, franz-go's GroupTransactSession: each input copied with ':go' appended (--unsafe: no transactions)",
              ahead=False),  # only `make library` runs it: its 20 s of Go are not make test's to pay

@@ -19,3 +19,15 @@ def go_suffix(record: dict[str, Any]) -> list[dict[str, Any]]:
     """go-copier's contract: one output per input, same key, the value with ``:go`` appended (a null
     value is copied as empty, as the service reads it)."""
     return [{"topic": GO_COPIER_OUTPUT, "key": record["key"], "value": (record["value"] or "") + GO_SUFFIX}]
+
+
+#: the scenario's name of flink-job's output topic, which ``flink_suffix`` writes to
+FLINK_JOB_OUTPUT = "app-out"
+#: what flink-job appends to each value (FlinkSuffixJob.java: ``SUFFIX``)
+FLINK_SUFFIX = ":flink"
+
+
+def flink_suffix(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """flink-job's contract: one output per input, same key, the value with ``:flink`` appended (a
+    null value is written as the suffix alone, as the job maps it)."""
+    return [{"topic": FLINK_JOB_OUTPUT, "key": record["key"], "value": (record["value"] or "") + FLINK_SUFFIX}]

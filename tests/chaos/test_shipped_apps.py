@@ -3,7 +3,7 @@ Streams app on exactly_once_v2 and Kafka's own TransactionalMessageCopier stay e
 instance kills, a broker kill, the coordinator's kill and slow links, and each one's negative control
 is caught by its contract's check; so is the Python service's (its valid run is the README's
 example, tests/chaos/test_docs_examples.py). The Go service's two scenarios run in `make library`,
-with every other `app-*` scenario of the library."""
+with every other `app-*` scenario of the library, and so do the Flink job's (docs/FLINK.md)."""
 
 from __future__ import annotations
 
@@ -56,3 +56,26 @@ def test_the_python_services_negative_control_without_transactions_is_caught(clu
     assert v["valid"] is False and v["as_expected"] is True, v["checks"]["app-map"]
     assert set(anomalies(v)) == {"app-map"}, anomalies(v)
     assert {"duplicate", "aborted-input"} <= _kinds(v, "app-map"), v["checks"]["app-map"]["examples"]
+
+
+# The Flink job: 83 MB of jars, ~30 s to build cold, a MiniCluster JVM per start and two kills each
+# run (about 2 and 1.5 min): `make library`. The scenarios are docs/FLINK.md's.
+@pytest.mark.library
+def test_a_flink_job_with_an_exactly_once_kafka_sink_writes_each_input_once_in_order(cluster: Cluster) -> None:
+    result = run_full_local_only(cluster, "app-flink", ONCE)
+    v = result.verdict.to_json()
+    assert v["valid"] is True and v["as_expected"] is True, anomalies(v)
+    assert "skipped" not in v["checks"]["app-map"], v["checks"]["app-map"]
+    assert v["run"]["app"]["drain"]["drained"] is True, v["run"]["app"]
+    # each kill -9 was a job restart from a retained checkpoint, not a fresh start from offset 0
+    log = (result.run_dir / "workloads" / "app-0.log").read_text()
+    assert log.count("flink-job: starting") == 3 and log.count("restoring from ") == 2, log[-3000:]
+
+
+@pytest.mark.library
+def test_the_same_flink_job_with_an_at_least_once_sink_is_caught_writing_twice(cluster: Cluster) -> None:
+    v = run_full_local_only(cluster, "app-flink-alos", ONCE).verdict.to_json()
+    assert v["valid"] is False and v["as_expected"] is True, anomalies(v)
+    assert set(anomalies(v)) == {"app-map"}, anomalies(v)  # the feeder's own input stays exactly-once
+    # the replay since the last checkpoint: copies of committed inputs, nothing aborted or invented
+    assert _kinds(v, "app-map") == {"duplicate"}, v["checks"]["app-map"]["examples"]

@@ -164,7 +164,7 @@ def test_a_scenario_file_without_suffix_that_is_not_a_scenario_says_so(tmp_path:
 
 def test_an_unknown_scenario_name_lists_the_known_ones() -> None:
     r = cli("run", "no-such-scenario", "--dry-run")
-    assert r.exit_code == 2 and "unknown scenario 'no-such-scenario'; known: app-go-copier, " in r.output
+    assert r.exit_code == 2 and "unknown scenario 'no-such-scenario'; known: app-flink, app-flink-alos, app-go-copier, " in r.output
 
 
 def _raise(exc: BaseException) -> Any:

@@ -301,3 +301,18 @@ def test_a_node_s_direct_address_is_where_the_host_reaches_its_direct_listener()
     assert [plan.direct_address(n) for n in topo.node_ids] == plan.direct_bootstrap.split(",")
     assert plan.direct_address(2).startswith("127.0.0.1:")  # compose publishes it on loopback
     assert FakeCluster().direct_address(2) == topo.bind(2, Listener.DIRECT) == topo.direct_bootstrap.split(",")[1]
+
+
+def test_an_of_with_the_apps_id_pumps_that_id_of_the_run_and_without_an_app_is_refused(
+        tmp_path: Path, events: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    nem, control = nemesis(tmp_path, FakeCoordinator(epoch=1), monkeypatch,
+                           defaults=TargetDefaults(transactional_id="eos-chaos-app.ab12*"))
+    asked: list[object] = []
+    nem.resolve = lambda target, of=None: asked.append(of) or 1  # type: ignore[method-assign]
+    nem._guarded(faults.parse({"at": 0, "kind": "bump-producer-epoch", "of": "{id}-0-0-0", "to": 3, "pause": False}))
+    assert nem.errors == [] and set(asked) == {"eos-chaos-app.ab12-0-0-0"}  # resolved, looked up again
+    assert events()[-1]["of"] == "eos-chaos-app.ab12-0-0-0" and events()[-1]["producer_epoch"] == 3
+    nem2, _ = nemesis(tmp_path, FakeCoordinator(epoch=1), monkeypatch)  # a txn-producer's run: no app
+    nem2._guarded(faults.parse({"at": 0, "kind": "bump-producer-epoch", "of": "{id}-0-0-0", "to": 3, "pause": False}))
+    assert nem2.errors == ["bump-producer-epoch at 0.0s: LookupError: bump-producer-epoch of '{id}-0-0-0': {id} is "
+                           "an app's id, and the run has no app"]

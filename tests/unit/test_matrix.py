@@ -153,7 +153,7 @@ def test_a_client_is_normalised_and_default_is_kafkas_own_level() -> None:
 
 
 @pytest.mark.parametrize(("kw", "message"), [
-    ({"scenarios": "baseline,nope"}, r"--scenarios: unknown \['nope'\]; allowed: app-go-copier, "),
+    ({"scenarios": "baseline,nope"}, r"--scenarios: unknown \['nope'\]; allowed: app-flink, app-flink-alos, app-go-copier, "),
     ({"scenarios": "baseline, baseline"}, "--scenarios: 'baseline' is given twice"),
     ({"scenarios": " , "}, "--scenarios is empty"),
     ({"clients_": "rust"}, "--clients: library 'rust': unknown client library; allowed: confluent-kafka, java"),

@@ -27,7 +27,7 @@ def test_the_same_master_seed_gives_the_same_run_seeds() -> None:
 
 
 def test_unknown_scenarios_are_named_with_what_is_allowed() -> None:
-    with pytest.raises(ConfigError, match=r"unknown \['nope'\]; allowed: app-go-copier, "):
+    with pytest.raises(ConfigError, match=r"unknown \['nope'\]; allowed: app-flink, app-flink-alos, app-go-copier, "):
         resolve(["baseline", "nope"], None)
     assert [s.duration for s in resolve(["baseline"], 12.0)] == [12.0]
 
