@@ -183,6 +183,7 @@ class Scenario(Strict):
             raise _invalid(("topics",), "empty: a scenario needs at least one topic (its workloads write and read them)")
         seen: dict[str, str] = {}
         for i, topic in enumerate(topics):
+            # a bare name is `topics[i]`; a mapping's name its `name` (a mapping of a name alone reads as a bare one)
             where: tuple[str | int, ...] = ("topics", i) if topics.spec(topic).plain else ("topics", i, "name")
             problem = _topic_name_problem(topic, topics.spec(topic).keep_name)
             if problem:
