@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import KafkaException, TopicCollection, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]  # not in its __all__
 
 from clusters.backends.procs import ProcessId, this_process
@@ -66,6 +66,8 @@ class LeftOver:
     def holds(self) -> str:
         """What it holds, in words."""
         held = {p: n for p, n in sorted(self.records.items()) if n}
+        if not held:
+            return f"no record (topic id {self.topic_id})"
         return (f"{sum(held.values())} records (offsets, transaction markers included) in partition"
                 f"{'s' if len(held) > 1 else ''} {', '.join(map(str, held))} (topic id {self.topic_id})")
 
@@ -93,7 +95,8 @@ class KeptTopics:
     def claim(self) -> list[str]:
         """Each kept-name topic made ready to be created fresh: every one found checked first (a
         foreign one, or one in use by a run still running, is ``ConfigError`` before anything is
-        deleted), then the leftovers deleted and waited for. Returns what was replaced, in words."""
+        deleted), then the leftovers deleted (each logged) and waited for. Returns what was
+        replaced, in words."""
         found = [f for name in self.names if (f := self._found(name)) is not None]
         for f in found:
             problem = self._refusal(f)
@@ -121,7 +124,7 @@ class KeptTopics:
         try:
             desc = self.admin.describe_topics(TopicCollection([name]))[name].result(timeout=ASK_TIMEOUT_S)
         except KafkaException as exc:
-            if "UNKNOWN_TOPIC" in str(exc.args[0].name() if exc.args else exc):
+            if _unknown_topic(exc):
                 return None
             raise
         tps = [TopicPartition(name, p.id) for p in desc.partitions]
@@ -140,14 +143,14 @@ class KeptTopics:
         try:
             self.admin.delete_topics([name], operation_timeout=ASK_TIMEOUT_S)[name].result(timeout=ASK_TIMEOUT_S)
         except KafkaException as exc:
-            if "UNKNOWN_TOPIC" not in exc.args[0].name():
+            if not _unknown_topic(exc):
                 raise
         seen: list[str] = []
 
         def gone() -> bool:
             t = self.admin.list_topics(topic=name, timeout=5).topics.get(name)
             seen[:] = [f"listed, error {t.error}, {len(t.partitions)} partitions" if t is not None else "not listed"]
-            return t is None or (t.error is not None and "UNKNOWN_TOPIC" in t.error.name())
+            return t is None or (t.error is not None and t.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART)
 
         wait_until(gone, timeout=DELETE_TIMEOUT_S, what=f"kept-name topic {name} to be deleted",
                    state=lambda: f"topic {name}: {seen[0] if seen else 'no answer'}")
@@ -175,15 +178,19 @@ class KeptTopics:
         return problems
 
 
+def _unknown_topic(exc: KafkaException) -> bool:
+    """The topic asked about is not there (an answer, not a failure)."""
+    err = exc.args[0] if exc.args else None
+    return isinstance(err, KafkaError) and err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+
+
 @contextmanager
 def kept(admin: AdminClient, names: list[str], cluster_dir: Path) -> Iterator[KeptTopics]:
     """The run's kept-name topics, claimed (``KeptTopics.claim``), and those it created deleted when
     the block ends, whatever happens."""
     topics = KeptTopics(admin, names, cluster_dir)
     if names:
-        replaced = topics.claim()
-        if replaced:
-            log.info(f"kept-name topics left over, replaced: {'; '.join(replaced)}")
+        topics.claim()
     try:
         yield topics
     finally:

@@ -229,8 +229,7 @@ def test_a_topic_with_records_no_run_recorded_is_refused_and_nothing_is_deleted(
 def test_an_empty_topic_is_replaced(tmp_path: Path) -> None:
     admin = FakeAdmin({"words": ("id1", {0: 0, 1: 0})})
     replaced = KeptTopics(admin, ["words"], tmp_path).claim()  # type: ignore[arg-type]
-    assert admin.deleted == ["words"] and replaced == ["words: 0 records (offsets, transaction markers included) "
-                                                      "in partition  (topic id id1)"]
+    assert admin.deleted == ["words"] and replaced == ["words: no record (topic id id1)"]
 
 
 def test_a_topic_a_finished_run_recorded_is_replaced_and_its_record_removed(tmp_path: Path) -> None:
