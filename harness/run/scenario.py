@@ -277,6 +277,18 @@ class Scenario(Strict):
             if found:
                 j, why = found[0]
                 raise _invalid(("workloads", j, "settings"), why)
+        for i, w in enumerate(self.workloads):
+            src = w.settings.get("input")
+            same = registry.kind(w.kind).same_partition
+            for key in same(w.settings) if same is not None else ():
+                dst = w.settings.get(key)
+                if not (isinstance(src, str) and isinstance(dst, str) and {src, dst} <= set(self.topics)):
+                    continue  # a topic the scenario lacks is said above
+                if self.partitions_of(dst) < self.partitions_of(src):
+                    raise _invalid(("workloads", i, "settings", key), (
+                        f"{dst!r} has {self.partitions_of(dst)} partitions, fewer than its input {src!r}'s "
+                        f"{self.partitions_of(src)}: a {w.kind} writes each record to the partition of the number it "
+                        f"was read from; give {dst} at least {self.partitions_of(src)}"))
 
     def _instance_problem(self, workload: str | None, instance: int | None) -> str | None:
         """What is wrong with a workload fault's ``instance`` (its process ``<workload>-N``), if anything:

@@ -279,3 +279,25 @@ def test_what_the_run_created_is_recorded_then_deleted_at_its_end(tmp_path: Path
         mark = json.loads((tmp_path / KEPT_DIR / "words.json").read_text())
         assert mark["topic_id"] == "id9" and mark["pid"] == str(this_process()) and mark["run_dir"] == str(tmp_path / "run")
     assert admin.deleted == ["words"] and not (tmp_path / KEPT_DIR / "words.json").exists()
+
+
+@pytest.mark.parametrize("body, expected", [
+    ("topics:\n  - {name: a, partitions: 4}\n  - b\nworkloads:\n  - kind: copier\n    settings: {input: a, output: b}\n",
+     "FILE:8: workloads[0].settings.output: 'b' has 3 partitions, fewer than its input 'a''s 4: a copier writes each "
+     "record to the partition of the number it was read from; give b at least 4"),
+    ("topics:\n  - a\n  - b\n  - {name: m, partitions: 1}\nworkloads:\n  - kind: spark-job\n"
+     "    settings: {input: a, output: b, markers: m, sink: executor}\n",
+     "FILE:9: workloads[0].settings.markers: 'm' has 1 partitions, fewer than its input 'a''s 3"),
+])
+def test_a_topic_written_partition_for_partition_needs_the_inputs_partitions(tmp_path: Path, body: str, expected: str) -> None:
+    f = tmp_path / "sc.yaml"
+    f.write_text("name: s\ndescription: x\n" + body)
+    with pytest.raises(ConfigError) as e:
+        scenario.load(str(f))
+    assert expected in str(e.value).replace(str(f), "FILE"), str(e.value)
+
+
+def test_an_output_with_more_partitions_than_its_input_is_fine(tmp_path: Path) -> None:
+    sc = _load(tmp_path, "name: s\ndescription: x\ntopics:\n  - a\n  - {name: b, partitions: 5}\n"
+                         "workloads:\n  - kind: copier\n    settings: {input: a, output: b}\n")
+    assert sc.topic_partitions() == {"a": 3, "b": 5}
