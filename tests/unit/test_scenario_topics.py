@@ -290,11 +290,8 @@ def test_what_the_run_created_is_recorded_then_deleted_at_its_end(tmp_path: Path
      "FILE:9: workloads[0].settings.markers: 'm' has 1 partitions, fewer than its input 'a''s 3"),
 ])
 def test_a_topic_written_partition_for_partition_needs_the_inputs_partitions(tmp_path: Path, body: str, expected: str) -> None:
-    f = tmp_path / "sc.yaml"
-    f.write_text("name: s\ndescription: x\n" + body)
-    with pytest.raises(ConfigError) as e:
-        scenario.load(str(f))
-    assert expected in str(e.value).replace(str(f), "FILE"), str(e.value)
+    msg = _load_error(tmp_path, body, head="name: s\ndescription: x\n")
+    assert expected in msg, msg
 
 
 def test_an_output_with_more_partitions_than_its_input_is_fine(tmp_path: Path) -> None:
