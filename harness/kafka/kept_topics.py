@@ -34,7 +34,7 @@ from confluent_kafka import KafkaError, KafkaException, TopicCollection, TopicPa
 from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]  # not in its __all__
 
 from clusters.backends.procs import ProcessId, this_process
-from harness.base.errors import ConfigError
+from harness.base.errors import ClusterError, ConfigError
 from harness.base.wait import wait_until
 from harness.rundir.runfolder import write_json
 
@@ -116,20 +116,22 @@ class KeptTopics:
         if f.empty or (mark is not None and mark.get("topic_id") == f.topic_id):
             return None
         return (f"kept-name topic {f.name} already holds {f.holds()} that no eos-chaos run on this cluster wrote "
-                f"(its folder {self.marks.parent} records no run that created it); refused before anything was "
+                f"(the cluster's folder {self.marks.parent} records no run that created this topic, by its id); "
+                f"refused before anything was "
                 f"written. Delete the topic if the run may replace it, or run on a cluster of the run's own")
 
     def _found(self, name: str) -> LeftOver | None:
         """``name`` on the cluster now (None: it is not)."""
         try:
             desc = self.admin.describe_topics(TopicCollection([name]))[name].result(timeout=ASK_TIMEOUT_S)
+            tps = [TopicPartition(name, p.id) for p in desc.partitions]
+            first = self._offsets(tps, _EARLIEST)
+            last = self._offsets(tps, _LATEST)
         except KafkaException as exc:
             if _unknown_topic(exc):
                 return None
-            raise
-        tps = [TopicPartition(name, p.id) for p in desc.partitions]
-        first = self._offsets(tps, _EARLIEST)
-        last = self._offsets(tps, _LATEST)
+            raise ClusterError(f"kept-name topic {name}: could not learn whether it is on the cluster and what it "
+                               f"holds: {exc}") from exc
         return LeftOver(name, str(desc.topic_id), {p: last[p] - first.get(p, 0) for p in last})
 
     def _offsets(self, tps: list[TopicPartition], spec: Any) -> dict[int, int]:
@@ -144,7 +146,7 @@ class KeptTopics:
             self.admin.delete_topics([name], operation_timeout=ASK_TIMEOUT_S)[name].result(timeout=ASK_TIMEOUT_S)
         except KafkaException as exc:
             if not _unknown_topic(exc):
-                raise
+                raise ClusterError(f"kept-name topic {name} could not be deleted ({why}): {exc}") from exc
         seen: list[str] = []
 
         def gone() -> bool:
@@ -159,7 +161,10 @@ class KeptTopics:
     def created_one(self, name: str, run_dir: Path) -> None:
         """``name`` was created by this run: recorded in the cluster's folder (with its id, this
         process and the run's folder), so a later run may replace it even if this one is killed."""
-        desc = self.admin.describe_topics(TopicCollection([name]))[name].result(timeout=ASK_TIMEOUT_S)
+        try:
+            desc = self.admin.describe_topics(TopicCollection([name]))[name].result(timeout=ASK_TIMEOUT_S)
+        except KafkaException as exc:
+            raise ClusterError(f"kept-name topic {name}: created, but its id could not be read: {exc}") from exc
         self.marks.mkdir(parents=True, exist_ok=True)
         write_json(self._mark(name), {"topic": name, "topic_id": str(desc.topic_id), "pid": str(this_process()),
                                       "run_dir": str(run_dir)})
