@@ -5,21 +5,31 @@ from __future__ import annotations
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]  # not in its __all__
 
-from harness.base.errors import HarnessError
+from harness.base.errors import ConfigError, HarnessError
 from harness.base.wait import wait_until
 
 #: Creating a topic with RF 3 takes well under a second on a healthy cluster.
 TOPIC_TIMEOUT_S = 60.0
+#: What CreateTopics answers to a topic's settings it refuses (an unknown config, a bad value, too
+#: many partitions): the scenario's to fix, not the cluster's.
+REFUSED_SETTINGS = (KafkaError.INVALID_CONFIG, KafkaError.INVALID_PARTITIONS, KafkaError.INVALID_REPLICATION_FACTOR,
+                    KafkaError.POLICY_VIOLATION, KafkaError.TOPIC_EXCEPTION, KafkaError.INVALID_REQUEST)
 
 
 def create_topic(admin: AdminClient, name: str, partitions: int, replication: int = 3,
-                 config: dict[str, str] | None = None) -> None:
-    """Create ``name`` (with topic ``config``) and wait until every partition has a leader."""
+                 config: dict[str, str] | None = None, exist_ok: bool = True) -> None:
+    """Create ``name`` (with topic ``config``) and wait until every partition has a leader. A topic
+    of that name already there is taken as it is, unless not ``exist_ok`` (``HarnessError``).
+    Settings Kafka refuses are ``ConfigError``, naming the topic and them."""
     futures = admin.create_topics([NewTopic(name, partitions, replication, config=config or {})], operation_timeout=30)
     try:
         futures[name].result(timeout=TOPIC_TIMEOUT_S)
     except KafkaException as exc:
-        if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+        code = exc.args[0].code()
+        if code in REFUSED_SETTINGS:
+            raise ConfigError(f"topic {name}: Kafka refused to create it with {partitions} partitions and config "
+                              f"{config or {}}: {exc.args[0].str()}") from None
+        if code != KafkaError.TOPIC_ALREADY_EXISTS or not exist_ok:
             raise HarnessError(f"could not create topic {name}: {exc}") from exc
 
     def ready() -> bool:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,9 +32,9 @@ class ReadBack:
         return [v for recs in self.records.values() for _, v in recs]
 
 
-def lso_lag(bootstrap: str, topics: list[str], partitions: int,
+def lso_lag(bootstrap: str, partitions: Mapping[str, int],
             bound: float) -> tuple[dict[tuple[str, int], float | None], dict[tuple[str, int], int]]:
-    """Per (topic, partition): seconds until its last stable offset reached its high watermark (no
+    """Per (topic, partition) of ``partitions`` (topic -> its partitions): seconds until its last stable offset reached its high watermark (no
     open transaction), measured from now, None if it had not within ``bound`` seconds; and, for
     those, the LSO it was stuck at. One deadline for all topics: a stuck partition in every topic
     costs one ``bound``, and every lag is measured from the same zero."""
@@ -42,7 +42,7 @@ def lso_lag(bootstrap: str, topics: list[str], partitions: int,
     base = {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False, "logger": QUIET}
     committed = Consumer({**base, "isolation.level": "read_committed"})
     uncommitted = Consumer({**base, "isolation.level": "read_uncommitted"})
-    lag: dict[tuple[str, int], float | None] = {(t, p): None for t in topics for p in range(partitions)}
+    lag: dict[tuple[str, int], float | None] = {(t, p): None for t, n in partitions.items() for p in range(n)}
     stuck: dict[tuple[str, int], int] = {}
     t0 = time.monotonic()
     try:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, TopicPartition
@@ -24,7 +24,7 @@ QUIET_S = 5.0
 PROBE_TIMEOUT_S = 10.0
 
 
-def drain(bootstrap: str, s: AppSettings, partitions: int, inputs: list[str],
+def drain(bootstrap: str, s: AppSettings, partitions: Mapping[str, int], inputs: list[str],
           not_running: Callable[[], list[str]] = lambda: []) -> dict[str, Any]:
     """Wait, at most ``drain_s``, until the app has processed every committed input: its consumer
     group (``{id}``) has no committed record past its committed offsets on any partition it commits
@@ -32,14 +32,14 @@ def drain(bootstrap: str, s: AppSettings, partitions: int, inputs: list[str],
     whose group commits nothing is drained when its outputs have not grown for ``QUIET_S``. Neither
     holds while an instance started again is not ready again (``not_running`` names them): a
     restarting app writes nothing and commits nothing, which is not being done. What was found, for
-    the journal."""
+    the journal. ``partitions``: each topic's partitions, by the run's name."""
     t0 = time.monotonic()
     deadline = t0 + s.drain_s
     last: dict[str, Any] = {}
     quiet_since, last_ends = t0, None
     with DrainProbe(bootstrap) as probe:
         while True:
-            lag = probe.group_lag(s.id, [TopicPartition(t, p) for t in inputs for p in range(partitions)])
+            lag = probe.group_lag(s.id, [TopicPartition(t, p) for t in inputs for p in range(partitions[t])])
             ends, open_txns = probe.output_ends(s.outputs, partitions)
             late = not_running()
             if ends != last_ends or late:
@@ -118,11 +118,11 @@ class DrainProbe:
                 return True
         return True  # no answer: not known to be drained
 
-    def output_ends(self, topics: list[str], partitions: int) -> tuple[dict[str, int], bool]:
+    def output_ends(self, topics: list[str], partitions: Mapping[str, int]) -> tuple[dict[str, int], bool]:
         """Each output partition's high watermark, and whether one has an open transaction (LSO < HW)."""
         ends, open_txns = {}, False
         for t in topics:
-            for p in range(partitions):
+            for p in range(partitions[t]):
                 tp = TopicPartition(t, p)
                 hw = self.uncommitted.get_watermark_offsets(tp, timeout=PROBE_TIMEOUT_S)[1]
                 lso = self.committed.get_watermark_offsets(tp, timeout=PROBE_TIMEOUT_S)[1]

@@ -66,7 +66,7 @@ class AppRun(KindRun):
         facts["restarted_for_drain"] = app_run.restart_dead(sup)
         log.info(f"draining the app (at most {app.drain_s:g}s)")
         names = app_run.instances(sup)
-        facts["drain"] = app_drain.drain(ctx.cluster.direct_bootstrap, app, self.scenario.partitions, list(app.inputs),
+        facts["drain"] = app_drain.drain(ctx.cluster.direct_bootstrap, app, self.scenario.topic_partitions(), list(app.inputs),
                                          lambda: app_run.running_again(sup.run_dir, names))
         log.info(f"app drain: {facts['drain']}")
         ctx.journal.app = facts
@@ -80,7 +80,7 @@ class AppRun(KindRun):
         function that fails here is on record (``journal.app``) and leaves the check unable to judge."""
         app, rec, bootstrap = self._app(), ctx.rec, ctx.cluster.direct_bootstrap
         facts = ctx.journal.app if ctx.journal.app is not None else {}
-        facts["outputs_read"] = app_run.final_scans(bootstrap, app, self.scenario.partitions, rec, stable=not stalled)
+        facts["outputs_read"] = app_run.final_scans(bootstrap, app, self.scenario.topic_partitions(), rec, stable=not stalled)
         stray = app_run.stray_topics(self.ends_before, app_run.topic_ends(bootstrap), app, self.scenario.topics)
         if stray:
             rec.event("runner", APP_STRAY, {"app": APP, "topics": stray}, type_="ok")

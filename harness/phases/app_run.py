@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -209,7 +210,7 @@ def stray_topics(before: dict[str, int], after: dict[str, int], s: AppSettings, 
 
 
 # --------------------------------------------------------------------------------------- final scans
-def final_scans(bootstrap: str, s: AppSettings, partitions: int, rec: Recorder, stable: bool) -> int:
+def final_scans(bootstrap: str, s: AppSettings, partitions: Mapping[str, int], rec: Recorder, stable: bool) -> int:
     """Every output partition from offset 0 to its end, read_committed then read_uncommitted, each
     record ``[offset, value, key]`` decoded by the contract's ``output_serde``. Records read."""
     serde = s.contract.output_serde
@@ -221,7 +222,7 @@ def final_scans(bootstrap: str, s: AppSettings, partitions: int, rec: Recorder, 
     for iso in (READ_COMMITTED, READ_UNCOMMITTED):
         value: dict[str, list[list[object]]] = {}
         for topic in s.outputs:
-            back = read_all(bootstrap, topic, partitions, iso, stable=stable, record=record)
+            back = read_all(bootstrap, topic, partitions[topic], iso, stable=stable, record=record)
             for p, recs in back.records.items():
                 value[tp_key(topic, p)] = [list(r) for r in recs]
                 n += len(recs)

@@ -51,6 +51,10 @@ class ScenarioView(Protocol):
     @property
     def partitions(self) -> int: ...
 
+    def topic_partitions(self) -> dict[str, int]: ...
+
+    def partitions_of(self, topic: str) -> int: ...
+
     @property
     def spark(self) -> str: ...
 
@@ -158,7 +162,7 @@ class KindRun:
             return
         settings, sc = self.entries[0].settings, self.scenario
         src, group = settings[spec.consumes.input], str(spec.group_of(settings))
-        req = ConsumerGroupTopicPartitions(group, [TopicPartition(src, p) for p in range(sc.partitions)])
+        req = ConsumerGroupTopicPartitions(group, [TopicPartition(src, p) for p in range(sc.partitions_of(src))])
         # the client held while its future is awaited: a client collected before its answer came takes
         # the answer with it (the future then only times out)
         admin = admin_client(ctx.cluster.direct_bootstrap)

@@ -28,18 +28,20 @@ DEFAULT_FAULTS: list[tuple[float, dict[str, Any]]] = [
 
 def app_scenario(name: str, command: list[str], inputs: list[str], outputs: list[str], contract: dict[str, Any],
                  ready: dict[str, Any], instances: int = 1, duration: float = 40, faults: list[dict[str, Any]] | None = None,
-                 valid: bool = True, partitions: int = 3, cwd: Path | None = None, **settings: Any) -> dict[str, Any]:
+                 valid: bool = True, partitions: int = 3, cwd: Path | None = None,
+                 topics: list[str | dict[str, Any]] | None = None, **settings: Any) -> dict[str, Any]:
     """The scenario (as YAML would hold it) of an app under test: ``command`` run as ``instances``
     instances, fed ``inputs``, judged on ``outputs`` by ``contract``, under ``faults`` (default
-    ``DEFAULT_FAULTS``, the leader kill on ``outputs[0]``); ``settings`` are the app's other settings
-    (``env``, ``feeder``, ``drain_s``, ...)."""
+    ``DEFAULT_FAULTS``, the leader kill on ``outputs[0]``); ``topics``: the scenario's topic entries
+    (default: ``inputs`` then ``outputs``, by name; a mapping keeps a name or gives a topic its own
+    partitions or config); ``settings`` are the app's other settings (``env``, ``feeder``, ``drain_s``, ...)."""
     if faults is None:
         faults = [{"at": round(share * duration, 1), **f, **({"of": f"{outputs[0]}/0"} if f["kind"] == "kill" else {})}
                   for share, f in DEFAULT_FAULTS]
     app = {"command": list(command), "inputs": list(inputs), "outputs": list(outputs), "contract": contract,
            "ready": ready, **({"cwd": str(cwd)} if cwd is not None else {}), **settings}
     return {"name": name, "description": f"{name}: an app under test (docs/APPS.md)", "duration": duration,
-            "partitions": partitions, "topics": [*inputs, *outputs],
+            "partitions": partitions, "topics": list(topics) if topics is not None else [*inputs, *outputs],
             "workloads": [{"kind": "app", "count": instances, "settings": app}], "faults": faults,
             "expect": {"valid": valid}}
 
@@ -47,7 +49,7 @@ def app_scenario(name: str, command: list[str], inputs: list[str], outputs: list
 @pytest.fixture
 def app_under_test(kafka_cluster: Any, eos_options: EosOptions, request: pytest.FixtureRequest) -> Callable[..., ScenarioResult]:
     """``app_under_test(command=[...], inputs=[...], outputs=[...], contract={...}, ready={...},
-    instances=1, duration=40, faults=None, seed=None, **settings)``: run your app under faults on the
+    instances=1, duration=40, faults=None, topics=None, seed=None, **settings)``: run your app under faults on the
     session's cluster and return its ``ScenarioResult`` (``.valid``, ``.report``, ``.check_expected()``).
     The command's placeholders (``{bootstrap}``, ``{topic:NAME}``, ``{id}``, ``{instance}``, ...) are
     filled per instance; a relative working folder is the test file's folder."""

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from confluent_kafka.admin import AdminClient
+
 from chaos import schedule
 from chaos.heal import heal_all
 from chaos.nemesis import Nemesis
@@ -38,6 +40,7 @@ from harness.history.model import LSO, READ_COMMITTED, READ_UNCOMMITTED, SCAN, t
 from harness.history.recorder import ENV_T0, HISTORY_DIR, Recorder, run_t0
 from harness.kafka.admin import create_topic
 from harness.kafka.features import METADATA_VERSION, finalized
+from harness.kafka.kept_topics import KeptTopics, kept
 from harness.kafka.reads import lso_lag, read_all
 from harness.phases import table
 from harness.phases.kind_run import KindRun, RunContext
@@ -46,7 +49,7 @@ from harness.report.loaded import LoadedRun
 from harness.report.wire_events import read_wire, wire_file
 from harness.run import verdict_file
 from harness.run.readiness import ProgressLog, await_ready
-from harness.run.scenario import Fault, Scenario, Workload
+from harness.run.scenario import Fault, Scenario, TopicList, Workload
 from harness.run.supervisor import RECOVERY_TIMEOUT_S, Supervisor
 from harness.rundir import runinfo
 from harness.rundir.journal import Journal, fault_runs
@@ -89,11 +92,18 @@ class RunResult:
         return self.journal.interrupted
 
 
+def run_names(sc: Scenario, tag: str) -> dict[str, str]:
+    """Each of the scenario's topic names -> the run's: ``NAME.<tag>``, or the name as written for a
+    kept one (``keep_name: true``)."""
+    return {t: t if sc.topics.spec(t).keep_name else f"{t}.{tag}" for t in sc.topics}
+
+
 def physical(sc: Scenario, tag: str) -> Scenario:
     """The scenario with every topic name (and every consumer group a workload defaults to: the
     copier's) made unique to this run, so runs can share a cluster (the test session's) without
-    reading each other's records."""
-    names = {t: f"{t}.{tag}" for t in sc.topics}
+    reading each other's records; a kept name stays as written (one such topic per cluster at a
+    time: harness/kafka/kept_topics.py)."""
+    names = run_names(sc, tag)
 
     def mapped(v: Any) -> Any:
         if isinstance(v, str):
@@ -115,7 +125,8 @@ def physical(sc: Scenario, tag: str) -> Scenario:
             topic, _, part = of.rpartition("/")
             f = f.model_copy(update={"of": f"{names[topic]}/{part}"})
         faults.append(f)
-    return sc.model_copy(update={"topics": [names[t] for t in sc.topics], "workloads": workloads, "faults": faults})
+    topics = TopicList(sc.topics.spec(t).model_copy(update={"name": names[t]}) for t in sc.topics)
+    return sc.model_copy(update={"topics": topics, "workloads": workloads, "faults": faults})
 
 
 def workload_configs(sc: Scenario, run_dir: Path, bootstrap: str, seed: int,
@@ -137,7 +148,8 @@ def workload_configs(sc: Scenario, run_dir: Path, bootstrap: str, seed: int,
         return WorkloadConfig(run_dir=str(run_dir), name=name, bootstrap=bootstrap, topics=topics,
                               partitions=sc.partitions, seed=seed, max_seconds=sc.duration + WORKLOAD_GRACE_S,
                               settings=settings, client=dict(w.client), library=w.library,
-                              topic_names=dict(topic_names or {}), instances=w.count)
+                              topic_names=dict(topic_names or {}), instances=w.count,
+                              topic_partitions=sc.topic_partitions())
 
     out: list[tuple[str, WorkloadConfig, bool]] = []
     numbered: dict[str, int] = {}  # kind -> its processes so far: two entries of a kind never share a name
@@ -226,7 +238,7 @@ def _run(sc: Scenario, backend: Backend, seed: int, folder: RunFolder, kafka_ver
          transaction_version: int | None = None) -> RunResult:
     run_dir = folder.path
     tag = run_tag(folder.name)
-    topic_names = {t: f"{t}.{tag}" for t in sc.topics}  # what physical() names them
+    topic_names = run_names(sc, tag)  # what physical() names them
     sc = physical(sc, tag)
     faults = schedule.plan(sc, seed)
     planned = schedule.as_json(faults)
@@ -407,11 +419,10 @@ def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, fold
     run_dir = folder.path
     runs = table.for_scenario(sc)
     started_us = time.time_ns() // 1000  # the wire proxy stamps its events with wall-clock microseconds
-    with Recorder(run_dir, "runner") as rec:
-        admin = admin_client(cluster.direct_bootstrap)
-        compacted = compacted_topics(sc)
-        for topic in sc.topics:
-            create_topic(admin, topic, sc.partitions, config={"cleanup.policy": "compact"} if topic in compacted else None)
+    admin = admin_client(cluster.direct_bootstrap)
+    # a kept-name topic on the cluster is replaced, or refused, before anything is created or written
+    with Recorder(run_dir, "runner") as rec, kept(admin, sc.kept_topics(), Path(cluster.run_dir)) as kept_names:
+        create_topics(admin, sc, kept_names, run_dir)
         env = {**os.environ, **procs.tags(cluster.cluster_id, os.getpid()), ENV_T0: str(t0)}
         for r in runs:
             r.start(cluster, run_dir, env)
@@ -511,6 +522,19 @@ def _heal_and_stop(live: _Live) -> None:
     journal.nemesis_errors, journal.workloads_killed_at_stop = list(live.nemesis.errors), killed
 
 
+def create_topics(admin: AdminClient, sc: Scenario, kept_names: KeptTopics, run_dir: Path) -> None:
+    """Every topic of the run created with its partitions and config (a compacted one's
+    ``cleanup.policy`` under its entry's own config); a kept-name one fresh (``KeptTopics.claim``
+    deleted what was there), recorded in the cluster's folder as this run's."""
+    compacted = compacted_topics(sc)
+    for topic in sc.topics:
+        config = {**({"cleanup.policy": "compact"} if topic in compacted else {}), **sc.topics.spec(topic).config}
+        fresh = topic in kept_names.names
+        create_topic(admin, topic, sc.partitions_of(topic), config=config, exist_ok=not fresh)
+        if fresh:
+            kept_names.created_one(topic, run_dir)
+
+
 def compacted_topics(sc: Scenario) -> set[str]:
     """The topics created compacted: those a workload's ``compacted`` settings name (the Spark job's
     markers: one per batch id, kept forever)."""
@@ -576,7 +600,7 @@ def final_reads(cluster: Cluster, sc: Scenario, rec: Recorder, owned: set[str] |
     keeps to itself (``owned``: an app's outputs) are its ``KindRun.final_reads``'s to scan, as the
     consumer group offsets of a kind that commits them. Returns whether a partition's LSO stalled."""
     mine = owned if owned is not None else _owned(table.for_scenario(sc))
-    lag, stuck = lso_lag(cluster.direct_bootstrap, sc.topics, sc.partitions, sc.lso_bound_s)
+    lag, stuck = lso_lag(cluster.direct_bootstrap, sc.topic_partitions(), sc.lso_bound_s)
     lags = {tp_key(t, p): v for (t, p), v in lag.items()}
     stalled_at = {tp_key(t, p): v for (t, p), v in stuck.items()}
     rec.event("final", LSO, {"bound_s": sc.lso_bound_s, "lag_s": lags, "stalled_at": stalled_at}, type_="ok")
@@ -584,7 +608,7 @@ def final_reads(cluster: Cluster, sc: Scenario, rec: Recorder, owned: set[str] |
         value: dict[str, list[list[object]]] = {}
         for topic in [t for t in sc.topics if t not in mine]:
             # a hanging transaction keeps the LSO where it is: read up to it, lso-stall reports it
-            back = read_all(cluster.direct_bootstrap, topic, sc.partitions, iso, stable=not stalled_at)
+            back = read_all(cluster.direct_bootstrap, topic, sc.partitions_of(topic), iso, stable=not stalled_at)
             for p, recs in back.records.items():
                 value[tp_key(topic, p)] = [[o, v] for o, v in recs]
         rec.event("final", SCAN, value, type_="ok", isolation=iso)

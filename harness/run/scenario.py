@@ -21,6 +21,7 @@ from chaos.faults import problems as fault_problems
 from chaos.schedule import drawn, takes_workload
 from chaos.targets import TargetDefaults
 from harness.base.errors import ConfigError
+from harness.run.scenario_topics import TopicList, TopicSpec, entry_problem
 from harness.rundir.runfolder import RUN_TAG_MAX
 from harness.workloads import registry
 from harness.workloads.clients import DEFAULT_LIBRARY
@@ -28,7 +29,8 @@ from harness.workloads.clients import check_settings as check_client_settings
 from harness.workloads.clients import parse as parse_library
 
 #: ``Fault`` is re-exported: a scenario's faults, as the runner and the plugin name them.
-__all__ = ["LIBRARY", "MAX_DURATION_S", "Expect", "Fault", "Mix", "Scenario", "Workload", "WorkloadKind", "load", "names"]
+__all__ = ["LIBRARY", "MAX_DURATION_S", "Expect", "Fault", "Mix", "Scenario", "TopicList", "TopicSpec", "Workload",
+           "WorkloadKind", "load", "names"]
 
 LIBRARY = Path(__file__).resolve().parents[1] / "scenarios"
 WorkloadKind = registry.KindName
@@ -42,9 +44,14 @@ LSO_BOUND_S = 90.0
 #: Kafka's rule for a topic name (``org.apache.kafka.common.internals.Topic``): 1 to 249 of these
 #: characters, and not ``.`` or ``..``. A name it breaks fails only once the cluster is up.
 TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+#: Kafka's limit on a topic name, which a kept name (``keep_name: true``) is held to as written.
+MAX_KEPT_TOPIC = 249
 #: A scenario's topic name is this long at most: a run adds its tag (``NAME.<tag>``), and Kafka's
 #: limit is for the name it gets.
-MAX_TOPIC = 249 - 1 - RUN_TAG_MAX
+MAX_TOPIC = MAX_KEPT_TOPIC - 1 - RUN_TAG_MAX
+#: Kafka's own topics (``__consumer_offsets``, ``__transaction_state``) begin so: a kept name may not,
+#: since the run deletes a kept topic left over before it creates it.
+INTERNAL_PREFIX = "__"
 #: A scenario file is this long at most: a history or a log given by mistake is refused before it is
 #: read into memory and parsed.
 MAX_FILE_BYTES = 1 << 20
@@ -150,7 +157,10 @@ class Scenario(Strict):
     name: str
     description: str
     duration: float = Field(45.0, gt=0, le=MAX_DURATION_S, allow_inf_nan=False)
-    topics: list[str] = ["eos-a", "eos-b"]
+    #: names, or mappings {name, keep_name, partitions, config} (harness/run/scenario_topics.py); read
+    #: as the list of names, each entry's own settings in ``topics.specs``
+    topics: TopicList = Field(default_factory=lambda: TopicList(["eos-a", "eos-b"]))
+    #: every topic's, unless its entry gives its own
     partitions: int = Field(3, ge=1, le=64)
     workloads: list[Workload]
     faults: list[Fault] = []
@@ -168,23 +178,21 @@ class Scenario(Strict):
 
     @field_validator("topics")
     @classmethod
-    def _kafka_topic_names(cls, topics: list[str]) -> list[str]:
+    def _kafka_topic_names(cls, topics: TopicList) -> TopicList:
         if not topics:
             raise _invalid(("topics",), "empty: a scenario needs at least one topic (its workloads write and read them)")
         seen: dict[str, str] = {}
         for i, topic in enumerate(topics):
-            if not TOPIC_NAME.fullmatch(topic) or topic in (".", ".."):
-                raise _invalid(("topics", i), f"{topic!r} is not a Kafka topic name; allowed: 1 to 249 of a-z, A-Z, 0-9, "
-                                              "'.', '_' and '-', other than '.' and '..'")
-            if len(topic) > MAX_TOPIC:
-                raise _invalid(("topics", i), f"{len(topic)} characters, {topic[:20]!r}...; allowed: at most {MAX_TOPIC} "
-                                              f"(Kafka's 249, less {1 + RUN_TAG_MAX} for the run's tag: the run names "
-                                              "it NAME.<tag>)")
+            # a bare name is `topics[i]`; a mapping's name its `name` (a mapping of a name alone reads as a bare one)
+            where: tuple[str | int, ...] = ("topics", i) if topics.spec(topic).plain else ("topics", i, "name")
+            problem = _topic_name_problem(topic, topics.spec(topic).keep_name)
+            if problem:
+                raise _invalid(where, problem)
             # Kafka refuses a topic whose name differs from an existing one's only in '.' against '_'
             # (their metric names would be one)
             key = topic.replace(".", "_")
             if key in seen:
-                raise _invalid(("topics", i), f"{topic!r} is listed twice; a topic is listed once" if seen[key] == topic
+                raise _invalid(where, f"{topic!r} is listed twice; a topic is listed once" if seen[key] == topic
                                else f"{topic!r} collides with {seen[key]!r}: Kafka refuses topic names that differ "
                                     "only in '.' against '_'")
             seen[key] = topic
@@ -269,6 +277,18 @@ class Scenario(Strict):
             if found:
                 j, why = found[0]
                 raise _invalid(("workloads", j, "settings"), why)
+        for i, w in enumerate(self.workloads):
+            src = w.settings.get("input")
+            same = registry.kind(w.kind).same_partition
+            for key in same(w.settings) if same is not None else ():
+                dst = w.settings.get(key)
+                if not (isinstance(src, str) and isinstance(dst, str) and {src, dst} <= set(self.topics)):
+                    continue  # a topic the scenario lacks is said above
+                if self.partitions_of(dst) < self.partitions_of(src):
+                    raise _invalid(("workloads", i, "settings", key), (
+                        f"{dst!r} has {self.partitions_of(dst)} partitions, fewer than its input {src!r}'s "
+                        f"{self.partitions_of(src)}: a {w.kind} writes each record to the partition of the number it "
+                        f"was read from; give {dst} at least {self.partitions_of(src)}"))
 
     def _instance_problem(self, workload: str | None, instance: int | None) -> str | None:
         """What is wrong with a workload fault's ``instance`` (its process ``<workload>-N``), if anything:
@@ -297,9 +317,21 @@ class Scenario(Strict):
         if topic not in self.topics:
             return (f"{of!r}: {topic!r} is not one of the scenario's topics ({', '.join(self.topics)})"
                     f"{_did_you_mean(topic, self.topics)}")
-        if int(partition) >= self.partitions:
-            return f"{of!r}: the scenario's topics have partitions 0 to {self.partitions - 1}"
+        if int(partition) >= self.partitions_of(topic):
+            return f"{of!r}: topic {topic} has partitions 0 to {self.partitions_of(topic) - 1}"
         return None
+
+    def partitions_of(self, topic: str) -> int:
+        """How many partitions ``topic`` has: its entry's ``partitions``, else the scenario's."""
+        return self.topics.spec(topic).partitions or self.partitions
+
+    def topic_partitions(self) -> dict[str, int]:
+        """Every topic's partitions, by name."""
+        return {t: self.partitions_of(t) for t in self.topics}
+
+    def kept_topics(self) -> list[str]:
+        """The topics the run names as written (``keep_name: true``)."""
+        return [t for t in self.topics if self.topics.spec(t).keep_name]
 
     def with_duration(self, seconds: float, flag: str = "--duration") -> Scenario:
         """This scenario lasting ``seconds`` instead; ConfigError naming ``flag`` unless
@@ -388,6 +420,22 @@ def _cwd_from(sc: Scenario, folder: Path) -> Scenario:
             w = w.model_copy(update={"settings": {**w.settings, key: str(folder / cwd) if cwd else str(folder)}})
         workloads.append(w)
     return sc.model_copy(update={"workloads": workloads})
+
+
+def _topic_name_problem(topic: str, kept: bool) -> str | None:
+    """What is wrong with ``topic`` as a name (None: nothing): Kafka's rule, and the room the run's tag
+    needs unless the name is kept as written."""
+    if not TOPIC_NAME.fullmatch(topic) or topic in (".", ".."):
+        return (f"{topic!r} is not a Kafka topic name; allowed: 1 to 249 of a-z, A-Z, 0-9, '.', '_' and '-', "
+                "other than '.' and '..'")
+    if kept and topic.startswith(INTERNAL_PREFIX):
+        return (f"{topic!r} begins with {INTERNAL_PREFIX!r}, as Kafka's own topics do; a kept name may not (the run "
+                "deletes a kept topic left over before it creates it)")
+    if not kept and len(topic) > MAX_TOPIC:
+        return (f"{len(topic)} characters, {topic[:20]!r}...; allowed: at most {MAX_TOPIC} (Kafka's 249, less "
+                f"{1 + RUN_TAG_MAX} for the run's tag: the run names it NAME.<tag>; keep_name: true keeps it as "
+                f"written, up to {MAX_KEPT_TOPIC})")
+    return None
 
 
 def _names_topics(value: Any, topics: list[str]) -> bool:
@@ -615,6 +663,8 @@ def _message(e: Any, loc: tuple[Any, ...], data: Any) -> str:
         return f"missing; a fault needs a kind, one of: {', '.join(REGISTRY)}"
     if kind == "missing":
         return "missing (required)"
+    if kind == "model_type" and len(loc) == 2 and loc[0] == "topics":
+        return entry_problem(e.get("input"))
     if kind in ("model_type", "dict_type", "model_attributes_type"):
         return f"should be a mapping (key: value), not {type(e.get('input')).__name__}"
     msg = str(e["msg"])
@@ -666,6 +716,8 @@ def _models_in(annotation: Any) -> list[type[BaseModel]]:
     every fault kind's model)."""
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return [annotation]
+    if annotation is TopicList:  # its entries' mappings
+        return [TopicSpec]
     return [m for arg in get_args(annotation) for m in _models_in(arg)]
 
 
@@ -686,5 +738,5 @@ def _fields_at(loc: tuple[Any, ...], data: Any) -> list[str]:
 
 
 #: Every field name a scenario file may hold (to tell a missing field from a pydantic union tag).
-_MODELS: list[type[BaseModel]] = [Scenario, Workload, Mix, Expect, *REGISTRY.values()]
+_MODELS: list[type[BaseModel]] = [Scenario, Workload, Mix, Expect, TopicSpec, *REGISTRY.values()]
 _FIELDS = {f for m in _MODELS for f in m.model_fields}

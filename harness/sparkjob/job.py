@@ -245,7 +245,7 @@ def main() -> None:
             batches.producer = producer = new_producer(cfg, batches.txn_id)
             init(rec, process, producer, batches.txn_id)  # fences every older incarnation first
             # markers: the scenario requires it for the transactional sink, the only one that writes it
-            batches.last = last_committed_batch(cfg.bootstrap, s.markers or "", cfg.partitions, cfg.name)
+            batches.last = last_committed_batch(cfg.bootstrap, s.markers or "", cfg.partitions_of(s.markers or ""), cfg.name)
         q = (input_stream(cfg, s, d).writeStream.queryName(cfg.name.replace("-", "_"))
              .option("checkpointLocation", str(batches.checkpoint))
              .trigger(processingTime=f"{s.trigger_ms} milliseconds")

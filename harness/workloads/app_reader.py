@@ -27,7 +27,7 @@ def main() -> None:
     cfg = WorkloadConfig.from_argv()
     s = AppReaderSettings.model_validate(cfg.settings)
     stop = StopFlag(cfg.max_seconds)
-    parts = [TopicPartition(t, p, 0) for t in s.outputs for p in range(cfg.partitions)]
+    parts = [TopicPartition(t, p, 0) for t in s.outputs for p in range(cfg.partitions_of(t))]
     incarnation = 0
     with Recorder(Path(cfg.run_dir), cfg.name) as rec:
         while not stop:

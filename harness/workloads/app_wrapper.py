@@ -107,7 +107,7 @@ class AppReadiness:
                       "logger": QUIET})
         try:
             return any(c.get_watermark_offsets(TopicPartition(t, p), timeout=PROBE_TIMEOUT_S)[1] > 0
-                       for t in self.s.outputs for p in range(self.cfg.partitions))
+                       for t in self.s.outputs for p in range(self.cfg.partitions_of(t)))
         finally:
             c.close()
 

@@ -44,7 +44,7 @@ class WorkloadConfig:
     name: str                     # file name of this process's history, and prefix of its process ids
     bootstrap: str
     topics: list[str]
-    partitions: int
+    partitions: int               # every topic's, unless ``topic_partitions`` gives its own
     seed: int = 0
     #: safety net: exit by itself this long after start even if nobody sends SIGTERM
     max_seconds: float = 3600.0
@@ -56,6 +56,12 @@ class WorkloadConfig:
     topic_names: dict[str, str] = field(default_factory=dict)
     #: how many processes the scenario entry has (an app's ``{instances}``)
     instances: int = 1
+    #: the run's topic names -> their partitions, for topics whose entry gives its own
+    topic_partitions: dict[str, int] = field(default_factory=dict)
+
+    def partitions_of(self, topic: str) -> int:
+        """How many partitions the run's topic ``topic`` has."""
+        return self.topic_partitions.get(topic, self.partitions)
 
     @classmethod
     def from_argv(cls) -> WorkloadConfig:
@@ -129,7 +135,7 @@ def new_producer(cfg: WorkloadConfig, txn_id: str) -> Client:
 
 def new_reader(cfg: WorkloadConfig) -> Reader:
     """A read_committed reader of every partition of the workload's topics, from offset 0."""
-    parts = [(t, p) for t in cfg.topics for p in range(cfg.partitions)]
+    parts = [(t, p) for t in cfg.topics for p in range(cfg.partitions_of(t))]
     return open_reader(cfg.library, cfg.bootstrap, f"eos-chaos-{cfg.name}", parts, cfg.client)
 
 

@@ -327,6 +327,10 @@ class Kind:
     topics_needed: Callable[[dict[str, Any]], tuple[str, ...]] | None = None
     #: settings naming topics the runner creates compacted (the Spark job's markers: one per batch id, kept)
     compacted: tuple[str, ...] = ()
+    #: the settings (given the entry's) naming topics it writes each record of its ``input`` to the
+    #: partition of the number it was read from (the copier's output; the Spark job's output, and
+    #: its executor sink's markers): each needs at least the input's partitions
+    same_partition: Callable[[dict[str, Any]], tuple[str, ...]] | None = None
     #: the setting naming the consumer group it consumes in (the copier's ``group``, an app's ``id``):
     #: the runner makes its default unique to the run, and faults on the ``group-coordinator`` role
     #: default to the first such group
@@ -452,6 +456,13 @@ def _writes_output_and_markers(settings: dict[str, Any], unnamed: list[str]) -> 
     return [t for t in (settings.get("output"), settings.get("markers")) if isinstance(t, str)]
 
 
+def _spark_job_same_partition(settings: dict[str, Any]) -> tuple[str, ...]:
+    """The Spark job's sinks write a record to its input partition's number of the output (Spark's own
+    sink partitions by key), and the executor sink a batch's marker too (the driver's: partition 0)."""
+    sink = settings.get("sink", "driver")
+    return ("output", "markers") if sink == "executor" else () if sink == "builtin" else ("output",)
+
+
 def _spark_job_topics(settings: dict[str, Any]) -> tuple[str, ...]:
     # only the transactional sinks write markers
     transactional = settings.get("sink", "driver") in ("driver", "executor", "transactional")
@@ -464,10 +475,11 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
          writes=lambda s, unnamed: list(s.get("topics") or unnamed)),
     Kind("reader", "harness.workloads.reader", ReaderSettings),
     Kind("copier", "harness.workloads.copier", CopierSettings, topic_settings=("input", "output"), group="group",
+         same_partition=lambda s: ("output",),
          consumes=ConsumerGroup(group="group", input="input"), ready_ops=PROGRESS_OPS[COPIER], writes=_writes_output_and_markers),
     Kind("zombie", "harness.workloads.zombie", ZombieSettings, roles=("first", "second"), writes=lambda s, unnamed: unnamed),
     Kind("spark-job", "harness.sparkjob.job", SparkJobSettings, topic_settings=("input", "output", "markers"),
-         topics_needed=_spark_job_topics, compacted=("markers",), spark=True,
+         topics_needed=_spark_job_topics, compacted=("markers",), spark=True, same_partition=_spark_job_same_partition,
          progress_file="spark/{name}/progress.json", restarted=True, libraries=(DEFAULT_LIBRARY,), ready_ops=PROGRESS_OPS[SPARK_JOB],
          writes=_writes_output_and_markers),
     Kind(APP, "harness.workloads.app_wrapper", AppSettings, topic_settings=("inputs", "outputs"), group="id",

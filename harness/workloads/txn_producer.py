@@ -17,6 +17,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable
+from math import floor
 from pathlib import Path
 
 from confluent_kafka import KafkaError, KafkaException, Producer
@@ -39,8 +40,11 @@ def pick_sends(cfg: WorkloadConfig, s: TxnProducerSettings, rnd: random.Random, 
     workload's topics."""
     topics = s.topics or cfg.topics
     width = s.value_bytes
-    # choices(k=n) draws all at once: per-value calls into random are a visible cost at 100k values/s
-    return list(zip(rnd.choices(topics, k=n), rnd.choices(range(cfg.partitions), k=n),
+    # choices(k=n) draws all at once: per-value calls into random are a visible cost at 100k values/s.
+    # Each partition is drawn as choices(range(partitions)) draws it (floor(random() * n)), with its
+    # topic's own partitions: the same draws as before topics had their own.
+    chosen, draw = rnd.choices(topics, k=n), rnd.random
+    return list(zip(chosen, [floor(draw() * cfg.partitions_of(t)) for t in chosen],
                     [v.ljust(width, ".") for v in values] if values is not None
                     else [f"{prefix}-{k}".ljust(width, ".") for k in range(n)]))
 
@@ -56,7 +60,7 @@ def keyed_sends(cfg: WorkloadConfig, s: TxnProducerSettings, rnd: random.Random,
     (murmur2, as Kafka's Java clients partition), on random topics of the workload's; and the keys."""
     topics = s.topics or cfg.topics
     keys = [f"k{i}" for i in rnd.choices(range(s.keys), k=len(values))]
-    return [(t, partition_of(k, cfg.partitions), v) for t, k, v in zip(rnd.choices(topics, k=len(values)), keys, values)], keys
+    return [(t, partition_of(k, cfg.partitions_of(t)), v) for t, k, v in zip(rnd.choices(topics, k=len(values)), keys, values)], keys
 
 
 def partition_of(key: str, partitions: int) -> int:

@@ -30,7 +30,7 @@ def main() -> None:
     run_dir = Path(cfg.run_dir)
     with Recorder(run_dir, cfg.name) as rec:
         process = rec.process(cfg.name)
-        sends = [(cfg.topics[k % len(cfg.topics)], k % cfg.partitions, f"{process}-0-{k}") for k in range(6)]
+        sends = [(cfg.topics[k % len(cfg.topics)], k % cfg.partitions_of(cfg.topics[k % len(cfg.topics)]), f"{process}-0-{k}") for k in range(6)]
         producer = new_producer(cfg, txn_id)
         try:
             init(rec, process, producer, txn_id)

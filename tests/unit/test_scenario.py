@@ -63,9 +63,10 @@ def test_spark_job_settings_and_driver_faults_are_checked(tmp_path: Path, body: 
     assert expected in str(info.value) and str(f) in str(info.value), str(info.value)
 
 
-def _load_error(tmp_path: Path, body: str) -> str:
+def _load_error(tmp_path: Path, body: str, head: str = "name: s\ndescription: x\nworkloads:\n  - kind: txn-producer\n") -> str:
+    """Why the scenario ``head + body`` is refused, its file named FILE."""
     f = tmp_path / "sc.yaml"
-    f.write_text("name: s\ndescription: x\nworkloads:\n  - kind: txn-producer\n" + body)
+    f.write_text(head + body)
     with pytest.raises(ConfigError) as info:
         scenario.load(str(f))
     assert info.value.exit_code == 2

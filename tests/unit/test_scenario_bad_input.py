@@ -195,7 +195,7 @@ def test_run_refuses_an_alias_bomb_before_anything_is_written(tmp_path: Path, no
     ("topics: [a, '..']\n", "FILE:5: topics[1]: '..' is not a Kafka topic name"),
     (f"topics: [{'x' * 250}]\n", "is not a Kafka topic name"),
     (f"topics: [a, {'x' * 249}]\n", "FILE:5: topics[1]: 249 characters, 'xxxxxxxxxxxxxxxxxxxx'...; allowed: at most 240 "
-                                   "(Kafka's 249, less 9 for the run's tag: the run names it NAME.<tag>)"),
+                                   "(Kafka's 249, less 9 for the run's tag: the run names it NAME.<tag>; keep_name: true keeps it as written, up to 249)"),
     ("topics:\n  - a\n  - b\n  - a\n", "FILE:8: topics[2]: 'a' is listed twice"),
     ("topics: [a.b, a_b]\n", "FILE:5: topics[1]: 'a_b' collides with 'a.b': Kafka refuses topic names that differ only in"),
     ("topics: []\n", "FILE:5: topics: empty: a scenario needs at least one topic"),
@@ -205,7 +205,7 @@ def test_run_refuses_an_alias_bomb_before_anything_is_written(tmp_path: Path, no
      "topics (eos-a, eos-b); did you mean 'eos-b'?"),
     ("faults:\n  - {at: 5, kind: kill-leader, of: eos-z/1}\n", "FILE:6: faults[0] (kill-leader at 5s) of: 'eos-z/1': 'eos-z'"),
     ("faults:\n  - {at: 5, kind: kill, target: leader, of: eos-a}\n", "of: 'eos-a': a leader is of TOPIC/PARTITION, e.g. eos-a/0"),
-    ("faults:\n  - {at: 5, kind: kill, target: leader, of: eos-a/3}\n", "of: 'eos-a/3': the scenario's topics have partitions 0 to 2"),
+    ("faults:\n  - {at: 5, kind: kill, target: leader, of: eos-a/3}\n", "of: 'eos-a/3': topic eos-a has partitions 0 to 2"),
     ("faults:\n  - {at: 5, kind: partition, partition: directed, target: 1, peer: leader, of: x/0}\n",
      "FILE:6: faults[0] (partition at 5s) of: 'x/0': 'x' is not one of the scenario's topics"),
     ("expect:\n  valid: false\n  fires: [duplicate, lost-writes]\n",
