@@ -116,15 +116,16 @@ def input_records(t: Tables, app: AppContract, names: Mapping[str, str] | None =
     ``committed`` (``user_record`` drops them)."""
     f = input_frame(t, app)
     out = []
-    for row in f.itertuples(index=False):
-        fmt = app.format_of(row.topic)
-        headers = _none(row.headers)
-        offset, ts = _none(row.offset), _none(row.timestamp)
-        out.append({"topic": (names or {}).get(row.topic, row.topic), "partition": int(row.partition),
-                    "offset": None if offset is None else int(offset), "key": decoded(fmt, _none(row.key)),
-                    "value": decoded(fmt, _none(row.payload)), "timestamp": None if ts is None else int(ts),
+    for row in f.to_dict("records"):
+        topic = str(row["topic"])
+        fmt = app.format_of(topic)
+        headers = _none(row["headers"])
+        offset, ts = _none(row["offset"]), _none(row["timestamp"])
+        out.append({"topic": (names or {}).get(topic, topic), "partition": int(row["partition"]),
+                    "offset": None if offset is None else int(offset), "key": decoded(fmt, _none(row["key"])),
+                    "value": decoded(fmt, _none(row["payload"])), "timestamp": None if ts is None else int(ts),
                     "headers": {str(k): str(v) for k, v in json.loads(headers)} if headers else {},
-                    ID: str(row.id), COMMITTED: bool(row.committed)})
+                    ID: str(row[ID]), COMMITTED: bool(row[COMMITTED])})
     return out
 
 

@@ -240,7 +240,7 @@ def _validate_app_fields(line: dict[str, Any]) -> None:
     """What the app's fields need beyond their own types: ``keys`` and ``records`` only on a ``txn``,
     one per send; ``app`` only on a read; an ``expect``'s input values and their outputs."""
     f = line["f"]
-    for name in ("keys", "records"):
+    for name, one in (("keys", "key"), ("records", "record")):
         per_send = line.get(name)
         if per_send is None:
             continue
@@ -248,7 +248,7 @@ def _validate_app_fields(line: dict[str, Any]) -> None:
             raise BadLine(name, f"{name} only on a txn op (one per send)", f"{name} on a {f} op")
         sends = line.get("value")
         if isinstance(sends, list) and len(per_send) != len(sends):
-            raise BadLine(name, f"one of {name} per send ({len(sends)})", f"{len(per_send)} {name}")
+            raise BadLine(name, f"one {one} per send ({len(sends)})", f"{len(per_send)} {name}")
     if line.get("app") is not None and f not in (SCAN, POLL):
         raise BadLine("app", "app only on a scan or poll op (a read of the app's output)", f"app on a {f} op")
     if f == EXPECT:

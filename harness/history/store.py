@@ -117,6 +117,10 @@ def _no_payloads() -> pd.DataFrame:
     return _Payloads().frame()
 
 
+#: The tables an older layout may lack (``OLDER_LAYOUTS``), each as it is when empty.
+_NO_TABLE: dict[str, Callable[[], pd.DataFrame]] = {"payloads": _no_payloads}
+
+
 @dataclass
 class Tables:
     """The history, flattened. Offsets are nullable integers (unknown for unacknowledged writes)."""
@@ -1010,8 +1014,7 @@ def load(run_dir: Path, persist: bool = False) -> Tables:
 
         def frame(name: str) -> pd.DataFrame:
             if name in lacking:
-                default: pd.DataFrame = Tables.__dataclass_fields__[name].default_factory()  # type: ignore[misc]
-                return default
+                return _NO_TABLE[name]()
             path = _file(pq, name)
             # ``row`` (the Spark engine's order) is the frame's order here: not read at all
             columns = [c for c in pq_io.read_schema(path).names if c != "row"]
