@@ -135,7 +135,7 @@ def test_a_generators_repeated_values_are_sent_with_unique_ids_and_recorded(tmp_
     assert invokes[0]["keys"] == ["k0", "k1", "k2", "k0", "k1"] and invokes[0]["records"][0][2] == [["src", "gen"]]
     for topic, part, (key, value, headers, ts) in client.records:  # on the wire: the payload, the id as a header
         assert topic == "app-in.r" and value == b"hello" and part == partition_of_bytes(key or b"", 3)
-        assert headers[0] == ("src", b"gen") and headers[-1][0] == FEEDER_ID_HEADER
+        assert headers[0] == ("src", b"gen") and headers[-1][0] == FEEDER_ID_HEADER and 1000 <= ts < 1030
     t = store.read_tables(tmp_path)  # the loader refuses a value written twice: the ids are unique
     assert len(t.payloads) == 30 and set(t.payloads["payload"]) == {"hello"}
     assert t.payloads["timestamp"].tolist() == [1000 + k for k in range(30)]
