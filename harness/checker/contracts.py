@@ -90,7 +90,8 @@ def _none(v: Any) -> Any:
 
 
 def inputs(t: Tables, app: AppContract) -> pd.DataFrame:
-    """Every write to the app's input topics: value, key, topic, partition, offset (acknowledged,
+    """Every write to the app's input topics: value (its id), key, payload (what the record's value
+    was: the ``payloads`` table's, else the value itself), topic, partition, offset (acknowledged,
     else where a read_committed read saw it; NA when neither), writer_op and ``committed``."""
     c = cols(t)
     rows = np.flatnonzero(t.writes["topic"].astype(object).isin(app.inputs).to_numpy(bool))
@@ -105,7 +106,12 @@ def inputs(t: Tables, app: AppContract) -> pd.DataFrame:
     acked = w["offset"].astype("Int64")
     offset = acked.fillna(pd.Series(seen.reindex(c.w_vid[rows]).to_numpy(), index=acked.index).astype("Int64"))
     keys = _plain_text(t.keys).drop_duplicates("value").set_index("value")["key"]
+    # what the feeder wrote as the record's value (its payload), where it recorded one: else the value is its own
+    pay = _plain_text(t.payloads).drop_duplicates("value").set_index("value")["payload"]
+    ids = w["value"].astype(object)
+    payload = np.where(ids.isin(pay.index).to_numpy(bool), pay.reindex(ids).to_numpy(object), ids.to_numpy(object))
     return pd.DataFrame({"value": w["value"].to_numpy(object), "key": keys.reindex(w["value"]).to_numpy(object),
+                         "payload": payload,
                          "topic": w["topic"].to_numpy(object), "partition": w["partition"].to_numpy(np.int64),
                          "offset": offset.to_numpy(), "writer_op": w["txn"].to_numpy(np.int64),
                          "committed": committed})
@@ -194,7 +200,7 @@ def _expected(t: Tables, app: AppContract, ins: pd.DataFrame) -> pd.DataFrame:
     nothing for cannot be judged: an error (the verdict is then unknown), never a finding."""
     if app.function == IDENTITY:
         return pd.DataFrame({"input": ins["value"], "seq": 0, "topic": app.outputs[0], "key": ins["key"],
-                             "value": ins["value"]})
+                             "value": ins["payload"]})
     failed = (t.meta.get("app_function_errors") or {}).get(app.app)
     if failed:
         raise HistoryError(f"app {app.app}: its contract function {app.function} gave no outputs: {failed}")
@@ -336,9 +342,9 @@ def _integers(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
 def _judge_aggregate(app: str, topic: str, fn: str, ins: pd.DataFrame,
                      found: pd.DataFrame) -> Judged:
     """One output topic of an aggregate: per key, its committed updates against the exact aggregate."""
-    ok, numbers = _integers(ins["value"])
+    ok, numbers = _integers(ins["payload"])
     if fn != COUNT and not ok.all():
-        raise HistoryError(f"app {app}: input value {ins['value'][~ok].iloc[0]!r} is not an integer; the feeder writes "
+        raise HistoryError(f"app {app}: input value {ins['payload'][~ok].iloc[0]!r} is not an integer; the feeder writes "
                          f"integers for an aggregate contract ({fn} of {topic})")
     exact = pd.Series(numbers, index=ins["key"].to_numpy(object)).groupby(level=0).agg(
         {COUNT: "size", SUM: "sum", MIN: "min", MAX: "max"}[fn])

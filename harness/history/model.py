@@ -42,6 +42,12 @@ Values written are strings unique in the whole run. Shapes of ``value``:
 An ``app`` (a user's own application, docs/APPS.md) is recorded by the harness around it:
 
 - ``txn`` extra ``keys``: one record key per send (null for none); the app's feeder sets it.
+- ``txn`` extra ``records``: one per send, ``[payload, timestamp ms, headers]``: what the app's feeder
+  wrote as the record's value (text as is, JSON as its JSON text, bytes as base64; null for a null
+  value), its timestamp, and its own headers (``[[name, value], ...]`` or null). The send's value is
+  then the record's id, the header ``FEEDER_ID_HEADER`` every feeder record carries, so values stay
+  unique however often a payload repeats; every reader of the app's inputs records that id as the
+  value it read (``feeder_id``). The ``payloads`` table.
 - ``app-contract``: the runner's one-line event naming an app and what it must do, value
   ``{"app", "contract": "map" | "aggregate", "inputs": [topic, ...], "outputs": [topic, ...],
   "function": "identity" | "module:function", "order": "per-key" | "none", "aggregates": {topic:
@@ -71,7 +77,7 @@ marker, key ``<query>/<batch>``, value ``spark-marker/<query>/<batch>/<process>/
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TypedDict
 
@@ -120,6 +126,23 @@ NEMESIS = "nemesis"
 FAULT_START, FAULT_STOP = "start", "stop"
 #: how a workload describes an abort it chose (not an error any client met)
 ABORTED_ON_PURPOSE = "aborted on purpose"
+
+#: The header every record of an app's feeder carries: its id, unique in the run (the send's value in
+#: the history); readers of the feeder's topics take it as the record's value (docs/APPS.md, "The feeder").
+FEEDER_ID_HEADER = "eos-chaos-id"
+#: How the feeder encodes a record's key and value (``app-contract``'s ``formats``, per input topic):
+#: UTF-8 text, JSON text, or bytes as they are (recorded as base64)
+TEXT, JSON, BYTES = "text", "json", "bytes"
+FORMATS = (TEXT, JSON, BYTES)
+
+
+def feeder_id(headers: Sequence[tuple[str, bytes | str | None]] | None) -> str | None:
+    """The feeder's id among a record's ``headers`` (None: not a feeder record)."""
+    for name, value in headers or ():
+        if name == FEEDER_ID_HEADER and value is not None:
+            return value if isinstance(value, str) else value.decode("utf-8", "replace")
+    return None
+
 
 #: An app's companions (harness/workloads/registry.py names them): the txn-producer feeding its
 #: input, and the reader of its output.
@@ -230,7 +253,7 @@ def position(topic: str, partition: int, offset: int) -> Position:
 
 #: The op fields every line may carry; anything else a line holds is kept in ``Op.extra``.
 _FIELDS = ("index", "time", "process", "type", "f", "value", "error", "txn_id", "commit_at", "offsets", "isolation",
-           "commit_retries", "aborts_refused", "abort_error", "batch", "ranges", "keys", "app")
+           "commit_retries", "aborts_refused", "abort_error", "batch", "ranges", "keys", "app", "records")
 _FIELD_SET = frozenset(_FIELDS)
 _UNSET: dict[str, Any] = dict.fromkeys(_FIELDS)
 
@@ -259,6 +282,8 @@ class Op:
     keys: list[str | None] | None = None
     #: the app whose output a ``scan`` / ``poll`` read
     app: str | None = None
+    #: a ``txn``'s records as the app's feeder wrote them, one per send: [payload, timestamp, headers]
+    records: list[list[Any]] | None = None
     #: fields of the line this model does not name (kept, so nothing a workload wrote is lost)
     extra: Mapping[str, Any] = field(default_factory=dict)
 

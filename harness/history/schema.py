@@ -56,6 +56,7 @@ from harness.history.model import (
     SCAN,
     SEND,
     SPARK_EVENTS,
+    TEXT,
     TXN,
 )
 
@@ -103,6 +104,9 @@ class Line(BaseModel):
     batch: StrictInt | None = None
     keys: list[StrictStr | None] | None = None
     app: Annotated[StrictStr, Field(min_length=1)] | None = None
+    #: per send, what the app's feeder wrote: [payload, timestamp ms, headers [[name, value], ...]]
+    records: list[tuple[StrictStr | None, Annotated[StrictInt, Field(ge=0)],
+                        list[tuple[StrictStr, StrictStr]] | None]] | None = None
 
 
 #: The kinds of contract an app declares, the orders a map contract keeps, an aggregate's functions
@@ -110,6 +114,8 @@ class Line(BaseModel):
 ContractKind = Literal["map", "aggregate"]
 Order = Literal["per-key", "none"]
 Aggregate = Literal["count", "sum", "min", "max"]
+#: How the feeder encodes an input topic's keys and values (``model.FORMATS``)
+Format = Literal["text", "json", "bytes"]
 
 
 class AppContract(BaseModel):
@@ -126,6 +132,12 @@ class AppContract(BaseModel):
     function: Annotated[StrictStr, Field(min_length=1)] = IDENTITY
     order: Order = "none"
     aggregates: dict[Text, Aggregate] = {}
+    #: the feeder's format per input topic (``text`` where not named): how its payloads decode
+    formats: dict[Text, Format] = {}
+
+    def format_of(self, topic: str) -> str:
+        """How the feeder encoded ``topic``'s keys and values (``text`` unless recorded)."""
+        return self.formats.get(topic, TEXT)
 
     def value(self) -> dict[str, Any]:
         """The ``app-contract`` op's value: a map contract names its function and order, an
@@ -136,6 +148,8 @@ class AppContract(BaseModel):
             v.update(function=self.function, order=self.order)
         else:
             v["aggregates"] = dict(self.aggregates)
+        if self.formats:
+            v["formats"] = dict(self.formats)
         return v
 
     @model_validator(mode="after")
@@ -146,6 +160,8 @@ class AppContract(BaseModel):
             raise ValueError("aggregates only in an aggregate contract")
         if self.contract == AGGREGATE and (not self.aggregates or not set(self.aggregates) <= set(self.outputs)):
             raise ValueError("an aggregate contract's aggregates: an aggregate for one or more of its outputs")
+        if not set(self.formats) <= set(self.inputs):
+            raise ValueError(f"formats: only of input topics, not {sorted(set(self.formats) - set(self.inputs))}")
         return self
 
 
@@ -221,15 +237,18 @@ def validate(line: Any) -> None:
 
 
 def _validate_app_fields(line: dict[str, Any]) -> None:
-    """What the app's fields need beyond their own types: ``keys`` only on a ``txn``, one per send;
-    ``app`` only on a read; an ``expect``'s input values and their outputs."""
-    f, keys = line["f"], line.get("keys")
-    if keys is not None:
+    """What the app's fields need beyond their own types: ``keys`` and ``records`` only on a ``txn``,
+    one per send; ``app`` only on a read; an ``expect``'s input values and their outputs."""
+    f = line["f"]
+    for name, one in (("keys", "key"), ("records", "record")):
+        per_send = line.get(name)
+        if per_send is None:
+            continue
         if f != TXN:
-            raise BadLine("keys", "keys only on a txn op (one per send)", f"keys on a {f} op")
+            raise BadLine(name, f"{name} only on a txn op (one per send)", f"{name} on a {f} op")
         sends = line.get("value")
-        if isinstance(sends, list) and len(keys) != len(sends):
-            raise BadLine("keys", f"one key per send ({len(sends)})", f"{len(keys)} keys")
+        if isinstance(sends, list) and len(per_send) != len(sends):
+            raise BadLine(name, f"one {one} per send ({len(sends)})", f"{len(per_send)} {name}")
     if line.get("app") is not None and f not in (SCAN, POLL):
         raise BadLine("app", "app only on a scan or poll op (a read of the app's output)", f"app on a {f} op")
     if f == EXPECT:

@@ -80,10 +80,14 @@ VALUES_TABLE = "values"
 #: The Parquet layout this code writes and reads. 1 (no number in meta.json): before the layout
 #: was versioned; 2: + the ``faults`` and ``spark_events`` tables (no more ``meta.spark``) and
 #: ``meta.errors_seen``; 3: the reads' ``pos`` packed with 11 bits of topic (``pack``), not 7;
-#: 4: + the app tables ``keys``, ``app_outputs`` and ``app_expected``, ``meta.apps`` and ``meta.app_scans``.
-LAYOUT = 4
+#: 4: + the app tables ``keys``, ``app_outputs`` and ``app_expected``, ``meta.apps`` and ``meta.app_scans``;
+#: 5: + ``payloads`` (what an app's feeder wrote per record id).
+LAYOUT = 5
+#: Earlier layouts read as they are when their JSON lines are gone, and the tables each lacks (read
+#: empty): a layout that only added tables loses nothing it had.
+OLDER_LAYOUTS: dict[int, tuple[str, ...]] = {4: ("payloads",)}
 TABLES = ("ops", "txns", "writes", "reads", "inits", "group_offsets", "faults", "spark_events", "keys", "app_outputs",
-          "app_expected")
+          "app_expected", "payloads")
 LOW_CARDINALITY = {"reads": ("process", "source", "isolation", "topic"), "writes": ("topic",),
                    "txns": ("process", "f", "outcome", "txn_id"), "ops": ("process", "type", "f"),
                    "app_outputs": ("app", "process", "source", "isolation", "topic"), "app_expected": ("app", "topic")}
@@ -109,6 +113,14 @@ def _no_app_expected() -> pd.DataFrame:
     return _AppExpected().frame()
 
 
+def _no_payloads() -> pd.DataFrame:
+    return _Payloads().frame()
+
+
+#: The tables an older layout may lack (``OLDER_LAYOUTS``), each as it is when empty.
+_NO_TABLE: dict[str, Callable[[], pd.DataFrame]] = {"payloads": _no_payloads}
+
+
 @dataclass
 class Tables:
     """The history, flattened. Offsets are nullable integers (unknown for unacknowledged writes)."""
@@ -132,6 +144,10 @@ class Tables:
     #: the outputs a ``map`` contract's function gives per input value (``expect`` ops): app,
     #: input, seq, topic, key, value; an input that yields nothing has one row of seq -1 and no topic
     app_expected: pd.DataFrame = field(default_factory=_no_app_expected)
+    #: what an app's feeder wrote per record (``txn`` extra ``records``): value (the record's id, as
+    #: in ``writes``), payload (the value as recorded: text, JSON text or base64; None for a null),
+    #: timestamp (ms), headers (the feeder's own, JSON text of ``[[name, value], ...]``, or None)
+    payloads: pd.DataFrame = field(default_factory=_no_payloads)
     meta: dict[str, Any] = field(default_factory=dict)
     #: derived data a checker run computes once (never saved)
     cache: dict[str, Any] = field(default_factory=dict)
@@ -315,6 +331,27 @@ class _Keys:
 
 
 @dataclass
+class _Payloads:
+    """The ``payloads`` table's columns: per record an app's feeder wrote, what it wrote."""
+
+    value: list[str] = field(default_factory=list)
+    payload: list[str | None] = field(default_factory=list)
+    timestamp: list[int] = field(default_factory=list)
+    headers: list[str | None] = field(default_factory=list)
+
+    def add(self, sends: list[Send], records: list[list[Any]]) -> None:
+        for s, (payload, timestamp, headers) in zip(sends, records):
+            self.value.append(s.value)
+            self.payload.append(payload)
+            self.timestamp.append(timestamp)
+            self.headers.append(None if headers is None else json.dumps(headers, separators=(",", ":")))
+
+    def frame(self) -> pd.DataFrame:
+        return pd.DataFrame({"value": _str(self.value), "payload": _str(self.payload),
+                             "timestamp": pd.array(self.timestamp, dtype="Int64"), "headers": _str(self.headers)})
+
+
+@dataclass
 class _AppOutputs(_Reads):
     """The ``app_outputs`` table's columns: one row per record a read of an app's output got, its
     records ``[offset, value, key]`` (value and key may be null)."""
@@ -476,6 +513,7 @@ def flatten(ops: Sequence[Op], truncated: list[str] | None = None) -> Tables:
     writes = _Writes()
     reads = _Reads()
     keys = _Keys()
+    payloads = _Payloads()
     app = _AppOps()
     init_rows: list[tuple[Any, ...]] = []
     group_rows: list[tuple[str, int, int]] = []
@@ -502,6 +540,8 @@ def flatten(ops: Sequence[Op], truncated: list[str] | None = None) -> Tables:
                 writes.send.append(s)
             if op.keys is not None:
                 keys.add(sends, op.keys)
+            if op.records is not None:
+                payloads.add(sends, op.records)
         elif t == INVOKE and f == INIT:
             done = pairs.get(op.index)
             init_rows.append((op.index, op.process, op.value, done.type if done else INFO,
@@ -542,7 +582,7 @@ def flatten(ops: Sequence[Op], truncated: list[str] | None = None) -> Tables:
     written = writes.frame()
     _refuse_reused_values(written, txns)
     return Tables(_ops_frame(ops), txns, written, reads.frame(), inits, groups, _faults_frame(fault_rows),
-                  _spark_frame(spark), keys.frame(), app.outputs.frame(), app.expected.frame(), meta)
+                  _spark_frame(spark), keys.frame(), app.outputs.frame(), app.expected.frame(), payloads.frame(), meta)
 
 
 def _ops_frame(ops: Sequence[Op]) -> pd.DataFrame:
@@ -839,11 +879,11 @@ def _recorded(run_dir: Path) -> tuple[sources.Files | None, str]:
 _PARQUET_MAGIC = b"PAR1"
 
 
-def _damaged(folder: Path) -> str | None:
+def _damaged(folder: Path, lacking: tuple[str, ...] = ()) -> str | None:
     """Why a table file in ``folder`` cannot be read (missing, not a file, cut short), in words;
-    None when each is there, whole as far as its first and last bytes tell (a cheap look, read
-    only at each end; damage inside is found when read, ``load``)."""
-    for name in (*TABLES, VALUES_TABLE):
+    None when each is there (but those its layout ``lacking``), whole as far as its first and last
+    bytes tell (a cheap look, read only at each end; damage inside is found when read, ``load``)."""
+    for name in (*(t for t in TABLES if t not in lacking), VALUES_TABLE):
         path = _file(folder, name)
         try:
             with path.open("rb") as f:
@@ -869,10 +909,10 @@ def stale_because(run_dir: Path) -> str | None:
     found = _layout_found(run_dir)
     if found is _NO_META:
         return f"there are no tables ({PARQUET_DIR}/{META_FILE})"
-    if found != LAYOUT:
-        return f"its layout is {found if found is not None else 'unnumbered (1)'}, this code's {LAYOUT}"
     files = _history_files(run_dir)
-    damaged = _damaged(run_dir / PARQUET_DIR)
+    if found != LAYOUT and (files or found not in OLDER_LAYOUTS):
+        return f"its layout is {found if found is not None else 'unnumbered (1)'}, this code's {LAYOUT}"
+    damaged = _damaged(run_dir / PARQUET_DIR, _lacking(found))
     if damaged is not None:
         if not files:
             raise _beyond_repair(run_dir, damaged)
@@ -907,12 +947,18 @@ def _beyond_repair(run_dir: Path, why: str) -> ConfigError:
                        f"({run_dir / HISTORY_DIR}/*.jsonl) are gone")
 
 
+def _lacking(layout: object) -> tuple[str, ...]:
+    """The tables a folder of ``layout`` does not have (an older one, ``OLDER_LAYOUTS``)."""
+    return OLDER_LAYOUTS.get(layout, ()) if isinstance(layout, int) and layout != LAYOUT else ()
+
+
 def _refuse_stale_layout(run_dir: Path) -> None:
-    """``ConfigError`` when the folder's Parquet is of another layout and no JSON lines are left to rebuild it."""
+    """``ConfigError`` when the folder's Parquet is of another layout, not one still read
+    (``OLDER_LAYOUTS``), and no JSON lines are left to rebuild it."""
     found = _layout_found(run_dir)
-    if found is not _NO_META and found != LAYOUT and not _history_files(run_dir):
+    if found is not _NO_META and found != LAYOUT and found not in OLDER_LAYOUTS and not _history_files(run_dir):
         raise ConfigError(f"{run_dir / PARQUET_DIR}: history layout {found if found is not None else 'unnumbered (1)'}; "
-                          f"this version reads layout {LAYOUT} only, and the JSON lines to rebuild it from "
+                          f"this version reads layout {LAYOUT} (and {', '.join(map(str, OLDER_LAYOUTS))}) only, and the JSON lines to rebuild it from "
                           f"({run_dir / HISTORY_DIR}/*.jsonl) are gone")
 
 
@@ -964,7 +1010,11 @@ def load(run_dir: Path, persist: bool = False) -> Tables:
         import pyarrow as pa
         import pyarrow.parquet as pq_io
 
+        lacking = _lacking(_layout_found(run_dir))
+
         def frame(name: str) -> pd.DataFrame:
+            if name in lacking:
+                return _NO_TABLE[name]()
             path = _file(pq, name)
             # ``row`` (the Spark engine's order) is the frame's order here: not read at all
             columns = [c for c in pq_io.read_schema(path).names if c != "row"]

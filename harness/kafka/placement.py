@@ -43,3 +43,11 @@ def colocated(base: str, candidate: str,
         if [coordinator_partition(name, p) for p in partitions] == want:
             return name
     raise LookupError(f"no name {candidate}-<j> below {MAX_TRIES} shares {base!r}'s coordinator")  # never seen
+
+
+def partition_of_bytes(key: bytes, partitions: int) -> int:
+    """The partition Kafka's default partitioner gives a record of ``key`` (its Java clients: murmur2
+    of the key's bytes, made positive, modulo the partitions)."""
+    from kafka.partitioner.default import murmur2
+
+    return int(murmur2(key) & 0x7FFFFFFF) % partitions

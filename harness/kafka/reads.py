@@ -15,6 +15,7 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition
 from clusters.kafka.health import QUIET
 from harness.base.errors import HarnessError, WaitTimeout
 from harness.base.wait import wait_until
+from harness.history.model import feeder_id
 
 #: A whole-topic scan of a run's few hundred thousand records takes seconds; a stuck LSO is waited
 #: for separately (``lso_lag``), so this only bounds a broker that stops answering.
@@ -30,6 +31,13 @@ class ReadBack:
 
     def values(self) -> list[str]:
         return [v for recs in self.records.values() for _, v in recs]
+
+
+def value_of(msg: Any) -> str:
+    """A consumed record's value as the history records it: the app feeder's id when the record
+    carries one (``FEEDER_ID_HEADER``: its payload may repeat, its id does not), else its value as text."""
+    found = feeder_id(msg.headers())
+    return found if found is not None else (msg.value() or b"").decode()
 
 
 def lso_lag(bootstrap: str, partitions: Mapping[str, int],
@@ -68,7 +76,8 @@ def read_all(bootstrap: str, topic: str, partitions: int, isolation: str = "read
              timeout: float = READ_BACK_TIMEOUT_S, stable: bool = True,
              record: Callable[[Any], tuple[Any, ...]] | None = None) -> ReadBack:
     """Read every partition of ``topic`` from offset 0 to its end: per partition ``(offset, value
-    text)``, or what ``record`` makes of each message (an app's output: its key too).
+    text)`` (``value_of``: a feeder record's id), or what ``record`` makes of each message (an app's
+    output: its key too, its value as it is).
 
     For read_committed the end is the last stable offset; with ``stable`` we require it to equal
     the high watermark (no transaction left open) within ``timeout``. Without (a transaction is
@@ -112,7 +121,7 @@ def read_all(bootstrap: str, topic: str, partitions: int, isolation: str = "read
                         done.add(part)
                     continue
                 raise HarnessError(f"read-back of {topic} failed: {err}")
-            records[part].append(record(msg) if record is not None else (offset, (msg.value() or b"").decode()))
+            records[part].append(record(msg) if record is not None else (offset, value_of(msg)))
         return ReadBack(records=records, end_offsets=end)
     finally:
         consumer.close()

@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]  # th
 
 from clusters.kafka.health import admin_client
 from harness.base.errors import ConfigError
+from harness.history.app_inputs import ID, decoded, user_record
 from harness.history.model import APP, APP_FEEDER, EXPECT, INVOKE, READ_COMMITTED, READ_UNCOMMITTED, SCAN, TXN, tp_key
 from harness.history.recorder import HISTORY_DIR, Recorder
 from harness.kafka.reads import read_all
@@ -61,7 +63,9 @@ def instances(sup: Processes) -> list[str]:
 
 def contract_value(s: AppSettings) -> dict[str, Any]:
     """The ``app-contract`` op's value (topics as the run names them)."""
-    return s.contract.recorded(APP, list(s.inputs), list(s.outputs)).value()
+    # formats other than text only: a contract of text inputs keeps the shape it always had
+    formats = {t: f for t in s.inputs if (f := s.feeder.source(t).format) != "text"}
+    return s.contract.recorded(APP, list(s.inputs), list(s.outputs), formats).value()
 
 
 def cwd_of(s: AppSettings) -> Path:
@@ -94,6 +98,29 @@ def preflight(sc: ScenarioView) -> None:
                               "word is the program (use {python} for the harness's own Python)")
     if s.contract.kind == "map" and s.contract.function != "identity":
         apply_function(s.contract.function, [], cwd)  # imports it: a wrong name is refused now
+    check_feed(s, cwd)
+
+
+def check_feed(s: AppSettings, cwd: Path) -> None:
+    """``ConfigError`` naming the function and its sample, or ``file:line``, when the feeder's
+    generators cannot be imported, raise or return the wrong shape on their sample (seq 0), or a
+    records file is missing or has a bad line: in a child process (the user's code never runs in
+    the runner), before anything starts."""
+    if not s.feeder.shaped():
+        return
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        f.write(orjson.dumps(s.feed()).decode())
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(cwd), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    try:
+        done = subprocess.run([sys.executable, "-m", "harness.workloads.feed", f.name], capture_output=True, cwd=cwd,
+                              env=env, timeout=FUNCTION_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise ConfigError(f"app setting feeder: its generators gave no sample within {FUNCTION_TIMEOUT_S:.0f}s") from None
+    finally:
+        os.unlink(f.name)
+    if done.returncode != 0:
+        err = done.stderr.decode(errors="replace").strip().splitlines()
+        raise ConfigError(f"app setting feeder: {err[-1] if err else f'its check exited {done.returncode}'}")
 
 
 # --------------------------------------------------------------------------------------- the drain
@@ -139,10 +166,15 @@ def feeder_inputs(run_dir: Path, s: AppSettings) -> list[dict[str, Any]]:
                     continue  # a line a kill cut off: the loader drops it too
                 if op.get("f") != TXN or op.get("type") != INVOKE:
                     continue
-                keys = op.get("keys") or [None] * len(op.get("value") or [])
-                for (_, topic, partition, value), key in zip(op.get("value") or [], keys):
+                sends = op.get("value") or []
+                keys = op.get("keys") or [None] * len(sends)
+                records = op.get("records") or [[v, None, None] for _, _, _, v in sends]
+                for (_, topic, partition, value), key, (payload, _, _) in zip(sends, keys, records):
                     if topic in s.inputs:
-                        seen.append({"topic": topic, "partition": partition, "key": key, "value": value})
+                        fmt = s.feeder.source(topic).format
+                        # the function gets the record as the app read it; the id pairs its outputs with it
+                        seen.append({"topic": topic, "partition": partition, "key": decoded(fmt, key),
+                                     "value": decoded(fmt, payload), "id": value})
     return seen
 
 
@@ -173,9 +205,9 @@ def record_expected(run_dir: Path, s: AppSettings, rec: Recorder, to_run: dict[s
     output records the function gives (topics as the run names them). How many inputs."""
     to_scenario = {run: name for name, run in to_run.items()}
     records = feeder_inputs(run_dir, s)
-    outs = apply_function(s.contract.function,
-                          [{**r, "topic": to_scenario.get(r["topic"], r["topic"])} for r in records], cwd)
-    pairs = [[r["value"], [[to_run.get(o["topic"], o["topic"]), o.get("key"), o.get("value")] for o in out]]
+    outs = apply_function(s.contract.function, [{**user_record(r), "topic": to_scenario.get(r["topic"], r["topic"])}
+                                                for r in records], cwd)
+    pairs = [[r[ID], [[to_run.get(o["topic"], o["topic"]), o.get("key"), o.get("value")] for o in out]]
              for r, out in zip(records, outs)]
     for i in range(0, len(pairs), EXPECT_CHUNK):
         rec.event("runner", EXPECT, {"app": APP, "inputs": pairs[i:i + EXPECT_CHUNK]}, type_="ok")

@@ -409,15 +409,18 @@ class Scenario(Strict):
 
 
 def _cwd_from(sc: Scenario, folder: Path) -> Scenario:
-    """``sc`` with its workloads' working folders (a kind's ``cwd_setting``: an app's) absolute: a
-    relative one (or none) is the scenario file's ``folder``'s, so the file runs the same from
-    wherever it is started."""
+    """``sc`` with its workloads' working folders (a kind's ``cwd_setting``: an app's) and the files
+    their settings name (``files_from``: an app feeder's records) absolute: a relative one (or no
+    folder) is the scenario file's ``folder``'s, so the file runs the same from wherever it is started."""
     workloads = []
     for w in sc.workloads:
         key = registry.kind(w.kind).cwd_setting
         cwd = w.settings.get(key) if key else None
         if key and not (cwd and (Path(cwd).is_absolute() or cwd.startswith("{"))):
             w = w.model_copy(update={"settings": {**w.settings, key: str(folder / cwd) if cwd else str(folder)}})
+        files_from = registry.kind(w.kind).files_from
+        if files_from is not None:
+            w = w.model_copy(update={"settings": files_from(w.settings, folder)})
         workloads.append(w)
     return sc.model_copy(update={"workloads": workloads})
 

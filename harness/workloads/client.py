@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 #: The producer's transaction.timeout.ms: larger than the outages our scenarios inject, so
 #: transactions survive them rather than expire (the incident scenario that wants expiry sets its
@@ -81,6 +81,19 @@ class Client(Protocol):
 
     def close(self) -> None:
         """Let go of the producer without waiting; never raises (a fenced producer is dropped too)."""
+
+
+#: One record as the app's feeder sends it: (key, value, headers, timestamp ms); its headers hold
+#: its id (``model.FEEDER_ID_HEADER``), which ``on_offset`` gets in place of the value.
+WireRecord = tuple[bytes | None, bytes | None, list[tuple[str, str | bytes | None]], int]
+
+
+@runtime_checkable
+class HeadersClient(Protocol):
+    """A ``Client`` that also sends records with headers and a timestamp (the app's feeder's)."""
+
+    def send_record(self, topic: str, partition: int, record: WireRecord, on_offset: OnOffset) -> None:
+        """Queue one record of the open transaction; ``on_offset`` gets its id header's bytes."""
 
 
 class Reader(Protocol):

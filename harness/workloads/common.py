@@ -28,7 +28,9 @@ from harness.workloads.client import (
     ClientError,
     ErrorFacts,
     GroupReader,
+    HeadersClient,
     Reader,
+    WireRecord,
 )
 from harness.workloads.clients import DEFAULT_LIBRARY, open_group_reader, open_producer, open_reader
 from harness.workloads.outcome import Phase, classify, indefinite, retry_commit, should_abort
@@ -217,6 +219,9 @@ class Txn:
     invoke_extra: dict[str, Any] | None = None
     recreate_on_indefinite: bool = False
     encode: Callable[[str], bytes] | None = None
+    #: an app feeder's records, one per send (the send's value is its id): sent with their headers
+    #: and timestamps by a ``HeadersClient``, in place of the value encoded
+    wire: list[WireRecord] | None = None
 
 
 @dataclass
@@ -239,6 +244,7 @@ def transaction(rec: Recorder, process: str, producer: Client, txn: Txn) -> str:
     sends = txn.sends
     rec.invoke(process, TXN, [["send", t, p, v] for t, p, v in sends], txn_id=txn.txn_id, **(txn.invoke_extra or {}))
     offsets: dict[bytes, int] = {}
+    # what each acknowledgement is matched by: the value's bytes, or a feeder record's id
     encoded = [txn.encode(v) if txn.encode is not None else v.encode() for _, _, v in sends]
     u = _Under()
 
@@ -282,7 +288,10 @@ def _write(rec: Recorder, process: str, producer: Client, txn: Txn, encoded: lis
         if txn.gap_s and k:
             producer.flush(CALL_TIMEOUT_S)
             time.sleep(txn.gap_s)  # simulated work between writes, not a wait on anything
-        producer.send(t, p, encoded[k], (txn.keys or {}).get(k), delivered)
+        if txn.wire is not None:
+            _shaped(producer).send_record(t, p, txn.wire[k], delivered)
+        else:
+            producer.send(t, p, encoded[k], (txn.keys or {}).get(k), delivered)
     if txn.before_commit is not None:
         u.extra = txn.before_commit()
     if txn.abort:
@@ -296,6 +305,13 @@ def _write(rec: Recorder, process: str, producer: Client, txn: Txn, encoded: lis
     if txn.hold_s:
         time.sleep(txn.hold_s)  # simulated processing time, not a wait on anything
     return False
+
+
+def _shaped(producer: Client) -> HeadersClient:
+    """``producer`` as a client that sends headers and timestamps (the feeder runs on one)."""
+    if not isinstance(producer, HeadersClient):
+        raise TypeError(f"{type(producer).__name__} cannot send records with headers (the app's feeder needs it)")
+    return producer
 
 
 def _failed(rec: Recorder, process: str, producer: Client, txn: Txn, u: _Under, exc: ClientError) -> str:

@@ -13,6 +13,7 @@ import re
 import types
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -30,7 +31,7 @@ from harness.history.model import (
     SPARK_JOB,
     TXN_PRODUCER,
 )
-from harness.history.schema import Aggregate, AppContract, ContractKind, Order
+from harness.history.schema import Aggregate, AppContract, ContractKind, Format, Order
 from harness.workloads import app_args
 from harness.workloads.client import CALL_TIMEOUT_S, TRANSACTION_TIMEOUT_MS
 from harness.workloads.clients import CLIENTS, DEFAULT_LIBRARY, LIBRARIES, parse
@@ -56,6 +57,8 @@ APP_ID = "eos-chaos-app"
 #: The feeder's transactions are small and quick: one left open by a kill is aborted by its
 #: coordinator within this, well before the drain ends.
 FEEDER_TRANSACTION_TIMEOUT_MS = 20_000
+#: ``module:function``: a name the harness imports and calls (a generator, a contract's function)
+FUNCTION_NAME = r"[A-Za-z_][\w.]*:[A-Za-z_]\w*"
 
 
 class Settings(BaseModel):
@@ -110,6 +113,9 @@ class TxnProducerSettings(Settings):
     #: and process names of its own (docs/reference/scenario-format.md): a producer has one open
     #: transaction at a time, so more producers are more transactions in flight when a fault lands
     producers: int = Field(1, ge=1, le=MAX_PRODUCERS)
+    #: an app's feeder: what it writes per input topic (generators, records files, formats), each
+    #: record with the id header (docs/APPS.md, "The feeder"); an app's entry sets it
+    feed: Feed | None = None
 
 
 class ReaderSettings(BaseModel):
@@ -141,18 +147,19 @@ class ContractSettings(BaseModel):
     aggregates: dict[str, Aggregate] = {}
     output_serde: OutputSerde = Field(default_factory=OutputSerde)
 
-    def recorded(self, app: str, inputs: list[str], outputs: list[str]) -> AppContract:
+    def recorded(self, app: str, inputs: list[str], outputs: list[str],
+                 formats: dict[str, Format] | None = None) -> AppContract:
         """The contract as the run records it (``app-contract``) for ``app`` reading ``inputs`` and
-        writing ``outputs`` (as the run names them)."""
+        writing ``outputs`` (as the run names them), its feeder writing ``formats`` per input."""
         return AppContract(app=app, contract=self.kind, inputs=list(inputs), outputs=list(outputs), function=self.function,
-                           order=self.order, aggregates=dict(self.aggregates))
+                           order=self.order, aggregates=dict(self.aggregates), formats=dict(formats or {}))
 
     @model_validator(mode="after")
     def _fits_its_kind(self) -> ContractSettings:
         if self.kind == "map":
             if self.aggregates:
                 raise ValueError("aggregates: only in an aggregate contract")
-            if self.function != IDENTITY and not re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*", self.function):
+            if self.function != IDENTITY and not re.fullmatch(FUNCTION_NAME, self.function):
                 raise ValueError(f"function: {self.function!r}; allowed: identity, or module:function "
                                  "(an importable module, a function of it)")
         else:
@@ -188,16 +195,79 @@ class AppReady(BaseModel):
         return self
 
 
-class AppFeeder(BaseModel):
-    """The app's input, written by the harness: seeded, keyed, some transactions aborted."""
+class FeederInput(BaseModel):
+    """One input topic's own input (``feeder.inputs.TOPIC``): what the feeder writes there, how fast
+    and in what format, each defaulting to the feeder's."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+    #: ``module:function(rnd: random.Random, seq: int) -> {"key", "value", "headers", "timestamp"}``
+    generator: str | None = None
+    #: a JSON-lines file of such records, replayed in order (a scenario file's: relative to that file)
+    records: str | None = None
+    #: records per second to this topic at most (0: as fast as it goes)
+    rate: float | None = Field(None, ge=0)
+    #: how keys and values are encoded: UTF-8 text, JSON text, or bytes as they are
+    format: Format | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> FeederInput:
+        if self.generator is not None and self.records is not None:
+            raise ValueError("generator and records: one of them (a generator makes records, a file replays them)")
+        if self.generator is not None and not re.fullmatch(FUNCTION_NAME, self.generator):
+            raise ValueError(f"generator: {self.generator!r}; allowed: module:function (an importable module, "
+                             "a function of it taking (rnd, seq))")
+        return self
+
+
+class AppFeeder(FeederInput):
+    """The app's input, written by the harness: seeded, keyed, some transactions aborted; by
+    default values unique in the run on keys ``k0`` .. (integers for an aggregate contract), or
+    what a generator of the user's or a file of records gives (docs/APPS.md, "The feeder")."""
+
     values_per_txn: int = Field(10, ge=1, le=10_000)
     abort_share: float = Field(0.2, ge=0, le=1)
     keys: int = Field(16, ge=1, le=100_000)
-    #: input values per second at most (0: as fast as it goes)
+    #: input values per second at most, over the input topics without a rate of their own (0: as fast as it goes)
     rate: float = Field(200, ge=0)
     value_serde: Literal["string", "long"] = "string"
+    #: per input topic (the scenario's name): its own generator, records, rate or format
+    inputs: dict[str, FeederInput] = {}
+
+    def source(self, topic: str) -> FeedSource:
+        """What the feeder writes to input ``topic`` (the scenario's name)."""
+        own = self.inputs.get(topic) or FeederInput.model_validate({})
+        made = own.generator is not None or own.records is not None
+        return FeedSource(generator=own.generator if made else self.generator,
+                          records=own.records if made else self.records, rate=own.rate,
+                          format=own.format or self.format or "text")
+
+    def shaped(self) -> bool:
+        """The user shapes the input: a generator, a records file, a format other than text."""
+        sources = [self.source(t) for t in self.inputs] + [self.source("")]
+        return any(s.generator or s.records or s.format != "text" for s in sources)
+
+
+class FeedSource(BaseModel):
+    """One input topic's source as the feeder process gets it (``AppFeeder.source``); rate None: it
+    shares the feeder's ``rate`` with the other topics of none."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    generator: str | None = None
+    records: str | None = None
+    rate: float | None = None
+    format: Format = "text"
+
+
+class Feed(BaseModel):
+    """An app feeder's input sources (txn-producer setting ``feed``, the app's entry sets it): per
+    input topic, as the scenario names it; and where a generator is imported from (the app's folder)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    inputs: dict[str, FeedSource]
+    path: str | None = None
+
+
+TxnProducerSettings.model_rebuild()
 
 
 class AppSettings(BaseModel):
@@ -234,6 +304,7 @@ class AppSettings(BaseModel):
         if self.contract.function == IDENTITY and self.contract.kind == "map" and len(self.outputs) != 1:
             raise ValueError(f"contract: identity copies to one output topic; outputs has {len(self.outputs)} "
                              "(name a module:function for more)")
+        self._feeder_fits()
         serde = self.contract.output_serde
         if self.contract.function == IDENTITY and self.contract.kind == "map" and (
                 serde.value != self.feeder.value_serde or serde.key != "string"):
@@ -244,6 +315,26 @@ class AppSettings(BaseModel):
                              f"{{key: string, value: {self.feeder.value_serde}}}, or name a module:function that "
                              "converts")
         return self
+
+
+    def _feeder_fits(self) -> None:
+        """``feeder.inputs`` names input topics; formats fit the serde and an identity copy."""
+        stray = sorted(set(self.feeder.inputs) - set(self.inputs))
+        if stray:
+            raise ValueError(f"feeder.inputs: {stray} not in inputs {self.inputs}")
+        formats = {t: self.feeder.source(t).format for t in self.inputs}
+        if self.feeder.value_serde != "string" and set(formats.values()) != {"text"}:
+            raise ValueError(f"feeder.value_serde: {self.feeder.value_serde} writes 8-byte integers, which only the "
+                             f"text format's default values are; formats are {formats}")
+        if self.contract.kind == "map" and self.contract.function == IDENTITY and "bytes" in formats.values():
+            # the output is read as text: a copy of bytes that are not UTF-8 would read as a mismatch
+            raise ValueError("feeder.format: bytes cannot be judged by an identity copy (its output is read as "
+                             "text); name a module:function contract, or use format text or json")
+
+    def feed(self) -> dict[str, Any]:
+        """The feeder's ``feed`` setting: each input topic's source, and where generators import from."""
+        path = self.cwd if self.cwd and "{" not in self.cwd else None
+        return Feed(inputs={t: self.feeder.source(t) for t in self.inputs}, path=path).model_dump()
 
 
 class AppReaderSettings(BaseModel):
@@ -384,6 +475,9 @@ class Kind:
     #: a setting naming a working folder, which a scenario file's loader makes absolute (relative
     #: to the file's folder; none: the file's folder)
     cwd_setting: str | None = None
+    #: its settings with the files they name made absolute, relative to a scenario file's folder
+    #: (an app feeder's ``records``)
+    files_from: Callable[[dict[str, Any], Path], dict[str, Any]] | None = None
     #: its transactions' ids start with its consumer group's name (an app's ``{id}``): what a
     #: fault on "the coordinator" of a scenario with it means (``default_transactional_id``)
     transactions_of_group: bool = False
@@ -420,7 +514,8 @@ def _app_companions(settings: dict[str, Any]) -> list[Process]:
     app = AppSettings.model_validate(settings)
     feeder = {"topics": list(app.inputs), "values_per_txn": app.feeder.values_per_txn, "abort_share": app.feeder.abort_share,
               "keys": app.feeder.keys, "rate": app.feeder.rate, "value_serde": app.feeder.value_serde,
-              "integer_values": app.contract.kind == "aggregate", "transaction_timeout_ms": FEEDER_TRANSACTION_TIMEOUT_MS}
+              "integer_values": app.contract.kind == "aggregate", "transaction_timeout_ms": FEEDER_TRANSACTION_TIMEOUT_MS,
+              "feed": app.feed()}
     reader = {"app": "app", "outputs": list(app.outputs), "output_serde": app.contract.output_serde.model_dump()}
     return [("txn-producer", APP_FEEDER, feeder, True), (APP_READER, APP_READER, reader, True)]
 
@@ -450,6 +545,26 @@ def _app_topics_its_own(me: int, entries: Sequence[tuple[str, dict[str, Any]]], 
                         "against the feeder's input alone, so records of another writer would read as the app's "
                         f"mistakes; give it topics of its own ({', '.join(mine) if mine else 'add one to topics'})")]
     return []
+
+
+def _feeder_files_from(settings: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """An app's settings with its feeder's ``records`` files (its own and each input's) absolute:
+    relative ones are the scenario file's ``folder``'s."""
+    feeder = settings.get("feeder")
+    if not isinstance(feeder, dict):
+        return settings
+
+    def fixed(source: Any) -> Any:
+        path = source.get("records") if isinstance(source, dict) else None
+        if not isinstance(path, str) or Path(path).is_absolute():
+            return source
+        return {**source, "records": str(folder / path)}
+
+    inputs = feeder.get("inputs")
+    feeder = fixed(feeder)
+    if isinstance(inputs, dict):
+        feeder = {**feeder, "inputs": {t: fixed(v) for t, v in inputs.items()}}
+    return {**settings, "feeder": feeder}
 
 
 def _writes_output_and_markers(settings: dict[str, Any], unnamed: list[str]) -> list[str]:
@@ -485,7 +600,7 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind(APP, "harness.workloads.app_wrapper", AppSettings, topic_settings=("inputs", "outputs"), group="id",
          ready_ops=(APP_READY,), libraries=(DEFAULT_LIBRARY,), companions=_app_companions,
          one_entry="a scenario puts one app under test (count: N runs N instances of it)", problems=_app_problems,
-         cwd_setting="cwd", transactions_of_group=True, others_problems=_app_topics_its_own,
+         cwd_setting="cwd", transactions_of_group=True, others_problems=_app_topics_its_own, files_from=_feeder_files_from,
          library_note=f"an app brings its own client; the harness's feeder and reader of it run on {DEFAULT_LIBRARY}"),
     Kind(APP_READER, "harness.workloads.app_reader", AppReaderSettings, libraries=(DEFAULT_LIBRARY,), internal=True),
 )}

@@ -15,20 +15,22 @@ Settings: ``registry.TxnProducerSettings``.
 from __future__ import annotations
 
 import random
+import sys
 import time
 from collections.abc import Callable
 from math import floor
 from pathlib import Path
 
 from confluent_kafka import KafkaError, KafkaException, Producer
-from kafka.partitioner.default import murmur2
 
 from harness.history.model import OK, SEND
 from harness.history.recorder import Recorder
+from harness.kafka.placement import partition_of_bytes
 from harness.kafka.serde import encode
 from harness.workloads.client import CALL_TIMEOUT_S, Client, ErrorFacts
 from harness.workloads.clients.confluent import error_facts, facts_of
 from harness.workloads.common import Retired, StopFlag, Txn, WorkloadConfig, drop, init, new_producer, side_by_side, transaction
+from harness.workloads.feed import INTEGER_STRIDE, Feeder, FeedError, Feeding
 from harness.workloads.outcome import Phase, classify
 from harness.workloads.registry import MAX_VALUES_PER_TXN, TxnProducerSettings
 from harness.workloads.txn_ids import transactional_id
@@ -49,9 +51,8 @@ def pick_sends(cfg: WorkloadConfig, s: TxnProducerSettings, rnd: random.Random, 
                     else [f"{prefix}-{k}".ljust(width, ".") for k in range(n)]))
 
 
-#: an incarnation's integer values are ``incarnation * INTEGER_STRIDE + 1 ...``: distinct in the run
-#: (incarnations are), and small enough for an app to sum many of them in a long
-INTEGER_STRIDE = 10_000_000
+#: How long an app's feeder whose records files are used up waits between looks at the stop flag.
+IDLE_S = 0.5
 
 
 def keyed_sends(cfg: WorkloadConfig, s: TxnProducerSettings, rnd: random.Random, values: list[str]) -> tuple[
@@ -65,7 +66,7 @@ def keyed_sends(cfg: WorkloadConfig, s: TxnProducerSettings, rnd: random.Random,
 
 def partition_of(key: str, partitions: int) -> int:
     """The partition Kafka's default partitioner gives ``key`` (its Java clients: murmur2, positive)."""
-    return int(murmur2(key.encode()) & 0x7FFFFFFF) % partitions
+    return partition_of_bytes(key.encode(), partitions)
 
 
 def producer_random(cfg: WorkloadConfig, k: int) -> random.Random:
@@ -150,6 +151,41 @@ def _transactional(cfg: WorkloadConfig, s: TxnProducerSettings, rec: Recorder, s
             drop(producer)
 
 
+def run_fed(cfg: WorkloadConfig, s: TxnProducerSettings, rec: Recorder, stop: StopFlag,
+            open_client: OpenClient = new_producer) -> None:
+    """An app's feeder (``s.feed``): transactions of one input topic each, of the records its
+    ``Feeder`` makes, each with its id header; the ``txn`` op records keys and ``records``. Until
+    ``stop``, or until every input's records file is used up (then idle)."""
+    assert s.feed is not None
+    txn_id = transactional_id(cfg.name)
+    rnd = producer_random(cfg, 0)
+    names = {run: name for name, run in cfg.topic_names.items()}
+    feeder = Feeder(s.feed, names, cfg.seed, rnd, Feeding(s.keys, s.integer_values, s.value_serde == "long",
+                                                          cfg.partitions), s.rate)
+    while not stop:
+        process = rec.new_process(cfg.name)
+        producer = open_client(cfg, txn_id)
+        try:
+            init(rec, process, producer, txn_id)
+            seq = 0
+            while not stop:
+                wait = feeder.due_in()
+                if wait is None or wait > 0:
+                    idle(stop, IDLE_S if wait is None else wait)
+                    continue
+                out = feeder.batch(process, seq, s.values_per_txn, incarnation_of(process))
+                seq += 1
+                transaction(rec, process, producer, Txn(
+                    txn_id, [(o.topic, o.partition, o.id) for o in out], abort=rnd.random() < s.abort_share,
+                    sole_writer=True, commit_timeout_s=s.commit_timeout_s,
+                    wire=[(o.key, o.value, o.wire_headers(), o.timestamp) for o in out],
+                    invoke_extra={"keys": [o.key_text for o in out], "records": [o.record() for o in out]}))
+        except Retired:
+            continue
+        finally:
+            drop(producer)
+
+
 def run_plain(cfg: WorkloadConfig, s: TxnProducerSettings, rec: Recorder, stop: StopFlag) -> None:
     """Non-transactional sends: each value its own op, ok with the offset Kafka returned; ``s.producers``
     producers side by side."""
@@ -195,7 +231,13 @@ def main() -> None:
     stop = StopFlag(cfg.max_seconds)
     s = TxnProducerSettings.model_validate(cfg.settings)
     with Recorder(Path(cfg.run_dir), cfg.name) as rec:
-        if s.transactional:
+        if s.feed is not None:
+            try:
+                run_fed(cfg, s, rec, stop)
+            except FeedError as exc:  # the user's generator or records: said in the feeder's log, never a traceback
+                print(f"{cfg.name}: {exc}", file=sys.stderr, flush=True)
+                raise SystemExit(2) from None
+        elif s.transactional:
             run_transactional(cfg, s, rec, stop)
         else:
             run_plain(cfg, s, rec, stop)

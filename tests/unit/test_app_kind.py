@@ -239,7 +239,7 @@ def test_the_feeder_inputs_are_read_from_its_history(tmp_path: Path) -> None:
     (h / "app-feeder.jsonl").write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in lines) + b'{"cut')
     s = AppSettings.model_validate(scenario.load(str(_app_file(tmp_path))).workloads[0].settings
                                    | {"inputs": ["in.r1"], "outputs": ["out.r1"]})
-    assert app_run.feeder_inputs(tmp_path, s) == [{"topic": "in.r1", "partition": 2, "key": "k1", "value": "5"}]
+    assert app_run.feeder_inputs(tmp_path, s) == [{"topic": "in.r1", "partition": 2, "key": "k1", "value": "5", "id": "5"}]
 
 
 # ---------------------------------------------------------------------------------------------- the wrapper

@@ -10,7 +10,9 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from clusters.kafka.health import QUIET
-from harness.workloads.client import ClientError, ErrorFacts, OnOffset, Record
+from harness.history.model import feeder_id
+from harness.kafka.reads import value_of
+from harness.workloads.client import ClientError, ErrorFacts, OnOffset, Record, WireRecord
 
 #: Codes meaning "a newer instance of this transactional.id exists": retire this producer.
 FENCED_CODES = {KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH}
@@ -82,6 +84,18 @@ def _delivery_report(on_offset: OnOffset) -> Callable[[KafkaError | None, Any], 
     return delivered
 
 
+def _delivery_by_id(on_offset: OnOffset) -> Callable[[KafkaError | None, Any], None]:
+    """A delivery callback handing each acknowledged feeder record's id (its header) and offset to
+    ``on_offset``: its value may repeat, its id does not."""
+
+    def delivered(err: KafkaError | None, msg: Any) -> None:
+        if err is None:
+            found = feeder_id(msg.headers())
+            on_offset(found.encode() if found is not None else msg.value(), msg.offset())
+
+    return delivered
+
+
 class ConfluentClient:
     """A transactional ``confluent_kafka.Producer`` behind the ``Client`` protocol."""
 
@@ -125,6 +139,19 @@ class ConfluentClient:
             with client_errors():
                 raise
 
+    def send_record(self, topic: str, partition: int, record: WireRecord, on_offset: OnOffset) -> None:
+        key, value, headers, timestamp_ms = record
+        delivered = _delivery_by_id(on_offset)
+        while True:
+            try:
+                with client_errors():
+                    self.producer.produce(topic, value, key, partition=partition, on_delivery=delivered,
+                                          headers=headers, timestamp=timestamp_ms)
+                return
+            except BufferError:
+                with client_errors():
+                    self.producer.poll(0.1)  # local queue full: let deliveries drain
+
     def flush(self, timeout_s: float) -> None:
         with client_errors():
             self.producer.flush(timeout_s)
@@ -162,7 +189,7 @@ class _Consumer:
     def poll(self, max_records: int, timeout_s: float) -> list[Record]:
         with client_errors():
             msgs = self.consumer.consume(max_records, timeout_s)
-        return [(str(m.topic()), int(m.partition() or 0), int(m.offset() or 0), (m.value() or b"").decode())
+        return [(str(m.topic()), int(m.partition() or 0), int(m.offset() or 0), value_of(m))
                 for m in msgs if m.error() is None]
 
     def close(self) -> None:

@@ -21,6 +21,7 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka import errors as kerrors
 from kafka.structs import OffsetAndMetadata
 
+from harness.history.model import feeder_id
 from harness.workloads.client import ClientError, ErrorFacts, OnOffset, Record
 from harness.workloads.clients.setting_names import java_names
 
@@ -173,6 +174,13 @@ class KafkaPythonClient:
             self.producer._sender.force_close()
 
 
+def _value_or_id(r: Any) -> str:
+    """A consumed record's value as the history records it: the feeder's id when it carries one
+    (as ``harness.kafka.reads.value_of``, over kafka-python's record)."""
+    found = feeder_id(r.headers)
+    return found if found is not None else (r.value or b"").decode()
+
+
 class _Consumer:
     """What both readers share: a read_committed ``kafka.KafkaConsumer``, its polls, its close."""
 
@@ -185,7 +193,7 @@ class _Consumer:
     def poll(self, max_records: int, timeout_s: float) -> list[Record]:
         with client_errors():
             batches = self.consumer.poll(timeout_ms=int(timeout_s * 1000), max_records=max_records)
-        return [(str(r.topic), int(r.partition), int(r.offset), (r.value or b"").decode())
+        return [(str(r.topic), int(r.partition), int(r.offset), _value_or_id(r))
                 for records in batches.values() for r in records]
 
     def close(self) -> None:

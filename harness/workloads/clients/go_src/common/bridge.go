@@ -85,6 +85,18 @@ type received struct {
 	value  []byte
 }
 
+// FeederIDHeader is the header of an app feeder's record id (harness/history/model.py FEEDER_ID_HEADER):
+// the record's value in the history, since its payload may repeat.
+const FeederIDHeader = "eos-chaos-id"
+
+// valueOrID is a consumed record's value as the history records it: its feeder id header when it has one.
+func valueOrID(value []byte, header func(string) ([]byte, bool)) []byte {
+	if id, ok := header(FeederIDHeader); ok {
+		return id
+	}
+	return value
+}
+
 // config is a request's client settings, by their Java names (values as text, as a properties file
 // has them); a library takes the ones it knows and refuses the rest, naming what it knows.
 type config map[string]string

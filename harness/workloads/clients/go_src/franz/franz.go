@@ -242,7 +242,14 @@ func poll(ctx context.Context, cl *kgo.Client, max int) ([]received, error) {
 	fetches := cl.PollRecords(ctx, max)
 	var out []received
 	fetches.EachRecord(func(r *kgo.Record) {
-		out = append(out, received{topicPartition{r.Topic, r.Partition}, r.Offset, r.Value})
+		out = append(out, received{topicPartition{r.Topic, r.Partition}, r.Offset, valueOrID(r.Value, func(k string) ([]byte, bool) {
+			for _, h := range r.Headers {
+				if h.Key == k {
+					return h.Value, true
+				}
+			}
+			return nil, false
+		})})
 	})
 	for _, fe := range fetches.Errors() {
 		// the poll's own deadline is an empty poll, not an error

@@ -318,7 +318,15 @@ func transient(err error) bool {
 func toReceived(ds []delivery) []received {
 	out := make([]received, 0, len(ds))
 	for _, d := range ds {
-		out = append(out, received{topicPartition{d.m.Topic, d.m.Partition}, d.m.Offset, d.m.Value})
+		headers := d.m.Headers
+		out = append(out, received{topicPartition{d.m.Topic, d.m.Partition}, d.m.Offset, valueOrID(d.m.Value, func(k string) ([]byte, bool) {
+			for _, h := range headers {
+				if h != nil && string(h.Key) == k {
+					return h.Value, true
+				}
+			}
+			return nil, false
+		})})
 	}
 	return out
 }

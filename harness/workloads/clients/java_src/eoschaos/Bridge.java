@@ -40,6 +40,7 @@ import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
@@ -55,6 +56,8 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  */
 public final class Bridge {
     static final ObjectMapper JSON = new ObjectMapper();
+    /** The header of an app feeder's record id (harness/history/model.py FEEDER_ID_HEADER). */
+    static final String FEEDER_ID_HEADER = "eos-chaos-id";
     /** Past Java's own deadline (max.block.ms) a call still gets this long to report its own TimeoutException. */
     static final long OWN_TIMEOUT_MARGIN_MS = 5_000;
 
@@ -442,7 +445,10 @@ public final class Bridge {
                     n++;
                     ArrayNode rec = out.addArray();
                     rec.add(r.topic()).add(r.partition()).add(r.offset());
-                    rec.add(r.value() == null ? "" : new String(r.value(), StandardCharsets.UTF_8));
+                    // an app feeder's record: its id (the header) is its value in the history, its payload may repeat
+                    Header id = r.headers().lastHeader(FEEDER_ID_HEADER);
+                    byte[] value = id != null && id.value() != null ? id.value() : r.value();
+                    rec.add(value == null ? "" : new String(value, StandardCharsets.UTF_8));
                 }
                 for (Map.Entry<TopicPartition, Long> e : rewindTo.entrySet()) c.seek(e.getKey(), e.getValue());
             } catch (RuntimeException e) {
