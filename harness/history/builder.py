@@ -55,19 +55,22 @@ class History:
 
     def txn(self, process: str, sends: list[tuple[str, int, str, int | None]], outcome: str = OK,
             txn_id: str | None = None, keys: list[str | None] | None = None, error: str | None = None,
-            took: int = 0) -> None:
+            took: int = 0, records: list[tuple[str | None, int, list[tuple[str, str]] | None]] | None = None) -> None:
         """``sends``: (topic, partition, value, offset Kafka returned or None); ``keys``: one per send;
         ``error``: a failed or unknown one's (a timeout unless said); ``took``: ns more between its
-        invoke and its completion."""
-        self.begin(process, sends, txn_id, keys)
+        invoke and its completion; ``records``: one ``(payload, timestamp ms, headers)`` per send."""
+        self.begin(process, sends, txn_id, keys, records)
         self.t += took
         self.end(process, sends, outcome, txn_id, error)
 
     def begin(self, process: str, sends: list[tuple[str, int, str, int | None]], txn_id: str | None = None,
-              keys: list[str | None] | None = None) -> None:
+              keys: list[str | None] | None = None,
+              records: list[tuple[str | None, int, list[tuple[str, str]] | None]] | None = None) -> None:
         """A transaction's invoke alone (``end`` completes it): ops of other processes may come between."""
         self._add(process=process, type=INVOKE, f=TXN, value=[["send", t, p, v] for t, p, v, _ in sends], txn_id=txn_id,
-                  **({"keys": keys} if keys is not None else {}))
+                  **({"keys": keys} if keys is not None else {}),
+                  **({"records": [[p, ts, None if h is None else [list(x) for x in h]] for p, ts, h in records]}
+                     if records is not None else {}))
 
     def end(self, process: str, sends: list[tuple[str, int, str, int | None]], outcome: str = OK,
             txn_id: str | None = None, error: str | None = None) -> None:

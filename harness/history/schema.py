@@ -187,6 +187,8 @@ _APP_VALUES: dict[tuple[str, str | None], TypeAdapter[Any]] = {
     (SCAN, None): TypeAdapter(AppRecords),
 }
 _EXPECTED = TypeAdapter(list[tuple[Text, list[_OUTPUT]]])
+#: a ``txn``'s ``records``, one per send: ``[payload, timestamp ms, headers]`` (docs/APPS.md)
+_RECORDS = TypeAdapter(list[tuple[Text | None, Annotated[StrictInt, Field(ge=0)], list[tuple[Text, Text]] | None]])
 _LINE = TypeAdapter(Line)
 assert set(COMPLETIONS) | {INVOKE} == {"invoke", "ok", "fail", "info"}
 assert {READ_COMMITTED, READ_UNCOMMITTED} == {"read_committed", "read_uncommitted"}
@@ -230,6 +232,17 @@ def _validate_app_fields(line: dict[str, Any]) -> None:
         sends = line.get("value")
         if isinstance(sends, list) and len(keys) != len(sends):
             raise BadLine("keys", f"one key per send ({len(sends)})", f"{len(keys)} keys")
+    records = line.get("records")
+    if records is not None:
+        if f != TXN:
+            raise BadLine("records", "records only on a txn op (one per send)", f"records on a {f} op")
+        try:
+            _RECORDS.validate_python(records)
+        except ValidationError as exc:
+            raise _bad(exc, ("records",)) from None
+        sends = line.get("value")
+        if isinstance(sends, list) and len(records) != len(sends):
+            raise BadLine("records", f"one record per send ({len(sends)})", f"{len(records)} records")
     if line.get("app") is not None and f not in (SCAN, POLL):
         raise BadLine("app", "app only on a scan or poll op (a read of the app's output)", f"app on a {f} op")
     if f == EXPECT:

@@ -80,10 +80,11 @@ VALUES_TABLE = "values"
 #: The Parquet layout this code writes and reads. 1 (no number in meta.json): before the layout
 #: was versioned; 2: + the ``faults`` and ``spark_events`` tables (no more ``meta.spark``) and
 #: ``meta.errors_seen``; 3: the reads' ``pos`` packed with 11 bits of topic (``pack``), not 7;
-#: 4: + the app tables ``keys``, ``app_outputs`` and ``app_expected``, ``meta.apps`` and ``meta.app_scans``.
-LAYOUT = 4
+#: 4: + the app tables ``keys``, ``app_outputs`` and ``app_expected``, ``meta.apps`` and ``meta.app_scans``;
+#: 5: + ``payloads`` (the feeder's record payloads, timestamps and headers).
+LAYOUT = 5
 TABLES = ("ops", "txns", "writes", "reads", "inits", "group_offsets", "faults", "spark_events", "keys", "app_outputs",
-          "app_expected")
+          "app_expected", "payloads")
 LOW_CARDINALITY = {"reads": ("process", "source", "isolation", "topic"), "writes": ("topic",),
                    "txns": ("process", "f", "outcome", "txn_id"), "ops": ("process", "type", "f"),
                    "app_outputs": ("app", "process", "source", "isolation", "topic"), "app_expected": ("app", "topic")}
@@ -107,6 +108,10 @@ def _no_app_outputs() -> pd.DataFrame:
 
 def _no_app_expected() -> pd.DataFrame:
     return _AppExpected().frame()
+
+
+def _no_payloads() -> pd.DataFrame:
+    return _Payloads().frame()
 
 
 @dataclass
@@ -143,6 +148,10 @@ class Tables:
     #: the history files the tables were flattened from (``read_tables``) or verified against (``load``);
     #: None: built in memory (``save`` then records the folder's files as they are)
     source: sources.Files | None = None
+    #: what each written value (the feeder's ``eos-chaos-id``) carried, from a ``txn``'s ``records``:
+    #: value, payload (text: as the feeder's format writes it down; None for a null), timestamp (ms),
+    #: headers (JSON text of ``[[k, v], ...]``, or None)
+    payloads: pd.DataFrame = field(default_factory=_no_payloads)
 
 
 def read_ops(run_dir: Path) -> tuple[list[Op], list[str]]:
@@ -315,6 +324,28 @@ class _Keys:
 
 
 @dataclass
+class _Payloads:
+    """The ``payloads`` table's columns: per written value, the record it stood for (a ``txn``'s
+    ``records``: ``[payload, timestamp, headers]`` per send)."""
+
+    value: list[str] = field(default_factory=list)
+    payload: list[str | None] = field(default_factory=list)
+    timestamp: list[int | None] = field(default_factory=list)
+    headers: list[str | None] = field(default_factory=list)
+
+    def add(self, sends: list[Send], records: list[Any]) -> None:
+        for s, (payload, ts, headers) in zip(sends, records):
+            self.value.append(s.value)
+            self.payload.append(payload)
+            self.timestamp.append(ts)
+            self.headers.append(None if headers is None else json.dumps(headers))
+
+    def frame(self) -> pd.DataFrame:
+        return pd.DataFrame({"value": _str(self.value), "payload": _str(self.payload),
+                             "timestamp": pd.array(self.timestamp, dtype="Int64"), "headers": _str(self.headers)})
+
+
+@dataclass
 class _AppOutputs(_Reads):
     """The ``app_outputs`` table's columns: one row per record a read of an app's output got, its
     records ``[offset, value, key]`` (value and key may be null)."""
@@ -476,6 +507,7 @@ def flatten(ops: Sequence[Op], truncated: list[str] | None = None) -> Tables:
     writes = _Writes()
     reads = _Reads()
     keys = _Keys()
+    payloads = _Payloads()
     app = _AppOps()
     init_rows: list[tuple[Any, ...]] = []
     group_rows: list[tuple[str, int, int]] = []
@@ -502,6 +534,8 @@ def flatten(ops: Sequence[Op], truncated: list[str] | None = None) -> Tables:
                 writes.send.append(s)
             if op.keys is not None:
                 keys.add(sends, op.keys)
+            if op.extra.get("records") is not None:
+                payloads.add(sends, op.extra["records"])
         elif t == INVOKE and f == INIT:
             done = pairs.get(op.index)
             init_rows.append((op.index, op.process, op.value, done.type if done else INFO,
@@ -542,7 +576,8 @@ def flatten(ops: Sequence[Op], truncated: list[str] | None = None) -> Tables:
     written = writes.frame()
     _refuse_reused_values(written, txns)
     return Tables(_ops_frame(ops), txns, written, reads.frame(), inits, groups, _faults_frame(fault_rows),
-                  _spark_frame(spark), keys.frame(), app.outputs.frame(), app.expected.frame(), meta)
+                  _spark_frame(spark), keys.frame(), app.outputs.frame(), app.expected.frame(), meta,
+                  payloads=payloads.frame())
 
 
 def _ops_frame(ops: Sequence[Op]) -> pd.DataFrame:

@@ -305,7 +305,7 @@ def test_the_app_tables_and_meta_survive_the_parquet_store(tmp_path: Path) -> No
         assert len(loaded.app_expected) == len(t.app_expected)
         for c in APP_CHECKS:
             assert check(loaded).to_json()["checks"][c] == check(h.tables()).to_json()["checks"][c], c
-    assert store.LAYOUT == 4
+    assert store.LAYOUT == 5
 
 
 def test_the_feeders_keys_are_one_per_value_written() -> None:
