@@ -335,7 +335,7 @@ def test_the_app_lines_are_valid() -> None:
     (TXN | {"keys": ["k", 3]}, "keys[1]", "a valid string"),
     (TXN | {"app": "app"}, "app", "app only on a scan or poll op"),
     ({**APP_SCAN, "value": {"out-0": [[0, "a", 7]]}}, "value.out-0[0][2]", "a valid string"),
-    (CONTRACT | {"value": {**CONTRACT["value"], "contract": "reduce"}}, "value.contract", "'map' or 'aggregate'"),
+    (CONTRACT | {"value": {**CONTRACT["value"], "contract": "reduce"}}, "value.contract", "'map', 'aggregate', 'windowed', 'model' or 'join'"),
     (CONTRACT | {"value": {**CONTRACT["value"], "outputs": ["o1", "o2"]}}, "value", "one output topic for the identity"),
     (CONTRACT | {"value": {**CONTRACT["value"], "contract": "aggregate"}}, "value", "an aggregate for one or more"),
     (CONTRACT | {"value": {**CONTRACT["value"], "contract": "aggregate", "aggregates": {"out": "avg"}}},
