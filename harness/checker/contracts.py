@@ -195,17 +195,24 @@ def _expected(t: Tables, app: AppContract, ins: pd.DataFrame) -> pd.DataFrame:
     if app.function == IDENTITY:
         return pd.DataFrame({"input": ins["value"], "seq": 0, "topic": app.outputs[0], "key": ins["key"],
                              "value": ins["value"]})
+    return recorded(t, app, ins, app.function)
+
+
+def recorded(t: Tables, app: AppContract, ins: pd.DataFrame, function: str) -> pd.DataFrame:
+    """The app's ``expect`` rows (input, seq, topic, key, value, via) that name an output (an input
+    yielding nothing has none). ``HistoryError`` (the verdict is then unknown, never a finding) when
+    the runner could not apply ``function``, or recorded nothing for one of ``ins``."""
     failed = (t.meta.get("app_function_errors") or {}).get(app.app)
     if failed:
-        raise HistoryError(f"app {app.app}: its contract function {app.function} gave no outputs: {failed}")
+        raise HistoryError(f"app {app.app}: its contract function {function} gave no outputs: {failed}")
     e = t.app_expected
     e = _plain_text(e[(e["app"].astype(object) == app.app).to_numpy(bool)])
     lacking = ins.loc[~_member(ins["value"], e["input"]), "value"]
     if len(lacking):
         raise HistoryError(f"app {app.app}: no expected outputs recorded for {len(lacking)} input value(s) "
                          f"(first {lacking.iloc[0]!r}): the runner records them (expect ops) for every input "
-                         f"the feeder wrote, by {app.function}")
-    return e[e["seq"] >= 0][["input", "seq", "topic", "key", "value"]].reset_index(drop=True)
+                         f"the feeder wrote, by {function}")
+    return e[e["seq"] >= 0][["input", "seq", "topic", "key", "value", "via"]].reset_index(drop=True)
 
 
 def _record_ids(*frames: pd.DataFrame) -> list[np.ndarray]:
@@ -310,14 +317,29 @@ def app_aggregate(t: Tables) -> Found:
     return _every_app(t, AGGREGATE, _judge_aggregates, AGGREGATE_KINDS)
 
 
+def contributions(t: Tables, app: AppContract, ins: pd.DataFrame) -> pd.DataFrame:
+    """Per committed input, what it adds to which (topic, key): with ``by``, the contributions the
+    runner recorded (input, topic, key, value = the amount as text), else the input itself on every
+    aggregated topic (its key, its value). A contribution without a key is not aggregated (Kafka
+    Streams drops a record whose key is null)."""
+    ins = ins[ins["committed"]]
+    if app.by is None:
+        ins = ins[ins["key"].notna()]
+        return pd.concat([pd.DataFrame({"input": ins["value"], "topic": topic, "key": ins["key"], "value": ins["value"]})
+                          for topic in app.aggregates], ignore_index=True)
+    e = recorded(t, app, ins, app.by)
+    e = e[_member(e["input"], ins["value"]) & e["key"].notna().to_numpy(bool)]
+    return e[["input", "topic", "key", "value"]].reset_index(drop=True)
+
+
 def _judge_aggregates(t: Tables, app: AppContract) -> Judged:
-    ins = inputs(t, app)
-    ins = ins[ins["committed"] & ins["key"].notna()]  # a record without a key is not aggregated
+    contrib = contributions(t, app, inputs(t, app))
     found = _outputs(t, app, SCAN, READ_COMMITTED)
     count = 0
     by_kind: dict[str, list[dict[str, Any]]] = {}
     for topic, fn in app.aggregates.items():
-        n, examples = _judge_aggregate(app.app, topic, fn, ins, found[found["topic"] == topic])
+        mine = contrib[(contrib["topic"] == topic).to_numpy(bool)]
+        n, examples = _judge_aggregate(app.app, topic, fn, mine, found[found["topic"] == topic])
         count += n
         for kind, ex in examples.items():
             by_kind.setdefault(kind, []).extend(ex)

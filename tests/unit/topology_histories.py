@@ -1,0 +1,68 @@
+"""Hand-written histories of topology apps (issue 39's contracts, docs/APPS.md): a word count
+(``aggregate`` with ``by``), a model's final table, a windowed count and a stream-table join. Each
+builder's variants break one thing, the finding kinds each must show are beside it; the builder
+without a variant is the clean twin."""
+
+from __future__ import annotations
+
+from harness.history.builder import AppRecs, History, Output
+from harness.history.model import FAIL, READ_UNCOMMITTED, tp_key
+
+#: the feeder's lines (value -> the line it carries) and which were committed
+LINES = {"w1": "the cat", "w2": "the dog", "w3": "the end", "w4": "a cat"}
+
+
+def _words(value: str) -> list[Output]:
+    return [("wc", w, 1) for w in LINES[value].split()]
+
+
+def _feed_lines(h: History) -> None:
+    """w1 (lines-0 @0) and w2 (lines-1 @0) committed, w3 (lines-0) aborted, w4 (lines-0 @4) committed."""
+    h.init("app-feeder.0", "feeder-tx")
+    h.txn("app-feeder.0", [("lines", 0, "w1", 0), ("lines", 1, "w2", 0)], keys=[None, None],
+          records=[(LINES["w1"], 1000, None), (LINES["w2"], 1001, None)])
+    h.txn("app-feeder.0", [("lines", 0, "w3", None)], outcome=FAIL, keys=[None], records=[(LINES["w3"], 1002, None)])
+    h.txn("app-feeder.0", [("lines", 0, "w4", 4)], keys=[None], records=[(LINES["w4"], 1003, None)])
+    h.scan({tp_key("lines", 0): [(0, "w1"), (4, "w4")], tp_key("lines", 1): [(0, "w2")]})
+    h.scan({tp_key("lines", 0): [(0, "w1"), (2, "w3"), (4, "w4")], tp_key("lines", 1): [(0, "w2")]}, READ_UNCOMMITTED)
+
+
+#: ``word_count``'s variants and the ``app-aggregate`` kinds each must show
+WORD_COUNT_VARIANTS = {"final": {"final"}, "overshoot": {"overshoot", "final"}, "back": {"back"}, "split": {"split"},
+                       "not-a-number": {"not-a-number"}, "undeclared": {"undeclared-topic"}}
+
+
+def word_count(variant: str = "") -> History:
+    """A word count (``aggregate``, ``by: words``) of the lines ``_feed_lines`` writes into ``wc``:
+    the 2, cat 2, dog 1, a 1 (w3's "the end" aborted). Its updates: the and cat in wc-0, dog and a in
+    wc-1. Variants (``WORD_COUNT_VARIANTS``) break them; ``no-expect`` leaves w4 without an ``expect``
+    row and ``function-error`` records the function's error instead (both: unknown)."""
+    h = History()
+    _feed_lines(h)
+    h.app_contract("wc", "aggregate", ["lines"], ["wc"], aggregates={"wc": "count"}, by="harness.apps.functions:words")
+    if variant == "function-error":
+        h.event("runner", "expect", {"app": "wc", "inputs": [], "error": "contract function harness.apps.functions:words: "
+                                     "returned a record for topic 'elsewhere'"}, type_="ok")
+    else:
+        h.expect("wc", [(v, _words(v)) for v in LINES if not (variant == "no-expect" and v == "w4")])
+    p0: list[tuple[str, str]] = [("the", "1"), ("cat", "1"), ("the", "2"), ("cat", "2")]
+    p1: list[tuple[str, str]] = [("dog", "1"), ("a", "1")]
+    if variant == "final":
+        p0 = p0[:3]  # the last "cat" update never committed
+    if variant == "overshoot":
+        p0.append(("the", "3"))  # the aborted "the end" counted
+    if variant == "back":
+        p0 = [("the", "1"), ("cat", "1"), ("the", "2"), ("the", "1"), ("the", "2"), ("cat", "2")]
+    if variant == "split":
+        p1.append(("dog", "1"))  # dog counted in wc-0 too
+        p0.append(("dog", "1"))
+    if variant == "not-a-number":
+        p1.append(("a", "one"))
+    if variant == "undeclared":
+        h.app_stray("wc", {"wc-debug": 3})
+    recs: AppRecs = {tp_key("wc", 0): [(2 * i, v, k) for i, (k, v) in enumerate(p0)],
+                     tp_key("wc", 1): [(2 * i, v, k) for i, (k, v) in enumerate(p1)]}
+    h.app_scan("wc", recs)
+    h.app_scan("wc", recs, READ_UNCOMMITTED)
+    h.lso({tp_key("lines", 0): 0.1, tp_key("lines", 1): 0.1})
+    return h
