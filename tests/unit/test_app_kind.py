@@ -251,7 +251,8 @@ def test_the_feeder_inputs_are_read_from_its_history(tmp_path: Path) -> None:
     (h / "app-feeder.jsonl").write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in lines) + b'{"cut')
     s = AppSettings.model_validate(scenario.load(str(_app_file(tmp_path))).workloads[0].settings
                                    | {"inputs": ["in.r1"], "outputs": ["out.r1"]})
-    assert app_expect.feeder_inputs(tmp_path, s) == [("5", {"topic": "in.r1", "partition": 2, "offset": None, "key": "k1", "value": "5", "timestamp": None, "headers": {}})]
+    assert app_expect.feeder_inputs(tmp_path, s) == [("5", {"topic": "in.r1", "partition": 2, "offset": None, "key": "k1",
+                                                            "value": "5", "timestamp": None, "headers": {}})]
 
 
 # ---------------------------------------------------------------------------------------------- the wrapper

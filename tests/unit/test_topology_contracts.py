@@ -15,19 +15,8 @@ from harness.base.errors import ConfigError
 from harness.checker import check
 from harness.history import schema, store
 from harness.phases import app_expect
+from tests.unit.test_app_contracts import fired, kinds, verdict
 from tests.unit.topology_histories import WORD_COUNT_VARIANTS, History, word_count
-
-
-def verdict(h: History) -> dict[str, Any]:
-    return check(h.tables()).to_json()
-
-
-def fired(v: dict[str, Any]) -> dict[str, int]:
-    return {name: c["count"] for name, c in v["checks"].items() if c["count"]}
-
-
-def kinds(v: dict[str, Any], name: str) -> set[str]:
-    return {e["kind"] for e in v["checks"][name]["examples"]}
 
 
 def _valid(h: History, judged: str) -> None:
