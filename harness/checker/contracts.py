@@ -62,7 +62,7 @@ def nothing_to_judge(meta: dict[str, Any], contract: str) -> str | None:
     from its meta alone (both engines give this reason), or None."""
     apps = apps_of(meta, contract)
     if not apps:
-        return NO_MAP_APP if contract == MAP else NO_AGGREGATE_APP
+        return {MAP: NO_MAP_APP, AGGREGATE: NO_AGGREGATE_APP}.get(contract, f"no app with a {contract} contract in the history")
     if not any(READ_COMMITTED in (meta.get("app_scans") or {}).get(a.app, []) for a in apps):
         return NO_APP_SCAN
     return None
@@ -74,13 +74,13 @@ def _judged(t: Tables, contract: str) -> list[AppContract]:
     return [a for a in apps_of(t.meta, contract) if READ_COMMITTED in scans.get(a.app, [])]
 
 
-def _plain_text(df: pd.DataFrame) -> pd.DataFrame:
+def plain_text(df: pd.DataFrame) -> pd.DataFrame:
     """``df`` with categorical columns (as Parquet loads the few-valued ones) as their values."""
     cats = [c for c in df.columns if isinstance(df[c].dtype, pd.CategoricalDtype)]
     return df.astype({c: object for c in cats}) if cats else df
 
 
-def _none(v: Any) -> Any:
+def plain(v: Any) -> Any:
     """A JSON-friendly scalar: pandas' missing values as None, numpy numbers as Python's."""
     if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)):
         return None
@@ -94,7 +94,7 @@ def inputs(t: Tables, app: AppContract) -> pd.DataFrame:
     else where a read_committed read saw it; NA when neither), writer_op and ``committed``."""
     c = cols(t)
     rows = np.flatnonzero(t.writes["topic"].astype(object).isin(app.inputs).to_numpy(bool))
-    w = _plain_text(with_values(t, t.writes.iloc[rows]))
+    w = plain_text(with_values(t, t.writes.iloc[rows]))
     out = c.w_out[rows]
     committed = (out == OUTCOME_CODES[OK]) | ((out == OUTCOME_CODES[INFO]) & c.in_cv[c.w_vid[rows]])
     mine = np.zeros(c.n_values, dtype=bool)
@@ -104,17 +104,17 @@ def inputs(t: Tables, app: AppContract) -> pd.DataFrame:
     seen = seen[~seen.index.duplicated()]
     acked = w["offset"].astype("Int64")
     offset = acked.fillna(pd.Series(seen.reindex(c.w_vid[rows]).to_numpy(), index=acked.index).astype("Int64"))
-    keys = _plain_text(t.keys).drop_duplicates("value").set_index("value")["key"]
+    keys = plain_text(t.keys).drop_duplicates("value").set_index("value")["key"]
     return pd.DataFrame({"value": w["value"].to_numpy(object), "key": keys.reindex(w["value"]).to_numpy(object),
                          "topic": w["topic"].to_numpy(object), "partition": w["partition"].to_numpy(np.int64),
                          "offset": offset.to_numpy(), "writer_op": w["txn"].to_numpy(np.int64),
                          "committed": committed})
 
 
-def _outputs(t: Tables, app: AppContract, source: str, isolation: str) -> pd.DataFrame:
+def outputs_of(t: Tables, app: AppContract, source: str, isolation: str) -> pd.DataFrame:
     o = t.app_outputs  # few-valued columns (categories once loaded): compared as they are, by their codes
     sel = (o["app"] == app.app) & (o["source"] == source) & (o["isolation"] == isolation) & o["topic"].isin(app.outputs)
-    return _plain_text(o[sel.to_numpy(bool)]).reset_index(drop=True)
+    return plain_text(o[sel.to_numpy(bool)]).reset_index(drop=True)
 
 
 def _codes(columns: list[pd.Series]) -> np.ndarray:
@@ -127,7 +127,7 @@ def _codes(columns: list[pd.Series]) -> np.ndarray:
     return codes
 
 
-def _row_ids(frames: list[pd.DataFrame], columns: list[str]) -> list[np.ndarray]:
+def row_ids(frames: list[pd.DataFrame], columns: list[str]) -> list[np.ndarray]:
     """One id per distinct row of ``columns`` over all ``frames`` (nulls equal to nulls), numbered in
     order of first appearance (as ``groupby(sort=False, dropna=False).ngroup()``), one array per frame."""
     ids = np.zeros(sum(len(f) for f in frames), np.int64)
@@ -138,7 +138,7 @@ def _row_ids(frames: list[pd.DataFrame], columns: list[str]) -> list[np.ndarray]
     return np.split(ids, np.cumsum([len(f) for f in frames])[:-1])
 
 
-def _member(values: pd.Series, of: pd.Series) -> np.ndarray:
+def member(values: pd.Series, of: pd.Series) -> np.ndarray:
     """Which of ``values`` are among ``of`` (``isin``, by ``_codes``: pandas' ``isin`` of Arrow
     strings makes a Python object of each value of ``of``)."""
     codes = _codes([values, of])
@@ -148,7 +148,7 @@ def _member(values: pd.Series, of: pd.Series) -> np.ndarray:
     return found
 
 
-def _mixed(by_kind: dict[str, list[dict[str, Any]]], kinds: tuple[str, ...]) -> list[dict[str, Any]]:
+def mixed(by_kind: dict[str, list[dict[str, Any]]], kinds: tuple[str, ...]) -> list[dict[str, Any]]:
     """Up to ``MAX_EXAMPLES`` examples, one of each kind in turn, so every kind found shows."""
     out: list[dict[str, Any]] = []
     for k in range(MAX_EXAMPLES):
@@ -160,7 +160,7 @@ def _mixed(by_kind: dict[str, list[dict[str, Any]]], kinds: tuple[str, ...]) -> 
 Judged = tuple[int, dict[str, list[dict[str, Any]]]]
 
 
-def _every_app(t: Tables, contract: str, judge: Callable[[Tables, AppContract], Judged],
+def every_app(t: Tables, contract: str, judge: Callable[[Tables, AppContract], Judged],
                kinds: tuple[str, ...]) -> Found:
     """``judge`` on every app of ``contract`` the history can judge: the findings summed, the
     examples of each kind in turn."""
@@ -178,14 +178,14 @@ def _every_app(t: Tables, contract: str, judge: Callable[[Tables, AppContract], 
         count += n
         for kind, ex in examples.items():
             by_kind.setdefault(kind, []).extend(ex)
-    return Found(count, _mixed(by_kind, kinds))
+    return Found(count, mixed(by_kind, kinds))
 
 
 def app_map(t: Tables) -> Found:
     """A ``map`` app's committed output is not exactly what its committed input yields: an output
     missing, one too many, one of an aborted input, one no input explains, or (``order: per-key``)
     two outputs of one key in the other order than their inputs."""
-    return _every_app(t, MAP, _judge_map, MAP_KINDS)
+    return every_app(t, MAP, _judge_map, MAP_KINDS)
 
 
 def _expected(t: Tables, app: AppContract, ins: pd.DataFrame) -> pd.DataFrame:
@@ -206,8 +206,8 @@ def recorded(t: Tables, app: AppContract, ins: pd.DataFrame, function: str) -> p
     if failed:
         raise HistoryError(f"app {app.app}: its contract function {function} gave no outputs: {failed}")
     e = t.app_expected
-    e = _plain_text(e[(e["app"].astype(object) == app.app).to_numpy(bool)])
-    lacking = ins.loc[~_member(ins["value"], e["input"]), "value"]
+    e = plain_text(e[(e["app"].astype(object) == app.app).to_numpy(bool)])
+    lacking = ins.loc[~member(ins["value"], e["input"]), "value"]
     if len(lacking):
         raise HistoryError(f"app {app.app}: no expected outputs recorded for {len(lacking)} input value(s) "
                          f"(first {lacking.iloc[0]!r}): the runner records them (expect ops) for every input "
@@ -217,7 +217,7 @@ def recorded(t: Tables, app: AppContract, ins: pd.DataFrame, function: str) -> p
 
 def _record_ids(*frames: pd.DataFrame) -> list[np.ndarray]:
     """One id per distinct (topic, key, value) over all ``frames`` (nulls equal to nulls)."""
-    return _row_ids(list(frames), ["topic", "key", "value"])
+    return row_ids(list(frames), ["topic", "key", "value"])
 
 
 def _judge_map(t: Tables, app: AppContract) -> Judged:
@@ -226,9 +226,9 @@ def _judge_map(t: Tables, app: AppContract) -> Judged:
                                        .rename(columns={"value": "input", "topic": "in_topic",
                                                         "partition": "in_partition", "offset": "in_offset"}),
                                        on="input", how="inner")
-    found = _outputs(t, app, SCAN, READ_COMMITTED)
-    polled = _outputs(t, app, POLL, READ_COMMITTED)
-    uncommitted = _outputs(t, app, SCAN, READ_UNCOMMITTED)
+    found = outputs_of(t, app, SCAN, READ_COMMITTED)
+    polled = outputs_of(t, app, POLL, READ_COMMITTED)
+    uncommitted = outputs_of(t, app, SCAN, READ_UNCOMMITTED)
     e_id, f_id, p_id, u_id = _record_ids(exp, found, polled, uncommitted)
     n = int(max([0, *(int(a.max()) + 1 for a in (e_id, f_id, p_id, u_id) if len(a))]))
     committed = exp["committed"].to_numpy(bool)
@@ -252,11 +252,11 @@ def _judge_map(t: Tables, app: AppContract) -> Judged:
         outs = outs[at == r]
         record = (yielding if len(yielding) else outs).iloc[0]
         by_kind.setdefault(kind, []).append({
-            "kind": kind, "app": app.app, "count": how_many, "inputs": [_none(v) for v in yielding["input"]],
-            "writer_op": _none(yielding["writer_op"].iloc[0]) if len(yielding) else None,
-            "record": {"topic": _none(record["topic"]), "key": _none(record["key"]), "value": _none(record["value"])},
+            "kind": kind, "app": app.app, "count": how_many, "inputs": [plain(v) for v in yielding["input"]],
+            "writer_op": plain(yielding["writer_op"].iloc[0]) if len(yielding) else None,
+            "record": {"topic": plain(record["topic"]), "key": plain(record["key"]), "value": plain(record["value"])},
             "outputs": [position(*p) for p in zip(outs["topic"], outs["partition"], outs["offset"])],
-            **({"read_op": _none(outs["op"].iloc[0])} if at is p_id else {}),
+            **({"read_op": plain(outs["op"].iloc[0])} if at is p_id else {}),
             **({"uncommitted": bool(in_uncommitted[r])} if kind == "missing" else {})})
 
     def kind_of(r: int) -> str:
@@ -291,7 +291,7 @@ def _order(app: AppContract, exp: pd.DataFrame, e_id: np.ndarray, found: pd.Data
     m = m[m["in_offset"].notna()]
     if m.empty:
         return 0, []
-    lane = _row_ids([m], ["topic", "partition", "key", "in_topic", "in_partition"])[0]
+    lane = row_ids([m], ["topic", "partition", "key", "in_topic", "in_partition"])[0]
     # the columns the examples name, in (lane, offset) order (a stable sort, as sort_values'), no more:
     # every column of a few million rows is a take
     m = m[["topic", "partition", "offset", "key", "input", "seq", "writer_op", "in_offset"]].assign(
@@ -301,10 +301,10 @@ def _order(app: AppContract, exp: pd.DataFrame, e_id: np.ndarray, found: pd.Data
     at, seq = m["in_offset"].to_numpy(np.int64), m["seq"].to_numpy(np.int64)
     earlier = (at[1:] < at[:-1]) | ((at[1:] == at[:-1]) & (seq[1:] < seq[:-1]))
     bad = np.flatnonzero(same & earlier) + 1
-    ex = [{"kind": "order", "app": app.app, "count": 1, "key": _none(m.at[b, "key"]),
-           "inputs": [_none(m.at[b - 1, "input"]), _none(m.at[b, "input"])], "writer_op": _none(m.at[b, "writer_op"]),
-           "input_offsets": [_none(m.at[b - 1, "in_offset"]), _none(m.at[b, "in_offset"])],
-           "outputs": [_pos(m.at[k, "topic"], m.at[k, "partition"], m.at[k, "offset"]) for k in (b - 1, b)]}
+    ex = [{"kind": "order", "app": app.app, "count": 1, "key": plain(m.at[b, "key"]),
+           "inputs": [plain(m.at[b - 1, "input"]), plain(m.at[b, "input"])], "writer_op": plain(m.at[b, "writer_op"]),
+           "input_offsets": [plain(m.at[b - 1, "in_offset"]), plain(m.at[b, "in_offset"])],
+           "outputs": [pos(m.at[k, "topic"], m.at[k, "partition"], m.at[k, "offset"]) for k in (b - 1, b)]}
           for b in bad[:MAX_EXAMPLES]]
     return len(bad), ex
 
@@ -314,7 +314,7 @@ def app_aggregate(t: Tables) -> Found:
     """An ``aggregate`` app's committed updates of a key: the last one is not the exact aggregate of
     the key's committed input, one overshoots it, one goes back from the one before, the updates
     are in more than one partition, or one is not an integer."""
-    return _every_app(t, AGGREGATE, _judge_aggregates, AGGREGATE_KINDS)
+    return every_app(t, AGGREGATE, _judge_aggregates, AGGREGATE_KINDS)
 
 
 def contributions(t: Tables, app: AppContract, ins: pd.DataFrame) -> pd.DataFrame:
@@ -328,13 +328,13 @@ def contributions(t: Tables, app: AppContract, ins: pd.DataFrame) -> pd.DataFram
         return pd.concat([pd.DataFrame({"input": ins["value"], "topic": topic, "key": ins["key"], "value": ins["value"]})
                           for topic in app.aggregates], ignore_index=True)
     e = recorded(t, app, ins, app.by)
-    e = e[_member(e["input"], ins["value"]) & e["key"].notna().to_numpy(bool)]
+    e = e[member(e["input"], ins["value"]) & e["key"].notna().to_numpy(bool)]
     return e[["input", "topic", "key", "value"]].reset_index(drop=True)
 
 
 def _judge_aggregates(t: Tables, app: AppContract) -> Judged:
     contrib = contributions(t, app, inputs(t, app))
-    found = _outputs(t, app, SCAN, READ_COMMITTED)
+    found = outputs_of(t, app, SCAN, READ_COMMITTED)
     count = 0
     by_kind: dict[str, list[dict[str, Any]]] = {}
     for topic, fn in app.aggregates.items():
@@ -346,7 +346,7 @@ def _judge_aggregates(t: Tables, app: AppContract) -> Judged:
     return count, by_kind
 
 
-def _integers(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+def integers(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """Which ``values`` (text or null) are integers (of int64), and their values (0 where not)."""
     text = values.astype(object).where(values.notna(), "").astype(str)
     ok = text.str.fullmatch(r"-?\d{1,18}").to_numpy(bool)
@@ -358,7 +358,7 @@ def _integers(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
 def _judge_aggregate(app: str, topic: str, fn: str, ins: pd.DataFrame,
                      found: pd.DataFrame) -> Judged:
     """One output topic of an aggregate: per key, its committed updates against the exact aggregate."""
-    ok, numbers = _integers(ins["value"])
+    ok, numbers = integers(ins["value"])
     if fn != COUNT and not ok.all():
         raise HistoryError(f"app {app}: input value {ins['value'][~ok].iloc[0]!r} is not an integer; the feeder writes "
                          f"integers for an aggregate contract ({fn} of {topic})")
@@ -371,7 +371,7 @@ def _judge_aggregate(app: str, topic: str, fn: str, ins: pd.DataFrame,
         e = exact.reindex(pd.Index(keys, dtype=object)).astype("Int64")
         return e.fillna(0) if fn in (COUNT, SUM) else e
 
-    good, values = _integers(found["value"])
+    good, values = integers(found["value"])
     upd = found.assign(number=values)[good & found["key"].notna().to_numpy(bool)]
     parts = upd.groupby("key", sort=False)["partition"].nunique()
     split = parts.index[parts.to_numpy() > 1]
@@ -390,20 +390,20 @@ def _judge_aggregate(app: str, topic: str, fn: str, ins: pd.DataFrame,
     bad_value = found[~good]
     keyed = {"app": app, "topic": topic, "aggregate": fn}
     by_kind = {
-        "not-a-number": [{"kind": "not-a-number", **keyed, "key": _none(r["key"]), "found": _none(r["value"]),
+        "not-a-number": [{"kind": "not-a-number", **keyed, "key": plain(r["key"]), "found": plain(r["value"]),
                           "at": position(r["topic"], r["partition"], r["offset"])}
                          for _, r in bad_value.head(MAX_EXAMPLES).iterrows()],
-        "split": [{"kind": "split", **keyed, "key": _none(k),
+        "split": [{"kind": "split", **keyed, "key": plain(k),
                    "partitions": sorted(int(p) for p in found.loc[found["key"] == k, "partition"].unique())}
                   for k in split[:MAX_EXAMPLES]],
-        "back": [{"kind": "back", **keyed, "key": _none(keys[b]), "expected": _none(want.iloc[b]),
+        "back": [{"kind": "back", **keyed, "key": plain(keys[b]), "expected": plain(want.iloc[b]),
                   "found": int(nums[b]), "previous_found": int(nums[b - 1]), "at": _at(upd, b), "previous": _at(upd, b - 1)}
                  for b in np.flatnonzero(back)[:MAX_EXAMPLES]],
-        "overshoot": [{"kind": "overshoot", **keyed, "key": _none(keys[b]), "expected": _none(want.iloc[b]),
+        "overshoot": [{"kind": "overshoot", **keyed, "key": plain(keys[b]), "expected": plain(want.iloc[b]),
                        "found": int(nums[b]), "at": _at(upd, b)} for b in np.flatnonzero(over)[:MAX_EXAMPLES]],
-        "final": [{"kind": "final", **keyed, "key": _none(k), "expected": _none(final_want[k]),
-                   "found": _none(final_have[k]), "inputs": int((ins["key"] == k).sum()),
-                   "at": _pos(topic, last.at[k, "partition"], last.at[k, "offset"]) if k in last.index else None}
+        "final": [{"kind": "final", **keyed, "key": plain(k), "expected": plain(final_want[k]),
+                   "found": plain(final_have[k]), "inputs": int((ins["key"] == k).sum()),
+                   "at": pos(topic, last.at[k, "partition"], last.at[k, "offset"]) if k in last.index else None}
                   for k in every[final][:MAX_EXAMPLES]],
     }
     return int((~good).sum() + len(split) + back.sum() + over.sum() + final.sum()), by_kind
@@ -411,9 +411,9 @@ def _judge_aggregate(app: str, topic: str, fn: str, ins: pd.DataFrame,
 
 def _at(df: pd.DataFrame, row: int) -> Any:
     """The position of row ``row`` of output records ``df``."""
-    return _pos(df.at[row, "topic"], df.at[row, "partition"], df.at[row, "offset"])
+    return pos(df.at[row, "topic"], df.at[row, "partition"], df.at[row, "offset"])
 
 
-def _pos(topic: Any, partition: Any, offset: Any) -> Any:
+def pos(topic: Any, partition: Any, offset: Any) -> Any:
     """A position of a frame's cells (whatever scalar types pandas gives)."""
     return position(str(topic), int(partition), int(offset))

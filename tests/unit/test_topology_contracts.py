@@ -8,15 +8,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from harness.apps.functions import java_split, words
 from harness.base.errors import ConfigError
 from harness.checker import check
 from harness.history import schema, store
+from harness.history.recorder import Recorder
 from harness.phases import app_expect
+from harness.workloads.registry import AppSettings
 from tests.unit.test_app_contracts import fired, kinds, verdict
-from tests.unit.topology_histories import WORD_COUNT_VARIANTS, History, word_count
+from tests.unit.topology_histories import MODEL_VARIANTS, WORD_COUNT_VARIANTS, History, _feed_lines, model_count, word_count
 
 
 def _valid(h: History, judged: str) -> None:
@@ -90,7 +93,11 @@ def bad_amount(record):
     return [["wc", "x", "1"]]
 
 def model(inputs):
-    return {("wc", r["value"]): len(rs) for t, rs in inputs.items() for r in rs}
+    table = {}
+    for records in inputs.values():
+        for r in records:
+            table[("wc", r["value"])] = table.get(("wc", r["value"]), 0) + 1
+    return table
 
 def model_twice(inputs):
     return [["wc", "k", "1"], ["wc", "k", "2"]]
@@ -136,3 +143,87 @@ def test_a_map_function_naming_a_topic_the_app_does_not_write_is_its_error(tmp_p
     (tmp_path / "fns.py").write_text(FUNCTIONS)
     with pytest.raises(ConfigError, match="returned a record for topic 'out', not one of the app's outputs \\(app-out\\)"):
         app_expect.apply_function("fns:join", [[RECORD, None]], tmp_path, "join", ["app-out"])
+
+
+# ---- model
+
+def test_a_clean_model_history_is_valid_monotone_or_not() -> None:
+    _valid(model_count(), "app-model")
+    _valid(model_count(monotone=False), "app-model")
+
+
+@pytest.mark.parametrize("variant", list(MODEL_VARIANTS))
+def test_each_model_failure_fires_app_model_alone_and_names_its_kind(variant: str) -> None:
+    v = verdict(model_count(variant))
+    assert set(fired(v)) == {"app-model"}, v["checks"]
+    assert kinds(v, "app-model") == MODEL_VARIANTS[variant]
+
+
+def test_an_update_going_back_is_a_finding_only_for_a_monotone_model() -> None:
+    assert fired(verdict(model_count("back", monotone=False))) == {}
+
+
+def test_model_examples_name_the_key_the_values_and_where() -> None:
+    ex = verdict(model_count("final"))["checks"]["app-model"]["examples"]
+    assert ex == [{"kind": "final", "app": "wc", "topic": "wc", "key": "cat", "expected": "2", "found": "3",
+                   "at": {"topic": "wc", "partition": 0, "offset": 6}}]
+    ex = verdict(model_count("missing"))["checks"]["app-model"]["examples"]
+    assert ex == [{"kind": "missing", "app": "wc", "topic": "wc", "key": "dog", "expected": "1", "found": None, "at": None}]
+
+
+@pytest.mark.parametrize("variant, says", [
+    ("no-table", "no expected table recorded"),
+    ("function-error", "raised KeyError: 'value' for 3 committed inputs of lines"),
+])
+def test_a_model_without_its_table_is_unknown_saying_why(variant: str, says: str) -> None:
+    v = verdict(model_count(variant))
+    assert v["valid"] == "unknown" and says in v["checks"]["app-model"]["error"], v["checks"]["app-model"]
+
+
+def test_the_model_table_survives_the_parquet_store(tmp_path: Path) -> None:
+    h = model_count("extra")
+    store.save(h.tables(), tmp_path)
+    loaded = store.load(tmp_path)
+    assert loaded.meta["app_model_inputs"] == {"wc": 3}
+    assert check(loaded).to_json()["checks"]["app-model"] == verdict(h)["checks"]["app-model"]
+
+
+def _run_dir(tmp_path: Path, contract: dict[str, Any], inputs: list[str]) -> tuple[AppSettings, Path]:
+    """A run folder with the feeder's history (the lines of ``_feed_lines``, run topic names
+    ``NAME.r``) and the runner's final scans of the input topics, and the app's settings."""
+    h = History()
+    _feed_lines(h)
+    (tmp_path / "history").mkdir()
+    feeder = [o | {"value": [[s[0], f"{s[1]}.r", *s[2:]] for s in o["value"]]} for o in h.ops if o["f"] == "txn"]
+    scans = [o | {"value": {k.replace("lines-", "lines.r-"): v for k, v in o["value"].items()}}
+             for o in h.ops if o["f"] == "scan"]
+    (tmp_path / "history" / "app-feeder.jsonl").write_bytes(b"".join(orjson.dumps(o) + b"\n" for o in feeder))
+    (tmp_path / "history" / "runner.jsonl").write_bytes(b"".join(orjson.dumps(o) + b"\n" for o in scans))
+    (tmp_path / "fns.py").write_text(FUNCTIONS)
+    s = AppSettings.model_validate({"command": ["x"], "inputs": inputs, "outputs": ["wc.r"], "ready": {"log": "x"},
+                                    "contract": contract})
+    return s, tmp_path
+
+
+def _expect_ops(run_dir: Path) -> list[dict[str, Any]]:
+    lines = (run_dir / "history" / "runner.jsonl").read_bytes().splitlines()
+    return [orjson.loads(x)["value"] for x in lines if b'"expect"' in x]
+
+
+def test_the_runner_records_a_by_functions_contributions_per_input(tmp_path: Path) -> None:
+    s, run_dir = _run_dir(tmp_path, {"kind": "aggregate", "aggregates": {"wc.r": "count"}, "by": "fns:by_word"},
+                          ["lines.r"])
+    with Recorder(run_dir, "runner") as rec:
+        assert app_expect.record(run_dir, s, rec, {"lines": "lines.r", "wc": "wc.r"}, tmp_path) == 4
+    (op,) = _expect_ops(run_dir)
+    assert op["inputs"][0] == ["w1", [["wc.r", "the", 1], ["wc.r", "cat", 1]]] and len(op["inputs"]) == 4
+
+
+def test_the_runner_applies_the_model_to_exactly_the_committed_inputs_in_offset_order(tmp_path: Path) -> None:
+    s, run_dir = _run_dir(tmp_path, {"kind": "model", "function": "fns:model"}, ["lines.r"])
+    with Recorder(run_dir, "runner") as rec:
+        assert app_expect.record(run_dir, s, rec, {"lines": "lines.r", "wc": "wc.r"}, tmp_path) == 3
+    (op,) = _expect_ops(run_dir)
+    # w3 (aborted) is not in the final read_committed scan: the model never sees it
+    assert op == {"app": "app", "table": [["wc.r", "the cat", "1"], ["wc.r", "a cat", "1"], ["wc.r", "the dog", "1"]],
+                  "inputs": 3}

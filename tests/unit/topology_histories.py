@@ -27,6 +27,16 @@ def _feed_lines(h: History) -> None:
     h.scan({tp_key("lines", 0): [(0, "w1"), (2, "w3"), (4, "w4")], tp_key("lines", 1): [(0, "w2")]}, READ_UNCOMMITTED)
 
 
+def _outputs(h: History, *parts: list[tuple[str, str | None]]) -> History:
+    """``h`` with the final scans of ``wc``: partition n's updates ``(key, value)`` in ``parts[n]``, a
+    transaction marker after each."""
+    recs: AppRecs = {tp_key("wc", p): [(2 * i, v, k) for i, (k, v) in enumerate(updates)] for p, updates in enumerate(parts)}
+    h.app_scan("wc", recs)
+    h.app_scan("wc", recs, READ_UNCOMMITTED)
+    h.lso({tp_key("lines", 0): 0.1, tp_key("lines", 1): 0.1})
+    return h
+
+
 #: ``word_count``'s variants and the ``app-aggregate`` kinds each must show
 WORD_COUNT_VARIANTS = {"final": {"final"}, "overshoot": {"overshoot", "final"}, "back": {"back"}, "split": {"split"},
                        "not-a-number": {"not-a-number"}, "undeclared": {"undeclared-topic"}}
@@ -45,8 +55,8 @@ def word_count(variant: str = "") -> History:
                                      "returned a record for topic 'elsewhere'"}, type_="ok")
     else:
         h.expect("wc", [(v, _words(v)) for v in LINES if not (variant == "no-expect" and v == "w4")])
-    p0: list[tuple[str, str]] = [("the", "1"), ("cat", "1"), ("the", "2"), ("cat", "2")]
-    p1: list[tuple[str, str]] = [("dog", "1"), ("a", "1")]
+    p0: list[tuple[str, str | None]] = [("the", "1"), ("cat", "1"), ("the", "2"), ("cat", "2")]
+    p1: list[tuple[str, str | None]] = [("dog", "1"), ("a", "1")]
     if variant == "final":
         p0 = p0[:3]  # the last "cat" update never committed
     if variant == "overshoot":
@@ -60,9 +70,41 @@ def word_count(variant: str = "") -> History:
         p1.append(("a", "one"))
     if variant == "undeclared":
         h.app_stray("wc", {"wc-debug": 3})
-    recs: AppRecs = {tp_key("wc", 0): [(2 * i, v, k) for i, (k, v) in enumerate(p0)],
-                     tp_key("wc", 1): [(2 * i, v, k) for i, (k, v) in enumerate(p1)]}
-    h.app_scan("wc", recs)
-    h.app_scan("wc", recs, READ_UNCOMMITTED)
-    h.lso({tp_key("lines", 0): 0.1, tp_key("lines", 1): 0.1})
-    return h
+    return _outputs(h, p0, p1)
+
+
+#: ``model_count``'s variants and the ``app-model`` kinds each must show
+MODEL_VARIANTS = {"final": {"final"}, "missing": {"missing"}, "extra": {"extra"}, "back": {"back"}, "split": {"split"},
+                  "undeclared": {"undeclared-topic"}}
+#: the word count as a model's table: what ``_feed_lines``' committed lines give
+WORD_TABLE: list[Output] = [("wc", "the", "2"), ("wc", "cat", "2"), ("wc", "dog", "1"), ("wc", "a", "1")]
+
+
+def model_count(variant: str = "", monotone: bool = True) -> History:
+    """The word count of ``_feed_lines`` judged by a model (``kind: model``): the runner recorded the
+    table ``WORD_TABLE`` from 3 committed inputs. Variants (``MODEL_VARIANTS``) break the output;
+    ``no-table`` records no table, ``function-error`` the model's error (both: unknown)."""
+    h = History()
+    _feed_lines(h)
+    h.app_contract("wc", "model", ["lines"], ["wc"], function="tests.models:count_words", monotone=monotone)
+    if variant == "function-error":
+        h.event("runner", "expect", {"app": "wc", "inputs": [], "error": "contract function tests.models:count_words: "
+                                     "raised KeyError: 'value' for 3 committed inputs of lines"}, type_="ok")
+    elif variant != "no-table":
+        h.expect_table("wc", [*WORD_TABLE, ("wc", "gone", None)], 3)  # a null: no value expected
+    p0: list[tuple[str, str | None]] = [("the", "1"), ("cat", "1"), ("the", "2"), ("cat", "2"), ("gone", "1"), ("gone", None)]
+    p1: list[tuple[str, str | None]] = [("dog", "1"), ("a", "1")]
+    if variant == "final":
+        p0 = p0[:3]  # cat's last update never committed: cat is 1
+        p0.append(("cat", "3"))
+    if variant == "missing":
+        p1 = [("a", "1")]
+    if variant == "extra":
+        p1.append(("end", "1"))  # the aborted line's word
+    if variant == "back":
+        p0 = [("the", "1"), ("the", "2"), ("the", "1"), ("the", "2"), ("cat", "1"), ("cat", "2")]
+    if variant == "split":
+        p1.append(("the", "2"))
+    if variant == "undeclared":
+        h.app_stray("wc", {"wc-debug": 3})
+    return _outputs(h, p0, p1)
