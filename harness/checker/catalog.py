@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Literal
 
-from harness.checker import checks, contracts, cycle_checks, model_contract, sparkjob_check
+from harness.checker import checks, contracts, cycle_checks, model_contract, sparkjob_check, windowed_contract
 from harness.checker.checks import (
     NO_ACKED_OFFSETS,
     NO_COMMITTED_READS,
@@ -29,7 +29,7 @@ from harness.checker.checks import (
     NO_TXN_WRITES,
     Found,
 )
-from harness.history.model import AGGREGATE, MAP, MODEL
+from harness.history.model import AGGREGATE, MAP, MODEL, WINDOWED
 from harness.history.store import Tables
 
 #: What a check can need to have something to look at (``Check.needs``): committed reads (``cv``),
@@ -144,6 +144,11 @@ CATALOG: tuple[Check, ...] = (
                        "two partitions",
           model_contract.app_model, None, _APP_CONTRACT_ON_DEFAULT_ENGINE, needs_final_reads=True,
           nothing_to_judge=partial(contracts.nothing_to_judge, contract=MODEL)),
+    Check("app-windowed", "an app's committed windowed aggregate is not what Kafka Streams' window rule makes of its "
+                          "committed input: a window's last update outside it, an update beyond it, a record past grace "
+                          "counted, an update going back, split over partitions or not an integer",
+          windowed_contract.app_windowed, None, _APP_CONTRACT_ON_DEFAULT_ENGINE, needs_final_reads=True,
+          nothing_to_judge=partial(contracts.nothing_to_judge, contract=WINDOWED)),
     Check("lso-stall", "after heal, a partition's last stable offset did not reach its high watermark in time "
                        "(a hanging transaction)",
           checks.lso_stall, f"{SPARK_ENGINE}:lso_stall"),

@@ -119,7 +119,7 @@ WindowKey = Literal["time-windowed", "text"]
 FUNCTION_SPEC = r"[A-Za-z_][\w.]*:[A-Za-z_]\w*"
 
 
-class Window(BaseModel):
+class TimeWindows(BaseModel):
     """A windowed contract's windows (Kafka Streams' ``TimeWindows``): ``size_ms`` long, one every
     ``advance_ms`` (the size: tumbling; less: hopping), records up to ``grace_ms`` behind stream time
     still counted."""
@@ -134,7 +134,7 @@ class Window(BaseModel):
         return self.advance_ms if self.advance_ms is not None else self.size_ms
 
     @model_validator(mode="after")
-    def _fits(self) -> Window:
+    def _fits(self) -> TimeWindows:
         if self.advance > self.size_ms:
             raise ValueError(f"advance_ms {self.advance} above size_ms {self.size_ms}: windows would leave gaps")
         return self
@@ -156,7 +156,7 @@ class AppContract(BaseModel):
     aggregates: dict[Text, Aggregate] = {}
     #: aggregate / windowed: ``module:function`` deriving (topic, key, amount) contributions of an input
     by: Annotated[StrictStr, Field(pattern=FUNCTION_SPEC)] | None = None
-    window: Window | None = None
+    window: TimeWindows | None = None
     window_key: WindowKey = "time-windowed"
     #: model: the final value of a key only ever grows (an update that goes back is a finding)
     monotone: bool = False

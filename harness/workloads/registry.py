@@ -30,7 +30,7 @@ from harness.history.model import (
     SPARK_JOB,
     TXN_PRODUCER,
 )
-from harness.history.schema import FUNCTION_SPEC, Aggregate, AppContract, ContractKind, Order, Window, WindowKey
+from harness.history.schema import FUNCTION_SPEC, Aggregate, AppContract, ContractKind, Order, TimeWindows, WindowKey
 from harness.workloads import app_args
 from harness.workloads.client import CALL_TIMEOUT_S, TRANSACTION_TIMEOUT_MS
 from harness.workloads.clients import CLIENTS, DEFAULT_LIBRARY, LIBRARIES, parse
@@ -116,12 +116,13 @@ class ReaderSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-Serde = Literal["string", "long", "int"]
+Serde = Literal["string", "long", "int", "bytes"]
 
 
 class OutputSerde(BaseModel):
-    """How an app's output keys and values are read: UTF-8 text, or 8- / 4-byte big-endian integers
-    (Kafka's LongSerializer / IntegerSerializer), recorded as decimal text."""
+    """How an app's output keys and values are read: UTF-8 text, 8- / 4-byte big-endian integers
+    (Kafka's LongSerializer / IntegerSerializer), recorded as decimal text, or bytes as base64 text
+    (a windowed key of Kafka Streams' TimeWindowedSerializer: the default key of a windowed contract)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     key: Serde = "string"
@@ -147,12 +148,22 @@ class ContractSettings(BaseModel):
     #: ``aggregate`` / ``windowed``: ``module:function``, input record -> [[topic, key, amount], ...]
     #: (default: the input's key, its value as the amount)
     by: str | None = None
-    window: Window | None = None
+    window: TimeWindows | None = None
     window_key: WindowKey = "time-windowed"
     monotone: bool = False
     stream: str | None = None
     table: str | None = None
     output_serde: OutputSerde = Field(default_factory=OutputSerde)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _windowed_keys_as_bytes(cls, data: Any) -> Any:
+        """A windowed contract's keys of Kafka Streams' TimeWindowedSerializer (the default) are
+        bytes: read as base64 unless the scenario says how."""
+        if (isinstance(data, dict) and data.get("kind") == "windowed" and data.get("window_key", "time-windowed") != "text"
+                and "key" not in (data.get("output_serde") or {})):
+            return {**data, "output_serde": {**(data.get("output_serde") or {}), "key": "bytes"}}
+        return data
 
     def recorded(self, app: str, inputs: list[str], outputs: list[str]) -> AppContract:
         """The contract as the run records it (``app-contract``) for ``app`` reading ``inputs`` and

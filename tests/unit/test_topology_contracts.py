@@ -9,17 +9,27 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pandas as pd
 import pytest
 
 from harness.apps.functions import java_split, words
 from harness.base.errors import ConfigError
-from harness.checker import check
+from harness.checker import check, windowed_contract
 from harness.history import schema, store
 from harness.history.recorder import Recorder
 from harness.phases import app_expect
 from harness.workloads.registry import AppSettings
 from tests.unit.test_app_contracts import fired, kinds, verdict
-from tests.unit.topology_histories import MODEL_VARIANTS, WORD_COUNT_VARIANTS, History, _feed_lines, model_count, word_count
+from tests.unit.topology_histories import (
+    MODEL_VARIANTS,
+    WINDOWED_VARIANTS,
+    WORD_COUNT_VARIANTS,
+    History,
+    _feed_lines,
+    model_count,
+    windowed_count,
+    word_count,
+)
 
 
 def _valid(h: History, judged: str) -> None:
@@ -227,3 +237,45 @@ def test_the_runner_applies_the_model_to_exactly_the_committed_inputs_in_offset_
     # w3 (aborted) is not in the final read_committed scan: the model never sees it
     assert op == {"app": "app", "table": [["wc.r", "the cat", "1"], ["wc.r", "a cat", "1"], ["wc.r", "the dog", "1"]],
                   "inputs": 3}
+
+
+# ---- windowed
+
+@pytest.mark.parametrize("how", ["text", "time-windowed"])
+@pytest.mark.parametrize("variant", ["", "restarted", "late-counted-restarted"])
+def test_a_clean_windowed_count_is_valid(variant: str, how: str) -> None:
+    """A late record counted after the instance started again is within what Streams promises: a
+    task created anew starts its stream time over."""
+    _valid(windowed_count(variant, how), "app-windowed")
+
+
+@pytest.mark.parametrize("how", ["text", "time-windowed"])
+@pytest.mark.parametrize("variant", list(WINDOWED_VARIANTS))
+def test_each_windowed_failure_fires_app_windowed_alone_and_names_its_kinds(variant: str, how: str) -> None:
+    v = verdict(windowed_count(variant, how))
+    assert set(fired(v)) == {"app-windowed"}, v["checks"]
+    assert kinds(v, "app-windowed") == WINDOWED_VARIANTS[variant]
+
+
+def test_windowed_examples_name_the_key_the_window_and_the_bounds() -> None:
+    ex = verdict(windowed_count("late-counted"))["checks"]["app-windowed"]["examples"]
+    assert ex == [{"kind": "late-counted", "app": "win", "topic": "wcount", "aggregate": "count", "key": "k0",
+                   "window_start": 0, "expected": 2, "may_be": [2, 3], "found": 3,
+                   "at": {"topic": "wcount", "partition": 0, "offset": 8}}]
+
+
+@pytest.mark.parametrize("variant, says", [
+    ("bad-key", "output key 'k1-at-0' is not a windowed key (key@start_ms)"),
+    ("no-timestamps", "no timestamp recorded for input 'c1'"),
+])
+def test_a_windowed_history_that_cannot_be_judged_is_unknown_naming_the_record(variant: str, says: str) -> None:
+    v = verdict(windowed_count(variant))
+    assert v["valid"] == "unknown" and says in v["checks"]["app-windowed"]["error"], v["checks"]["app-windowed"]
+
+
+@pytest.mark.parametrize("size, advance, ts, starts", [(10, 10, 25, [20]), (10, 5, 25, [20, 25]), (10, 5, 3, [0]),
+                                                       (10, 3, 10, [3, 6, 9])])
+def test_a_record_falls_in_the_windows_streams_gives_it(size: int, advance: int, ts: int, starts: list[int]) -> None:
+    """TimeWindows.windowsFor: starts from max(0, ts - size + advance) rounded down to the advance."""
+    frame = pd.DataFrame({"ts": [ts], "stream_time": [ts]})
+    assert list(windowed_contract._windows(frame, size, advance, 0)["start"]) == starts

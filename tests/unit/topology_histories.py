@@ -5,6 +5,8 @@ without a variant is the clean twin."""
 
 from __future__ import annotations
 
+import base64
+
 from harness.history.builder import AppRecs, History, Output
 from harness.history.model import FAIL, READ_UNCOMMITTED, tp_key
 
@@ -108,3 +110,69 @@ def model_count(variant: str = "", monotone: bool = True) -> History:
     if variant == "undeclared":
         h.app_stray("wc", {"wc-debug": 3})
     return _outputs(h, p0, p1)
+
+
+#: ``windowed_count``'s variants and the ``app-windowed`` kinds each must show
+WINDOWED_VARIANTS = {"final": {"final"}, "overshoot": {"overshoot", "final"}, "late-counted": {"late-counted"},
+                     "back": {"back"}, "split": {"split"}, "not-a-number": {"not-a-number"},
+                     "undeclared": {"undeclared-topic"}}
+
+
+def windowed_key(key: str, start: int, how: str) -> str:
+    """An output key of window ``start`` as the reader records it: ``key@start`` or (``time-windowed``)
+    the base64 of Kafka Streams' TimeWindowedSerializer bytes."""
+    if how == "text":
+        return f"{key}@{start}"
+    return base64.b64encode(key.encode() + start.to_bytes(8, "big", signed=True)).decode()
+
+
+def windowed_count(variant: str = "", how: str = "text") -> History:
+    """A count per key in tumbling windows of 10 ms with 5 ms of grace (``kind: windowed``) of
+    ``clicks``. Partition 0, key k0, in offset order (timestamp, stream time): c1 (1, 1) in [0, 10);
+    c2 (12, 12) in [10, 20); c3 (8, 12) in [0, 10), within grace; c4 (25, 25) in [20, 30); c5 (9, 25)
+    late (window [0, 10) closed at 20): dropped; c6 (3) aborted. Partition 1, key k1: d1 (5) in
+    [0, 10). So k0: [0, 10) 2, [10, 20) 1, [20, 30) 1; k1: [0, 10) 1. ``restarted`` shows two starts
+    of the instance (a task may have started over: c5 may count); ``bad-key`` an output key that is
+    no window; ``no-timestamps`` a feeder that recorded none (both: unknown)."""
+    h = History()
+    h.init("app-feeder.0", "feeder-tx")
+    ts = {"c1": 1, "c2": 12, "c3": 8, "c4": 25, "c5": 9, "c6": 3, "d1": 5}
+
+    def records(*values: str) -> list[tuple[str | None, int, list[tuple[str, str]] | None]] | None:
+        return None if variant == "no-timestamps" else [("1", ts[v], None) for v in values]
+
+    h.txn("app-feeder.0", [("clicks", 0, "c1", 0), ("clicks", 1, "d1", 0)], keys=["k0", "k1"], records=records("c1", "d1"))
+    h.txn("app-feeder.0", [("clicks", 0, "c2", 2), ("clicks", 0, "c3", 3)], keys=["k0", "k0"], records=records("c2", "c3"))
+    h.txn("app-feeder.0", [("clicks", 0, "c6", None)], outcome=FAIL, keys=["k0"], records=records("c6"))
+    h.txn("app-feeder.0", [("clicks", 0, "c4", 7), ("clicks", 0, "c5", 8)], keys=["k0", "k0"], records=records("c4", "c5"))
+    h.scan({tp_key("clicks", 0): [(0, "c1"), (2, "c2"), (3, "c3"), (7, "c4"), (8, "c5")], tp_key("clicks", 1): [(0, "d1")]})
+    h.scan({tp_key("clicks", 0): [(0, "c1"), (2, "c2"), (3, "c3"), (5, "c6"), (7, "c4"), (8, "c5")],
+            tp_key("clicks", 1): [(0, "d1")]}, READ_UNCOMMITTED)
+    h.app_contract("win", "windowed", ["clicks"], ["wcount"], aggregates={"wcount": "count"},
+                   window={"size_ms": 10, "grace_ms": 5}, window_key=how)
+    for k in range(2 if variant in ("restarted", "late-counted-restarted") else 1):
+        h.event(f"win-0.{k}", "app-start", {"pid": 100 + k})
+    p0 = [("k0", 0, "1"), ("k0", 10, "1"), ("k0", 0, "2"), ("k0", 20, "1")]
+    p1 = [("k1", 0, "1")]
+    if variant == "final":
+        p0 = [u for u in p0 if u != ("k0", 0, "2")]
+    if variant == "overshoot":
+        p0.append(("k0", 10, "2"))  # c2 counted twice
+    if variant in ("late-counted", "late-counted-restarted"):
+        p0.append(("k0", 0, "3"))  # the late c5 counted
+    if variant == "back":
+        p0 = [("k0", 0, "1"), ("k0", 0, "2"), ("k0", 0, "1"), ("k0", 0, "2"), ("k0", 10, "1"), ("k0", 20, "1")]
+    if variant == "split":
+        p0.append(("k1", 0, "1"))
+    if variant == "not-a-number":
+        p1.append(("k1", 0, "one"))
+    if variant == "undeclared":
+        h.app_stray("win", {"win-debug": 1})
+    recs: AppRecs = {tp_key("wcount", p): [(2 * i, v, windowed_key(k, s, how)) for i, (k, s, v) in enumerate(part)]
+                     for p, part in enumerate((p0, p1))}
+    if variant == "bad-key":
+        recs[tp_key("wcount", 1)].append((10, "1", "k1-at-0"))
+    h.app_scan("win", recs)
+    h.app_scan("win", recs, READ_UNCOMMITTED)
+    h.lso({tp_key("clicks", 0): 0.1, tp_key("clicks", 1): 0.1})
+    return h
