@@ -16,7 +16,15 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Literal
 
-from harness.checker import checks, contracts, cycle_checks, model_contract, sparkjob_check, windowed_contract
+from harness.checker import (
+    checks,
+    contracts,
+    cycle_checks,
+    join_contract,
+    model_contract,
+    sparkjob_check,
+    windowed_contract,
+)
 from harness.checker.checks import (
     NO_ACKED_OFFSETS,
     NO_COMMITTED_READS,
@@ -29,7 +37,7 @@ from harness.checker.checks import (
     NO_TXN_WRITES,
     Found,
 )
-from harness.history.model import AGGREGATE, MAP, MODEL, WINDOWED
+from harness.history.model import AGGREGATE, JOIN, MAP, MODEL, WINDOWED
 from harness.history.store import Tables
 
 #: What a check can need to have something to look at (``Check.needs``): committed reads (``cv``),
@@ -149,6 +157,11 @@ CATALOG: tuple[Check, ...] = (
                           "counted, an update going back, split over partitions or not an integer",
           windowed_contract.app_windowed, None, _APP_CONTRACT_ON_DEFAULT_ENGINE, needs_final_reads=True,
           nothing_to_judge=partial(contracts.nothing_to_judge, contract=WINDOWED)),
+    Check("app-join", "an app's committed stream-table join output is not one alternative per committed stream input "
+                      "over the committed table: an output missing or one too many, one built from an aborted table "
+                      "write or stream input, or one nothing explains",
+          join_contract.app_join, None, _APP_CONTRACT_ON_DEFAULT_ENGINE, needs_final_reads=True,
+          nothing_to_judge=partial(contracts.nothing_to_judge, contract=JOIN)),
     Check("lso-stall", "after heal, a partition's last stable offset did not reach its high watermark in time "
                        "(a hanging transaction)",
           checks.lso_stall, f"{SPARK_ENGINE}:lso_stall"),

@@ -5,6 +5,8 @@ their child process, the app's outputs enforced) gives what the checks read."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +23,13 @@ from harness.phases import app_expect
 from harness.workloads.registry import AppSettings
 from tests.unit.test_app_contracts import fired, kinds, verdict
 from tests.unit.topology_histories import (
+    JOIN_VARIANTS,
     MODEL_VARIANTS,
     WINDOWED_VARIANTS,
     WORD_COUNT_VARIANTS,
     History,
     _feed_lines,
+    join,
     model_count,
     windowed_count,
     word_count,
@@ -40,17 +44,44 @@ def _valid(h: History, judged: str) -> None:
         schema.validate(op)  # every line a run would write is one the loader takes
 
 
+# ---- every finding kind of every check fires it alone; what cannot be judged is unknown saying why
+
+#: (builder, its variants and kinds, the check): the windowed count in both key forms
+FIRING: list[tuple[Callable[[str], History], dict[str, set[str]], str]] = [
+    (word_count, WORD_COUNT_VARIANTS, "app-aggregate"), (model_count, MODEL_VARIANTS, "app-model"),
+    (windowed_count, WINDOWED_VARIANTS, "app-windowed"),
+    (partial(windowed_count, how="time-windowed"), WINDOWED_VARIANTS, "app-windowed"), (join, JOIN_VARIANTS, "app-join")]
+
+
+@pytest.mark.parametrize("builder, variant, kinds_shown, name", [
+    pytest.param(b, v, k, name, id=f"{name}-{v}-{i}") for i, (b, variants, name) in enumerate(FIRING) for v, k in variants.items()])
+def test_each_failure_fires_its_check_alone_and_names_its_kinds(builder: Callable[[str], History], variant: str,
+                                                                kinds_shown: set[str], name: str) -> None:
+    v = verdict(builder(variant))
+    assert set(fired(v)) == {name}, v["checks"]
+    assert kinds(v, name) == kinds_shown
+
+
+@pytest.mark.parametrize("builder, variant, name, says", [
+    (word_count, "no-expect", "app-aggregate", "no expected outputs recorded for 1 input value(s) (first 'w4')"),
+    (word_count, "function-error", "app-aggregate", "returned a record for topic 'elsewhere'"),
+    (model_count, "no-table", "app-model", "no expected table recorded"),
+    (model_count, "function-error", "app-model", "raised KeyError: 'value' for 3 committed inputs of lines"),
+    (windowed_count, "bad-key", "app-windowed", "output key 'k1-at-0' is not a windowed key (key@start_ms)"),
+    (windowed_count, "no-timestamps", "app-windowed", "no timestamp recorded for input 'c1'"),
+    (join, "no-expect", "app-join", "no join alternatives recorded for 1 stream input(s) (first 'o4')"),
+    (join, "function-error", "app-join", "raised KeyError for input"),
+])
+def test_a_history_a_check_cannot_judge_is_unknown_saying_why(builder: Callable[[str], History], variant: str, name: str,
+                                                              says: str) -> None:
+    v = verdict(builder(variant))
+    assert v["valid"] == "unknown" and says in v["checks"][name]["error"], v["checks"][name]
+
+
 # ---- aggregate by a derived key (a word count)
 
 def test_a_clean_word_count_is_valid() -> None:
     _valid(word_count(), "app-aggregate")
-
-
-@pytest.mark.parametrize("variant", list(WORD_COUNT_VARIANTS))
-def test_each_word_count_failure_fires_app_aggregate_alone_and_names_its_kinds(variant: str) -> None:
-    v = verdict(word_count(variant))
-    assert set(fired(v)) == {"app-aggregate"}, v["checks"]
-    assert kinds(v, "app-aggregate") == WORD_COUNT_VARIANTS[variant]
 
 
 def test_a_word_count_example_names_the_word_and_its_counts() -> None:
@@ -59,15 +90,6 @@ def test_a_word_count_example_names_the_word_and_its_counts() -> None:
             "found": 3, "at": {"topic": "wc", "partition": 0, "offset": 8}} in ex
     final = next(e for e in ex if e["kind"] == "final")
     assert final["inputs"] == 2  # the two contributions of "the" (w1, w2); w3's aborted one is not counted
-
-
-@pytest.mark.parametrize("variant, says", [
-    ("no-expect", "no expected outputs recorded for 1 input value(s) (first 'w4')"),
-    ("function-error", "returned a record for topic 'elsewhere'"),
-])
-def test_a_word_count_whose_contributions_are_not_all_recorded_is_unknown(variant: str, says: str) -> None:
-    v = verdict(word_count(variant))
-    assert v["valid"] == "unknown" and says in v["checks"]["app-aggregate"]["error"], v["checks"]["app-aggregate"]
 
 
 def test_the_word_count_survives_the_parquet_store(tmp_path: Path) -> None:
@@ -162,13 +184,6 @@ def test_a_clean_model_history_is_valid_monotone_or_not() -> None:
     _valid(model_count(monotone=False), "app-model")
 
 
-@pytest.mark.parametrize("variant", list(MODEL_VARIANTS))
-def test_each_model_failure_fires_app_model_alone_and_names_its_kind(variant: str) -> None:
-    v = verdict(model_count(variant))
-    assert set(fired(v)) == {"app-model"}, v["checks"]
-    assert kinds(v, "app-model") == MODEL_VARIANTS[variant]
-
-
 def test_an_update_going_back_is_a_finding_only_for_a_monotone_model() -> None:
     assert fired(verdict(model_count("back", monotone=False))) == {}
 
@@ -179,15 +194,6 @@ def test_model_examples_name_the_key_the_values_and_where() -> None:
                    "at": {"topic": "wc", "partition": 0, "offset": 6}}]
     ex = verdict(model_count("missing"))["checks"]["app-model"]["examples"]
     assert ex == [{"kind": "missing", "app": "wc", "topic": "wc", "key": "dog", "expected": "1", "found": None, "at": None}]
-
-
-@pytest.mark.parametrize("variant, says", [
-    ("no-table", "no expected table recorded"),
-    ("function-error", "raised KeyError: 'value' for 3 committed inputs of lines"),
-])
-def test_a_model_without_its_table_is_unknown_saying_why(variant: str, says: str) -> None:
-    v = verdict(model_count(variant))
-    assert v["valid"] == "unknown" and says in v["checks"]["app-model"]["error"], v["checks"]["app-model"]
 
 
 def test_the_model_table_survives_the_parquet_store(tmp_path: Path) -> None:
@@ -249,28 +255,11 @@ def test_a_clean_windowed_count_is_valid(variant: str, how: str) -> None:
     _valid(windowed_count(variant, how), "app-windowed")
 
 
-@pytest.mark.parametrize("how", ["text", "time-windowed"])
-@pytest.mark.parametrize("variant", list(WINDOWED_VARIANTS))
-def test_each_windowed_failure_fires_app_windowed_alone_and_names_its_kinds(variant: str, how: str) -> None:
-    v = verdict(windowed_count(variant, how))
-    assert set(fired(v)) == {"app-windowed"}, v["checks"]
-    assert kinds(v, "app-windowed") == WINDOWED_VARIANTS[variant]
-
-
 def test_windowed_examples_name_the_key_the_window_and_the_bounds() -> None:
     ex = verdict(windowed_count("late-counted"))["checks"]["app-windowed"]["examples"]
     assert ex == [{"kind": "late-counted", "app": "win", "topic": "wcount", "aggregate": "count", "key": "k0",
                    "window_start": 0, "expected": 2, "may_be": [2, 3], "found": 3,
                    "at": {"topic": "wcount", "partition": 0, "offset": 8}}]
-
-
-@pytest.mark.parametrize("variant, says", [
-    ("bad-key", "output key 'k1-at-0' is not a windowed key (key@start_ms)"),
-    ("no-timestamps", "no timestamp recorded for input 'c1'"),
-])
-def test_a_windowed_history_that_cannot_be_judged_is_unknown_naming_the_record(variant: str, says: str) -> None:
-    v = verdict(windowed_count(variant))
-    assert v["valid"] == "unknown" and says in v["checks"]["app-windowed"]["error"], v["checks"]["app-windowed"]
 
 
 @pytest.mark.parametrize("size, advance, ts, starts", [(10, 10, 25, [20]), (10, 5, 25, [20, 25]), (10, 5, 3, [0]),
@@ -279,3 +268,35 @@ def test_a_record_falls_in_the_windows_streams_gives_it(size: int, advance: int,
     """TimeWindows.windowsFor: starts from max(0, ts - size + advance) rounded down to the advance."""
     frame = pd.DataFrame({"ts": [ts], "stream_time": [ts]})
     assert list(windowed_contract._windows(frame, size, advance, 0)["start"]) == starts
+
+
+# ---- stream-table join
+
+def test_a_clean_join_is_valid() -> None:
+    _valid(join(), "app-join")
+
+
+def test_join_examples_name_the_stream_input_and_the_table_write() -> None:
+    ex = verdict(join("aborted-table"))["checks"]["app-join"]["examples"]
+    assert ex == [{"kind": "aborted-table", "app": "join", "count": 1, "inputs": ["o1"], "via": ["r2"],
+                   "record": {"topic": "enriched", "key": "c1", "value": "o1@US"},
+                   "outputs": [{"topic": "enriched", "partition": 0, "offset": 6}]}]
+    ex = verdict(join("missing"))["checks"]["app-join"]["examples"]
+    assert ex[0]["kind"] == "missing" and ex[0]["inputs"] == ["o4"] and isinstance(ex[0]["writer_op"], int)
+
+
+def test_the_runner_records_one_alternative_per_table_write_of_the_key_and_none(tmp_path: Path) -> None:
+    h = join()
+    (tmp_path / "history").mkdir()
+    (tmp_path / "history" / "app-feeder.jsonl").write_bytes(b"".join(orjson.dumps(o) + b"\n" for o in h.ops
+                                                                      if o["f"] == "txn"))
+    (tmp_path / "fns.py").write_text(FUNCTIONS)
+    s = AppSettings.model_validate({"command": ["x"], "inputs": ["orders", "regions"], "outputs": ["out"],
+                                    "ready": {"log": "x"}, "contract": {"kind": "join", "function": "fns:join",
+                                                                       "stream": "orders", "table": "regions"}})
+    with Recorder(tmp_path, "runner") as rec:
+        assert app_expect.record(tmp_path, s, rec, {}, tmp_path) == 4
+    (op,) = _expect_ops(tmp_path)
+    assert op["join"][:3] == [["o1", None, [["out", "c1", "o1@-"]]], ["o1", "r1", [["out", "c1", "o1@EU"]]],
+                              ["o1", "r2", [["out", "c1", "o1@US"]]]]
+    assert len(op["join"]) == 10  # o1, o3: 3 alternatives each; o2, o4: 2 each

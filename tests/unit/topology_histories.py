@@ -176,3 +176,53 @@ def windowed_count(variant: str = "", how: str = "text") -> History:
     h.app_scan("win", recs, READ_UNCOMMITTED)
     h.lso({tp_key("clicks", 0): 0.1, tp_key("clicks", 1): 0.1})
     return h
+
+
+#: ``join``'s variants and the ``app-join`` kinds each must show
+JOIN_VARIANTS = {"missing": {"missing"}, "duplicate": {"duplicate"}, "aborted-table": {"aborted-table"},
+                 "aborted-input": {"aborted-input"}, "unexplained": {"unexplained"}, "undeclared": {"undeclared-topic"}}
+
+
+def join(variant: str = "") -> History:
+    """A stream-table (left) join of ``orders`` with ``regions`` into ``enriched``: ``<order>@<region>``
+    (``-`` without one). The table: c1 EU (r1), c1 US (r2, aborted), c2 ASIA (r3, after o2). The
+    stream: o1 (c1), o2 (c2), o3 (c1, aborted), o4 (c2). The app wrote o1@EU, o2@- and o4@ASIA: each
+    one alternative over the committed table. ``no-expect`` leaves o4 without alternatives,
+    ``function-error`` records the function's error instead (both: unknown)."""
+    h = History()
+    h.init("app-feeder.0", "feeder-tx")
+    h.txn("app-feeder.0", [("regions", 0, "r1", 0)], keys=["c1"], records=[("EU", 1, None)])
+    h.txn("app-feeder.0", [("regions", 0, "r2", None)], outcome=FAIL, keys=["c1"], records=[("US", 2, None)])
+    h.txn("app-feeder.0", [("orders", 0, "o1", 0), ("orders", 0, "o2", 1)], keys=["c1", "c2"],
+          records=[("o1", 3, None), ("o2", 4, None)])
+    h.txn("app-feeder.0", [("orders", 0, "o3", None)], outcome=FAIL, keys=["c1"], records=[("o3", 5, None)])
+    h.txn("app-feeder.0", [("regions", 0, "r3", 4)], keys=["c2"], records=[("ASIA", 6, None)])
+    h.txn("app-feeder.0", [("orders", 0, "o4", 5)], keys=["c2"], records=[("o4", 7, None)])
+    h.scan({tp_key("regions", 0): [(0, "r1"), (4, "r3")], tp_key("orders", 0): [(0, "o1"), (1, "o2"), (5, "o4")]})
+    h.scan({tp_key("regions", 0): [(0, "r1"), (2, "r2"), (4, "r3")],
+            tp_key("orders", 0): [(0, "o1"), (1, "o2"), (3, "o3"), (5, "o4")]}, READ_UNCOMMITTED)
+    h.app_contract("join", "join", ["orders", "regions"], ["enriched"], function="tests.joins:region",
+                   stream="orders", table="regions")
+    table = {"c1": [("r1", "EU"), ("r2", "US")], "c2": [("r3", "ASIA")]}
+    stream = [("o1", "c1"), ("o2", "c2"), ("o3", "c1"), ("o4", "c2")]
+    if variant == "function-error":
+        h.event("runner", "expect", {"app": "join", "inputs": [], "error": "contract function tests.joins:region: raised "
+                                     "KeyError for input {'topic': 'orders'}"}, type_="ok")
+    else:
+        h.expect_join("join", [(o, via, [("enriched", key, f"{o}@{region}")])
+                               for o, key in stream if not (variant == "no-expect" and o == "o4")
+                               for via, region in [(None, "-"), *table[key]]])
+    out = [("o1@EU", "c1"), ("o2@-", "c2"), ("o4@ASIA", "c2")]
+    extra = {"duplicate": ("o1@EU", "c1"), "aborted-table": ("o1@US", "c1"), "aborted-input": ("o3@EU", "c1"),
+             "unexplained": ("zz", "c9")}
+    if variant == "missing":
+        out = out[:2]
+    if variant in extra:
+        out.append(extra[variant])
+    if variant == "undeclared":
+        h.app_stray("join", {"join-debug": 1})
+    recs: AppRecs = {tp_key("enriched", 0): [(2 * i, v, k) for i, (v, k) in enumerate(out)]}
+    h.app_scan("join", recs)
+    h.app_scan("join", recs, READ_UNCOMMITTED)
+    h.lso({tp_key("orders", 0): 0.1, tp_key("regions", 0): 0.1})
+    return h
