@@ -6,10 +6,12 @@ the app processed it, so the check does not pick one: each committed stream inpu
 exactly one of its alternatives over committed table writes (or none) in the final read_committed scan
 of the outputs.
 
-Matching is greedy, stream input by stream input in offset order: the alternative whose outputs are
-all still unclaimed, the one with the most outputs first (an inner join's "no table value" yields
-nothing and is always available: a missing join output of a key with no committed table write then
-goes unseen); else the one with the most unclaimed outputs, the rest ``missing``. What is left over
+Matching: each committed stream input picks its best alternative against the output found: one
+whose outputs are all there, the one with the most outputs first (an inner join's "no table value"
+yields nothing and is always there: a missing join output of a key with no committed table write then
+goes unseen), else the one with the most there, the rest ``missing``. Inputs whose picks need no
+record more often than it is there claim them at once (column-wise); the others, which share a record
+found too few times, claim one after the other in offset order, each from what is left. What is left over
 is ``duplicate`` (a committed alternative yields it), ``aborted-table`` (only an alternative over an
 aborted table write does), ``aborted-input`` (only an aborted stream input's) or ``unexplained``.
 """
@@ -59,39 +61,92 @@ def alternatives(t: Tables, app: AppContract, ins: pd.DataFrame) -> pd.DataFrame
 def _judge_join(t: Tables, app: AppContract) -> Judged:
     ins = inputs(t, app)
     e = alternatives(t, app, ins)
-    committed = dict(zip(ins["value"].to_numpy(object), ins["committed"].to_numpy(bool)))
-    offset = dict(zip(ins["value"].to_numpy(object), ins["offset"].to_numpy(object)))
-    writer = dict(zip(ins["value"].to_numpy(object), ins["writer_op"].to_numpy(object)))
     found = outputs_of(t, app, SCAN, READ_COMMITTED)
-    out = e[(e["seq"] >= 0).to_numpy(bool)]
+    done = ins["value"][ins["committed"].to_numpy(bool)]
+    # every alternative (input, via) of a committed stream input over the committed table (or none), numbered
+    # in the order recorded: ``k`` breaks ties between equally good ones
+    e = e.assign(alt=row_ids([e], ["input", "via"])[0], via_ok=e["via"].isna().to_numpy(bool) | member(e["via"], done),
+                 in_ok=member(e["input"], done))
+    out = e[(e["seq"] >= 0).to_numpy(bool)].reset_index(drop=True)
     e_id, f_id = row_ids([out, found], ["topic", "key", "value"])
     n = int(max([0, *(int(a.max()) + 1 for a in (e_id, f_id) if len(a))]))
     avail = np.bincount(f_id, minlength=n)
-    # per alternative (input, via): the record ids of its outputs
+    chosen, short = _choose(e, out, e_id, avail)
+    # phase 1: every input whose chosen outputs nobody else needs more of than there are claims them at once
+    claim = np.bincount(chosen["rid"].to_numpy(np.int64), weights=chosen["take"].to_numpy(np.int64), minlength=n)
+    contended = claim > avail
+    touched = pd.unique(chosen.loc[contended[chosen["rid"].to_numpy(np.int64)], "input"]) if len(chosen) else []
+    calm = ~chosen["input"].isin(touched).to_numpy(bool)
+    np.subtract.at(avail, chosen["rid"].to_numpy(np.int64)[calm], chosen["take"].to_numpy(np.int64)[calm])
+    lacking = short[~short["input"].isin(touched).to_numpy(bool)]
+    # phase 2: the inputs that share a record too few copies of, in offset order, one after the other
+    lacking = pd.concat([lacking, _greedy(list(touched), e, out, e_id, ins, avail)], ignore_index=True)
+    by_kind = {"missing": _missing_examples(app, lacking, out, e_id, ins)}
+    count = int(lacking["lacks"].sum()) + _leftovers(app, out, e_id, found, f_id, avail, by_kind)
+    return count, by_kind
+
+
+def _choose(e: pd.DataFrame, out: pd.DataFrame, e_id: np.ndarray, avail: np.ndarray) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per committed stream input, its best alternative against ``avail`` (whole first, the most
+    outputs, the first recorded): its outputs (input, rid, take) and what it lacks (input, rid, lacks)."""
+    ok = (e["in_ok"] & e["via_ok"]).to_numpy(bool)
+    alts = e[ok].drop_duplicates("alt")[["input", "alt"]].assign(k=lambda d: np.arange(len(d)))
+    sizes = out.assign(rid=e_id)[(out["in_ok"] & out["via_ok"]).to_numpy(bool)].groupby(["alt", "rid"]).size()
+    need: pd.DataFrame = sizes.rename("need").reset_index()
+    need["there"] = np.minimum(need["need"].to_numpy(), avail[need["rid"].to_numpy(np.int64)])
+    per_alt = need.groupby("alt")[["need", "there"]].sum()
+    alts = alts.join(per_alt, on="alt").fillna({"need": 0, "there": 0})
+    alts["whole"] = alts["need"] == alts["there"]
+    best = alts.sort_values(["input", "whole", "there", "k"], ascending=[True, False, False, True],
+                            kind="stable").drop_duplicates("input")
+    picked = need[need["alt"].isin(best["alt"]).to_numpy(bool)].merge(best[["alt", "input"]], on="alt")
+    chosen = picked.assign(take=picked["there"])[["input", "rid", "take"]]
+    short = picked.assign(lacks=picked["need"] - picked["there"])
+    return chosen, short.loc[short["lacks"] > 0, ["input", "rid", "lacks"]]
+
+
+def _greedy(touched: list[Any], e: pd.DataFrame, out: pd.DataFrame, e_id: np.ndarray, ins: pd.DataFrame,
+            avail: np.ndarray) -> pd.DataFrame:
+    """The inputs ``touched`` claim, in offset order, one alternative each from ``avail`` (``_claim``);
+    what each lacks (input, rid, lacks)."""
+    if not len(touched):
+        return pd.DataFrame({"input": [], "rid": pd.array([], dtype="int64"), "lacks": pd.array([], dtype="int64")})
+    mine = e[e["input"].isin(touched).to_numpy(bool) & (e["in_ok"] & e["via_ok"]).to_numpy(bool)]
+    alts: dict[Any, list[Any]] = {}
+    for inp, alt in zip(mine["input"].to_numpy(object), mine["alt"].to_numpy(np.int64)):
+        if alt not in alts.setdefault(inp, []):
+            alts[inp].append(alt)
+    rows = out["input"].isin(touched).to_numpy(bool)
     alt_rids: dict[tuple[Any, Any], list[int]] = {}
-    for (inp, via), rid in zip(zip(out["input"].to_numpy(object), out["via"].to_numpy(object)), e_id):
-        alt_rids.setdefault((inp, None if pd.isna(via) else via), []).append(int(rid))
-    per_input: dict[Any, list[Any]] = {}
-    for inp, via in zip(e["input"].to_numpy(object), e["via"].to_numpy(object)):
-        v = None if pd.isna(via) else via
-        if committed.get(inp) and (v is None or committed.get(v)) and v not in per_input.setdefault(inp, []):
-            per_input[inp].append(v)
-    by_kind: dict[str, list[dict[str, Any]]] = {}
-    count = 0
-    for inp in sorted(per_input, key=lambda i: (offset.get(i) is None, offset.get(i) or 0, str(i))):
-        short = _claim(per_input[inp], inp, alt_rids, avail)
-        if short:
-            count += sum(short.values())
-            if len(by_kind.setdefault("missing", [])) < MAX_EXAMPLES:
-                rid = next(iter(short))
-                row = out.iloc[int(np.flatnonzero(e_id == rid)[0])]
-                by_kind["missing"].append({"kind": "missing", "app": app.app, "count": sum(short.values()), "inputs": [inp],
-                                           "writer_op": plain(writer.get(inp)), "record": _record(row), "outputs": []})
-    left = np.flatnonzero(avail > 0)
-    kind_of = _leftover_kinds(out, e_id, committed, n)
-    for r in left:
-        kind = kind_of[int(r)]
-        count += int(avail[r])
+    for inp, alt, rid in zip(out["input"].to_numpy(object)[rows], out["alt"].to_numpy(np.int64)[rows], e_id[rows]):
+        alt_rids.setdefault((inp, alt), []).append(int(rid))
+    offset = ins.set_index("value")["offset"]
+    lacks: list[tuple[Any, int, int]] = []
+    for inp in sorted(touched, key=lambda i: (pd.isna(offset.get(i)), offset.get(i) if not pd.isna(offset.get(i)) else 0, str(i))):
+        lacks += [(inp, r, c) for r, c in _claim(alts.get(inp, []), inp, alt_rids, avail).items()]
+    return pd.DataFrame(lacks, columns=["input", "rid", "lacks"])
+
+
+def _missing_examples(app: AppContract, lacking: pd.DataFrame, out: pd.DataFrame, e_id: np.ndarray,
+                      ins: pd.DataFrame) -> list[dict[str, Any]]:
+    writer = ins.set_index("value")["writer_op"]
+    first = lacking.drop_duplicates("input").head(MAX_EXAMPLES)
+    return [{"kind": "missing", "app": app.app, "count": int(lacking.loc[lacking["input"] == inp, "lacks"].sum()),
+             "inputs": [plain(inp)], "writer_op": plain(writer.get(inp)),
+             "record": _record(out.iloc[int(np.flatnonzero(e_id == rid)[0])]), "outputs": []}
+            for inp, rid in zip(first["input"], first["rid"])]
+
+
+def _leftovers(app: AppContract, out: pd.DataFrame, e_id: np.ndarray, found: pd.DataFrame, f_id: np.ndarray,
+               avail: np.ndarray, by_kind: dict[str, list[dict[str, Any]]]) -> int:
+    """The output copies no input claimed, each by the best alternative that yields it: ``duplicate``
+    (a committed one), ``aborted-table``, ``aborted-input``, else ``unexplained``. How many."""
+    rank = np.where(~out["in_ok"].to_numpy(bool), 1, np.where(out["via_ok"].to_numpy(bool), 3, 2))
+    best = np.zeros(len(avail), np.int64)
+    np.maximum.at(best, e_id, rank)
+    names = ("unexplained", "aborted-input", "aborted-table", "duplicate")
+    for r in np.flatnonzero(avail > 0):
+        kind = names[best[r]]
         if len(by_kind.setdefault(kind, [])) < MAX_EXAMPLES:
             rows = found[f_id == r]
             yielding = out[e_id == r]
@@ -100,7 +155,7 @@ def _judge_join(t: Tables, app: AppContract) -> Judged:
                                   "via": sorted({plain(v) for v in yielding["via"] if not pd.isna(v)}),
                                   "record": _record(rows.iloc[0]),
                                   "outputs": [pos(*p) for p in zip(rows["topic"], rows["partition"], rows["offset"])]})
-    return count, by_kind
+    return int(avail[avail > 0].sum())
 
 
 def _claim(alts: list[Any], inp: Any, alt_rids: dict[tuple[Any, Any], list[int]], avail: np.ndarray) -> Counter[int]:
@@ -121,20 +176,6 @@ def _claim(alts: list[Any], inp: Any, alt_rids: dict[tuple[Any, Any], list[int]]
         if c > took:
             short[r] = c - took
     return short
-
-
-def _leftover_kinds(out: pd.DataFrame, e_id: np.ndarray, committed: dict[Any, bool], n: int) -> list[str]:
-    """Per output record: what an unclaimed copy of it is (``duplicate``, ``aborted-table``,
-    ``aborted-input``, ``unexplained``), by the best alternative that yields it."""
-    rank = {"duplicate": 3, "aborted-table": 2, "aborted-input": 1, "unexplained": 0}
-    best = ["unexplained"] * n
-    for inp, via, rid in zip(out["input"].to_numpy(object), out["via"].to_numpy(object), e_id):
-        v = None if pd.isna(via) else via
-        kind = ("aborted-input" if not committed.get(inp) else
-                "duplicate" if v is None or committed.get(v) else "aborted-table")
-        if rank[kind] > rank[best[rid]]:
-            best[rid] = kind
-    return best
 
 
 def _record(row: pd.Series) -> dict[str, Any]:

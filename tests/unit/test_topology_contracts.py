@@ -272,8 +272,11 @@ def test_a_record_falls_in_the_windows_streams_gives_it(size: int, advance: int,
 
 # ---- stream-table join
 
-def test_a_clean_join_is_valid() -> None:
-    _valid(join(), "app-join")
+@pytest.mark.parametrize("variant", ["", "contended-clean"])
+def test_a_clean_join_is_valid(variant: str) -> None:
+    """``contended-clean``: two stream inputs' first picks share one record found once; taken in
+    offset order, the second is joined with its table value instead."""
+    _valid(join(variant), "app-join")
 
 
 def test_join_examples_name_the_stream_input_and_the_table_write() -> None:

@@ -179,7 +179,7 @@ def windowed_count(variant: str = "", how: str = "text") -> History:
 
 
 #: ``join``'s variants and the ``app-join`` kinds each must show
-JOIN_VARIANTS = {"missing": {"missing"}, "duplicate": {"duplicate"}, "aborted-table": {"aborted-table"},
+JOIN_VARIANTS = {"missing": {"missing"}, "contended": {"missing"}, "duplicate": {"duplicate"}, "aborted-table": {"aborted-table"},
                  "aborted-input": {"aborted-input"}, "unexplained": {"unexplained"}, "undeclared": {"undeclared-topic"}}
 
 
@@ -187,8 +187,10 @@ def join(variant: str = "") -> History:
     """A stream-table (left) join of ``orders`` with ``regions`` into ``enriched``: ``<order>@<region>``
     (``-`` without one). The table: c1 EU (r1), c1 US (r2, aborted), c2 ASIA (r3, after o2). The
     stream: o1 (c1), o2 (c2), o3 (c1, aborted), o4 (c2). The app wrote o1@EU, o2@- and o4@ASIA: each
-    one alternative over the committed table. ``no-expect`` leaves o4 without alternatives,
-    ``function-error`` records the function's error instead (both: unknown)."""
+    one alternative over the committed table. ``contended``: o2 and o4 without a table value both give
+    ``x@-``, found once, and o4@ASIA is not there (one is missing); ``contended-clean``: the same with
+    o4@ASIA there (o4 then is joined). ``no-expect`` leaves o4 without alternatives, ``function-error``
+    records the function's error instead (both: unknown)."""
     h = History()
     h.init("app-feeder.0", "feeder-tx")
     h.txn("app-feeder.0", [("regions", 0, "r1", 0)], keys=["c1"], records=[("EU", 1, None)])
@@ -209,7 +211,9 @@ def join(variant: str = "") -> History:
         h.event("runner", "expect", {"app": "join", "inputs": [], "error": "contract function tests.joins:region: raised "
                                      "KeyError for input {'topic': 'orders'}"}, type_="ok")
     else:
-        h.expect_join("join", [(o, via, [("enriched", key, f"{o}@{region}")])
+        shared = variant.startswith("contended")
+        h.expect_join("join", [(o, via, [("enriched", key, "x@-" if shared and via is None and o in ("o2", "o4")
+                                                              else f"{o}@{region}")])
                                for o, key in stream if not (variant == "no-expect" and o == "o4")
                                for via, region in [(None, "-"), *table[key]]])
     out = [("o1@EU", "c1"), ("o2@-", "c2"), ("o4@ASIA", "c2")]
@@ -217,6 +221,8 @@ def join(variant: str = "") -> History:
              "unexplained": ("zz", "c9")}
     if variant == "missing":
         out = out[:2]
+    if variant.startswith("contended"):
+        out = [("o1@EU", "c1"), ("x@-", "c2")] + ([("o4@ASIA", "c2")] if variant == "contended-clean" else [])
     if variant in extra:
         out.append(extra[variant])
     if variant == "undeclared":
