@@ -8,7 +8,7 @@ never runs the app's function: it compares history with history.
 An input is *committed* when its transaction was acknowledged (``ok``), or its outcome was unknown
 (``info``) and a read_committed read saw it (as ``lost-write`` decides); otherwise it is *aborted*.
 These checks work on pandas frames of their rows; records are matched by integer codes of their text
-columns (``_codes``), never by grouping or comparing Python strings row by row, so that millions
+columns (``codes_of``), never by grouping or comparing Python strings row by row, so that millions
 of inputs are judged in seconds (docs/BENCHMARKS.md, "The app contract checks").
 """
 
@@ -117,7 +117,7 @@ def outputs_of(t: Tables, app: AppContract, source: str, isolation: str) -> pd.D
     return plain_text(o[sel.to_numpy(bool)]).reset_index(drop=True)
 
 
-def _codes(columns: list[pd.Series]) -> np.ndarray:
+def codes_of(columns: list[pd.Series]) -> np.ndarray:
     """One integer per distinct value over ``columns`` end to end, numbered in order of first
     appearance, nulls equal to nulls. Text is factorized as pandas' Arrow strings (Arrow's
     dictionary encoding): as Python objects, hashing a string per row took seconds per million."""
@@ -132,16 +132,16 @@ def row_ids(frames: list[pd.DataFrame], columns: list[str]) -> list[np.ndarray]:
     order of first appearance (as ``groupby(sort=False, dropna=False).ngroup()``), one array per frame."""
     ids = np.zeros(sum(len(f) for f in frames), np.int64)
     for col in columns:
-        codes = _codes([f[col] for f in frames])
+        codes = codes_of([f[col] for f in frames])
         # ids and codes are below the row count: their pair as one int64 (rows**2 fits up to 3e9 rows)
         ids = pd.factorize(ids * (int(codes.max(initial=-1)) + 1) + codes)[0].astype(np.int64)
     return np.split(ids, np.cumsum([len(f) for f in frames])[:-1])
 
 
 def member(values: pd.Series, of: pd.Series) -> np.ndarray:
-    """Which of ``values`` are among ``of`` (``isin``, by ``_codes``: pandas' ``isin`` of Arrow
+    """Which of ``values`` are among ``of`` (``isin``, by ``codes_of``: pandas' ``isin`` of Arrow
     strings makes a Python object of each value of ``of``)."""
-    codes = _codes([values, of])
+    codes = codes_of([values, of])
     known = np.zeros(int(codes.max(initial=-1)) + 1, dtype=bool)
     known[codes[len(values):]] = True
     found: np.ndarray = known[codes[:len(values)]]

@@ -25,7 +25,18 @@ import numpy as np
 import pandas as pd
 
 from harness.checker.checks import MAX_EXAMPLES, Found, HistoryError
-from harness.checker.contracts import Judged, every_app, inputs, member, outputs_of, plain, plain_text, pos, row_ids
+from harness.checker.contracts import (
+    Judged,
+    codes_of,
+    every_app,
+    inputs,
+    member,
+    outputs_of,
+    plain,
+    plain_text,
+    pos,
+    row_ids,
+)
 from harness.history.model import JOIN, READ_COMMITTED, SCAN
 from harness.history.schema import AppContract
 from harness.history.store import Tables
@@ -62,11 +73,15 @@ def _judge_join(t: Tables, app: AppContract) -> Judged:
     ins = inputs(t, app)
     e = alternatives(t, app, ins)
     found = outputs_of(t, app, SCAN, READ_COMMITTED)
-    done = ins["value"][ins["committed"].to_numpy(bool)]
     # every alternative (input, via) of a committed stream input over the committed table (or none), numbered
-    # in the order recorded: ``k`` breaks ties between equally good ones
-    e = e.assign(alt=row_ids([e], ["input", "via"])[0], via_ok=e["via"].isna().to_numpy(bool) | member(e["via"], done),
-                 in_ok=member(e["input"], done))
+    # in the order recorded; the input values factorized once, for all three (a third of the check's time each)
+    codes = codes_of([e["input"], e["via"], ins["value"]])
+    m = len(e)
+    committed = np.zeros(int(codes.max(initial=-1)) + 1, dtype=bool)
+    committed[codes[2 * m:][ins["committed"].to_numpy(bool)]] = True
+    in_code, via_code = codes[:m], codes[m:2 * m]
+    alt = pd.factorize(in_code * (len(committed) + 1) + via_code)[0]
+    e = e.assign(alt=alt, via_ok=e["via"].isna().to_numpy(bool) | committed[via_code], in_ok=committed[in_code])
     out = e[(e["seq"] >= 0).to_numpy(bool)].reset_index(drop=True)
     e_id, f_id = row_ids([out, found], ["topic", "key", "value"])
     n = int(max([0, *(int(a.max()) + 1 for a in (e_id, f_id) if len(a))]))

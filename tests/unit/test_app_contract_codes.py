@@ -1,5 +1,5 @@
 """The app contract checks match records by integer codes of their text columns
-(``contracts._codes``, ``row_ids``, ``member``) instead of pandas' grouping and ``isin`` of
+(``contracts.codes_of``, ``row_ids``, ``member``) instead of pandas' grouping and ``isin`` of
 Python strings (seconds per million rows; docs/BENCHMARKS.md, "The app contract checks"). The codes
 must be what the grouping gave: nulls equal to nulls, whatever the column's type (categories as
 loaded, Arrow strings, objects), numbered in order of first appearance, which decides the order of
