@@ -303,3 +303,23 @@ def test_the_runner_records_one_alternative_per_table_write_of_the_key_and_none(
     assert op["join"][:3] == [["o1", None, [["out", "c1", "o1@-"]]], ["o1", "r1", [["out", "c1", "o1@EU"]]],
                               ["o1", "r2", [["out", "c1", "o1@US"]]]]
     assert len(op["join"]) == 10  # o1, o3: 3 alternatives each; o2, o4: 2 each
+
+
+@pytest.mark.parametrize("history, says", [
+    (word_count(), "aggregate: wc count, by harness.apps.functions:words"),
+    (model_count(), "model, function tests.models:count_words, monotone"),
+    (windowed_count(), "windowed: wcount count, window 10 ms every 10 ms, grace 5 ms, keys text"),
+    (join(), "join of stream orders with table regions, function tests.joins:region"),
+])
+def test_the_report_says_each_contract_and_history_txt_counts_its_inputs(history: History, says: str,
+                                                                        tmp_path: Path) -> None:
+    from harness.history.text import write_history_text
+    from harness.report.app_section import contract_says
+
+    t = history.tables()
+    assert contract_says(schema.contracts(t.meta)[0]) == says
+    write_history_text(tmp_path, t)
+    text = "\n".join(p.read_text() for p in tmp_path.rglob("*.txt"))
+    inputs = {"aggregate": 4, "model": None, "windowed": None, "join": 4}[schema.contracts(t.meta)[0].contract]
+    if inputs is not None:
+        assert f": {inputs} inputs" in text, text[-2000:]
