@@ -29,7 +29,19 @@ from harness.checker import CHECKS, run_checks, stats
 from harness.checker.checks import cols
 from harness.checker.verdict import Verdict
 from harness.history import store
-from harness.history.model import AGGREGATE, FAIL, MAP, OK, POLL, READ_COMMITTED, READ_UNCOMMITTED, SCAN
+from harness.history.model import (
+    AGGREGATE,
+    FAIL,
+    JOIN,
+    MAP,
+    MODEL,
+    OK,
+    POLL,
+    READ_COMMITTED,
+    READ_UNCOMMITTED,
+    SCAN,
+    WINDOWED,
+)
 from harness.history.schema import contracts
 
 #: Values per chunk of ``generate``: about 0.5 GB of memory whatever the history's size.
@@ -166,7 +178,8 @@ def measure(run_dir: Path, engine: str = "default", master: str | None = None) -
 def _app_check(meta: dict[str, Any]) -> str | None:
     """The contract check that judges the history's app (``bench checker --app``), or None."""
     apps = contracts(meta)
-    return {MAP: "app-map", AGGREGATE: "app-aggregate"}[apps[0].contract] if apps else None
+    return {MAP: "app-map", AGGREGATE: "app-aggregate", MODEL: "app-model", WINDOWED: "app-windowed",
+            JOIN: "app-join"}[apps[0].contract] if apps else None
 
 
 def timed_check(t: store.Tables) -> tuple[Verdict, dict[str, float]]:

@@ -16,7 +16,15 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Literal
 
-from harness.checker import checks, contracts, cycle_checks, sparkjob_check
+from harness.checker import (
+    checks,
+    contracts,
+    cycle_checks,
+    join_contract,
+    model_contract,
+    sparkjob_check,
+    windowed_contract,
+)
 from harness.checker.checks import (
     NO_ACKED_OFFSETS,
     NO_COMMITTED_READS,
@@ -29,7 +37,7 @@ from harness.checker.checks import (
     NO_TXN_WRITES,
     Found,
 )
-from harness.history.model import AGGREGATE, MAP
+from harness.history.model import AGGREGATE, JOIN, MAP, MODEL, WINDOWED
 from harness.history.store import Tables
 
 #: What a check can need to have something to look at (``Check.needs``): committed reads (``cv``),
@@ -139,6 +147,21 @@ CATALOG: tuple[Check, ...] = (
                            "input: the last update differs, an update overshoots it or goes back, or is not an integer",
           contracts.app_aggregate, None, _APP_CONTRACT_ON_DEFAULT_ENGINE, needs_final_reads=True,
           nothing_to_judge=partial(contracts.nothing_to_judge, contract=AGGREGATE)),
+    Check("app-model", "an app's committed final table is not the one its model gives for its committed input: a key's "
+                       "last value differs, a key is missing or extra, an update goes back (monotone), or a key is in "
+                       "two partitions",
+          model_contract.app_model, None, _APP_CONTRACT_ON_DEFAULT_ENGINE, needs_final_reads=True,
+          nothing_to_judge=partial(contracts.nothing_to_judge, contract=MODEL)),
+    Check("app-windowed", "an app's committed windowed aggregate is not what Kafka Streams' window rule makes of its "
+                          "committed input: a window's last update outside it, an update beyond it, a record past grace "
+                          "counted, an update going back, split over partitions or not an integer",
+          windowed_contract.app_windowed, None, _APP_CONTRACT_ON_DEFAULT_ENGINE, needs_final_reads=True,
+          nothing_to_judge=partial(contracts.nothing_to_judge, contract=WINDOWED)),
+    Check("app-join", "an app's committed stream-table join output is not one alternative per committed stream input "
+                      "over the committed table: an output missing or one too many, one built from an aborted table "
+                      "write or stream input, or one nothing explains",
+          join_contract.app_join, None, _APP_CONTRACT_ON_DEFAULT_ENGINE, needs_final_reads=True,
+          nothing_to_judge=partial(contracts.nothing_to_judge, contract=JOIN)),
     Check("lso-stall", "after heal, a partition's last stable offset did not reach its high watermark in time "
                        "(a hanging transaction)",
           checks.lso_stall, f"{SPARK_ENGINE}:lso_stall"),

@@ -8,7 +8,7 @@ never runs the app's function: it compares history with history.
 An input is *committed* when its transaction was acknowledged (``ok``), or its outcome was unknown
 (``info``) and a read_committed read saw it (as ``lost-write`` decides); otherwise it is *aborted*.
 These checks work on pandas frames of their rows; records are matched by integer codes of their text
-columns (``_codes``), never by grouping or comparing Python strings row by row, so that millions
+columns (``codes_of``), never by grouping or comparing Python strings row by row, so that millions
 of inputs are judged in seconds (docs/BENCHMARKS.md, "The app contract checks").
 """
 
@@ -62,7 +62,7 @@ def nothing_to_judge(meta: dict[str, Any], contract: str) -> str | None:
     from its meta alone (both engines give this reason), or None."""
     apps = apps_of(meta, contract)
     if not apps:
-        return NO_MAP_APP if contract == MAP else NO_AGGREGATE_APP
+        return {MAP: NO_MAP_APP, AGGREGATE: NO_AGGREGATE_APP}.get(contract, f"no app with a {contract} contract in the history")
     if not any(READ_COMMITTED in (meta.get("app_scans") or {}).get(a.app, []) for a in apps):
         return NO_APP_SCAN
     return None
@@ -74,13 +74,13 @@ def _judged(t: Tables, contract: str) -> list[AppContract]:
     return [a for a in apps_of(t.meta, contract) if READ_COMMITTED in scans.get(a.app, [])]
 
 
-def _plain_text(df: pd.DataFrame) -> pd.DataFrame:
+def plain_text(df: pd.DataFrame) -> pd.DataFrame:
     """``df`` with categorical columns (as Parquet loads the few-valued ones) as their values."""
     cats = [c for c in df.columns if isinstance(df[c].dtype, pd.CategoricalDtype)]
     return df.astype({c: object for c in cats}) if cats else df
 
 
-def _none(v: Any) -> Any:
+def plain(v: Any) -> Any:
     """A JSON-friendly scalar: pandas' missing values as None, numpy numbers as Python's."""
     if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)):
         return None
@@ -95,7 +95,7 @@ def inputs(t: Tables, app: AppContract) -> pd.DataFrame:
     else where a read_committed read saw it; NA when neither), writer_op and ``committed``."""
     c = cols(t)
     rows = np.flatnonzero(t.writes["topic"].astype(object).isin(app.inputs).to_numpy(bool))
-    w = _plain_text(with_values(t, t.writes.iloc[rows]))
+    w = plain_text(with_values(t, t.writes.iloc[rows]))
     out = c.w_out[rows]
     committed = (out == OUTCOME_CODES[OK]) | ((out == OUTCOME_CODES[INFO]) & c.in_cv[c.w_vid[rows]])
     mine = np.zeros(c.n_values, dtype=bool)
@@ -105,9 +105,9 @@ def inputs(t: Tables, app: AppContract) -> pd.DataFrame:
     seen = seen[~seen.index.duplicated()]
     acked = w["offset"].astype("Int64")
     offset = acked.fillna(pd.Series(seen.reindex(c.w_vid[rows]).to_numpy(), index=acked.index).astype("Int64"))
-    keys = _plain_text(t.keys).drop_duplicates("value").set_index("value")["key"]
+    keys = plain_text(t.keys).drop_duplicates("value").set_index("value")["key"]
     # what the feeder wrote as the record's value (its payload), where it recorded one: else the value is its own
-    pay = _plain_text(t.payloads).drop_duplicates("value").set_index("value")["payload"]
+    pay = plain_text(t.payloads).drop_duplicates("value").set_index("value")["payload"]
     ids = w["value"].astype(object)
     payload = np.where(ids.isin(pay.index).to_numpy(bool), pay.reindex(ids).to_numpy(object), ids.to_numpy(object))
     return pd.DataFrame({"value": w["value"].to_numpy(object), "key": keys.reindex(w["value"]).to_numpy(object),
@@ -117,13 +117,13 @@ def inputs(t: Tables, app: AppContract) -> pd.DataFrame:
                          "committed": committed})
 
 
-def _outputs(t: Tables, app: AppContract, source: str, isolation: str) -> pd.DataFrame:
+def outputs_of(t: Tables, app: AppContract, source: str, isolation: str) -> pd.DataFrame:
     o = t.app_outputs  # few-valued columns (categories once loaded): compared as they are, by their codes
     sel = (o["app"] == app.app) & (o["source"] == source) & (o["isolation"] == isolation) & o["topic"].isin(app.outputs)
-    return _plain_text(o[sel.to_numpy(bool)]).reset_index(drop=True)
+    return plain_text(o[sel.to_numpy(bool)]).reset_index(drop=True)
 
 
-def _codes(columns: list[pd.Series]) -> np.ndarray:
+def codes_of(columns: list[pd.Series]) -> np.ndarray:
     """One integer per distinct value over ``columns`` end to end, numbered in order of first
     appearance, nulls equal to nulls. Text is factorized as pandas' Arrow strings (Arrow's
     dictionary encoding): as Python objects, hashing a string per row took seconds per million."""
@@ -133,28 +133,28 @@ def _codes(columns: list[pd.Series]) -> np.ndarray:
     return codes
 
 
-def _row_ids(frames: list[pd.DataFrame], columns: list[str]) -> list[np.ndarray]:
+def row_ids(frames: list[pd.DataFrame], columns: list[str]) -> list[np.ndarray]:
     """One id per distinct row of ``columns`` over all ``frames`` (nulls equal to nulls), numbered in
     order of first appearance (as ``groupby(sort=False, dropna=False).ngroup()``), one array per frame."""
     ids = np.zeros(sum(len(f) for f in frames), np.int64)
     for col in columns:
-        codes = _codes([f[col] for f in frames])
+        codes = codes_of([f[col] for f in frames])
         # ids and codes are below the row count: their pair as one int64 (rows**2 fits up to 3e9 rows)
         ids = pd.factorize(ids * (int(codes.max(initial=-1)) + 1) + codes)[0].astype(np.int64)
     return np.split(ids, np.cumsum([len(f) for f in frames])[:-1])
 
 
-def _member(values: pd.Series, of: pd.Series) -> np.ndarray:
-    """Which of ``values`` are among ``of`` (``isin``, by ``_codes``: pandas' ``isin`` of Arrow
+def member(values: pd.Series, of: pd.Series) -> np.ndarray:
+    """Which of ``values`` are among ``of`` (``isin``, by ``codes_of``: pandas' ``isin`` of Arrow
     strings makes a Python object of each value of ``of``)."""
-    codes = _codes([values, of])
+    codes = codes_of([values, of])
     known = np.zeros(int(codes.max(initial=-1)) + 1, dtype=bool)
     known[codes[len(values):]] = True
     found: np.ndarray = known[codes[:len(values)]]
     return found
 
 
-def _mixed(by_kind: dict[str, list[dict[str, Any]]], kinds: tuple[str, ...]) -> list[dict[str, Any]]:
+def mixed(by_kind: dict[str, list[dict[str, Any]]], kinds: tuple[str, ...]) -> list[dict[str, Any]]:
     """Up to ``MAX_EXAMPLES`` examples, one of each kind in turn, so every kind found shows."""
     out: list[dict[str, Any]] = []
     for k in range(MAX_EXAMPLES):
@@ -166,7 +166,7 @@ def _mixed(by_kind: dict[str, list[dict[str, Any]]], kinds: tuple[str, ...]) -> 
 Judged = tuple[int, dict[str, list[dict[str, Any]]]]
 
 
-def _every_app(t: Tables, contract: str, judge: Callable[[Tables, AppContract], Judged],
+def every_app(t: Tables, contract: str, judge: Callable[[Tables, AppContract], Judged],
                kinds: tuple[str, ...]) -> Found:
     """``judge`` on every app of ``contract`` the history can judge: the findings summed, the
     examples of each kind in turn."""
@@ -184,14 +184,14 @@ def _every_app(t: Tables, contract: str, judge: Callable[[Tables, AppContract], 
         count += n
         for kind, ex in examples.items():
             by_kind.setdefault(kind, []).extend(ex)
-    return Found(count, _mixed(by_kind, kinds))
+    return Found(count, mixed(by_kind, kinds))
 
 
 def app_map(t: Tables) -> Found:
     """A ``map`` app's committed output is not exactly what its committed input yields: an output
     missing, one too many, one of an aborted input, one no input explains, or (``order: per-key``)
     two outputs of one key in the other order than their inputs."""
-    return _every_app(t, MAP, _judge_map, MAP_KINDS)
+    return every_app(t, MAP, _judge_map, MAP_KINDS)
 
 
 def _expected(t: Tables, app: AppContract, ins: pd.DataFrame) -> pd.DataFrame:
@@ -201,22 +201,29 @@ def _expected(t: Tables, app: AppContract, ins: pd.DataFrame) -> pd.DataFrame:
     if app.function == IDENTITY:
         return pd.DataFrame({"input": ins["value"], "seq": 0, "topic": app.outputs[0], "key": ins["key"],
                              "value": ins["payload"]})
+    return recorded(t, app, ins, app.function)
+
+
+def recorded(t: Tables, app: AppContract, ins: pd.DataFrame, function: str) -> pd.DataFrame:
+    """The app's ``expect`` rows (input, seq, topic, key, value, via) that name an output (an input
+    yielding nothing has none). ``HistoryError`` (the verdict is then unknown, never a finding) when
+    the runner could not apply ``function``, or recorded nothing for one of ``ins``."""
     failed = (t.meta.get("app_function_errors") or {}).get(app.app)
     if failed:
-        raise HistoryError(f"app {app.app}: its contract function {app.function} gave no outputs: {failed}")
+        raise HistoryError(f"app {app.app}: its contract function {function} gave no outputs: {failed}")
     e = t.app_expected
-    e = _plain_text(e[(e["app"].astype(object) == app.app).to_numpy(bool)])
-    lacking = ins.loc[~_member(ins["value"], e["input"]), "value"]
+    e = plain_text(e[(e["app"].astype(object) == app.app).to_numpy(bool)])
+    lacking = ins.loc[~member(ins["value"], e["input"]), "value"]
     if len(lacking):
         raise HistoryError(f"app {app.app}: no expected outputs recorded for {len(lacking)} input value(s) "
                          f"(first {lacking.iloc[0]!r}): the runner records them (expect ops) for every input "
-                         f"the feeder wrote, by {app.function}")
-    return e[e["seq"] >= 0][["input", "seq", "topic", "key", "value"]].reset_index(drop=True)
+                         f"the feeder wrote, by {function}")
+    return e[e["seq"] >= 0][["input", "seq", "topic", "key", "value", "via"]].reset_index(drop=True)
 
 
 def _record_ids(*frames: pd.DataFrame) -> list[np.ndarray]:
     """One id per distinct (topic, key, value) over all ``frames`` (nulls equal to nulls)."""
-    return _row_ids(list(frames), ["topic", "key", "value"])
+    return row_ids(list(frames), ["topic", "key", "value"])
 
 
 def _judge_map(t: Tables, app: AppContract) -> Judged:
@@ -225,9 +232,9 @@ def _judge_map(t: Tables, app: AppContract) -> Judged:
                                        .rename(columns={"value": "input", "topic": "in_topic",
                                                         "partition": "in_partition", "offset": "in_offset"}),
                                        on="input", how="inner")
-    found = _outputs(t, app, SCAN, READ_COMMITTED)
-    polled = _outputs(t, app, POLL, READ_COMMITTED)
-    uncommitted = _outputs(t, app, SCAN, READ_UNCOMMITTED)
+    found = outputs_of(t, app, SCAN, READ_COMMITTED)
+    polled = outputs_of(t, app, POLL, READ_COMMITTED)
+    uncommitted = outputs_of(t, app, SCAN, READ_UNCOMMITTED)
     e_id, f_id, p_id, u_id = _record_ids(exp, found, polled, uncommitted)
     n = int(max([0, *(int(a.max()) + 1 for a in (e_id, f_id, p_id, u_id) if len(a))]))
     committed = exp["committed"].to_numpy(bool)
@@ -251,11 +258,11 @@ def _judge_map(t: Tables, app: AppContract) -> Judged:
         outs = outs[at == r]
         record = (yielding if len(yielding) else outs).iloc[0]
         by_kind.setdefault(kind, []).append({
-            "kind": kind, "app": app.app, "count": how_many, "inputs": [_none(v) for v in yielding["input"]],
-            "writer_op": _none(yielding["writer_op"].iloc[0]) if len(yielding) else None,
-            "record": {"topic": _none(record["topic"]), "key": _none(record["key"]), "value": _none(record["value"])},
+            "kind": kind, "app": app.app, "count": how_many, "inputs": [plain(v) for v in yielding["input"]],
+            "writer_op": plain(yielding["writer_op"].iloc[0]) if len(yielding) else None,
+            "record": {"topic": plain(record["topic"]), "key": plain(record["key"]), "value": plain(record["value"])},
             "outputs": [position(*p) for p in zip(outs["topic"], outs["partition"], outs["offset"])],
-            **({"read_op": _none(outs["op"].iloc[0])} if at is p_id else {}),
+            **({"read_op": plain(outs["op"].iloc[0])} if at is p_id else {}),
             **({"uncommitted": bool(in_uncommitted[r])} if kind == "missing" else {})})
 
     def kind_of(r: int) -> str:
@@ -290,7 +297,7 @@ def _order(app: AppContract, exp: pd.DataFrame, e_id: np.ndarray, found: pd.Data
     m = m[m["in_offset"].notna()]
     if m.empty:
         return 0, []
-    lane = _row_ids([m], ["topic", "partition", "key", "in_topic", "in_partition"])[0]
+    lane = row_ids([m], ["topic", "partition", "key", "in_topic", "in_partition"])[0]
     # the columns the examples name, in (lane, offset) order (a stable sort, as sort_values'), no more:
     # every column of a few million rows is a take
     m = m[["topic", "partition", "offset", "key", "input", "seq", "writer_op", "in_offset"]].assign(
@@ -300,10 +307,10 @@ def _order(app: AppContract, exp: pd.DataFrame, e_id: np.ndarray, found: pd.Data
     at, seq = m["in_offset"].to_numpy(np.int64), m["seq"].to_numpy(np.int64)
     earlier = (at[1:] < at[:-1]) | ((at[1:] == at[:-1]) & (seq[1:] < seq[:-1]))
     bad = np.flatnonzero(same & earlier) + 1
-    ex = [{"kind": "order", "app": app.app, "count": 1, "key": _none(m.at[b, "key"]),
-           "inputs": [_none(m.at[b - 1, "input"]), _none(m.at[b, "input"])], "writer_op": _none(m.at[b, "writer_op"]),
-           "input_offsets": [_none(m.at[b - 1, "in_offset"]), _none(m.at[b, "in_offset"])],
-           "outputs": [_pos(m.at[k, "topic"], m.at[k, "partition"], m.at[k, "offset"]) for k in (b - 1, b)]}
+    ex = [{"kind": "order", "app": app.app, "count": 1, "key": plain(m.at[b, "key"]),
+           "inputs": [plain(m.at[b - 1, "input"]), plain(m.at[b, "input"])], "writer_op": plain(m.at[b, "writer_op"]),
+           "input_offsets": [plain(m.at[b - 1, "in_offset"]), plain(m.at[b, "in_offset"])],
+           "outputs": [pos(m.at[k, "topic"], m.at[k, "partition"], m.at[k, "offset"]) for k in (b - 1, b)]}
           for b in bad[:MAX_EXAMPLES]]
     return len(bad), ex
 
@@ -313,24 +320,39 @@ def app_aggregate(t: Tables) -> Found:
     """An ``aggregate`` app's committed updates of a key: the last one is not the exact aggregate of
     the key's committed input, one overshoots it, one goes back from the one before, the updates
     are in more than one partition, or one is not an integer."""
-    return _every_app(t, AGGREGATE, _judge_aggregates, AGGREGATE_KINDS)
+    return every_app(t, AGGREGATE, _judge_aggregates, AGGREGATE_KINDS)
+
+
+def contributions(t: Tables, app: AppContract, ins: pd.DataFrame) -> pd.DataFrame:
+    """Per committed input, what it adds to which (topic, key): with ``by``, the contributions the
+    runner recorded (input, topic, key, value = the amount as text), else the input itself on every
+    aggregated topic (its key, its value). A contribution without a key is not aggregated (Kafka
+    Streams drops a record whose key is null)."""
+    ins = ins[ins["committed"]]
+    if app.by is None:
+        ins = ins[ins["key"].notna()]
+        return pd.concat([pd.DataFrame({"input": ins["value"], "topic": topic, "key": ins["key"], "value": ins["payload"]})
+                          for topic in app.aggregates], ignore_index=True)
+    e = recorded(t, app, ins, app.by)
+    e = e[member(e["input"], ins["value"]) & e["key"].notna().to_numpy(bool)]
+    return e[["input", "topic", "key", "value"]].reset_index(drop=True)
 
 
 def _judge_aggregates(t: Tables, app: AppContract) -> Judged:
-    ins = inputs(t, app)
-    ins = ins[ins["committed"] & ins["key"].notna()]  # a record without a key is not aggregated
-    found = _outputs(t, app, SCAN, READ_COMMITTED)
+    contrib = contributions(t, app, inputs(t, app))
+    found = outputs_of(t, app, SCAN, READ_COMMITTED)
     count = 0
     by_kind: dict[str, list[dict[str, Any]]] = {}
     for topic, fn in app.aggregates.items():
-        n, examples = _judge_aggregate(app.app, topic, fn, ins, found[found["topic"] == topic])
+        mine = contrib[(contrib["topic"] == topic).to_numpy(bool)]
+        n, examples = _judge_aggregate(app.app, topic, fn, mine, found[found["topic"] == topic])
         count += n
         for kind, ex in examples.items():
             by_kind.setdefault(kind, []).extend(ex)
     return count, by_kind
 
 
-def _integers(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+def integers(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """Which ``values`` (text or null) are integers (of int64), and their values (0 where not)."""
     text = values.astype(object).where(values.notna(), "").astype(str)
     ok = text.str.fullmatch(r"-?\d{1,18}").to_numpy(bool)
@@ -342,9 +364,9 @@ def _integers(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
 def _judge_aggregate(app: str, topic: str, fn: str, ins: pd.DataFrame,
                      found: pd.DataFrame) -> Judged:
     """One output topic of an aggregate: per key, its committed updates against the exact aggregate."""
-    ok, numbers = _integers(ins["payload"])
+    ok, numbers = integers(ins["value"])
     if fn != COUNT and not ok.all():
-        raise HistoryError(f"app {app}: input value {ins['payload'][~ok].iloc[0]!r} is not an integer; the feeder writes "
+        raise HistoryError(f"app {app}: input value {ins['value'][~ok].iloc[0]!r} is not an integer; the feeder writes "
                          f"integers for an aggregate contract ({fn} of {topic})")
     exact = pd.Series(numbers, index=ins["key"].to_numpy(object)).groupby(level=0).agg(
         {COUNT: "size", SUM: "sum", MIN: "min", MAX: "max"}[fn])
@@ -355,7 +377,7 @@ def _judge_aggregate(app: str, topic: str, fn: str, ins: pd.DataFrame,
         e = exact.reindex(pd.Index(keys, dtype=object)).astype("Int64")
         return e.fillna(0) if fn in (COUNT, SUM) else e
 
-    good, values = _integers(found["value"])
+    good, values = integers(found["value"])
     upd = found.assign(number=values)[good & found["key"].notna().to_numpy(bool)]
     parts = upd.groupby("key", sort=False)["partition"].nunique()
     split = parts.index[parts.to_numpy() > 1]
@@ -374,20 +396,20 @@ def _judge_aggregate(app: str, topic: str, fn: str, ins: pd.DataFrame,
     bad_value = found[~good]
     keyed = {"app": app, "topic": topic, "aggregate": fn}
     by_kind = {
-        "not-a-number": [{"kind": "not-a-number", **keyed, "key": _none(r["key"]), "found": _none(r["value"]),
+        "not-a-number": [{"kind": "not-a-number", **keyed, "key": plain(r["key"]), "found": plain(r["value"]),
                           "at": position(r["topic"], r["partition"], r["offset"])}
                          for _, r in bad_value.head(MAX_EXAMPLES).iterrows()],
-        "split": [{"kind": "split", **keyed, "key": _none(k),
+        "split": [{"kind": "split", **keyed, "key": plain(k),
                    "partitions": sorted(int(p) for p in found.loc[found["key"] == k, "partition"].unique())}
                   for k in split[:MAX_EXAMPLES]],
-        "back": [{"kind": "back", **keyed, "key": _none(keys[b]), "expected": _none(want.iloc[b]),
+        "back": [{"kind": "back", **keyed, "key": plain(keys[b]), "expected": plain(want.iloc[b]),
                   "found": int(nums[b]), "previous_found": int(nums[b - 1]), "at": _at(upd, b), "previous": _at(upd, b - 1)}
                  for b in np.flatnonzero(back)[:MAX_EXAMPLES]],
-        "overshoot": [{"kind": "overshoot", **keyed, "key": _none(keys[b]), "expected": _none(want.iloc[b]),
+        "overshoot": [{"kind": "overshoot", **keyed, "key": plain(keys[b]), "expected": plain(want.iloc[b]),
                        "found": int(nums[b]), "at": _at(upd, b)} for b in np.flatnonzero(over)[:MAX_EXAMPLES]],
-        "final": [{"kind": "final", **keyed, "key": _none(k), "expected": _none(final_want[k]),
-                   "found": _none(final_have[k]), "inputs": int((ins["key"] == k).sum()),
-                   "at": _pos(topic, last.at[k, "partition"], last.at[k, "offset"]) if k in last.index else None}
+        "final": [{"kind": "final", **keyed, "key": plain(k), "expected": plain(final_want[k]),
+                   "found": plain(final_have[k]), "inputs": int((ins["key"] == k).sum()),
+                   "at": pos(topic, last.at[k, "partition"], last.at[k, "offset"]) if k in last.index else None}
                   for k in every[final][:MAX_EXAMPLES]],
     }
     return int((~good).sum() + len(split) + back.sum() + over.sum() + final.sum()), by_kind
@@ -395,9 +417,9 @@ def _judge_aggregate(app: str, topic: str, fn: str, ins: pd.DataFrame,
 
 def _at(df: pd.DataFrame, row: int) -> Any:
     """The position of row ``row`` of output records ``df``."""
-    return _pos(df.at[row, "topic"], df.at[row, "partition"], df.at[row, "offset"])
+    return pos(df.at[row, "topic"], df.at[row, "partition"], df.at[row, "offset"])
 
 
-def _pos(topic: Any, partition: Any, offset: Any) -> Any:
+def pos(topic: Any, partition: Any, offset: Any) -> Any:
     """A position of a frame's cells (whatever scalar types pandas gives)."""
     return position(str(topic), int(partition), int(offset))

@@ -57,6 +57,10 @@ class AppHistory(str, enum.Enum):
     map = "map"
     map_function = "map-function"
     aggregate = "aggregate"
+    aggregate_by = "aggregate-by"
+    model = "model"
+    windowed = "windowed"
+    stream_table_join = "join"  # not `join`: that is str.join
 
 
 #: ``bench checker --app --values`` at most: the app history is built whole in memory, as

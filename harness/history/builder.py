@@ -29,10 +29,11 @@ from harness.history.store import Tables, flatten
 Recs = dict[str, list[tuple[int, str]]]
 #: an app's output records by "topic-partition": [(offset, value, key), ...]
 AppRecs = dict[str, list[tuple[int, str | None, str | None]]]
-#: an output record a contract's function gives: (topic, key, value)
-Output = tuple[str, str | None, str | None]
 #: what an app's feeder wrote for one send: (payload as recorded, timestamp ms, its headers or None)
 Payload = tuple[str | None, int, list[tuple[str, str]] | None]
+#: an output record a contract's function gives: (topic, key, value); a by-function's
+#: contribution: (topic, key, amount)
+Output = tuple[str, str | None, str | int | None]
 
 
 class History:
@@ -99,6 +100,16 @@ class History:
         """The runner's ``expect`` event: per input value, the outputs the contract's function gives."""
         self._add(process="runner", type=OK, f=EXPECT,
                   value={"app": app, "inputs": [[v, [list(o) for o in outs]] for v, outs in inputs]})
+
+    def expect_table(self, app: str, table: list[Output], inputs: int) -> None:
+        """The runner's ``expect`` event of a model: the final table it expects, from ``inputs`` committed inputs."""
+        self._add(process="runner", type=OK, f=EXPECT, value={"app": app, "table": [list(r) for r in table], "inputs": inputs})
+
+    def expect_join(self, app: str, alternatives: list[tuple[str, str | None, list[Output]]]) -> None:
+        """The runner's ``expect`` event of a join: per stream input and table write (None: no table
+        value), the outputs the function gives."""
+        self._add(process="runner", type=OK, f=EXPECT,
+                  value={"app": app, "join": [[s, v, [list(o) for o in outs]] for s, v, outs in alternatives]})
 
     def app_stray(self, app: str, topics: dict[str, int]) -> None:
         """The runner's ``app-stray`` event: topics the app wrote to without declaring them."""

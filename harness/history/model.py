@@ -107,6 +107,10 @@ def is_history_error(error: object) -> bool:
     return str(error or "").startswith(HISTORY_ERROR)
 #: the kinds of contract an app declares (``app-contract``'s ``contract``)
 MAP, AGGREGATE = "map", "aggregate"
+#: issue 39's forms: windowed aggregates, a user's model of the final table, a stream-table join
+WINDOWED, MODEL, JOIN = "windowed", "model", "join"
+#: a windowed output key: Kafka Streams' TimeWindowedSerializer (key bytes + 8-byte start) or ``key@start``
+TIME_WINDOWED, TEXT_WINDOW = "time-windowed", "text"
 #: a ``map`` contract's function when none is named: one output per input, same key and value
 IDENTITY = "identity"
 #: a ``map`` contract's ``order``: per output key, outputs keep their inputs' order / no order asked

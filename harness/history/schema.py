@@ -10,6 +10,7 @@ of events the checker only reports (faults, the Spark job's events, ``lso``) are
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
@@ -41,10 +42,12 @@ from harness.history.model import (
     IDENTITY,
     INIT,
     INVOKE,
+    JOIN,
     LSO,
     MAP,
     MAX_OFFSET,
     MAX_PARTITION,
+    MODEL,
     NO_ORDER,
     OK,
     PER_KEY,
@@ -58,6 +61,7 @@ from harness.history.model import (
     SPARK_EVENTS,
     TEXT,
     TXN,
+    WINDOWED,
 )
 
 #: every op kind a history may hold
@@ -111,11 +115,35 @@ class Line(BaseModel):
 
 #: The kinds of contract an app declares, the orders a map contract keeps, an aggregate's functions
 #: (the scenario's ``contract``, harness/workloads/registry.py ``ContractSettings``, takes the same)
-ContractKind = Literal["map", "aggregate"]
+ContractKind = Literal["map", "aggregate", "windowed", "model", "join"]
 Order = Literal["per-key", "none"]
 Aggregate = Literal["count", "sum", "min", "max"]
 #: How the feeder encodes an input topic's keys and values (``model.FORMATS``)
 Format = Literal["text", "json", "bytes"]
+WindowKey = Literal["time-windowed", "text"]
+#: a ``module:function`` a contract names (the runner imports it; the checker never does)
+FUNCTION_SPEC = r"[A-Za-z_][\w.]*:[A-Za-z_]\w*"
+
+
+class TimeWindows(BaseModel):
+    """A windowed contract's windows (Kafka Streams' ``TimeWindows``): ``size_ms`` long, one every
+    ``advance_ms`` (the size: tumbling; less: hopping), records up to ``grace_ms`` behind stream time
+    still counted."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    size_ms: Annotated[StrictInt, Field(gt=0)]
+    advance_ms: Annotated[StrictInt, Field(gt=0)] | None = None
+    grace_ms: Annotated[StrictInt, Field(ge=0)] = 0
+
+    @property
+    def advance(self) -> int:
+        return self.advance_ms if self.advance_ms is not None else self.size_ms
+
+    @model_validator(mode="after")
+    def _fits(self) -> TimeWindows:
+        if self.advance > self.size_ms:
+            raise ValueError(f"advance_ms {self.advance} above size_ms {self.size_ms}: windows would leave gaps")
+        return self
 
 
 class AppContract(BaseModel):
@@ -138,28 +166,53 @@ class AppContract(BaseModel):
     def format_of(self, topic: str) -> str:
         """How the feeder encoded ``topic``'s keys and values (``text`` unless recorded)."""
         return self.formats.get(topic, TEXT)
+    #: aggregate / windowed: ``module:function`` deriving (topic, key, amount) contributions of an input
+    by: Annotated[StrictStr, Field(pattern=FUNCTION_SPEC)] | None = None
+    window: TimeWindows | None = None
+    window_key: WindowKey = "time-windowed"
+    #: model: the final value of a key only ever grows (an update that goes back is a finding)
+    monotone: bool = False
+    #: join: the input topic of the stream and the one of the table
+    stream: Text | None = None
+    table: Text | None = None
 
     def value(self) -> dict[str, Any]:
-        """The ``app-contract`` op's value: a map contract names its function and order, an
-        aggregate one its aggregates."""
+        """The ``app-contract`` op's value: the fields of its kind (a map contract's function and
+        order, an aggregate's aggregates and ``by``, ...)."""
         v: dict[str, Any] = {"app": self.app, "contract": self.contract, "inputs": list(self.inputs),
                              "outputs": list(self.outputs)}
         if self.contract == MAP:
             v.update(function=self.function, order=self.order)
-        else:
+        if self.contract in (AGGREGATE, WINDOWED):
             v["aggregates"] = dict(self.aggregates)
+            v.update({"by": self.by} if self.by else {})
+        if self.contract == WINDOWED:
+            v.update(window=self.window.model_dump(exclude_none=True) if self.window else None, window_key=self.window_key)
+        if self.contract == MODEL:
+            v.update(function=self.function, monotone=self.monotone)
+        if self.contract == JOIN:
+            v.update(function=self.function, stream=self.stream, table=self.table)
         if self.formats:
             v["formats"] = dict(self.formats)
         return v
 
     @model_validator(mode="after")
     def _complete(self) -> AppContract:
-        if self.contract == MAP and self.function == IDENTITY and len(self.outputs) != 1:
+        kind = self.contract
+        if kind == MAP and self.function == IDENTITY and len(self.outputs) != 1:
             raise ValueError(f"one output topic for the identity function, not {len(self.outputs)}")
-        if self.contract == MAP and self.aggregates:
-            raise ValueError("aggregates only in an aggregate contract")
-        if self.contract == AGGREGATE and (not self.aggregates or not set(self.aggregates) <= set(self.outputs)):
-            raise ValueError("an aggregate contract's aggregates: an aggregate for one or more of its outputs")
+        if kind not in (AGGREGATE, WINDOWED) and (self.aggregates or self.by):
+            raise ValueError("aggregates and by only in an aggregate or windowed contract")
+        if kind in (AGGREGATE, WINDOWED) and (not self.aggregates or not set(self.aggregates) <= set(self.outputs)):
+            raise ValueError(f"an {kind} contract's aggregates: an aggregate for one or more of its outputs")
+        if (kind == WINDOWED) != (self.window is not None):
+            raise ValueError("window: required in a windowed contract, and only there")
+        if kind in (MODEL, JOIN) and not re.fullmatch(FUNCTION_SPEC, self.function):
+            raise ValueError(f"a {kind} contract's function: module:function, not {self.function!r}")
+        if (kind == JOIN) != (self.stream is not None and self.table is not None):
+            raise ValueError("stream and table: both required in a join contract, and only there")
+        if kind == JOIN and (self.stream == self.table or not {self.stream, self.table} <= set(self.inputs)):
+            raise ValueError(f"a join's stream and table: two of its inputs {self.inputs}, not {self.stream}, {self.table}")
         if not set(self.formats) <= set(self.inputs):
             raise ValueError(f"formats: only of input topics, not {sorted(set(self.formats) - set(self.inputs))}")
         return self
@@ -181,6 +234,8 @@ class AppStray(BaseModel):
 
 
 _OUTPUT = tuple[Text, Text | None, Text | None]
+#: a contribution a ``by`` function derives: (topic, key, amount)
+_CONTRIBUTION = tuple[Text, Text | None, StrictInt]
 _SEND = tuple[Literal["send"], Text, Partition, Text]
 _ACKED = tuple[Literal["send"], Text, Partition, Text, Offset | None]
 #: (f, type) -> the shape of ``value`` (type None: any type of that f); absent: not constrained
@@ -194,7 +249,7 @@ _VALUES: dict[tuple[str, str | None], TypeAdapter[Any]] = {
     (SCAN, None): TypeAdapter(Records),
     (GROUP_OFFSETS, None): TypeAdapter(dict[TopicPartition, Offset]),
     (APP_CONTRACT, None): TypeAdapter(AppContract),
-    (EXPECT, None): TypeAdapter(dict[Literal["app", "inputs", "error"], Any]),
+    (EXPECT, None): TypeAdapter(dict[Literal["app", "inputs", "error", "table", "join"], Any]),
     (APP_STRAY, None): TypeAdapter(AppStray),
 }
 #: the shapes of an app's reads (a line with ``app``), and of ``expect``'s inputs
@@ -202,12 +257,16 @@ _APP_VALUES: dict[tuple[str, str | None], TypeAdapter[Any]] = {
     (POLL, OK): TypeAdapter(AppRecords | None),
     (SCAN, None): TypeAdapter(AppRecords),
 }
-_EXPECTED = TypeAdapter(list[tuple[Text, list[_OUTPUT]]])
+_EXPECTED = TypeAdapter(list[tuple[Text, list[_OUTPUT] | list[_CONTRIBUTION]]])
+#: a model's expected final table, and a join's alternatives per stream input (docs/APPS.md)
+_TABLE = TypeAdapter(list[_OUTPUT])
+_JOIN = TypeAdapter(list[tuple[Text, Text | None, list[_OUTPUT]]])
 _LINE = TypeAdapter(Line)
 assert set(COMPLETIONS) | {INVOKE} == {"invoke", "ok", "fail", "info"}
 assert {READ_COMMITTED, READ_UNCOMMITTED} == {"read_committed", "read_uncommitted"}
 assert (MAP, AGGREGATE, PER_KEY, NO_ORDER, AGGREGATES) == ("map", "aggregate", "per-key", "none",
                                                           ("count", "sum", "min", "max"))
+assert (WINDOWED, MODEL, JOIN) == ("windowed", "model", "join")
 
 
 class BadLine(ValueError):
@@ -255,12 +314,25 @@ def _validate_app_fields(line: dict[str, Any]) -> None:
         value = line.get("value") or {}
         if not isinstance(value.get("app"), str) or not value["app"]:
             raise BadLine("value.app", "the app's name", _found(value.get("app")))
-        try:
-            _EXPECTED.validate_python(value.get("inputs"))
-        except ValidationError as exc:
-            raise _bad(exc, ("value", "inputs")) from None
+        _validate_expected(value)
         if value.get("error") is not None and not isinstance(value["error"], str):
             raise BadLine("value.error", "why the contract's function gave no outputs (text)", _found(value["error"]))
+
+
+def _validate_expected(value: dict[str, Any]) -> None:
+    """An ``expect``'s one form: ``inputs`` (per input, its outputs or contributions), ``table``
+    (a model's final table, with ``inputs`` the count it was given), or ``join`` (per stream input
+    and table write, the outputs)."""
+    if "table" in value:
+        if not isinstance(value.get("inputs"), int) or isinstance(value.get("inputs"), bool) or value["inputs"] < 0:
+            raise BadLine("value.inputs", "a model's count of committed inputs (a number)", _found(value.get("inputs")))
+    name = "table" if "table" in value else "join" if "join" in value else "inputs"
+    shapes: dict[str, TypeAdapter[Any]] = {"table": _TABLE, "join": _JOIN, "inputs": _EXPECTED}
+    shape = shapes[name]
+    try:
+        shape.validate_python(value.get(name))
+    except ValidationError as exc:
+        raise _bad(exc, ("value", name)) from None
 
 
 def _bad(exc: ValidationError, under: tuple[str, ...]) -> BadLine:

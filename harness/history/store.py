@@ -372,32 +372,45 @@ class _AppOutputs(_Reads):
 
 @dataclass
 class _AppExpected:
-    """The ``app_expected`` table's columns, from ``expect`` ops."""
+    """The ``app_expected`` table's columns, from ``expect`` ops: per input its outputs (``map``) or
+    contributions (``by``: the amount as text in ``value``), a model's table (``input`` null), or a
+    join's alternatives (``via``: the table write it joins, null for none)."""
 
     app: list[str] = field(default_factory=list)
-    input: list[str] = field(default_factory=list)
+    input: list[str | None] = field(default_factory=list)
     seq: list[int] = field(default_factory=list)
     topic: list[str | None] = field(default_factory=list)
     key: list[str | None] = field(default_factory=list)
     value: list[str | None] = field(default_factory=list)
+    via: list[str | None] = field(default_factory=list)
 
     def add(self, op: Op) -> None:
-        """``{"app", "inputs": [[input value, [[topic, key, value], ...]], ...]}``."""
+        """``{"app", "inputs": [[input value, [[topic, key, value], ...]], ...]}``, ``{"app", "table":
+        [[topic, key, value], ...], "inputs": N}`` or ``{"app", "join": [[stream value, table value
+        or null, [[topic, key, value], ...]], ...]}``."""
         app = str(op.value["app"])
-        for value, outputs in op.value["inputs"]:
-            rows = [(k, *o) for k, o in enumerate(outputs)] or [(-1, None, None, None)]
-            for seq, topic, key, out in rows:
-                self.app.append(app)
-                self.input.append(value)
-                self.seq.append(seq)
-                self.topic.append(topic)
-                self.key.append(key)
-                self.value.append(out)
+        if "table" in op.value:
+            self._rows(app, None, None, op.value["table"], empty=False)
+        for value, outputs in op.value.get("inputs") if isinstance(op.value.get("inputs"), list) else []:
+            self._rows(app, value, None, outputs)
+        for value, via, outputs in op.value.get("join") or []:
+            self._rows(app, value, via, outputs)
+
+    def _rows(self, app: str, value: str | None, via: str | None, outputs: list[list[Any]], empty: bool = True) -> None:
+        rows = [(k, *o) for k, o in enumerate(outputs)] or ([(-1, None, None, None)] if empty else [])
+        for seq, topic, key, out in rows:
+            self.app.append(app)
+            self.input.append(value)
+            self.seq.append(seq)
+            self.topic.append(topic)
+            self.key.append(key)
+            self.value.append(out if out is None or isinstance(out, str) else str(out))
+            self.via.append(via)
 
     def frame(self) -> pd.DataFrame:
         return pd.DataFrame({"app": _str(self.app), "input": _str(self.input),
                              "seq": pd.array(self.seq, dtype="int64"), "topic": _str(self.topic),
-                             "key": _str(self.key), "value": _str(self.value)})
+                             "key": _str(self.key), "value": _str(self.value), "via": _str(self.via)})
 
 
 @dataclass
@@ -413,6 +426,8 @@ class _AppOps:
     stray: dict[str, dict[str, int]] = field(default_factory=dict)
     #: app -> why its contract function gave no outputs
     function_errors: dict[str, str] = field(default_factory=dict)
+    #: app -> how many committed inputs its model was given
+    model_inputs: dict[str, int] = field(default_factory=dict)
     #: app -> its app-contract op (a second one is refused)
     contract_ops: dict[str, Op] = field(default_factory=dict)
     #: app -> the first expect or app-stray op about it (one about an app with no contract is refused)
@@ -433,6 +448,8 @@ class _AppOps:
             self.expected.add(op)
             if op.value.get("error"):
                 self.function_errors[str(op.value["app"])] = str(op.value["error"])
+            if "table" in op.value:
+                self.model_inputs[str(op.value["app"])] = int(op.value["inputs"])
         elif f == APP_STRAY:
             self.about.setdefault(str(op.value["app"]), op)
             self.stray.setdefault(op.value["app"], {}).update(op.value["topics"])
@@ -445,7 +462,8 @@ class _AppOps:
         return {**({"apps": self.contracts, "app_scans": {a: sorted(i) for a, i in sorted(self.scans.items())}}
                    if self.contracts or self.scans else {}),
                 **({"app_stray": self.stray} if self.stray else {}),
-                **({"app_function_errors": self.function_errors} if self.function_errors else {})}
+                **({"app_function_errors": self.function_errors} if self.function_errors else {}),
+                **({"app_model_inputs": self.model_inputs} if self.model_inputs else {})}
 
 
 def _fault_row(op: Op) -> tuple[int, str | None, str | None, str]:

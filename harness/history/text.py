@@ -234,7 +234,9 @@ class _Values:
         self.expects = int((tables.ops["f"] == EXPECT).sum())
         self.expects_seen = 0
         expected = tables.app_expected
-        per_input = expected[expected["seq"].to_numpy(np.int64) <= 0]  # an input's first row: seq 0, or -1 (yields none)
+        # an input's first row: seq 0, or -1 (yields none); a join's per alternative, a model's table none
+        per_input = expected[(expected["seq"].to_numpy(np.int64) <= 0) & expected["input"].notna().to_numpy(bool)]
+        per_input = per_input.drop_duplicates(["app", "input"])
         self.inputs = per_input.groupby(per_input["app"].astype(str), sort=True).size().to_dict()
 
     def of(self, f: str, invoke: int, process: str) -> str:

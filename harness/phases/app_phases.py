@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from harness.base.errors import ConfigError
-from harness.history.model import APP, APP_CONTRACT, APP_READER, APP_STRAY, EXPECT, MAP, OK, POLL
-from harness.phases import app_drain, app_run
+from harness.history.model import APP, APP_CONTRACT, APP_READER, APP_STRAY, EXPECT, OK, POLL
+from harness.phases import app_drain, app_expect, app_run
 from harness.phases.kind_run import KindRun, OpTest, Processes, RunContext, ScenarioView
 from harness.workloads.registry import AppSettings
 
@@ -84,10 +84,9 @@ class AppRun(KindRun):
         stray = app_run.stray_topics(self.ends_before, app_run.topic_ends(bootstrap), app, self.scenario.topics)
         if stray:
             rec.event("runner", APP_STRAY, {"app": APP, "topics": stray}, type_="ok")
-        if app.contract.kind == MAP and app.contract.function != "identity":
+        if app.contract.functions():
             try:
-                facts["expected_inputs"] = app_run.record_expected(ctx.run_dir, app, rec, ctx.topic_names,
-                                                                   app_run.cwd_of(app))
+                facts["expected_inputs"] = app_expect.record(ctx.run_dir, app, rec, ctx.topic_names, app_run.cwd_of(app))
             except ConfigError as exc:
                 facts["function_error"] = str(exc)
                 log.info(f"the contract's function could not be applied: {exc}")

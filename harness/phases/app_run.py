@@ -24,25 +24,21 @@ from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]  # th
 
 from clusters.kafka.health import admin_client
 from harness.base.errors import ConfigError
-from harness.history.app_inputs import ID, decoded, user_record
-from harness.history.model import APP, APP_FEEDER, EXPECT, INVOKE, READ_COMMITTED, READ_UNCOMMITTED, SCAN, TXN, tp_key
+from harness.history.model import APP, READ_COMMITTED, READ_UNCOMMITTED, SCAN, tp_key
 from harness.history.recorder import HISTORY_DIR, Recorder
 from harness.kafka.reads import read_all
 from harness.kafka.serde import decode
+from harness.phases import app_expect
 from harness.phases.kind_run import Processes, ScenarioView
 from harness.workloads import app_args
 from harness.workloads.registry import AppSettings
 
 log = logging.getLogger(__name__)
 
-#: Applying a contract's function to every input of a run (thousands): seconds; generous.
-FUNCTION_TIMEOUT_S = 300.0
 #: One question to the cluster (the topics' ends); generous for a loaded machine.
 PROBE_TIMEOUT_S = 10.0
 #: ListOffsets for the end of a partition
 _LATEST = OffsetSpec.latest()  # type: ignore[no-untyped-call]  # the package's stubs leave it untyped
-#: Inputs per ``expect`` op: keeps one history line reasonable.
-EXPECT_CHUNK = 1000
 
 
 def settings_of(sc: ScenarioView) -> AppSettings | None:
@@ -96,8 +92,8 @@ def preflight(sc: ScenarioView) -> None:
             where = f"in {cwd}" if "/" in prog else "on PATH"
             raise ConfigError(f"app setting command: {prog!r} is not an executable file {where}; the command's first "
                               "word is the program (use {python} for the harness's own Python)")
-    if s.contract.kind == "map" and s.contract.function != "identity":
-        apply_function(s.contract.function, [], cwd)  # imports it: a wrong name is refused now
+    for function in s.contract.functions():
+        app_expect.apply_function(function, [], cwd)  # imports it: a wrong name is refused now
     check_feed(s, cwd)
 
 
@@ -113,9 +109,9 @@ def check_feed(s: AppSettings, cwd: Path) -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(cwd), *filter(None, [os.environ.get("PYTHONPATH")])])}
     try:
         done = subprocess.run([sys.executable, "-m", "harness.workloads.feed", f.name], capture_output=True, cwd=cwd,
-                              env=env, timeout=FUNCTION_TIMEOUT_S)
+                              env=env, timeout=app_expect.FUNCTION_TIMEOUT_S)
     except subprocess.TimeoutExpired:
-        raise ConfigError(f"app setting feeder: its generators gave no sample within {FUNCTION_TIMEOUT_S:.0f}s") from None
+        raise ConfigError(f"app setting feeder: its generators gave no sample within {app_expect.FUNCTION_TIMEOUT_S:.0f}s") from None
     finally:
         os.unlink(f.name)
     if done.returncode != 0:
@@ -149,69 +145,6 @@ def running_again(run_dir: Path, names: list[str]) -> list[str]:
         if not ready:
             late.append(name)
     return late
-
-
-# --------------------------------------------------------------------------------------- expected outputs
-def feeder_inputs(run_dir: Path, s: AppSettings) -> list[dict[str, Any]]:
-    """Every record the feeder tried to write to the app's inputs (committed, aborted or unknown: the
-    checker decides which count), from its history file, as the contract function takes them
-    (run topic names)."""
-    seen: list[dict[str, Any]] = []
-    for path in sorted((run_dir / HISTORY_DIR).glob(f"{APP_FEEDER}.*jsonl")):
-        with path.open("rb") as f:
-            for line in f:
-                try:
-                    op = orjson.loads(line)
-                except orjson.JSONDecodeError:
-                    continue  # a line a kill cut off: the loader drops it too
-                if op.get("f") != TXN or op.get("type") != INVOKE:
-                    continue
-                sends = op.get("value") or []
-                keys = op.get("keys") or [None] * len(sends)
-                records = op.get("records") or [[v, None, None] for _, _, _, v in sends]
-                for (_, topic, partition, value), key, (payload, _, _) in zip(sends, keys, records):
-                    if topic in s.inputs:
-                        fmt = s.feeder.source(topic).format
-                        # the function gets the record as the app read it; the id pairs its outputs with it
-                        seen.append({"topic": topic, "partition": partition, "key": decoded(fmt, key),
-                                     "value": decoded(fmt, payload), "id": value})
-    return seen
-
-
-def apply_function(function: str, records: list[dict[str, Any]], cwd: Path) -> list[list[dict[str, Any]]]:
-    """``function`` (``module:function``) applied to each record, in a child process (``cwd`` first
-    on its import path) with a deadline. ``ConfigError`` naming the function and the record when it
-    cannot be imported, raises, or returns something else than a list of output records."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(cwd), *filter(None, [os.environ.get("PYTHONPATH")])])}
-    payload = b"".join(orjson.dumps(r) + b"\n" for r in records)
-    try:
-        done = subprocess.run([sys.executable, "-m", "harness.workloads.app_function", function], input=payload,
-                              capture_output=True, cwd=cwd, env=env, timeout=FUNCTION_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        raise ConfigError(f"contract function {function}: no answer within {FUNCTION_TIMEOUT_S:.0f}s for "
-                          f"{len(records)} inputs (it must be quick and pure)") from None
-    if done.returncode != 0:
-        err = done.stderr.decode(errors="replace").strip().splitlines()
-        raise ConfigError(f"contract function {function}: {err[-1] if err else f'exit {done.returncode}'}")
-    results = [orjson.loads(line) for line in done.stdout.splitlines()]
-    if len(results) != len(records):
-        raise ConfigError(f"contract function {function}: {len(results)} answers for {len(records)} inputs")
-    return results
-
-
-def record_expected(run_dir: Path, s: AppSettings, rec: Recorder, to_run: dict[str, str],
-                    cwd: Path) -> int:
-    """The ``expect`` ops of a ``map`` contract with a function of its own: per input value, the
-    output records the function gives (topics as the run names them). How many inputs."""
-    to_scenario = {run: name for name, run in to_run.items()}
-    records = feeder_inputs(run_dir, s)
-    outs = apply_function(s.contract.function, [{**user_record(r), "topic": to_scenario.get(r["topic"], r["topic"])}
-                                                for r in records], cwd)
-    pairs = [[r[ID], [[to_run.get(o["topic"], o["topic"]), o.get("key"), o.get("value")] for o in out]]
-             for r, out in zip(records, outs)]
-    for i in range(0, len(pairs), EXPECT_CHUNK):
-        rec.event("runner", EXPECT, {"app": APP, "inputs": pairs[i:i + EXPECT_CHUNK]}, type_="ok")
-    return len(pairs)
 
 
 # --------------------------------------------------------------------------------------- undeclared topics

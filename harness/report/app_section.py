@@ -18,7 +18,19 @@ import pandas as pd
 from pydantic import ValidationError
 
 from harness.history import store
-from harness.history.model import AGGREGATE, APP_EXIT, APP_FEEDER, APP_READER, APP_READY, IDENTITY, READ_UNCOMMITTED, SCAN
+from harness.history.model import (
+    AGGREGATE,
+    APP_EXIT,
+    APP_FEEDER,
+    APP_READER,
+    APP_READY,
+    IDENTITY,
+    JOIN,
+    MODEL,
+    READ_UNCOMMITTED,
+    SCAN,
+    WINDOWED,
+)
 from harness.history.schema import AppContract, contracts
 from harness.history.text import keyed
 from harness.report.clock import Clock
@@ -83,9 +95,19 @@ class AppView:
 
 
 def contract_says(c: AppContract) -> str:
-    """``map, function identity, order per-key`` / ``aggregate: cnt count, sm sum``."""
-    if c.contract == AGGREGATE:
-        return "aggregate: " + ", ".join(f"{t} {fn}" for t, fn in c.aggregates.items())
+    """``map, function identity, order per-key`` / ``aggregate: cnt count, sm sum`` / ``windowed: ...,
+    window 10000 ms every 10000 ms, grace 0 ms`` / ``model, function m:f, monotone`` / ``join ...``."""
+    if c.contract in (AGGREGATE, WINDOWED):
+        says = f"{c.contract}: " + ", ".join(f"{t} {fn}" for t, fn in c.aggregates.items())
+        says += f", by {c.by}" if c.by else ""
+        if c.window is not None:
+            says += (f", window {c.window.size_ms} ms every {c.window.advance} ms, grace {c.window.grace_ms} ms, "
+                     f"keys {c.window_key}")
+        return says
+    if c.contract == MODEL:
+        return f"model, function {c.function}" + (", monotone" if c.monotone else "")
+    if c.contract == JOIN:
+        return f"join of stream {c.stream} with table {c.table}, function {c.function}"
     return f"{c.contract}, function {c.function}, order {c.order}"
 
 
@@ -274,8 +296,8 @@ def output_scan(tables: store.Tables, app: AppContract, topic: str, partition: i
     sel = sel.reset_index(drop=True)
     base = pd.DataFrame({"offset": sel["offset"].astype("int64"), "isolation": sel["isolation"].astype(str)})
     name = app.app
-    if app.contract == AGGREGATE:
-        fn = app.aggregates.get(topic, "aggregate")
+    if app.contract in (AGGREGATE, WINDOWED, MODEL):
+        fn = app.aggregates.get(topic, "aggregate" if app.contract != MODEL else "value")
         return OutputScan(base.assign(writer=[f"key {k}" for k in sel["key"].astype(object)],
                                       order=pd.to_numeric(sel["value"], errors="coerce").to_numpy(np.float64)),
                           f"{fn} (the update's value)", "not a number",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import re
 import types
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin
@@ -31,7 +31,7 @@ from harness.history.model import (
     SPARK_JOB,
     TXN_PRODUCER,
 )
-from harness.history.schema import Aggregate, AppContract, ContractKind, Format, Order
+from harness.history.schema import FUNCTION_SPEC, Aggregate, AppContract, ContractKind, Format, Order, TimeWindows, WindowKey
 from harness.workloads import app_args
 from harness.workloads.client import CALL_TIMEOUT_S, TRANSACTION_TIMEOUT_MS
 from harness.workloads.clients import CLIENTS, DEFAULT_LIBRARY, LIBRARIES, parse
@@ -57,9 +57,6 @@ APP_ID = "eos-chaos-app"
 #: The feeder's transactions are small and quick: one left open by a kill is aborted by its
 #: coordinator within this, well before the drain ends.
 FEEDER_TRANSACTION_TIMEOUT_MS = 20_000
-#: ``module:function``: a name the harness imports and calls (a generator, a contract's function)
-FUNCTION_NAME = r"[A-Za-z_][\w.]*:[A-Za-z_]\w*"
-
 
 class Settings(BaseModel):
     """Settings common to every kind that writes transactions."""
@@ -122,16 +119,21 @@ class ReaderSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-Serde = Literal["string", "long", "int"]
+Serde = Literal["string", "long", "int", "bytes"]
 
 
 class OutputSerde(BaseModel):
-    """How an app's output keys and values are read: UTF-8 text, or 8- / 4-byte big-endian integers
-    (Kafka's LongSerializer / IntegerSerializer), recorded as decimal text."""
+    """How an app's output keys and values are read: UTF-8 text, 8- / 4-byte big-endian integers
+    (Kafka's LongSerializer / IntegerSerializer), recorded as decimal text, or bytes as base64 text
+    (a windowed key of Kafka Streams' TimeWindowedSerializer: the default key of a windowed contract)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     key: Serde = "string"
     value: Serde = "string"
+
+
+def _a(word: str) -> str:
+    return f"{'an' if word[0] in 'aeiou' else 'a'} {word}"
 
 
 class ContractSettings(BaseModel):
@@ -140,34 +142,68 @@ class ContractSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     kind: ContractKind
-    #: ``map``: ``identity`` or ``module:function`` (input record -> its output records)
+    #: ``map``: ``identity`` or ``module:function`` (input record -> its output records); ``model``:
+    #: committed inputs -> the final table; ``join``: (stream record, table record or None) -> outputs
     function: str = IDENTITY
     order: Order = "none"
-    #: ``aggregate``: output topic -> count, sum, min or max of the input key's values
+    #: ``aggregate`` / ``windowed``: output topic -> count, sum, min or max of the key's amounts
     aggregates: dict[str, Aggregate] = {}
+    #: ``aggregate`` / ``windowed``: ``module:function``, input record -> [[topic, key, amount], ...]
+    #: (default: the input's key, its value as the amount)
+    by: str | None = None
+    window: TimeWindows | None = None
+    window_key: WindowKey = "time-windowed"
+    monotone: bool = False
+    stream: str | None = None
+    table: str | None = None
     output_serde: OutputSerde = Field(default_factory=OutputSerde)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _windowed_keys_as_bytes(cls, data: Any) -> Any:
+        """A windowed contract's keys of Kafka Streams' TimeWindowedSerializer (the default) are
+        bytes: read as base64 unless the scenario says how."""
+        if (isinstance(data, dict) and data.get("kind") == "windowed" and data.get("window_key", "time-windowed") != "text"
+                and "key" not in (data.get("output_serde") or {})):
+            return {**data, "output_serde": {**(data.get("output_serde") or {}), "key": "bytes"}}
+        return data
+
     def recorded(self, app: str, inputs: list[str], outputs: list[str],
-                 formats: dict[str, Format] | None = None) -> AppContract:
+                 formats: Mapping[str, Format] | None = None) -> AppContract:
         """The contract as the run records it (``app-contract``) for ``app`` reading ``inputs`` and
         writing ``outputs`` (as the run names them), its feeder writing ``formats`` per input."""
         return AppContract(app=app, contract=self.kind, inputs=list(inputs), outputs=list(outputs), function=self.function,
-                           order=self.order, aggregates=dict(self.aggregates), formats=dict(formats or {}))
+                           order=self.order, aggregates=dict(self.aggregates), by=self.by, window=self.window,
+                           window_key=self.window_key, monotone=self.monotone, stream=self.stream, table=self.table,
+                           formats=dict(formats or {}))
+
+    def functions(self) -> list[str]:
+        """The user's ``module:function``s this contract names (the runner applies them)."""
+        return [f for f in (self.by, None if self.function == IDENTITY else self.function) if f]
 
     @model_validator(mode="after")
     def _fits_its_kind(self) -> ContractSettings:
-        if self.kind == "map":
-            if self.aggregates:
-                raise ValueError("aggregates: only in an aggregate contract")
-            if self.function != IDENTITY and not re.fullmatch(FUNCTION_NAME, self.function):
-                raise ValueError(f"function: {self.function!r}; allowed: identity, or module:function "
-                                 "(an importable module, a function of it)")
-        else:
-            if not self.aggregates:
-                raise ValueError(f"aggregates: required in an aggregate contract (output topic -> one of "
-                                 f"{', '.join(AGGREGATES)})")
-            if self.function != IDENTITY or self.order != NO_ORDER:
-                raise ValueError("function and order: only in a map contract")
+        kind, only = self.kind, []
+        only += [("aggregates", "aggregate or windowed")] if self.aggregates and kind not in ("aggregate", "windowed") else []
+        only += [("by", "aggregate or windowed")] if self.by and kind not in ("aggregate", "windowed") else []
+        only += [("order", "map")] if self.order != NO_ORDER and kind != "map" else []
+        only += [("window", "windowed")] if self.window and kind != "windowed" else []
+        only += [("monotone", "model")] if self.monotone and kind != "model" else []
+        only += [("stream and table", "join")] if (self.stream or self.table) and kind != "join" else []
+        only += [("function", "map, model or join")] if self.function != IDENTITY and kind not in ("map", "model", "join") else []
+        if only:
+            raise ValueError(f"{only[0][0]}: only in {_a(only[0][1])} contract, not {_a(kind)} one")
+        for name, spec in (("function", None if self.function == IDENTITY else self.function), ("by", self.by)):
+            if spec is not None and not re.fullmatch(FUNCTION_SPEC, spec):
+                raise ValueError(f"{name}: {spec!r}; allowed: "
+                                 + ("identity, or " if name == "function" and kind == "map" else "")
+                                 + "module:function (an importable module, a function of it)")
+        needs = {"aggregate": ["aggregates"], "windowed": ["aggregates", "window"], "model": ["function"],
+                 "join": ["function", "stream", "table"]}.get(kind, [])
+        missing = [n for n in needs if not getattr(self, n) or getattr(self, n) == IDENTITY]
+        if missing:
+            raise ValueError(f"{', '.join(missing)}: required in {_a(kind)} contract"
+                             + (f" (output topic -> one of {', '.join(AGGREGATES)})" if "aggregates" in missing else ""))
         return self
 
 
@@ -213,7 +249,7 @@ class FeederInput(BaseModel):
     def _one_source(self) -> FeederInput:
         if self.generator is not None and self.records is not None:
             raise ValueError("generator and records: one of them (a generator makes records, a file replays them)")
-        if self.generator is not None and not re.fullmatch(FUNCTION_NAME, self.generator):
+        if self.generator is not None and not re.fullmatch(FUNCTION_SPEC, self.generator):
             raise ValueError(f"generator: {self.generator!r}; allowed: module:function (an importable module, "
                              "a function of it taking (rnd, seq))")
         return self
@@ -301,6 +337,10 @@ class AppSettings(BaseModel):
         stray = sorted(set(self.contract.aggregates) - set(self.outputs))
         if stray:
             raise ValueError(f"contract.aggregates: {stray} not in outputs {self.outputs}")
+        c = self.contract
+        if c.kind == "join" and (c.stream == c.table or not {c.stream, c.table} <= set(self.inputs)):
+            raise ValueError(f"contract.stream and contract.table: two of the app's inputs {self.inputs}, "
+                             f"not {c.stream!r} and {c.table!r}")
         if self.contract.function == IDENTITY and self.contract.kind == "map" and len(self.outputs) != 1:
             raise ValueError(f"contract: identity copies to one output topic; outputs has {len(self.outputs)} "
                              "(name a module:function for more)")
@@ -509,12 +549,18 @@ class Kind:
         return str(settings.get(self.group, self.settings.model_fields[self.group].default))
 
 
+def _integer_input(c: ContractSettings) -> bool:
+    """Whether the feeder writes integers: an aggregate of the input's own values (no ``by``): a
+    ``sum``, ``min`` or ``max`` reads them (a windowed count counts whatever they are)."""
+    return c.by is None and (c.kind == "aggregate" or (c.kind == "windowed" and set(c.aggregates.values()) != {"count"}))
+
+
 def _app_companions(settings: dict[str, Any]) -> list[Process]:
     """An app's feeder (a txn-producer writing its keyed input) and the reader of its output."""
     app = AppSettings.model_validate(settings)
     feeder = {"topics": list(app.inputs), "values_per_txn": app.feeder.values_per_txn, "abort_share": app.feeder.abort_share,
               "keys": app.feeder.keys, "rate": app.feeder.rate, "value_serde": app.feeder.value_serde,
-              "integer_values": app.contract.kind == "aggregate", "transaction_timeout_ms": FEEDER_TRANSACTION_TIMEOUT_MS,
+              "integer_values": _integer_input(app.contract), "transaction_timeout_ms": FEEDER_TRANSACTION_TIMEOUT_MS,
               "feed": app.feed()}
     reader = {"app": "app", "outputs": list(app.outputs), "output_serde": app.contract.output_serde.model_dump()}
     return [("txn-producer", APP_FEEDER, feeder, True), (APP_READER, APP_READER, reader, True)]

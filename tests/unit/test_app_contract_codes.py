@@ -1,5 +1,5 @@
 """The app contract checks match records by integer codes of their text columns
-(``contracts._codes``, ``_row_ids``, ``_member``) instead of pandas' grouping and ``isin`` of
+(``contracts.codes_of``, ``row_ids``, ``member``) instead of pandas' grouping and ``isin`` of
 Python strings (seconds per million rows; docs/BENCHMARKS.md, "The app contract checks"). The codes
 must be what the grouping gave: nulls equal to nulls, whatever the column's type (categories as
 loaded, Arrow strings, objects), numbered in order of first appearance, which decides the order of
@@ -12,7 +12,7 @@ import pandas as pd
 
 from harness.bench.app_history import app_synthetic
 from harness.checker import check
-from harness.checker.contracts import _member, _row_ids
+from harness.checker.contracts import member, row_ids
 from harness.history.model import READ_COMMITTED, SCAN
 
 
@@ -33,7 +33,7 @@ def test_row_ids_are_pandas_groups_numbered_by_first_appearance() -> None:
         frames = _frames(seed)
         both = pd.concat([f.astype(object) for f in frames], ignore_index=True)
         groups = both.groupby(["topic", "key", "value"], dropna=False, sort=False).ngroup().to_numpy()
-        ids = _row_ids(frames, ["topic", "key", "value"])
+        ids = row_ids(frames, ["topic", "key", "value"])
         assert [len(i) for i in ids] == [len(f) for f in frames]
         assert np.concatenate(ids).tolist() == groups.tolist(), seed
 
@@ -41,8 +41,8 @@ def test_row_ids_are_pandas_groups_numbered_by_first_appearance() -> None:
 def test_member_is_isin_with_nulls_equal() -> None:
     for seed in range(20):
         a, b, _ = _frames(seed)
-        assert _member(a["value"], b["value"]).tolist() == a["value"].astype(object).isin(b["value"].astype(object)).tolist()
-    assert _member(pd.Series([], dtype="str"), pd.Series(["x"])).tolist() == []
+        assert member(a["value"], b["value"]).tolist() == a["value"].astype(object).isin(b["value"].astype(object)).tolist()
+    assert member(pd.Series([], dtype="str"), pd.Series(["x"])).tolist() == []
 
 
 def test_outputs_of_one_key_swapped_are_one_order_finding_naming_both_inputs() -> None:

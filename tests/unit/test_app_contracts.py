@@ -21,7 +21,7 @@ from harness.history import schema, store
 from harness.history.model import APP_CONTRACT, EXPECT, READ_COMMITTED, READ_UNCOMMITTED, SCAN
 from tests.unit.histories import APP_AGGREGATE_VARIANTS, APP_MAP_VARIANTS, History, app_aggregate, app_map, clean
 
-APP_CHECKS = ("app-map", "app-aggregate")
+APP_CHECKS = ("app-map", "app-aggregate", "app-model", "app-windowed", "app-join")
 
 
 def verdict(h: History) -> dict[str, Any]:
@@ -272,7 +272,7 @@ def test_without_the_final_scans_of_the_output_or_the_input_there_is_nothing_to_
 # ---- the Spark engine
 
 def test_the_spark_engine_skips_as_the_default_engine_and_is_unknown_where_an_app_must_be_judged() -> None:
-    """The two checks are default-engine only (``spark_engine.DEFAULT_ENGINE_ONLY``): on a history
+    """The app checks are default-engine only (``spark_engine.DEFAULT_ENGINE_ONLY``): on a history
     without an app the Spark engine gives the default engine's reason (the engines' verdicts stay
     equal, tests/unit/test_spark_engine.py); with one, the check fails and the verdict is unknown,
     never valid for a history it did not look at."""
@@ -280,7 +280,9 @@ def test_the_spark_engine_skips_as_the_default_engine_and_is_unknown_where_an_ap
 
     assert set(spark_engine.DEFAULT_ENGINE_ONLY) == set(APP_CHECKS)
     assert list(spark_engine.CHECKS) == list(CHECKS)
-    for h in (clean(), app_map(), app_aggregate()):
+    from tests.unit.topology_histories import join, model_count, windowed_count, word_count
+
+    for h in (clean(), app_map(), app_aggregate(), word_count(), model_count(), windowed_count(), join()):
         t = h.tables()
         default = check(t).to_json()["checks"]
         fake = SimpleNamespace(meta=t.meta)
@@ -335,7 +337,7 @@ def test_the_app_lines_are_valid() -> None:
     (TXN | {"keys": ["k", 3]}, "keys[1]", "a valid string"),
     (TXN | {"app": "app"}, "app", "app only on a scan or poll op"),
     ({**APP_SCAN, "value": {"out-0": [[0, "a", 7]]}}, "value.out-0[0][2]", "a valid string"),
-    (CONTRACT | {"value": {**CONTRACT["value"], "contract": "reduce"}}, "value.contract", "'map' or 'aggregate'"),
+    (CONTRACT | {"value": {**CONTRACT["value"], "contract": "reduce"}}, "value.contract", "'map', 'aggregate', 'windowed', 'model' or 'join'"),
     (CONTRACT | {"value": {**CONTRACT["value"], "outputs": ["o1", "o2"]}}, "value", "one output topic for the identity"),
     (CONTRACT | {"value": {**CONTRACT["value"], "contract": "aggregate"}}, "value", "an aggregate for one or more"),
     (CONTRACT | {"value": {**CONTRACT["value"], "contract": "aggregate", "aggregates": {"out": "avg"}}},

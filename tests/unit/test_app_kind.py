@@ -23,7 +23,7 @@ import pytest
 from harness.base.errors import ConfigError
 from harness.base.wait import wait_until
 from harness.kafka.serde import decode, encode
-from harness.phases import app_run
+from harness.phases import app_expect, app_run
 from harness.run import scenario
 from harness.workloads.app_wrapper import KILLED_AT_STOP
 from harness.workloads.common import WorkloadConfig
@@ -76,6 +76,17 @@ def test_an_app_scenario_loads_with_its_cwd_the_scenario_files_folder(tmp_path: 
     (("contract: {kind: map}", "contract: {kind: map, function: 'not a function'}"), "allowed: identity, or module:function"),
     (("contract: {kind: map}", "contract: {kind: aggregate, aggregates: {elsewhere: count}}"), "not in outputs"),
     (("outputs: [app-out]", "outputs: [app-in]"), "in both"),
+    (("contract: {kind: map}", "contract: {kind: windowed, aggregates: {app-out: count}}"),
+     "window: required in a windowed contract"),
+    (("contract: {kind: map}", "contract: {kind: model}"), "function: required in a model contract"),
+    (("contract: {kind: map}", "contract: {kind: model, function: 'm:f', by: 'm:g'}"),
+     "by: only in an aggregate or windowed contract, not a model one"),
+    (("contract: {kind: map}", "contract: {kind: aggregate, aggregates: {app-out: count}, by: 'a b'}"),
+     "by: 'a b'; allowed: module:function"),
+    (("contract: {kind: map}", "contract: {kind: join, function: 'm:f', stream: app-in, table: app-out}"),
+     "two of the app's inputs"),
+    (("contract: {kind: map}", "contract: {kind: windowed, aggregates: {app-out: count}, window: {size_ms: 5, "
+      "advance_ms: 9}}"), "advance_ms 9 above size_ms 5"),
     (("count: 2", "count: 2\n    settings: {}\n  - kind: app\n    count: 1"), "workloads[1].kind: a second app"),
 ])
 def test_a_wrong_app_scenario_is_refused_naming_file_line_and_what_is_allowed(
@@ -91,7 +102,8 @@ def test_a_wrong_app_scenario_is_refused_naming_file_line_and_what_is_allowed(
     ("contract: {kind: aggregate, aggregates: {app-out: avg}}", "contract.aggregates.app-out: 'avg'; allowed: count, "
                                                                 "sum, min, max"),
     ("contract: {kind: map, ordr: none}", "contract.ordr: unknown (allowed: kind, function, order, aggregates, "
-                                          "output_serde); did you mean 'order'?"),
+                                          "by, window, window_key, monotone, stream, table, output_serde); did you "
+                                          "mean 'order'?"),
     ("contract: {kind: map, output_serde: {kye: long}}", "contract.output_serde.kye: unknown (allowed: key, value); "
                                                          "did you mean 'key'?"),
 ])
@@ -182,7 +194,7 @@ NOT_A_FUNCTION = 3
 
 def test_a_contract_function_is_applied_in_a_child_process(tmp_path: Path) -> None:
     (tmp_path / "fns.py").write_text(FUNCTIONS)
-    out = app_run.apply_function("fns:split", [{"topic": "app-in", "partition": 0, "key": "k1", "value": "7"}], tmp_path)
+    out = app_expect.apply_function("fns:split", [{"topic": "app-in", "partition": 0, "key": "k1", "value": "7"}], tmp_path)
     assert out == [[{"topic": "app-out", "key": "k1", "value": "7:a"}, {"topic": "app-out", "key": "k1", "value": "7:b"}]]
 
 
@@ -196,7 +208,7 @@ def test_a_contract_function_is_applied_in_a_child_process(tmp_path: Path) -> No
 def test_a_contract_function_that_misbehaves_is_refused_naming_the_input(tmp_path: Path, function: str, says: str) -> None:
     (tmp_path / "fns.py").write_text(FUNCTIONS)
     with pytest.raises(ConfigError, match=f"contract function {function}: ") as e:
-        app_run.apply_function(function, [{"topic": "app-in", "partition": 0, "key": "k1", "value": "7"}], tmp_path)
+        app_expect.apply_function(function, [{"topic": "app-in", "partition": 0, "key": "k1", "value": "7"}], tmp_path)
     assert says in str(e.value)
 
 
@@ -239,7 +251,8 @@ def test_the_feeder_inputs_are_read_from_its_history(tmp_path: Path) -> None:
     (h / "app-feeder.jsonl").write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in lines) + b'{"cut')
     s = AppSettings.model_validate(scenario.load(str(_app_file(tmp_path))).workloads[0].settings
                                    | {"inputs": ["in.r1"], "outputs": ["out.r1"]})
-    assert app_run.feeder_inputs(tmp_path, s) == [{"topic": "in.r1", "partition": 2, "key": "k1", "value": "5", "id": "5"}]
+    assert app_expect.feeder_inputs(tmp_path, s) == [("5", {"topic": "in.r1", "partition": 2, "offset": None, "key": "k1",
+                                                            "value": "5", "timestamp": None, "headers": {}})]
 
 
 # ---------------------------------------------------------------------------------------------- the wrapper
