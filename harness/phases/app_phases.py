@@ -72,8 +72,14 @@ class AppRun(KindRun):
         ctx.journal.app = facts
 
     def stopped(self, ctx: RunContext) -> None:
+        """How each instance's wrapper exited, and what the log of each that failed says (its
+        exception and ERROR lines: ``app_run.failed_logs``), into the journal."""
         exits = {n: ctx.processes.exit_codes.get(n) for n in app_run.instances(ctx.processes)}
-        ctx.journal.app = {**(ctx.journal.app or {}), "exits": exits}
+        facts = {**(ctx.journal.app or {}), "exits": exits}
+        logs = app_run.failed_logs(ctx.run_dir, exits)
+        if logs:
+            facts["logs"] = logs
+        ctx.journal.app = facts
 
     def final_reads(self, ctx: RunContext, stalled: bool) -> None:
         """The app's output scanned with keys, and its contract function's expected outputs recorded. A

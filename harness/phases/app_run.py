@@ -22,12 +22,15 @@ from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]  # th
 
 from clusters.kafka.health import admin_client
 from harness.base.errors import ConfigError
+from harness.base.log_digest import LogDigest, digest_file
 from harness.history.model import APP, APP_FEEDER, EXPECT, INVOKE, READ_COMMITTED, READ_UNCOMMITTED, SCAN, TXN, tp_key
 from harness.history.recorder import HISTORY_DIR, Recorder
 from harness.kafka.reads import read_all
 from harness.kafka.serde import decode
 from harness.phases.kind_run import Processes, ScenarioView
+from harness.rundir.runfolder import RunFolder
 from harness.workloads import app_args
+from harness.workloads.app_wrapper import KILLED_AT_STOP
 from harness.workloads.registry import AppSettings
 
 log = logging.getLogger(__name__)
@@ -93,6 +96,19 @@ def preflight(sc: ScenarioView) -> None:
                               "word is the program (use {python} for the harness's own Python)")
     if s.contract.kind == "map" and s.contract.function != "identity":
         apply_function(s.contract.function, [], cwd)  # imports it: a wrong name is refused now
+
+
+# --------------------------------------------------------------------------------------- failures
+def failed_logs(run_dir: Path, exits: dict[str, int | None]) -> dict[str, dict[str, Any]]:
+    """Per instance whose log shows an exception or an ERROR line, or whose wrapper did not end as
+    the stop asked (an app that could not start, exited before it was ready, or kept failing),
+    what its log says (``log_digest.LogDigest.to_json``): the journal keeps it, the report shows it."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, code in exits.items():
+        d = digest_file(RunFolder(run_dir).workloads / f"{name}.log")
+        if isinstance(d, LogDigest) and (d.failed or code not in (0, KILLED_AT_STOP, None)):
+            out[name] = d.to_json()
+    return out
 
 
 # --------------------------------------------------------------------------------------- the drain
