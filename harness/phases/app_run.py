@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,9 @@ from harness.history.model import APP, APP_FEEDER, EXPECT, INVOKE, READ_COMMITTE
 from harness.history.recorder import HISTORY_DIR, Recorder
 from harness.kafka.reads import read_all
 from harness.kafka.serde import decode
+from harness.phases import user_functions
 from harness.phases.kind_run import Processes, ScenarioView
+from harness.phases.user_functions import apply_function
 from harness.rundir.runfolder import RunFolder
 from harness.workloads import app_args
 from harness.workloads.app_wrapper import KILLED_AT_STOP
@@ -35,8 +36,6 @@ from harness.workloads.registry import AppSettings
 
 log = logging.getLogger(__name__)
 
-#: Applying a contract's function to every input of a run (thousands): seconds; generous.
-FUNCTION_TIMEOUT_S = 300.0
 #: One question to the cluster (the topics' ends); generous for a loaded machine.
 PROBE_TIMEOUT_S = 10.0
 #: ListOffsets for the end of a partition
@@ -75,7 +74,7 @@ def cwd_of(s: AppSettings) -> Path:
 # --------------------------------------------------------------------------------------- preflight
 def preflight(sc: ScenarioView) -> None:
     """``ConfigError`` (exit 2, nothing started) when the app's command or working folder cannot be
-    found, or its contract's function cannot be imported."""
+    found, or a function it names fails on sample inputs (``user_functions.preflight``)."""
     s = settings_of(sc)
     if s is None:
         return
@@ -94,8 +93,7 @@ def preflight(sc: ScenarioView) -> None:
             where = f"in {cwd}" if "/" in prog else "on PATH"
             raise ConfigError(f"app setting command: {prog!r} is not an executable file {where}; the command's first "
                               "word is the program (use {python} for the harness's own Python)")
-    if s.contract.kind == "map" and s.contract.function != "identity":
-        apply_function(s.contract.function, [], cwd)  # imports it: a wrong name is refused now
+    user_functions.preflight(s, cwd)  # each one tried on sample inputs: a wrong name or answer is refused now
 
 
 # --------------------------------------------------------------------------------------- failures
@@ -161,35 +159,15 @@ def feeder_inputs(run_dir: Path, s: AppSettings) -> list[dict[str, Any]]:
     return seen
 
 
-def apply_function(function: str, records: list[dict[str, Any]], cwd: Path) -> list[list[dict[str, Any]]]:
-    """``function`` (``module:function``) applied to each record, in a child process (``cwd`` first
-    on its import path) with a deadline. ``ConfigError`` naming the function and the record when it
-    cannot be imported, raises, or returns something else than a list of output records."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(cwd), *filter(None, [os.environ.get("PYTHONPATH")])])}
-    payload = b"".join(orjson.dumps(r) + b"\n" for r in records)
-    try:
-        done = subprocess.run([sys.executable, "-m", "harness.workloads.app_function", function], input=payload,
-                              capture_output=True, cwd=cwd, env=env, timeout=FUNCTION_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        raise ConfigError(f"contract function {function}: no answer within {FUNCTION_TIMEOUT_S:.0f}s for "
-                          f"{len(records)} inputs (it must be quick and pure)") from None
-    if done.returncode != 0:
-        err = done.stderr.decode(errors="replace").strip().splitlines()
-        raise ConfigError(f"contract function {function}: {err[-1] if err else f'exit {done.returncode}'}")
-    results = [orjson.loads(line) for line in done.stdout.splitlines()]
-    if len(results) != len(records):
-        raise ConfigError(f"contract function {function}: {len(results)} answers for {len(records)} inputs")
-    return results
-
-
 def record_expected(run_dir: Path, s: AppSettings, rec: Recorder, to_run: dict[str, str],
                     cwd: Path) -> int:
     """The ``expect`` ops of a ``map`` contract with a function of its own: per input value, the
     output records the function gives (topics as the run names them). How many inputs."""
     to_scenario = {run: name for name, run in to_run.items()}
     records = feeder_inputs(run_dir, s)
-    outs = apply_function(s.contract.function,
-                          [{**r, "topic": to_scenario.get(r["topic"], r["topic"])} for r in records], cwd)
+    # a record for a topic that is not an output: the function's error (unknown), not app-map findings
+    outs = apply_function(s.contract.function, [{**r, "topic": to_scenario.get(r["topic"], r["topic"])} for r in records],
+                          cwd, outputs=[to_scenario.get(t, t) for t in s.outputs])
     pairs = [[r["value"], [[to_run.get(o["topic"], o["topic"]), o.get("key"), o.get("value")] for o in out]]
              for r, out in zip(records, outs)]
     for i in range(0, len(pairs), EXPECT_CHUNK):

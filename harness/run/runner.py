@@ -211,8 +211,7 @@ def run(sc: Scenario, backend: Backend, seed: int, run_dir: Path, kafka_version:
     (``run.interrupted`` in verdict.json, ``RunResult.interrupted``). The run's narrative also goes
     to its ``run.log``. ``transaction_version``: the level the cluster must be formatted at (a
     cluster that is up at another is refused; one started here is formatted so; None: any)."""
-    for r in table.for_scenario(sc):
-        r.preflight()  # PySpark, an app's command and contract function: found (or refused) before anything starts
+    table.preflight(sc)  # PySpark, an app's command and contract function: found (or refused) before anything starts
     clients.prepare(w.library for w in sc.workloads)  # a Java client is built (or refused) before anything starts
     folder = RunFolder(run_dir).create()
     with run_log(folder.run_log):
