@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from harness.base.errors import ConfigError
+from harness.base.log_digest import LogDigest
 from harness.history.model import APP, APP_CONTRACT, APP_READER, APP_STRAY, EXPECT, MAP, OK, POLL
 from harness.phases import app_drain, app_run
 from harness.phases.kind_run import KindRun, OpTest, Processes, RunContext, ScenarioView
@@ -79,6 +80,9 @@ class AppRun(KindRun):
         logs = app_run.failed_logs(ctx.run_dir, exits)
         if logs:
             facts["logs"] = logs
+            for name, d in logs.items():
+                said = LogDigest.from_json(d).headline()
+                log.info(f"{name} (its wrapper's exit: {exits.get(name)}): its log says {said or 'no exception, no ERROR line'}")
         ctx.journal.app = facts
 
     def final_reads(self, ctx: RunContext, stalled: bool) -> None:
