@@ -119,12 +119,16 @@ class _Exception:
         self.ats = 0  # frames kept under the current header or cause
         self.causes = 0
         self.frame: str | None = None  # a Python traceback's latest frame
+        #: a Java message that carries a Python traceback (PySpark: "... Return Message: Traceback ..."):
+        #: its frames and exception line follow, then the Java frames
+        self.embedded = False
 
-    def take(self, line: str) -> bool:
-        """Whether ``line`` belongs to this exception (kept, or skipped as a frame beyond the first ones)."""
-        return self._take_python(line) if self.python else self._take_java(line)
+    def take(self, line: str, carries: bool) -> bool:
+        """Whether ``line`` belongs to this exception (kept, or skipped as a frame beyond the first
+        ones). ``carries``: the whole line (before it was cut) ends with a traceback's header."""
+        return self._take_python(line, carries) if self.python else self._take_java(line, carries)
 
-    def _take_java(self, line: str) -> bool:
+    def _take_java(self, line: str, carries: bool) -> bool:
         if _JAVA_AT.match(line) or _JAVA_MORE.match(line):
             if self.ats < (AT_LINES if self.causes == 0 else 1) and not _JAVA_MORE.match(line):
                 self.lines.append(line.strip())
@@ -135,19 +139,31 @@ class _Exception:
                 self.lines.append(line.strip())
             self.causes += 1
             self.ats = 0
+            self.embedded = carries
+            return True
+        if line.startswith((" ", "\t")) or not line.strip():
+            # a message's own lines: a Python traceback a PySpark error carries (its frames), SQLSTATE
+            if _PY_FRAME.match(line):
+                self.frame = line.strip()
+            return True
+        if self.embedded:
+            # the Python exception at the end of the traceback the message carries: the real cause
+            if self.causes <= CAUSES:  # the header's, or a cause's that is kept
+                self.lines += [x for x in (self.frame, line.strip()) if x is not None]
+            self.embedded, self.frame = False, None
             return True
         return False
 
-    def _take_python(self, line: str) -> bool:
+    def _take_python(self, line: str, carries: bool) -> bool:
         if line.startswith((" ", "\t")) or not line.strip():
             if _PY_FRAME.match(line):
                 self.frame = line.strip()
             return True
-        # the first line at the margin: the exception and its message; the block ends with it
-        if self.frame is not None:
-            self.lines.append(self.frame)
-        self.lines.append(line.strip())
-        return False
+        # the first line at the margin: the exception and its message; the block ends with it,
+        # unless its message carries another traceback (PySpark's: the Python error behind a Java one)
+        self.lines += [x for x in (self.frame, line.strip()) if x is not None]
+        self.frame = None
+        return carries
 
 
 class DigestBuilder:
@@ -162,8 +178,9 @@ class DigestBuilder:
         line = _cut(raw)
         self.d.lines += 1
         self._tail.append(line)
+        carries = raw.rstrip().endswith(_PY_TRACEBACK)
         if self._open is not None:
-            if self._open.take(line):
+            if self._open.take(line, carries):
                 return
             python = self._open.python
             self._close()
@@ -173,6 +190,7 @@ class DigestBuilder:
             self._open = _Exception(_PY_TRACEBACK, python=True)
         elif _JAVA_HEADER.match(line):
             self._open = _Exception(line.strip(), python=False)
+            self._open.embedded = carries
         elif _ERROR.search(line) and not line.startswith(_OURS):
             self.d.error_count += 1
             self.d.first_error = self.d.first_error or line.strip()

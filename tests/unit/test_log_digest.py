@@ -145,3 +145,58 @@ def test_a_file_is_read_and_a_missing_one_says_so(tmp_path: Path) -> None:
 def test_a_long_line_is_cut() -> None:
     d = digest_lines(["ERROR " + "x" * 10_000])
     assert d.first_error is not None and len(d.first_error) <= log_digest.LINE_CHARS + 4
+
+
+#: A PySpark job whose foreachBatch function raised: the Java error carries the Python traceback in
+#: its message (cut here to the lines that matter), and the driver's own traceback carries it again.
+PYSPARK_DIED = [
+    "26/11/28 20:42:19 ERROR MicroBatchExecution: Query [id = f8d0, runId = 073e] terminated with error",
+    "org.apache.spark.sql.execution.streaming.sources.ForeachBatchUserFuncException: [FOREACH_BATCH_USER_FUNCTION_ERROR] "
+    "An error occurred in the user provided function in foreach batch sink. Reason: An exception was raised by the "
+    "Python Proxy. Return Message: Traceback (most recent call last):",
+    '  File "/venv/lib/python3.11/site-packages/py4j/clientserver.py", line 644, in _call_proxy',
+    "    return_value = getattr(self.pool[obj_id], method)(*params)",
+    '  File "/work/job/spark_copier.py", line 157, in write',
+    '    p.produce(self.a.output, key=r["key"], value=r["value"])',
+    "TypeError: argument 2 must be read-only bytes-like object, not bytearray",
+    " SQLSTATE: 39000",
+    "\tat org.apache.spark.sql.execution.streaming.sources.ForeachBatchSink.callBatchWriter(ForeachBatchSink.scala:60)",
+    "\tat org.apache.spark.sql.execution.streaming.sources.ForeachBatchSink.addBatch(ForeachBatchSink.scala:49)",
+    "Caused by: py4j.Py4JException: An exception was raised by the Python Proxy. Return Message: Traceback (most recent call last):",
+    '  File "/work/job/spark_copier.py", line 157, in write',
+    "TypeError: argument 2 must be read-only bytes-like object, not bytearray",
+    "",
+    "\tat py4j.Protocol.getReturnValue(Protocol.java:476)",
+    "\t... 34 more",
+    "Traceback (most recent call last):",
+    '  File "/work/job/spark_copier.py", line 212, in <module>',
+    "    main()",
+    '  File "/venv/lib/python3.11/site-packages/pyspark/errors/exceptions/captured.py", line 288, in deco',
+    "    raise converted from None",
+    "pyspark.errors.exceptions.captured.StreamingQueryException: [STREAM_FAILED] Query [id = f8d0] terminated with "
+    "exception: [FOREACH_BATCH_USER_FUNCTION_ERROR] An error occurred in the user provided function in foreach batch "
+    "sink. Reason: An exception was raised by the Python Proxy. Return Message: " + "x" * 300 + " Traceback (most recent call last):",
+    '  File "/work/job/spark_copier.py", line 157, in write',
+    '    p.produce(self.a.output, key=r["key"], value=r["value"])',
+    "TypeError: argument 2 must be read-only bytes-like object, not bytearray",
+    " SQLSTATE: 39000 SQLSTATE: XXKST",
+    "=== Streaming Query ===",
+    "Current Committed Offsets: {}",
+    "[eos-chaos] app-0 exited with 1",
+]
+
+
+def test_the_python_error_a_pyspark_exception_carries_in_its_message_is_shown() -> None:
+    """The error that matters is the user's Python one, inside the Java error's message and inside
+    the driver's own traceback (whose line is longer than a digest keeps)."""
+    d = digest_lines(PYSPARK_DIED)
+    assert d.exception_count == 2
+    java, py = d.exceptions
+    cause = "TypeError: argument 2 must be read-only bytes-like object, not bytearray"
+    assert java[0].startswith("org.apache.spark.sql.execution.streaming.sources.ForeachBatchUserFuncException")
+    assert java[1:3] == ['File "/work/job/spark_copier.py", line 157, in write', cause], java
+    assert java[3].startswith("at org.apache.spark.sql.execution.streaming.sources.ForeachBatchSink.callBatchWriter")
+    assert java[-3:] == ['File "/work/job/spark_copier.py", line 157, in write', cause,  # its cause's too
+                         "at py4j.Protocol.getReturnValue(Protocol.java:476)"], java
+    assert py[-1] == cause and d.headline() == cause
+    assert "=== Streaming Query ===" not in [x for e in d.exceptions for x in e]
