@@ -200,7 +200,7 @@ def _ready_says(s: AppSettings) -> str:
         return f"a line of its output matches {r.log!r}"
     if r.group is not None:
         return f"its consumer group {s.id if r.group in ('stable', '{id}') else r.group} is Stable"
-    return "a first record in an output topic"
+    return "a first record in an output topic since its start (each start)"
 
 
 def _drain_says(drain: dict[str, Any] | None, s: AppSettings | None) -> str:
