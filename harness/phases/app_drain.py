@@ -45,7 +45,7 @@ def drain(bootstrap: str, s: AppSettings, partitions: int, inputs: list[str],
             except KafkaException as exc:
                 # a partition with no leader now (a broker the last fault killed is back, its
                 # leadership moving): not drained yet, asked again; it crashed the run before
-                lag, ends, open_txns = None, {"no answer": str(exc)}, True
+                lag, ends, open_txns = None, {f"no answer: {exc}": -1}, True
             late = not_running()
             if ends != last_ends or late:
                 quiet_since, last_ends = time.monotonic(), ends
