@@ -53,6 +53,10 @@ SHIPPED: dict[str, ShippedApp] = {app.name: app for app in (
     _shipped("go-copier", "harness.apps.go_copier",
              "Go, franz-go's GroupTransactSession: each input copied with ':go' appended (--unsafe: no transactions)",
              ahead=False),  # only `make library` runs it: its 20 s of Go are not make test's to pay
+    _shipped("pyspark-copier", "harness.apps.pyspark_job.spark_copier",
+             "a user's own PySpark Structured Streaming job, started by its file: each micro-batch in one Kafka "
+             "transaction with its marker (--sink eos, default), or Spark's built-in Kafka sink (--sink kafka)",
+             ahead=False),  # nothing to build: the connector's jars are eos-chaos setup's (spark_jars)
 )}
 
 

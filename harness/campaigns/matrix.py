@@ -444,6 +444,12 @@ def prepare_clients(m: Matrix, scs: dict[tuple[str, str], Scenario]) -> None:
         clients.prepare([lib], flag="--clients" if lib in m.definition.clients else None)
 
 
+def preflight(scs: dict[tuple[str, str], Scenario]) -> None:
+    """``soak.preflight`` of each scenario once (its cells, one per client, share it): before any
+    cluster starts, and in the dry run."""
+    soak.preflight(list({k[0]: sc for k, sc in scs.items()}.values()))
+
+
 #: What a run costs besides its scenario's duration (set-up, heal, final reads, check, report), for
 #: the dry run's estimate: docs/MATRIX.md measured 5-8 s without broker kills, ~17 s with them.
 RUN_OVERHEAD_S = 10.0

@@ -23,6 +23,7 @@ from clusters.backends.protocol import Cluster
 from clusters.builds import pins
 from harness.base.errors import ConfigError
 from harness.checker.verdict import UNKNOWN
+from harness.phases import table
 from harness.run import runner, scenario
 from harness.run.scenario import Scenario
 from harness.rundir.runfolder import SOAK_HTML, SOAK_JSON, new_run_dir, write_json, write_text
@@ -124,6 +125,17 @@ def resolve(names: list[str] | None, duration: float | None) -> list[Scenario]:
         raise ConfigError(f"--scenarios: unknown {unknown}; allowed: {', '.join(known)} (or YAML files)")
     out = [scenario.load(n) for n in names]
     return [sc.with_duration(duration, flag="--duration") if duration else sc for sc in out]
+
+
+def preflight(scs: list[Scenario]) -> None:
+    """What each scenario's runs would refuse only once a cluster is up (``table.preflight``: an
+    app's program, working folder and contract function; PySpark), refused before any cluster
+    starts: exit 2 naming the scenario."""
+    for sc in scs:
+        try:
+            table.preflight(sc)
+        except ConfigError as exc:
+            raise ConfigError(f"scenario {sc.name}: {exc}") from None
 
 
 def runs_wanted(runs: int | None, hours: float | None, scenarios: int) -> int | None:

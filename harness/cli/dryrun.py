@@ -6,6 +6,7 @@ from typing import Any
 
 from chaos import schedule
 from harness.cli.console import err, out, print_json
+from harness.phases import table
 from harness.run.scenario import Scenario
 
 #: The plan's zero, in the words the report uses for it (harness/report/clock.py SCHEDULE_ZERO).
@@ -20,7 +21,9 @@ def plan(sc: Scenario, seed: int) -> dict[str, Any]:
 
 
 def print_plan(sc: Scenario, seed: int, as_json: bool) -> None:
-    """Print the plan as JSON, or one line per fault: when, what (and on which workload), how long."""
+    """Print the plan as JSON, or one line per fault: when, what (and on which workload), how long;
+    first the preflight a run does (``table.preflight``: a missing program is exit 2 here too)."""
+    table.preflight(sc)
     planned = plan(sc, seed)
     if as_json:
         print_json(planned)

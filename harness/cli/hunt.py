@@ -81,11 +81,13 @@ def hunt_cmd(
             for one, p in zip(hunt_seeds, paths, strict=True):
                 out.print(escape(f"{p.name}: {hunt.draw(one, duration)['description']}"), highlight=False)
             defn, scs = _define(paths, clients, levels, master, backend, kafka_versions)
+            matrix.preflight(scs)
             print_plan(matrix.plan(matrix.continued(old, defn, folder or Path(tmp), redo_unknown), scs))
         return
     with _removed_unless_started(folder or new_run_dir("hunt"), made=folder is None) as folder:
         paths = hunt.write_scenarios(make_folder(folder), hunt_seeds, duration)
         defn, scs = _define(paths, clients, levels, master, backend, kafka_versions)
+        matrix.preflight(scs)
         m = matrix.continued(old, defn, folder, redo_unknown)
         matrix.prepare_kafka(m)
         matrix.prepare_clients(m, scs)

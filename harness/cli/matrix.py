@@ -60,6 +60,7 @@ def matrix_cmd(
     old = matrix.load(folder) if folder is not None else None
     master = seed if seed is not None else old.definition.master_seed if old is not None else random.randrange(2**31)
     defn, scs = matrix.define(scenarios, clients, levels, seeds, master, backend, duration, kafka_version, kafka_versions)
+    matrix.preflight(scs)  # an app's missing program: refused now, dry run or not, not once a cluster is up
     m = matrix.continued(old, defn, folder or Path("."), redo_unknown)
     if dry_run:
         print_plan(matrix.plan(m, scs))

@@ -52,6 +52,7 @@ def soak_cmd(
     if scenarios_opt is not None and not names:
         raise ConfigError("--scenarios is empty; give scenario names separated by commas (eos-chaos scenarios lists them)")
     scs = soak.resolve(names, duration)
+    soak.preflight(scs)  # an app's missing program: refused now, not once the soak's cluster is up
     wanted = soak.runs_wanted(runs, hours, len(scs))
     sources = names or [sc.name for sc in scs]
     master = seed if seed is not None else random.randrange(2**31)

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from harness.base.errors import ConfigError
+from harness.base.log_digest import LogDigest
 from harness.history.model import APP, APP_CONTRACT, APP_READER, APP_STRAY, EXPECT, OK, POLL
 from harness.phases import app_drain, app_expect, app_run
 from harness.phases.kind_run import KindRun, OpTest, Processes, RunContext, ScenarioView
@@ -72,8 +73,17 @@ class AppRun(KindRun):
         ctx.journal.app = facts
 
     def stopped(self, ctx: RunContext) -> None:
+        """How each instance's wrapper exited, and what the log of each that failed says (its
+        exception and ERROR lines: ``app_run.failed_logs``), into the journal."""
         exits = {n: ctx.processes.exit_codes.get(n) for n in app_run.instances(ctx.processes)}
-        ctx.journal.app = {**(ctx.journal.app or {}), "exits": exits}
+        facts = {**(ctx.journal.app or {}), "exits": exits}
+        logs = app_run.failed_logs(ctx.run_dir, exits)
+        if logs:
+            facts["logs"] = logs
+            for name, d in logs.items():
+                said = LogDigest.from_json(d).headline()
+                log.info(f"{name} (its wrapper's exit: {exits.get(name)}): its log says {said or 'no exception, no ERROR line'}")
+        ctx.journal.app = facts
 
     def final_reads(self, ctx: RunContext, stalled: bool) -> None:
         """The app's output scanned with keys, and its contract function's expected outputs recorded. A

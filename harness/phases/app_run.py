@@ -24,13 +24,16 @@ from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]  # th
 
 from clusters.kafka.health import admin_client
 from harness.base.errors import ConfigError
+from harness.base.log_digest import LogDigest, digest_file
 from harness.history.model import APP, READ_COMMITTED, READ_UNCOMMITTED, SCAN, tp_key
 from harness.history.recorder import HISTORY_DIR, Recorder
 from harness.kafka.reads import read_all
 from harness.kafka.serde import decode
-from harness.phases import app_expect
+from harness.phases import app_expect, user_functions
 from harness.phases.kind_run import Processes, ScenarioView
+from harness.rundir.runfolder import RunFolder
 from harness.workloads import app_args
+from harness.workloads.app_wrapper import KILLED_AT_STOP
 from harness.workloads.registry import AppSettings
 
 log = logging.getLogger(__name__)
@@ -73,7 +76,7 @@ def cwd_of(s: AppSettings) -> Path:
 # --------------------------------------------------------------------------------------- preflight
 def preflight(sc: ScenarioView) -> None:
     """``ConfigError`` (exit 2, nothing started) when the app's command or working folder cannot be
-    found, or its contract's function cannot be imported."""
+    found, or a function it names fails on sample inputs (``user_functions.preflight``)."""
     s = settings_of(sc)
     if s is None:
         return
@@ -92,10 +95,8 @@ def preflight(sc: ScenarioView) -> None:
             where = f"in {cwd}" if "/" in prog else "on PATH"
             raise ConfigError(f"app setting command: {prog!r} is not an executable file {where}; the command's first "
                               "word is the program (use {python} for the harness's own Python)")
-    for function in s.contract.functions():
-        app_expect.apply_function(function, [], cwd)  # imports it: a wrong name is refused now
+    user_functions.preflight(s, cwd)  # each one tried on sample inputs: a wrong name or answer is refused now
     check_feed(s, cwd)
-
 
 def check_feed(s: AppSettings, cwd: Path) -> None:
     """``ConfigError`` naming the function and its sample, or ``file:line``, when the feeder's
@@ -117,6 +118,19 @@ def check_feed(s: AppSettings, cwd: Path) -> None:
     if done.returncode != 0:
         err = done.stderr.decode(errors="replace").strip().splitlines()
         raise ConfigError(f"app setting feeder: {err[-1] if err else f'its check exited {done.returncode}'}")
+
+
+# --------------------------------------------------------------------------------------- failures
+def failed_logs(run_dir: Path, exits: dict[str, int | None]) -> dict[str, dict[str, Any]]:
+    """Per instance whose log shows an exception or an ERROR line, or whose wrapper did not end as
+    the stop asked (an app that could not start, exited before it was ready, or kept failing),
+    what its log says (``log_digest.LogDigest.to_json``): the journal keeps it, the report shows it."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, code in exits.items():
+        d = digest_file(RunFolder(run_dir).workloads / f"{name}.log")
+        if isinstance(d, LogDigest) and (d.failed or code not in (0, KILLED_AT_STOP, None)):
+            out[name] = d.to_json()
+    return out
 
 
 # --------------------------------------------------------------------------------------- the drain

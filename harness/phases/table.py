@@ -28,3 +28,12 @@ def for_scenario(scenario: ScenarioView) -> list[KindRun]:
     """One ``KindRun`` per kind the scenario names, in the order of their first entries."""
     kinds = list(dict.fromkeys(w.kind for w in scenario.workloads))
     return [of(k)(k, scenario) for k in kinds]
+
+
+def preflight(scenario: ScenarioView) -> None:
+    """Every kind's ``KindRun.preflight``: ``ConfigError`` (exit 2) for what would fail only once a
+    cluster is up (PySpark missing, an app's program, working folder or contract function), with
+    nothing started. A run does it first; so do the dry runs (``run``, ``matrix``, ``hunt``) and a
+    soak or a matrix before its cluster starts."""
+    for r in for_scenario(scenario):
+        r.preflight()

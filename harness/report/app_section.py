@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 from pydantic import ValidationError
 
+from harness.base.log_digest import LogDigest
 from harness.history import store
 from harness.history.model import (
     AGGREGATE,
@@ -42,6 +43,9 @@ from harness.workloads.registry import AppSettings
 
 #: The kind of workload an app is in a scenario (``registry.KindName``).
 APP_KIND = "app"
+#: The last lines of an instance's log the report shows when it ended badly with no exception or
+#: ERROR line in it (its log is linked for the rest).
+LOG_SAYS_TAIL = 6
 
 
 @dataclass
@@ -58,6 +62,9 @@ class Instance:
     ended: str
     #: fault numbers (F1 = 1) of the faults on this instance
     faults: list[int] = field(default_factory=list)
+    #: what its log says went wrong (its exception, its first and last ERROR lines; its last lines when
+    #: it shows neither but did not end as the stop asked), from ``journal.app.logs``; empty: nothing
+    log_says: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -129,6 +136,15 @@ def ended_says(code: int | None, stop_timeout_s: float | None) -> str:
             f"{MAX_RESTARTS} restarts (its log says which)")
 
 
+def log_says(digest: Any) -> list[str]:
+    """An instance's log digest (``journal.app.logs``) as lines: its exceptions and ERROR lines,
+    or, when it shows neither, its last lines."""
+    if not isinstance(digest, dict):
+        return []
+    d = LogDigest.from_json(digest)
+    return d.lines_out(tail=0 if d.failed else LOG_SAYS_TAIL)
+
+
 def settings_of(journal: Journal | None) -> AppSettings | None:
     """The app's settings as the run resolved them (None: no app, or a journal this version cannot read so)."""
     if journal is None:
@@ -158,9 +174,11 @@ def app_view(tables: store.Tables, journal: Journal | None, clock: Clock, links:
     exits: dict[str, int | None] = dict(facts.get("exits") or {})
     names = sorted(set(exits) | {n for n, _ in events}, key=_instance_order)
     stop_timeout_s = settings.stop_timeout_s if settings is not None else None
+    logs: dict[str, Any] = dict(facts.get("logs") or {})
     instances = [Instance(n, by_path.get(_log(n)), events.get((n, APP_READY), []),
                           events.get((n, APP_EXIT), []), exits.get(n), ended_says(exits.get(n), stop_timeout_s),
-                          [k for k, w in enumerate(fault_workloads, 1) if w == n]) for n in names]
+                          [k for k, w in enumerate(fault_workloads, 1) if w == n], log_says(logs.get(n)))
+                 for n in names]
     helpers = [(what, by_path[_log(w)]) for w, what in ((APP_FEEDER, "feeder"), (APP_READER, "output reader"))
                if _log(w) in by_path]
     stray = (tables.meta.get("app_stray") or {}).get(name) or {}
@@ -204,7 +222,7 @@ def _ready_says(s: AppSettings) -> str:
         return f"a line of its output matches {r.log!r}"
     if r.group is not None:
         return f"its consumer group {s.id if r.group in ('stable', '{id}') else r.group} is Stable"
-    return "a first record in an output topic"
+    return "a first record in an output topic since its start (each start)"
 
 
 def _drain_says(drain: dict[str, Any] | None, s: AppSettings | None) -> str:

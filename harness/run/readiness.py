@@ -23,6 +23,7 @@ from typing import Any
 
 import orjson
 
+from harness.base.log_digest import describe
 from harness.base.wait import wait_until
 from harness.history.model import finished
 from harness.history.tail import appended_lines
@@ -35,8 +36,9 @@ log = logging.getLogger(__name__)
 #: 2-core machine (JVM, session, query planning) took up to 90 s; generous, so that only a workload
 #: that is broken runs into it.
 READY_TIMEOUT_S = 300.0
-#: How many lines of a workload's log the error quotes.
-LOG_TAIL_LINES = 12
+#: How many of a workload's last log lines the error quotes, besides its exception and ERROR lines
+#: (harness/base/log_digest.py): what it did last.
+LOG_TAIL_LINES = 8
 
 
 @dataclass
@@ -116,15 +118,16 @@ def await_ready(history_dir: Path, waiting: Mapping[str, tuple[str, ...]], logs:
                 dead: Callable[[], str | None], timeout: float = READY_TIMEOUT_S) -> dict[str, float]:
     """Wait until every process in ``waiting`` recorded its ready op; return the seconds each took.
     ``WaitTimeout`` at the deadline, or at once when ``dead()`` names a process that exited, naming
-    the processes not ready and the last lines of their logs (``logs``)."""
+    the processes not ready and what their logs (``logs``) say: the exception, the first and last
+    ERROR lines, the last lines (harness/base/log_digest.py)."""
     t0 = time.monotonic()
     r = Readiness(history_dir, dict(waiting))
 
     def state() -> str:
         parts = []
         for name in sorted(r.waiting):
-            parts.append(f"{name} has finished no {' or '.join(waiting[name])} yet; the last lines of its log "
-                         f"({logs.get(name, '?')}):\n{_tail(logs.get(name))}")
+            parts.append(f"{name} has finished no {' or '.join(waiting[name])} yet; its log "
+                         f"({logs.get(name, '?')}):\n{describe(logs.get(name), LOG_TAIL_LINES)}")
         return "\n".join(parts) or "every workload ready"
 
     if waiting:
@@ -137,11 +140,7 @@ def await_ready(history_dir: Path, waiting: Mapping[str, tuple[str, ...]], logs:
     return took
 
 
-def _tail(path: Path | None, lines: int = LOG_TAIL_LINES) -> str:
-    if path is None:
-        return "  (no log)"
-    try:
-        text = path.read_text(errors="replace").splitlines()[-lines:]
-    except OSError as exc:
-        return f"  (unreadable: {exc.strerror})"
-    return "\n".join(f"  {line}" for line in text) or "  (empty)"
+
+def exited_before_ready(name: str, code: int | None, log_file: Path) -> str:
+    """Why the wait for ``name`` ends at once: it exited with ``code``, and what its log says."""
+    return f"{name} exited with {code} before it was ready (its log: {log_file}):\n{describe(log_file, LOG_TAIL_LINES)}"

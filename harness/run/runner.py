@@ -48,7 +48,7 @@ from harness.report.index_page import after_run
 from harness.report.loaded import LoadedRun
 from harness.report.wire_events import read_wire, wire_file
 from harness.run import verdict_file
-from harness.run.readiness import ProgressLog, await_ready
+from harness.run.readiness import ProgressLog, await_ready, exited_before_ready
 from harness.run.scenario import Fault, Scenario, TopicList, Workload
 from harness.run.supervisor import RECOVERY_TIMEOUT_S, Supervisor
 from harness.rundir import runinfo
@@ -223,8 +223,7 @@ def run(sc: Scenario, backend: Backend, seed: int, run_dir: Path, kafka_version:
     (``run.interrupted`` in verdict.json, ``RunResult.interrupted``). The run's narrative also goes
     to its ``run.log``. ``transaction_version``: the level the cluster must be formatted at (a
     cluster that is up at another is refused; one started here is formatted so; None: any)."""
-    for r in table.for_scenario(sc):
-        r.preflight()  # PySpark, an app's command and contract function: found (or refused) before anything starts
+    table.preflight(sc)  # PySpark, an app's command and contract function: found (or refused) before anything starts
     clients.prepare(w.library for w in sc.workloads)  # a Java client is built (or refused) before anything starts
     folder = RunFolder(run_dir).create()
     with run_log(folder.run_log):
@@ -544,7 +543,8 @@ def compacted_topics(sc: Scenario) -> set[str]:
 def await_workloads(sup: Supervisor, run_dir: Path, timeout: float | None = None) -> dict[str, float]:
     """Wait until every started workload is ready (its kind's ``ready_ops``: harness/run/readiness.py)
     within ``timeout`` (a kind's ``KindRun.ready_timeout_s``, an app's; None: ``READY_TIMEOUT_S``); the
-    seconds each took. ``WaitTimeout`` naming the ones that never were, with their logs' last lines."""
+    seconds each took. ``WaitTimeout`` naming the ones that never were, with what their logs say
+    (harness/base/log_digest.py: the exception, the ERROR lines, the last lines)."""
     waiting = {name: registry.kind(kind).ready_ops for name, kind in sup.kinds.items()
                if name in sup.procs and registry.kind(kind).ready_ops}
     logs = {name: sup.log_of(name) for name in waiting}
@@ -552,7 +552,7 @@ def await_workloads(sup: Supervisor, run_dir: Path, timeout: float | None = None
     def dead() -> str | None:
         for name in waiting:
             if not sup.alive(name) and not sup.restarts_itself(name):
-                return f"{name} exited with {sup.procs[name].poll()} before it was ready (its log: {logs[name]})"
+                return exited_before_ready(name, sup.procs[name].poll(), logs[name])
         return None
 
     if timeout:

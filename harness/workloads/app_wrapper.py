@@ -76,6 +76,8 @@ class AppReadiness:
         self.ready = threading.Event()
         self.how = ""
         self._admin: AdminClient | None = None
+        #: the output's ends when this start was first probed (``output``: new records after them)
+        self._since: dict[tuple[str, int], int] | None = None
 
     def line(self, text: str) -> None:
         """A line of the app's output (the ``log`` condition)."""
@@ -96,25 +98,39 @@ class AppReadiness:
                 if desc.state == ConsumerGroupState.STABLE and desc.members:
                     self._set(f"consumer group {group} Stable with {len(desc.members)} member(s)")
             elif self._some_output():
-                self._set("a first record in an output topic")
+                self._set("a first record in an output topic since this start")
         except Exception:  # noqa: BLE001 - a cluster under faults may not answer: asked again next time
             pass
 
     def _some_output(self) -> bool:
+        """A record in an output topic since this start: beyond the ends the first probe after it
+        saw. Not merely a record there: after a restart the output holds the earlier incarnation's,
+        and a Spark driver restarted by a kill was "ready" 60 ms after its start, a minute before its
+        first micro-batch (the drain took it for running and ended before it had written anything)."""
+        ends = self.output_ends()
+        if self._since is None:
+            self._since = ends
+            return False
+        return any(end > self._since.get(tp, 0) for tp, end in ends.items())
+
+    def output_ends(self) -> dict[tuple[str, int], int]:
+        """The end offset of each output partition."""
         from confluent_kafka import Consumer
 
         c = Consumer({"bootstrap.servers": self.cfg.bootstrap, "group.id": f"eos-chaos-{self.cfg.name}-ready",
                       "logger": QUIET})
         try:
-            return any(c.get_watermark_offsets(TopicPartition(t, p), timeout=PROBE_TIMEOUT_S)[1] > 0
-                       for t in self.s.outputs for p in range(self.cfg.partitions_of(t)))
+            return {(t, p): c.get_watermark_offsets(TopicPartition(t, p), timeout=PROBE_TIMEOUT_S)[1]
+                    for t in self.s.outputs for p in range(self.cfg.partitions_of(t))}
         finally:
             c.close()
 
     def reset(self) -> None:
-        """Not ready: a new start of the app must show it runs again (the drain waits for that)."""
+        """Not ready: a new start of the app must show it runs again (the drain waits for that), by
+        its own output for ``output``."""
         self.ready.clear()
         self.how = ""
+        self._since = None
 
     def _set(self, how: str) -> None:
         self.how = how

@@ -7,6 +7,7 @@ test_docs_examples.py."""
 
 from __future__ import annotations
 
+import json
 import random
 import textwrap
 from pathlib import Path
@@ -47,20 +48,36 @@ def _nothing_left(run_dir: Path) -> None:
     assert left == [], f"processes of the run left running: {left}"
 
 
-def test_an_app_that_exits_at_start_ends_the_run_naming_its_exit_and_log(cluster: Cluster, tmp_path: Path) -> None:
+def test_an_app_that_exits_at_start_ends_the_run_naming_its_exit_its_exception_and_log(cluster: Cluster,
+                                                                                      tmp_path: Path) -> None:
+    """The exception it died of is named though 50 lines of shutdown come after it in its log (issue
+    39: a Streams app's MissingSourceTopicException was hidden behind "Closing reporter" lines), in
+    the error (exit 2 at the command line) and in the journal the report reads."""
     sc = _app(tmp_path, """
-        import sys
-        print("cannot read my-app.properties", flush=True)
+        import sys, traceback
+        print("reading my-app.properties", flush=True)
+        try:
+            open("my-app.properties")
+        except OSError:
+            traceback.print_exc()
+            sys.stderr.flush()
+        for _ in range(50):
+            print("INFO Closing reporter org.apache.kafka.common.metrics.JmxReporter", flush=True)
         sys.exit(3)
         """)
     with pytest.raises(WaitTimeout) as e:
         _run(cluster, sc)
     said = str(e.value)
     assert "app-0 exited with 3 before it was ready" in said and "workloads/app-0.log" in said, said
+    exception = "FileNotFoundError: [Errno 2] No such file or directory: 'my-app.properties'"
+    assert exception in said, said
     log = Path(said.split("(its log: ")[1].split(")")[0])
     assert log.is_file(), said
-    assert "cannot read my-app.properties" in log.read_text()
-    _nothing_left(log.parents[1])
+    assert log.read_text().count("Closing reporter") == 50
+    run_dir = log.parents[1]
+    digest = json.loads((run_dir / "journal.json").read_text())["app"]["logs"]["app-0"]
+    assert digest["exceptions"][0][-1] == exception, digest
+    _nothing_left(run_dir)
 
 
 def test_an_app_never_ready_ends_the_run_at_its_ready_timeout_with_its_log(cluster: Cluster, tmp_path: Path) -> None:

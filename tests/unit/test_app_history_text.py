@@ -7,6 +7,7 @@ cover, the records the reads of the app's output got (``app_outputs``, not ``rea
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -46,12 +47,13 @@ def with_wrappers(h: History) -> History:
     return h
 
 
-def app_run(root: Path, h: History, name: str) -> Path:
-    """A run folder of an app run: the history, the journal's app facts, the instances' logs."""
+def app_run(root: Path, h: History, name: str, facts: dict[str, Any] | None = None) -> Path:
+    """A run folder of an app run: the history, the journal's app facts (``FACTS`` by default), the
+    instances' logs."""
     run = make_run(root, name=name, faults=KILL_APP_0, history=with_wrappers(h),
                    journal_fields={"resolved": {"name": name, "duration": 10.0,
                                                 "workloads": [{"kind": "app", "count": 2, "settings": SETTINGS}]},
-                                   "app": FACTS})
+                                   "app": FACTS if facts is None else facts})
     (run / "workloads").mkdir()
     for log in ("app-0", "app-1", "app-feeder", "app-reader"):
         (run / "workloads" / f"{log}.log").write_text(f"[eos-chaos] starting {log}\n")

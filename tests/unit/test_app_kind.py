@@ -353,3 +353,29 @@ def test_the_drain_waits_for_an_instance_started_again_to_be_ready_again(tmp_pat
     write("app-1", "app-start", "app-ready", "app-start", "app-ready")  # ready again
     write("app-2", "app-start")
     assert app_run.running_again(tmp_path, ["app-0", "app-1", "app-2", "app-3"]) == ["app-0", "app-2", "app-3"]
+
+
+def test_ready_by_output_means_new_output_since_this_start_not_the_earlier_incarnations(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Spark driver restarted after a kill was ready 60 ms after its start, by the records its
+    earlier incarnation had written: the drain took it for running and ended a minute before its
+    first micro-batch (2710 inputs missing)."""
+    from harness.workloads.app_wrapper import AppReadiness
+
+    cfg = WorkloadConfig(run_dir="/tmp", name="app-0", bootstrap="", topics=[], partitions=2)
+    s = AppSettings.model_validate({"command": ["x"], "inputs": ["in"], "outputs": ["out"], "ready": {"output": "first"},
+                                    "contract": {"kind": "map"}})
+    r = AppReadiness(cfg, s)
+    ends = {("out", 0): 0, ("out", 1): 0}
+    monkeypatch.setattr(r, "output_ends", lambda: dict(ends))
+    r.probe()
+    assert not r.ready.is_set()
+    ends[("out", 1)] = 5
+    r.probe()
+    assert r.ready.is_set() and r.how == "a first record in an output topic since this start"
+    r.reset()  # started again: what the output holds already shows nothing
+    r.probe()
+    r.probe()
+    assert not r.ready.is_set()
+    ends[("out", 0)] = 1
+    r.probe()
+    assert r.ready.is_set()

@@ -13,12 +13,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from harness.phases import app_run as app_run_phases
 from harness.report import write_report
-from harness.report.app_section import ended_says
+from harness.report.app_section import ended_says, log_says
 from harness.report.data import load
 from harness.workloads.app_wrapper import KILLED_AT_STOP
 from tests.unit.histories import app_aggregate, app_map
-from tests.unit.test_app_history_text import app_run
+from tests.unit.test_app_history_text import FACTS, app_run
+from tests.unit.test_log_digest import STREAMS_DIED
 from tests.unit.test_report import make_run
 from tests.unit.test_report import text as words
 
@@ -119,3 +121,30 @@ def test_the_app_section_names_the_topics_it_wrote_to_undeclared(tmp_path: Path)
 def test_a_run_without_an_app_has_no_app_section(tmp_path: Path) -> None:
     html_ = write_report(make_run(tmp_path, name="plain")).read_text()
     assert '<section id="app">' not in html_ and "App under test" not in html_
+
+
+def test_an_instance_that_died_of_an_exception_shows_it_and_its_error_lines(tmp_path: Path) -> None:
+    """Issue 39: the exception a Streams instance died of, and its first and last ERROR lines, from
+    its log (the journal's ``app.logs``, which ``app_run.failed_logs`` makes at the stop); an
+    instance whose log shows nothing wrong and that stopped cleanly shows nothing more."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "workloads").mkdir()
+    (logs / "workloads" / "app-1.log").write_text("\n".join(STREAMS_DIED) + "\n")
+    (logs / "workloads" / "app-0.log").write_text("[main] INFO started\n")
+    failed = app_run_phases.failed_logs(logs, {"app-0": 0, "app-1": 1})
+    assert set(failed) == {"app-1"}
+    run = app_run(tmp_path, app_map("duplicate", function=True), "died",
+                  facts={**FACTS, "exits": {"app-0": 0, "app-1": 1}, "logs": failed})
+    app = section(write_report(run).read_text(), "app")
+    table = said(app[app.index('class="app-instances"'):])
+    row1 = table[table.index("app-1"):]
+    assert "1: exited 1" in row1
+    assert "its log says: the exception in it: org.apache.kafka.streams.errors.MissingSourceTopicException: " in row1
+    assert "Encountered the following exception" in row1 and "PENDING_ERROR to ERROR" in row1
+    assert "its log says" not in table[:table.index("app-1")]
+    # an instance that ended badly with nothing in its log but lines: its last lines
+    (logs / "workloads" / "app-0.log").write_text("cannot read my-app.properties\n")
+    assert app_run_phases.failed_logs(logs, {"app-0": 3})["app-0"]["tail"] == ["cannot read my-app.properties"]
+    assert log_says(app_run_phases.failed_logs(logs, {"app-0": 3})["app-0"]) == [
+        "its last 1 lines (of 1):", "  cannot read my-app.properties"]

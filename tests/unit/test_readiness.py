@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness.base.errors import WaitTimeout
-from harness.run.readiness import Readiness, await_ready
+from harness.run.readiness import Readiness, await_ready, exited_before_ready
 
 
 def append(path: Path, *ops: dict[str, object]) -> None:
@@ -97,3 +97,21 @@ def test_a_spark_job_is_ready_at_its_first_micro_batch_whose_outcome_is_ok_in_th
     assert r.poll() is False
     append(tmp_path / "spark-job-0-exec-4242.jsonl", event("spark-batch", "ok"))  # the executor-side sink's batch
     assert r.poll() is True
+
+
+def test_an_exception_deep_in_a_long_log_is_named_not_only_its_last_lines(tmp_path: Path) -> None:
+    """Issue 39: a Streams client dead of MissingSourceTopicException ended the wait with 12 lines of
+    "Closing reporter ..."; the exception and the first and last ERROR lines are in the message now."""
+    from tests.unit.test_log_digest import STREAMS_DIED
+
+    log = tmp_path / "app-0.log"
+    log.write_text("\n".join(STREAMS_DIED) + "\n")
+    with pytest.raises(WaitTimeout) as e:
+        await_ready(tmp_path, {"app-0": ("app-ready",)}, {"app-0": log}, dead=lambda: None, timeout=0.3)
+    text = str(e.value)
+    assert "MissingSourceTopicException: One or more source topics were missing during rebalance" in text, text
+    assert "StreamsRebalanceListener.onPartitionsAssigned" in text  # its first frame
+    assert "Encountered the following exception" in text and "PENDING_ERROR to ERROR" in text  # first, last ERROR
+    said = exited_before_ready("app-0", 1, log)
+    assert said.startswith(f"app-0 exited with 1 before it was ready (its log: {log}):\n")
+    assert "MissingSourceTopicException" in said and "PENDING_ERROR to ERROR" in said

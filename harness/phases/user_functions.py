@@ -1,0 +1,107 @@
+"""A user's functions named in an app's settings (a map contract's ``function``; tomorrow ``by``,
+``model``, a join's ``function``, the feeder's ``generator``: docs/APPS.md), run in a child process
+(``harness.workloads.app_function``: the runner never runs user code) and tried before anything
+starts on sample inputs shaped as the run's will be: one that cannot be imported, raises, returns
+the wrong shape, or names a topic that is not one of the app's outputs is refused then (exit 2
+naming the setting, the function and the sample input), not after the run as an unknown verdict, or
+as thousands of ``app-map`` findings.
+
+``SETTINGS`` is the table: a row per setting that names a function (where in the settings, which
+form of ``app_function.FORMS`` it is called by, the sample inputs); adding a function is a row here
+and a form there."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.base.errors import ConfigError
+from harness.history.model import AGGREGATE, APP_FEEDER, IDENTITY, MAP
+from harness.phases import app_expect
+from harness.workloads.registry import AppSettings
+
+#: Sample inputs per input topic the preflight tries a function on: a few keys, a few values.
+SAMPLES_PER_TOPIC = 3
+
+
+def apply_function(function: str, inputs: list[Any], cwd: Path, form: str = "map",
+                   outputs: Sequence[str] = ()) -> list[Any]:
+    """``function`` called on each of ``inputs`` as ``form`` (a mode of ``app_function``) says, in the
+    runner's child process (``app_expect.apply_function``): its answers, or ``ConfigError`` naming the
+    function and the input."""
+    return app_expect.apply_function(function, inputs, cwd, form, list(outputs) if outputs else None)
+
+
+def sample_records(s: AppSettings) -> list[dict[str, Any]]:
+    """Input records as the feeder writes them and a function is given them (scenario topic names):
+    per input topic, a few keys, values as the feeder makes them (integers for an aggregate or long
+    values, else ``<feeder>-<seq>-<k>`` text)."""
+    numbers = s.contract.kind == AGGREGATE or s.feeder.value_serde == "long"
+    return [{"topic": t, "partition": 0, "offset": k, "key": f"k{k % s.feeder.keys}",
+             "value": str(k + 1) if numbers else f"{APP_FEEDER}.0-0-{k}", "timestamp": 0, "headers": {}}
+            for t in s.inputs for k in range(SAMPLES_PER_TOPIC)]
+
+
+def _by_topic(s: AppSettings) -> list[Any]:
+    """A model's one sample: every input topic's sample records."""
+    records = sample_records(s)
+    return [{t: [r for r in records if r["topic"] == t] for t in s.inputs}]
+
+
+def _join_pairs(s: AppSettings) -> list[Any]:
+    """A join function's samples: each stream sample without a table value, and with the table's of its key."""
+    records = sample_records(s)
+    table = {r["key"]: r for r in records if r["topic"] == s.contract.table}
+    return [[r, v] for r in records if r["topic"] == s.contract.stream for v in (None, table.get(r["key"]))]
+
+
+@dataclass(frozen=True)
+class FunctionSetting:
+    """A setting of an app that names a user function: where, how it is called, on what samples."""
+
+    #: the setting as a scenario writes it (the error names it)
+    setting: str
+    #: the ``module:function`` the settings name (None: none, or one of the harness's own)
+    spec: Callable[[AppSettings], str | None]
+    #: the form of ``harness.workloads.app_function.FORMS`` that calls it and checks its answer
+    form: str
+    #: the sample inputs it is tried on
+    samples: Callable[[AppSettings], list[Any]]
+    #: whether its answers name output topics (then each must be one of the app's outputs)
+    names_outputs: bool = True
+
+
+def _map_function(s: AppSettings) -> str | None:
+    return s.contract.function if s.contract.kind == MAP and s.contract.function != IDENTITY else None
+
+
+def _function_of(kind: str) -> Callable[[AppSettings], str | None]:
+    return lambda s: s.contract.function if s.contract.kind == kind else None
+
+
+#: Every setting that names a user function: one row each.
+SETTINGS: tuple[FunctionSetting, ...] = (
+    FunctionSetting("contract.function", _map_function, "map", sample_records),
+    FunctionSetting("contract.by", lambda s: s.contract.by, "by", sample_records),
+    FunctionSetting("contract.function", _function_of("model"), "model", _by_topic),
+    FunctionSetting("contract.function", _function_of("join"), "join", _join_pairs),
+)
+
+
+def preflight(s: AppSettings, cwd: Path) -> None:
+    """Each function the settings name (``SETTINGS``) tried on its sample inputs: ``ConfigError``
+    (exit 2) naming the setting, the function and the sample input when it fails."""
+    for row in SETTINGS:
+        spec = row.spec(s)
+        if spec is None:
+            continue
+        try:
+            if s.feeder.shaped():  # the user's input has shapes of its own: samples of ours could mislead, import only
+                apply_function(spec, [], cwd)
+                continue
+            apply_function(spec, row.samples(s), cwd, row.form, list(s.outputs) if row.names_outputs else ())
+        except ConfigError as exc:
+            raise ConfigError(f"app setting {row.setting}: {exc} (a sample input the preflight made as the feeder "
+                              "writes them, before anything started)") from None

@@ -1,0 +1,53 @@
+"""The app's drain after heal (harness/phases/app_drain.py) when the cluster does not answer a
+question for a while: a partition with no leader (a broker the last fault killed is back, its
+leadership moving) is "not drained yet", asked again; it ended a PySpark app's run with an internal
+error (NOT_LEADER_FOR_PARTITION from a watermark query)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+
+from harness.phases import app_drain
+from harness.workloads.registry import AppSettings
+
+SETTINGS = AppSettings.model_validate({"command": ["x"], "inputs": ["in"], "outputs": ["out"], "ready": {"log": "x"},
+                                       "contract": {"kind": "map"}, "drain_s": 30})
+
+
+class FlakyProbe:
+    """A probe whose first ``failures`` output questions find no leader; then the output is still."""
+
+    def __init__(self, failures: int) -> None:
+        self.failures = failures
+
+    def __enter__(self) -> FlakyProbe:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def group_lag(self, group: str, inputs: list[Any]) -> None:
+        return None
+
+    def output_ends(self, topics: list[str], partitions: int) -> tuple[dict[str, int], bool]:
+        if self.failures:
+            self.failures -= 1
+            raise KafkaException(KafkaError(KafkaError.NOT_LEADER_FOR_PARTITION, "Failed to get watermark offsets"))
+        return {"out-0": 7}, False
+
+
+def test_a_question_with_no_leader_is_asked_again_not_a_crash(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(app_drain, "QUIET_S", 0.6)
+    monkeypatch.setattr(app_drain, "DrainProbe", lambda bootstrap: FlakyProbe(failures=3))
+    d = app_drain.drain("127.0.0.1:1", SETTINGS, 1, ["in"])
+    assert d["drained"] is True and "outputs quiet" in d["how"], d
+    assert d["took_s"] >= 1.5 + 0.6  # three failed looks, 0.5 s apart, are no quiet
+
+
+def test_no_answer_until_the_deadline_is_not_drained_and_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(app_drain, "DrainProbe", lambda bootstrap: FlakyProbe(failures=10**6))
+    d = app_drain.drain("127.0.0.1:1", SETTINGS.model_copy(update={"drain_s": 1.2}), 1, ["in"])
+    assert d["drained"] is False and "NOT_LEADER_FOR_PARTITION" in str(d["last"]["outputs_end"]), d
