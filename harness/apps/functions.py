@@ -6,6 +6,7 @@ must be deterministic and pure, and import nothing heavy: each run loads this mo
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 #: the scenario's name of go-copier's output topic, which ``go_suffix`` writes to: a scenario using
@@ -19,3 +20,46 @@ def go_suffix(record: dict[str, Any]) -> list[dict[str, Any]]:
     """go-copier's contract: one output per input, same key, the value with ``:go`` appended (a null
     value is copied as empty, as the service reads it)."""
     return [{"topic": GO_COPIER_OUTPUT, "key": record["key"], "value": (record["value"] or "") + GO_SUFFIX}]
+
+
+#: the output topic Kafka's WordCountDemo writes to, fixed in its code (a kept name: the scenario's name
+#: is the run's)
+WORDCOUNT_OUTPUT = "streams-wordcount-output"
+#: what Java's ``String.split("\\W+")`` splits on: anything but ASCII letters, digits and ``_``
+_NON_WORD = re.compile(r"\W+", re.ASCII)
+
+
+def java_words(line: str) -> list[str]:
+    """``line.toLowerCase().split("\\W+")`` as Java computes it: trailing empty strings dropped, a
+    leading one kept (a line that starts with a non-word character), a line of none but them gives
+    nothing, and an empty line one empty word."""
+    parts = _NON_WORD.split(line.lower())
+    if line == "":
+        return [""]
+    while parts and parts[-1] == "":
+        parts.pop()
+    return parts
+
+
+def words(record: dict[str, Any]) -> list[list[Any]]:
+    """streams-wordcount's contributions (an ``aggregate`` contract's ``by``): one ``[topic, word, 1]``
+    per word of the line (``WORDCOUNT_OUTPUT``), a repeated word once per occurrence; a null line
+    none (the app's thread would fail on it: the feeder's ``lines`` never writes one)."""
+    value = record["value"]
+    if value is None:
+        return []
+    return [[WORDCOUNT_OUTPUT, w, 1] for w in java_words(value)]
+
+
+#: the scenario's name of streams-join's output topic, which ``joined_order`` writes to
+JOIN_OUTPUT = "app-joined"
+#: what streams-join puts for the region of an order whose customer has none (StreamsJoin.NO_REGION)
+NO_REGION = "-"
+
+
+def joined_order(order: dict[str, Any], customer: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """streams-join's contract (a ``join`` contract's ``function``): the order joined with the
+    customer's region the table held, ``<order>@<region>`` keyed by customer id, or ``<order>@-``
+    when it held none (``customer`` None, or a deleted region)."""
+    region = NO_REGION if customer is None or customer["value"] is None else customer["value"]
+    return [{"topic": JOIN_OUTPUT, "key": order["key"], "value": f"{order['value']}@{region}"}]
