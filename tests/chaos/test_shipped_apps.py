@@ -12,6 +12,7 @@ import pytest
 
 from clusters.backends.protocol import Cluster
 from tests.chaos.test_scenarios import anomalies, run_full_local_only
+from tests.chaos.test_transaction_version import _events
 
 pytestmark = pytest.mark.chaos
 
@@ -66,10 +67,15 @@ JOIN_CHECK = "app-join"
 
 def test_kafkas_wordcount_demo_runs_unmodified_on_its_fixed_topics_and_counts_every_word_once(
         cluster: Cluster) -> None:
-    v = run_full_local_only(cluster, "app-streams-wordcount", ONCE).verdict.to_json()
+    result = run_full_local_only(cluster, "app-streams-wordcount", ONCE)
+    v = result.verdict.to_json()
     assert v["valid"] is True and v["as_expected"] is True, anomalies(v)
     assert "skipped" not in v["checks"]["app-aggregate"], v["checks"]["app-aggregate"]
     assert v["run"]["app"]["drain"]["drained"] is True, v["run"]["app"]
+    # a kill landed inside a transaction: the fault's stop record names the one it left open
+    kills = [op["value"] for op in _events(result.run_dir)
+             if op["f"] == "fault" and op["value"].get("kind") == "kill-workload" and op["value"].get("phase") == "stop"]
+    assert any(k.get("open_transactions") for k in kills), kills
 
 
 def test_the_wordcount_on_at_least_once_is_caught_counting_words_twice(cluster: Cluster) -> None:
