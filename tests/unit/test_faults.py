@@ -337,6 +337,12 @@ def test_a_kill_of_an_app_records_the_transactions_it_left_open(tmp_path: Path, 
     assert "open_transactions" not in stops[2] and "open_transactions_error" not in stops[2]  # not an app's ids
     assert asked == [("app-r1-", workload.OPEN_FOR_MS), ("app-r2-", workload.OPEN_FOR_MS)]
     assert control.calls == [("kill", "app-0"), ("restart", "app-0")] * 3
+    # healed 3 s after the kill: only a transaction begun before the kill is the killed one's
+    asked.clear()
+    nem = Nemesis(FakeCluster(), control, rec, defaults=TargetDefaults(transactional_id="app-r1-*"))  # type: ignore[arg-type]
+    run_one(nem, kind="kill-workload", workload="app", duration=3)
+    [(_, open_for)] = asked
+    assert 3000 - workload.CLOCK_SLACK_MS <= open_for < 3000 - workload.CLOCK_SLACK_MS + 500, open_for
 
 
 def test_a_workload_fault_on_one_instance_hits_that_process_only(tmp_path: Path) -> None:
