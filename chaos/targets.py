@@ -81,5 +81,18 @@ def prefixed_transaction_coordinator(direct_bootstrap: str, prefix: str) -> int:
     return int(found[0][1])
 
 
+def open_transactions(direct_bootstrap: str, prefix: str, open_for_ms: int) -> list[str]:
+    """The transactional.ids starting with ``prefix`` whose transaction is Ongoing at its coordinator and
+    has been for over ``open_for_ms`` (ListTransactions with a duration filter, Kafka 3.8+), sorted."""
+    from kafka.admin import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=direct_bootstrap, request_timeout_ms=5_000)
+    try:
+        listed = admin.list_transactions(state_filters=["Ongoing"], duration_filter_ms=open_for_ms)
+    finally:
+        admin.close()
+    return sorted({t.transactional_id for txns in listed.values() for t in txns if t.transactional_id.startswith(prefix)})
+
+
 def random_node(rnd: random.Random, nodes: tuple[int, ...]) -> int:
     return rnd.choice(list(nodes))

@@ -42,6 +42,15 @@ SHIPPED: dict[str, ShippedApp] = {app.name: app for app in (
     _shipped("streams-count-sum", "harness.apps.streams_count_sum",
              f"Kafka Streams (kafka-streams {pins.KAFKA_STREAMS_VERSION}): per-key count and sum of integer values through a repartition "
              "topic, each to its own output topic; --guarantee exactly_once_v2 (default) or at_least_once"),
+    _shipped("streams-wordcount", "harness.apps.streams_wordcount",
+             "Kafka Streams: Kafka's WordCountDemo, topics fixed in its code (streams-plaintext-input -> "
+             "streams-wordcount-output); flatMapValues, groupBy(word), count; --guarantee as streams-count-sum"),
+    _shipped("streams-windowed-count", "harness.apps.streams_windowed_count",
+             "Kafka Streams: per-key counts in tumbling windows with grace on the records' timestamps, keyed by "
+             "Streams' TimeWindowedSerializer or <key>@<start ms>; --guarantee as streams-count-sum"),
+    _shipped("streams-join", "harness.apps.streams_join",
+             "Kafka Streams: a KStream-KTable left join of orders with their customer's region, one output per "
+             "order; at_least_once reads read_uncommitted (Streams' default), its negative control"),
     _shipped("kafka-copier", "harness.apps.kafka_copier",
              f"Kafka's own TransactionalMessageCopier (kafka-tools {pins.KAFKA_TOOLS_VERSION}): copies input to output unchanged in "
              "transactions with the consumed offsets; copies what was there at its start, then exits"),

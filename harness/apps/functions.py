@@ -33,29 +33,46 @@ def flink_suffix(record: dict[str, Any]) -> list[dict[str, Any]]:
     """flink-job's contract: one output per input, same key, the value with ``:flink`` appended (a
     null value is written as the suffix alone, as the job maps it)."""
     return [{"topic": FLINK_JOB_OUTPUT, "key": record["key"], "value": (record["value"] or "") + FLINK_SUFFIX}]
-#: the output topic of Kafka's WordCountDemo (its name fixed in its code), which ``words`` counts into
+
+
+#: the output topic Kafka's WordCountDemo writes to, fixed in its code (a kept name: the scenario's name
+#: is the run's)
 WORDCOUNT_OUTPUT = "streams-wordcount-output"
-#: Java's ``\\W+``: one or more characters outside [a-zA-Z0-9_] (Java's ``\\W`` is ASCII unless told)
+#: what Java's ``String.split("\\W+")`` splits on: anything but ASCII letters, digits and ``_``
 _NON_WORD = re.compile(r"\W+", re.ASCII)
 
 
-def java_split(text: str) -> list[str]:
-    """``text.split("\\W+")`` as Java's String.split gives it: a leading empty string kept (a line
-    that starts with a non-word character counts the word ""), trailing ones dropped, and a text
-    with no match (the empty line too) as itself."""
-    parts = _NON_WORD.split(text)
-    if len(parts) == 1:
-        return parts
+def java_words(line: str) -> list[str]:
+    """``line.toLowerCase().split("\\W+")`` as Java computes it: trailing empty strings dropped, a
+    leading one kept (a line that starts with a non-word character), a line of none but them gives
+    nothing, and an empty line one empty word."""
+    parts = _NON_WORD.split(line.lower())
+    if line == "":
+        return [""]
     while parts and parts[-1] == "":
         parts.pop()
     return parts
 
 
 def words(record: dict[str, Any]) -> list[list[Any]]:
-    """Kafka's WordCountDemo (``flatMapValues(value.toLowerCase().split("\\W+"))``, ``groupBy`` the
-    word, ``count``) as contributions: one ``[streams-wordcount-output, word, 1]`` per word of the
-    line. A null line gives none (the demo would fail on it; the feeder never writes one)."""
-    line = record.get("value")
-    if not isinstance(line, str):
+    """streams-wordcount's contributions (an ``aggregate`` contract's ``by``): one ``[topic, word, 1]``
+    per word of the line (``WORDCOUNT_OUTPUT``), a repeated word once per occurrence; a null line
+    none (the app's thread would fail on it: the feeder's ``lines`` never writes one)."""
+    value = record["value"]
+    if value is None:
         return []
-    return [[WORDCOUNT_OUTPUT, w, 1] for w in java_split(line.lower())]
+    return [[WORDCOUNT_OUTPUT, w, 1] for w in java_words(value)]
+
+
+#: the scenario's name of streams-join's output topic, which ``joined_order`` writes to
+JOIN_OUTPUT = "app-joined"
+#: what streams-join puts for the region of an order whose customer has none (StreamsJoin.NO_REGION)
+NO_REGION = "-"
+
+
+def joined_order(order: dict[str, Any], customer: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """streams-join's contract (a ``join`` contract's ``function``): the order joined with the
+    customer's region the table held, ``<order>@<region>`` keyed by customer id, or ``<order>@-``
+    when it held none (``customer`` None, or a deleted region)."""
+    region = NO_REGION if customer is None or customer["value"] is None else customer["value"]
+    return [{"topic": JOIN_OUTPUT, "key": order["key"], "value": f"{order['value']}@{region}"}]

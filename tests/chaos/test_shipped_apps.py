@@ -2,7 +2,8 @@
 Streams app on exactly_once_v2 and Kafka's own TransactionalMessageCopier stay exactly-once under
 instance kills, a broker kill, the coordinator's kill and slow links, and each one's negative control
 is caught by its contract's check; so is the Python service's (its valid run is the README's
-example, tests/chaos/test_docs_examples.py). The Go service's two scenarios run in `make library`,
+example, tests/chaos/test_docs_examples.py). Kafka's own WordCountDemo runs unmodified on its fixed
+topic names, and the windowed count and the stream-table join are judged by their contracts. The Go service's two scenarios run in `make library`,
 with every other `app-*` scenario of the library, and so do the Flink job's (docs/FLINK.md)."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import pytest
 
 from clusters.backends.protocol import Cluster
 from tests.chaos.test_scenarios import anomalies, run_full_local_only
+from tests.chaos.test_transaction_version import _events
 
 pytestmark = pytest.mark.chaos
 
@@ -79,3 +81,61 @@ def test_the_same_flink_job_with_an_at_least_once_sink_is_caught_writing_twice(c
     assert set(anomalies(v)) == {"app-map"}, anomalies(v)  # the feeder's own input stays exactly-once
     # the replay since the last checkpoint: copies of committed inputs, nothing aborted or invented
     assert _kinds(v, "app-map") == {"duplicate"}, v["checks"]["app-map"]["examples"]
+
+
+# Issue 39's topologies. The check names of the windowed and join contracts (DESIGN39 section 3)
+WINDOWED_CHECK = "app-windowed"
+JOIN_CHECK = "app-join"
+
+
+def test_kafkas_wordcount_demo_runs_unmodified_on_its_fixed_topics_and_counts_every_word_once(
+        cluster: Cluster) -> None:
+    result = run_full_local_only(cluster, "app-streams-wordcount", ONCE)
+    v = result.verdict.to_json()
+    assert v["valid"] is True and v["as_expected"] is True, anomalies(v)
+    assert "skipped" not in v["checks"]["app-aggregate"], v["checks"]["app-aggregate"]
+    assert v["run"]["app"]["drain"]["drained"] is True, v["run"]["app"]
+    # a kill landed inside a transaction: the fault's stop record names the one it left open
+    kills = [op["value"] for op in _events(result.run_dir)
+             if op["f"] == "fault" and op["value"].get("kind") == "kill-workload" and op["value"].get("phase") == "stop"]
+    assert any(k.get("open_transactions") for k in kills), kills
+
+
+def test_the_wordcount_on_at_least_once_is_caught_counting_words_twice(cluster: Cluster) -> None:
+    v = run_full_local_only(cluster, "app-streams-wordcount-alos", ONCE).verdict.to_json()
+    assert v["valid"] is False and v["as_expected"] is True, anomalies(v)
+    assert set(anomalies(v)) == {"app-aggregate"}, anomalies(v)  # the feeder's lines stay exactly-once
+    assert "overshoot" in _kinds(v, "app-aggregate"), v["checks"]["app-aggregate"]["examples"]
+
+
+@pytest.mark.library
+def test_a_windowed_count_on_exactly_once_v2_keeps_every_window_exact_and_drops_what_is_past_grace(
+        cluster: Cluster) -> None:
+    v = run_full_local_only(cluster, "app-streams-windowed", ONCE).verdict.to_json()
+    assert v["valid"] is True and v["as_expected"] is True, anomalies(v)
+    assert "skipped" not in v["checks"][WINDOWED_CHECK], v["checks"][WINDOWED_CHECK]
+
+
+@pytest.mark.library
+def test_the_windowed_count_on_at_least_once_is_caught_counting_twice(cluster: Cluster) -> None:
+    v = run_full_local_only(cluster, "app-streams-windowed-alos", ONCE).verdict.to_json()
+    assert v["valid"] is False and v["as_expected"] is True, anomalies(v)
+    assert set(anomalies(v)) == {WINDOWED_CHECK}, anomalies(v)
+    assert "overshoot" in _kinds(v, WINDOWED_CHECK), v["checks"][WINDOWED_CHECK]["examples"]
+
+
+@pytest.mark.library
+def test_a_stream_table_join_on_exactly_once_v2_joins_each_order_once_with_a_committed_region(
+        cluster: Cluster) -> None:
+    v = run_full_local_only(cluster, "app-streams-join", ONCE).verdict.to_json()
+    assert v["valid"] is True and v["as_expected"] is True, anomalies(v)
+    assert "skipped" not in v["checks"][JOIN_CHECK], v["checks"][JOIN_CHECK]
+
+
+@pytest.mark.library
+def test_the_join_on_at_least_once_is_caught_joining_aborted_orders_and_regions(cluster: Cluster) -> None:
+    v = run_full_local_only(cluster, "app-streams-join-alos", ONCE).verdict.to_json()
+    assert v["valid"] is False and v["as_expected"] is True, anomalies(v)
+    assert set(anomalies(v)) == {JOIN_CHECK}, anomalies(v)  # the feeder's own input stays exactly-once
+    # read_uncommitted: an aborted order joined, an order joined with an aborted region
+    assert {"aborted-input", "aborted-table"} <= _kinds(v, JOIN_CHECK), v["checks"][JOIN_CHECK]["examples"]

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from chaos import faults
 from chaos.nemesis import Nemesis
+from chaos.targets import TargetDefaults
 from clusters.kafka.topology import Listener, Topology
 from clusters.wire.wire_api import Rule
 from harness.base.wait import wait_until
@@ -307,6 +308,41 @@ def test_kill_workload_restarts_unless_the_run_ended_or_the_supervisor_does(tmp_
     nem.stop.set()  # the run ended during the fault: the client stays gone
     heal()
     assert control.calls == [("kill", "reader-0")]
+
+
+def test_a_kill_of_an_app_records_the_transactions_it_left_open(tmp_path: Path, events: Any,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from chaos import targets
+    from chaos.faults import workload
+
+    asked: list[tuple[str, int]] = []
+    left = {"app-r1-": ["app-r1-3f2a-1"]}
+
+    def listing(bootstrap: str, prefix: str, open_for_ms: int) -> list[str]:
+        asked.append((prefix, open_for_ms))
+        if prefix not in left:
+            raise TimeoutError("no coordinator answered")
+        return left[prefix]
+
+    monkeypatch.setattr(targets, "open_transactions", listing)
+    control = FakeControl({"app": ["app-0"], "reader": ["reader-0"]})
+    rec = Recorder(tmp_path, "nemesis")
+    for defaults in (TargetDefaults(transactional_id="app-r1-*"), TargetDefaults(transactional_id="app-r2-*"),
+                     TargetDefaults(transactional_id="eos-txn-producer-0")):
+        nem = Nemesis(FakeCluster(), control, rec, defaults=defaults)  # type: ignore[arg-type]
+        run_one(nem, kind="kill-workload", workload="app")
+    stops = [e for e in events() if e["phase"] == "stop"]
+    assert stops[0]["open_transactions"] == ["app-r1-3f2a-1"]  # listed before the restart
+    assert stops[1]["open_transactions_error"] == "TimeoutError: no coordinator answered"  # the kill still healed
+    assert "open_transactions" not in stops[2] and "open_transactions_error" not in stops[2]  # not an app's ids
+    assert asked == [("app-r1-", workload.OPEN_FOR_MS), ("app-r2-", workload.OPEN_FOR_MS)]
+    assert control.calls == [("kill", "app-0"), ("restart", "app-0")] * 3
+    # healed 3 s after the kill: only a transaction begun before the kill is the killed one's
+    asked.clear()
+    nem = Nemesis(FakeCluster(), control, rec, defaults=TargetDefaults(transactional_id="app-r1-*"))  # type: ignore[arg-type]
+    run_one(nem, kind="kill-workload", workload="app", duration=3)
+    [(_, open_for)] = asked
+    assert 3000 - workload.CLOCK_SLACK_MS <= open_for < 3000 - workload.CLOCK_SLACK_MS + 500, open_for
 
 
 def test_a_workload_fault_on_one_instance_hits_that_process_only(tmp_path: Path) -> None:

@@ -247,11 +247,11 @@ def test_wrong_feeder_settings_are_refused_at_load(tmp_path: Path, feeder: str, 
 
 def test_the_shipped_generators_preflight_and_lines_repeat_words() -> None:
     feed = Feed.model_validate({"inputs": {"in": {"generator": "harness.apps.generators:lines"},
-                                           "orders": {"generator": "harness.apps.generators:orders", "format": "json"}}})
+                                           "orders": {"generator": "harness.apps.generators:purchases", "format": "json"}}})
     preflight(feed, {}, 1)
-    from harness.apps.generators import lines, orders
+    from harness.apps.generators import lines, purchases
 
     rnd = random.Random(3)
     words = [w for k in range(50) for w in lines(rnd, k)["value"].split()]
     assert 50 <= len(words) <= 400 and len(set(words)) < len(words)
-    assert set(orders(rnd, 4)["value"]) == {"id", "category", "amount"}
+    assert set(purchases(rnd, 4)["value"]) == {"id", "category", "amount"}

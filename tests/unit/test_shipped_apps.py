@@ -16,13 +16,18 @@ import pytest
 
 from clusters.builds import javac
 from harness import apps
-from harness.apps import jvm, kafka_copier, streams_count_sum
+from harness.apps import jvm, kafka_copier, streams_count_sum, streams_join, streams_jvm, streams_windowed_count, streams_wordcount
 from harness.base.errors import EnvironmentProblem
 from harness.base.paths import REPO_ROOT
 
 BOOT = "127.0.0.1:19092"
 STREAMS = ["--bootstrap", BOOT, "--input", "in", "--count-topic", "count", "--sum-topic", "sum",
            "--application-id", "app-r1", "--state-dir", "/runs/r1/app-0/state"]
+WORDCOUNT = ["--bootstrap", BOOT, "--application-id", "app-r1", "--state-dir", "/runs/r1/app-0/state"]
+WINDOWED = [*WORDCOUNT, "--input", "in", "--output", "out"]
+JOIN = [*WORDCOUNT, "--orders", "orders", "--customers", "customers", "--output", "joined"]
+#: the Streams launchers, which share one build (streams_jvm)
+STREAMS_LAUNCHERS = (streams_count_sum, streams_wordcount, streams_windowed_count, streams_join)
 COPIER = ["--broker-list", BOOT, "--input-topic", "in", "--input-partition", "0", "--output-topic", "out",
           "--transactional-id", "app-r1-0", "--consumer-group", "app-r1", "--group-mode", "--use-group-metadata"]
 
@@ -37,8 +42,9 @@ def execs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[list[str]]:
         raise SystemExit(0)
 
     monkeypatch.setattr(jvm.os, "execv", execv)
-    monkeypatch.setattr(streams_count_sum, "prepare",
-                        lambda: javac.Build(Path("/jdk/bin/java"), tmp_path / "classes", tmp_path / "libs"))
+    for launcher in STREAMS_LAUNCHERS:
+        monkeypatch.setattr(launcher, "prepare",
+                            lambda: javac.Build(Path("/jdk/bin/java"), tmp_path / "classes", tmp_path / "libs"))
     monkeypatch.setattr(kafka_copier, "prepare", lambda: tmp_path / "tools")
     monkeypatch.setattr(kafka_copier.jdk, "find_java", lambda: (Path("/jdk/bin/java"), 17))
     monkeypatch.delenv(jvm.JAVA_OPTS, raising=False)
@@ -51,6 +57,14 @@ def execs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[list[str]]:
     (streams_count_sum, [*STREAMS, "--threads", "0"], "'0' is not an integer of 1 or more"),
     (streams_count_sum, [*STREAMS, "--output", "x"], "unrecognized arguments: --output x"),
     (streams_count_sum, [*STREAMS[:-2], "--state"], "--state-dir"),  # no abbreviations
+    (streams_wordcount, [*WORDCOUNT, "--input", "in"], "unrecognized arguments: --input in"),  # its topics are fixed
+    (streams_wordcount, [*WORDCOUNT, "--commit-interval-ms", "0"], "'0' is not an integer of 1 or more"),
+    (streams_wordcount, WORDCOUNT[2:], "required: --bootstrap"),
+    (streams_windowed_count, [*WINDOWED, "--grace-ms", "-1"], "'-1' is not an integer of 0 or more"),
+    (streams_windowed_count, [*WINDOWED, "--window-size-ms", "2s"], "'2s' is not an integer of 1 or more"),
+    (streams_windowed_count, [*WINDOWED, "--window-key", "binary"], "invalid choice: 'binary'"),
+    (streams_join, JOIN[:-2], "required: --output"),
+    (streams_join, [*JOIN, "--guarantee", "exactly_once_beta"], "invalid choice: 'exactly_once_beta'"),
     (kafka_copier, COPIER[:8], "required: --transactional-id"),
     (kafka_copier, [*COPIER, "--input-partition", "one"], "--input-partition: invalid int value: 'one'"),
     (kafka_copier, [*COPIER, "--transactions-off"], "unrecognized arguments: --transactions-off"),
@@ -66,7 +80,9 @@ def test_bad_flags_are_a_usage_error_with_exit_2_before_anything_is_built(
     assert not execs
 
 
-@pytest.mark.parametrize("module", ["harness.apps.streams_count_sum", "harness.apps.kafka_copier"])
+@pytest.mark.parametrize("module", ["harness.apps.streams_count_sum", "harness.apps.streams_wordcount",
+                                    "harness.apps.streams_windowed_count", "harness.apps.streams_join",
+                                    "harness.apps.kafka_copier"])
 def test_the_launcher_module_itself_exits_2_on_a_bad_flag(module: str) -> None:
     proc = subprocess.run([sys.executable, "-m", module, "--no-such-flag"], capture_output=True, text=True,
                           timeout=60, cwd=REPO_ROOT)
@@ -85,6 +101,26 @@ def test_streams_execs_its_jvm_with_the_flags_defaults_and_java_opts(execs: list
     main = argv.index(streams_count_sum.MAIN_CLASS)
     assert argv[main - 2:main] == ["-cp", os.pathsep.join([str(tmp_path / "classes"), str(tmp_path / "libs" / "*")])]
     assert argv[main + 1:] == [*STREAMS, "--guarantee", "at_least_once", "--threads", "1"]
+
+
+@pytest.mark.parametrize(("module", "argv", "passed"), [
+    (streams_wordcount, WORDCOUNT, [*WORDCOUNT, "--guarantee", "exactly_once_v2"]),
+    (streams_wordcount, [*WORDCOUNT, "--guarantee", "at_least_once", "--commit-interval-ms", "60000"],
+     [*WORDCOUNT, "--guarantee", "at_least_once", "--commit-interval-ms", "60000"]),
+    (streams_windowed_count, WINDOWED,
+     [*WORDCOUNT, "--input", "in", "--output", "out", "--guarantee", "exactly_once_v2", "--window-size-ms", "2000",
+      "--grace-ms", "1000", "--window-key", "time-windowed"]),
+    (streams_join, [*JOIN, "--guarantee", "at_least_once"], [*JOIN, "--guarantee", "at_least_once"]),
+])
+def test_each_streams_app_gets_its_main_class_and_flags_with_their_defaults(
+        module: object, argv: list[str], passed: list[str], execs: list[list[str]]) -> None:
+    with pytest.raises(SystemExit):
+        module.main(argv)  # type: ignore[attr-defined]
+    [args] = execs
+    main = args.index(module.MAIN_CLASS)  # type: ignore[attr-defined]
+    assert sorted(zip(args[main + 1::2], args[main + 2::2])) == sorted(zip(passed[::2], passed[1::2]))
+    assert module.MAIN_CLASS.split(".")[-1] + ".java" in {  # type: ignore[attr-defined]
+        f.name for f in javac.source_files(streams_jvm.SOURCES)}
 
 
 def test_the_copier_gets_its_flags_unchanged(execs: list[list[str]], tmp_path: Path) -> None:
@@ -139,10 +175,10 @@ def test_the_source_hash_changes_with_a_source_and_only_with_one(tmp_path: Path)
 
 
 def test_the_streams_build_is_keyed_by_its_own_sources_and_version() -> None:
-    program = streams_count_sum.program()
-    assert javac.classes_dir(program).name == f"classes-{javac.source_hash(streams_count_sum.SOURCES)}"
-    assert javac.source_files(streams_count_sum.SOURCES)
-    assert program.folder.parts[-2:] == ("streams-count-sum", streams_count_sum.pins.KAFKA_STREAMS_VERSION)
+    program = streams_jvm.program()
+    assert javac.classes_dir(program).name == f"classes-{javac.source_hash(streams_jvm.SOURCES)}"
+    assert javac.source_files(streams_jvm.SOURCES)
+    assert program.folder.parts[-2:] == ("streams", streams_jvm.pins.KAFKA_STREAMS_VERSION)
     for dep in ("kafka-streams", "slf4j-simple"):
         assert f"<artifactId>{dep}</artifactId>" in program.pom
 

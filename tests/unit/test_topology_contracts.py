@@ -14,7 +14,7 @@ import orjson
 import pandas as pd
 import pytest
 
-from harness.apps.functions import java_split, words
+from harness.apps.functions import java_words, words
 from harness.base.errors import ConfigError
 from harness.checker import check, windowed_contract
 from harness.history import schema, store
@@ -101,7 +101,7 @@ def test_the_word_count_survives_the_parquet_store(tmp_path: Path) -> None:
 @pytest.mark.parametrize("line, parts", [("hello world", ["hello", "world"]), (" hello", ["", "hello"]),
                                          ("a,", ["a"]), (",", []), ("", [""]), ("it's", ["it", "s"])])
 def test_words_splits_as_javas_string_split_does(line: str, parts: list[str]) -> None:
-    assert java_split(line) == parts
+    assert java_words(line) == parts
 
 
 def test_words_gives_one_contribution_per_word_lower_cased() -> None:
