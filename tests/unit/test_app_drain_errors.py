@@ -32,7 +32,7 @@ class FlakyProbe:
     def group_lag(self, group: str, inputs: list[Any]) -> None:
         return None
 
-    def output_ends(self, topics: list[str], partitions: int) -> tuple[dict[str, int], bool]:
+    def output_ends(self, topics: list[str], partitions: dict[str, int]) -> tuple[dict[str, int], bool]:
         if self.failures:
             self.failures -= 1
             raise KafkaException(KafkaError(KafkaError.NOT_LEADER_FOR_PARTITION, "Failed to get watermark offsets"))
@@ -42,12 +42,12 @@ class FlakyProbe:
 def test_a_question_with_no_leader_is_asked_again_not_a_crash(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(app_drain, "QUIET_S", 0.6)
     monkeypatch.setattr(app_drain, "DrainProbe", lambda bootstrap: FlakyProbe(failures=3))
-    d = app_drain.drain("127.0.0.1:1", SETTINGS, 1, ["in"])
+    d = app_drain.drain("127.0.0.1:1", SETTINGS, {"in": 1, "out": 1}, ["in"])
     assert d["drained"] is True and "outputs quiet" in d["how"], d
     assert d["took_s"] >= 1.5 + 0.6  # three failed looks, 0.5 s apart, are no quiet
 
 
 def test_no_answer_until_the_deadline_is_not_drained_and_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(app_drain, "DrainProbe", lambda bootstrap: FlakyProbe(failures=10**6))
-    d = app_drain.drain("127.0.0.1:1", SETTINGS.model_copy(update={"drain_s": 1.2}), 1, ["in"])
+    d = app_drain.drain("127.0.0.1:1", SETTINGS.model_copy(update={"drain_s": 1.2}), {"in": 1, "out": 1}, ["in"])
     assert d["drained"] is False and "NOT_LEADER_FOR_PARTITION" in str(d["last"]["outputs_end"]), d
