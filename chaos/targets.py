@@ -14,6 +14,7 @@ import random
 from dataclasses import dataclass
 from typing import Protocol
 
+from harness.base.wait import wait_until
 from harness.kafka.placement import coordinator_partition
 
 TXN_STATE_TOPIC = "__transaction_state"
@@ -81,17 +82,38 @@ def prefixed_transaction_coordinator(direct_bootstrap: str, prefix: str) -> int:
     return int(found[0][1])
 
 
+#: How long the listing of open transactions may wait for every broker to answer: a broker a fault
+#: just restarted refuses connections for a few seconds, and it may be the coordinator asked about.
+LISTING_DEADLINE_S = 30.0
+
+
 def open_transactions(direct_bootstrap: str, prefix: str, open_for_ms: int) -> list[str]:
     """The transactional.ids starting with ``prefix`` whose transaction is Ongoing at its coordinator and
-    has been for over ``open_for_ms`` (ListTransactions with a duration filter, Kafka 3.8+), sorted."""
+    has been for over ``open_for_ms`` (ListTransactions with a duration filter, Kafka 3.8+), sorted.
+    Each broker holds a slice of the transactions and is asked on its own, again until it answers
+    (``LISTING_DEADLINE_S``: ``WaitTimeout`` naming the brokers that did not)."""
     from kafka.admin import KafkaAdminClient
 
     admin = KafkaAdminClient(bootstrap_servers=direct_bootstrap, request_timeout_ms=5_000)
+    found: set[str] = set()
     try:
-        listed = admin.list_transactions(state_filters=["Ongoing"], duration_filter_ms=open_for_ms)
+        brokers = {int(b["broker_id"]) for b in admin.describe_cluster()["brokers"]}
+        left = set(brokers)
+
+        def ask() -> bool:
+            for broker in sorted(left):
+                listed = admin.list_transactions(broker_ids=[broker], state_filters=["Ongoing"],
+                                                 duration_filter_ms=open_for_ms)
+                found.update(t.transactional_id for txns in listed.values() for t in txns
+                             if t.transactional_id.startswith(prefix))
+                left.discard(broker)
+            return not left
+
+        wait_until(ask, timeout=LISTING_DEADLINE_S, what=f"every broker's open transactions of {prefix}*",
+                   state=lambda: f"brokers {sorted(left)} of {sorted(brokers)} not answered")
     finally:
         admin.close()
-    return sorted({t.transactional_id for txns in listed.values() for t in txns if t.transactional_id.startswith(prefix)})
+    return sorted(found)
 
 
 def random_node(rnd: random.Random, nodes: tuple[int, ...]) -> int:
