@@ -233,7 +233,8 @@ class Feeding:
     keys: int
     integers: bool
     long_values: bool
-    partitions: int
+    #: the run's topic -> its partitions (a topic of its own may have other partitions than the scenario's)
+    partitions: Callable[[str], int]
     number: int = 0
     incarnation: str = ""
     pools: list[_Pool] = field(default_factory=list)
@@ -304,8 +305,8 @@ class Feeder:
         key_bytes, value_bytes = wire(fmt, item.key), wire(fmt, item.value)
         if own and self.d.long_values:  # the defaults' integers as 8 bytes (value_serde long: format text)
             value_bytes = int(item.value).to_bytes(8, "big", signed=True)
-        part = (partition_of_bytes(key_bytes, self.d.partitions) if key_bytes is not None
-                else self.rnd.randrange(self.d.partitions))
+        partitions = self.d.partitions(src.topic)
+        part = partition_of_bytes(key_bytes, partitions) if key_bytes is not None else self.rnd.randrange(partitions)
         return Outgoing(src.topic, part, default_id, key_bytes, value_bytes, recorded(fmt, item.key),
                         recorded(fmt, item.value), item.headers, item.timestamp if item.timestamp is not None else now_ms)
 

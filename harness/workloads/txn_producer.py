@@ -161,7 +161,7 @@ def run_fed(cfg: WorkloadConfig, s: TxnProducerSettings, rec: Recorder, stop: St
     rnd = producer_random(cfg, 0)
     names = {run: name for name, run in cfg.topic_names.items()}
     feeder = Feeder(s.feed, names, cfg.seed, rnd, Feeding(s.keys, s.integer_values, s.value_serde == "long",
-                                                          cfg.partitions), s.rate)
+                                                          cfg.partitions_of), s.rate)
     while not stop:
         process = rec.new_process(cfg.name)
         producer = open_client(cfg, txn_id)
