@@ -2,8 +2,8 @@
 Streams app on exactly_once_v2 and Kafka's own TransactionalMessageCopier stay exactly-once under
 instance kills, a broker kill, the coordinator's kill and slow links, and each one's negative control
 is caught by its contract's check; so is the Python service's (its valid run is the README's
-example, tests/chaos/test_docs_examples.py). The Go service's two scenarios run in `make library`,
-with every other `app-*` scenario of the library."""
+example, tests/chaos/test_docs_examples.py). The Go service's two scenarios and the PySpark job's run
+in `make library`, with every other `app-*` scenario of the library."""
 
 from __future__ import annotations
 
@@ -56,3 +56,20 @@ def test_the_python_services_negative_control_without_transactions_is_caught(clu
     assert v["valid"] is False and v["as_expected"] is True, v["checks"]["app-map"]
     assert set(anomalies(v)) == {"app-map"}, anomalies(v)
     assert {"duplicate", "aborted-input"} <= _kinds(v, "app-map"), v["checks"]["app-map"]["examples"]
+
+
+# each ~6-8 min on this machine (a Spark driver's start takes 100 s under load, and the faults wait
+# for its output after each restart): make library's
+@pytest.mark.library
+def test_a_users_pyspark_job_with_its_own_transactional_sink_copies_each_input_once(cluster: Cluster) -> None:
+    v = run_full_local_only(cluster, "app-pyspark-copier", ONCE).verdict.to_json()
+    assert v["valid"] is True and v["as_expected"] is True, anomalies(v)
+    assert "skipped" not in v["checks"]["app-map"], v["checks"]["app-map"]
+    assert v["run"]["app"]["drain"]["drained"] is True, v["run"]["app"]
+
+
+@pytest.mark.library
+def test_the_same_job_on_sparks_built_in_kafka_sink_is_caught_writing_a_replayed_batch_twice(cluster: Cluster) -> None:
+    v = run_full_local_only(cluster, "app-pyspark-copier-kafka-sink", ONCE).verdict.to_json()
+    assert v["valid"] is False and v["as_expected"] is True, anomalies(v)
+    assert set(anomalies(v)) == {"app-map"} and "duplicate" in _kinds(v, "app-map"), v["checks"]["app-map"]
