@@ -3,8 +3,8 @@ Streams app on exactly_once_v2 and Kafka's own TransactionalMessageCopier stay e
 instance kills, a broker kill, the coordinator's kill and slow links, and each one's negative control
 is caught by its contract's check; so is the Python service's (its valid run is the README's
 example, tests/chaos/test_docs_examples.py). Kafka's own WordCountDemo runs unmodified on its fixed
-topic names, and the windowed count and the stream-table join are judged by their contracts. The Go service's two scenarios run in `make library`,
-with every other `app-*` scenario of the library, and so do the Flink job's (docs/FLINK.md)."""
+topic names, and the windowed count and the stream-table join are judged by their contracts. The Go service's two scenarios and the PySpark job's
+run in `make library`, with every other `app-*` scenario of the library, and so do the Flink job's (docs/FLINK.md)."""
 
 from __future__ import annotations
 
@@ -143,3 +143,20 @@ def test_the_join_on_at_least_once_is_caught_joining_aborted_orders_and_regions(
     assert set(anomalies(v)) == {JOIN_CHECK}, anomalies(v)  # the feeder's own input stays exactly-once
     # read_uncommitted: an aborted order joined, an order joined with an aborted region
     assert {"aborted-input", "aborted-table"} <= _kinds(v, JOIN_CHECK), v["checks"][JOIN_CHECK]["examples"]
+
+
+# each ~6-8 min on this machine (a Spark driver's start takes 100 s under load, and the faults wait
+# for its output after each restart): make library's
+@pytest.mark.library
+def test_a_users_pyspark_job_with_its_own_transactional_sink_copies_each_input_once(cluster: Cluster) -> None:
+    v = run_full_local_only(cluster, "app-pyspark-copier", ONCE).verdict.to_json()
+    assert v["valid"] is True and v["as_expected"] is True, anomalies(v)
+    assert "skipped" not in v["checks"]["app-map"], v["checks"]["app-map"]
+    assert v["run"]["app"]["drain"]["drained"] is True, v["run"]["app"]
+
+
+@pytest.mark.library
+def test_the_same_job_on_sparks_built_in_kafka_sink_is_caught_writing_a_replayed_batch_twice(cluster: Cluster) -> None:
+    v = run_full_local_only(cluster, "app-pyspark-copier-kafka-sink", ONCE).verdict.to_json()
+    assert v["valid"] is False and v["as_expected"] is True, anomalies(v)
+    assert set(anomalies(v)) == {"app-map"} and "duplicate" in _kinds(v, "app-map"), v["checks"]["app-map"]
