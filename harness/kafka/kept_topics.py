@@ -45,6 +45,9 @@ KEPT_DIR = "kept-topics"
 #: A topic's deletion is one metadata record in KRaft: under a second on a healthy cluster; this
 #: leaves a loaded machine's brokers time to learn of it before the topic is made again.
 DELETE_TIMEOUT_S = 60.0
+#: Every broker learns of a topic made (or deleted) from the metadata log within a second on a
+#: healthy cluster; a loaded machine's may take seconds.
+LEARN_TIMEOUT_S = 60.0
 #: One question to the cluster (a topic's id, its offsets): one round trip, generous for a loaded machine.
 ASK_TIMEOUT_S = 30.0
 _EARLIEST = OffsetSpec.earliest()  # type: ignore[no-untyped-call]  # the package's stubs leave it untyped
@@ -81,6 +84,7 @@ class KeptTopics:
         self.names = list(names)
         self.marks = cluster_dir / KEPT_DIR
         self.created: list[str] = []
+        self.deleted_ids: dict[str, str] = {}  # name -> the id of the leftover deleted before it was made again
 
     def _mark(self, name: str) -> Path:
         return self.marks / f"{name}.json"
@@ -104,6 +108,7 @@ class KeptTopics:
                 raise ConfigError(problem)
         for f in found:
             self._delete(f.name, f"left over ({f.holds()})")
+            self.deleted_ids[f.name] = f.topic_id
         return [f"{f.name}: {f.holds()}" for f in found]
 
     def _refusal(self, f: LeftOver) -> str | None:
@@ -161,12 +166,18 @@ class KeptTopics:
     def created_one(self, name: str, run_dir: Path) -> None:
         """``name`` was created by this run: recorded in the cluster's folder (with its id, this
         process and the run's folder), so a later run may replace it even if this one is killed."""
-        try:
-            desc = self.admin.describe_topics(TopicCollection([name]))[name].result(timeout=ASK_TIMEOUT_S)
-        except KafkaException as exc:
-            raise ClusterError(f"kept-name topic {name}: created, but its id could not be read: {exc}") from exc
+        seen: list[str] = []
+
+        def new_id() -> str | None:
+            # the broker asked may not know the topic yet, or still know the leftover it replaced
+            seen[:] = [str(self.admin.describe_topics(TopicCollection([name]))[name].result(timeout=ASK_TIMEOUT_S).topic_id)]
+            return seen[0] if seen[0] != self.deleted_ids.get(name) else None
+
+        topic_id = wait_until(new_id, timeout=LEARN_TIMEOUT_S, what=f"kept-name topic {name}'s id as created (the "
+                              "brokers to learn of it)", state=lambda: f"id {seen[0] if seen else 'unknown'}, the "
+                              f"leftover's {self.deleted_ids.get(name)}")
         self.marks.mkdir(parents=True, exist_ok=True)
-        write_json(self._mark(name), {"topic": name, "topic_id": str(desc.topic_id), "pid": str(this_process()),
+        write_json(self._mark(name), {"topic": name, "topic_id": topic_id, "pid": str(this_process()),
                                       "run_dir": str(run_dir)})
         self.created.append(name)
 
