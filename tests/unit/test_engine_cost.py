@@ -42,6 +42,9 @@ NOT_TIMED = {
     "lso-stall": "no LSO measurement (the runner records it after a run; a verdict from the meta alone)",
     "app-map": "no app under test; the Spark engine leaves app contracts to the default engine (DEFAULT_ENGINE_ONLY)",
     "app-aggregate": "no app under test; the Spark engine leaves app contracts to the default engine (DEFAULT_ENGINE_ONLY)",
+    "app-model": "no app under test; the Spark engine leaves app contracts to the default engine (DEFAULT_ENGINE_ONLY)",
+    "app-windowed": "no app under test; the Spark engine leaves app contracts to the default engine (DEFAULT_ENGINE_ONLY)",
+    "app-join": "no app under test; the Spark engine leaves app contracts to the default engine (DEFAULT_ENGINE_ONLY)",
 }
 #: ``g0`` and ``g1c`` (issue 31's cycle checks) are timed: they do not skip on these histories.
 #: ``g0`` runs whole there (a quarter of the Spark engine's wall time at 300k values); ``g1c`` runs
