@@ -21,12 +21,13 @@ WITH_COMPOSE := $(findstring compose,$(EOS_CHAOS_BACKENDS))
 
 # Run pytest $(1); with the compose backend selected, first make the Docker engine and the images
 # ready (`eos-chaos images`), and stop again an engine this target had to start, whatever the outcome.
-define pytest_with_engine
-	@had_engine=0; docker info >/dev/null 2>&1 && had_engine=1; \
+define engine_then_pytest
+had_engine=0; docker info >/dev/null 2>&1 && had_engine=1; \
 	 trap '[ $$had_engine = 1 ] || $(BIN)/eos-chaos engine down' EXIT; \
 	 if [ -n "$(WITH_COMPOSE)" ]; then $(BIN)/eos-chaos images $(KAFKA_FLAG) || exit $$?; fi; \
 	 $(BIN)/pytest $(1)
 endef
+pytest_with_engine = @$(call engine_then_pytest,$(1))
 
 .PHONY: setup setup-all run test test-unit lint chaos library clean-cache down images screenshots
 
@@ -72,8 +73,19 @@ run:
 	@$(BIN)/eos-chaos setup $(KAFKA_FLAG)
 	@$(BIN)/eos-chaos smoke $(KAFKA_FLAG)
 
+# The unit tests need no cluster: they run on one pytest-xdist worker per core. Then the real-cluster
+# tests, one at a time (one cluster per backend for the session). Both parts run whatever the first
+# gives; a part that PYTEST_ARGS leaves without a test (exit 5) does not fail the target. JUNIT=PREFIX
+# writes PREFIX-unit.xml and PREFIX-chaos.xml.
+UNIT_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
+JUNIT ?=
 test: setup-all lint
-	$(call pytest_with_engine,$(PYTEST_ARGS))
+	@unit=0; $(BIN)/pytest -m 'not chaos and not library' -n $(UNIT_WORKERS) $(if $(JUNIT),--junitxml=$(JUNIT)-unit.xml) $(PYTEST_ARGS) || unit=$$?; \
+	 chaos=0; ( $(call engine_then_pytest,-m 'chaos and not library' $(if $(JUNIT),--junitxml=$(JUNIT)-chaos.xml) $(PYTEST_ARGS)) ) || chaos=$$?; \
+	 if [ $$unit = 5 ] && [ $$chaos = 5 ]; then echo "make test: PYTEST_ARGS selects no test" >&2; exit 5; fi; \
+	 [ $$unit = 5 ] && unit=0; [ $$chaos = 5 ] && chaos=0; \
+	 echo "make test: unit tests exit $$unit, real-cluster tests exit $$chaos"; \
+	 [ $$unit = 0 ] && [ $$chaos = 0 ]
 
 # ruff (pyflakes, style, imports, bugbear) everywhere; mypy --strict on harness/ and chaos/
 # (pyproject.toml's list; tests/unit/test_mypy_coverage.py). The layering contracts are a unit test (tests/unit/test_layers.py).
@@ -82,7 +94,7 @@ lint: setup-all
 	@$(BIN)/mypy --no-error-summary
 
 test-unit: setup-all
-	@$(BIN)/pytest -m 'not chaos' $(PYTEST_ARGS)
+	@$(BIN)/pytest -m 'not chaos and not library' -n $(UNIT_WORKERS) $(PYTEST_ARGS)
 
 chaos: setup-all
 	$(call pytest_with_engine,-m 'chaos and not library' $(PYTEST_ARGS))

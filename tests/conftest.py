@@ -12,6 +12,12 @@ from collections.abc import Iterator
 
 import pytest
 
+# make test runs the unit tests on pytest-xdist workers, which inherit COLUMNS=80 from xdist; rich
+# fixes a console's width from COLUMNS when the console is made, so the CLI's tables would wrap at 80
+# there and nowhere else. Dropped before anything imports the CLI's console.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.pop("COLUMNS", None)
+
 from chaos.heal import heal_all
 from clusters.backends import artifacts, backends
 from clusters.backends.backends import Backend

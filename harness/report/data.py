@@ -24,7 +24,7 @@ from harness.report.clock import Clock, clock_of
 from harness.report.loaded import LoadedRun, load_run, read_json, read_verdict
 from harness.report.logs import log_links
 from harness.report.ops import MAX_MARKED, HistoryColumns, Marked, active_faults, example_spans
-from harness.rundir.journal import Journal, fault_runs
+from harness.rundir.journal import FaultHit, Journal, fault_runs
 from harness.rundir.run_verdict import RunVerdict
 
 #: Broker process faults and the state a node is in during their window.
@@ -47,7 +47,7 @@ class FaultWindow:
     planned_s: float | None = None
     #: what was in flight on its target while it was active (the journal's ``FaultRun.hit``); None:
     #: not recorded
-    hit: dict[str, Any] | None = None
+    hit: FaultHit | None = None
     #: how long it waited for its workload's progress, and whether in vain (the journal's)
     waited_s: float | None = None
     wait_expired: bool = False
@@ -223,25 +223,24 @@ def _history(tables: store.Tables) -> _Read:
     return _Read(out.reset_index(drop=True), store.fault_events(tables.faults), store.spark_events(tables), span, lookup)
 
 
-def hit_text(hit: dict[str, Any] | None) -> str:
+def hit_text(hit: FaultHit | None) -> str:
     """What a fault hit, as the fault table says it: ``4 transactions open, 2 when it began
     (txn-producer-0, copier-1); 1 micro-batch running; requests: hold 2``, ``nothing``, or ``–``
     (not recorded)."""
     if hit is None:
         return "–"
     parts = []
-    if hit.get("txns_open"):
-        named = ", ".join(hit.get("workloads") or [])
-        began = f", {hit['txns_open_at_start']} when it began" if hit.get("txns_open_at_start") is not None else ""
-        parts.append(f"{_count(hit['txns_open'], 'transaction')} open{began}" + (f" ({named})" if named else ""))
-    if hit.get("batches_running"):
-        parts.append(f"{_count(hit['batches_running'], 'micro-batch', 'micro-batches')} running")
-    requests = hit.get("requests")
-    if requests is not None:
-        caught = ", ".join(f"{action} {n}" for action, n in sorted(requests.items()))
+    if hit.txns_open:
+        named = ", ".join(hit.workloads)
+        began = f", {hit.txns_open_at_start} when it began" if hit.txns_open_at_start is not None else ""
+        parts.append(f"{_count(hit.txns_open, 'transaction')} open{began}" + (f" ({named})" if named else ""))
+    if hit.batches_running:
+        parts.append(f"{_count(hit.batches_running, 'micro-batch', 'micro-batches')} running")
+    if hit.requests is not None:
+        caught = ", ".join(f"{action} {n}" for action, n in sorted(hit.requests.items()))
         parts.append(f"requests: {caught}" if caught else "no request caught")
     said = "; ".join(parts)
-    return said if hit.get("hit") else f"nothing{f' ({said})' if said else ''}"
+    return said if hit.hit else f"nothing{f' ({said})' if said else ''}"
 
 
 def _count(n: int, one: str, many: str | None = None) -> str:

@@ -52,7 +52,7 @@ from harness.run.readiness import ProgressLog, await_ready, exited_before_ready
 from harness.run.scenario import Fault, Scenario, TopicList, Workload
 from harness.run.supervisor import RECOVERY_TIMEOUT_S, Supervisor
 from harness.rundir import runinfo
-from harness.rundir.journal import Journal, fault_runs
+from harness.rundir.journal import FaultHit, Journal, fault_runs
 from harness.rundir.run_verdict import RunVerdict
 from harness.rundir.runfolder import RunFolder, run_tag, write_json, write_text
 from harness.workloads import clients, registry
@@ -353,12 +353,12 @@ def record_hits(folder: RunFolder, journal: Journal, tables: store.Tables) -> No
             wire = wire_matches([e.raw for e in events], journal.history_zero_unix_s)
         spans = [Span.of_seconds(f.start_s, f.end_s, f.detail) for f in journal.faults]
         for f, h in zip(journal.faults, fault_hits(tables, spans, wire), strict=True):
-            f.hit = h.to_json()
+            f.hit = FaultHit.model_validate(h.to_json())
     except Exception as exc:  # noqa: BLE001 - see docstring
         log.info(f"what the faults hit could not be recorded ({type(exc).__name__}: {exc})")
         return
     nothing = [f"{f.kind} at {f.start_s - (journal.schedule_t0_s or 0):.1f}s" for f in journal.faults
-               if f.hit is not None and not f.hit["hit"]]
+               if f.hit is not None and not f.hit.hit]
     if nothing:
         log.info(f"faults that hit nothing ({len(nothing)} of {len(journal.faults)}): {', '.join(nothing)}")
 

@@ -22,6 +22,27 @@ _RECORDED_AS = {"kill-leader": "kill"}
 _WAIT = ("waited_s", "wait_expired")
 
 
+class FaultHit(BaseModel):
+    """What was in flight on a fault's target while it was active (harness/history/hits.py ``Hit``,
+    as the runner recorded it)."""
+
+    # a journal a newer eos-chaos wrote still reads
+    model_config = ConfigDict(extra="ignore")
+
+    #: what the fault was aimed at, in words
+    aimed_at: str
+    txns_open: int = 0
+    #: the workloads those transactions were of (at most ``hits.MAX_NAMED``)
+    workloads: list[str] = Field(default_factory=list)
+    batches_running: int = 0
+    #: requests the wire proxy's rule matched, per action; None: not on the wire, or not placed
+    requests: dict[str, int] | None = None
+    #: of ``txns_open``, those open at the fault's start; None: a journal from before it was recorded
+    txns_open_at_start: int | None = None
+    #: it hit something (a request matched, or a transaction or micro-batch was open)
+    hit: bool
+
+
 class FaultRun(BaseModel):
     """One fault as it ran: when it started and ended (seconds on the history's clock) and which
     entry of the schedule it ran for."""
@@ -42,10 +63,9 @@ class FaultRun(BaseModel):
     waited_s: float | None = None
     #: it began without that progress: none came within the nemesis's deadline
     wait_expired: bool = False
-    #: what was in flight on its target while it was active (harness/history/hits.py ``Hit``:
-    #: ``aimed_at``, ``txns_open``, ``workloads``, ``batches_running``, ``requests``, ``hit``); None:
-    #: not recorded (a run made before, or one whose history could not be read)
-    hit: dict[str, Any] | None = None
+    #: what was in flight on its target while it was active; None: not recorded (a run made before,
+    #: or one whose history could not be read)
+    hit: FaultHit | None = None
 
 
 class Journal(BaseModel):
@@ -137,7 +157,7 @@ class Journal(BaseModel):
         known = [f for f in self.faults if f.hit is not None]
         if not known:
             return None
-        return {"faults": len(known), "hit_nothing": sum(1 for f in known if not (f.hit or {}).get("hit")),
+        return {"faults": len(known), "hit_nothing": sum(1 for f in known if f.hit is not None and not f.hit.hit),
                 "began_without_progress": sum(1 for f in self.faults if f.wait_expired)}
 
     @property

@@ -39,8 +39,8 @@ def test_a_fault_aimed_at_an_idle_partition_hit_nothing_and_says_so(cluster: Clu
     result = run(cluster, "hit-idle-partition", {"at": 2, "kind": "latency", "target": "leader", "of": "idle/0",
                                                  "listeners": "client", "params": {"latency_ms": 50}, "duration": 3})
     [fault] = result.journal.faults
-    assert fault.hit is not None and fault.hit["hit"] is False, fault
-    assert fault.hit["txns_open"] == 0 and fault.hit["aimed_at"].startswith("partition idle."), fault.hit
+    assert fault.hit is not None and fault.hit.hit is False, fault
+    assert fault.hit.txns_open == 0 and fault.hit.aimed_at.startswith("partition idle."), fault.hit
     assert result.verdict.to_json()["run"]["faults_hit"] == {"faults": 1, "hit_nothing": 1, "began_without_progress": 0}
     page = (result.run_dir / "report.html").read_text()
     assert "Most faults hit nothing: 1 of 1" in page and "hit-nothing" in page
@@ -50,8 +50,8 @@ def test_its_twin_aimed_at_the_partition_the_producer_writes_hit_open_transactio
     result = run(cluster, "hit-busy-partition", {"at": 2, "kind": "latency", "target": "leader", "of": "busy/0",
                                                  "listeners": "client", "params": {"latency_ms": 50}, "duration": 3})
     [fault] = result.journal.faults
-    assert fault.hit is not None and fault.hit["hit"] is True, fault
-    assert fault.hit["txns_open"] >= 1 and fault.hit["workloads"] == ["txn-producer-0"], fault.hit
+    assert fault.hit is not None and fault.hit.hit is True, fault
+    assert fault.hit.txns_open >= 1 and fault.hit.workloads == ["txn-producer-0"], fault.hit
     assert result.verdict.to_json()["run"]["faults_hit"]["hit_nothing"] == 0
     assert "Most faults hit nothing" not in (result.run_dir / "report.html").read_text()
 
@@ -62,6 +62,6 @@ def test_a_fault_aimed_at_a_workload_waits_for_its_progress_and_records_the_wait
     [fault] = result.journal.faults
     # it committed since the schedule began: the pause waited a moment at most, and began
     assert fault.waited_s is not None and fault.waited_s < 30 and not fault.wait_expired, fault
-    assert fault.hit is not None and fault.hit["aimed_at"] == "workload txn-producer-0", fault.hit
+    assert fault.hit is not None and fault.hit.aimed_at == "workload txn-producer-0", fault.hit
     figure = result.verdict.to_json()["stats"]["progress_under_faults"]
     assert figure["idle"] == [] and figure["kinds"]["txn-producer"]["aimed_at"] is True, figure

@@ -44,7 +44,7 @@ def test_four_producers_in_one_process_stay_valid_and_share_their_coordinator(cl
     after = set(t.inits["process"][t.inits["invoke_time"] > result.journal.faults[1].start_s * 1e9].astype(str))
     assert len(before) >= PRODUCERS and len(after) >= PRODUCERS and not before & after, (before, after)
     coordinator_kill = result.journal.faults[0]
-    assert coordinator_kill.hit is not None and coordinator_kill.hit["txns_open"] >= PRODUCERS, coordinator_kill.hit
+    assert coordinator_kill.hit is not None and coordinator_kill.hit.txns_open >= PRODUCERS, coordinator_kill.hit
 
     from kafka.admin import KafkaAdminClient
 

@@ -142,8 +142,8 @@ def test_the_journal_the_report_and_the_summary_list_faults_that_hit_nothing(tmp
     again = Journal.load(folder)
     assert again is not None
     hits = [f.hit for f in again.faults]
-    assert [h["hit"] for h in hits if h] == [False, False, True], hits
-    assert hits[2]["requests"] == {"hold": 1} and again.faults[1].wait_expired
+    assert [h.hit for h in hits if h] == [False, False, True], hits
+    assert hits[2] is not None and hits[2].requests == {"hold": 1} and again.faults[1].wait_expired
     assert v.to_json()["run"]["faults_hit"] == {"faults": 3, "hit_nothing": 2, "began_without_progress": 1}
     assert mostly_nothing(v.to_json()["run"]["faults_hit"])
     assert any("most faults hit nothing:[/] 2 of 3" in line for line in verdict_details(v))

@@ -237,8 +237,10 @@ def test_run_producers_at_the_command_line(tmp_path: Path) -> None:
 
 def test_the_report_says_how_many_transactions_were_open_when_a_fault_began() -> None:
     from harness.report.data import hit_text
+    from harness.rundir.journal import FaultHit
 
-    hit = {"hit": True, "txns_open": 5, "txns_open_at_start": 3, "workloads": ["txn-producer-0"], "requests": None}
-    assert hit_text(hit) == "5 transactions open, 3 when it began (txn-producer-0)"
+    hit = {"aimed_at": "node 1", "hit": True, "txns_open": 5, "txns_open_at_start": 3, "workloads": ["txn-producer-0"],
+           "requests": None}
+    assert hit_text(FaultHit.model_validate(hit)) == "5 transactions open, 3 when it began (txn-producer-0)"
     old = {k: v for k, v in hit.items() if k != "txns_open_at_start"}  # a journal made before the field
-    assert hit_text(old) == "5 transactions open (txn-producer-0)"
+    assert hit_text(FaultHit.model_validate(old)) == "5 transactions open (txn-producer-0)"
