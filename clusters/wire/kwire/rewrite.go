@@ -312,7 +312,7 @@ func (s *splice) nodeEndpoints() {
 			continue
 		}
 		// the field's own bytes, rewritten on their own, then put back behind their new size
-		sub := &splice{a: s.a, d: &Decoder{b: s.d.b[:end], pos: s.d.pos}, flex: true}
+		sub := &splice{a: s.a, d: &Decoder{b: s.d.b[:end], pos: s.d.pos}, flex: true, at: s.d.pos}
 		sub.array(func() {
 			sub.broker()
 			sub.str() // Rack
