@@ -13,7 +13,6 @@ Produce and Fetch.
 from __future__ import annotations
 
 import socket
-import statistics
 import struct
 import time
 from pathlib import Path
@@ -24,7 +23,7 @@ from clusters.backends.protocol import Cluster
 from clusters.wire import kwire_build
 from clusters.wire.wire_api import Advertised, WireProxy
 from harness.base.errors import HarnessError
-from harness.bench.wire_bench import LINK, TIMEOUT_S, _pct, _read_exact
+from harness.bench.wire_bench import LINK, TIMEOUT_S, _read_exact, sides_summary
 
 #: Metadata v12, request header v2 (client id, empty tags); body: no topics (compact array of 0),
 #: no auto-creation, no authorized operations, empty tags.
@@ -96,11 +95,4 @@ def bench_rewrite(cluster: Cluster, run_dir: Path, count: int, run: int) -> dict
         for proc, _ in started:
             proc.kill()
             proc.wait()
-    out: dict[str, Any] = {"round_trips": count, "order": order, "api": "Metadata v12"}
-    for side, times in sides.items():
-        out[f"{side}_p50_us"] = _pct(times, 0.5)
-        out[f"{side}_p99_us"] = _pct(times, 0.99)
-        out[f"{side}_mean_us"] = round(statistics.fmean(times), 1)
-    out["added_p50_us"] = round(out["with_p50_us"] - out["without_p50_us"], 1)
-    out["added_p99_us"] = round(out["with_p99_us"] - out["without_p99_us"], 1)
-    return out
+    return {**sides_summary(count, order, sides), "api": "Metadata v12"}
