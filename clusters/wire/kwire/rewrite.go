@@ -155,7 +155,7 @@ func (s *splice) finish() []byte {
 func (s *splice) broker() {
 	node := s.d.Int32()
 	from := s.d.pos
-	host := s.d.String(s.flex)
+	host := s.strBytes()
 	port := s.d.Int32()
 	if s.d.Err != nil || node < 0 {
 		return
@@ -165,13 +165,14 @@ func (s *splice) broker() {
 		s.unmapped = append(s.unmapped, node)
 		to = HostPort{UnmappedHost(node), port}
 	}
-	if to.Host == host && to.Port == port {
+	if string(host) == to.Host && to.Port == port { // compared without a copy
 		return
 	}
-	e := Encoder{}
+	s.replace(from, s.d.pos, nil)
+	e := Encoder{b: s.out} // appended in place: no buffer of its own
 	e.String(to.Host, s.flex)
 	e.Int32(to.Port)
-	s.replace(from, s.d.pos, e.b)
+	s.out = e.b
 }
 
 // array runs each once per element of an array (count read first).
@@ -189,8 +190,25 @@ func (s *splice) tags() {
 	}
 }
 
-func (s *splice) str()       { s.d.OptString(s.flex) }
 func (s *splice) skip(n int) { s.d.Skip(n) }
+
+// str skips a (nullable) string, compact in flexible versions.
+func (s *splice) str() { s.strBytes() }
+
+// strBytes reads a (nullable) string's bytes in place (nil for null or empty).
+func (s *splice) strBytes() []byte {
+	var n int
+	if s.flex {
+		n = int(s.d.Uvarint()) - 1
+	} else {
+		n = int(s.d.Int16())
+	}
+	if n <= 0 || !s.d.need(n) {
+		return nil
+	}
+	s.d.pos += n
+	return s.d.b[s.d.pos-n : s.d.pos]
+}
 
 // rest skips to the end of the body: what follows the last address is copied untouched.
 func (s *splice) rest() { s.d.pos = len(s.d.b) }
