@@ -62,7 +62,7 @@ public class GenResponses {
         }
     }
 
-    /** One in/want pair per version of key; the api key and version are in the name, the proxy map in README. */
+    /** One in/want pair per version of key, named NAME-APIKEY-vVERSION (the map: PROXY, and fixtureMap in rewrite_fixtures_test.go). */
     static void gen(Map<String, String> files, ApiKeys key, String name, BiFunction<Short, Boolean, ApiMessage> build) {
         for (short v = key.oldestVersion(); v <= key.latestVersion(true); v++) {
             if (name.endsWith("-controllers") && v < 1) {
