@@ -1,5 +1,6 @@
 """The wire proxy's control API (clusters/wire/kwire/, docs/WIRE-FAULTS.md): rules that hold a chosen
-Kafka request, drop its response or answer it with an error, on a chosen client link.
+Kafka request, drop its response or answer it with an error, on a chosen client link; and the broker
+address map (``Advertised``) that a proxy in front of a cluster the harness did not start rewrites by.
 
 One instance per server, a timeout on every call, never through an ``HTTP_PROXY`` from the
 environment (the API is on loopback), like ``clusters.toxiproxy.toxiproxy_api``.
@@ -70,11 +71,54 @@ class Rule:
                 **{k: v for k, v in filters.items() if v is not None}}
 
 
+@dataclass(frozen=True)
+class Advertised:
+    """Broker address rewriting (docs/WIRE-FAULTS.md, Address rewriting): node id -> the ``host:port``
+    clients must see for that broker (the proxies' listener of its client link). Every Metadata,
+    FindCoordinator, DescribeCluster answer and every Produce/Fetch NodeEndpoints field is rewritten to
+    name these, so a client bootstrapped at the proxies never connects to a broker around them.
+
+    Off (no map) on the built-in backends, whose brokers advertise the proxies themselves; the
+    ``external`` backend, in front of a cluster that advertises its own addresses, turns it on."""
+
+    nodes: tuple[tuple[int, str], ...]
+
+    def __post_init__(self) -> None:
+        seen: set[int] = set()
+        for node, addr in self.nodes:
+            host, _, port = addr.rpartition(":")
+            if node < 0 or node in seen or not host or not port.isdigit() or not 0 < int(port) < 65536:
+                raise ValueError(f"advertised address {node}={addr!r}: expected a node id (0 or more, once each) "
+                                 "and HOST:PORT with a port 1-65535")
+            seen.add(node)
+
+    @classmethod
+    def of(cls, nodes: dict[int, str]) -> Advertised:
+        return cls(tuple(sorted(nodes.items())))
+
+    def args(self) -> list[str]:
+        """The proxy's command-line flags for this map (``-advertise NODE=HOST:PORT`` each)."""
+        return [arg for node, addr in self.nodes for arg in ("-advertise", f"{node}={addr}")]
+
+
+@dataclass(frozen=True)
+class RewriteCounts:
+    """One link's rewriting: responses rewritten, ones naming a node outside the map, ones that did
+    not decode (their client connection was closed instead of being answered)."""
+
+    rewritten: int = 0
+    unmapped: int = 0
+    failed: int = 0
+
+
 @dataclass
 class WireStats:
     links: dict[str, dict[str, Any]] = field(default_factory=dict)
     rules: list[dict[str, Any]] = field(default_factory=list)
     held: int = 0
+    #: the address map (node id -> host:port); empty when the proxy does not rewrite
+    advertise: dict[int, str] = field(default_factory=dict)
+    rewrite: dict[str, RewriteCounts] = field(default_factory=dict)
 
 
 class WireProxy:
@@ -126,7 +170,23 @@ class WireProxy:
 
     def stats(self) -> WireStats:
         d = self._call("GET", "/stats")
-        return WireStats(links=d["links"], rules=d["rules"] or [], held=int(d["held"]))
+        # a proxy from before address rewriting has neither field
+        rewrite = {link: RewriteCounts(**c) for link, c in (d.get("rewrite") or {}).items()}
+        return WireStats(links=d["links"], rules=d["rules"] or [], held=int(d["held"]),
+                         advertise={int(k): v for k, v in (d.get("advertise") or {}).items()}, rewrite=rewrite)
+
+    def rewrite_problems(self) -> list[str]:
+        """Why a client may have met a broker outside the proxies: responses naming a node the map does
+        not have, or that did not decode. Empty when the proxy rewrote cleanly (or does not rewrite)."""
+        problems = []
+        for link, c in sorted(self.stats().rewrite.items()):
+            if c.unmapped:
+                problems.append(f"wire proxy {link}: {c.unmapped} response(s) named a broker outside the address map "
+                                "(given an unresolvable host: a broker joined the cluster after the proxy started?)")
+            if c.failed:
+                problems.append(f"wire proxy {link}: {c.failed} response(s) could not be rewritten "
+                                "(their client connections were closed)")
+        return problems
 
     def unhealed(self) -> list[str]:
         """Rules still installed and requests still held. Empty = healed."""

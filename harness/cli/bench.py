@@ -550,6 +550,8 @@ def bench_spark_cmd(
 @guarded
 def bench_wire_cmd(
     count: int = typer.Option(2000, "--round-trips", min=100, max=1_000_000, help="Round trips per side and run."),
+    rewrite: bool = typer.Option(False, "--rewrite", help="Measure broker address rewriting instead: Metadata round "
+                                 "trips through a rewriting and a plain wire proxy (docs/WIRE-FAULTS.md)."),
     runs: int = BenchRuns, backend: Backend = BackendOpt, port_base: int | None = PortBase, as_json: bool = JsonOut,
 ) -> None:
     """The wire proxy's added latency: ApiVersions round trips through a client link with and without it (median of --runs)."""
@@ -557,13 +559,20 @@ def bench_wire_cmd(
 
     from harness.bench.infra import Series
     from harness.bench.wire_bench import bench
+    from harness.bench.wire_rewrite_bench import bench_rewrite
 
+    if rewrite and backend != Backend.local:
+        raise ConfigError(f"--rewrite --backend {backend.value}: the bench starts its own wire proxies beside the "
+                          "harness, in front of a broker's client socket: only the local backend's is reachable from here")
     keys = ("with_p50_us", "without_p50_us", "added_p50_us", "with_p99_us", "without_p99_us", "added_p99_us")
     counter = iter(range(runs))
-    result = _bench_on_one_cluster("bench-wire", runs, backend, port_base, lambda c, d: bench(c, count, next(counter)),
+    one_run = (lambda c, d: bench_rewrite(c, d, count, next(counter))) if rewrite else (
+        lambda c, d: bench(c, count, next(counter)))
+    result = _bench_on_one_cluster("bench-wire-rewrite" if rewrite else "bench-wire", runs, backend, port_base, one_run,
                                    lambda samples: {k: statistics.median(s[k] for s in samples) for k in keys}, as_json)
     if result is None:
         return
+    what = "Metadata round trip, with = rewriting" if rewrite else "ApiVersions round trip"
     for key in keys:
-        out.print(Series(f"ApiVersions round trip, {key.replace('_us', '').replace('_', ' ')}", "us",
+        out.print(Series(f"{what}, {key.replace('_us', '').replace('_', ' ')}", "us",
                          [s[key] for s in result["runs"]]).line(), highlight=False)

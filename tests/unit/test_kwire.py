@@ -38,3 +38,15 @@ def test_the_set_up_builds_it_into_the_cache_keyed_by_its_source() -> None:
     built = kwire_build.build_kwire()
     assert built == kwire_build.kwire_bin() and built.is_file()
     assert built.parent.name in str(kwire_build.kwire_bin())  # the digest of the sources names the folder
+
+
+def test_the_rewrite_fixtures_are_what_the_pinned_kafka_writes(tmp_path: Path) -> None:
+    """The Go rewrite tests compare with Kafka's own bytes (kwire/testdata/responses): they must be what
+    the pinned release's message classes write today. A new Kafka release with a new version of a
+    response that carries a broker's address shows up here, as a fixture to commit."""
+    written = kwire_build.generate_fixtures(tmp_path)
+    committed = sorted(kwire_build.FIXTURES.iterdir())
+    assert [p.name for p in written] == [p.name for p in committed], \
+        "run GenResponses into clusters/wire/kwire/testdata/responses (kwire_build.generate_fixtures)"
+    differ = [p.name for p, q in zip(written, committed, strict=True) if p.read_bytes() != q.read_bytes()]
+    assert not differ, f"fixtures differ from what Kafka writes: {differ}"

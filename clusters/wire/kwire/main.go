@@ -2,6 +2,7 @@
 //
 //	kwire -api 127.10.0.253:18475 -events wire.log \
 //	      -link client-to-n1=127.10.250.1:19092=127.10.1.1:19092 [-link ...]
+//	      [-advertise 1=127.0.0.1:39092 ...]    (rewrite broker addresses in responses: rewrite.go)
 //	kwire -ping http://127.0.0.1:18475      (exit 0 if that API answers: a container healthcheck)
 //
 // Every link passes requests through unchanged until a rule (added over the HTTP API) matches a
@@ -21,7 +22,7 @@ import (
 	"time"
 )
 
-const version = "1"
+const version = "2"
 
 type linkFlags []string
 
@@ -42,6 +43,8 @@ func main() {
 	api := flag.String("api", "127.0.0.1:18475", "address of the HTTP control API")
 	events := flag.String("events", "", "event log file (JSON lines); default stdout")
 	flag.Var(&links, "link", "NAME=LISTEN=UPSTREAM (repeatable)")
+	var advertise linkFlags
+	flag.Var(&advertise, "advertise", "NODE=HOST:PORT: the address clients must see for broker NODE (repeatable; any turns rewriting on)")
 	ping := flag.String("ping", "", "only ask the API at this URL for its version: exit 0 if it answers (a container healthcheck)")
 	flag.Parse()
 	if *ping != "" {
@@ -78,6 +81,10 @@ func main() {
 		names = append(names, l.Name)
 	}
 	p.Rules = NewRules(names)
+	if err := p.Rewrite.parse(advertise); err != nil {
+		fmt.Fprintln(os.Stderr, "kwire:", err)
+		os.Exit(2)
+	}
 	// Bind everything before serving anything: a busy address fails the start, not a later request.
 	lns := make([]net.Listener, len(p.Links))
 	for i, l := range p.Links {
@@ -107,7 +114,8 @@ func main() {
 //	POST   /rules            add a rule (RuleSpec JSON) -> {"id": N}; 400 with the reason if invalid
 //	DELETE /rules/{id}       remove it and deliver what it holds
 //	POST   /reset            remove every rule and deliver everything held -> {"rules": n, "released": m}
-//	GET    /stats            per-link counters, rules, requests held now
+//	GET    /stats            per-link counters, rules, requests held now, the address map and
+//	                         per-link rewriting counters
 func (p *Proxy) Handler() http.Handler {
 	mux := http.NewServeMux()
 	reply := func(w http.ResponseWriter, code int, v any) {
@@ -158,7 +166,8 @@ func (p *Proxy) Handler() http.Handler {
 		for _, l := range p.Links {
 			links[l.Name] = l.Stats()
 		}
-		reply(w, 200, map[string]any{"links": links, "rules": rules, "held": held})
+		rewrite, adv := p.Rewrite.Stats()
+		reply(w, 200, map[string]any{"links": links, "rules": rules, "held": held, "advertise": adv, "rewrite": rewrite})
 	})
 	return mux
 }

@@ -86,7 +86,9 @@ type Proxy struct {
 	Links  []*Link
 	Rules  *Rules
 	Events *Events
-	connID atomic.Int64
+	// Rewrite: broker addresses in responses (rewrite.go); off while Rewrite.Advertise is nil
+	Rewrite rewriteState
+	connID  atomic.Int64
 }
 
 // Serve accepts on l's listener until it fails.
@@ -379,6 +381,14 @@ func (c *conn) sequence() {
 			_ = c.client.Close()
 			c.discardRest(r)
 			return
+		}
+		if c.p.Rewrite.Advertise != nil {
+			var ok bool
+			if frame, ok = c.rewrite(r, frame); !ok {
+				_ = c.client.Close()
+				c.discardRest(r)
+				return
+			}
 		}
 		if r.rule != nil && r.rule.Spec.Action == ActDropResponse {
 			dropping = true
