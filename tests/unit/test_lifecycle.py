@@ -178,10 +178,3 @@ def test_a_refused_key_and_an_unreachable_node_are_named(tmp_path: Path, sshd: S
         inv = inventory.load(local_inventory(tmp_path, args, control=_ssh_control(sshd, port=closed)))
         why = reach_problem(inv.node(2), transport.for_node(inv.node(2), tmp_path / "kh"))
         assert why is not None and why.startswith("unreachable over ssh (") and "refused" in why, why
-
-
-@pytest.mark.skipif(subprocess.run(["docker", "info"], capture_output=True, check=False).returncode != 0,
-                    reason="the docker engine is not running (these tests do not start it: the cluster lock's job); "
-                           "the docker transport is tested by the compose-as-external tests")
-def test_the_docker_preset_pauses_and_kills_a_container_from_the_host(tmp_path: Path) -> None:
-    pytest.skip("needs a throwaway image that is already pulled; covered by the compose-as-external tests")
