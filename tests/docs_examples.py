@@ -29,7 +29,9 @@ from markdown_it import MarkdownIt
 from tests.doc_links import ROOT, pages, shown
 
 #: What a marker before a fence may say, and what it means.
-MARKERS = {"chaos": "needs a real cluster: run by tests/chaos/test_docs_examples.py, only compiled otherwise"}
+MARKERS = {"chaos": "needs a real cluster: run by tests/chaos/test_docs_examples.py, only compiled otherwise",
+           "inventory": "a YAML block that is an external cluster's inventory: loaded by the inventory loader, "
+                        "not the scenario loader"}
 _MARKER = re.compile(r"<!--\s*example:\s*(\S*)\s*-->")
 #: The languages a fence may declare; ``text`` (output, diagrams) is the only one not checked.
 LANGUAGES = ("python", "sh", "console", "yaml", "json", "text")
@@ -112,7 +114,9 @@ def language_problems(block: Block) -> list[str]:
     if block.lang not in LANGUAGES:
         return [f"{block}: the fence says {block.lang or 'no language'!r}; say one of {', '.join(LANGUAGES)} "
                 "(text for output and diagrams), so the example is checked as what it is"]
-    if block.marker is not None and block.lang != "python":
+    if block.marker == "inventory" and block.lang != "yaml":
+        return [f"{block}: an inventory example is YAML; this one is {block.lang}"]
+    if block.marker not in (None, "inventory") and block.lang != "python":
         return [f"{block}: only python examples are run against a cluster; this one is {block.lang}"]
     return []
 
@@ -305,6 +309,8 @@ def yaml_problems(block: Block, tmp: Path) -> list[str]:
     from harness.base.errors import ConfigError
     from harness.run import scenario
 
+    if block.marker == "inventory":
+        return inventory_problems(block, tmp)
     try:
         data = yaml.safe_load(block.code)
     except yaml.YAMLError as exc:
@@ -321,6 +327,21 @@ def yaml_problems(block: Block, tmp: Path) -> list[str]:
         # the loader's lines are the block's own (counted from the fence) only for a complete scenario
         said = str(exc).replace(f"{path}:", "line " if complete else "(completed) line ")
         return [f"{block}: {said}"]
+    return []
+
+
+def inventory_problems(block: Block, tmp: Path) -> list[str]:
+    """A YAML block marked ``inventory`` loads as an external cluster's inventory, as written (its
+    errors name the block's own lines)."""
+    from clusters.backends.external import inventory
+    from harness.base.errors import ConfigError
+
+    path = tmp / "inventory.yaml"
+    path.write_text(block.code)
+    try:
+        inventory.load(path)
+    except ConfigError as exc:
+        return [f"{block}: {str(exc).replace(f'{path}:', 'line ')}"]
     return []
 
 

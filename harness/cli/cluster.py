@@ -1,9 +1,11 @@
-"""``eos-chaos cluster up|down|status``: a cluster that outlives one command."""
+"""``eos-chaos cluster up|down|status``: a cluster that outlives one command; ``cluster heal``: an
+external cluster put back as it was after a run that could not heal it."""
 
 from __future__ import annotations
 
 import logging
 import time
+from pathlib import Path
 
 import typer
 
@@ -18,6 +20,7 @@ from harness.cli.guard import guarded
 from harness.cli.options import (
     BackendOpt,
     BrokerConfig,
+    InventoryOpt,
     KafkaVersion,
     PortBase,
     TransactionVersion,
@@ -127,3 +130,34 @@ def cluster_status(
         out.print(f"  a start or `eos-chaos cluster down --backend {s['backend']}` would reclaim:", highlight=False)
     for line in status.would_reclaim.lines():
         out.print(f"    {line}", highlight=False)
+
+
+@app.command("heal")
+@guarded
+def cluster_heal(
+    inventory_file: Path = InventoryOpt,
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print every command the heal would run on every node; "
+                                                          "run none."),
+) -> None:
+    """Put an external cluster back as it was: undo every change its heal journal holds (after a
+    runner was killed mid-fault), then resume a paused broker and start a down one.
+
+    Exit 0: every node is up and nothing is left to undo. Exit 2: what is left, node by node (or a
+    run faulting the cluster now holds its journal)."""
+    from clusters.backends.external import inventory, node_heal
+
+    inv = inventory.load(inventory_file)
+    if dry_run:
+        r = node_heal.heal_dry_run(inv)
+    else:
+        r = node_heal.heal(inv)
+    for line in r.did:
+        out.print(f"  {line}", highlight=False)
+    if r.kept:
+        out.print(f"journal healed; kept as {r.kept}", highlight=False)
+    if r.left:
+        for line in r.left:
+            out.print(f"  left: {line}", highlight=False)
+        raise typer.Exit(exits.BAD_INPUT)
+    out.print(f"cluster {inv.name}: " + ("dry run, nothing ran" if dry_run else "every node up, nothing left to undo"),
+              highlight=False)

@@ -94,6 +94,9 @@ TransactionVersion = typer.Option(
     None, "--transaction-version", callback=_transaction_version, metavar="0|1|2",
     help="transaction.version the cluster's storage is formatted at: 0 classic, 1 flexible transaction records, "
          "2 KIP-890 part 2 (epoch bump per transaction; Kafka 4.0+) \\[default: the Kafka release's: 2 from 4.0, 0 on 3.9].")
+#: An external cluster's inventory file (docs/reference/inventory.md).
+InventoryOpt = typer.Option(..., "--inventory", dir_okay=False, metavar="FILE",
+                            help="The inventory file of the external cluster (docs/reference/inventory.md).")
 BackendOpt = typer.Option(Backend.local, "--backend", help="Where the cluster runs: local processes or Docker Compose.")
 EngineOpt = typer.Option(Engine.default, "--engine", help="default: numpy/pandas in memory; spark: Spark DataFrame "
                          "jobs over the Parquet history (local[2], or $EOS_CHAOS_SPARK_MASTER) for histories larger than memory.")

@@ -21,6 +21,7 @@ from chaos.faults import problems as fault_problems
 from chaos.schedule import drawn, takes_workload
 from chaos.targets import TargetDefaults
 from harness.base.errors import ConfigError
+from harness.base.yaml_strict import MAX_FILE_BYTES, MAX_YAML_DEPTH, line_of, read_yaml
 from harness.run.scenario_topics import TopicList, TopicSpec, entry_problem
 from harness.rundir.runfolder import RUN_TAG_MAX
 from harness.workloads import registry
@@ -29,7 +30,7 @@ from harness.workloads.clients import check_settings as check_client_settings
 from harness.workloads.clients import parse as parse_library
 
 #: ``Fault`` is re-exported: a scenario's faults, as the runner and the plugin name them.
-__all__ = ["LIBRARY", "MAX_DURATION_S", "Expect", "Fault", "Mix", "Scenario", "TopicList", "TopicSpec", "Workload",
+__all__ = ["LIBRARY", "MAX_DURATION_S", "MAX_FILE_BYTES", "MAX_YAML_DEPTH", "Expect", "Fault", "Mix", "Scenario", "TopicList", "TopicSpec", "Workload",
            "WorkloadKind", "load", "names"]
 
 LIBRARY = Path(__file__).resolve().parents[1] / "scenarios"
@@ -52,16 +53,6 @@ MAX_TOPIC = MAX_KEPT_TOPIC - 1 - RUN_TAG_MAX
 #: Kafka's own topics (``__consumer_offsets``, ``__transaction_state``) begin so: a kept name may not,
 #: since the run deletes a kept topic left over before it creates it.
 INTERNAL_PREFIX = "__"
-#: A scenario file is this long at most: a history or a log given by mistake is refused before it is
-#: read into memory and parsed.
-MAX_FILE_BYTES = 1 << 20
-#: A scenario file nests this deep at most (the library's nest 6 deep). PyYAML composes nested
-#: values recursively: 20,000 levels would end in a RecursionError.
-MAX_YAML_DEPTH = 50
-#: YAML aliases repeat this many values at most in all: enough to reuse settings, and an alias bomb
-#: (each alias repeating the one before several times) is refused before it expands to billions.
-MAX_ALIASED_VALUES = 10_000
-
 
 #: A finite, non-negative number of seconds (up to a run's longest).
 Seconds = Annotated[float, Field(ge=0, le=MAX_DURATION_S, allow_inf_nan=False)]
@@ -465,30 +456,9 @@ def load(name_or_path: str) -> Scenario:
             if not named.exists():
                 raise ConfigError(f"unknown scenario {name_or_path!r}; known: {', '.join(names())}")
             path = named
-        if not path.exists():
-            raise ConfigError(f"scenario file {path} does not exist")
-        if path.is_dir():
-            raise ConfigError(f"scenario file {path} is a folder, not a YAML file")
-        if not path.is_file():  # a pipe would block the read for ever, a device give anything
-            raise ConfigError(f"scenario file {path} is not a regular file, not a YAML file")
-        if path.stat().st_size > MAX_FILE_BYTES:
-            raise ConfigError(f"scenario file {path} is {path.stat().st_size:,} bytes; a scenario file is at most "
-                              f"{MAX_FILE_BYTES:,}: is it the file you meant?")
-        raw = path.read_bytes()
     except OSError as exc:  # permission denied, a name too long, an I/O error
         raise ConfigError(f"scenario file {path} cannot be read: {exc.strerror or exc}") from None
-    try:
-        text = raw.decode("utf-8")  # whatever the locale says: scenario files are UTF-8
-    except UnicodeDecodeError as exc:
-        line = raw[:exc.start].count(b"\n") + 1
-        raise ConfigError(f"{path}: not valid YAML: line {line} is not UTF-8 text (byte {raw[exc.start]:#04x}); "
-                          "a scenario file is UTF-8") from None
-    try:
-        root, data = _parse(text)
-    except _Refused as exc:
-        raise ConfigError(f"{path}:{exc.line}: {exc}") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+    root, data = read_yaml(path, "scenario")
     if not isinstance(data, dict):
         raise ConfigError(f"{path}:1: a scenario is a mapping (name, description, workloads, faults, ...), "
                           f"not {type(data).__name__ if data is not None else 'an empty file'}")
@@ -500,99 +470,10 @@ def load(name_or_path: str) -> Scenario:
     sc = _cwd_from(sc, path.parent.resolve())
     late = [i for i, f in enumerate(sc.faults) if f.at > sc.duration]
     if late:
-        problems = [f"{path}:{_line(root, ('faults', i, 'at'))}: {_where(('faults', i, 'at'), data)[0]}: "
+        problems = [f"{path}:{line_of(root, ('faults', i, 'at'))}: {_where(('faults', i, 'at'), data)[0]}: "
                     f"{sc.faults[i].at:g}s is past the scenario's end (duration {sc.duration:g}s)" for i in late]
         raise ConfigError("invalid scenario:\n  " + "\n  ".join(problems))
     return sc
-
-
-class _Refused(yaml.YAMLError):
-    """A YAML file refused while it is read: the message, and the 1-based line it is about."""
-
-    def __init__(self, line: int, message: str) -> None:
-        super().__init__(message)
-        self.line = line
-
-
-class _StrictLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, refusing what would make a scenario other than its file reads, or never
-    load: a key twice in one mapping (PyYAML keeps the last silently), values nested deeper than
-    ``MAX_YAML_DEPTH``, aliases that repeat more than ``MAX_ALIASED_VALUES`` values in all (a
-    billion-laughs bomb) or that refer to a value holding them."""
-
-    def __init__(self, stream: str) -> None:
-        super().__init__(stream)
-        self._open: list[str | None] = []  # the anchors of the values being composed, outermost first
-        self._sizes: dict[int, int] = {}  # id(node) -> how many values it holds, aliases expanded
-        self._aliased = 0  # values repeated by aliases so far
-
-    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
-        event = self.peek_event()  # type: ignore[no-untyped-call]
-        line = event.start_mark.line + 1
-        if isinstance(event, yaml.AliasEvent):
-            if event.anchor in self._open:
-                raise _Refused(line, f"alias *{event.anchor} is inside the value it names (a recursive structure); "
-                                     "a scenario is a tree")
-            node = super().compose_node(parent, index)
-            self._aliased += _values_in(node, self._sizes) if node is not None else 0
-            if self._aliased > MAX_ALIASED_VALUES:
-                raise _Refused(line, f"alias *{event.anchor}: aliases repeat more than {MAX_ALIASED_VALUES:,} values in "
-                                     "all (an alias bomb?); write the values out, or repeat fewer")
-            return node
-        if len(self._open) >= MAX_YAML_DEPTH:
-            raise _Refused(line, f"values nested more than {MAX_YAML_DEPTH} deep; a scenario nests a few levels")
-        self._open.append(event.anchor)
-        try:
-            node = super().compose_node(parent, index)
-        finally:
-            self._open.pop()
-        return node
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        first: dict[Any, int] = {}
-        for key_node, _ in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
-                continue  # `<<: *defaults`: merged keys may be overridden, as YAML says
-            key, line = self.construct_object(key_node, deep=True), key_node.start_mark.line + 1
-            try:
-                if key in first:
-                    raise _Refused(line, f"duplicate key {key!r} (first on line {first[key]}); a key is given once in "
-                                         "a mapping (YAML would keep the last one silently)")
-                first[key] = line
-            except TypeError:
-                continue  # an unhashable key: PyYAML says so itself
-        return super().construct_mapping(node, deep)
-
-
-def _values_in(root: yaml.Node, sizes: dict[int, int]) -> int:
-    """How many values ``root`` holds, itself and aliases included: iteratively, each node counted
-    once (``sizes`` remembers), so a bomb's size is known without expanding it."""
-    todo = [root]
-    while todo:
-        node = todo[-1]
-        if id(node) in sizes:
-            todo.pop()
-            continue
-        children: list[yaml.Node] = ([x for pair in node.value for x in pair] if isinstance(node, yaml.MappingNode)
-                                     else list(node.value) if isinstance(node, yaml.SequenceNode) else [])
-        pending = [c for c in children if id(c) not in sizes]
-        if pending:
-            todo += pending
-            continue
-        sizes[id(node)] = 1 + sum(sizes[id(c)] for c in children)
-        todo.pop()
-    return sizes[id(root)]
-
-
-def _parse(text: str) -> tuple[yaml.Node | None, Any]:
-    """The YAML document ``text`` as its node tree (for lines) and its data; ``_Refused`` or another
-    ``yaml.YAMLError`` if it is not a scenario's YAML."""
-    loader = _StrictLoader(text)
-    try:
-        root = loader.get_single_node()
-        return root, (loader.construct_document(root) if root is not None else None)
-    finally:
-        loader.dispose()
 
 
 def problems(exc: ValidationError, data: Any) -> list[str]:
@@ -613,7 +494,7 @@ def _problem(path: Path, root: yaml.Node | None, data: Any, e: Any) -> str:
     if e["type"] in ("union_tag_invalid", "union_tag_not_found"):
         loc += ("kind",)  # the fault's kind is what is wrong
     words, located = _where(loc, data)
-    return f"{path}:{_line(root, located)}: {words + ': ' if words else ''}{_message(e, located, data)}"
+    return f"{path}:{line_of(root, located)}: {words + ': ' if words else ''}{_message(e, located, data)}"
 
 
 def _where(loc: tuple[Any, ...], data: Any) -> tuple[str, tuple[Any, ...]]:
@@ -690,28 +571,6 @@ def _and(items: list[str]) -> str:
 def _did_you_mean(value: Any, allowed: list[str]) -> str:
     close = difflib.get_close_matches(str(value), allowed, n=1)
     return f"; did you mean {close[0]!r}?" if close else ""
-
-
-def _line(root: yaml.Node | None, loc: tuple[Any, ...]) -> int:
-    """The 1-based line of the YAML node at ``loc`` (or of its nearest parent that exists)."""
-    node, line = root, 1
-    for key in loc:
-        if node is None:
-            break
-        line = node.start_mark.line + 1
-        if isinstance(node, yaml.MappingNode):
-            match = [(k, v) for k, v in node.value if k.value == str(key)]
-            if not match:
-                break
-            # the last: a key given after a merge (`<<: *defaults`) overrides the merged one before it
-            line = match[-1][0].start_mark.line + 1
-            node = match[-1][1]
-        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
-            node = node.value[key]
-            line = node.start_mark.line + 1
-        else:
-            break
-    return line
 
 
 def _models_in(annotation: Any) -> list[type[BaseModel]]:

@@ -158,6 +158,15 @@ def test_a_yaml_example_that_is_not_a_valid_scenario_is_caught(tmp_path: Path) -
                                            "expect: {valid: false, fires: [aborted-read]}\n"), tmp_path) == []
 
 
+def test_an_inventory_example_is_loaded_as_an_inventory(tmp_path: Path) -> None:
+    good = "name: docs\nnodes:\n  - {id: 1, host: h, listeners: {client: \"h:9092\"}, control: {local: {}}, broker: {service: kafka}}\n"
+    assert de.yaml_problems(_block("yaml", good, "inventory"), tmp_path) == []
+    assert "not scenario fields" in de.yaml_problems(_block("yaml", good), tmp_path)[0]  # unmarked: a scenario
+    bad = de.yaml_problems(_block("yaml", good.replace("service: kafka", "servise: kafka"), "inventory"), tmp_path)
+    assert len(bad) == 1 and "line 3: nodes[0].broker.servise: unknown key" in bad[0], bad
+    assert "an inventory example is YAML" in de.language_problems(_block("json", "{}", "inventory"))[0]
+
+
 def test_a_broken_marker_is_caught(tmp_path: Path) -> None:
     page = tmp_path / "page.md"
     page.write_text("# Title\n\n"

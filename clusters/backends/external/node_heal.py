@@ -1,0 +1,99 @@
+"""``eos-chaos cluster heal --inventory FILE``: put an external cluster back as it was after a run
+that could not heal it (SIGKILL of the runner): replay its heal journal, newest change first, then
+a sweep that does not trust the journal (a paused broker is resumed, a down one started)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from clusters.backends.external import transport
+from clusters.backends.external.heal_journal import HealJournal, UndoStep, folder_for, held, replay, undo
+from clusters.backends.external.inventory import Inventory
+from clusters.backends.external.lifecycle import Broker
+from clusters.backends.protocol import NodeState
+from harness.base.errors import HarnessError
+
+
+@dataclass
+class HealReport:
+    """What a heal did, node by node, and what it could not put back (empty: the cluster is whole)."""
+
+    did: list[str] = field(default_factory=list)
+    left: list[str] = field(default_factory=list)
+    kept: Path | None = None  # the healed journal, kept for audit
+
+
+def brokers_of(inv: Inventory, known_hosts: Path, dry_run: bool = False) -> dict[int, Broker]:
+    """Each node's broker, driven through its transports (printing instead of running, with ``dry_run``)."""
+    out = {}
+    for n in inv.resolved():
+        on_node, on_control = transport.for_node(n, known_hosts), transport.control_for(n)
+        if dry_run:
+            out[n.id] = Broker(n, transport.DryRun(on_node, answer=lambda _: "up"),
+                               transport.DryRun(on_control, answer=lambda _: "up"))
+        else:
+            out[n.id] = Broker(n, on_node, on_control)
+    return out
+
+
+def sweep(brokers: dict[int, Broker]) -> HealReport:
+    """Every broker resumed if paused and started if down, whatever the journal says."""
+    r = HealReport()
+    for b in brokers.values():
+        try:
+            state = b.state()
+            if state is NodeState.UP:
+                r.did.append(f"{b.node.where}: up")
+                continue
+            step = UndoStep(action="resume" if state is NodeState.PAUSED else "start")
+            r.did.append(f"{b.node.where}: was {state.value}, {undo(step, b)}")
+            if b.state() is not NodeState.UP:
+                r.left.append(f"{b.node.where}: still {b.state().value}")
+        except HarnessError as exc:
+            msg = str(exc)
+            r.left.append(msg if msg.startswith(b.node.where) else f"{b.node.where}: {msg}")
+    return r
+
+
+def heal(inv: Inventory, root: Path | None = None) -> HealReport:
+    """Replay ``inv``'s journal and sweep its nodes; JournalBusy (exit 2) while a live run holds it."""
+    journal = HealJournal(folder_for(inv, root))
+    brokers = brokers_of(inv, journal.folder.parent / "known_hosts")
+    with held(journal):
+        opened = journal.open_changes()
+        r = HealReport(did=[f"node {a.node}: undo {a.what} (change {a.id}, {a.detail or 'no detail'})" for a in
+                            reversed(opened)])
+        # a line torn by a crash mid-write is an intent whose command never ran (the line is synced first)
+        r.did += [f"journal line {line[:120]!r} cannot be read (torn by a crash mid-write); set aside"
+                  for line in journal.torn]
+        r.left += replay(journal, brokers)
+        swept = sweep(brokers)
+        r.did += swept.did
+        r.left += swept.left
+        if not r.left:
+            r.kept = journal.retire()
+    return r
+
+
+def heal_dry_run(inv: Inventory, root: Path | None = None) -> HealReport:
+    """What ``heal`` would run, printed node by node; nothing runs and the journal is not touched."""
+    journal = HealJournal(folder_for(inv, root))
+    brokers = brokers_of(inv, journal.folder.parent / "known_hosts", dry_run=True)
+    r = HealReport()
+    for a in reversed(journal.open_changes()):
+        b = brokers.get(a.node)
+        for step in a.undo:
+            if b is None:
+                r.left.append(f"node {a.node}: not in the inventory; change {a.id} ({a.what}) cannot be undone")
+            elif step.action is not None:
+                r.did.append(f"{b.node.where}: undo {a.what} (change {a.id}): {step.action} if needed")
+                b.run("status")
+                b.run(step.action)
+            elif step.run is not None:
+                r.did.append(f"{b.node.where}: undo {a.what} (change {a.id})")
+                (b.on_control if step.on == "control" else b.on_node).run(step.run)
+    for b in brokers.values():
+        r.did.append(f"{b.node.where}: read its state, resume it if paused, start it if down")
+        b.run("status")
+    return r
