@@ -550,3 +550,39 @@ def test_a_fault_that_outlives_stop_by_the_end_deadline_is_an_error(
     nem.stop.set()  # asked to end while the node's restart still takes 2 s
     th.join(timeout=10)
     assert nem.errors == ["fault-kill@0.0 did not end within 0s of being asked to"], nem.errors
+
+
+def test_an_in_transaction_kill_of_an_app_waits_until_a_transaction_is_open_then_kills(
+        tmp_path: Path, events: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``in_transaction``: the kill lands once the app has a transaction open (listed at its
+    coordinator), and its start record says which and after how long; with none in time it lands all
+    the same and says so (a schedule never stalls on it)."""
+    from chaos import targets
+    from chaos.faults import workload
+
+    answers = iter([[], [], ["app-r1-3f2a-1"]])
+    calls: list[tuple[str, int]] = []
+
+    def listing(bootstrap: str, prefix: str, open_for_ms: int) -> list[str]:
+        calls.append((prefix, open_for_ms))
+        return next(answers, ["app-r1-3f2a-1"]) if open_for_ms == 0 else ["app-r1-3f2a-1"]
+
+    monkeypatch.setattr(targets, "open_transactions", listing)
+    monkeypatch.setattr(workload, "IN_TRANSACTION_POLL_S", 0.0)
+    control = FakeControl({"app": ["app-0"]})
+    nem = Nemesis(FakeCluster(), control, Recorder(tmp_path, "nemesis"),  # type: ignore[arg-type]
+                  defaults=TargetDefaults(transactional_id="app-r1-*"))
+    run_one(nem, kind="kill-workload", workload="app", in_transaction=True)
+    start, stop = [e for e in events() if e["kind"] == "kill-workload"]
+    assert start["in_transaction"]["open"] == ["app-r1-3f2a-1"] and start["in_transaction"]["waited_s"] >= 0
+    assert calls[:3] == [("app-r1-", 0)] * 3  # listed until one was open, then killed
+    assert stop["open_transactions"] == ["app-r1-3f2a-1"]
+    assert control.calls == [("kill", "app-0"), ("restart", "app-0")]
+
+    monkeypatch.setattr(targets, "open_transactions", lambda b, p, o: [])
+    monkeypatch.setattr(workload, "IN_TRANSACTION_WAIT_S", 0.05)
+    control.calls.clear()
+    run_one(nem, kind="kill-workload", workload="app", in_transaction=True)
+    start = [e for e in events() if e["kind"] == "kill-workload" and e["phase"] == "start"][-1]
+    assert start["in_transaction"]["open"] == [] and start["in_transaction"]["waited_s"] >= 0.05
+    assert control.calls == [("kill", "app-0"), ("restart", "app-0")]  # it landed all the same
