@@ -657,7 +657,7 @@ def _pipeline_problems(me: int, entries: Sequence[tuple[str, dict[str, Any]]]) -
     if up is None:
         return [(me, f"upstream: {upstream!r} is no earlier app's name; allowed: {', '.join(earlier) or 'none'}")]
     if (up.get("contract") or {}).get("kind") != "map":
-        return [(me, f"upstream: app {upstream!r} has a {(up.get('contract') or {}).get('kind')} contract; a stage "
+        return [(me, f"upstream: app {upstream!r} has {_a(str((up.get('contract') or {}).get('kind')))} contract; a stage "
                      "another reads is a map (what each of its inputs makes is what the next stage reads)")]
     stray = sorted(set(s.get("inputs") or []) - set(up.get("outputs") or []))
     if stray:

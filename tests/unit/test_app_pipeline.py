@@ -4,13 +4,19 @@ its hop and ``app-pipeline`` end to end, blaming that stage alone; the clean twi
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
+from harness.base.errors import ConfigError
 from harness.checker import check
 from harness.checker.pipeline import NO_PIPELINE
 from harness.history.model import APP_CONTRACT
+from harness.phases import app_run
+from harness.run import runner, scenario
 from tests.unit.pipeline_histories import PIPELINE_VARIANTS, pipeline
 
 
@@ -87,3 +93,52 @@ def test_a_stage_whose_upstream_is_not_a_map_cannot_be_judged_end_to_end() -> No
                      "aggregates": {"mid": "count"}}
     v = check(h.tables()).to_json()
     assert v["valid"] is not True and "its upstream app copy has an aggregate contract" in v["checks"]["app-pipeline"]["error"]
+
+
+# ---- the scenario: a pipeline's stages fit together, or the run is refused before anything starts
+
+SHIPPED = Path(__file__).resolve().parents[2] / "harness" / "scenarios" / "app-pipeline-copiers.yaml"
+
+
+def _pipeline_file(tmp_path: Path, edit: Callable[[dict[str, Any]], None]) -> Path:
+    doc = yaml.safe_load(SHIPPED.read_text())
+    edit(doc)
+    f = tmp_path / "p.yaml"
+    f.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return f
+
+
+def _second(doc: dict[str, Any]) -> dict[str, Any]:
+    settings: dict[str, Any] = doc["workloads"][1]["settings"]
+    return settings
+
+
+@pytest.mark.parametrize("edit, said", [
+    (lambda d: d["workloads"].append(d["workloads"][1]), "name: 'forward' is an earlier app's too"),
+    (lambda d: _second(d).update(name="copy"), "upstream: 'copy' is this app's own name"),
+    (lambda d: _second(d).pop("upstream"), "a second app fed by the harness (no upstream)"),
+    (lambda d: _second(d).update(upstream="nosuch"), "upstream: 'nosuch' is no earlier app's name; allowed: copy"),
+    (lambda d: _second(d).update(inputs=["app-in"]), "inputs: ['app-in'] not among app 'copy''s outputs"),
+    (lambda d: _second(d).update(feeder={"rate": 10}), "a stage fed by app 'copy' has a map or aggregate contract and no feeder"),
+    (lambda d: _second(d).update(contract={"kind": "model", "function": "m:f"}),
+     "a stage fed by app 'copy' has a map or aggregate contract"),
+    (lambda d: d["workloads"][0]["settings"].update(contract={"kind": "aggregate", "aggregates": {"app-mid": "count"}}),
+     "upstream: app 'copy' has an aggregate contract; a stage another reads is a map"),
+], ids=["same-name", "own-name", "two-fed", "unknown-upstream", "input-not-upstreams", "feeder", "model", "upstream-aggregate"])
+def test_a_pipeline_whose_stages_do_not_fit_is_refused_naming_the_entry(
+        tmp_path: Path, edit: Callable[[dict[str, Any]], None], said: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        scenario.load(str(_pipeline_file(tmp_path, edit)))
+    assert info.value.exit_code == 2 and said in str(info.value), str(info.value)
+
+
+def test_the_shipped_pipeline_runs_each_stage_with_its_own_id_reader_and_contract() -> None:
+    sc = runner.physical(scenario.load(str(SHIPPED)), "r1")
+    procs = {cfg.name: cfg.settings for _, cfg, _ in runner.workload_configs(sc, Path("/tmp/r"), "b:1", 1)}
+    assert set(procs) == {"app-0", "app-1", "app-feeder", "app-reader", "app-reader-forward"}  # one feeder: the first stage's
+    assert (procs["app-0"]["id"], procs["app-1"]["id"]) == ("eos-chaos-app-copy.r1", "eos-chaos-app-forward.r1")
+    assert procs["app-feeder"]["topics"] == ["app-in.r1"] and procs["app-reader-forward"]["app"] == "forward"
+    stages = app_run.stages_of(sc)
+    assert [app_run.contract_value(s).get("upstream") for s in stages] == [None, "copy"]
+    assert app_run.stage_instances(sc) == {"copy": ["app-0"], "forward": ["app-1"]}
+    assert app_run.outputs(sc) == ["app-mid.r1", "app-out.r1"]  # kept out of the other workloads' reads
