@@ -11,14 +11,11 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import subprocess
 import sys
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import orjson
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]  # the package's stubs leave it out
 
@@ -29,7 +26,7 @@ from harness.history.model import APP, READ_COMMITTED, READ_UNCOMMITTED, SCAN, t
 from harness.history.recorder import HISTORY_DIR, Recorder
 from harness.kafka.reads import read_all
 from harness.kafka.serde import decode
-from harness.phases import app_expect, user_functions
+from harness.phases import user_functions
 from harness.phases.kind_run import Processes, ScenarioView
 from harness.rundir.runfolder import RunFolder
 from harness.workloads import app_args
@@ -116,29 +113,6 @@ def _preflight(sc: ScenarioView, s: AppSettings) -> None:
             raise ConfigError(f"app setting command: {prog!r} is not an executable file {where}; the command's first "
                               "word is the program (use {python} for the harness's own Python)")
     user_functions.preflight(s, cwd)  # each one tried on sample inputs: a wrong name or answer is refused now
-    check_feed(s, cwd)
-
-
-def check_feed(s: AppSettings, cwd: Path) -> None:
-    """``ConfigError`` naming the function and its sample, or ``file:line``, when the feeder's
-    generators cannot be imported, raise or return the wrong shape on their sample (seq 0), or a
-    records file is missing or has a bad line: in a child process (the user's code never runs in
-    the runner), before anything starts."""
-    if not s.feeder.shaped():
-        return
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-        f.write(orjson.dumps(s.feed()).decode())
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(cwd), *filter(None, [os.environ.get("PYTHONPATH")])])}
-    try:
-        done = subprocess.run([sys.executable, "-m", "harness.workloads.feed", f.name], capture_output=True, cwd=cwd,
-                              env=env, timeout=app_expect.FUNCTION_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        raise ConfigError(f"app setting feeder: its generators gave no sample within {app_expect.FUNCTION_TIMEOUT_S:.0f}s") from None
-    finally:
-        os.unlink(f.name)
-    if done.returncode != 0:
-        err = done.stderr.decode(errors="replace").strip().splitlines()
-        raise ConfigError(f"app setting feeder: {err[-1] if err else f'its check exited {done.returncode}'}")
 
 
 # --------------------------------------------------------------------------------------- failures
