@@ -86,23 +86,27 @@ IN_TRANSACTION_POLL_S = 0.05
 
 
 def await_open_transaction(ctx: FaultContext) -> dict[str, object]:
-    """Wait, ``IN_TRANSACTION_WAIT_S`` at most (or until the run stops), until a transaction of the
-    app's ids (``TargetDefaults.transactional_id``, ``{id}*``) is open at its coordinator: the
-    start record's ``in_transaction`` (the ids open then, ``[]`` when none came in time, how long it
-    waited). Nothing for a workload whose ids are not an app's."""
+    """Wait, ``IN_TRANSACTION_WAIT_S`` at most (or until the run stops), until every transactional.id
+    of the app's (``TargetDefaults.transactional_id``, ``{id}*``) that its coordinators know has a
+    transaction open: then the instance about to be killed has one, whichever it is (a Kafka Streams
+    instance's ids hold its process id, which the harness does not know). The start record's
+    ``in_transaction``: the ids open then and every id known (``open`` short of ``known`` when the
+    wait ran out: the kill lands all the same), and how long it waited. Nothing for a workload whose
+    ids are not an app's."""
     prefix = ctx.defaults.transactional_id
     if not prefix or not prefix.endswith("*"):
         return {}
     t0 = time.monotonic()
     while True:
         try:
-            found = targets.open_transactions(ctx.cluster.direct_bootstrap, prefix[:-1], 0)
+            states = targets.transaction_states(ctx.cluster.direct_bootstrap, prefix[:-1])
         except Exception as exc:  # noqa: BLE001 - a record of the fault, never a reason for it to fail
             return {"in_transaction": {"open": [], "error": f"{type(exc).__name__}: {exc}",
                                        "waited_s": round(time.monotonic() - t0, 3)}}
+        found = sorted(t for t, state in states.items() if state == targets.ONGOING)
         waited = round(time.monotonic() - t0, 3)
-        if found or waited >= IN_TRANSACTION_WAIT_S or ctx.stop.is_set():
-            return {"in_transaction": {"open": found, "waited_s": waited}}
+        if (found and len(found) == len(states)) or waited >= IN_TRANSACTION_WAIT_S or ctx.stop.is_set():
+            return {"in_transaction": {"open": found, "known": sorted(states), "waited_s": waited}}
         time.sleep(IN_TRANSACTION_POLL_S)
 
 

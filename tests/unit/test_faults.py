@@ -552,34 +552,36 @@ def test_a_fault_that_outlives_stop_by_the_end_deadline_is_an_error(
     assert nem.errors == ["fault-kill@0.0 did not end within 0s of being asked to"], nem.errors
 
 
-def test_an_in_transaction_kill_of_an_app_waits_until_a_transaction_is_open_then_kills(
+def test_an_in_transaction_kill_of_an_app_waits_until_its_transactions_are_open_then_kills(
         tmp_path: Path, events: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``in_transaction``: the kill lands once the app has a transaction open (listed at its
-    coordinator), and its start record says which and after how long; with none in time it lands all
-    the same and says so (a schedule never stalls on it)."""
+    """``in_transaction``: the kill lands once every transactional.id of the app has a transaction
+    open at its coordinator (so the instance killed has one), and its start record says which and
+    after how long; with none in time it lands all the same and says so (a schedule never stalls)."""
     from chaos import targets
     from chaos.faults import workload
 
-    answers = iter([[], [], ["app-r1-3f2a-1"]])
-    calls: list[tuple[str, int]] = []
+    answers = iter([{}, {"app-r1-a-1": "CompleteCommit", "app-r1-b-1": "Ongoing"},
+                    {"app-r1-a-1": "Ongoing", "app-r1-b-1": "Ongoing"}])
+    asked: list[str] = []
 
-    def listing(bootstrap: str, prefix: str, open_for_ms: int) -> list[str]:
-        calls.append((prefix, open_for_ms))
-        return next(answers, ["app-r1-3f2a-1"]) if open_for_ms == 0 else ["app-r1-3f2a-1"]
+    def states(bootstrap: str, prefix: str) -> dict[str, str]:
+        asked.append(prefix)
+        return next(answers)
 
-    monkeypatch.setattr(targets, "open_transactions", listing)
+    monkeypatch.setattr(targets, "transaction_states", states)
+    monkeypatch.setattr(targets, "open_transactions", lambda b, p, o: ["app-r1-a-1"])
     monkeypatch.setattr(workload, "IN_TRANSACTION_POLL_S", 0.0)
     control = FakeControl({"app": ["app-0"]})
     nem = Nemesis(FakeCluster(), control, Recorder(tmp_path, "nemesis"),  # type: ignore[arg-type]
                   defaults=TargetDefaults(transactional_id="app-r1-*"))
     run_one(nem, kind="kill-workload", workload="app", in_transaction=True)
     start, stop = [e for e in events() if e["kind"] == "kill-workload"]
-    assert start["in_transaction"]["open"] == ["app-r1-3f2a-1"] and start["in_transaction"]["waited_s"] >= 0
-    assert calls[:3] == [("app-r1-", 0)] * 3  # listed until one was open, then killed
-    assert stop["open_transactions"] == ["app-r1-3f2a-1"]
+    assert asked == ["app-r1-"] * 3  # listed until every id had one open (one of two was not enough)
+    assert start["in_transaction"]["open"] == ["app-r1-a-1", "app-r1-b-1"] == start["in_transaction"]["known"]
+    assert stop["open_transactions"] == ["app-r1-a-1"]
     assert control.calls == [("kill", "app-0"), ("restart", "app-0")]
 
-    monkeypatch.setattr(targets, "open_transactions", lambda b, p, o: [])
+    monkeypatch.setattr(targets, "transaction_states", lambda b, p: {"app-r1-a-1": "CompleteCommit"})
     monkeypatch.setattr(workload, "IN_TRANSACTION_WAIT_S", 0.05)
     control.calls.clear()
     run_one(nem, kind="kill-workload", workload="app", in_transaction=True)
