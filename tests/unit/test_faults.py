@@ -53,7 +53,7 @@ def test_a_fault_dumps_only_its_own_fields() -> None:
     assert faults.parse({"at": 8, "kind": "kill-leader", "duration": 6}).model_dump() == {
         "kind": "kill-leader", "at": 8.0, "duration": 6.0, "every": 0.0, "target": "leader", "of": None}
     assert set(faults.parse({"at": 1, "kind": "kill-workload", "workload": "copier"}).model_dump()) == {
-        "kind", "at", "duration", "every", "workload", "instance"}
+        "kind", "at", "duration", "every", "workload", "instance", "in_transaction"}
 
 
 def test_chaos_imports_no_workload_scenario_or_supervisor_module() -> None:
