@@ -92,28 +92,42 @@ def open_transactions(direct_bootstrap: str, prefix: str, open_for_ms: int) -> l
     has been for over ``open_for_ms`` (ListTransactions with a duration filter, Kafka 3.8+), sorted.
     Each broker holds a slice of the transactions and is asked on its own, again until it answers
     (``LISTING_DEADLINE_S``: ``WaitTimeout`` naming the brokers that did not)."""
+    return sorted(_listed(direct_bootstrap, prefix, state_filters=[ONGOING], duration_filter_ms=open_for_ms))
+
+
+def transaction_states(direct_bootstrap: str, prefix: str) -> dict[str, str]:
+    """Every transactional.id starting with ``prefix`` that the coordinators know, with its state
+    (``Ongoing``: a transaction open; ``CompleteCommit``, ``Empty``, ...: none), asked as
+    ``open_transactions`` asks."""
+    return _listed(direct_bootstrap, prefix)
+
+
+#: a transaction open at its coordinator (ListTransactions' state)
+ONGOING = "Ongoing"
+
+
+def _listed(direct_bootstrap: str, prefix: str, **filters: object) -> dict[str, str]:
     from kafka.admin import KafkaAdminClient
 
     admin = KafkaAdminClient(bootstrap_servers=direct_bootstrap, request_timeout_ms=5_000)
-    found: set[str] = set()
+    found: dict[str, str] = {}
     try:
         brokers = {int(b["broker_id"]) for b in admin.describe_cluster()["brokers"]}
         left = set(brokers)
 
         def ask() -> bool:
             for broker in sorted(left):
-                listed = admin.list_transactions(broker_ids=[broker], state_filters=["Ongoing"],
-                                                 duration_filter_ms=open_for_ms)
-                found.update(t.transactional_id for txns in listed.values() for t in txns
-                             if t.transactional_id.startswith(prefix))
+                listed = admin.list_transactions(broker_ids=[broker], **filters)
+                found.update((t.transactional_id, str(getattr(t.state, "value", t.state)))
+                             for txns in listed.values() for t in txns if t.transactional_id.startswith(prefix))
                 left.discard(broker)
             return not left
 
-        wait_until(ask, timeout=LISTING_DEADLINE_S, what=f"every broker's open transactions of {prefix}*",
+        wait_until(ask, timeout=LISTING_DEADLINE_S, what=f"every broker's transactions of {prefix}*",
                    state=lambda: f"brokers {sorted(left)} of {sorted(brokers)} not answered")
     finally:
         admin.close()
-    return sorted(found)
+    return found
 
 
 def random_node(rnd: random.Random, nodes: tuple[int, ...]) -> int:

@@ -26,11 +26,9 @@ def prepare() -> javac.Build:
 
 def parser() -> argparse.ArgumentParser:
     p = streams_jvm.parser(MODULE, "A Kafka Streams app: per-key count and sum of an input topic's integer values.", (
-        ("--bootstrap", "HOST:PORT,... of the brokers"), ("--input", "the input topic"),
+        ("--input", "the input topic"),
         ("--count-topic", "the output topic of the per-key counts"),
-        ("--sum-topic", "the output topic of the per-key sums"),
-        ("--application-id", "Kafka Streams' application.id (the group, the internal topics' prefix)"),
-        ("--state-dir", "the state folder of this instance (kept across its restarts)")))
+        ("--sum-topic", "the output topic of the per-key sums")))
     p.add_argument("--threads", type=streams_jvm.positive, default=1, help="num.stream.threads")
     return p
 

@@ -26,12 +26,9 @@ def prepare() -> javac.Build:
 
 def parser() -> argparse.ArgumentParser:
     p = streams_jvm.parser(MODULE, "A Kafka Streams app: orders joined with their customer's region.", (
-        ("--bootstrap", "HOST:PORT,... of the brokers"),
         ("--orders", "the stream: orders keyed by customer id"),
         ("--customers", "the table: each customer's region, keyed by customer id (co-partitioned with --orders)"),
-        ("--output", "the joined orders"),
-        ("--application-id", "Kafka Streams' application.id (the group, the internal topics' prefix)"),
-        ("--state-dir", "the state folder of this instance (kept across its restarts)")))
+        ("--output", "the joined orders")))
     streams_jvm.commit_interval(p)
     return p
 

@@ -56,10 +56,18 @@ positive = _integer(1)
 non_negative = _integer(0)
 
 
-def parser(module: str, description: str, required: Sequence[tuple[str, str]]) -> argparse.ArgumentParser:
-    """A launcher's parser: ``required`` (flag, help) pairs, then ``--guarantee``; the app adds the rest."""
+#: the flags every Streams launcher requires, with their help: the brokers first, the app's own
+#: topics (``parser``'s ``required``) between, its id and state folder last
+BOOTSTRAP = ("--bootstrap", "HOST:PORT,... of the brokers")
+APP_FLAGS = (("--application-id", "Kafka Streams' application.id (the group, the internal topics' prefix)"),
+            ("--state-dir", "the state folder of this instance (kept across its restarts)"))
+
+
+def parser(module: str, description: str, required: Sequence[tuple[str, str]] = ()) -> argparse.ArgumentParser:
+    """A launcher's parser: ``--bootstrap``, ``required`` (flag, help) pairs (the app's topics),
+    ``--application-id`` and ``--state-dir``, then ``--guarantee``; the app adds the rest."""
     p = jvm.parser(module, description)
-    for flag, what in required:
+    for flag, what in (BOOTSTRAP, *required, *APP_FLAGS):
         p.add_argument(flag, required=True, help=what)
     p.add_argument("--guarantee", choices=GUARANTEES, default=GUARANTEES[0], help="processing.guarantee")
     return p

@@ -26,10 +26,8 @@ def prepare() -> javac.Build:
 
 def parser() -> argparse.ArgumentParser:
     p = streams_jvm.parser(MODULE, "A Kafka Streams app: per-key counts in tumbling windows with grace.", (
-        ("--bootstrap", "HOST:PORT,... of the brokers"), ("--input", "the input topic (String keys)"),
-        ("--output", "the output topic of the windowed counts"),
-        ("--application-id", "Kafka Streams' application.id (the group, the internal topics' prefix)"),
-        ("--state-dir", "the state folder of this instance (kept across its restarts)")))
+        ("--input", "the input topic (String keys)"),
+        ("--output", "the output topic of the windowed counts")))
     p.add_argument("--window-size-ms", type=streams_jvm.positive, default=2000, help="the windows' size")
     p.add_argument("--grace-ms", type=streams_jvm.non_negative, default=1000,
                    help="how long after a window's end (in stream time) a late record still counts")

@@ -30,10 +30,7 @@ def prepare() -> javac.Build:
 
 def parser() -> argparse.ArgumentParser:
     p = streams_jvm.parser(MODULE, f"Kafka's WordCountDemo: counts the words of {INPUT_TOPIC}'s lines into "
-                           f"{OUTPUT_TOPIC} (names fixed in its code).", (
-        ("--bootstrap", "HOST:PORT,... of the brokers"),
-        ("--application-id", "Kafka Streams' application.id (the group, the internal topics' prefix)"),
-        ("--state-dir", "the state folder of this instance (kept across its restarts)")))
+                           f"{OUTPUT_TOPIC} (names fixed in its code).")
     streams_jvm.commit_interval(p)
     return p
 

@@ -22,6 +22,7 @@ from harness.checker import (
     cycle_checks,
     join_contract,
     model_contract,
+    pipeline,
     sparkjob_check,
     windowed_contract,
 )
@@ -90,6 +91,20 @@ _APP_CONTRACT_ON_DEFAULT_ENGINE = (
     "an app's contract is judged by the default engine only (run eos-chaos check without --engine spark): "
     "an app history is a feeder's rate, small for pandas, and nothing was gained yet by writing it twice")
 
+
+
+def _app_check(name: str, meaning: str, default: Callable[[Tables], Found],
+               nothing: Callable[[dict[str, Any]], str | None]) -> Check:
+    """The record of an app contract's check: the default engine's only, from the final scans, with
+    ``nothing`` saying why a history has nothing for it to judge."""
+    return Check(name, meaning, default, None, _APP_CONTRACT_ON_DEFAULT_ENGINE, needs_final_reads=True,
+                 nothing_to_judge=nothing)
+
+
+def _of(contract: str) -> Callable[[dict[str, Any]], str | None]:
+    return partial(contracts.nothing_to_judge, contract=contract)
+
+
 CATALOG: tuple[Check, ...] = (
     Check("duplicate", "a value visible more than once to read_committed readers",
           checks.duplicate, f"{SPARK_ENGINE}:duplicate", needs=(("cv", NO_COMMITTED_READS),)),
@@ -138,30 +153,29 @@ CATALOG: tuple[Check, ...] = (
           cycle_checks.g1c, f"{SPARK_CYCLES}:g1c", needs_final_reads=True),
     Check("spark-exactly-once", "the Spark job's committed output is not exactly its committed input",
           sparkjob_check.spark_exactly_once, f"{SPARK_ENGINE}:spark_exactly_once", needs_final_reads=True),
-    Check("app-map", "an app's committed output is not what its map contract makes of its committed input: an output "
-                     "missing or too many, one of an aborted input, one no input explains, or one key's outputs out of "
-                     "their inputs' order",
-          contracts.app_map, None, _APP_CONTRACT_ON_DEFAULT_ENGINE, needs_final_reads=True,
-          nothing_to_judge=partial(contracts.nothing_to_judge, contract=MAP)),
-    Check("app-aggregate", "an app's committed running aggregate of a key is not the exact aggregate of its committed "
-                           "input: the last update differs, an update overshoots it or goes back, or is not an integer",
-          contracts.app_aggregate, None, _APP_CONTRACT_ON_DEFAULT_ENGINE, needs_final_reads=True,
-          nothing_to_judge=partial(contracts.nothing_to_judge, contract=AGGREGATE)),
-    Check("app-model", "an app's committed final table is not the one its model gives for its committed input: a key's "
-                       "last value differs, a key is missing or extra, an update goes back (monotone), or a key is in "
-                       "two partitions",
-          model_contract.app_model, None, _APP_CONTRACT_ON_DEFAULT_ENGINE, needs_final_reads=True,
-          nothing_to_judge=partial(contracts.nothing_to_judge, contract=MODEL)),
-    Check("app-windowed", "an app's committed windowed aggregate is not what Kafka Streams' window rule makes of its "
-                          "committed input: a window's last update outside it, an update beyond it, a record past grace "
-                          "counted, an update going back, split over partitions or not an integer",
-          windowed_contract.app_windowed, None, _APP_CONTRACT_ON_DEFAULT_ENGINE, needs_final_reads=True,
-          nothing_to_judge=partial(contracts.nothing_to_judge, contract=WINDOWED)),
-    Check("app-join", "an app's committed stream-table join output is not one alternative per committed stream input "
-                      "over the committed table: an output missing or one too many, one built from an aborted table "
-                      "write or stream input, or one nothing explains",
-          join_contract.app_join, None, _APP_CONTRACT_ON_DEFAULT_ENGINE, needs_final_reads=True,
-          nothing_to_judge=partial(contracts.nothing_to_judge, contract=JOIN)),
+    _app_check("app-map", "an app's committed output is not what its map contract makes of its committed input: an output "
+                          "missing or too many, one of an aborted input, one no input explains, or one key's outputs out of "
+                          "their inputs' order",
+               contracts.app_map, _of(MAP)),
+    _app_check("app-aggregate", "an app's committed running aggregate of a key is not the exact aggregate of its committed "
+                                "input: the last update differs, an update overshoots it or goes back, or is not an integer",
+               contracts.app_aggregate, _of(AGGREGATE)),
+    _app_check("app-model", "an app's committed final table is not the one its model gives for its committed input: a key's "
+                            "last value differs, a key is missing or extra, an update goes back (monotone), or a key is in "
+                            "two partitions",
+               model_contract.app_model, _of(MODEL)),
+    _app_check("app-windowed", "an app's committed windowed aggregate is not what Kafka Streams' window rule makes of its "
+                               "committed input: a window's last update outside it, an update beyond it, a record past grace "
+                               "counted, an update going back, split over partitions or not an integer",
+               windowed_contract.app_windowed, _of(WINDOWED)),
+    _app_check("app-join", "an app's committed stream-table join output is not one alternative per committed stream input "
+                           "over the committed table: an output missing or one too many, one built from an aborted table "
+                           "write or stream input, or one nothing explains",
+               join_contract.app_join, _of(JOIN)),
+    _app_check("app-pipeline", "a pipeline's last committed output is not what its stages' contracts, composed, make "
+                               "of the first stage's committed input (each example blames the stages whose own hop "
+                               "found something)",
+               pipeline.app_pipeline, pipeline.nothing_to_judge),
     Check("lso-stall", "after heal, a partition's last stable offset did not reach its high watermark in time "
                        "(a hanging transaction)",
           checks.lso_stall, f"{SPARK_ENGINE}:lso_stall"),

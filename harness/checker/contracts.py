@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from harness.checker import stage_inputs
 from harness.checker.arrays import OUTCOME_CODES
 from harness.checker.checks import MAX_EXAMPLES, Found, HistoryError, cols
 from harness.history.model import (
@@ -92,7 +93,11 @@ def plain(v: Any) -> Any:
 def inputs(t: Tables, app: AppContract) -> pd.DataFrame:
     """Every write to the app's input topics: value (its id), key, payload (what the record's value
     was: the ``payloads`` table's, else the value itself), topic, partition, offset (acknowledged,
-    else where a read_committed read saw it; NA when neither), writer_op and ``committed``."""
+    else where a read_committed read saw it; NA when neither), writer_op and ``committed``. A
+    pipeline's later stage (``upstream``) reads its upstream app's output instead: the records of
+    that app's final scans (``stage_inputs.piped``)."""
+    if app.upstream is not None:
+        return stage_inputs.piped(t, app)
     c = cols(t)
     rows = np.flatnonzero(t.writes["topic"].astype(object).isin(app.inputs).to_numpy(bool))
     w = plain_text(with_values(t, t.writes.iloc[rows]))
@@ -194,13 +199,16 @@ def app_map(t: Tables) -> Found:
     return every_app(t, MAP, _judge_map, MAP_KINDS)
 
 
-def _expected(t: Tables, app: AppContract, ins: pd.DataFrame) -> pd.DataFrame:
+def expected_outputs(t: Tables, app: AppContract, ins: pd.DataFrame) -> pd.DataFrame:
     """The outputs each input must yield (input, seq, topic, key, value): its own record on the one
     output topic for ``identity``, else the ``expect`` rows of the app. An input the runner recorded
     nothing for cannot be judged: an error (the verdict is then unknown), never a finding."""
     if app.function == IDENTITY:
-        return pd.DataFrame({"input": ins["value"], "seq": 0, "topic": app.outputs[0], "key": ins["key"],
-                             "value": ins["payload"]})
+        # one row per input value: a pipeline stage's inputs share one when their content is the same
+        # (``content_id``), and the caller joins each input to its value's rows
+        one = ins.drop_duplicates("value")
+        return pd.DataFrame({"input": one["value"], "seq": 0, "topic": app.outputs[0], "key": one["key"],
+                             "value": one["payload"]})
     return recorded(t, app, ins, app.function)
 
 
@@ -218,7 +226,8 @@ def recorded(t: Tables, app: AppContract, ins: pd.DataFrame, function: str) -> p
         raise HistoryError(f"app {app.app}: no expected outputs recorded for {len(lacking)} input value(s) "
                          f"(first {lacking.iloc[0]!r}): the runner records them (expect ops) for every input "
                          f"the feeder wrote, by {function}")
-    return e[e["seq"] >= 0][["input", "seq", "topic", "key", "value", "via"]].reset_index(drop=True)
+    e = e[e["seq"] >= 0].drop_duplicates(["input", "seq", "via"])  # a value's rows once, however many inputs share it
+    return e[["input", "seq", "topic", "key", "value", "via"]].reset_index(drop=True)
 
 
 def _record_ids(*frames: pd.DataFrame) -> list[np.ndarray]:
@@ -227,8 +236,13 @@ def _record_ids(*frames: pd.DataFrame) -> list[np.ndarray]:
 
 
 def _judge_map(t: Tables, app: AppContract) -> Judged:
-    ins = inputs(t, app)
-    exp = _expected(t, app, ins).merge(ins[["value", "committed", "writer_op", "topic", "partition", "offset"]]
+    return judge_map(t, app, inputs(t, app))
+
+
+def judge_map(t: Tables, app: AppContract, ins: pd.DataFrame) -> Judged:
+    """``app-map``'s findings of ``app`` (count, examples by kind) given its inputs ``ins`` (as
+    ``inputs`` makes them; a pipeline's end to end judgement gives others: harness/checker/pipeline.py)."""
+    exp = expected_outputs(t, app, ins).merge(ins[["value", "committed", "writer_op", "topic", "partition", "offset"]]
                                        .rename(columns={"value": "input", "topic": "in_topic",
                                                         "partition": "in_partition", "offset": "in_offset"}),
                                        on="input", how="inner")
@@ -334,12 +348,20 @@ def contributions(t: Tables, app: AppContract, ins: pd.DataFrame) -> pd.DataFram
         return pd.concat([pd.DataFrame({"input": ins["value"], "topic": topic, "key": ins["key"], "value": ins["payload"]})
                           for topic in app.aggregates], ignore_index=True)
     e = recorded(t, app, ins, app.by)
-    e = e[member(e["input"], ins["value"]) & e["key"].notna().to_numpy(bool)]
+    e = e[e["key"].notna().to_numpy(bool)]
+    # one set of contributions per committed input: inputs that share a value (a pipeline stage's
+    # repeated content) each contribute
+    e = ins[["value"]].rename(columns={"value": "input"}).merge(e, on="input", how="inner")
     return e[["input", "topic", "key", "value"]].reset_index(drop=True)
 
 
 def _judge_aggregates(t: Tables, app: AppContract) -> Judged:
-    contrib = contributions(t, app, inputs(t, app))
+    return judge_aggregates(t, app, inputs(t, app))
+
+
+def judge_aggregates(t: Tables, app: AppContract, ins: pd.DataFrame) -> Judged:
+    """``app-aggregate``'s findings of ``app`` given its inputs ``ins`` (as ``judge_map``)."""
+    contrib = contributions(t, app, ins)
     found = outputs_of(t, app, SCAN, READ_COMMITTED)
     count = 0
     by_kind: dict[str, list[dict[str, Any]]] = {}

@@ -133,3 +133,12 @@ def user_record(record: Mapping[str, Any]) -> dict[str, Any]:
     """An ``input_records`` record as a user's function gets it (without ``id`` and ``committed``)."""
     return {k: v for k, v in record.items() if k not in (ID, COMMITTED)}
 
+
+
+def content_id(topic: str, key: str | None, value: str | None) -> str:
+    """The id a pipeline's later stage knows an input record by (docs/APPS.md, "Pipelines"): its
+    content, ``["topic","key","value"]`` as compact JSON (topic as the run names it). Its upstream
+    app's outputs repeat whenever that app wrote one twice, so their positions would not tell the
+    expected records (which have none) from the found ones: the runner records the stage's function
+    per content, and the checker looks it up the same way."""
+    return json.dumps([topic, key, value], separators=(",", ":"), ensure_ascii=False)

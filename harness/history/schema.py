@@ -146,6 +146,11 @@ class TimeWindows(BaseModel):
         return self
 
 
+#: the contracts a pipeline's later stage may have (docs/APPS.md, "Pipelines": each is judged per
+#: input record, so it composes with its upstream stage's expected outputs)
+PIPED_CONTRACTS = (MAP, AGGREGATE)
+
+
 class AppContract(BaseModel):
     """An app's contract as the run records it (the ``app-contract`` op's value, ``model``) and the
     checker and the report read it (``contracts``): the app, what it reads and writes, and what it
@@ -175,6 +180,9 @@ class AppContract(BaseModel):
     #: join: the input topic of the stream and the one of the table
     stream: Text | None = None
     table: Text | None = None
+    #: a pipeline's later stage: the app whose outputs it reads (its inputs are among them), fed by
+    #: that app, not by a feeder (docs/APPS.md, "Pipelines")
+    upstream: Annotated[StrictStr, Field(min_length=1)] | None = None
 
     def value(self) -> dict[str, Any]:
         """The ``app-contract`` op's value: the fields of its kind (a map contract's function and
@@ -194,6 +202,8 @@ class AppContract(BaseModel):
             v.update(function=self.function, stream=self.stream, table=self.table)
         if self.formats:
             v["formats"] = dict(self.formats)
+        if self.upstream:
+            v["upstream"] = self.upstream
         return v
 
     @model_validator(mode="after")
@@ -215,6 +225,9 @@ class AppContract(BaseModel):
             raise ValueError(f"a join's stream and table: two of its inputs {self.inputs}, not {self.stream}, {self.table}")
         if not set(self.formats) <= set(self.inputs):
             raise ValueError(f"formats: only of input topics, not {sorted(set(self.formats) - set(self.inputs))}")
+        if self.upstream is not None and (kind not in PIPED_CONTRACTS or self.formats):
+            raise ValueError(f"a stage with an upstream app: a {' or '.join(PIPED_CONTRACTS)} contract of text inputs, "
+                             f"not {kind}{' with formats' if self.formats else ''}")
         return self
 
 

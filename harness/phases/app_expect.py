@@ -27,6 +27,7 @@ from typing import Any
 import orjson
 
 from harness.base.errors import ConfigError
+from harness.history.app_inputs import content_id
 from harness.history.model import APP, APP_FEEDER, EXPECT, INVOKE, OK, READ_COMMITTED, SCAN, TEXT, TXN, split_tp
 from harness.history.recorder import HISTORY_DIR, Recorder
 from harness.workloads.app_function import FORMAT_FIELD
@@ -39,6 +40,8 @@ EXPECT_CHUNK = 1000
 #: an input as the runner read it from the feeder's history: its value (the id the checks know it by)
 #: and the record a contract's function is given
 Input = tuple[str, dict[str, Any]]
+#: an output record as the checks compare them: topic (as the run names it), key, value
+Output = tuple[str, Any, Any]
 
 
 def _lines(path: Path) -> Iterator[dict[str, Any]]:
@@ -110,14 +113,50 @@ def apply_function(function: str, items: list[Any], cwd: Path, mode: str = "map"
     return results
 
 
-def _events(rec: Recorder, rows: list[Any], field: str) -> None:
+def piped_inputs(run_dir: Path, s: AppSettings, upstream: list[Output]) -> list[Input]:
+    """A pipeline's later stage's inputs (docs/APPS.md, "Pipelines"), each content once, known by its
+    ``content_id``: the records of its upstream app's final scans (read_committed and
+    read_uncommitted: which count is the checker's decision) in its input topics, then
+    ``upstream``, what the upstream app's contract makes of its own inputs (the end-to-end judgement
+    applies this stage's contract to those)."""
+    seen: dict[str, dict[str, Any]] = {}
+
+    def add(topic: str, partition: int | None, offset: int | None, key: Any, value: Any) -> None:
+        cid = content_id(topic, key, value)
+        if cid not in seen:
+            seen[cid] = {"topic": topic, "partition": partition, "offset": offset, "key": key, "value": value,
+                         "timestamp": None, "headers": {}}
+
+    for path in sorted((run_dir / HISTORY_DIR).glob("runner*.jsonl")):
+        for op in _lines(path):
+            if op.get("f") == SCAN and op.get("app") == s.upstream:
+                for tp, recs in (op.get("value") or {}).items():
+                    topic, partition = split_tp(tp)
+                    if topic in s.inputs:
+                        for r in recs:
+                            add(topic, partition, int(r[0]), r[2] if len(r) > 2 else None, r[1])
+    for topic, key, value in upstream:
+        if topic in s.inputs:
+            add(topic, None, None, key, value)
+    return list(seen.items())
+
+
+def identity_outputs(items: list[Input], topic: str) -> list[Output]:
+    """What an identity copy to ``topic`` makes of ``items``: each one's key and value."""
+    return [(topic, r.get("key"), r.get("value")) for _, r in items]
+
+
+def _events(rec: Recorder, rows: list[Any], field: str, app: str = APP) -> None:
     for i in range(0, len(rows), EXPECT_CHUNK):
-        rec.event("runner", EXPECT, {"app": APP, field: rows[i:i + EXPECT_CHUNK]}, type_="ok")
+        rec.event("runner", EXPECT, {"app": app, field: rows[i:i + EXPECT_CHUNK]}, type_="ok")
 
 
-def record(run_dir: Path, s: AppSettings, rec: Recorder, to_run: dict[str, str], cwd: Path) -> int | None:
+def record(run_dir: Path, s: AppSettings, rec: Recorder, to_run: dict[str, str], cwd: Path,
+           upstream: list[Output] | None = None, made: list[Output] | None = None) -> int | None:
     """The ``expect`` ops of the app's contract (None: it names no function of the user's), topics
-    as the run names them. How many inputs the function was applied to."""
+    as the run names them. How many inputs the function was applied to. A pipeline's later stage
+    reads its upstream app's output and what ``upstream`` says that app's contract makes
+    (``piped_inputs``); a map's outputs go to ``made``, for the stage after it."""
     c = s.contract
     to_scenario = {run: name for name, run in to_run.items()}
 
@@ -135,16 +174,20 @@ def record(run_dir: Path, s: AppSettings, rec: Recorder, to_run: dict[str, str],
     if c.kind == "join":
         return _record_join(run_dir, s, rec, cwd, named, run_name, scenario_names(list(s.outputs)))
     by = c.by if c.kind in ("aggregate", "windowed") else None
+    inputs = feeder_inputs(run_dir, s) if s.fed() else piped_inputs(run_dir, s, upstream or [])
     if by is None and (c.kind != "map" or c.function == "identity"):
+        if made is not None and c.kind == "map":
+            made += identity_outputs(inputs, s.outputs[0])
         return None
-    inputs = feeder_inputs(run_dir, s)
     if by is not None:
         outs = apply_function(by, [named(i) for i in inputs], cwd, "by", scenario_names(list(c.aggregates)))
         pairs = [[i[0], [[run_name(t), k, a] for t, k, a in out]] for i, out in zip(inputs, outs)]
     else:
         outs = apply_function(c.function, [named(i) for i in inputs], cwd, "map", scenario_names(list(s.outputs)))
         pairs = [[i[0], [[run_name(o["topic"]), o.get("key"), o.get("value")] for o in out]] for i, out in zip(inputs, outs)]
-    _events(rec, pairs, "inputs")
+        if made is not None:
+            made += [(t, k, v) for _, out in pairs for t, k, v in out]
+    _events(rec, pairs, "inputs", s.name)
     return len(pairs)
 
 
@@ -179,7 +222,7 @@ def _record_model(run_dir: Path, s: AppSettings, rec: Recorder, cwd: Path, named
         inputs.setdefault(item["topic"], []).append(item)
         n += 1
     table = apply_function(s.contract.function, [inputs], cwd, "model", outputs)[0]
-    rec.event("runner", EXPECT, {"app": APP, "table": [[run_name(t), k, v] for t, k, v in table], "inputs": n},
+    rec.event("runner", EXPECT, {"app": s.name, "table": [[run_name(t), k, v] for t, k, v in table], "inputs": n},
               type_="ok")
     return n
 
@@ -203,5 +246,5 @@ def _record_join(run_dir: Path, s: AppSettings, rec: Recorder, cwd: Path, named:
     outs = apply_function(c.function, items, cwd, "join", outputs)
     rows = [[sid, via, [[run_name(o["topic"]), o.get("key"), o.get("value")] for o in out]]
             for (sid, via), out in zip(pairs, outs)]
-    _events(rec, rows, "join")
+    _events(rec, rows, "join", s.name)
     return sum(1 for i in inputs if i[1]["topic"] == c.stream)

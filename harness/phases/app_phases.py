@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 from harness.base.errors import ConfigError
 from harness.base.log_digest import LogDigest
-from harness.history.model import APP, APP_CONTRACT, APP_READER, APP_STRAY, EXPECT, OK, POLL
+from harness.history.model import APP_CONTRACT, APP_READER, APP_STRAY, EXPECT, OK, POLL
 from harness.phases import app_drain, app_expect, app_run
 from harness.phases.kind_run import KindRun, OpTest, Processes, RunContext, ScenarioView
 from harness.workloads.registry import AppSettings
@@ -31,12 +32,9 @@ class AppRun(KindRun):
 
     def __init__(self, kind: str, scenario: ScenarioView) -> None:
         super().__init__(kind, scenario)
-        self.settings: AppSettings | None = app_run.settings_of(scenario)
+        #: the app, or a pipeline's stages in the order written (the first fed by the harness)
+        self.stages: list[AppSettings] = app_run.stages_of(scenario)
         self.ends_before: dict[str, int] = {}
-
-    def _app(self) -> AppSettings:
-        assert self.settings is not None, "an AppRun is made for a scenario with an app"
-        return self.settings
 
     def preflight(self) -> None:
         app_run.preflight(self.scenario)
@@ -45,31 +43,38 @@ class AppRun(KindRun):
         return app_run.outputs(self.scenario)
 
     def started(self, ctx: RunContext) -> None:
-        ctx.rec.event("runner", APP_CONTRACT, app_run.contract_value(self._app()), type_="ok")
+        for s in self.stages:
+            ctx.rec.event("runner", APP_CONTRACT, app_run.contract_value(s), type_="ok")
         self.ends_before = app_run.topic_ends(ctx.cluster.direct_bootstrap)  # to find what it writes undeclared
 
     def ready_timeout_s(self) -> float | None:
-        return self._app().ready_timeout_s
+        return max(s.ready_timeout_s for s in self.stages)
 
     def through_heal(self, processes: Processes) -> tuple[str, ...]:
-        # the app and the reader of its output run on through heal, to process what it was given
-        return (*app_run.instances(processes), APP_READER)
+        # the app and the readers of its output run on through heal, to process what it was given
+        return (*app_run.instances(processes), *processes.of_kind(APP_READER))
 
     def drain(self, ctx: RunContext, heal_problems: list[str]) -> None:
-        """The app instances the run's end left dead started again, then the drain (none when the
-        heal failed or the run was interrupted: the final reads come at once)."""
-        app, sup, interrupted = self._app(), ctx.processes, ctx.journal.interrupted
+        """The app instances the run's end left dead started again, then the drain of each stage in
+        turn, the first first (a later stage's input is complete once the one before it is drained);
+        none when the heal failed or the run was interrupted: the final reads come at once."""
+        sup, interrupted = ctx.processes, ctx.journal.interrupted
         facts: dict[str, Any] = {"restarted_for_drain": [], "drain": None}
         if heal_problems or interrupted:
             facts["drain"] = {"drained": False, "how": "skipped: " + ("interrupted" if interrupted else "not healed")}
             ctx.journal.app = facts
             return
         facts["restarted_for_drain"] = app_run.restart_dead(sup)
-        log.info(f"draining the app (at most {app.drain_s:g}s)")
-        names = app_run.instances(sup)
-        facts["drain"] = app_drain.drain(ctx.cluster.direct_bootstrap, app, self.scenario.topic_partitions(), list(app.inputs),
-                                         lambda: app_run.running_again(sup.run_dir, names))
-        log.info(f"app drain: {facts['drain']}")
+        names = app_run.stage_instances(self.scenario)
+        drains: dict[str, Any] = {}
+        for s in self.stages:
+            log.info(f"draining app {s.name} (at most {s.drain_s:g}s)")
+            drains[s.name] = app_drain.drain(ctx.cluster.direct_bootstrap, s, self.scenario.topic_partitions(),
+                                             list(s.inputs), partial(app_run.running_again, sup.run_dir, names.get(s.name, [])))
+            log.info(f"app {s.name} drain: {drains[s.name]}")
+        facts["drain"] = drains[self.stages[0].name]
+        if len(self.stages) > 1:
+            facts["stages"] = {name: {"drain": d} for name, d in drains.items()}
         ctx.journal.app = facts
 
     def stopped(self, ctx: RunContext) -> None:
@@ -86,26 +91,42 @@ class AppRun(KindRun):
         ctx.journal.app = facts
 
     def final_reads(self, ctx: RunContext, stalled: bool) -> None:
-        """The app's output scanned with keys, and its contract function's expected outputs recorded. A
-        function that fails here is on record (``journal.app``) and leaves the check unable to judge."""
-        app, rec, bootstrap = self._app(), ctx.rec, ctx.cluster.direct_bootstrap
+        """Each app's output scanned with keys, then its contract function's expected outputs recorded
+        (a later stage's over its upstream's scanned output and expected outputs). A function that
+        fails here is on record (``journal.app``) and leaves the check unable to judge."""
+        rec, bootstrap = ctx.rec, ctx.cluster.direct_bootstrap
         facts = ctx.journal.app if ctx.journal.app is not None else {}
-        facts["outputs_read"] = app_run.final_scans(bootstrap, app, self.scenario.topic_partitions(), rec, stable=not stalled)
-        stray = app_run.stray_topics(self.ends_before, app_run.topic_ends(bootstrap), app, self.scenario.topics)
+        facts["outputs_read"] = sum(app_run.final_scans(bootstrap, s, self.scenario.topic_partitions(), rec,
+                                                        stable=not stalled) for s in self.stages)
+        stray = app_run.stray_topics(self.ends_before, app_run.topic_ends(bootstrap), self.stages, self.scenario.topics)
         if stray:
-            rec.event("runner", APP_STRAY, {"app": APP, "topics": stray}, type_="ok")
-        if app.contract.functions():
+            rec.event("runner", APP_STRAY, {"app": self.stages[0].name, "topics": stray}, type_="ok")
+        made: dict[str, list[app_expect.Output]] = {}
+        for s in self.stages:
+            made[s.name] = []
             try:
-                facts["expected_inputs"] = app_expect.record(ctx.run_dir, app, rec, ctx.topic_names, app_run.cwd_of(app))
+                n = app_expect.record(ctx.run_dir, s, rec, ctx.topic_names, app_run.cwd_of(s),
+                                      made.get(s.upstream or "", []), made[s.name])
+                if s.contract.functions():
+                    _stage_fact(facts, s, self.stages, "expected_inputs", n)
             except ConfigError as exc:
-                facts["function_error"] = str(exc)
-                log.info(f"the contract's function could not be applied: {exc}")
+                _stage_fact(facts, s, self.stages, "function_error", str(exc))
+                log.info(f"app {s.name}: the contract's function could not be applied: {exc}")
                 # on record in the history: the check says why it cannot judge (unknown), from the folder alone
-                rec.event("runner", EXPECT, {"app": APP, "inputs": [], "error": str(exc)}, type_="ok")
+                rec.event("runner", EXPECT, {"app": s.name, "inputs": [], "error": str(exc)}, type_="ok")
         ctx.journal.app = facts
 
     @classmethod
     def progress(cls, kind: str, name: str) -> tuple[str, OpTest] | None:
         """An instance's progress is the app's: its output's reader (which reads every instance's
-        output) read records."""
+        output; in a pipeline, the first stage's output) read records."""
         return APP_READER, _output_read
+
+
+def _stage_fact(facts: dict[str, Any], s: AppSettings, stages: list[AppSettings], key: str, value: Any) -> None:
+    """``key: value`` into the journal's app facts: the first app's at the top (the report reads
+    them there), each stage's of a pipeline under ``stages.<name>`` as well."""
+    if s is stages[0]:
+        facts[key] = value
+    if len(stages) > 1:
+        facts.setdefault("stages", {}).setdefault(s.name, {})[key] = value

@@ -11,14 +11,11 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import subprocess
 import sys
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import orjson
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]  # the package's stubs leave it out
 
@@ -29,7 +26,7 @@ from harness.history.model import APP, READ_COMMITTED, READ_UNCOMMITTED, SCAN, t
 from harness.history.recorder import HISTORY_DIR, Recorder
 from harness.kafka.reads import read_all
 from harness.kafka.serde import decode
-from harness.phases import app_expect, user_functions
+from harness.phases import user_functions
 from harness.phases.kind_run import Processes, ScenarioView
 from harness.rundir.runfolder import RunFolder
 from harness.workloads import app_args
@@ -44,27 +41,45 @@ PROBE_TIMEOUT_S = 10.0
 _LATEST = OffsetSpec.latest()  # type: ignore[no-untyped-call]  # the package's stubs leave it untyped
 
 
+def stages_of(sc: ScenarioView) -> list[AppSettings]:
+    """The scenario's apps, validated, in the order written: one app, or a pipeline's stages (the
+    first fed by the harness, each later one reading an earlier one's output: docs/APPS.md)."""
+    return [AppSettings.model_validate(w.settings) for w in sc.workloads if w.kind == APP]
+
+
 def settings_of(sc: ScenarioView) -> AppSettings | None:
-    """The scenario's app (one at most), validated."""
-    w = next((w for w in sc.workloads if w.kind == APP), None)
-    return AppSettings.model_validate(w.settings) if w is not None else None
+    """The scenario's first app (the one the feeder feeds), validated."""
+    stages = stages_of(sc)
+    return stages[0] if stages else None
 
 
 def outputs(sc: ScenarioView) -> list[str]:
-    """The app's output topics (none without an app)."""
-    s = settings_of(sc)
-    return list(s.outputs) if s is not None else []
+    """Every app's output topics (none without an app)."""
+    return [t for s in stages_of(sc) for t in s.outputs]
 
 
 def instances(sup: Processes) -> list[str]:
+    """Every app instance's process name, of every stage."""
     return sup.of_kind(APP)
+
+
+def stage_instances(sc: ScenarioView) -> dict[str, list[str]]:
+    """Each app's instances' process names: ``app-N``, numbered over the app entries in the order
+    written (the registry numbers two entries of a kind so: ``Kind.processes``)."""
+    out: dict[str, list[str]] = {}
+    n = 0
+    for w in sc.workloads:
+        if w.kind == APP:
+            out[AppSettings.model_validate(w.settings).name] = [f"{APP}-{i}" for i in range(n, n + w.count)]
+            n += w.count
+    return out
 
 
 def contract_value(s: AppSettings) -> dict[str, Any]:
     """The ``app-contract`` op's value (topics as the run names them)."""
     # formats other than text only: a contract of text inputs keeps the shape it always had
-    formats = {t: f for t in s.inputs if (f := s.feeder.source(t).format) != "text"}
-    return s.contract.recorded(APP, list(s.inputs), list(s.outputs), formats).value()
+    formats = {t: f for t in s.inputs if (f := s.feeder.source(t).format) != "text"} if s.fed() else {}
+    return s.contract.recorded(s.name, list(s.inputs), list(s.outputs), formats, upstream=s.upstream).value()
 
 
 def cwd_of(s: AppSettings) -> Path:
@@ -75,11 +90,13 @@ def cwd_of(s: AppSettings) -> Path:
 
 # --------------------------------------------------------------------------------------- preflight
 def preflight(sc: ScenarioView) -> None:
-    """``ConfigError`` (exit 2, nothing started) when the app's command or working folder cannot be
+    """``ConfigError`` (exit 2, nothing started) when an app's command or working folder cannot be
     found, or a function it names fails on sample inputs (``user_functions.preflight``)."""
-    s = settings_of(sc)
-    if s is None:
-        return
+    for s in stages_of(sc):
+        _preflight(sc, s)
+
+
+def _preflight(sc: ScenarioView, s: AppSettings) -> None:
     place = app_args.Place(bootstrap="127.0.0.1:9092", topics={t: t for t in sc.topics}, inputs=tuple(s.inputs),
                            outputs=tuple(s.outputs), instance=0, instances=1, id=s.id, workdir="/tmp",
                            python=sys.executable)
@@ -96,28 +113,6 @@ def preflight(sc: ScenarioView) -> None:
             raise ConfigError(f"app setting command: {prog!r} is not an executable file {where}; the command's first "
                               "word is the program (use {python} for the harness's own Python)")
     user_functions.preflight(s, cwd)  # each one tried on sample inputs: a wrong name or answer is refused now
-    check_feed(s, cwd)
-
-def check_feed(s: AppSettings, cwd: Path) -> None:
-    """``ConfigError`` naming the function and its sample, or ``file:line``, when the feeder's
-    generators cannot be imported, raise or return the wrong shape on their sample (seq 0), or a
-    records file is missing or has a bad line: in a child process (the user's code never runs in
-    the runner), before anything starts."""
-    if not s.feeder.shaped():
-        return
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-        f.write(orjson.dumps(s.feed()).decode())
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(cwd), *filter(None, [os.environ.get("PYTHONPATH")])])}
-    try:
-        done = subprocess.run([sys.executable, "-m", "harness.workloads.feed", f.name], capture_output=True, cwd=cwd,
-                              env=env, timeout=app_expect.FUNCTION_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        raise ConfigError(f"app setting feeder: its generators gave no sample within {app_expect.FUNCTION_TIMEOUT_S:.0f}s") from None
-    finally:
-        os.unlink(f.name)
-    if done.returncode != 0:
-        err = done.stderr.decode(errors="replace").strip().splitlines()
-        raise ConfigError(f"app setting feeder: {err[-1] if err else f'its check exited {done.returncode}'}")
 
 
 # --------------------------------------------------------------------------------------- failures
@@ -179,13 +174,16 @@ def topic_ends(bootstrap: str) -> dict[str, int]:
     return ends
 
 
-def stray_topics(before: dict[str, int], after: dict[str, int], s: AppSettings, scenario_topics: list[str]) -> dict[str, int]:
-    """The topics that gained records during the run that are neither the scenario's nor the app's own
+def stray_topics(before: dict[str, int], after: dict[str, int], stages: list[AppSettings],
+                 scenario_topics: list[str]) -> dict[str, int]:
+    """The topics that gained records during the run that are neither the scenario's nor an app's own
     internal ones (``{id}-...``: a Kafka Streams app's repartition and changelog topics), with how
-    many records (offsets, markers included) each gained: what the app wrote undeclared."""
+    many records (offsets, markers included) each gained: what the app (or a pipeline's apps:
+    which one cannot be told) wrote undeclared."""
     mine = set(scenario_topics)
+    ids = tuple(f"{s.id}-" for s in stages)
     return {t: n - before.get(t, 0) for t, n in sorted(after.items())
-            if n > before.get(t, 0) and t not in mine and not t.startswith(f"{s.id}-")}
+            if n > before.get(t, 0) and t not in mine and not t.startswith(ids)}
 
 
 # --------------------------------------------------------------------------------------- final scans
@@ -205,5 +203,5 @@ def final_scans(bootstrap: str, s: AppSettings, partitions: Mapping[str, int], r
             for p, recs in back.records.items():
                 value[tp_key(topic, p)] = [list(r) for r in recs]
                 n += len(recs)
-        rec.event("final", SCAN, value, type_="ok", isolation=iso, app=APP)
+        rec.event("final", SCAN, value, type_="ok", isolation=iso, app=s.name)
     return n

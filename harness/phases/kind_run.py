@@ -38,6 +38,9 @@ class Entry(Protocol):
     @property
     def settings(self) -> dict[str, Any]: ...
 
+    @property
+    def count(self) -> int: ...
+
 
 class ScenarioView(Protocol):
     """What a kind's phases read of the scenario (``harness.run.scenario.Scenario``, topics as the run names them)."""

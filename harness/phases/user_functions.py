@@ -8,14 +8,21 @@ as thousands of ``app-map`` findings.
 
 ``SETTINGS`` is the table: a row per setting that names a function (where in the settings, which
 form of ``app_function.FORMS`` it is called by, the sample inputs); adding a function is a row here
-and a form there."""
+and a form there. The feeder's generators are a row too, tried their own way (``check_feed``: the
+feeder's child checks its records as it will write them)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from harness.base.errors import ConfigError
 from harness.history.model import AGGREGATE, APP_FEEDER, IDENTITY, MAP
@@ -57,6 +64,28 @@ def _join_pairs(s: AppSettings) -> list[Any]:
     return [[r, v] for r in records if r["topic"] == s.contract.stream for v in (None, table.get(r["key"]))]
 
 
+def check_feed(s: AppSettings, cwd: Path) -> None:
+    """``ConfigError`` naming the function and its sample, or ``file:line``, when the feeder's
+    generators cannot be imported, raise or return the wrong shape on their sample (seq 0), or a
+    records file is missing or has a bad line: in a child process (the user's code never runs in
+    the runner), before anything starts."""
+    if not s.feeder.shaped():
+        return
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        f.write(orjson.dumps(s.feed()).decode())
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(cwd), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    try:
+        done = subprocess.run([sys.executable, "-m", "harness.workloads.feed", f.name], capture_output=True, cwd=cwd,
+                              env=env, timeout=app_expect.FUNCTION_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise ConfigError(f"app setting feeder: its generators gave no sample within {app_expect.FUNCTION_TIMEOUT_S:.0f}s") from None
+    finally:
+        os.unlink(f.name)
+    if done.returncode != 0:
+        err = done.stderr.decode(errors="replace").strip().splitlines()
+        raise ConfigError(f"app setting feeder: {err[-1] if err else f'its check exited {done.returncode}'}")
+
+
 @dataclass(frozen=True)
 class FunctionSetting:
     """A setting of an app that names a user function: where, how it is called, on what samples."""
@@ -71,6 +100,9 @@ class FunctionSetting:
     samples: Callable[[AppSettings], list[Any]]
     #: whether its answers name output topics (then each must be one of the app's outputs)
     names_outputs: bool = True
+    #: a setting tried its own way instead (the feeder's generators and records files, in the
+    #: feeder's own child process): ``ConfigError`` naming it, its message whole
+    tried: Callable[[AppSettings, Path], None] | None = None
 
 
 def _map_function(s: AppSettings) -> str | None:
@@ -87,6 +119,9 @@ SETTINGS: tuple[FunctionSetting, ...] = (
     FunctionSetting("contract.by", lambda s: s.contract.by, "by", sample_records),
     FunctionSetting("contract.function", _function_of("model"), "model", _by_topic),
     FunctionSetting("contract.function", _function_of("join"), "join", _join_pairs),
+    # the generators (seq 0) and records files of the input the user shapes
+    FunctionSetting("feeder", lambda s: "feeder" if s.feeder.shaped() else None, "generator", lambda s: [],
+                    tried=check_feed),
 )
 
 
@@ -96,6 +131,9 @@ def preflight(s: AppSettings, cwd: Path) -> None:
     for row in SETTINGS:
         spec = row.spec(s)
         if spec is None:
+            continue
+        if row.tried is not None:
+            row.tried(s, cwd)
             continue
         try:
             if s.feeder.shaped():  # the user's input has shapes of its own: samples of ours could mislead, import only

@@ -31,7 +31,7 @@ from harness.history.model import (
     SPARK_JOB,
     TXN_PRODUCER,
 )
-from harness.history.schema import FUNCTION_SPEC, Aggregate, AppContract, ContractKind, Format, Order, TimeWindows, WindowKey
+from harness.history.schema import FUNCTION_SPEC, PIPED_CONTRACTS, Aggregate, AppContract, ContractKind, Format, Order, TimeWindows, WindowKey
 from harness.workloads import app_args
 from harness.workloads.client import CALL_TIMEOUT_S, TRANSACTION_TIMEOUT_MS
 from harness.workloads.clients import CLIENTS, DEFAULT_LIBRARY, LIBRARIES, parse
@@ -169,13 +169,14 @@ class ContractSettings(BaseModel):
         return data
 
     def recorded(self, app: str, inputs: list[str], outputs: list[str],
-                 formats: Mapping[str, Format] | None = None) -> AppContract:
+                 formats: Mapping[str, Format] | None = None, upstream: str | None = None) -> AppContract:
         """The contract as the run records it (``app-contract``) for ``app`` reading ``inputs`` and
-        writing ``outputs`` (as the run names them), its feeder writing ``formats`` per input."""
+        writing ``outputs`` (as the run names them), its feeder writing ``formats`` per input, or
+        (a pipeline's later stage) app ``upstream`` writing its inputs."""
         return AppContract(app=app, contract=self.kind, inputs=list(inputs), outputs=list(outputs), function=self.function,
                            order=self.order, aggregates=dict(self.aggregates), by=self.by, window=self.window,
                            window_key=self.window_key, monotone=self.monotone, stream=self.stream, table=self.table,
-                           formats=dict(formats or {}))
+                           formats=dict(formats or {}), upstream=upstream)
 
     def functions(self) -> list[str]:
         """The user's ``module:function``s this contract names (the runner applies them)."""
@@ -317,8 +318,14 @@ class AppSettings(BaseModel):
     env: dict[str, str] = {}
     inputs: list[str] = Field(min_length=1)
     outputs: list[str] = Field(min_length=1)
+    #: the app's name in the history (its contract, its output's reads): a pipeline's stages tell
+    #: themselves apart by it (docs/APPS.md, "Pipelines")
+    name: str = Field(APP, pattern=r"^[a-z][a-z0-9-]{0,39}$")
+    #: a pipeline's later stage: the ``name`` of the app (an earlier entry) whose outputs it reads;
+    #: it has no feeder of its own
+    upstream: str | None = None
     #: the app's id: the placeholder ``{id}`` (application.id, group, transactional.id prefix); by
-    #: default made unique to the run
+    #: default made unique to the run (and to the stage: ``eos-chaos-app-<name>`` beside the first)
     id: str = APP_ID
     ready: AppReady
     ready_timeout_s: float = Field(120, gt=0, le=3600)
@@ -331,6 +338,11 @@ class AppSettings(BaseModel):
 
     @model_validator(mode="after")
     def _topics(self) -> AppSettings:
+        if self.upstream is not None and (self.contract.kind not in PIPED_CONTRACTS or "feeder" in self.model_fields_set):
+            raise ValueError(f"upstream: a stage fed by app {self.upstream!r} has a {' or '.join(PIPED_CONTRACTS)} "
+                             "contract and no feeder (its input is that app's output)")
+        if self.upstream == self.name:
+            raise ValueError(f"upstream: {self.upstream!r} is this app's own name")
         both = sorted(set(self.inputs) & set(self.outputs))
         if both:
             raise ValueError(f"inputs and outputs: {both} in both; an app reads its inputs and writes its outputs")
@@ -356,6 +368,10 @@ class AppSettings(BaseModel):
                              "converts")
         return self
 
+
+    def fed(self) -> bool:
+        """The harness's feeder writes its inputs (else its upstream app does)."""
+        return self.upstream is None
 
     def _feeder_fits(self) -> None:
         """``feeder.inputs`` names input topics; formats fit the serde and an identity copy."""
@@ -466,6 +482,9 @@ class Kind:
     #: the runner makes its default unique to the run, and faults on the ``group-coordinator`` role
     #: default to the first such group
     group: str | None = None
+    #: the group's default given the entry's settings (None: the setting's own default): an app's
+    #: is its ``name``'s, so that the stages of a pipeline consume in groups of their own
+    group_default: Callable[[dict[str, Any]], str] | None = None
     #: it commits that group's offsets in its transactions (the copier)
     consumes: ConsumerGroup | None = None
     #: a Spark application: pyspark must be importable before the run starts, and it is what a
@@ -539,14 +558,17 @@ class Kind:
         """``settings`` for one run tagged ``tag``: a consumer group it defaults to made unique to the run."""
         if self.group is None or self.group in settings:
             return dict(settings)
-        default = self.settings.model_fields[self.group].default
-        return {**settings, self.group: f"{default}.{tag}"}
+        return {**settings, self.group: f"{self._default_group(settings)}.{tag}"}
+
+    def _default_group(self, settings: dict[str, Any]) -> str:
+        assert self.group is not None
+        return self.group_default(settings) if self.group_default else str(self.settings.model_fields[self.group].default)
 
     def group_of(self, settings: dict[str, Any]) -> str | None:
         """The consumer group an entry with ``settings`` consumes in (None: it has none)."""
         if self.group is None:
             return None
-        return str(settings.get(self.group, self.settings.model_fields[self.group].default))
+        return str(settings.get(self.group, self._default_group(settings)))
 
 
 def _integer_input(c: ContractSettings) -> bool:
@@ -555,15 +577,25 @@ def _integer_input(c: ContractSettings) -> bool:
     return c.by is None and (c.kind == "aggregate" or (c.kind == "windowed" and set(c.aggregates.values()) != {"count"}))
 
 
+def reader_name(app: AppSettings) -> str:
+    """The process name of the reader of ``app``'s output: ``APP_READER`` for the app the feeder
+    feeds (the first of a pipeline: an instance's progress is what it reads), ``APP_READER-<name>``
+    for a pipeline's later stages."""
+    return APP_READER if app.fed() else f"{APP_READER}-{app.name}"
+
+
 def _app_companions(settings: dict[str, Any]) -> list[Process]:
-    """An app's feeder (a txn-producer writing its keyed input) and the reader of its output."""
+    """An app's feeder (a txn-producer writing its keyed input; none for a pipeline's later stage,
+    whose upstream app writes its input) and the reader of its output."""
     app = AppSettings.model_validate(settings)
+    reader = {"app": app.name, "outputs": list(app.outputs), "output_serde": app.contract.output_serde.model_dump()}
+    if not app.fed():
+        return [(APP_READER, reader_name(app), reader, True)]
     feeder = {"topics": list(app.inputs), "values_per_txn": app.feeder.values_per_txn, "abort_share": app.feeder.abort_share,
               "keys": app.feeder.keys, "rate": app.feeder.rate, "value_serde": app.feeder.value_serde,
               "integer_values": _integer_input(app.contract), "transaction_timeout_ms": FEEDER_TRANSACTION_TIMEOUT_MS,
               "feed": app.feed()}
-    reader = {"app": "app", "outputs": list(app.outputs), "output_serde": app.contract.output_serde.model_dump()}
-    return [("txn-producer", APP_FEEDER, feeder, True), (APP_READER, APP_READER, reader, True)]
+    return [("txn-producer", APP_FEEDER, feeder, True), (APP_READER, reader_name(app), reader, True)]
 
 
 def _app_problems(settings: dict[str, Any], topics: list[str]) -> list[Problem]:
@@ -577,19 +609,59 @@ def _app_problems(settings: dict[str, Any], topics: list[str]) -> list[Problem]:
 
 def _app_topics_its_own(me: int, entries: Sequence[tuple[str, dict[str, Any]]], topics: list[str]) -> list[tuple[int, str]]:
     """No other workload writes the app's topics: its contract judges its outputs against the
-    feeder's inputs alone, so another writer's records read as the app's mistakes (a false finding)."""
+    feeder's inputs alone (a pipeline stage's: its upstream app's outputs), so another writer's
+    records read as the app's mistakes (a false finding). The stages of a pipeline fit together."""
+    stages = _pipeline_problems(me, entries)
+    if stages:
+        return stages
     s = entries[me][1]
     outputs = list(s.get("outputs") or [])
     own = set(s.get("inputs") or []) | set(outputs)
-    others = [t for t in topics if t not in outputs]  # what a workload writes unless told (the runner)
+    apps = [settings for kind_name, settings in entries if kind_name == APP]
+    every_output = {t for a in apps for t in a.get("outputs") or []}
+    others = [t for t in topics if t not in every_output]  # what a workload writes unless told (the runner)
     for j, (kind_name, settings) in enumerate(entries):
         writes = KINDS[kind_name].writes if kind_name in KINDS else None
-        clash = sorted(own & set(writes(settings, others) if writes is not None and j != me else []))
+        judged = own - set(s.get("inputs") or []) if _feeds(settings, s) else own  # an upstream app writes my inputs
+        clash = sorted(judged & set(writes(settings, others) if writes is not None and j != me else []))
         if clash:
             mine = [t for t in topics if t not in own]
             return [(j, f"a {kind_name} workload writes {clash}, the app's own topics: the app's output is judged "
                         "against the feeder's input alone, so records of another writer would read as the app's "
                         f"mistakes; give it topics of its own ({', '.join(mine) if mine else 'add one to topics'})")]
+    return []
+
+
+def _feeds(writer: dict[str, Any], app: dict[str, Any]) -> bool:
+    """``writer`` is the app whose outputs the app of settings ``app`` reads (its ``upstream``)."""
+    return app.get("upstream") is not None and writer.get("name", APP) == app.get("upstream")
+
+
+def _pipeline_problems(me: int, entries: Sequence[tuple[str, dict[str, Any]]]) -> list[tuple[int, str]]:
+    """The apps of a scenario make one pipeline (docs/APPS.md, "Pipelines"): distinct names, one app
+    fed by the harness's feeder (the first), each other one's ``upstream`` an earlier app with a
+    ``map`` contract, and its inputs among that app's outputs."""
+    apps = [(j, settings) for j, (kind_name, settings) in enumerate(entries) if kind_name == APP]
+    s = entries[me][1]
+    name, upstream = s.get("name", APP), s.get("upstream")
+    earlier = {a.get("name", APP): a for j, a in apps if j < me}
+    if name in earlier:
+        return [(me, f"name: {name!r} is an earlier app's too; each app of a pipeline has a name of its own")]
+    if upstream is None:
+        fed = [j for j, a in apps if a.get("upstream") is None]
+        if fed[0] != me:
+            return [(me, f"a second app fed by the harness (no upstream): a scenario runs one pipeline, its first "
+                         f"app fed; a later one names the app it reads (upstream: {apps[0][1].get('name', APP)})")]
+        return []
+    up = earlier.get(upstream)
+    if up is None:
+        return [(me, f"upstream: {upstream!r} is no earlier app's name; allowed: {', '.join(earlier) or 'none'}")]
+    if (up.get("contract") or {}).get("kind") != "map":
+        return [(me, f"upstream: app {upstream!r} has {_a(str((up.get('contract') or {}).get('kind')))} contract; a stage "
+                     "another reads is a map (what each of its inputs makes is what the next stage reads)")]
+    stray = sorted(set(s.get("inputs") or []) - set(up.get("outputs") or []))
+    if stray:
+        return [(me, f"inputs: {stray} not among app {upstream!r}'s outputs {up.get('outputs')}")]
     return []
 
 
@@ -645,7 +717,7 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
          writes=_writes_output_and_markers),
     Kind(APP, "harness.workloads.app_wrapper", AppSettings, topic_settings=("inputs", "outputs"), group="id",
          ready_ops=(APP_READY,), libraries=(DEFAULT_LIBRARY,), companions=_app_companions,
-         one_entry="a scenario puts one app under test (count: N runs N instances of it)", problems=_app_problems,
+         group_default=lambda s: APP_ID if s.get("name", APP) == APP else f"{APP_ID}-{s['name']}", problems=_app_problems,
          cwd_setting="cwd", transactions_of_group=True, others_problems=_app_topics_its_own, files_from=_feeder_files_from,
          library_note=f"an app brings its own client; the harness's feeder and reader of it run on {DEFAULT_LIBRARY}"),
     Kind(APP_READER, "harness.workloads.app_reader", AppReaderSettings, libraries=(DEFAULT_LIBRARY,), internal=True),

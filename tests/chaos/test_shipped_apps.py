@@ -95,11 +95,15 @@ def test_kafkas_wordcount_demo_runs_unmodified_on_its_fixed_topics_and_counts_ev
     assert v["valid"] is True and v["as_expected"] is True, anomalies(v)
     assert "skipped" not in v["checks"]["app-aggregate"], v["checks"]["app-aggregate"]
     assert v["run"]["app"]["drain"]["drained"] is True, v["run"]["app"]
-    # each kill's stop record lists the transactions it left open (by hand they were listed; in the
-    # harness's runs here the list came back empty: issue 39 keeps "the fault record says so" open)
-    kills = [op["value"] for op in _events(result.run_dir)
-             if op["f"] == "fault" and op["value"].get("kind") == "kill-workload" and op["value"].get("phase") == "stop"]
+    # each kill waited for a transaction of the app to be open (in_transaction), then landed; its stop
+    # record lists the transactions it left open: a kill inside a transaction, on the record
+    events = [op["value"] for op in _events(result.run_dir)
+              if op["f"] == "fault" and op["value"].get("kind") == "kill-workload"]
+    starts = [e for e in events if e.get("phase") == "start"]
+    kills = [e for e in events if e.get("phase") == "stop"]
     assert len(kills) == 2 and all("open_transactions" in k for k in kills), kills
+    assert all(s["in_transaction"]["open"] for s in starts), starts
+    assert any(k["open_transactions"] for k in kills), (starts, kills)
 
 
 # The word count's negative control: ~85 s here, in `make library` (`make test` keeps the valid run,

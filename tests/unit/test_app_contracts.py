@@ -21,7 +21,7 @@ from harness.history import schema, store
 from harness.history.model import APP_CONTRACT, EXPECT, READ_COMMITTED, READ_UNCOMMITTED, SCAN
 from tests.unit.histories import APP_AGGREGATE_VARIANTS, APP_MAP_VARIANTS, History, app_aggregate, app_map, clean
 
-APP_CHECKS = ("app-map", "app-aggregate", "app-model", "app-windowed", "app-join")
+APP_CHECKS = ("app-map", "app-aggregate", "app-model", "app-windowed", "app-join", "app-pipeline")
 
 
 def verdict(h: History) -> dict[str, Any]:

@@ -87,11 +87,12 @@ def test_an_app_scenario_loads_with_its_cwd_the_scenario_files_folder(tmp_path: 
      "two of the app's inputs"),
     (("contract: {kind: map}", "contract: {kind: windowed, aggregates: {app-out: count}, window: {size_ms: 5, "
       "advance_ms: 9}}"), "advance_ms 9 above size_ms 5"),
-    (("count: 2", "count: 2\n    settings: {}\n  - kind: app\n    count: 1"), "workloads[1].kind: a second app"),
+    # a second app of the same name: two apps make a pipeline, each with a name of its own (docs/APPS.md)
+    (("count: 2", "count: 2\n    settings: {}\n  - kind: app\n    count: 1"), "name: 'app' is an earlier app's too"),
 ])
 def test_a_wrong_app_scenario_is_refused_naming_file_line_and_what_is_allowed(
         tmp_path: Path, change: tuple[str, str], says: str) -> None:
-    text = APP.replace(*change) if "second app" not in says else APP + "  - kind: app\n    settings:\n" + "\n".join(
+    text = APP.replace(*change) if "earlier app" not in says else APP + "  - kind: app\n    settings:\n" + "\n".join(
         "  " + line for line in APP.split("    settings:\n")[1].splitlines()) + "\n"
     assert says in _refused(tmp_path, text)
 

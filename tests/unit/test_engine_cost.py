@@ -45,6 +45,7 @@ NOT_TIMED = {
     "app-model": "no app under test; the Spark engine leaves app contracts to the default engine (DEFAULT_ENGINE_ONLY)",
     "app-windowed": "no app under test; the Spark engine leaves app contracts to the default engine (DEFAULT_ENGINE_ONLY)",
     "app-join": "no app under test; the Spark engine leaves app contracts to the default engine (DEFAULT_ENGINE_ONLY)",
+    "app-pipeline": "no app under test; the Spark engine leaves app contracts to the default engine (DEFAULT_ENGINE_ONLY)",
 }
 #: ``g0`` and ``g1c`` (issue 31's cycle checks) are timed: they do not skip on these histories.
 #: ``g0`` runs whole there (a quarter of the Spark engine's wall time at 300k values); ``g1c`` runs

@@ -53,7 +53,7 @@ def test_a_fault_dumps_only_its_own_fields() -> None:
     assert faults.parse({"at": 8, "kind": "kill-leader", "duration": 6}).model_dump() == {
         "kind": "kill-leader", "at": 8.0, "duration": 6.0, "every": 0.0, "target": "leader", "of": None}
     assert set(faults.parse({"at": 1, "kind": "kill-workload", "workload": "copier"}).model_dump()) == {
-        "kind", "at", "duration", "every", "workload", "instance"}
+        "kind", "at", "duration", "every", "workload", "instance", "in_transaction"}
 
 
 def test_chaos_imports_no_workload_scenario_or_supervisor_module() -> None:
@@ -550,3 +550,41 @@ def test_a_fault_that_outlives_stop_by_the_end_deadline_is_an_error(
     nem.stop.set()  # asked to end while the node's restart still takes 2 s
     th.join(timeout=10)
     assert nem.errors == ["fault-kill@0.0 did not end within 0s of being asked to"], nem.errors
+
+
+def test_an_in_transaction_kill_of_an_app_waits_until_its_transactions_are_open_then_kills(
+        tmp_path: Path, events: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``in_transaction``: the kill lands once every transactional.id of the app has a transaction
+    open at its coordinator (so the instance killed has one), and its start record says which and
+    after how long; with none in time it lands all the same and says so (a schedule never stalls)."""
+    from chaos import targets
+    from chaos.faults import workload
+
+    answers = iter([{}, {"app-r1-a-1": "CompleteCommit", "app-r1-b-1": "Ongoing"},
+                    {"app-r1-a-1": "Ongoing", "app-r1-b-1": "Ongoing"}])
+    asked: list[str] = []
+
+    def states(bootstrap: str, prefix: str) -> dict[str, str]:
+        asked.append(prefix)
+        return next(answers)
+
+    monkeypatch.setattr(targets, "transaction_states", states)
+    monkeypatch.setattr(targets, "open_transactions", lambda b, p, o: ["app-r1-a-1"])
+    monkeypatch.setattr(workload, "IN_TRANSACTION_POLL_S", 0.0)
+    control = FakeControl({"app": ["app-0"]})
+    nem = Nemesis(FakeCluster(), control, Recorder(tmp_path, "nemesis"),  # type: ignore[arg-type]
+                  defaults=TargetDefaults(transactional_id="app-r1-*"))
+    run_one(nem, kind="kill-workload", workload="app", in_transaction=True)
+    start, stop = [e for e in events() if e["kind"] == "kill-workload"]
+    assert asked == ["app-r1-"] * 3  # listed until every id had one open (one of two was not enough)
+    assert start["in_transaction"]["open"] == ["app-r1-a-1", "app-r1-b-1"] == start["in_transaction"]["known"]
+    assert stop["open_transactions"] == ["app-r1-a-1"]
+    assert control.calls == [("kill", "app-0"), ("restart", "app-0")]
+
+    monkeypatch.setattr(targets, "transaction_states", lambda b, p: {"app-r1-a-1": "CompleteCommit"})
+    monkeypatch.setattr(workload, "IN_TRANSACTION_WAIT_S", 0.05)
+    control.calls.clear()
+    run_one(nem, kind="kill-workload", workload="app", in_transaction=True)
+    start = [e for e in events() if e["kind"] == "kill-workload" and e["phase"] == "start"][-1]
+    assert start["in_transaction"]["open"] == [] and start["in_transaction"]["waited_s"] >= 0.05
+    assert control.calls == [("kill", "app-0"), ("restart", "app-0")]  # it landed all the same
