@@ -15,6 +15,11 @@ no retries of its own that would hide what the coordinator answered).
 ```yaml
 - {at: 1, kind: bump-producer-epoch, of: eos-txn-producer-0, to: 32760, pause: true, timeout_s: 480}
 ```
+
+``timeout_s`` is the pump's budget, not a wall: past it the pump goes on while its rate over the last
+seconds projects the end within ``STRETCH`` budgets (harness/base/progress_deadline.py), and the run is
+extended by as much as the pump overran (``FaultContext.extend_run``), so what the scenario schedules
+after the pump keeps its time on a slow machine.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from pydantic import Field, field_validator
 
 from chaos.faults.base import MAX_SECONDS, FaultBase, FaultContext, Heal, no_heal
 from harness.base.errors import FaultError, WaitTimeout
+from harness.base.progress_deadline import ProgressDeadline
 
 log = logging.getLogger(__name__)
 
@@ -130,6 +136,12 @@ class Conversation:
         self.sock.close()
 
 
+def bumps_to(epoch: int, to: int) -> int:
+    """The InitProducerId answers from ``epoch`` to ``to``: straight up, or up to 32766, the rotation
+    to a new producer id at 0, and up again."""
+    return to - epoch if epoch <= to else (MAX_TO + 1 - epoch) + 1 + to
+
+
 def init_producer_id_request(transactional_id: str) -> Any:
     """InitProducerId for ``transactional_id`` with no expected producer id or epoch (-1, -1): on an
     Empty or Complete transaction the coordinator bumps its epoch by one."""
@@ -156,17 +168,20 @@ class Pump:
     """InitProducerId for one ``transactional.id`` in a loop, each answered by its coordinator."""
 
     def __init__(self, transactional_id: str, locate: Callable[[], int], address: Callable[[int], str],
-                 stop: threading.Event, deadline: float, open_socket: Connect = connect) -> None:
+                 stop: threading.Event, deadline: ProgressDeadline, open_socket: Connect = connect,
+                 extend_run: Callable[[float], None] = lambda s: None) -> None:
         self.transactional_id = transactional_id
         self.locate, self.address, self.open_socket = locate, address, open_socket
         self.stop, self.deadline = stop, deadline
+        #: told the seconds the pump is past its budget, as it goes (the run waits as much longer)
+        self.extend_run = extend_run
         self.node: int | None = None  # the coordinator the conversation is with
         self._conv: Conversation | None = None
         #: every node a connection was tried to, in order (a NOT_COORDINATOR moves it)
         self.nodes: list[int] = []
 
     def _timeout(self) -> float:
-        return max(0.1, min(REQUEST_TIMEOUT_S, self.deadline - time.monotonic()))
+        return max(0.1, min(REQUEST_TIMEOUT_S, self.deadline.bound_s - self.deadline.elapsed()))
 
     def _conversation(self) -> Conversation:
         if self._conv is None:
@@ -205,12 +220,14 @@ class Pump:
         return {"state": s.transaction_state, "producer_id": s.producer_id, "producer_epoch": s.producer_epoch}
 
     def run(self, to: int) -> Pumped:
-        """Bump until an answer carries epoch ``to``. ``WaitTimeout`` past the deadline or when
+        """Bump until an answer carries epoch ``to``. ``WaitTimeout`` when the deadline gives up (past
+        its budget with no projected end within its bound: progress, rate and projection said) or when
         ``stop`` is set first (the run ended: the pump did not do what the scenario says),
         ``FaultError`` on an answer that is neither a new epoch nor retriable."""
         from kafka.protocol.producer.transaction import InitProducerIdResponse
 
         started = time.monotonic()
+        self.deadline.start()
         requests = bumps = 0
         producer_id, epoch = -1, -1
         backoff = BACKOFF_S[0]
@@ -225,8 +242,8 @@ class Pump:
             while True:
                 if self.stop.is_set():
                     raise WaitTimeout(f"the run ended before epoch {to} was reached: {where()}")
-                if time.monotonic() > self.deadline:
-                    raise WaitTimeout(f"epoch {to} not reached by the deadline: {where()}")
+                if self.deadline.expired():
+                    raise WaitTimeout(f"epoch {to} not reached: {where()}; bumps {self.deadline.state()}")
                 try:
                     conv = self._conversation()
                     requests += 1
@@ -241,10 +258,13 @@ class Pump:
                     producer_id, epoch = response.producer_id, response.producer_epoch
                     bumps += 1
                     backoff = BACKOFF_S[0]
+                    self.deadline.update(bumps, bumps_to(epoch, to))
+                    if (over := self.deadline.overrun_s()) > 0:
+                        self.extend_run(over)
                     if epoch == to:
                         return Pumped(producer_id, epoch, requests, bumps, time.monotonic() - started)
                     if bumps % LOG_EVERY == 0:
-                        log.info(f"bump-producer-epoch {self.transactional_id}: {where()}")
+                        log.info(f"bump-producer-epoch {self.transactional_id}: {where()}; {self.deadline.state()}")
                     continue
                 if code is not None and code not in RETRY_HERE | RELOCATE:
                     raise FaultError(f"InitProducerId for {self.transactional_id} on node {self.node} answered "
@@ -275,7 +295,8 @@ class BumpProducerEpoch(FaultBase):
     #: freeze (SIGSTOP) the workload processes that use ``of`` while pumping, resume them after:
     #: one fence when they resume instead of a fence on every bump
     pause: bool = True
-    #: the whole pump's deadline
+    #: the pump's budget: past it, it goes on while its recent rate projects the end within
+    #: ``STRETCH`` budgets, and the run waits as much longer
     timeout_s: float = Field(600.0, gt=0, le=MAX_SECONDS, allow_inf_nan=False)
 
     @field_validator("to")
@@ -315,8 +336,9 @@ class BumpProducerEpoch(FaultBase):
         if self.pause and not frozen:
             raise LookupError(f"{self.kind} pause: no workload process of this run uses transactional.id {txn_id!r} "
                               "(pause: false pumps it anyway)")
+        deadline = ProgressDeadline(f"{self.kind} of {txn_id} to {self.to}", self.timeout_s)
         pump = Pump(txn_id, lambda: ctx.resolve("coordinator", txn_id), ctx.cluster.direct_address, ctx.stop,
-                    time.monotonic() + self.timeout_s, open_socket=connect)
+                    deadline, open_socket=connect, extend_run=ctx.extend_run)
         before = pump.describe()
         node = pump.node if pump.node is not None else ctx.resolve("coordinator", txn_id)
         ctx.start(self.kind, node=node, of=txn_id, to=self.to, paused=frozen, before=before)
@@ -327,6 +349,8 @@ class BumpProducerEpoch(FaultBase):
             done = pump.run(self.to)
             outcome = {"producer_id": done.producer_id, "producer_epoch": done.producer_epoch,
                        "requests": done.requests, "bumps": done.bumps, "seconds": round(done.seconds, 3)}
+            if (over := deadline.overrun_s()) > 0:
+                outcome["overrun_s"] = round(over, 1)  # past timeout_s: the run was extended this much
         except Exception as exc:
             outcome = {"error": f"{type(exc).__name__}: {exc}"}
             raise
