@@ -29,20 +29,20 @@ import socket
 import struct
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
+from chaos.faults.app_id import with_app_id
 from chaos.faults.base import MAX_SECONDS, FaultBase, FaultContext, Heal, no_heal
 from harness.base.errors import FaultError, WaitTimeout
 from harness.base.progress_deadline import ProgressDeadline
 
 log = logging.getLogger(__name__)
 
-#: In ``of``, the run's id of the scenario's app (``{id}`` in its command): ``of: "{id}-0-0-0"``.
-APP_ID = "{id}"
 #: The highest ``to``: an InitProducerId at 32766 (``Short.MaxValue - 1``, "exhausted") rotates to a
 #: new producer id at epoch 0 instead of bumping, so 32765 -> 32766 is the last bump there is.
 MAX_TO = 32765
@@ -62,6 +62,12 @@ REQUEST_TIMEOUT_S = 10.0
 BACKOFF_S = (0.01, 1.0)
 #: A response bigger than this is not an InitProducerId or DescribeTransactions answer.
 MAX_RESPONSE_BYTES = 1 << 20
+#: InitProducerId requests sent ahead of their answers on one connection: the broker still handles
+#: them one by one, but never waits for the pump's process to be scheduled between two (on a loaded
+#: 2-core machine that wait was much of a bump's cost). Never more than the bumps still needed, and
+#: one at a time on a new connection until an answer says the epoch, so a lost connection with
+#: requests in flight cannot carry the epoch past ``to``.
+PIPELINE = 8
 #: Log progress every this many bumps (a pump to 32760 takes minutes).
 LOG_EVERY = 5000
 
@@ -98,12 +104,16 @@ class ProtocolProblem(Exception):
 
 
 class Conversation:
-    """Requests and their responses, one at a time, on one socket to one broker."""
+    """Requests and their responses on one socket to one broker, in order: ``call`` one at a time,
+    or ``send`` several ahead and ``receive`` their answers (a broker reads a connection's next
+    request only after answering the one before, so requests sent ahead are handled one by one)."""
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
         self.reader = sock.makefile("rb")  # read(n) returns n bytes, or fewer only at the end of the stream
         self.correlation_id = 0
+        #: the correlation ids sent and not yet answered, oldest first
+        self.waiting: deque[int] = deque()
 
     def _read(self, n: int) -> bytes:
         data = self.reader.read(n)
@@ -111,25 +121,36 @@ class Conversation:
             raise ConnectionError(f"the broker closed the connection ({len(data)} of {n} bytes read)")
         return bytes(data)
 
-    def call(self, request: Any, response_class: Any, version: int, timeout: float) -> Any:
-        """Send ``request`` (a kafka-python message) at ``version``; its decoded response.
-        ``OSError`` if the socket fails, ``ProtocolProblem`` if the answer is not the response."""
+    def send(self, request: Any, version: int, timeout: float) -> None:
+        """Send ``request`` (a kafka-python message) at ``version``; ``OSError`` if the socket fails."""
         self.correlation_id += 1
         request.with_header(correlation_id=self.correlation_id, client_id=CLIENT_ID)
         self.sock.settimeout(timeout)
         self.sock.sendall(request.encode(version=version, header=True, framed=True))
+        self.waiting.append(self.correlation_id)
+
+    def receive(self, response_class: Any, version: int, timeout: float) -> Any:
+        """The decoded answer to the oldest request sent. ``OSError`` if the socket fails,
+        ``ProtocolProblem`` if the answer is not that response."""
+        expected = self.waiting.popleft()
+        self.sock.settimeout(timeout)
         size = struct.unpack(">i", self._read(4))[0]
         if not 0 < size <= MAX_RESPONSE_BYTES:
-            raise ProtocolProblem(f"response of {size} bytes to {type(request).__name__} v{version}")
+            raise ProtocolProblem(f"response of {size} bytes to {response_class.__name__} v{version}")
         body = self._read(size)
         try:
             response = response_class.decode(body, version=version, header=True)
         except Exception as exc:  # noqa: BLE001 - kafka-python raises whatever its decoder meets
             raise ProtocolProblem(f"undecodable {response_class.__name__} v{version}: {exc}") from exc
-        if response.header.correlation_id != self.correlation_id:
+        if response.header.correlation_id != expected:
             raise ProtocolProblem(f"response with correlation id {response.header.correlation_id}, "
-                                  f"expected {self.correlation_id}")
+                                  f"expected {expected}")
         return response
+
+    def call(self, request: Any, response_class: Any, version: int, timeout: float) -> Any:
+        """Send ``request`` at ``version``; its decoded response (``send``, then ``receive``)."""
+        self.send(request, version, timeout)
+        return self.receive(response_class, version, timeout)
 
     def close(self) -> None:
         self.reader.close()
@@ -246,9 +267,12 @@ class Pump:
                     raise WaitTimeout(f"epoch {to} not reached: {where()}; bumps {self.deadline.state()}")
                 try:
                     conv = self._conversation()
-                    requests += 1
-                    response = conv.call(init_producer_id_request(self.transactional_id), InitProducerIdResponse,
-                                         INIT_VERSION, self._timeout())
+                    known = epoch >= 0 and conv.correlation_id > len(conv.waiting)  # an answer on this connection
+                    room = min(PIPELINE, bumps_to(epoch, to)) if known else 1
+                    while len(conv.waiting) < room:
+                        requests += 1
+                        conv.send(init_producer_id_request(self.transactional_id), INIT_VERSION, self._timeout())
+                    response = conv.receive(InitProducerIdResponse, INIT_VERSION, self._timeout())
                     code = response.error_code
                 except (OSError, LookupError, ProtocolProblem) as exc:
                     # a broken connection, a coordinator being restarted, no metadata yet: again
@@ -316,13 +340,9 @@ class BumpProducerEpoch(FaultBase):
 
     def _transactional_id(self, ctx: FaultContext) -> str:
         txn_id = self.of or ctx.defaults.transactional_id
-        if self.of is not None and APP_ID in self.of:
-            # an app's ids are its run's id and what the app adds (a Flink sink's "{id}-0-0-0"): the
-            # run's id is known only when it runs, as the default prefix of the app's transactions
-            default = ctx.defaults.transactional_id
-            if default is None or not default.endswith("*"):
-                raise LookupError(f"{self.kind} of {self.of!r}: {APP_ID} is an app's id, and the run has no app")
-            txn_id = self.of.replace(APP_ID, default[:-1])
+        if self.of is not None:
+            # an app's ids are its run's id and what the app adds (a Flink sink's "{id}-0-0-0")
+            txn_id = with_app_id(self.of, ctx.defaults, self.kind)
         if txn_id is None:
             raise LookupError(f"{self.kind} without `of`: the run has no default transactional.id")
         if txn_id.endswith("*"):
