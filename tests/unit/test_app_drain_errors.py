@@ -51,3 +51,38 @@ def test_no_answer_until_the_deadline_is_not_drained_and_says_why(monkeypatch: p
     monkeypatch.setattr(app_drain, "DrainProbe", lambda bootstrap: FlakyProbe(failures=10**6))
     d = app_drain.drain("127.0.0.1:1", SETTINGS.model_copy(update={"drain_s": 1.2}), {"in": 1, "out": 1}, ["in"])
     assert d["drained"] is False and "NOT_LEADER_FOR_PARTITION" in str(d["last"]["outputs_end"]), d
+
+
+class SlowApp:
+    """A probe whose group's lag falls by ``step`` each look, from ``lag``; outputs always open."""
+
+    def __init__(self, lag: int, step: int) -> None:
+        self.lag, self.step = lag, step
+
+    def __enter__(self) -> SlowApp:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def group_lag(self, group: str, inputs: list[Any]) -> dict[str, int]:
+        self.lag = max(0, self.lag - self.step)
+        return {"in-0": self.lag}
+
+    def output_ends(self, topics: list[str], partitions: dict[str, int]) -> tuple[dict[str, int], bool]:
+        return {"out-0": 7}, False
+
+
+def test_an_app_still_catching_up_at_drain_s_is_waited_for_while_its_lag_falls(monkeypatch: pytest.MonkeyPatch) -> None:
+    # 10 a look, a look every 0.5 s, 100 to go: ~5 s, past drain_s 2 s, inside 3 x 2 s
+    monkeypatch.setattr(app_drain, "DrainProbe", lambda bootstrap: SlowApp(lag=100, step=10))
+    d = app_drain.drain("127.0.0.1:1", SETTINGS.model_copy(update={"drain_s": 2.0}), {"in": 1, "out": 1}, ["in"])
+    assert d["drained"] is True and 2.0 < d["took_s"] < 6.0, d
+
+
+def test_a_lag_too_slow_to_end_within_the_bound_is_given_up_at_drain_s_naming_its_rate(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(app_drain, "DrainProbe", lambda bootstrap: SlowApp(lag=10_000, step=1))
+    d = app_drain.drain("127.0.0.1:1", SETTINGS.model_copy(update={"drain_s": 1.0}), {"in": 1, "out": 1}, ["in"])
+    assert d["drained"] is False and d["took_s"] < 1.6, d
+    assert "rate 2.0/s" in d["how"] and "projected end" in d["how"], d
