@@ -5,6 +5,7 @@ error (NOT_LEADER_FOR_PARTITION from a watermark query)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -86,3 +87,16 @@ def test_a_lag_too_slow_to_end_within_the_bound_is_given_up_at_drain_s_naming_it
     d = app_drain.drain("127.0.0.1:1", SETTINGS.model_copy(update={"drain_s": 1.0}), {"in": 1, "out": 1}, ["in"])
     assert d["drained"] is False and d["took_s"] < 1.6, d
     assert "rate 2.0/s" in d["how"] and "projected end" in d["how"], d
+
+
+def test_an_app_s_workdir_is_absolute_whatever_the_run_folder_s_path(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    # the app runs in the scenario's folder: a relative run folder (matrix --out results/x) put its
+    # state under harness/scenarios/results/
+    from harness.workloads.app_wrapper import place_of
+    from harness.workloads.common import WorkloadConfig
+
+    monkeypatch.chdir(tmp_path)
+    cfg = WorkloadConfig(run_dir="results/x", name="app-0", bootstrap="127.0.0.1:1", topics=["in", "out"],
+                         partitions=1)
+    assert place_of(cfg, SETTINGS).workdir == str(tmp_path / "results" / "x" / "workloads" / "app-0")
