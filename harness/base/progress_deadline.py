@@ -3,6 +3,9 @@ draining its backlog) gets its planned budget, and past it goes on for as long a
 says it will finish within a generous bound, so a slow machine gets an answer instead of a timeout
 at 99.6 % (kafka-bug-20090 on a 2-core machine: 32,634 of 32,760 bumps at a fixed 150 s).
 
+Its users: the epoch pump (``bump-producer-epoch``'s ``timeout_s``), an app's drain (``drain_s``)
+and the final scans' read-back (``READ_BACK_TIMEOUT_S``).
+
 The rate is measured over the last ``window_s`` seconds, not since the start: the same work can
 run at a quarter of its later speed while a cluster warms up (the first 5,000 bumps in 57 s, then
 ~360 a second), and the projection must follow the rate now.
