@@ -104,6 +104,9 @@ class Nemesis:
         self._waiting: dict[int, str] = {}
         #: how long a fault waits for progress of the workloads it aims at (``pace``)
         self.progress_timeout_s = PROGRESS_TIMEOUT_S
+        #: seconds the run should last past its duration: the most a blocking fault went past its
+        #: budget (``extend_run``; the runner reads it while it waits)
+        self.extended_s = 0.0
 
     def pace(self, ready_s: Mapping[str, float]) -> float:
         """Scale the waits for progress to this machine from the workloads' measured readiness (the
@@ -153,7 +156,12 @@ class Nemesis:
 
         return FaultContext(cluster=self.cluster, resolve=self.resolve, control=self.control,
                             start=start if noted or begun is not None else self._start, end=self._end, stop=self.stop,
-                            rnd=self.rnd, spark=self.spark, defaults=self.defaults)
+                            rnd=self.rnd, spark=self.spark, defaults=self.defaults, extend_run=self.extend_run)
+
+    def extend_run(self, seconds: float) -> None:
+        """The run lasts ``seconds`` past its duration (the largest any fault asked for)."""
+        if seconds > self.extended_s:
+            self.extended_s = seconds
 
     def run(self) -> None:
         """Returns once every started fault has ended (``stop`` ends them early). Each fault starts

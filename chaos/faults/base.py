@@ -70,6 +70,9 @@ class FaultContext:
     spark: SparkControl | None = None
     #: what roles are of when a fault gives no ``of`` (the run's scenario; none in the pytest plugin)
     defaults: TargetDefaults = field(default_factory=TargetDefaults)
+    #: told by a fault that blocks past its budget how many seconds past it it is: the run then
+    #: lasts as much longer, so the schedule after it keeps its time (``bump-producer-epoch``)
+    extend_run: Callable[[float], None] = field(default=lambda seconds: None)
 
 
 def no_heal() -> None:

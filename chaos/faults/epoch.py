@@ -15,6 +15,11 @@ no retries of its own that would hide what the coordinator answered).
 ```yaml
 - {at: 1, kind: bump-producer-epoch, of: eos-txn-producer-0, to: 32760, pause: true, timeout_s: 480}
 ```
+
+``timeout_s`` is the pump's budget, not a wall: past it the pump goes on while its rate over the last
+seconds projects the end within ``STRETCH`` budgets (harness/base/progress_deadline.py), and the run is
+extended by as much as the pump overran (``FaultContext.extend_run``), so what the scenario schedules
+after the pump keeps its time on a slow machine.
 """
 
 from __future__ import annotations
@@ -24,19 +29,20 @@ import socket
 import struct
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
+from chaos.faults.app_id import with_app_id
 from chaos.faults.base import MAX_SECONDS, FaultBase, FaultContext, Heal, no_heal
 from harness.base.errors import FaultError, WaitTimeout
+from harness.base.progress_deadline import ProgressDeadline
 
 log = logging.getLogger(__name__)
 
-#: In ``of``, the run's id of the scenario's app (``{id}`` in its command): ``of: "{id}-0-0-0"``.
-APP_ID = "{id}"
 #: The highest ``to``: an InitProducerId at 32766 (``Short.MaxValue - 1``, "exhausted") rotates to a
 #: new producer id at epoch 0 instead of bumping, so 32765 -> 32766 is the last bump there is.
 MAX_TO = 32765
@@ -56,6 +62,12 @@ REQUEST_TIMEOUT_S = 10.0
 BACKOFF_S = (0.01, 1.0)
 #: A response bigger than this is not an InitProducerId or DescribeTransactions answer.
 MAX_RESPONSE_BYTES = 1 << 20
+#: InitProducerId requests sent ahead of their answers on one connection: the broker still handles
+#: them one by one, but never waits for the pump's process to be scheduled between two (on a loaded
+#: 2-core machine that wait was much of a bump's cost). Never more than the bumps still needed, and
+#: one at a time on a new connection until an answer says the epoch, so a lost connection with
+#: requests in flight cannot carry the epoch past ``to``.
+PIPELINE = 8
 #: Log progress every this many bumps (a pump to 32760 takes minutes).
 LOG_EVERY = 5000
 
@@ -92,12 +104,16 @@ class ProtocolProblem(Exception):
 
 
 class Conversation:
-    """Requests and their responses, one at a time, on one socket to one broker."""
+    """Requests and their responses on one socket to one broker, in order: ``call`` one at a time,
+    or ``send`` several ahead and ``receive`` their answers (a broker reads a connection's next
+    request only after answering the one before, so requests sent ahead are handled one by one)."""
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
         self.reader = sock.makefile("rb")  # read(n) returns n bytes, or fewer only at the end of the stream
         self.correlation_id = 0
+        #: the correlation ids sent and not yet answered, oldest first
+        self.waiting: deque[int] = deque()
 
     def _read(self, n: int) -> bytes:
         data = self.reader.read(n)
@@ -105,29 +121,46 @@ class Conversation:
             raise ConnectionError(f"the broker closed the connection ({len(data)} of {n} bytes read)")
         return bytes(data)
 
-    def call(self, request: Any, response_class: Any, version: int, timeout: float) -> Any:
-        """Send ``request`` (a kafka-python message) at ``version``; its decoded response.
-        ``OSError`` if the socket fails, ``ProtocolProblem`` if the answer is not the response."""
+    def send(self, request: Any, version: int, timeout: float) -> None:
+        """Send ``request`` (a kafka-python message) at ``version``; ``OSError`` if the socket fails."""
         self.correlation_id += 1
         request.with_header(correlation_id=self.correlation_id, client_id=CLIENT_ID)
         self.sock.settimeout(timeout)
         self.sock.sendall(request.encode(version=version, header=True, framed=True))
+        self.waiting.append(self.correlation_id)
+
+    def receive(self, response_class: Any, version: int, timeout: float) -> Any:
+        """The decoded answer to the oldest request sent. ``OSError`` if the socket fails,
+        ``ProtocolProblem`` if the answer is not that response."""
+        expected = self.waiting.popleft()
+        self.sock.settimeout(timeout)
         size = struct.unpack(">i", self._read(4))[0]
         if not 0 < size <= MAX_RESPONSE_BYTES:
-            raise ProtocolProblem(f"response of {size} bytes to {type(request).__name__} v{version}")
+            raise ProtocolProblem(f"response of {size} bytes to {response_class.__name__} v{version}")
         body = self._read(size)
         try:
             response = response_class.decode(body, version=version, header=True)
         except Exception as exc:  # noqa: BLE001 - kafka-python raises whatever its decoder meets
             raise ProtocolProblem(f"undecodable {response_class.__name__} v{version}: {exc}") from exc
-        if response.header.correlation_id != self.correlation_id:
+        if response.header.correlation_id != expected:
             raise ProtocolProblem(f"response with correlation id {response.header.correlation_id}, "
-                                  f"expected {self.correlation_id}")
+                                  f"expected {expected}")
         return response
+
+    def call(self, request: Any, response_class: Any, version: int, timeout: float) -> Any:
+        """Send ``request`` at ``version``; its decoded response (``send``, then ``receive``)."""
+        self.send(request, version, timeout)
+        return self.receive(response_class, version, timeout)
 
     def close(self) -> None:
         self.reader.close()
         self.sock.close()
+
+
+def bumps_to(epoch: int, to: int) -> int:
+    """The InitProducerId answers from ``epoch`` to ``to``: straight up, or up to 32766, the rotation
+    to a new producer id at 0, and up again."""
+    return to - epoch if epoch <= to else (MAX_TO + 1 - epoch) + 1 + to
 
 
 def init_producer_id_request(transactional_id: str) -> Any:
@@ -156,17 +189,20 @@ class Pump:
     """InitProducerId for one ``transactional.id`` in a loop, each answered by its coordinator."""
 
     def __init__(self, transactional_id: str, locate: Callable[[], int], address: Callable[[int], str],
-                 stop: threading.Event, deadline: float, open_socket: Connect = connect) -> None:
+                 stop: threading.Event, deadline: ProgressDeadline, open_socket: Connect = connect,
+                 extend_run: Callable[[float], None] = lambda s: None) -> None:
         self.transactional_id = transactional_id
         self.locate, self.address, self.open_socket = locate, address, open_socket
         self.stop, self.deadline = stop, deadline
+        #: told the seconds the pump is past its budget, as it goes (the run waits as much longer)
+        self.extend_run = extend_run
         self.node: int | None = None  # the coordinator the conversation is with
         self._conv: Conversation | None = None
         #: every node a connection was tried to, in order (a NOT_COORDINATOR moves it)
         self.nodes: list[int] = []
 
     def _timeout(self) -> float:
-        return max(0.1, min(REQUEST_TIMEOUT_S, self.deadline - time.monotonic()))
+        return max(0.1, min(REQUEST_TIMEOUT_S, self.deadline.bound_s - self.deadline.elapsed()))
 
     def _conversation(self) -> Conversation:
         if self._conv is None:
@@ -205,12 +241,14 @@ class Pump:
         return {"state": s.transaction_state, "producer_id": s.producer_id, "producer_epoch": s.producer_epoch}
 
     def run(self, to: int) -> Pumped:
-        """Bump until an answer carries epoch ``to``. ``WaitTimeout`` past the deadline or when
+        """Bump until an answer carries epoch ``to``. ``WaitTimeout`` when the deadline gives up (past
+        its budget with no projected end within its bound: progress, rate and projection said) or when
         ``stop`` is set first (the run ended: the pump did not do what the scenario says),
         ``FaultError`` on an answer that is neither a new epoch nor retriable."""
         from kafka.protocol.producer.transaction import InitProducerIdResponse
 
         started = time.monotonic()
+        self.deadline.start()
         requests = bumps = 0
         producer_id, epoch = -1, -1
         backoff = BACKOFF_S[0]
@@ -225,13 +263,16 @@ class Pump:
             while True:
                 if self.stop.is_set():
                     raise WaitTimeout(f"the run ended before epoch {to} was reached: {where()}")
-                if time.monotonic() > self.deadline:
-                    raise WaitTimeout(f"epoch {to} not reached by the deadline: {where()}")
+                if self.deadline.expired():
+                    raise WaitTimeout(f"epoch {to} not reached: {where()}; bumps {self.deadline.state()}")
                 try:
                     conv = self._conversation()
-                    requests += 1
-                    response = conv.call(init_producer_id_request(self.transactional_id), InitProducerIdResponse,
-                                         INIT_VERSION, self._timeout())
+                    known = epoch >= 0 and conv.correlation_id > len(conv.waiting)  # an answer on this connection
+                    room = min(PIPELINE, bumps_to(epoch, to)) if known else 1
+                    while len(conv.waiting) < room:
+                        requests += 1
+                        conv.send(init_producer_id_request(self.transactional_id), INIT_VERSION, self._timeout())
+                    response = conv.receive(InitProducerIdResponse, INIT_VERSION, self._timeout())
                     code = response.error_code
                 except (OSError, LookupError, ProtocolProblem) as exc:
                     # a broken connection, a coordinator being restarted, no metadata yet: again
@@ -241,10 +282,13 @@ class Pump:
                     producer_id, epoch = response.producer_id, response.producer_epoch
                     bumps += 1
                     backoff = BACKOFF_S[0]
+                    self.deadline.update(bumps, bumps_to(epoch, to))
+                    if (over := self.deadline.overrun_s()) > 0:
+                        self.extend_run(over)
                     if epoch == to:
                         return Pumped(producer_id, epoch, requests, bumps, time.monotonic() - started)
                     if bumps % LOG_EVERY == 0:
-                        log.info(f"bump-producer-epoch {self.transactional_id}: {where()}")
+                        log.info(f"bump-producer-epoch {self.transactional_id}: {where()}; {self.deadline.state()}")
                     continue
                 if code is not None and code not in RETRY_HERE | RELOCATE:
                     raise FaultError(f"InitProducerId for {self.transactional_id} on node {self.node} answered "
@@ -275,7 +319,8 @@ class BumpProducerEpoch(FaultBase):
     #: freeze (SIGSTOP) the workload processes that use ``of`` while pumping, resume them after:
     #: one fence when they resume instead of a fence on every bump
     pause: bool = True
-    #: the whole pump's deadline
+    #: the pump's budget: past it, it goes on while its recent rate projects the end within
+    #: ``STRETCH`` budgets, and the run waits as much longer
     timeout_s: float = Field(600.0, gt=0, le=MAX_SECONDS, allow_inf_nan=False)
 
     @field_validator("to")
@@ -295,13 +340,9 @@ class BumpProducerEpoch(FaultBase):
 
     def _transactional_id(self, ctx: FaultContext) -> str:
         txn_id = self.of or ctx.defaults.transactional_id
-        if self.of is not None and APP_ID in self.of:
-            # an app's ids are its run's id and what the app adds (a Flink sink's "{id}-0-0-0"): the
-            # run's id is known only when it runs, as the default prefix of the app's transactions
-            default = ctx.defaults.transactional_id
-            if default is None or not default.endswith("*"):
-                raise LookupError(f"{self.kind} of {self.of!r}: {APP_ID} is an app's id, and the run has no app")
-            txn_id = self.of.replace(APP_ID, default[:-1])
+        if self.of is not None:
+            # an app's ids are its run's id and what the app adds (a Flink sink's "{id}-0-0-0")
+            txn_id = with_app_id(self.of, ctx.defaults, self.kind)
         if txn_id is None:
             raise LookupError(f"{self.kind} without `of`: the run has no default transactional.id")
         if txn_id.endswith("*"):
@@ -315,8 +356,9 @@ class BumpProducerEpoch(FaultBase):
         if self.pause and not frozen:
             raise LookupError(f"{self.kind} pause: no workload process of this run uses transactional.id {txn_id!r} "
                               "(pause: false pumps it anyway)")
+        deadline = ProgressDeadline(f"{self.kind} of {txn_id} to {self.to}", self.timeout_s)
         pump = Pump(txn_id, lambda: ctx.resolve("coordinator", txn_id), ctx.cluster.direct_address, ctx.stop,
-                    time.monotonic() + self.timeout_s, open_socket=connect)
+                    deadline, open_socket=connect, extend_run=ctx.extend_run)
         before = pump.describe()
         node = pump.node if pump.node is not None else ctx.resolve("coordinator", txn_id)
         ctx.start(self.kind, node=node, of=txn_id, to=self.to, paused=frozen, before=before)
@@ -327,6 +369,8 @@ class BumpProducerEpoch(FaultBase):
             done = pump.run(self.to)
             outcome = {"producer_id": done.producer_id, "producer_epoch": done.producer_epoch,
                        "requests": done.requests, "bumps": done.bumps, "seconds": round(done.seconds, 3)}
+            if (over := deadline.overrun_s()) > 0:
+                outcome["overrun_s"] = round(over, 1)  # past timeout_s: the run was extended this much
         except Exception as exc:
             outcome = {"error": f"{type(exc).__name__}: {exc}"}
             raise

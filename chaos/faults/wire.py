@@ -22,6 +22,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, model_validator
 
+from chaos.faults.app_id import with_app_id
 from chaos.faults.base import FaultBase, FaultContext, Heal, Target
 from clusters.wire.wire_api import APIS, ERRORS, FILTER_APIS, SYNTHESIZABLE, Rule
 
@@ -55,7 +56,8 @@ class _WireFault(FaultBase):
     of: str | None = None
     #: act on at most this many requests over the fault's window (0: every one)
     count: int = Field(0, ge=0, le=1_000_000)
-    #: only requests of this transactional.id
+    #: only requests of this transactional.id; ending in ``*``, of every id that starts with what
+    #: precedes it; ``{id}`` is the run's app id (``"{id}*"``: a Kafka Streams app's ids)
     transactional_id: str | None = Field(None, min_length=1)
     #: only requests whose producer epoch is at least this
     min_producer_epoch: int | None = Field(None, ge=0, le=32767)
@@ -84,8 +86,12 @@ class _WireFault(FaultBase):
         topo = ctx.cluster.topology
         nodes = list(topo.node_ids) if self.target == "all" else [ctx.resolve(self.target, self.of)]
         links = [topo.link("client", n).name for n in nodes]
-        rule = self._rule(links)
-        ctx.start(self.kind, links=links, nodes=nodes, target=self.target, of=self.of, api=self.api, **self.filters())
+        fault = self
+        if self.transactional_id is not None:  # "{id}*": every transactional.id of the run's app
+            fault = self.model_copy(update={"transactional_id": with_app_id(self.transactional_id, ctx.defaults,
+                                                                            self.kind)})
+        rule = fault._rule(links)
+        ctx.start(self.kind, links=links, nodes=nodes, target=self.target, of=self.of, api=self.api, **fault.filters())
         rule_id = ctx.cluster.wire.add_rule(rule)
 
         def heal() -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 from rich.markup import escape
 
+from harness.base.errors import ConfigError
 from harness.cli.console import out, print_json
 from harness.cli.guard import guarded
 from harness.cli.options import Engine, EngineOpt, run_folder
@@ -51,7 +52,10 @@ def repro_cmd(run_dir: str = typer.Argument(..., help="A finished run folder (wi
               example: str = typer.Option(None, "--example", metavar="CHECK[:N]",
                                           help="The anomaly to tell: CHECK's Nth example in verdict.json (CHECK alone: "
                                                "its first placed in time) \\[default: the first check's first example "
-                                               "the history places in time].")) -> None:
+                                               "the history places in time]."),
+              error: str = typer.Option(None, "--error", metavar="NAME",
+                                        help="Tell the first transaction that ended with this client error "
+                                             "(stats.errors_seen's name) instead, in a valid run too.")) -> None:
     """Gather what a client's or Kafka's maintainers ask for about a run's anomaly, from its folder alone:
     versions, API versions, configuration, the transactions with the wire proxy's events, client and broker
     log excerpts, the replay command and a smaller scenario's draft; REPORT.md to paste into an issue."""
@@ -61,18 +65,21 @@ def repro_cmd(run_dir: str = typer.Argument(..., help="A finished run folder (wi
     d = run_folder(run_dir)
     verdict = read_verdict(d)
     status = verdict.label
-    if status == "valid":
-        out.print(f"{d}: nothing to report (valid)", highlight=False)
+    if status == "valid" and error is None:
+        out.print(f"{d}: nothing to report (valid); --error NAME tells a client error", highlight=False)
         return
     target = repro_md.check_out_folder(Path(out_dir) if out_dir else d / "repro", "--out")
     if status == "unknown":
         why = "; ".join(verdict.unknown_because) or "no reason recorded"
         out.print(f"{d}: the verdict is unknown ({escape(why)}); gathering what the folder holds", highlight=False)
     started = time.perf_counter()
-    r = repro.gather(d, verdict, example)
+    if example is not None and error is not None:
+        raise ConfigError("--example and --error: give one (an anomaly of a check, or a client error)")
+    r = repro.gather(d, verdict, example, error)
     written = repro_md.write(r, target)
     a = r.anomaly
-    what = (f"{a.check} example {a.number} of {a.count} found" if a is not None else f"verdict {status}, no example")
+    what = (f"the first of {a.count} transactions that ended with {a.check}" if a is not None and a.error else
+            f"{a.check} example {a.number} of {a.count} found" if a is not None else f"verdict {status}, no example")
     logs = sum(len(lg.clipped.lines) for lg in r.logs)
     out.print(f"{target / repro_md.REPORT_MD}: {what}; window t={r.window[0]:.1f}..{r.window[1]:.1f} s: "
               f"{len(r.txns)} transactions, {len(r.wire)} wire events, {logs:,} log lines from {len(r.logs)} logs; "

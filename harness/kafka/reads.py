@@ -14,12 +14,15 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from clusters.kafka.health import QUIET
 from harness.base.errors import HarnessError, WaitTimeout
+from harness.base.progress_deadline import ProgressDeadline
 from harness.base.wait import wait_until
 from harness.history.model import feeder_id
 
 #: A whole-topic scan of a run's few hundred thousand records takes seconds; a stuck LSO is waited
 #: for separately (``lso_lag``), so this only bounds a broker that stops answering.
 READ_BACK_TIMEOUT_S = 120.0
+#: How often the scan tells its progress deadline where it is (not per record: millions of them).
+PROGRESS_EVERY_S = 0.5
 
 
 @dataclass
@@ -106,10 +109,20 @@ def read_all(bootstrap: str, topic: str, partitions: int, isolation: str = "read
         consumer.assign(tps)
         records: dict[int, list[tuple[Any, ...]]] = {p: [] for p in range(partitions)}
         done = {p for p, off in end.items() if off == 0}
+        # what is left of the timeout is a budget: past it, the scan goes on while the offsets it
+        # reads project the end within 3 budgets (a slow machine's long topic is still being read)
+        scan = ProgressDeadline(f"read-back of {topic}", max(1.0, deadline - time.monotonic()))
+        reached: dict[int, int] = {}  # per partition, the next offset the scan is at
+        total, looked = sum(end.values()), 0.0
         while len(done) < partitions:
-            if time.monotonic() > deadline:
+            if time.monotonic() - looked >= PROGRESS_EVERY_S:
+                looked = time.monotonic()
+                left = sum(max(0, end[p] - reached.get(p, 0)) for p in end if p not in done)
+                scan.update(total - left, left)
+            if scan.expired():
                 pos = {tp.partition: tp.offset for tp in consumer.position(tps)}
-                raise WaitTimeout(f"read-back of {topic} did not reach the end offsets {end} within {timeout:.0f}s; positions {pos}")
+                raise WaitTimeout(f"read-back of {topic} did not reach the end offsets {end} within {timeout:.0f}s "
+                                  f"and its rate does not project it: {scan.state()}; positions {pos}")
             msg = consumer.poll(1.0)
             if msg is None:
                 continue
@@ -121,6 +134,7 @@ def read_all(bootstrap: str, topic: str, partitions: int, isolation: str = "read
                         done.add(part)
                     continue
                 raise HarnessError(f"read-back of {topic} failed: {err}")
+            reached[part] = offset + 1
             records[part].append(record(msg) if record is not None else (offset, value_of(msg)))
         return ReadBack(records=records, end_offsets=end)
     finally:

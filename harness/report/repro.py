@@ -3,7 +3,9 @@ issue template: the exact client and broker versions, the client configuration, 
 log excerpts, a reproduction), gathered from a run folder alone.
 
 One anomaly is told: the first example of the first check that fired whose ops the history has (or
-the one ``--example CHECK[:N]`` picks). Its window is its ops, from the first invoke to the last
+the one ``--example CHECK[:N]`` picks), or with ``--error NAME`` the first transaction that ended
+with that client error, in any run, a valid one too (kafka-bug-20785: the finding is a fatal error
+on a run that stays valid). Its window is its ops, from the first invoke to the last
 completion, with the first reads that saw the positions it names, and ``MARGIN_S`` either side.
 What falls in the window is gathered:
 
@@ -80,9 +82,14 @@ class Anomaly:
     spans: list[OpSpan]
     #: (topic, partition, offset or None) it names
     positions: list[tuple[str, int, int | None]]
+    #: told for ``--error``: ``check`` is then the error's name, the example the first transaction
+    #: that met it (a client's error, not a check's finding: the run may be valid)
+    error: bool = False
 
     @property
     def meaning(self) -> str:
+        if self.error:
+            return "an error a client met (`stats.errors_seen`), told whatever the verdict"
         return MEANING.get(self.check, "")
 
 
@@ -196,16 +203,17 @@ class Repro:
         return str(self.scenario.get("name") or self.run_dir.name)
 
 
-def gather(run_dir: Path, verdict: RunVerdict, pick: str | None = None) -> Repro:
+def gather(run_dir: Path, verdict: RunVerdict, pick: str | None = None, error: str | None = None) -> Repro:
     """What ``REPORT.md`` says about the run in ``run_dir`` (its ``verdict`` already read; ``pick``:
-    ``CHECK`` or ``CHECK:N``, which example to tell). ``ConfigError`` for a folder that is not a
-    finished run's, or a ``pick`` that names no example of it."""
+    ``CHECK`` or ``CHECK:N``, which example to tell; ``error``: tell the first transaction that met
+    this client error instead). ``ConfigError`` for a folder that is not a finished run's, or a
+    ``pick`` or ``error`` that names nothing of it."""
     folder = RunFolder(run_dir)
     journal = Journal.load(folder)
     tables = store.load(run_dir)
     data = load(LoadedRun(folder, journal, verdict, tables))
     clock = data.clock
-    anomaly = pick_anomaly(verdict, pick, data, tables)
+    anomaly = error_anomaly(error, data, tables) if error is not None else pick_anomaly(verdict, pick, data, tables)
     lo, hi, window_says = window_of(anomaly, data)
     notes: list[str] = []
     txns = transactions(anomaly, tables)
@@ -295,6 +303,22 @@ def pick_anomaly(verdict: RunVerdict, pick: str | None, data: RunData, tables: s
             return a
         first = first or a
     return first
+
+
+def error_anomaly(error: str, data: RunData, tables: store.Tables) -> Anomaly:
+    """The first transaction (in history order) whose error is ``error`` (its name, the text before
+    the first ':'), told as the example; ``ConfigError`` naming the errors the run has when none is."""
+    txns = tables.txns
+    names = txns["error"].map(lambda e: str(e).split(":", 1)[0].strip() if isinstance(e, str) and e else None)
+    met = txns[names == error]
+    if met.empty:
+        seen = sorted({n for n in names if isinstance(n, str) and n})
+        raise ConfigError(f"--error {error}: no transaction of this run ended with it; errors the transactions "
+                          f"ended with: {', '.join(seen) if seen else 'none'}")
+    first = met.iloc[0]
+    ex = {"txn": int(first["txn"]), "process": str(first["process"]), "error": str(first["error"])}
+    spans = example_spans(ex, data.history, data.clock) if data.history is not None else []
+    return Anomaly(error, 1, len(met), ex, spans, [], error=True)
 
 
 def _picked(pick: str, found: dict[str, CheckRecord]) -> tuple[str, CheckRecord]:
@@ -663,7 +687,8 @@ def minimal_scenario(sc: dict[str, Any] | None, journal: Journal | None, data: R
                          description=(f"Draft cut down from run {data.run_dir.name} to {anomaly.check} example "
                                       f"{anomaly.number}: one instance of {kinds}, and only the faults active from "
                                       f"t={lo:.2f} s to t={hi:.2f} s (each widened by its duration)."),
-                         expect={"valid": False, "fires": [anomaly.check]})
+                         expect={"errors": [anomaly.check]} if anomaly.error else
+                         {"valid": False, "fires": [anomaly.check]})
     text = scenario_yaml(draft)
     n = len(cut.workloads)
     says = (f"{len(cut.faults)} of the run's {len(sc['faults'])} faults, {n} workload "

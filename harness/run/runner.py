@@ -63,6 +63,9 @@ log = logging.getLogger(__name__)
 #: Past the scenario's duration, how long the workloads may run on by themselves (safety net only;
 #: the runner stops them with SIGTERM at the end of the duration).
 WORKLOAD_GRACE_S = 600.0
+#: The most a run waits past its duration for a fault that went past its budget: the workloads stop
+#: themselves ``WORKLOAD_GRACE_S`` after it, and the heal and drain need their share of that.
+MAX_EXTENSION_S = WORKLOAD_GRACE_S / 2
 #: Reading the finalized features of a healthy cluster: one round trip; generous for a loaded machine.
 FEATURES_TIMEOUT_S = 30.0
 
@@ -488,7 +491,7 @@ def _run_workloads(live: _Live) -> None:
         live.staged_thread = threading.Thread(target=_guarded(nemesis.zombie, nemesis.errors), name="zombie", daemon=True)
         live.staged_thread.start()
     try:
-        nemesis.stop.wait(sc.duration)
+        journal.extended_s = _wait_out(nemesis, sc.duration)
         # a fault due in the run that waits for the node fault before it to heal begins late
         nemesis.await_begun()
         # a driver killed late in the run replays its batch after the duration: wait for it
@@ -496,6 +499,20 @@ def _run_workloads(live: _Live) -> None:
     except KeyboardInterrupt:
         journal.interrupted = True
         log.info("interrupted: stopping the workloads, healing, then checking what ran")
+
+
+def _wait_out(nemesis: Nemesis, duration: float) -> float:
+    """Wait the run's ``duration``, and as much longer as a blocking fault went past its budget
+    (``Nemesis.extended_s``, at most ``MAX_EXTENSION_S``); returns the seconds added. ``stop`` ends it."""
+    started = time.monotonic()
+    while True:
+        extra = min(nemesis.extended_s, MAX_EXTENSION_S)
+        left = started + duration + extra - time.monotonic()
+        if left <= 0 or nemesis.stop.wait(min(left, 1.0)):
+            break
+    if extra:
+        log.info(f"the run lasted {extra:.0f}s past its duration: a fault went that far past its budget")
+    return round(extra, 1)
 
 
 def _heal_and_stop(live: _Live) -> None:

@@ -136,7 +136,8 @@ class Expect(Strict):
     #: producers dropped after an indefinite outcome (txn-producer ``recreate_on_indefinite``)
     min_recreated: int = 0
     #: error names the clients must have met (``stats.errors_seen``): proof that an incident
-    #: replay reproduced the incident, e.g. ``_TIMED_OUT`` for a commit that timed out
+    #: replay reproduced the incident, e.g. ``_TIMED_OUT`` for a commit that timed out; ``A|B``: one
+    #: of them (an error that differs by transaction.version)
     errors: list[str] = []
     #: Spark job: micro-batches committed, and replayed batches skipped because their marker was
     #: committed (proof that a kill hit the window between Kafka's commit and Spark's commit log)

@@ -102,6 +102,9 @@ class Journal(BaseModel):
     #: seconds from the workloads' start until each was ready (its first finished transaction, copy
     #: or micro-batch: harness/run/readiness.py); the schedule starts when the last one is
     workloads_ready_s: dict[str, float] = Field(default_factory=dict)
+    #: seconds the run lasted past the scenario's duration because a blocking fault (the epoch pump)
+    #: went past its budget on a slow machine (chaos/faults/base.py ``FaultContext.extend_run``)
+    extended_s: float = 0.0
     #: the wall-clock time (seconds since the epoch) at the history clock's zero: where the wire
     #: proxy's events (stamped so) fall on it
     history_zero_unix_s: float | None = None
@@ -149,7 +152,8 @@ class Journal(BaseModel):
                 "workloads_killed_at_stop": self.workloads_killed_at_stop, "not_recovered": self.not_recovered,
                 "transaction_version": self.transaction_version, "features": self.features,
                 **({"faults_hit": hit} if (hit := self.faults_hit()) is not None else {}),
-                **({"app": self.app} if self.app is not None else {})}
+                **({"app": self.app} if self.app is not None else {}),
+                **({"extended_s": self.extended_s} if self.extended_s else {})}
 
     def faults_hit(self) -> dict[str, int] | None:
         """How many faults have a hit record, how many of them hit nothing and how many began on a

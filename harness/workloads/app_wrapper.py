@@ -51,7 +51,9 @@ KILLED_AT_STOP = 75
 def place_of(cfg: WorkloadConfig, s: AppSettings) -> app_args.Place:
     """What this instance is told (``cfg.name`` is ``<app>-<instance>``)."""
     to_scenario = {run: name for name, run in cfg.topic_names.items()}
-    workdir = Path(cfg.run_dir) / "workloads" / cfg.name
+    # absolute: the app runs in its own cwd (the scenario's folder), where a run folder given as a
+    # relative path (`matrix --out results/x`) would put its state beside the scenario files
+    workdir = Path(cfg.run_dir).absolute() / "workloads" / cfg.name
     return app_args.Place(bootstrap=cfg.bootstrap, topics=dict(cfg.topic_names),
                           inputs=tuple(to_scenario.get(t, t) for t in s.inputs),
                           outputs=tuple(to_scenario.get(t, t) for t in s.outputs),

@@ -5,6 +5,7 @@ error (NOT_LEADER_FOR_PARTITION from a watermark query)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -51,3 +52,51 @@ def test_no_answer_until_the_deadline_is_not_drained_and_says_why(monkeypatch: p
     monkeypatch.setattr(app_drain, "DrainProbe", lambda bootstrap: FlakyProbe(failures=10**6))
     d = app_drain.drain("127.0.0.1:1", SETTINGS.model_copy(update={"drain_s": 1.2}), {"in": 1, "out": 1}, ["in"])
     assert d["drained"] is False and "NOT_LEADER_FOR_PARTITION" in str(d["last"]["outputs_end"]), d
+
+
+class SlowApp:
+    """A probe whose group's lag falls by ``step`` each look, from ``lag``; outputs always open."""
+
+    def __init__(self, lag: int, step: int) -> None:
+        self.lag, self.step = lag, step
+
+    def __enter__(self) -> SlowApp:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def group_lag(self, group: str, inputs: list[Any]) -> dict[str, int]:
+        self.lag = max(0, self.lag - self.step)
+        return {"in-0": self.lag}
+
+    def output_ends(self, topics: list[str], partitions: dict[str, int]) -> tuple[dict[str, int], bool]:
+        return {"out-0": 7}, False
+
+
+def test_an_app_still_catching_up_at_drain_s_is_waited_for_while_its_lag_falls(monkeypatch: pytest.MonkeyPatch) -> None:
+    # 10 a look, a look every 0.5 s, 100 to go: ~5 s, past drain_s 2 s, inside 3 x 2 s
+    monkeypatch.setattr(app_drain, "DrainProbe", lambda bootstrap: SlowApp(lag=100, step=10))
+    d = app_drain.drain("127.0.0.1:1", SETTINGS.model_copy(update={"drain_s": 2.0}), {"in": 1, "out": 1}, ["in"])
+    assert d["drained"] is True and 2.0 < d["took_s"] < 6.0, d
+
+
+def test_a_lag_too_slow_to_end_within_the_bound_is_given_up_at_drain_s_naming_its_rate(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(app_drain, "DrainProbe", lambda bootstrap: SlowApp(lag=10_000, step=1))
+    d = app_drain.drain("127.0.0.1:1", SETTINGS.model_copy(update={"drain_s": 1.0}), {"in": 1, "out": 1}, ["in"])
+    assert d["drained"] is False and d["took_s"] < 1.6, d
+    assert "rate 2.0/s" in d["how"] and "projected end" in d["how"], d
+
+
+def test_an_app_s_workdir_is_absolute_whatever_the_run_folder_s_path(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    # the app runs in the scenario's folder: a relative run folder (matrix --out results/x) put its
+    # state under harness/scenarios/results/
+    from harness.workloads.app_wrapper import place_of
+    from harness.workloads.common import WorkloadConfig
+
+    monkeypatch.chdir(tmp_path)
+    cfg = WorkloadConfig(run_dir="results/x", name="app-0", bootstrap="127.0.0.1:1", topics=["in", "out"],
+                         partitions=1)
+    assert place_of(cfg, SETTINGS).workdir == str(tmp_path / "results" / "x" / "workloads" / "app-0")

@@ -10,6 +10,7 @@ import socket
 import struct
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from chaos.nemesis import Nemesis
 from chaos.targets import TargetDefaults
 from clusters.kafka.topology import Listener
 from harness.base.errors import FaultError, WaitTimeout
+from harness.base.progress_deadline import ProgressDeadline
 from harness.base.wait import wait_until
 from harness.history.recorder import Recorder
 from tests.unit import test_faults
@@ -113,13 +115,15 @@ class FakeCoordinator:
 
 
 def pump(fake: FakeCoordinator, locate: list[int] | None = None, deadline_s: float = 5.0,
-         stop: threading.Event | None = None) -> epoch.Pump:
+         stop: threading.Event | None = None, bound_s: float | None = None,
+         extend_run: Callable[[float], None] = lambda s: None) -> epoch.Pump:
     """A pump to ``fake``; ``locate`` lists the nodes the coordinator lookups answer, in turn (the
     last one for ever after)."""
     answers = list(locate or [fake.coordinator])
     return epoch.Pump(TXN, lambda: answers.pop(0) if len(answers) > 1 else answers[0],
-                      lambda n: f"127.10.{n}.{n}:19095", stop or threading.Event(), time.monotonic() + deadline_s,
-                      open_socket=fake.connect)
+                      lambda n: f"127.10.{n}.{n}:19095", stop or threading.Event(),
+                      ProgressDeadline("the pump", deadline_s, bound_s), open_socket=fake.connect,
+                      extend_run=extend_run)
 
 
 # ---------------------------------------------------------------- the wire format
@@ -180,7 +184,24 @@ def test_not_coordinator_looks_the_coordinator_up_again(code: int) -> None:
 def test_a_broken_connection_is_opened_again() -> None:
     fake = FakeCoordinator(epoch=0, hang_up_after=2)
     done = pump(fake).run(to=5)
-    assert done.producer_epoch == 5 and done.bumps == 5 and len(fake.opened) >= 3
+    # answers lost with the connection are bumps the pump did not see (bumps counts answers); the
+    # requests it had sent ahead never carry the epoch past ``to``
+    assert done.producer_epoch == 5 and fake.epoch == 5 and 0 < done.bumps <= 5 and len(fake.opened) >= 3
+
+
+def test_requests_go_ahead_of_their_answers_but_never_past_to(monkeypatch: pytest.MonkeyPatch) -> None:
+    ahead: list[int] = []
+    send = epoch.Conversation.send
+
+    def counted(self: epoch.Conversation, *args: Any) -> None:
+        send(self, *args)
+        ahead.append(len(self.waiting))
+
+    monkeypatch.setattr(epoch.Conversation, "send", counted)
+    fake = FakeCoordinator(epoch=0)
+    done = pump(fake).run(to=100)
+    assert done.producer_epoch == fake.epoch == 100 and done.requests == done.bumps == 100
+    assert ahead[0] == 1 and max(ahead) == epoch.PIPELINE  # one until the epoch is known, then a window
 
 
 def test_an_epoch_above_to_climbs_through_the_producer_id_rotation() -> None:
@@ -198,10 +219,25 @@ def test_any_other_answer_fails_the_fault_naming_it() -> None:
 def test_the_deadline_is_kept_while_the_coordinator_keeps_saying_try_again() -> None:
     fake = FakeCoordinator(epoch=3, script={1: [51] * 1000})
     started = time.monotonic()
-    with pytest.raises(WaitTimeout, match=r"epoch 9 not reached by the deadline: producer id -1 epoch -1 after \d+ "
-                                          r"InitProducerId requests \(0 bumps\).*CONCURRENT_TRANSACTIONS"):
+    with pytest.raises(WaitTimeout, match=r"epoch 9 not reached: producer id -1 epoch -1 after \d+ "
+                                          r"InitProducerId requests \(0 bumps\).*CONCURRENT_TRANSACTIONS.*; bumps "
+                                          r"0 done in 0.\ds; rate not measured yet"):
         pump(fake, deadline_s=0.3).run(to=9)
     assert time.monotonic() - started < 2.0
+
+
+def test_past_its_budget_a_pump_that_projects_its_end_goes_on_and_extends_the_run() -> None:
+    # a budget far too small for 3,000 bumps on socket pairs, a bound that is not: the pump answers
+    # (it would have failed at a fixed deadline), and the run was told how far past its budget it went
+    told: list[float] = []
+    done = pump(FakeCoordinator(epoch=0), deadline_s=0.05, bound_s=60, extend_run=told.append).run(to=3000)
+    assert done.producer_epoch == 3000 and done.seconds > 0.05
+    assert told and told == sorted(told) and 0 < told[-1] <= done.seconds - 0.05
+
+
+def test_the_remaining_bumps_count_through_the_rotation() -> None:
+    assert epoch.bumps_to(10, 15) == 5 and epoch.bumps_to(15, 15) == 0
+    assert epoch.bumps_to(32765, 2) == 1 + 1 + 2  # 32766, then 0 (a new producer id), 1, 2
 
 
 def test_the_run_s_stop_ends_the_pump_at_once() -> None:

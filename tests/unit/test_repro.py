@@ -356,3 +356,37 @@ def test_clip_takes_a_line_a_little_out_of_order_and_stops_well_past_the_window(
                    + stamp(40, 1, "far past") + stamp(19, 4, "after the scan stopped"))
     c = clip(log, datetime(2026, 11, 25, 20, 0, 10), datetime(2026, 11, 25, 20, 0, 19))
     assert [x.rsplit("INFO ", 1)[1] for x in c.lines] == ["in", "late but in"]
+
+
+def make_fatal_commit_run(root: Path) -> Path:
+    """A valid run whose producer met a fatal INVALID_TXN_STATE on a commit (kafka-bug-20785: the
+    coordinator had aborted the transaction; the values are not committed, and the run is valid)."""
+    h = History()
+    h.init("txn-producer-0.0", "tx-1")
+    h.txn("txn-producer-0.0", [(TOPIC, 0, "a1", 0)], txn_id="tx-1")
+    h.txn("txn-producer-0.0", [(TOPIC, 0, "a2", None)], outcome="fail", txn_id="tx-1",
+          error="INVALID_TXN_STATE: The producer attempted a transactional operation in an invalid state.")
+    h.scan({tp_key(TOPIC, 0): [(0, "a1")]})
+    return make_run(root, name="fatal-commit-run", history=h, faults=[], journal_fields={"resolved": RESOLVED})
+
+
+def test_a_client_error_of_a_valid_run_is_told_with_error(tmp_path: Path) -> None:
+    run_dir = make_fatal_commit_run(tmp_path)
+    assert read_verdict(run_dir).label == "valid"
+    assert "nothing to report (valid); --error NAME tells a client error" in cli("repro", str(run_dir)).output
+    r = cli("repro", str(run_dir), "--error", "INVALID_TXN_STATE", "--out", str(tmp_path / "kit"))
+    assert r.exit_code == 0 and "the first of 1 transactions that ended with INVALID_TXN_STATE" in r.output, r.output
+    md = (tmp_path / "kit" / "REPORT.md").read_text()
+    assert md.startswith("\n# INVALID_TXN_STATE in eos-chaos scenario") or "# INVALID_TXN_STATE in eos-chaos" in md
+    assert "**1** transaction of the run ended with the error `INVALID_TXN_STATE`" in md and "verdict: valid" in md
+    draft = (tmp_path / "kit" / "minimal-scenario.yaml").read_text()
+    assert "errors:\n  - INVALID_TXN_STATE" in draft and "fires" not in draft
+
+
+def test_an_error_no_transaction_met_is_exit_2_naming_those_met(tmp_path: Path) -> None:
+    run_dir = make_fatal_commit_run(tmp_path)
+    r = cli("repro", str(run_dir), "--error", "PRODUCER_FENCED")
+    assert r.exit_code == 2 and "no transaction of this run ended with it; errors the transactions ended with: " \
+        "INVALID_TXN_STATE" in " ".join(r.output.split()), r.output
+    r = cli("repro", str(run_dir), "--error", "INVALID_TXN_STATE", "--example", "duplicate")
+    assert r.exit_code == 2 and "give one" in r.output

@@ -33,3 +33,12 @@ def test_an_incident_replay_is_as_expected_only_if_its_errors_were_met() -> None
     assert as_expected(_verdict({"_TIMED_OUT": 3, "_CONFLICT": 1}), sc.expect) is True
     assert as_expected(_verdict({"_TIMED_OUT": 3}), sc.expect) is False, "the refused abort never happened"
     assert as_expected(_verdict({}), Expect()) is True
+
+
+def test_names_joined_by_a_bar_need_one_of_them() -> None:
+    # kafka-bug-20785: the late commit gets INVALID_TXN_STATE on transaction.version 2, PRODUCER_FENCED on 1
+    late = Expect(errors=["INVALID_TXN_STATE|PRODUCER_FENCED"])
+    assert as_expected(_verdict({"INVALID_TXN_STATE": 1}), late) is True
+    assert as_expected(_verdict({"PRODUCER_FENCED": 2}), late) is True
+    assert as_expected(_verdict({"INVALID_PRODUCER_EPOCH": 2}), late) is False, "neither: the hold hit nothing"
+    assert as_expected(_verdict({}), late) is False

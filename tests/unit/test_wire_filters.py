@@ -13,6 +13,7 @@ import pytest
 from pydantic import ValidationError
 
 from chaos import faults
+from chaos.targets import TargetDefaults
 from clusters.wire import wire_api
 from clusters.wire.wire_api import Rule
 from tests.unit.test_cli import _restore_logging, cli  # noqa: F401 - the logging fixture applies to every test
@@ -35,6 +36,22 @@ def test_the_filters_reach_the_rule_s_json_and_the_fault_s_start_event(tmp_path:
     assert events()[0] == {"type": "info", "kind": "hold-requests", "phase": "start", "links": ["client-to-n2"],
                            "nodes": [2], "target": 2, "of": None, "api": ["EndTxn"], "transactional_id": "eos-txn-producer-0",
                            "min_producer_epoch": 32766, "result": "abort"}
+
+
+def test_the_app_s_ids_are_named_by_its_run_id_and_without_an_app_it_is_an_error(
+        tmp_path: Path, events: Any) -> None:  # noqa: F811
+    # a Kafka Streams app's transactional.ids are its application.id (the run's app id), then a
+    # process id it draws: "{id}*" is every one of them, the prefix the Go proxy matches
+    nem, cluster = nemesis(tmp_path)
+    nem.defaults = TargetDefaults(transactional_id="eos-chaos-app-r7*")
+    run_one(nem, kind="hold-requests", target=2, api="EndTxn", transactional_id="{id}*", result="commit")
+    assert cluster.calls[0][1].transactional_id == "eos-chaos-app-r7*"
+    assert events()[0]["transactional_id"] == "eos-chaos-app-r7*"
+    nem.defaults = TargetDefaults(transactional_id="eos-txn-producer-0")
+    nem._guarded(faults.parse({"at": 0, "duration": 0.01, "kind": "hold-requests", "target": 2,
+                               "transactional_id": "{id}*"}))
+    assert nem.errors == ["hold-requests at 0.0s: LookupError: hold-requests of '{id}*': {id} is an app's id, "
+                          "and the run has no app"]
 
 
 def test_an_unfiltered_rule_is_sent_as_a_proxy_from_before_filters_takes_it() -> None:

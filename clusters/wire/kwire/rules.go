@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -162,6 +163,15 @@ func Validate(spec RuleSpec, known map[string]bool) (*Rule, error) {
 	return r, nil
 }
 
+// idMatches: a transactional_id filter names one id, or with a trailing "*" every id that starts with
+// what precedes it (a Kafka Streams app's ids: its application.id, then a process id it draws).
+func idMatches(filter, id string) bool {
+	if prefix, ok := strings.CutSuffix(filter, "*"); ok {
+		return strings.HasPrefix(id, prefix)
+	}
+	return id == filter
+}
+
 // Filtered: the rule looks at request bodies.
 func (r *Rule) Filtered() bool {
 	return r.Spec.TransactionalID != "" || r.Spec.MinProducerEpoch != nil || r.Spec.Result != ""
@@ -170,7 +180,7 @@ func (r *Rule) Filtered() bool {
 // accepts: the decoded request (requestBody's details) passes every filter of the rule.
 func (r *Rule) accepts(d Details) bool {
 	if s := r.Spec.TransactionalID; s != "" {
-		if id, ok := d["transactional_id"].(string); !ok || id != s {
+		if id, ok := d["transactional_id"].(string); !ok || !idMatches(s, id) {
 			return false
 		}
 	}

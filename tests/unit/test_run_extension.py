@@ -1,0 +1,48 @@
+"""The run lasts as much past its duration as a blocking fault went past its budget
+(harness/run/runner.py ``_wait_out``, chaos/nemesis.py ``extend_run``): an extension asked for while
+the run waits counts, the largest one wins, it is capped, and the run's stop still ends the wait."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from chaos.nemesis import Nemesis
+from harness.history.recorder import Recorder
+from harness.run import runner
+from tests.unit.test_faults import FakeCluster, FakeControl
+
+
+def nemesis(tmp_path: Path) -> Nemesis:
+    return Nemesis(FakeCluster(), FakeControl({}), Recorder(tmp_path, "nemesis"))  # type: ignore[arg-type]
+
+
+def test_an_extension_asked_for_during_the_wait_lengthens_the_run(tmp_path: Path) -> None:
+    nem = nemesis(tmp_path)
+    threading.Timer(0.1, nem.extend_run, args=(0.6,)).start()
+    threading.Timer(0.2, nem.extend_run, args=(0.3,)).start()  # smaller: the larger one stands
+    started = time.monotonic()
+    assert runner._wait_out(nem, 0.3) == 0.6
+    assert 0.85 < time.monotonic() - started < 1.5
+
+
+def test_without_an_extension_the_run_lasts_its_duration(tmp_path: Path) -> None:
+    started = time.monotonic()
+    assert runner._wait_out(nemesis(tmp_path), 0.3) == 0
+    assert 0.25 < time.monotonic() - started < 0.6
+
+
+def test_the_extension_is_capped_and_the_stop_ends_the_wait(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runner, "MAX_EXTENSION_S", 0.2)
+    nem = nemesis(tmp_path)
+    nem.extend_run(100)
+    started = time.monotonic()
+    assert runner._wait_out(nem, 0.1) == 0.2
+    assert time.monotonic() - started < 0.6
+    nem.stop.set()
+    started = time.monotonic()
+    runner._wait_out(nem, 30)
+    assert time.monotonic() - started < 0.5
