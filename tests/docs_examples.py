@@ -202,6 +202,8 @@ def eos_chaos_problem(args: tuple[str, ...], synopsis: bool) -> str | None:
     path, rest = ["eos-chaos"], list(args)
     while hasattr(command, "list_commands"):
         ctx = command.make_context(" ".join(path), [], resilient_parsing=True)
+        if getattr(command, "invoke_without_command", False) and (not rest or rest[0] not in command.list_commands(ctx)):
+            break  # a group that is a command of its own too (eos-chaos matrix, and matrix merge)
         while rest and rest[0].startswith("-"):  # the group's own options (-v, -q)
             opt = rest.pop(0).split("=")[0]
             if opt not in _option_names(command):
