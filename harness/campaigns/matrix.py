@@ -295,7 +295,7 @@ class Matrix:
     #: moved under ``redone/`` rather than removed (not in matrix.json: the record holds the new runs)
     redone: list[str] = field(default_factory=list)
     #: which eos-chaos made the runs (``runinfo.harness_id``); shards of one table must agree on it
-    harness: dict[str, Any] = field(default_factory=runinfo.harness_id)
+    harness: dict[str, Any] = field(default_factory=lambda: dict(runinfo.harness_id()))
     #: ``--shard i/N``: the share this folder runs (``sharded``); None: every run
     shard: Shard | None = None
     #: every shard's runs, shard 1's first (``run_shares``): set in a shard's and a merged folder
