@@ -389,6 +389,9 @@ class Matrix:
             d = _from_format_1(d)
         m = cls(Definition.from_json(d["definition"]), started=d["started"], seconds=d["seconds"],
                 sessions=d["sessions"], harness=d.get("harness") or {}, merged=d.get("merged"),
+                # how the last session ended, for merge (a session of its own starts them afresh)
+                stopped_because=d.get("stopped_because", ""), healed_at_end=d.get("healed_at_end"),
+                heal_problems=d.get("heal_problems", []),
                 shard=Shard(**d["shard"]) if d.get("shard") else None,
                 shares=None if d.get("shares") is None else [[key_of(k) for k in keys] for keys in d["shares"]])
         for r in d["runs"]:
@@ -737,7 +740,7 @@ def cluster_runs(m: Matrix, keys: list[RunKey], scs: dict[tuple[str, str], Scena
         m.runs[k] = run
         m.seconds = prior + time.monotonic() - started
         write(m, out)
-        log.info(f"matrix [{len(m.runs)}/{len(d.run_keys())}] {cell_name(k.cell)} seed {run.seed}: "
+        log.info(f"matrix [{len(m.runs)}/{len(m.wanted)}] {cell_name(k.cell)} seed {run.seed}: "
                  + (f"error: {run.error}" if run.error else run.outcome.upper()))
 
 

@@ -66,7 +66,8 @@ def test_merging_every_shard_gives_the_unsharded_record(fakes: Fakes, tmp_path: 
     merged = json.loads((tmp_path / "merged" / "matrix.json").read_text())
     assert comparable(merged) == comparable(json.loads((whole / "matrix.json").read_text()))
     assert merged["merged"]["missing"] == [] and [s["index"] for s in merged["merged"]["shards"]] == [1, 2, 3]
-    assert merged["shard"] is None and merged["totals"]["not_run"] == 0
+    assert merged["shard"] is None and merged["totals"]["not_run"] == 0 and merged["healed_at_end"] is True
+    assert [(s["stopped_because"], s["healed_at_end"]) for s in merged["merged"]["shards"]] == [("every run done", True)] * 3
     for run in merged["runs"]:  # every run's folder copied, at the path the record names
         assert (tmp_path / "merged" / run["run_dir"] / "report.html").is_file(), run["run_dir"]
     for cell in merged["cells"]:
