@@ -31,7 +31,10 @@ from tests.doc_links import ROOT, pages, shown
 #: What a marker before a fence may say, and what it means.
 MARKERS = {"chaos": "needs a real cluster: run by tests/chaos/test_docs_examples.py, only compiled otherwise",
            "inventory": "a YAML block that is an external cluster's inventory: loaded by the inventory loader, "
-                        "not the scenario loader"}
+                        "not the scenario loader",
+           "workflow": "a CI workflow (YAML with jobs): each step's run: lines are checked as a sh block"}
+#: A CI expression (``${{ matrix.shard }}``): the CI puts a value there before the shell runs.
+_CI_EXPRESSION = re.compile(r"\$\{\{[^}]*\}\}")
 _MARKER = re.compile(r"<!--\s*example:\s*(\S*)\s*-->")
 #: The languages a fence may declare; ``text`` (output, diagrams) is the only one not checked.
 LANGUAGES = ("python", "sh", "console", "yaml", "json", "text")
@@ -114,9 +117,9 @@ def language_problems(block: Block) -> list[str]:
     if block.lang not in LANGUAGES:
         return [f"{block}: the fence says {block.lang or 'no language'!r}; say one of {', '.join(LANGUAGES)} "
                 "(text for output and diagrams), so the example is checked as what it is"]
-    if block.marker == "inventory" and block.lang != "yaml":
-        return [f"{block}: an inventory example is YAML; this one is {block.lang}"]
-    if block.marker not in (None, "inventory") and block.lang != "python":
+    if block.marker in ("inventory", "workflow") and block.lang != "yaml":
+        return [f"{block}: {'an' if block.marker == 'inventory' else 'a'} {block.marker} example is YAML; this one is {block.lang}"]
+    if block.marker not in (None, "inventory", "workflow") and block.lang != "python":
         return [f"{block}: only python examples are run against a cluster; this one is {block.lang}"]
     return []
 
@@ -206,6 +209,8 @@ def eos_chaos_problem(args: tuple[str, ...], synopsis: bool) -> str | None:
     path, rest = ["eos-chaos"], list(args)
     while hasattr(command, "list_commands"):
         ctx = command.make_context(" ".join(path), [], resilient_parsing=True)
+        if getattr(command, "invoke_without_command", False) and (not rest or rest[0] not in command.list_commands(ctx)):
+            break  # a group that is a command of its own too (eos-chaos matrix, and matrix merge)
         while rest and rest[0].startswith("-"):  # the group's own options (-v, -q)
             opt = rest.pop(0).split("=")[0]
             if opt not in _option_names(command):
@@ -343,6 +348,30 @@ def inventory_problems(block: Block, tmp: Path) -> list[str]:
     except ConfigError as exc:
         return [f"{block}: {str(exc).replace(f'{path}:', 'line ')}"]
     return []
+
+
+def workflow_problems(block: Block, pytest_options: set[str]) -> list[str]:
+    """A workflow block is YAML with ``jobs``, each with ``steps``; each step's ``run:`` script, with
+    its CI expressions replaced by a value (``1``), passes ``command_problems`` as a sh block."""
+    try:
+        data = yaml.safe_load(block.code)
+    except yaml.YAMLError as exc:
+        return [f"{block}: not YAML: {exc}"]
+    jobs = data.get("jobs") if isinstance(data, dict) else None
+    if not isinstance(jobs, dict) or not jobs:
+        return [f"{block}: a workflow has jobs (a mapping of job name to job)"]
+    out = []
+    for name, job in jobs.items():
+        steps = job.get("steps") if isinstance(job, dict) else None
+        if not isinstance(steps, list) or not steps:
+            out.append(f"{block}: job {name!r} has no steps")
+            continue
+        for step in steps:
+            script = step.get("run") if isinstance(step, dict) else None
+            if isinstance(script, str):
+                run = Block(block.page, block.line, "sh", _CI_EXPRESSION.sub("1", script), None)
+                out += [f"{p} (job {name})" for p in command_problems(run, pytest_options)]
+    return out
 
 
 def json_problems(block: Block) -> list[str]:

@@ -35,6 +35,7 @@ from clusters.kafka import feature_levels, kafka_release
 from harness.base.errors import ConfigError
 from harness.base.flags import comma_list
 from harness.campaigns import soak
+from harness.campaigns.shards import Shard, shares
 from harness.run import runner
 from harness.run.scenario import Scenario
 from harness.rundir import runinfo
@@ -47,9 +48,11 @@ MATRIX_JSON = "matrix.json"
 MATRIX_HTML = "matrix.html"
 #: matrix.json's layout; another one is refused on resume (its runs could not be read safely).
 #: 2: the Kafka-version axis (``definition.kafka_versions``, a run's and a cell's ``kafka_version``).
-FORMAT = 2
+#: 3: ``harness`` (which eos-chaos wrote it), ``shard`` (a ``--shard i/N`` folder: its index, count and
+#: every shard's runs) and ``merged`` (``eos-chaos matrix merge``'s shards and the missing ones).
+FORMAT = 3
 #: Older layouts still read (``_from_format_1``): 1 is a matrix of one Kafka version.
-READS = (1, FORMAT)
+READS = (1, 2, FORMAT)
 #: The run folders' home inside the matrix folder; only the matrix writes or sweeps it.
 RUNS = "runs"
 #: where the folders of unknown runs go when they are run again (``--redo-unknown``)
@@ -291,21 +294,47 @@ class Matrix:
     #: folders of unknown runs taken off the record to run again (``continued``'s ``redo_unknown``):
     #: moved under ``redone/`` rather than removed (not in matrix.json: the record holds the new runs)
     redone: list[str] = field(default_factory=list)
+    #: which eos-chaos made the runs (``runinfo.harness_id``); shards of one table must agree on it
+    harness: dict[str, Any] = field(default_factory=lambda: dict(runinfo.harness_id()))
+    #: ``--shard i/N``: the share this folder runs (``sharded``); None: every run
+    shard: Shard | None = None
+    #: every shard's runs, shard 1's first (``run_shares``): set in a shard's and a merged folder
+    shares: list[list[RunKey]] | None = None
+    #: set by ``eos-chaos matrix merge``: ``count``, ``shards`` (index, folder, sessions, seconds,
+    #: healed_at_end each) and ``missing`` (the indexes of the shards not given)
+    merged: dict[str, Any] | None = None
 
     @property
     def interrupted(self) -> bool:
         return self.stopped_because == "interrupted"
 
     @property
+    def wanted(self) -> list[RunKey]:
+        """The runs this folder runs: its shard's, or every run."""
+        if self.shard is not None and self.shares is not None:
+            return self.shares[self.shard.index - 1]
+        return self.definition.run_keys()
+
+    @property
     def pending(self) -> list[RunKey]:
-        return [k for k in self.definition.run_keys() if k not in self.runs]
+        return [k for k in self.wanted if k not in self.runs]
+
+    @property
+    def not_run(self) -> dict[RunKey, int]:
+        """The runs of a merged folder's missing shards not run since, each with its shard."""
+        if self.merged is None or self.shares is None:
+            return {}
+        return {k: i for i in self.merged["missing"] for k in self.shares[i - 1] if k not in self.runs}
 
     def cell(self, cell: Cell, out: Path | None = None) -> dict[str, Any]:
         """One cell's summary: counts, per check the runs it fired in and its anomalies, the rate
         of runs with a finding, wall time, and the first failing seed with its replay and report;
         or, for a cell whose Kafka version cannot be formatted at its level, why (``unsupported``,
         state ``unsupported``, nothing wanted: neither a finding nor unknown)."""
-        runs = [self.runs[RunKey(cell, i)] for i in range(self.definition.seeds) if RunKey(cell, i) in self.runs]
+        keys = [RunKey(cell, i) for i in range(self.definition.seeds)]
+        mine = set(self.wanted)
+        runs = [self.runs[k] for k in keys if k in self.runs]
+        missing = sorted({i for k, i in self.not_run.items() if k.cell == cell})
         counts = {o: sum(r.outcome == o for r in runs) for o in ("valid", "invalid", "unknown")}
         checks: dict[str, dict[str, int]] = {}
         for r in runs:
@@ -321,25 +350,26 @@ class Matrix:
             first = {"index": f.index, "seed": f.seed, "outcome": f.outcome, "error": f.error,
                      "replay": f.command, "report": str(report) if out is None or (out / report).exists() else None}
         why = unsupported(cell)
-        state = ("unsupported" if why is not None else "pending" if not runs else "invalid" if counts["invalid"]
-                 else "unknown" if counts["unknown"] else "valid" if len(runs) == self.definition.seeds else "partial")
+        wanted = sum(k in mine for k in keys)
+        state = cell_state(why, counts, len(runs), wanted, missing)
         return {"scenario": cell.scenario, "client": cell.client, "kafka_version": cell.kafka_version,
                 "transaction_version": cell.level, "state": state, "unsupported": why, "runs": len(runs),
-                "wanted": 0 if why is not None else self.definition.seeds, **counts,
+                "wanted": 0 if why is not None else wanted, "missing_shards": missing, **counts,
                 "checks": dict(sorted(checks.items())),
                 "reproduction_rate": round(counts["invalid"] / len(runs), 3) if runs else None,
                 "seconds": round(sum(r.seconds for r in runs), 1), "first_failing": first}
 
     def totals(self) -> dict[str, int]:
         runs = list(self.runs.values())
-        return {"runs": len(runs), "wanted": len(self.definition.run_keys()),
+        return {"runs": len(runs), "wanted": len(self.wanted), "not_run": len(self.not_run),
                 **{o: sum(r.outcome == o for r in runs) for o in ("valid", "invalid", "unknown")}}
 
     def exit_code(self) -> int:
-        """1 a finding in some run; else 3 some run unknown (or the cluster not healed at the
-        end); else 0. (130 for an interrupted matrix is the command's.)"""
+        """1 a finding in some run; else 3 some run unknown, a missing shard's runs not run (a
+        merged folder), or the cluster not healed at the end; else 0. (130 for an interrupted
+        matrix is the command's.)"""
         t = self.totals()
-        return 1 if t["invalid"] else 3 if t["unknown"] or self.healed_at_end is False else 0
+        return 1 if t["invalid"] else 3 if t["unknown"] or t["not_run"] or self.healed_at_end is False else 0
 
     def as_json(self, out: Path | None = None) -> dict[str, Any]:
         return {"format": FORMAT, "definition": self.definition.as_json(),
@@ -347,7 +377,10 @@ class Matrix:
                 "sessions": self.sessions, "stopped_because": self.stopped_because,
                 "healed_at_end": self.healed_at_end, "heal_problems": self.heal_problems,
                 "totals": self.totals(), "cells": [self.cell(c, out) for c in self.definition.cells()],
-                "runs": [asdict(self.runs[k]) for k in self.definition.run_keys() if k in self.runs]}
+                "runs": [asdict(self.runs[k]) for k in self.definition.run_keys() if k in self.runs],
+                "harness": self.harness, "merged": self.merged,
+                "shard": None if self.shard is None else self.shard.as_json(),
+                "shares": None if self.shares is None else [[key_json(k) for k in keys] for keys in self.shares]}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Matrix:
@@ -355,11 +388,41 @@ class Matrix:
         if d.get("format") == 1:
             d = _from_format_1(d)
         m = cls(Definition.from_json(d["definition"]), started=d["started"], seconds=d["seconds"],
-                sessions=d["sessions"])
+                sessions=d["sessions"], harness=d.get("harness") or {}, merged=d.get("merged"),
+                # how the last session ended, for merge (a session of its own starts them afresh)
+                stopped_because=d.get("stopped_because", ""), healed_at_end=d.get("healed_at_end"),
+                heal_problems=d.get("heal_problems", []),
+                shard=Shard(**d["shard"]) if d.get("shard") else None,
+                shares=None if d.get("shares") is None else [[key_of(k) for k in keys] for keys in d["shares"]])
         for r in d["runs"]:
             run = MatrixRun(**r)
             m.runs[run.key] = run
         return m
+
+
+def cell_state(why: str | None, counts: dict[str, int], runs: int, wanted: int, missing: list[int]) -> str:
+    """A cell's state: a finding wins; a cell with runs of a missing shard is ``not-run``, never
+    valid; a shard's cell with none of its runs is ``other-shard``."""
+    if why is not None:
+        return "unsupported"
+    if counts["invalid"]:
+        return "invalid"
+    if missing:
+        return "not-run"
+    if counts["unknown"]:
+        return "unknown"
+    if not runs:
+        return "other-shard" if not wanted else "pending"
+    return "valid" if runs >= wanted else "partial"
+
+
+def key_json(k: RunKey) -> list[Any]:
+    """A run's key as matrix.json says it: ``[scenario, client, kafka_version, level, i]``."""
+    return [*k.cell, k.i]
+
+
+def key_of(j: list[Any]) -> RunKey:
+    return RunKey(Cell(j[0], j[1], j[2], j[3]), j[4])
 
 
 def _from_format_1(d: dict[str, Any]) -> dict[str, Any]:
@@ -421,6 +484,39 @@ def continued(old: Matrix | None, defn: Definition, out: Path, redo_unknown: boo
                      f"its folder goes to {REDONE}/{old.runs[k].run_dir})")
             old.redone.append(old.runs.pop(k).run_dir)
     return old
+
+
+def run_shares(d: Definition, scs: dict[tuple[str, str], Scenario], count: int) -> list[list[RunKey]]:
+    """Every shard's runs when ``d`` is cut into ``count``: its runs in the order one machine runs
+    them (``groups``, with no cluster up), cut by cost (scenario duration + ``RUN_OVERHEAD_S``)."""
+    order = [k for keys in groups(d.run_keys(), scs).values() for k in keys]
+    return shares(order, [scs[(k.cell.scenario, k.cell.client)].duration + RUN_OVERHEAD_S for k in order], count)
+
+
+def sharded(m: Matrix, scs: dict[tuple[str, str], Scenario], shard: Shard | None, out: Path) -> Matrix:
+    """``m`` cut to ``shard``'s runs (None: every run). A shard's folder resumes as the same shard
+    of the same matrix only (grown, its shares would move); a whole or merged matrix is no shard.
+    ConfigError naming the folder and what to do."""
+    where = out / MATRIX_JSON
+    if shard is None:
+        if m.shard is not None:
+            raise ConfigError(f"{where} is shard {m.shard} of a matrix: resume it with --shard {m.shard}, or merge the "
+                              "shards (eos-chaos matrix merge) and resume the merged folder")
+        return m
+    if m.merged is not None or (m.shard is None and m.runs):
+        raise ConfigError(f"--shard {shard}: {where} holds a whole matrix, not a shard; give a new --out")
+    if m.shard is not None and m.shard != shard:
+        raise ConfigError(f"--shard {shard}: {where} is shard {m.shard}; resume it with --shard {m.shard}, or give a new --out")
+    cut = run_shares(m.definition, scs, shard.count)
+    if m.shares is not None and cut != m.shares:
+        raise ConfigError(f"--shard {shard}: {where} is shard {shard} of another matrix (a shard resumes with the same "
+                          "flags only: with others its share would move); give the same flags, or a new --out")
+    if m.runs and m.harness.get("source") != runinfo.harness_id()["source"]:
+        raise ConfigError(f"--shard {shard}: {where} was made by eos-chaos {runinfo.harness_name(m.harness)}, this is "
+                          f"{runinfo.harness_name(runinfo.harness_id())}; the shards of one table must come from one "
+                          "eos-chaos (matrix merge refuses a mix): give a new --out")
+    m.shard, m.shares = shard, cut
+    return m
 
 
 # ---- before running it: the Kafka releases, the clients, and the dry run ----
@@ -510,6 +606,7 @@ def plan(m: Matrix, scs: dict[tuple[str, str], Scenario]) -> dict[str, Any]:
             "cluster_up": None if up is None else {"kafka_version": up.kafka_version, "run_dir": up.run_dir,
                                                    "serves": fits in todo},
             "cluster_up_comes_back": comes_back,
+            "shard": None if m.shard is None else str(m.shard), "shard_runs": len(m.wanted),
             "estimate": {"scenario_s": scenario_s, "run_overhead_s": RUN_OVERHEAD_S, "cluster_starts": starts,
                          "cluster_start_s": CLUSTER_START_S,
                          "total_s": scenario_s + len(m.pending) * RUN_OVERHEAD_S + starts * CLUSTER_START_S}}
@@ -643,7 +740,7 @@ def cluster_runs(m: Matrix, keys: list[RunKey], scs: dict[tuple[str, str], Scena
         m.runs[k] = run
         m.seconds = prior + time.monotonic() - started
         write(m, out)
-        log.info(f"matrix [{len(m.runs)}/{len(d.run_keys())}] {cell_name(k.cell)} seed {run.seed}: "
+        log.info(f"matrix [{len(m.runs)}/{len(m.wanted)}] {cell_name(k.cell)} seed {run.seed}: "
                  + (f"error: {run.error}" if run.error else run.outcome.upper()))
 
 

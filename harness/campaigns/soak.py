@@ -22,6 +22,7 @@ from clusters.backends.backends import Backend
 from clusters.backends.protocol import Cluster
 from clusters.builds import pins
 from harness.base.errors import ConfigError
+from harness.campaigns.shards import Shard, soak_owner
 from harness.checker.verdict import UNKNOWN
 from harness.phases import table
 from harness.run import runner, scenario
@@ -70,6 +71,8 @@ class Soak:
     healed_at_end: bool | None = None
     heal_problems: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    #: ``--shard I/N``: ``index`` and ``count`` (this folder holds runs I-1, I-1+N, ... of the soak)
+    shard: dict[str, int] | None = None
 
     def totals(self) -> dict[str, Any]:
         anomalies: dict[str, int] = {}
@@ -154,12 +157,13 @@ def seeds(master: int) -> Callable[[], int]:
 
 def soak(scs: list[Scenario], sources: list[str], backend: Backend, seed: int, out: Path,
          runs: int | None = None, hours: float | None = None, fail_fast: bool = False,
-         kafka_version: str | None = None, transaction_version: int | None = None) -> Soak:
+         kafka_version: str | None = None, transaction_version: int | None = None, shard: Shard | None = None) -> Soak:
     """Run the soak; always writes its summary (``soak.json``, ``soak.html``) before returning or
     raising. A KeyboardInterrupt ends it early (``stopped_because: interrupted``).
     ``transaction_version``: the level the soak's cluster is formatted at (None: any that is up, or
-    the release's default)."""
-    result = Soak(seed, sources, backend.value, runs, hours, fail_fast)
+    the release's default). ``shard``: only runs ``j`` with ``soak_owner(j)`` its index, each with the
+    seed it has in the whole soak (every seed is drawn; the others' are skipped)."""
+    result = Soak(seed, sources, backend.value, runs, hours, fail_fast, shard=None if shard is None else shard.as_json())
     next_seed = seeds(seed)
     started = time.monotonic()
     deadline = started + hours * 3600 if hours else None
@@ -187,6 +191,8 @@ def soak(scs: list[Scenario], sources: list[str], backend: Backend, seed: int, o
             sc, source = scs[i % len(scs)], sources[i % len(sources)]
             s = next_seed()
             i += 1
+            if shard is not None and soak_owner(i - 1, shard.count) != shard.index:
+                continue  # another shard's run: its seed is drawn all the same, so ours are the soak's
             one = one_run(sc, source, backend, s, out, cluster)
             result.runs.append(one)
             _write(result, out, started)

@@ -21,7 +21,7 @@ from clusters.builds import pins
 from harness.base.errors import ConfigError
 from harness.cli.console import out
 from harness.cli.guard import EXIT_INTERRUPTED, guarded
-from harness.cli.matrix import print_plan
+from harness.cli.matrix import ShardOpt, print_plan, shard_flag
 from harness.cli.options import BackendOpt, RedoUnknownOpt, check_port_base_env
 from harness.rundir.runfolder import check_out, make_folder, new_run_dir, write_output
 from harness.workloads.clients import DEFAULT_LIBRARY
@@ -60,6 +60,7 @@ def hunt_cmd(
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the seeds, what each draws and the matrix's plan; "
                                  "start nothing, write nothing."),
     redo_unknown: bool = RedoUnknownOpt,
+    shard_opt: str = ShardOpt,
 ) -> None:
     """Draw --seeds scenarios (workload shapes and a schedule of request-aware faults, pauses, kills
     and latency, from each seed), run each on every client; write hunt.json, HUNT.md and the matrix.
@@ -71,6 +72,7 @@ def hunt_cmd(
     if not MIN_DURATION_S <= duration <= 3600:
         raise ConfigError(f"--duration {duration:g}: give {MIN_DURATION_S:g} to 3600 seconds (a drawn run needs a "
                           f"quiet start, a fault and {hunt.QUIET_END_S:g} s of quiet end)")
+    shard = shard_flag(shard_opt, seed)
     folder = check_out(Path(out_dir), "--out", "hunt folder", resumable=True) if out_dir else None
     old = matrix.load(folder) if folder is not None else None
     master = seed if seed is not None else old.definition.master_seed if old is not None else random.randrange(2**31)
@@ -82,13 +84,14 @@ def hunt_cmd(
                 out.print(escape(f"{p.name}: {hunt.draw(one, duration)['description']}"), highlight=False)
             defn, scs = _define(paths, clients, levels, master, backend, kafka_versions)
             matrix.preflight(scs)
-            print_plan(matrix.plan(matrix.continued(old, defn, folder or Path(tmp), redo_unknown), scs))
+            m = matrix.sharded(matrix.continued(old, defn, folder or Path(tmp), redo_unknown), scs, shard, folder or Path(tmp))
+            print_plan(matrix.plan(m, scs))
         return
     with _removed_unless_started(folder or new_run_dir("hunt"), made=folder is None) as folder:
         paths = hunt.write_scenarios(make_folder(folder), hunt_seeds, duration)
         defn, scs = _define(paths, clients, levels, master, backend, kafka_versions)
         matrix.preflight(scs)
-        m = matrix.continued(old, defn, folder, redo_unknown)
+        m = matrix.sharded(matrix.continued(old, defn, folder, redo_unknown), scs, shard, folder)
         matrix.prepare_kafka(m)
         matrix.prepare_clients(m, scs)
     log.info(f"hunt of {len(hunt_seeds)} drawn scenarios x {len(defn.clients)} clients on {backend.value}, master seed "

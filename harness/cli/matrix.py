@@ -6,28 +6,57 @@ from __future__ import annotations
 import logging
 import random
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.markup import escape
+from typer._click.core import Context as ClickContext
+from typer._click.exceptions import MissingParameter
+from typer.core import TyperGroup
 
 from clusters.backends.backends import Backend
 from clusters.builds import pins
+from harness.base.errors import ConfigError
+from harness.base.paths import results_dir
 from harness.cli.console import out
 from harness.cli.guard import EXIT_INTERRUPTED, guarded
 from harness.cli.options import BackendOpt, RedoUnknownOpt, check_port_base_env, duration_option
-from harness.rundir.runfolder import check_out, make_folder, new_run_dir
+from harness.rundir.runfolder import check_out, make_folder, new_run_dir, new_run_id
 from harness.workloads.clients import DEFAULT_LIBRARY
 from harness.workloads.clients import spelled as client_libraries
 
+if TYPE_CHECKING:
+    from harness.campaigns.matrix import Matrix
+    from harness.campaigns.shards import Shard
+
 log = logging.getLogger(__name__)
-app = typer.Typer()
 
 
-@app.command("matrix")
+class MatrixGroup(TyperGroup):
+    """``eos-chaos matrix`` runs a matrix itself and has subcommands (``merge``): its ``--scenarios``
+    is wanted, as click would say it, when no subcommand is given."""
+
+    def parse_args(self, ctx: ClickContext, args: list[str]) -> list[str]:
+        rest = super().parse_args(ctx, args)
+        if not ctx._protected_args and not ctx.resilient_parsing and ctx.params.get("scenarios") is None:
+            scenarios: Any = next(p for p in self.params if p.name == "scenarios")
+            raise MissingParameter(ctx=ctx, param=scenarios)
+        return rest
+
+
+app = typer.Typer(name="matrix", cls=MatrixGroup, invoke_without_command=True)
+
+ShardOpt = typer.Option(None, "--shard", metavar="I/N", help="Run shard I of N: a share of the runs that depends on "
+                        "the flags only, so N runners (a CI job matrix) run the table between them; needs --seed. "
+                        "Join the folders with eos-chaos matrix merge.")
+
+
+@app.callback()
 @guarded
 def matrix_cmd(
-    scenarios: str = typer.Option(..., "--scenarios", metavar="A,B,...", help="Scenarios (names or YAML files): the rows."),
+    ctx: typer.Context,
+    scenarios: str = typer.Option(None, "--scenarios", metavar="A,B,...",
+                                  help="Scenarios (names or YAML files): the rows. \\[required]"),
     clients: str = typer.Option(DEFAULT_LIBRARY, "--clients", metavar="L,L,...",
                                 help=f"Client libraries ({client_libraries()}): the columns \\[default: {DEFAULT_LIBRARY}]."),
     levels: str = typer.Option("default", "--transaction-versions", metavar="V,V,...",
@@ -46,6 +75,7 @@ def matrix_cmd(
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the cells, their seeds, the clusters and an estimate "
                                  "of the time; start nothing, fetch nothing, write nothing."),
     redo_unknown: bool = RedoUnknownOpt,
+    shard_opt: str = ShardOpt,
 ) -> None:
     """Run every cell (scenario x client x Kafka version x transaction version) with the same seeds; write matrix.json + matrix.html.
 
@@ -55,13 +85,16 @@ def matrix_cmd(
     Exit 0: every run valid; 1: some run found an anomaly; 3: some unknown; 130: interrupted."""
     from harness.campaigns import matrix
 
+    if ctx.invoked_subcommand is not None:
+        return
     check_port_base_env()  # its clusters' port base: refused now, not when one starts
+    shard = shard_flag(shard_opt, seed)
     folder = check_out(Path(out_dir), "--out", "matrix folder", resumable=True) if out_dir else None
     old = matrix.load(folder) if folder is not None else None
     master = seed if seed is not None else old.definition.master_seed if old is not None else random.randrange(2**31)
     defn, scs = matrix.define(scenarios, clients, levels, seeds, master, backend, duration, kafka_version, kafka_versions)
     matrix.preflight(scs)  # an app's missing program: refused now, dry run or not, not once a cluster is up
-    m = matrix.continued(old, defn, folder or Path("."), redo_unknown)
+    m = matrix.sharded(matrix.continued(old, defn, folder or Path("."), redo_unknown), scs, shard, folder or Path("."))
     if dry_run:
         print_plan(matrix.plan(m, scs))
         return
@@ -72,20 +105,77 @@ def matrix_cmd(
         folder = new_run_dir("matrix")
     make_folder(folder)
     done = len(m.runs)
-    log.info(f"matrix of {len(defn.cells())} cells x {defn.seeds} seeds on {backend.value}, master seed {master}; "
-             f"folder {folder}" + (f"; resuming: {done} runs done, {len(m.pending)} to go" if done else ""))
+    log.info(f"matrix of {len(defn.cells())} cells x {defn.seeds} seeds on {backend.value}, master seed {master}"
+             + (f", shard {shard}: {len(m.wanted)} of its {len(defn.run_keys())} runs" if shard else "")
+             + f"; folder {folder}" + (f"; resuming: {done} runs done, {len(m.pending)} to go" if done else ""))
     m = matrix.run_matrix(m, scs, folder)
-    t = m.totals()
-    out.print(escape(f"{t['runs']}/{t['wanted']} runs: {t['valid']} valid, {t['invalid']} invalid, {t['unknown']} unknown; "
-                     f"stopped: {m.stopped_because}; {folder / matrix.MATRIX_HTML}"), highlight=False)
-    for cell in m.definition.cells():
-        c = m.cell(cell)
-        if c["first_failing"]:
-            out.print(escape(f"  {matrix.cell_name(cell)}: {c['invalid']}/{c['runs']} invalid; "
-                             f"replay: {c['first_failing']['replay']}"), highlight=False)
+    say_outcome(m, folder)
     if m.interrupted:
         out.print(escape(f"interrupted; the same command with --out {folder} continues"), highlight=False)
         raise typer.Exit(EXIT_INTERRUPTED)
+    if m.exit_code():
+        raise typer.Exit(m.exit_code())
+
+
+def shard_flag(text: str | None, seed: int | None) -> Shard | None:
+    """``--shard`` as a Shard; ConfigError for a bad one, or one without ``--seed`` (every shard
+    must draw the same run seeds; a random master seed would differ from runner to runner)."""
+    from harness.campaigns.shards import parse_shard
+
+    shard = parse_shard(text)
+    if shard is not None and seed is None:
+        raise ConfigError(f"--shard {shard} needs --seed: the shards of one table must share one master seed "
+                          "(give every runner the same --seed N)")
+    return shard
+
+
+def say_outcome(m: Matrix, folder: Path) -> None:
+    """The totals, each cell with a finding and its replay, and a merged matrix's missing shards."""
+    from harness.campaigns.matrix import MATRIX_HTML, cell_name
+
+    t = m.totals()
+    out.print(escape(f"{t['runs']}/{t['wanted']} runs: {t['valid']} valid, {t['invalid']} invalid, {t['unknown']} unknown"
+                     + (f", {t['not_run']} not run" if t["not_run"] else "")
+                     + f"; stopped: {m.stopped_because}; {folder / MATRIX_HTML}"), highlight=False)
+    for cell in m.definition.cells():
+        c = m.cell(cell)
+        if c["first_failing"]:
+            out.print(escape(f"  {cell_name(cell)}: {c['invalid']}/{c['runs']} invalid; "
+                             f"replay: {c['first_failing']['replay']}"), highlight=False)
+        if c["missing_shards"]:
+            out.print(escape(f"  {cell_name(cell)}: not run (shard{'s' * (len(c['missing_shards']) > 1)} "
+                             f"{', '.join(f'{i}/{shard_count(m)}' for i in c['missing_shards'])} missing)"), highlight=False)
+
+
+def shard_count(m: Matrix) -> int:
+    """How many shards a merged matrix was cut into (1: not a merged one)."""
+    return int(m.merged["count"]) if m.merged else 1
+
+
+ShardFolders = typer.Argument(..., metavar="DIR...", help="The shards' folders (eos-chaos matrix --shard I/N --out DIR).")
+
+
+@app.command("merge")
+@guarded
+def merge_cmd(
+    folders: list[Path] = ShardFolders,
+    out_dir: str = typer.Option(None, "--out", help="The merged matrix folder, new or empty \\[default: results/<id>-matrix]."),
+) -> None:
+    """Join the folders of matrix --shard I/N (or hunt --shard) into one matrix: matrix.json + matrix.html.
+
+    Refuses shards of different matrices (naming each difference), of different eos-chaos versions,
+    and a shard given twice. A shard not given is not run: its cells say so, never valid. The merged
+    folder resumes as a matrix: the same matrix command on it (no --shard) runs the missing shards' runs.
+    Exit 0: every run valid; 1: some run found an anomaly; 3: some unknown, or a shard missing."""
+    from harness.campaigns import merge
+
+    folder = check_out(Path(out_dir), "--out", "matrix folder") if out_dir else None
+    missing = [f for f in folders if not f.is_dir()]
+    if missing:
+        raise ConfigError(f"matrix merge: {missing[0]} is not a folder; give the folders of eos-chaos matrix --shard I/N")
+    folder = folder or results_dir() / new_run_id("matrix")  # made once the shards are found to be one table
+    m = merge.merge(folders, folder)
+    say_outcome(m, folder)
     if m.exit_code():
         raise typer.Exit(m.exit_code())
 
@@ -101,6 +191,8 @@ def print_plan(p: dict[str, Any]) -> None:
     cells = _n(p["cells"], "cell") + (f" ({p['unsupported_cells']} not supported)" if p["unsupported_cells"] else "")
     say(f"matrix of {cells} x {_n(p['seeds'], 'seed')} = {_n(p['runs'], 'run')} ({left}), {p['backend']} backend, "
         f"master seed {p['master_seed']}")
+    if p["shard"]:
+        say(f"shard {p['shard']}: {_n(p['shard_runs'], 'run')} of the {p['runs']} (the other shards run the rest)")
     say("run seeds (the same in every cell): " + ", ".join(f"#{i + 1} {s}" for i, s in enumerate(p["run_seeds"])))
     if p["clusters"]:
         say("clusters, one at a time, each with its cells and their seeds to run, by Kafka version:")

@@ -17,6 +17,7 @@ from harness.base.errors import ConfigError
 from harness.cli import exits
 from harness.cli.console import out
 from harness.cli.guard import EXIT_INTERRUPTED, guarded
+from harness.cli.matrix import shard_flag
 from harness.cli.options import BackendOpt, TransactionVersion, check_port_base_env, duration_option, finite_option
 from harness.rundir.runfolder import SOAK_HTML, check_out, make_folder, new_run_dir
 
@@ -38,6 +39,9 @@ def soak_cmd(
     kafka_version: str = typer.Option(None, "--kafka-version", help=f"Apache Kafka release \\[default: {pins.KAFKA_VERSION}]."),
     out_dir: str = typer.Option(None, "--out", help="Soak folder: a new or empty one, in a folder that exists \\[default: results/<id>-soak]."),
     transaction_version: int | None = TransactionVersion,
+    shard_opt: str = typer.Option(None, "--shard", metavar="I/N", help="Run shard I of N: runs I, I+N, I+2N, ... of the "
+                                  "soak (every shard draws every seed, so each run has the seed it has unsharded); "
+                                  "needs --seed."),
 ) -> None:
     """Repeat scenarios with fresh seeds on one cluster; keep every run; write soak.html + soak.json.
 
@@ -45,6 +49,7 @@ def soak_cmd(
     from harness.campaigns import soak
 
     check_port_base_env()  # its clusters' port base: refused now, not when one starts
+    shard = shard_flag(shard_opt, seed)
     if kafka_version is not None:
         kafka_release.parse_kafka_version(kafka_version)
         check_transaction_version(kafka_version, transaction_version)
@@ -60,7 +65,7 @@ def soak_cmd(
     log.info(f"soak of {', '.join(sources)} on {backend.value}, seed {master}, "
              + (f"{hours} h" if hours else f"{wanted} runs") + f"; folder {folder}")
     result = soak.soak(scs, sources, backend, master, folder, runs=wanted, hours=hours, fail_fast=fail_fast,
-                       kafka_version=kafka_version, transaction_version=transaction_version)
+                       kafka_version=kafka_version, transaction_version=transaction_version, shard=shard)
     t = result.totals()
     out.print(escape(f"{t['runs']} runs, {t['as_expected']} as expected, {t['not_as_expected']} not "
                      f"({t['unknown']} unknown); stopped: "

@@ -17,6 +17,8 @@ STATES = {
     "invalid": "a run found an anomaly",
     "unknown": "a run broke, a check crashed, or the history had nothing to judge (no finding)",
     "pending": "no run yet",
+    "not-run": "not run: its shard is missing from the merge (no finding, and not valid either)",
+    "other-shard": "run by another shard of this matrix (eos-chaos matrix merge joins them)",
     "unsupported": "the Kafka version cannot be formatted at this transaction version: nothing to run (no finding)",
 }
 
@@ -43,4 +45,10 @@ def render_matrix(data: dict[str, Any], name: str = "") -> str:
     return _env.get_template("matrix.html.j2").render(
         m=data, d=d, t=data["totals"], columns=[(c, level_name(lv)) for c, lv in columns], grid=grid,
         cells=all_cells, states=STATES, levels=[level_name(lv) for lv in d["levels"]], level_name=level_name,
-        kafka_versions=versions, title=name if "matrix" in name else f"matrix {name}".strip())
+        kafka_versions=versions, title=name if "matrix" in name else f"matrix {name}".strip(),
+        colours=COLOURS, count=(data.get("merged") or {}).get("count"))
+
+
+#: Each state's colour, in the grid and the legend.
+COLOURS = {"valid": "#c8e6c9", "partial": "#e8f5e9", "invalid": "#ffcdd2", "unknown": "#ffe0b2", "pending": "#eeeeee",
+           "not-run": "#d7ccc8", "other-shard": "#f5f5f5", "unsupported": "#e3e8f0"}

@@ -3,9 +3,13 @@ exact command that runs the same scenario again (``journal.json``: ``versions``,
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import platform
 import shlex
+import subprocess
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 
@@ -46,3 +50,39 @@ def rerun_command(source: str, backend: str, seed: int, duration: float, kafka_v
     if producers is not None:
         args += ["--producers", str(producers)]
     return shlex.join(args)
+
+
+#: What decides how a run goes, for ``harness_id``: the harness's, the faults' and the clusters' code,
+#: and the wire proxy's Go source (it is built from it).
+_SOURCE = (("harness", "*.py"), ("chaos", "*.py"), ("clusters", "*.py"), ("clusters", "*.go"))
+
+
+@functools.cache
+def harness_id() -> dict[str, str | None]:
+    """Which eos-chaos made a record: its version, a digest of its source (``_SOURCE``, so two
+    checkouts of one commit agree and an edited tree does not pass for its commit) and, in a git
+    work tree, the commit. Shards of one table must agree on it (``eos-chaos matrix merge``)."""
+    root = Path(__file__).resolve().parents[2]
+    digest = hashlib.sha256()
+    for top, pattern in _SOURCE:
+        for path in sorted((root / top).rglob(pattern)):
+            digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return {"eos_chaos": _dist("eos-chaos"), "source": digest.hexdigest()[:16], "commit": _commit(root)}
+
+
+def _commit(root: Path) -> str | None:
+    """``git rev-parse HEAD`` in ``root`` (None outside a work tree or without git): for people to read."""
+    if not (root / ".git").exists():
+        return None
+    try:
+        done = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                              timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() or None if done.returncode == 0 else None
+
+
+def harness_name(h: dict[str, Any]) -> str:
+    """``harness_id()`` as a phrase: ``0.1.0 (source 1a2b..., commit 3c4d...)``."""
+    commit = f", commit {str(h['commit'])[:12]}" if h.get("commit") else ""
+    return f"{h.get('eos_chaos') or 'unknown version'} (source {h.get('source')}{commit})"

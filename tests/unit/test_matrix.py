@@ -265,10 +265,10 @@ def test_matrix_json_per_cell_counts_checks_rate_and_the_first_failing_seed(fake
     assert "replay: eos-chaos run baseline --backend local --seed" in r.output
     data = json.loads((tmp_path / "m" / "matrix.json").read_text())
     assert set(data) == {"format", "definition", "run_seeds", "started", "seconds", "sessions", "stopped_because",
-                         "healed_at_end", "heal_problems", "totals", "cells", "runs"}
-    assert data["format"] == 2 and data["run_seeds"] == seeds and data["stopped_because"] == "every run done"
+                         "healed_at_end", "heal_problems", "totals", "cells", "runs", "harness", "shard", "shares", "merged"}
+    assert data["format"] == 3 and data["run_seeds"] == seeds and data["stopped_because"] == "every run done"
     assert data["definition"]["levels"] == [2] and data["definition"]["clients"] == ["confluent-kafka", "java@3.9.1"]
-    assert data["totals"] == {"runs": 6, "wanted": 6, "valid": 4, "invalid": 2, "unknown": 0}
+    assert data["totals"] == {"runs": 6, "wanted": 6, "valid": 4, "invalid": 2, "unknown": 0, "not_run": 0}
     ok, java = data["cells"]
     assert (ok["state"], ok["valid"], ok["reproduction_rate"], ok["first_failing"], ok["checks"]) == ("valid", 3, 0.0, None, {})
     assert (java["state"], java["runs"], java["invalid"], java["reproduction_rate"]) == ("invalid", 3, 2, 0.667)
@@ -331,7 +331,7 @@ def test_redo_unknown_runs_again_only_the_runs_that_ended_unknown(fakes: Fakes, 
     assert r.exit_code == 1, r.output  # the third run's finding stays
     assert sorted(seed for *_, seed in fakes.runs) == sorted(seeds[:2])
     data = json.loads((tmp_path / "m" / "matrix.json").read_text())
-    assert data["totals"] == {"runs": 3, "wanted": 3, "valid": 2, "invalid": 1, "unknown": 0}
+    assert data["totals"] == {"runs": 3, "wanted": 3, "valid": 2, "invalid": 1, "unknown": 0, "not_run": 0}
     kept = {str(p.relative_to(tmp_path / "m" / "redone")) for p in (tmp_path / "m" / "redone").glob("runs/*/*/*/*")}
     assert len(kept) == 2 and not kept & {r["run_dir"] for r in data["runs"]}, "the unknown runs' folders are kept apart"
 
@@ -474,7 +474,7 @@ def test_a_grown_matrix_keeps_its_runs_and_runs_only_the_new_ones(fakes: Fakes, 
     assert r.exit_code == 0, r.output
     assert len(fakes.runs) == 7, "8 runs in the grown matrix, 1 done before"
     assert json.loads((tmp_path / "m" / "matrix.json").read_text())["totals"] == {
-        "runs": 8, "wanted": 8, "valid": 8, "invalid": 0, "unknown": 0}
+        "runs": 8, "wanted": 8, "valid": 8, "invalid": 0, "unknown": 0, "not_run": 0}
 
 
 def test_an_edited_scenario_file_is_refused_on_resume(fakes: Fakes, tmp_path: Path) -> None:
@@ -519,7 +519,7 @@ def test_the_page_shows_every_cell_state_in_its_colour(tmp_path: Path) -> None:
     data = m.as_json(tmp_path)
     assert [c["state"] for c in data["cells"]] == ["valid", "invalid", "partial", "unknown", "unknown", "pending", "pending", "pending"]
     page = render_matrix(data, tmp_path.name)
-    for state in set(STATES) - {"unsupported"}:  # that one: tests/unit/test_matrix_kafka_versions.py
+    for state in set(STATES) - {"unsupported", "not-run", "other-shard"}:  # those: test_matrix_kafka_versions.py, test_matrix_merge.py
         assert f'class="cell {state}"' in page, state
     words = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", page))
     assert "1 INVALID" in words and "Interrupted: the run under way was discarded" in words

@@ -102,7 +102,7 @@ def test_every_release_is_fetched_before_any_cluster_and_each_version_level_gets
         (OLD, 0, "valid"), (OLD, 2, "valid"), (NEW, 0, "valid"), (NEW, 2, "valid")]
     assert [r["kafka_version"] for r in data["runs"]] == [OLD, OLD, NEW, NEW]
     assert data["runs"][0]["run_dir"].startswith(f"runs/kafka-{OLD}/tv-0/confluent-kafka/")
-    assert data["totals"] == {"runs": 4, "wanted": 4, "valid": 4, "invalid": 0, "unknown": 0}
+    assert data["totals"] == {"runs": 4, "wanted": 4, "valid": 4, "invalid": 0, "unknown": 0, "not_run": 0}
 
 
 def test_a_release_maven_central_lacks_is_exit_2_naming_it_with_nothing_run(cache: set[str], fakes: Fakes,
@@ -188,7 +188,7 @@ def test_an_unsupported_version_and_level_is_a_cell_that_says_so_not_an_error(ca
     assert (cell["kafka_version"], cell["transaction_version"], cell["state"], cell["runs"], cell["wanted"]) == ("3.9.2", 2, "unsupported", 0, 0)
     assert cell["unsupported"] == "not supported: Kafka 3.9.2 formats transaction.version 0 only"
     assert [c["unsupported"] for c in data["cells"] if c is not cell] == [None, None, None]
-    assert data["totals"] == {"runs": 3, "wanted": 3, "valid": 3, "invalid": 0, "unknown": 0}
+    assert data["totals"] == {"runs": 3, "wanted": 3, "valid": 3, "invalid": 0, "unknown": 0, "not_run": 0}
     page = (tmp_path / "m" / "matrix.html").read_text()
     assert page.count('class="cell unsupported"') == 1
     assert "not supported Kafka 3.9.2 formats transaction.version 0 only" in words(page)
@@ -271,7 +271,7 @@ def test_a_format_1_matrix_is_one_kafka_version_the_one_it_ran(given: str | None
     m = matrix.load(tmp_path)
     assert m is not None and m.definition.kafka_versions == [version]
     assert list(m.runs) == [RunKey(Cell("baseline", "confluent-kafka", version, None), 0)]
-    assert len(m.pending) == 1 and m.as_json()["format"] == 2
+    assert len(m.pending) == 1 and m.as_json()["format"] == 3
 
 
 def test_a_format_1_matrix_resumes_with_the_same_command_and_its_page_renders(cache: set[str], fakes: Fakes,
@@ -288,7 +288,7 @@ def test_a_format_1_matrix_resumes_with_the_same_command_and_its_page_renders(ca
     assert len(fakes.runs) == 1, "the run done is kept; the other runs"
     assert not (out / "runs/tv-default/confluent-kafka/cut-short").exists() and (out / "runs/tv-default/confluent-kafka/r0").exists()
     data = data_of(out)
-    assert data["format"] == 2 and data["definition"]["kafka_versions"] == [NEW] and data["sessions"] == 2
+    assert data["format"] == 3 and data["definition"]["kafka_versions"] == [NEW] and data["sessions"] == 2
     assert [(x["kafka_version"], x["index"], x["run_dir"].split("/")[1]) for x in data["runs"]] == [
         (NEW, 0, "tv-default"), (NEW, 1, f"kafka-{NEW}")]
     assert f'<th class="kafka">{NEW}</th>' in (out / "matrix.html").read_text()
