@@ -1,9 +1,12 @@
 """The distribution's OpenSSH server on 127.0.0.1, started by a test with a host key and a client
 key of its own (a temporary folder): the ``ssh`` transport of an external cluster is tested against
-a real server, never a mock. Missing ``sshd``: the test is skipped, saying how to install it."""
+a real server, never a mock. Missing ``sshd``: installed from Debian's packages where we are root on
+Debian (as the compose backend installs its engine: ``make test`` installs what it needs), else the
+test is skipped, saying how to install it."""
 
 from __future__ import annotations
 
+import fcntl
 import getpass
 import os
 import shutil
@@ -42,10 +45,28 @@ def _keygen(path: Path) -> None:
                    check=True, capture_output=True, timeout=30)
 
 
+def _installed() -> bool:
+    return SSHD.exists() and shutil.which("ssh-keygen") is not None and shutil.which("ssh") is not None
+
+
+def _install_where_we_can() -> None:
+    """Debian's OpenSSH server and client, where we are root on Debian; one installer at a time (the
+    unit tests run on several xdist workers, and dpkg takes one)."""
+    from clusters.backends.compose import engine
+
+    if _installed() or not engine.debian_root():
+        return
+    with open("/tmp/eos-chaos-apt.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not _installed():
+            engine.apt_install(["openssh-server", "openssh-client"], "the ssh transport's tests")
+
+
 @contextmanager
 def local_sshd(folder: Path) -> Iterator[SshServer]:
     """An sshd on 127.0.0.1 that lets the current user in with ``SshServer.key`` only; stopped at the end."""
-    if not SSHD.exists() or shutil.which("ssh-keygen") is None:
+    _install_where_we_can()
+    if not _installed():
         pytest.skip(f"{SSHD} is not installed (Debian: apt-get install openssh-server); the ssh transport is "
                     "tested against a real server only")
     folder.mkdir(parents=True, exist_ok=True)

@@ -31,13 +31,13 @@ def docker_answers(timeout: float = 10.0) -> bool:
         return False
 
 
-def _debian_root() -> bool:
+def debian_root() -> bool:
     return os.geteuid() == 0 and Path("/etc/debian_version").exists() and shutil.which("apt-get") is not None
 
 
 def apt_install(packages: list[str], why: str) -> None:
     """Install Debian packages (root on Debian only); ``EnvironmentProblem`` elsewhere."""
-    if not _debian_root():
+    if not debian_root():
         raise EnvironmentProblem(f"{why} needs the Debian packages {packages}; install them (this is not a Debian machine where we are root)")
     log.info(f"installing Debian packages {packages} ({why})")
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
@@ -62,7 +62,7 @@ def ensure_engine() -> str:
             f"DOCKER_HOST={os.environ['DOCKER_HOST']} is set but no Docker engine answers there (`docker info` failed). "
             "Start that engine, or unset DOCKER_HOST to let eos-chaos start Debian's dockerd on this machine."
         )
-    if not _debian_root():
+    if not debian_root():
         raise EnvironmentProblem(
             "no Docker engine answers (`docker info` failed) and this is not a Debian machine where we are root, "
             "so eos-chaos cannot start one. Start Docker (or point DOCKER_HOST at one) and retry."
