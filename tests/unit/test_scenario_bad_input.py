@@ -96,10 +96,10 @@ def test_the_planner_stops_at_its_cap_whatever_it_is_given() -> None:
     sc = scenario.load("mixed")
     # about 55,000 faults of 0 s, 1 ms apart (the cap is 40,000): a mix validation refuses, handed to the planner directly
     unchecked = sc.model_copy(update={"mix": sc.mix.model_copy(update={"duration": (0.0, 0.0), "gap": (0.001, 0.001)})})
-    started = time.monotonic()
+    started = time.process_time()  # CPU time: a loaded machine's wait is not the loader's work
     with pytest.raises(ConfigError, match=r"^scenario mixed: its mix planned 40,000 faults and had not reached the run's end"):
         schedule.plan(unchecked, 1)
-    assert time.monotonic() - started < 5
+    assert time.process_time() - started < 5
 
 
 def test_every_library_mix_plans_within_the_bound_even_for_a_day() -> None:
@@ -158,9 +158,9 @@ def _bomb(levels: int = 9) -> str:
 
 
 def test_an_alias_bomb_is_refused_at_once(tmp_path: Path) -> None:
-    started = time.monotonic()
+    started = time.process_time()  # CPU time: a loaded machine's wait is not the loader's work
     msg = _load_error(tmp_path, _bomb())
-    assert time.monotonic() - started < 2
+    assert time.process_time() - started < 2
     assert msg.startswith("FILE:10: alias *l3: aliases repeat more than 10,000 values in all"), msg
 
 
@@ -175,9 +175,9 @@ def test_a_few_aliases_are_fine_and_a_recursive_one_is_not(tmp_path: Path) -> No
 
 @pytest.mark.parametrize("nested", ["[" * 20_000 + "]" * 20_000, "{a: " * 20_000 + "1" + "}" * 20_000])
 def test_deep_nesting_is_refused_without_a_recursion_error(tmp_path: Path, nested: str) -> None:
-    started = time.monotonic()
+    started = time.process_time()  # CPU time: a loaded machine's wait is not the loader's work
     msg = _load_error(tmp_path, f"    client: {{x: {nested}}}\n")
-    assert time.monotonic() - started < 2
+    assert time.process_time() - started < 2
     assert msg.startswith(f"FILE:5: values nested more than {scenario.MAX_YAML_DEPTH} deep"), msg
 
 
