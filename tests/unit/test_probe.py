@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from clusters.backends.external import inventory, probe
-from clusters.backends.external.probe import Advertised
+from clusters.backends.external.probe import SeenBrokers
 from harness.base.errors import ClusterError, EnvironmentProblem
 from tests.external_nodes import broker, local_inventory, pids_of, proc_state, sleepers
 
@@ -61,9 +61,9 @@ def _nodes(tmp_path: Path, ports: list[int]) -> tuple[inventory.ResolvedNode, ..
 
 def test_listener_mismatches_name_each_node(tmp_path: Path) -> None:
     nodes = _nodes(tmp_path, [9092, 9093, 9094])
-    same = Advertised({1: "127.0.0.1:9092", 2: "127.0.0.1:9093", 3: "127.0.0.1:9094"})
+    same = SeenBrokers({1: "127.0.0.1:9092", 2: "127.0.0.1:9093", 3: "127.0.0.1:9094"})
     assert probe.listener_mismatches(nodes, same, nodes[0]) == []
-    off = Advertised({1: "127.0.0.1:9092", 2: "10.0.0.2:9093", 4: "127.0.0.1:9095"})
+    off = SeenBrokers({1: "127.0.0.1:9092", 2: "10.0.0.2:9093", 4: "127.0.0.1:9095"})
     assert probe.listener_mismatches(nodes, off, nodes[0]) == [
         (2, "node 2: the inventory says 127.0.0.1:9093, the cluster advertises 10.0.0.2:9093 on that listener"),
         (3, "node 3: not in the Metadata that 127.0.0.1:9092 answers (brokers there: 1, 2, 4); is it a broker of "
@@ -90,8 +90,8 @@ def cluster(tmp_path: Path) -> Iterator[tuple[inventory.Inventory, dict[int, obj
                 p.wait()
 
 
-def _as_inventory_says(inv: inventory.Inventory) -> Advertised:
-    return Advertised({n.id: n.listeners.client for n in inv.resolved()}, "cid")
+def _as_inventory_says(inv: inventory.Inventory) -> SeenBrokers:
+    return SeenBrokers({n.id: n.listeners.client for n in inv.resolved()}, "cid")
 
 
 def test_a_whole_cluster_passes_and_nothing_changes(cluster: tuple[inventory.Inventory, dict, list[int]]) -> None:
@@ -119,14 +119,14 @@ def test_a_broker_not_listening_and_a_mismatch_are_exit_2(tmp_path: Path,
                                                           cluster: tuple[inventory.Inventory, dict, list[int]]) -> None:
     inv, brokers, ports = cluster
     says = _as_inventory_says(inv)
-    wrong = Advertised({**says.brokers, 3: "kafka-3:9092"})
+    wrong = SeenBrokers({**says.brokers, 3: "kafka-3:9092"})
     with pytest.raises(EnvironmentProblem) as exc:
         probe.preflight(inv, brokers, lambda _: wrong)
     assert (f"node 3: the inventory says 127.0.0.1:{ports[2]}, the cluster advertises kafka-3:9092 on that listener "
             f"({inv.path}:14)") in str(exc.value)
     assert str(exc.value).count("node 3: the inventory says") == 1  # said once, not once per listener asked
 
-    def no_kafka(address: str) -> Advertised:
+    def no_kafka(address: str) -> SeenBrokers:
         return probe.read_advertised(address, timeout=0.5)
 
     with pytest.raises(EnvironmentProblem, match=r"node 1 \(local\): 127.0.0.1:\d+ accepts connections but gave no Kafka"):
@@ -138,4 +138,4 @@ def test_an_unreachable_node_is_named_before_anything_else(tmp_path: Path) -> No
         inv = inventory.load(local_inventory(tmp_path, args, control="{docker: {container: no-such-eos-container}}"))
         b = broker(inv.node(1), tmp_path / "kh")
         with pytest.raises(EnvironmentProblem, match=r"node 1 \(docker no-such-eos-container\): "):
-            probe.preflight(inv, {1: b}, lambda _: Advertised({}))
+            probe.preflight(inv, {1: b}, lambda _: SeenBrokers({}))

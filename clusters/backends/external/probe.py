@@ -26,7 +26,7 @@ PROBE_THREADS = 8
 
 
 @dataclass(frozen=True)
-class Advertised:
+class SeenBrokers:
     """What one broker's Metadata answer on a listener says: broker id -> ``host:port``."""
 
     brokers: dict[int, str]
@@ -78,7 +78,7 @@ def listener_problem(address: str, timeout: float = LISTENER_TIMEOUT_S) -> str |
         return f"its listener {address} cannot be reached: {exc.strerror or exc}"
 
 
-def read_advertised(address: str, timeout: float = LISTENER_TIMEOUT_S) -> Advertised:
+def read_advertised(address: str, timeout: float = LISTENER_TIMEOUT_S) -> SeenBrokers:
     """The brokers a Metadata answer on ``address`` names (ClusterError if none comes in time)."""
     from clusters.kafka.health import admin_client  # confluent_kafka: loaded only when a cluster is probed
 
@@ -87,10 +87,10 @@ def read_advertised(address: str, timeout: float = LISTENER_TIMEOUT_S) -> Advert
     except Exception as exc:  # confluent_kafka.KafkaException, or its timeout
         raise ClusterError(f"{address} accepts connections but gave no Kafka Metadata answer within {timeout:g}s "
                            f"({exc})") from None
-    return Advertised({b.id: f"{b.host}:{b.port}" for b in md.brokers.values()}, md.cluster_id)
+    return SeenBrokers({b.id: f"{b.host}:{b.port}" for b in md.brokers.values()}, md.cluster_id)
 
 
-def listener_mismatches(nodes: tuple[ResolvedNode, ...], seen: Advertised, on: ResolvedNode) -> list[tuple[int, str]]:
+def listener_mismatches(nodes: tuple[ResolvedNode, ...], seen: SeenBrokers, on: ResolvedNode) -> list[tuple[int, str]]:
     """How the brokers advertised on ``on``'s listener differ from the inventory, each with the node
     id it is about: the proxies front exactly the inventory's listeners, so a broker elsewhere or
     missing would escape them."""
@@ -125,7 +125,7 @@ def node_problems(node: ResolvedNode, broker: Broker, reach: Callable[[], str | 
     return [why] if why else []
 
 
-def preflight(inv: Inventory, brokers: dict[int, Broker], advertised: Callable[[str], Advertised] = read_advertised) -> Advertised:
+def preflight(inv: Inventory, brokers: dict[int, Broker], advertised: Callable[[str], SeenBrokers] = read_advertised) -> SeenBrokers:
     """What the cluster advertises, once every node is reachable, up, answering on its listener and
     advertising what the inventory says; EnvironmentProblem (exit 2) listing each node's problem
     with its inventory line otherwise. Reads only: nothing on any node changes."""
@@ -134,7 +134,7 @@ def preflight(inv: Inventory, brokers: dict[int, Broker], advertised: Callable[[
         found = list(pool.map(lambda n: node_problems(n, brokers[n.id], lambda: reach_problem(n, brokers[n.id].on_node)),
                               nodes))
     problems = [f"{n.where}: {p} ({inv.line_of_node(n.id)})" for n, ps in zip(nodes, found) for p in ps]
-    seen = Advertised({})
+    seen = SeenBrokers({})
     if not problems:
         for n in nodes:
             try:
