@@ -73,11 +73,13 @@ run:
 	@$(BIN)/eos-chaos setup $(KAFKA_FLAG)
 	@$(BIN)/eos-chaos smoke $(KAFKA_FLAG)
 
-# The unit tests need no cluster: they run on one pytest-xdist worker per core. Then the real-cluster
-# tests, one at a time (one cluster per backend for the session). Both parts run whatever the first
-# gives; a part that PYTEST_ARGS leaves without a test (exit 5) does not fail the target. JUNIT=PREFIX
-# writes PREFIX-unit.xml and PREFIX-chaos.xml.
-UNIT_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
+# The unit tests need no cluster and run first; then the real-cluster tests, one at a time (one
+# cluster per backend for the session). Both parts run whatever the first gives; a part that
+# PYTEST_ARGS leaves without a test (exit 5) does not fail the target. JUNIT=PREFIX writes
+# PREFIX-unit.xml and PREFIX-chaos.xml. The unit tests run on one pytest-xdist worker per core on a
+# machine of more than 2 cores; on 2 cores two workers took as long as one process (the slowest unit
+# tests use both cores themselves: docs/BENCHMARKS.md), so there they run in one (UNIT_WORKERS=0).
+UNIT_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ $$n -gt 2 ] && echo $$n || echo 0)
 JUNIT ?=
 test: setup-all lint
 	@unit=0; $(BIN)/pytest -m 'not chaos and not library' -n $(UNIT_WORKERS) $(if $(JUNIT),--junitxml=$(JUNIT)-unit.xml) $(PYTEST_ARGS) || unit=$$?; \

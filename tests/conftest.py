@@ -91,8 +91,11 @@ def _on_compose(item: pytest.Item) -> bool:
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """A compose twin of a test that does not depend on the backend is part of the library (run before
-    `-m` deselects, so `make library` still runs it)."""
+    `-m` deselects, so `make library` still runs it). Every test under tests/chaos/ is a real-cluster
+    test: marked ``chaos`` here if its file forgot, so `make test` never runs one among the unit tests."""
     for item in items:
+        if item.path.parent.name == "chaos" and item.get_closest_marker("chaos") is None:
+            item.add_marker(pytest.mark.chaos)
         if not _on_compose(item) or item.get_closest_marker("library") is not None:
             continue
         name = getattr(item, "originalname", item.name)

@@ -13,6 +13,8 @@ from clusters.backends.external import inventory, lifecycle, probe, transport
 from clusters.backends.protocol import Cluster
 from harness.base.errors import EnvironmentProblem
 
+pytestmark = pytest.mark.chaos
+
 
 def _inventory(tmp_path: Path, listeners: dict[int, str]) -> inventory.Inventory:
     lines = ["name: session-cluster", "disposable: false", "defaults:", "  control: {local: {}}",
