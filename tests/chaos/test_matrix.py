@@ -47,7 +47,7 @@ def test_a_two_cell_matrix_writes_its_grid_and_a_finding_is_exit_1(cluster: Clus
     assert proc.returncode == 1, proc.stdout[-3000:]
     data = json.loads((out / "matrix.json").read_text())
     seed = seeds(3)()
-    assert data["run_seeds"] == [seed] and data["totals"] == {"runs": 2, "wanted": 2, "valid": 1, "invalid": 1, "unknown": 0}
+    assert data["run_seeds"] == [seed] and data["totals"] == {"runs": 2, "wanted": 2, "not_run": 0, "valid": 1, "invalid": 1, "unknown": 0}
     assert data["healed_at_end"] is True and data["stopped_because"] == "every run done"
     ok, bad = data["cells"]
     assert (ok["scenario"], ok["state"], ok["transaction_version"], ok["first_failing"]) == ("baseline", "valid", None, None)
@@ -92,7 +92,7 @@ def test_a_matrix_over_two_kafka_versions_and_both_go_clients(cluster: Cluster, 
     proc = go_matrix()
     assert proc.returncode == 1, proc.stdout[-3000:]
     data = json.loads((out / "matrix.json").read_text())
-    assert data["totals"] == {"runs": 4, "wanted": 4, "valid": 0, "invalid": 4, "unknown": 0}
+    assert data["totals"] == {"runs": 4, "wanted": 4, "not_run": 0, "valid": 0, "invalid": 4, "unknown": 0}
     assert data["healed_at_end"] is True and data["definition"]["kafka_versions"] == ["4.3.1", "4.4.0"]
     releases = {"franz-go": DEFAULT_FRANZ_VERSION, "sarama": DEFAULT_SARAMA_VERSION}
     clients = [f"{name}@{version}" for name, version in releases.items()]  # the matrix names them resolved
