@@ -13,6 +13,7 @@ import socket
 import statistics
 import struct
 import time
+from collections.abc import Callable
 from typing import Any
 
 from clusters.backends.protocol import Cluster
@@ -41,21 +42,28 @@ def _read_exact(sock: socket.socket, n: int) -> bytes:
 
 def round_trips(addr: str, count: int) -> list[float]:
     """``count`` ApiVersions round trips on one connection to ``addr``, each in microseconds."""
+    return timed_round_trips(addr, count, _request, "ApiVersions")[0]
+
+
+def timed_round_trips(addr: str, count: int, request: Callable[[int], bytes],
+                      what: str) -> tuple[list[float], bytes]:
+    """``count`` round trips of ``request(correlation id)`` on one connection to ``addr``, one at a
+    time, each in microseconds (after 50 that warm up the connection and the proxies), and the last answer."""
     host, port = addr.rsplit(":", 1)
+    answer = b""
     with socket.create_connection((host, int(port)), timeout=TIMEOUT_S) as sock:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         times = []
         for corr in range(count + 50):
             t0 = time.perf_counter_ns()
-            sock.sendall(_request(corr))
-            size = struct.unpack(">i", _read_exact(sock, 4))[0]
-            answer = _read_exact(sock, size)
+            sock.sendall(request(corr))
+            answer = _read_exact(sock, struct.unpack(">i", _read_exact(sock, 4))[0])
             took = (time.perf_counter_ns() - t0) / 1000
             if struct.unpack(">i", answer[:4])[0] != corr:
-                raise HarnessError(f"ApiVersions answer for correlation id {corr} carried another id")
-            if corr >= 50:  # the first 50 warm up the connection and both proxies
+                raise HarnessError(f"{what} answer for correlation id {corr} carried another id")
+            if corr >= 50:
                 times.append(took)
-        return times
+    return times, answer
 
 
 def _pct(values: list[float], q: float) -> float:

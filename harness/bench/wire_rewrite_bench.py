@@ -23,7 +23,7 @@ from clusters.backends.protocol import Cluster
 from clusters.wire import kwire_build
 from clusters.wire.wire_api import Advertised, WireProxy
 from harness.base.errors import HarnessError
-from harness.bench.wire_bench import LINK, TIMEOUT_S, _read_exact, sides_summary
+from harness.bench.wire_bench import LINK, sides_summary, timed_round_trips
 
 #: Metadata v12, request header v2 (client id, empty tags); body: no topics (compact array of 0),
 #: no auto-creation, no authorized operations, empty tags.
@@ -40,25 +40,6 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def metadata_round_trips(addr: str, count: int) -> tuple[list[float], bytes]:
-    """``count`` Metadata round trips on one connection to ``addr`` (microseconds), and the last answer."""
-    host, port = addr.rsplit(":", 1)
-    answer = b""
-    with socket.create_connection((host, int(port)), timeout=TIMEOUT_S) as sock:
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        times = []
-        for corr in range(count + 50):
-            t0 = time.perf_counter_ns()
-            sock.sendall(_request(corr))
-            answer = _read_exact(sock, struct.unpack(">i", _read_exact(sock, 4))[0])
-            took = (time.perf_counter_ns() - t0) / 1000
-            if struct.unpack(">i", answer[:4])[0] != corr:
-                raise HarnessError(f"Metadata answer for correlation id {corr} carried another id")
-            if corr >= 50:  # warm-up
-                times.append(took)
-    return times, answer
 
 
 def _start_proxy(run_dir: Path, name: str, upstream: str, advertise: Advertised | None) -> tuple[Any, str]:
@@ -88,7 +69,7 @@ def bench_rewrite(cluster: Cluster, run_dir: Path, count: int, run: int) -> dict
     order = ["with", "without"] if run % 2 == 0 else ["without", "with"]
     try:
         for side in order:
-            sides[side], answer = metadata_round_trips(addrs[side], count)
+            sides[side], answer = timed_round_trips(addrs[side], count, _request, "Metadata")
             if side == "with" and b"127.0.0.1" not in answer:
                 raise HarnessError("the rewriting proxy's Metadata answer does not name its addresses")
     finally:
