@@ -73,17 +73,26 @@ run:
 	@$(BIN)/eos-chaos setup $(KAFKA_FLAG)
 	@$(BIN)/eos-chaos smoke $(KAFKA_FLAG)
 
-# The unit tests need no cluster and run first; then the real-cluster tests, one at a time (one
-# cluster per backend for the session). Both parts run whatever the first gives; a part that
-# PYTEST_ARGS leaves without a test (exit 5) does not fail the target. JUNIT=PREFIX writes
-# PREFIX-unit.xml and PREFIX-chaos.xml. The unit tests run on one pytest-xdist worker per core on a
-# machine of more than 2 cores; on 2 cores two workers took as long as one process (the slowest unit
-# tests use both cores themselves: docs/BENCHMARKS.md), so there they run in one (UNIT_WORKERS=0).
+# The unit tests need no cluster and mostly use the CPU; the real-cluster tests mostly wait (on the
+# scenarios' durations, on Kafka): so `make test` runs the two parts side by side, the unit part's
+# output in results/unit-tests.log, printed after the real-cluster part (TEST_PARTS=serial: the unit
+# part first, then the other). Both parts run whatever the other gives; a part that PYTEST_ARGS
+# leaves without a test (exit 5) does not fail the target. JUNIT=PREFIX writes PREFIX-unit.xml and
+# PREFIX-chaos.xml. The unit tests run on one pytest-xdist worker per core on a machine of more than
+# 2 cores; on 2 cores two workers took as long as one process (the slowest unit tests use both cores
+# themselves: docs/BENCHMARKS.md), so there they run in one (UNIT_WORKERS=0).
 UNIT_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ $$n -gt 2 ] && echo $$n || echo 0)
+TEST_PARTS ?= parallel
 JUNIT ?=
 test: setup-all lint
-	@unit=0; $(BIN)/pytest -m 'not chaos and not library' -n $(UNIT_WORKERS) $(if $(JUNIT),--junitxml=$(JUNIT)-unit.xml) $(PYTEST_ARGS) || unit=$$?; \
+	@mkdir -p results; unit_log=results/unit-tests.log; unit=0; \
+	 unit_part() { $(BIN)/pytest -m 'not chaos and not library' -n $(UNIT_WORKERS) $(if $(JUNIT),--junitxml=$(JUNIT)-unit.xml) $(PYTEST_ARGS); }; \
+	 if [ "$(TEST_PARTS)" = serial ]; then unit_part || unit=$$?; \
+	 else echo "make test: the unit tests run beside the real-cluster tests; their output: $$unit_log"; \
+	   unit_part > $$unit_log 2>&1 & upid=$$!; trap 'kill $$upid 2>/dev/null' INT TERM; fi; \
 	 chaos=0; ( $(call engine_then_pytest,-m 'chaos and not library' $(if $(JUNIT),--junitxml=$(JUNIT)-chaos.xml) $(PYTEST_ARGS)) ) || chaos=$$?; \
+	 if [ "$(TEST_PARTS)" != serial ]; then wait $$upid || unit=$$?; \
+	   echo "---- the unit tests ($$unit_log), run beside the real-cluster tests:"; cat $$unit_log; fi; \
 	 if [ $$unit = 5 ] && [ $$chaos = 5 ]; then echo "make test: PYTEST_ARGS selects no test" >&2; exit 5; fi; \
 	 [ $$unit = 5 ] && unit=0; [ $$chaos = 5 ] && chaos=0; \
 	 echo "make test: unit tests exit $$unit, real-cluster tests exit $$chaos"; \

@@ -108,16 +108,26 @@ ONGOING = "Ongoing"
 
 def _listed(direct_bootstrap: str, prefix: str, **filters: object) -> dict[str, str]:
     from kafka.admin import KafkaAdminClient
+    from kafka.errors import UnknownBrokerIdError
 
-    admin = KafkaAdminClient(bootstrap_servers=direct_bootstrap, request_timeout_ms=5_000)
+    def admin_client() -> KafkaAdminClient:
+        return KafkaAdminClient(bootstrap_servers=direct_bootstrap, request_timeout_ms=5_000)
+
+    admins = [admin_client()]
     found: dict[str, str] = {}
     try:
-        brokers = {int(b["broker_id"]) for b in admin.describe_cluster()["brokers"]}
+        brokers = {int(b["broker_id"]) for b in admins[-1].describe_cluster()["brokers"]}
         left = set(brokers)
 
         def ask() -> bool:
             for broker in sorted(left):
-                listed = admin.list_transactions(broker_ids=[broker], **filters)
+                try:
+                    listed = admins[-1].list_transactions(broker_ids=[broker], **filters)
+                except UnknownBrokerIdError:
+                    # the client's metadata lacks the broker (seen once: its bootstrap left it without the
+                    # brokers' list, and it stayed so for the whole deadline): a new client bootstraps again
+                    admins.append(admin_client())
+                    raise
                 found.update((t.transactional_id, str(getattr(t.state, "value", t.state)))
                              for txns in listed.values() for t in txns if t.transactional_id.startswith(prefix))
                 left.discard(broker)
@@ -126,7 +136,8 @@ def _listed(direct_bootstrap: str, prefix: str, **filters: object) -> dict[str, 
         wait_until(ask, timeout=LISTING_DEADLINE_S, what=f"every broker's transactions of {prefix}*",
                    state=lambda: f"brokers {sorted(left)} of {sorted(brokers)} not answered")
     finally:
-        admin.close()
+        for admin in admins:
+            admin.close()
     return found
 
 
