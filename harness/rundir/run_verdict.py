@@ -41,6 +41,9 @@ class CheckRecord(_Part):
     skipped: str | None = None
     error: str | None = None
     traceback: str | None = None
+    #: an app contract's check: the findings of each app it judged; ``app-pipeline``: each chain's
+    #: end to end, by its last stage (None: not an app's check, or a verdict from before it was kept)
+    by_app: dict[str, int] | None = None
 
 
 class TxnCounts(_Part):

@@ -46,6 +46,7 @@ def test_the_report_has_an_app_section_with_the_contract_the_instances_and_their
     app = section(page[1], "app")
     shown = said(app)
     assert "App under test: app" in shown
+    assert "Pipeline:" not in shown and "app-stages" not in app  # one app: no pipeline's table
     assert "contract map, function tests.apps:twice, order per-key" in shown
     assert "inputs in" in shown and "outputs out" in shown
     assert "'{python}' app.py --out '{topic:out}'" in shown  # the command, placeholders as written
