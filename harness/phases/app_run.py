@@ -110,15 +110,15 @@ def _preflight(sc: ScenarioView, s: AppSettings) -> None:
 
 
 # --------------------------------------------------------------------------------------- failures
-def failed_logs(run_dir: Path, exits: dict[str, int | None]) -> dict[str, dict[str, Any]]:
+def failed_logs(run_dir: Path, exits: dict[str, int | None]) -> dict[str, LogDigest]:
     """Per instance whose log shows an exception or an ERROR line, or whose wrapper did not end as
     the stop asked (an app that could not start, exited before it was ready, or kept failing),
-    what its log says (``log_digest.LogDigest.to_json``): the journal keeps it, the report shows it."""
-    out: dict[str, dict[str, Any]] = {}
+    what its log says: the journal keeps it (``AppFacts.logs``), the report shows it."""
+    out: dict[str, LogDigest] = {}
     for name, code in exits.items():
         d = digest_file(RunFolder(run_dir).workloads / f"{name}.log")
         if isinstance(d, LogDigest) and (d.failed or code not in (0, KILLED_AT_STOP, None)):
-            out[name] = d.to_json()
+            out[name] = d
     return out
 
 

@@ -37,7 +37,7 @@ from harness.history.text import keyed
 from harness.report.clock import Clock
 from harness.report.logs import LogLink
 from harness.report.pipeline_section import PipelineView, StageRuns, pipeline_view
-from harness.rundir.journal import Journal
+from harness.rundir.journal import AppDrain, AppFacts, Journal
 from harness.rundir.run_verdict import RunVerdict
 from harness.rundir.runfolder import WORKLOADS
 from harness.workloads.app_wrapper import KILLED_AT_STOP, MAX_RESTARTS
@@ -143,13 +143,12 @@ def ended_says(code: int | None, stop_timeout_s: float | None) -> str:
             f"{MAX_RESTARTS} restarts (its log says which)")
 
 
-def log_says(digest: Any) -> list[str]:
+def log_says(digest: LogDigest | None) -> list[str]:
     """An instance's log digest (``journal.app.logs``) as lines: its exceptions and ERROR lines,
-    or, when it shows neither, its last lines."""
-    if not isinstance(digest, dict):
+    or, when it shows neither, its last lines (none: no digest)."""
+    if digest is None:
         return []
-    d = LogDigest.from_json(digest)
-    return d.lines_out(tail=0 if d.failed else LOG_SAYS_TAIL)
+    return digest.lines_out(tail=0 if digest.failed else LOG_SAYS_TAIL)
 
 
 def stages_of(journal: Journal | None) -> list[tuple[AppSettings, int]]:
@@ -180,18 +179,17 @@ def app_view(tables: store.Tables, journal: Journal | None, clock: Clock, links:
         return None
     contract = apps[0]
     name = contract.app
-    facts = (journal.app if journal is not None else None) or {}
+    facts = journal.app if journal is not None and journal.app is not None else AppFacts()
     stages = stages_of(journal)
     settings = stages[0][0] if stages else None
     by_path = {lk.path: lk for lk in links}
     events = _events(tables.ops, clock)
-    exits: dict[str, int | None] = dict(facts.get("exits") or {})
+    exits = facts.exits
     names = sorted(set(exits) | {n for n, _ in events}, key=_instance_order)
     stop_timeout_s = settings.stop_timeout_s if settings is not None else None
-    logs: dict[str, Any] = dict(facts.get("logs") or {})
     instances = [Instance(n, by_path.get(_log(n)), events.get((n, APP_READY), []),
                           events.get((n, APP_EXIT), []), exits.get(n), ended_says(exits.get(n), stop_timeout_s),
-                          [k for k, (_, w) in enumerate(faults, 1) if w == n], log_says(logs.get(n)))
+                          [k for k, (_, w) in enumerate(faults, 1) if w == n], log_says(facts.logs.get(n)))
                  for n in names]
     helpers = [(what, by_path[_log(w)]) for w, what in ((APP_FEEDER, "feeder"), (APP_READER, "output reader"))
                if _log(w) in by_path]
@@ -206,7 +204,7 @@ def app_view(tables: store.Tables, journal: Journal | None, clock: Clock, links:
                    pipeline_view(apps, verdict, tables, runs))
 
 
-def _facts(contract: AppContract, s: AppSettings | None, facts: dict[str, Any], stray: dict[str, int]) -> list[AppRow]:
+def _facts(contract: AppContract, s: AppSettings | None, facts: AppFacts, stray: dict[str, int]) -> list[AppRow]:
     """The contract, the topics written to undeclared (``stray``: topic -> records), the settings
     that shape the run, the drain and the contract function, as rows."""
     rows = [AppRow("contract", contract_says(contract)), AppRow("inputs", ", ".join(contract.inputs)),
@@ -222,17 +220,17 @@ def _facts(contract: AppContract, s: AppSettings | None, facts: dict[str, Any], 
                                 f"values as {f.value_serde}"),
                  AppRow("ready when", f"{_ready_says(s)} (within ready_timeout_s {s.ready_timeout_s:g} s)"),
                  AppRow("stop", f"SIGTERM, then SIGKILL after stop_timeout_s {s.stop_timeout_s:g} s")]
-    drain = facts.get("drain")
-    if drain is not None or facts:
-        rows.append(AppRow("drain", _drain_says(drain, s), warn=not (drain or {}).get("drained")))
-    if facts.get("restarted_for_drain"):
-        rows.append(AppRow("started again for the drain", ", ".join(facts["restarted_for_drain"])))
-    if facts.get("function_error"):
-        rows.append(AppRow("contract function", f"could not be applied: {facts['function_error']}", warn=True))
-    elif facts.get("expected_inputs") is not None:
-        rows.append(AppRow("contract function", f"applied to {facts['expected_inputs']} inputs (the expect ops)"))
-    if facts.get("outputs_read") is not None:
-        rows.append(AppRow("outputs read", f"{facts['outputs_read']} records in the final scans (both isolations)"))
+    drain = facts.drain
+    if drain is not None or facts.model_fields_set:  # a journal that recorded the app at all
+        rows.append(AppRow("drain", _drain_says(drain, s), warn=drain is None or not drain.drained))
+    if facts.restarted_for_drain:
+        rows.append(AppRow("started again for the drain", ", ".join(facts.restarted_for_drain)))
+    if facts.function_error:
+        rows.append(AppRow("contract function", f"could not be applied: {facts.function_error}", warn=True))
+    elif facts.expected_inputs is not None:
+        rows.append(AppRow("contract function", f"applied to {facts.expected_inputs} inputs (the expect ops)"))
+    if facts.outputs_read is not None:
+        rows.append(AppRow("outputs read", f"{facts.outputs_read} records in the final scans (both isolations)"))
     return rows
 
 
@@ -245,16 +243,16 @@ def _ready_says(s: AppSettings) -> str:
     return "a first record in an output topic since its start (each start)"
 
 
-def _drain_says(drain: dict[str, Any] | None, s: AppSettings | None) -> str:
+def _drain_says(drain: AppDrain | None, s: AppSettings | None) -> str:
     """The drain after heal as the journal has it: drained or not, how, how long."""
     if drain is None:
         return "none recorded"
-    took = f" in {drain['took_s']:g} s" if isinstance(drain.get("took_s"), (int, float)) else ""
+    took = f" in {drain.took_s:g} s" if drain.took_s is not None else ""
     within = f" (drain_s {s.drain_s:g} s)" if s is not None else ""
-    if drain.get("drained"):
-        return f"drained{took}{within}: {drain.get('how')}"
-    last = drain.get("last")
-    return f"not drained{took}{within}: {drain.get('how')}" + (f"; last seen: {json.dumps(last, default=str)}" if last else "")
+    if drain.drained:
+        return f"drained{took}{within}: {drain.how}"
+    last = drain.last
+    return f"not drained{took}{within}: {drain.how}" + (f"; last seen: {json.dumps(last, default=str)}" if last else "")
 
 
 def _log(workload: str) -> str:
