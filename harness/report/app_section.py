@@ -196,9 +196,10 @@ def app_view(tables: store.Tables, journal: Journal | None, clock: Clock, links:
     helpers += [(f"{s.name}'s output reader", by_path[_log(reader_name(s))]) for s, _ in stages[1:]
                 if _log(reader_name(s)) in by_path]
     stray = (tables.meta.get("app_stray") or {}).get(name) or {}
-    runs = {stage: StageRuns(mine, {n: events.get((n, APP_READY), []) for n in mine},
-                             {n: [kind for kind, w in faults if w == n] for n in mine})
-            for stage, mine in instance_names(stages).items()}
+    runs = {s.name: StageRuns(mine, {n: events.get((n, APP_READY), []) for n in mine},
+                              {n: [kind for kind, w in faults if w == n] for n in mine},
+                              _drain_says(facts.stages[s.name].drain if s.name in facts.stages else None, s))
+            for (s, _), mine in zip(stages, instance_names(stages).values())}
     return AppView(name, contract, _facts(contract, settings, facts, stray), shlex.join(settings.command) if settings else "",
                    instances, helpers, [o for a in apps for o in _outputs_read(tables, a.app, a)],
                    pipeline_view(apps, verdict, tables, runs))

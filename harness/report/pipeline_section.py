@@ -37,6 +37,8 @@ class StageRow:
     kills: int
     #: incarnations started after the first, over its instances (a kill's restart, the drain's)
     restarts: int
+    #: its drain after heal, as the journal has it
+    drain: str = ""
 
 
 @dataclass
@@ -61,6 +63,8 @@ class StageRuns:
     instances: list[str]
     ready_s: dict[str, list[float]]
     faults: dict[str, list[str]]
+    #: its drain after heal, in words (the journal's ``app.stages.<name>.drain``)
+    drain: str = ""
 
 
 def pipeline_view(apps: list[AppContract], verdict: RunVerdict | None, tables: store.Tables,
@@ -78,7 +82,7 @@ def pipeline_view(apps: list[AppContract], verdict: RunVerdict | None, tables: s
         r = runs.get(a.app, StageRuns([], {}, {}))
         rows.append(StageRow(a.app, a.upstream, check, hop, exact, r.instances, rates.get(a.app),
                              sum(kinds.count(KILL) for kinds in r.faults.values()),
-                             sum(max(len(t) - 1, 0) for t in r.ready_s.values())))
+                             sum(max(len(t) - 1, 0) for t in r.ready_s.values()), r.drain))
     end = checks.get(PIPELINE_CHECK)
     says, exact = hop_says(end, PIPELINE_CHECK, None)
     blame = list(dict.fromkeys(s for e in (end.examples if end is not None else []) for s in e.get("blame") or []))

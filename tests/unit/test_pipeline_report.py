@@ -44,11 +44,15 @@ def with_runs(h: History) -> History:
     return h
 
 
+DRAINED = {"drained": True, "how": "caught up", "took_s": 1.0}
+
+
 def pipeline_run(root: Path, variant: str, name: str) -> str:
     """What a reader reads of the app section of the report of a pipeline run breaking ``variant``."""
     run = make_run(root, name=name, faults=KILL_FINISH, history=with_runs(pipeline(variant)),
                    journal_fields={"resolved": {"name": name, "duration": 10.0, "workloads": STAGES},
-                                   "app": {"drain": {"drained": True, "how": "caught up", "took_s": 1.0}}})
+                                   "app": {"drain": DRAINED, "stages": {"copy": {"drain": DRAINED}, "finish": {
+                                       "drain": {"drained": False, "how": "not within drain_s 30s", "took_s": 30.5}}}}})
     page = write_report(run).read_text()
     start = page.index('<section id="app">')
     return html.unescape(words(page[start:page.index("</section>", start)]))
@@ -65,8 +69,10 @@ def test_a_pipelines_report_shows_every_stage_and_the_end_to_end_verdict_blaming
     copy = row(app, "copy the feeder", "finish copy")
     finish = row(app, "finish copy", "end to end")
     # name, upstream, the hop's verdict, records/s polled (3 over 4 ms; 2 over 4 ms), instances, kills, restarts
-    assert copy.split() == ["copy", "the", "feeder", "app-map:", "exact", "750.0", "app-0,", "app-1", "0", "0"], copy
-    assert finish.split() == ["finish", "copy", "app-map:", "1", "found", "(missing)", "500.0", "app-2", "1", "1"], finish
+    # ... and its drain
+    assert copy == "copy the feeder app-map: exact 750.0 app-0, app-1 0 0 drained in 1 s (drain_s 30 s): caught up ", copy
+    assert finish == ("finish copy app-map: 1 found (missing) 500.0 app-2 1 1 not drained in 30.5 s (drain_s 30 s): "
+                      "not within drain_s 30s "), finish
     end = app[app.index("end to end"):]
     assert end.startswith("end to end copy's input app-pipeline: 1 found (missing); blamed on finish"), end
     # every stage's outputs read, by app
