@@ -163,12 +163,6 @@ def stages_of(journal: Journal | None) -> list[tuple[AppSettings, int]]:
         return []
 
 
-def settings_of(journal: Journal | None) -> AppSettings | None:
-    """The first app's settings as the run resolved them (None: no app, or a journal this version cannot read so)."""
-    stages = stages_of(journal)
-    return stages[0][0] if stages else None
-
-
 def app_view(tables: store.Tables, journal: Journal | None, clock: Clock, links: list[LogLink],
              faults: list[tuple[str, str | None]], verdict: RunVerdict | None = None) -> AppView | None:
     """The run's app (the first ``app-contract``), and a pipeline's stages, or None when the run had
