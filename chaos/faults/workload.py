@@ -55,6 +55,13 @@ class KillWorkload(_WorkloadFault):
         names = self._hit(ctx, ctx.control.kill, **facts)
         killed = time.monotonic()
 
+        # The left-open listing stays here, not in the ordinary end record (``ctx.end``, made once
+        # the workload is back): it must come after every kill of this fault and before any restart,
+        # whose first transaction fences what the killed instance left open; and it needs the
+        # kill's instant. It is an app's only (``left_open``): the harness's own workloads record
+        # every transaction in the history, from which the runner's ``FaultHit`` (harness/history/
+        # hits.py) already says what a kill landed in; an app's transactions are not in the history,
+        # so its coordinators' listing is the only evidence (tests/unit/test_faults.py).
         def heal() -> None:
             over = ctx.stop.is_set()
             left = left_open(ctx, killed)  # before the restart, whose first transaction would fence them

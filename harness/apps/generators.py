@@ -28,6 +28,10 @@ EVENT_KEYS = 8
 LATE_MS = (2500, 6000)
 
 
+#: ``lines`` as a feeder's ``generator`` names it (``bench app``'s shaped feeder by default)
+LINES = f"{__name__}:lines"
+
+
 def lines(rnd: random.Random, seq: int) -> dict[str, Any]:
     """A line of 1 to 8 words of ``VOCABULARY`` joined by a space, a comma or ``", "`` (no key: the word
     count reads only the value; it never starts with a non-word character, which Java's split would

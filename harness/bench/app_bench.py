@@ -4,6 +4,10 @@ healthy cluster.
 - **The feeder**: the app's feeder alone (a txn-producer in the feeder's shape: 16 keys, 10 values
   per transaction, a fifth aborted, no rate limit) over a steady-state window: committed input values
   per second, the most a scenario's ``feeder.rate`` can ask for.
+- **The shaped feeder** (issue 39: input the user shapes): the same feeder calling a generator of
+  the user's for each record (``--generator``; the word count's ``lines`` by default), run in turn
+  with the plain one (plain, shaped, plain, ...) so drift of the machine spreads over both: its
+  committed values per second, and what the generator costs it against the plain feeder.
 - **The harness's overhead**: ``records`` keyed records written to an input topic first, then the
   shipped Python copier (harness/apps/py_copier.py) copies them all, once started directly (the app
   alone) and once as the runner runs it (the app's wrapper, and the reader of its output polling
@@ -18,6 +22,7 @@ import logging
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +31,7 @@ from confluent_kafka import Producer, TopicPartition
 from clusters.backends import procs
 from clusters.backends.protocol import Cluster
 from clusters.kafka.health import QUIET
-from harness.base.errors import HarnessError
+from harness.base.errors import ConfigError, HarnessError
 from harness.base.wait import wait_until
 from harness.bench.producer import Shape, _fresh_topic, _spawned, _tagged_env, run_workload
 from harness.history.model import APP_READER
@@ -34,7 +39,8 @@ from harness.phases.app_drain import DrainProbe
 from harness.run.supervisor import Supervisor
 from harness.workloads.clients import DEFAULT_LIBRARY
 from harness.workloads.common import WorkloadConfig
-from harness.workloads.registry import AppFeeder
+from harness.workloads.feed import FeedError, preflight
+from harness.workloads.registry import AppFeeder, Feed, FeedSource
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +56,22 @@ def feeder_shape(warmup_s: float, seconds: float) -> tuple[Shape, dict[str, Any]
     f = AppFeeder.model_validate({})
     shape = Shape(f.values_per_txn, 0, warmup_s, seconds, abort_share=f.abort_share, partitions=PARTITIONS)
     return shape, {"keys": f.keys, "rate": 0}
+
+
+def shaped_feed(generator: str) -> Feed:
+    """The feeder's ``feed`` with ``generator`` (``module:function``, imported from here) on its input;
+    ``ConfigError`` naming it when it cannot be imported or gives no record for a sample."""
+    feed = Feed(inputs={"in": FeedSource(generator=generator)}, path=str(Path.cwd()))
+    try:
+        preflight(feed, {}, 0)
+    except FeedError as exc:
+        raise ConfigError(f"--generator {generator}: {exc}") from None
+    return feed
+
+
+def _on(feed: Feed) -> Callable[[list[str]], dict[str, Any]]:
+    """``feed`` on the first of a run's fresh topics (``run_workload``'s ``of_topics``)."""
+    return lambda topics: {"feed": Feed(inputs={topics[0]: feed.inputs["in"]}, path=feed.path).model_dump()}
 
 
 def prefill(cluster: Cluster, records: int) -> str:
@@ -119,11 +141,29 @@ def copy_harnessed(cluster: Cluster, run_dir: Path, topic: str) -> float:
         sup.stop_all()
 
 
-def bench_app(cluster: Cluster, run_dir: Path, records: int, runs: int, warmup_s: float, seconds: float) -> dict[str, Any]:
+def bench_feeders(cluster: Cluster, run_dir: Path, runs: int, warmup_s: float, seconds: float,
+                  shaped: Feed) -> dict[str, Any]:
+    """The plain feeder's and the shaped one's committed values/s, ``runs`` of each in turn."""
     shape, feeder_settings = feeder_shape(warmup_s, seconds)
-    feeder = [run_workload(cluster, run_dir / f"feeder{i + 1}", DEFAULT_LIBRARY, shape, feeder_settings) for i in range(runs)]
-    for i, f in enumerate(feeder):
-        log.info(f"feeder run {i + 1}/{runs}: {f['records_per_s']} committed values/s")
+    plain: list[float] = []
+    made: list[float] = []
+    for i in range(runs):
+        plain.append(run_workload(cluster, run_dir / f"feeder{i + 1}", DEFAULT_LIBRARY, shape, feeder_settings)["records_per_s"])
+        made.append(run_workload(cluster, run_dir / f"shaped{i + 1}", DEFAULT_LIBRARY, shape, feeder_settings,
+                                 _on(shaped))["records_per_s"])
+        log.info(f"feeder run {i + 1}/{runs}: {plain[-1]} committed values/s plain, {made[-1]} shaped")
+    p, m = statistics.median(plain), statistics.median(made)
+    generator = shaped.inputs["in"].generator
+    return {"shape": {**shape.to_json(), **feeder_settings}, "values_per_s": plain, "median_values_per_s": p,
+            "shaped": {"generator": generator, "values_per_s": made, "median_values_per_s": m,
+                       "extra_pct": round(100 * (p - m) / p, 1) if p > 0 else None}}
+
+
+def bench_app(cluster: Cluster, run_dir: Path, records: int, runs: int, warmup_s: float, seconds: float,
+              shaped: Feed) -> dict[str, Any]:
+    """The feeders' figures (``bench_feeders``) and the copier's time alone and under the harness,
+    ``runs`` of each, interleaved."""
+    feeder = bench_feeders(cluster, run_dir, runs, warmup_s, seconds, shaped)
     alone: list[float] = []
     harnessed: list[float] = []
     for i in range(runs):
@@ -134,9 +174,7 @@ def bench_app(cluster: Cluster, run_dir: Path, records: int, runs: int, warmup_s
     a, h = statistics.median(alone), statistics.median(harnessed)
     if a <= 0:
         raise HarnessError("the copier alone took no time: nothing was measured")
-    return {"feeder": {"shape": {**shape.to_json(), **feeder_settings},
-                       "values_per_s": [f["records_per_s"] for f in feeder],
-                       "median_values_per_s": statistics.median(f["records_per_s"] for f in feeder)},
+    return {"feeder": feeder,
             "copy": {"records": records, "alone_s": alone, "harnessed_s": harnessed, "median_alone_s": a,
                      "median_harnessed_s": h, "overhead_pct": round(100 * (h - a) / a, 1),
                      "alone_records_per_s": round(records / a), "harnessed_records_per_s": round(records / h)}}

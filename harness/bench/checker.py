@@ -30,17 +30,13 @@ from harness.checker.checks import cols
 from harness.checker.verdict import Verdict
 from harness.history import store
 from harness.history.model import (
-    AGGREGATE,
+    CONTRACT_CHECKS,
     FAIL,
-    JOIN,
-    MAP,
-    MODEL,
     OK,
     POLL,
     READ_COMMITTED,
     READ_UNCOMMITTED,
     SCAN,
-    WINDOWED,
 )
 from harness.history.schema import contracts
 
@@ -178,8 +174,7 @@ def measure(run_dir: Path, engine: str = "default", master: str | None = None) -
 def _app_check(meta: dict[str, Any]) -> str | None:
     """The contract check that judges the history's app (``bench checker --app``), or None."""
     apps = contracts(meta)
-    return {MAP: "app-map", AGGREGATE: "app-aggregate", MODEL: "app-model", WINDOWED: "app-windowed",
-            JOIN: "app-join"}[apps[0].contract] if apps else None
+    return CONTRACT_CHECKS[apps[0].contract] if apps else None
 
 
 def timed_check(t: store.Tables) -> tuple[Verdict, dict[str, float]]:

@@ -221,14 +221,17 @@ def workload_config(run_dir: Path, library: str, shape: Shape, bootstrap: str, t
 
 
 def run_workload(cluster: Cluster, run_dir: Path, library: str, shape: Shape,
-                 extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Our txn-producer on ``library`` (with the settings ``extra``: an app's feeder's): started, left
-    to run warm-up + window from its first transaction, stopped (it finishes the transaction in
-    hand), measured from its history."""
+                 extra: dict[str, Any] | None = None,
+                 of_topics: Callable[[list[str]], dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Our txn-producer on ``library`` (with the settings ``extra``: an app's feeder's, and those
+    ``of_topics`` makes of its fresh topics: an app feeder's ``feed``): started, left to run warm-up
+    + window from its first transaction, stopped (it finishes the transaction in hand), measured
+    from its history."""
     topics = [_fresh_topic(cluster, _slug(library), shape.partitions) for _ in range(shape.topics)]
     sup = Supervisor(run_dir, _tagged_env(cluster, time.monotonic_ns()))
     t0 = int(sup.env[ENV_T0])
-    cfg = workload_config(run_dir, library, shape, cluster.bootstrap, topics, extra)
+    cfg = workload_config(run_dir, library, shape, cluster.bootstrap, topics,
+                          {**(extra or {}), **(of_topics(topics) if of_topics is not None else {})})
     name = cfg.name
     history = run_dir / HISTORY_DIR / f"{name}.jsonl"
     log_file = run_dir / "workloads" / f"{name}.log"

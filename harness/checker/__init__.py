@@ -79,7 +79,7 @@ def run_checks(checks: dict[str, Callable[[], Found]], figures: Callable[[], dic
             continue
         try:
             found = run()
-            results[name] = CheckResult(int(found.count), found.examples, found.skipped or None)
+            results[name] = CheckResult(int(found.count), found.examples, found.skipped or None, by_app=found.by_app)
         except HistoryError as exc:  # the history's fault, said as such: no traceback, no "crashed"
             results[name] = CheckResult(None, [], error=f"{HISTORY_ERROR}: {exc}")
         except Exception as exc:  # noqa: BLE001 - a crashing check must not pass for a clean one

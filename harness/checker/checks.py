@@ -54,6 +54,9 @@ class Found:
     examples: list[dict[str, Any]] = field(default_factory=list)
     #: set when the history holds nothing this check could look at (it then counts 0 but says so)
     skipped: str | None = None
+    #: an app contract's check: the findings of each app it judged (0 included), by the app's name;
+    #: ``app-pipeline``: each chain's end-to-end findings, by its last stage (None: not an app's check)
+    by_app: dict[str, int] | None = None
 
 
 def _examples(df: pd.DataFrame, cols: list[str] | None = None) -> list[dict[str, Any]]:

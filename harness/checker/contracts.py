@@ -180,6 +180,7 @@ def every_app(t: Tables, contract: str, judge: Callable[[Tables, AppContract], J
         return Found(0, skipped=skipped)
     count = 0
     by_kind: dict[str, list[dict[str, Any]]] = {}
+    by_app: dict[str, int] = {}
     for app in _judged(t, contract):
         n, examples = judge(t, app)
         stray = (t.meta.get("app_stray") or {}).get(app.app) or {}
@@ -187,9 +188,10 @@ def every_app(t: Tables, contract: str, judge: Callable[[Tables, AppContract], J
         examples["undeclared-topic"] = [{"kind": "undeclared-topic", "app": app.app, "topic": topic, "count": records}
                                         for topic, records in sorted(stray.items())][:MAX_EXAMPLES]
         count += n
+        by_app[app.app] = n
         for kind, ex in examples.items():
             by_kind.setdefault(kind, []).extend(ex)
-    return Found(count, mixed(by_kind, kinds))
+    return Found(count, mixed(by_kind, kinds), by_app=by_app)
 
 
 def app_map(t: Tables) -> Found:

@@ -115,6 +115,7 @@ def app_pipeline(t: Tables) -> Found:
     later = {a.upstream for a in stages(t.meta)}
     count = 0
     by_kind: dict[str, list[dict[str, Any]]] = {}
+    by_app: dict[str, int] = {}
     for app in stages(t.meta):
         if app.app in later:
             continue  # a middle stage: the chain through it is judged at its end
@@ -122,6 +123,7 @@ def app_pipeline(t: Tables) -> Found:
         blame = [a.app for a in hops if hop_findings(t, a)]
         n, examples = _judge(t, app, end_inputs(t, app))
         count += n
+        by_app[app.app] = n
         for kind, ex in examples.items():
             by_kind.setdefault(kind, []).extend({**e, "pipeline": [a.app for a in hops], "blame": blame} for e in ex)
-    return Found(count, contracts.mixed(by_kind, PIPELINE_KINDS))
+    return Found(count, contracts.mixed(by_kind, PIPELINE_KINDS), by_app=by_app)

@@ -1,7 +1,7 @@
 """The checker's result, typed: one ``CheckResult`` per check and the ``Verdict`` of a history.
 
 JSON (``to_json``): ``{"format": 1, "valid": true|false|"unknown", "unknown_because": [...], "checks": {<name>: {"count",
-"examples"[, "skipped"][, "error", "traceback"]}}, "stats": {...}, "history": {...}, "engine"}``.
+"examples"[, "skipped"][, "error", "traceback"][, "by_app"]}}, "stats": {...}, "history": {...}, "engine"}``.
 Every check is present even when its count is 0. A check that crashes reports ``count: null`` and
 its error, and makes ``valid`` "unknown", never false; so does a history that cannot be judged
 whole (``unknown_because``: no final reads, nothing committed, nothing read). Writing it to a run folder is not the
@@ -29,12 +29,16 @@ class CheckResult:
     #: the exception a crashed check raised (``Type: message``) and where
     error: str | None = None
     traceback: str | None = None
+    #: an app contract's check: the findings of each app it judged (``checks.Found.by_app``)
+    by_app: dict[str, int] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """``{"count", "examples"}``, plus ``skipped`` / ``error`` and ``traceback`` when set."""
+        """``{"count", "examples"}``, plus ``skipped`` / ``error`` and ``traceback`` / ``by_app`` when set."""
         out: dict[str, Any] = {"count": self.count, "examples": self.examples}
         if self.skipped:
             out["skipped"] = self.skipped
+        if self.by_app is not None:
+            out["by_app"] = self.by_app
         if self.error is not None:
             out["error"] = self.error
             out["traceback"] = self.traceback
@@ -43,7 +47,8 @@ class CheckResult:
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> CheckResult:
         """The result ``to_json`` wrote."""
-        return cls(d.get("count"), list(d.get("examples") or []), d.get("skipped"), d.get("error"), d.get("traceback"))
+        return cls(d.get("count"), list(d.get("examples") or []), d.get("skipped"), d.get("error"), d.get("traceback"),
+                   d.get("by_app"))
 
 
 @dataclass

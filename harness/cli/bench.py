@@ -16,6 +16,7 @@ from clusters.backends import artifacts, backends
 from clusters.backends.backends import Backend
 from clusters.builds import pins
 from clusters.spark import spark_jars
+from harness.apps.generators import LINES
 from harness.base.errors import ConfigError
 from harness.base.flags import comma_list
 from harness.bench.throughput import DEFAULT_SCENARIOS, PER_PROCESS
@@ -491,19 +492,27 @@ def bench_app_cmd(
     warmup: float = finite_option(5.0, "--warmup", 0, 600, help="Seconds of the feeder's first transactions not counted."),
     seconds: float = finite_option(20.0, "--seconds", 5, 3600, help="The feeder's steady-state window."),
     runs: int = BenchRuns, backend: Backend = BackendOpt, port_base: int | None = PortBase, as_json: bool = JsonOut,
+    generator: str = typer.Option(LINES, "--generator", help="The shaped feeder's generator (module:function, "
+                                  "imported from here), measured beside the plain feeder."),
 ) -> None:
-    """An app under test: the feeder's committed input values/s, and the harness's overhead on an app's throughput
-    (the shipped Python copier copying --records alone and as the runner runs it; median of --runs, interleaved)."""
-    from harness.bench.app_bench import bench_app
+    """An app under test: the feeder's committed input values/s, plain and shaped by --generator, and the harness's
+    overhead on an app's throughput (the shipped Python copier copying --records alone and as the runner runs it;
+    median of --runs, interleaved)."""
+    from harness.bench.app_bench import bench_app, shaped_feed
     from harness.bench.infra import Series
 
+    shaped = shaped_feed(generator)  # before any cluster: a generator that cannot be used is refused at once
     result = _on_one_cluster("bench-app", backend, port_base,
-                             lambda arts, c, d: bench_app(c, d, records, runs, warmup, seconds), as_json)
+                             lambda arts, c, d: bench_app(c, d, records, runs, warmup, seconds, shaped), as_json)
     if result is None:
         return
     f, c = result["feeder"], result["copy"]
     out.print(Series("feeder: committed input values/s (16 keys, 10 per transaction, a fifth aborted, no rate limit)",
                      "values/s", f["values_per_s"]).line(), highlight=False)
+    out.print(Series(f"shaped feeder ({generator}), the same otherwise", "values/s", f["shaped"]["values_per_s"]).line(),
+              highlight=False)
+    out.print(f"the shaped feeder's extra: {f['shaped']['extra_pct']}% fewer committed values/s than the plain feeder "
+              "(medians)", highlight=False)
     out.print(Series(f"py-copier alone: {records:,} records copied", "s", c["alone_s"]).line(), highlight=False)
     out.print(Series(f"py-copier under the harness (wrapper, output reader): {records:,} records copied", "s",
                      c["harnessed_s"]).line(), highlight=False)

@@ -109,6 +109,11 @@ def is_history_error(error: object) -> bool:
 MAP, AGGREGATE = "map", "aggregate"
 #: issue 39's forms: windowed aggregates, a user's model of the final table, a stream-table join
 WINDOWED, MODEL, JOIN = "windowed", "model", "join"
+#: the check that judges an app by each kind of contract (harness/checker/catalog.py); a pipeline's
+#: chain is judged end to end by ``PIPELINE_CHECK``
+CONTRACT_CHECKS = {MAP: "app-map", AGGREGATE: "app-aggregate", MODEL: "app-model", WINDOWED: "app-windowed",
+                   JOIN: "app-join"}
+PIPELINE_CHECK = "app-pipeline"
 #: a windowed output key: Kafka Streams' TimeWindowedSerializer (key bytes + 8-byte start) or ``key@start``
 TIME_WINDOWED, TEXT_WINDOW = "time-windowed", "text"
 #: a ``map`` contract's function when none is named: one output per input, same key and value

@@ -16,6 +16,7 @@ from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, 
 from clusters.kafka.health import QUIET, admin_client
 from harness.base.progress_deadline import ProgressDeadline
 from harness.history.model import READ_COMMITTED, READ_UNCOMMITTED, tp_key
+from harness.rundir.journal import AppDrain
 from harness.workloads.registry import AppSettings
 
 log = logging.getLogger(__name__)
@@ -27,7 +28,7 @@ PROBE_TIMEOUT_S = 10.0
 
 
 def drain(bootstrap: str, s: AppSettings, partitions: Mapping[str, int], inputs: list[str],
-          not_running: Callable[[], list[str]] = lambda: []) -> dict[str, Any]:
+          not_running: Callable[[], list[str]] = lambda: []) -> AppDrain:
     """Wait, at most ``drain_s``, until the app has processed every committed input: its consumer
     group (``{id}``) has no committed record past its committed offsets on any partition it commits
     (its inputs, and what it repartitions through), and its outputs have no open transaction. An app
@@ -62,14 +63,14 @@ def drain(bootstrap: str, s: AppSettings, partitions: Mapping[str, int], inputs:
             if late:
                 pass  # neither rule holds while an instance is starting again
             elif lag is not None and not any(lag.values()) and not open_txns:
-                return {"drained": True, "how": f"group {s.id} committed every input", "took_s": _since(t0)}
+                return AppDrain(drained=True, how=f"group {s.id} committed every input", took_s=_since(t0))
             elif lag is None and not open_txns and time.monotonic() - quiet_since >= QUIET_S:
-                return {"drained": True, "how": f"group {s.id} committed no offsets; outputs quiet for {QUIET_S:g}s",
-                        "took_s": _since(t0)}
+                return AppDrain(drained=True, how=f"group {s.id} committed no offsets; outputs quiet for {QUIET_S:g}s",
+                                took_s=_since(t0))
             if deadline.expired():
                 log.info(f"the app did not catch up within drain_s {s.drain_s:g}s: {last}; {deadline.state()}")
-                return {"drained": False, "how": f"not within drain_s {s.drain_s:g}s: the lag's {deadline.state()}",
-                        "took_s": _since(t0), "last": {k: _jsonable(v) for k, v in last.items()}}
+                return AppDrain(drained=False, how=f"not within drain_s {s.drain_s:g}s: the lag's {deadline.state()}",
+                                took_s=_since(t0), last={k: _jsonable(v) for k, v in last.items()})
             time.sleep(0.5)  # polling the group's offsets and the outputs' ends: no event to wait on
 
 

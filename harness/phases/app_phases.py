@@ -13,10 +13,10 @@ from functools import partial
 from typing import Any
 
 from harness.base.errors import ConfigError
-from harness.base.log_digest import LogDigest
 from harness.history.model import APP_CONTRACT, APP_READER, APP_STRAY, EXPECT, OK, POLL
 from harness.phases import app_drain, app_expect, app_run
 from harness.phases.kind_run import KindRun, OpTest, Processes, RunContext, ScenarioView
+from harness.rundir.journal import AppDrain, AppFacts, AppStageFacts
 from harness.workloads.registry import AppSettings
 
 log = logging.getLogger(__name__)
@@ -59,34 +59,35 @@ class AppRun(KindRun):
         turn, the first first (a later stage's input is complete once the one before it is drained);
         none when the heal failed or the run was interrupted: the final reads come at once."""
         sup, interrupted = ctx.processes, ctx.journal.interrupted
-        facts: dict[str, Any] = {"restarted_for_drain": [], "drain": None}
+        facts = AppFacts(restarted_for_drain=[], drain=None)
         if heal_problems or interrupted:
-            facts["drain"] = {"drained": False, "how": "skipped: " + ("interrupted" if interrupted else "not healed")}
+            facts.drain = AppDrain(drained=False, how="skipped: " + ("interrupted" if interrupted else "not healed"))
             ctx.journal.app = facts
             return
-        facts["restarted_for_drain"] = app_run.restart_dead(sup)
+        facts.restarted_for_drain = app_run.restart_dead(sup)
         names = app_run.stage_instances(self.scenario)
-        drains: dict[str, Any] = {}
+        drains: dict[str, AppDrain] = {}
         for s in self.stages:
             log.info(f"draining app {s.name} (at most {s.drain_s:g}s)")
             drains[s.name] = app_drain.drain(ctx.cluster.direct_bootstrap, s, self.scenario.topic_partitions(),
                                              list(s.inputs), partial(app_run.running_again, sup.run_dir, names.get(s.name, [])))
-            log.info(f"app {s.name} drain: {drains[s.name]}")
-        facts["drain"] = drains[self.stages[0].name]
+            log.info(f"app {s.name} drain: {drains[s.name].model_dump(mode='json')}")
+        facts.drain = drains[self.stages[0].name]
         if len(self.stages) > 1:
-            facts["stages"] = {name: {"drain": d} for name, d in drains.items()}
+            facts.stages = {name: AppStageFacts(drain=d) for name, d in drains.items()}
         ctx.journal.app = facts
 
     def stopped(self, ctx: RunContext) -> None:
         """How each instance's wrapper exited, and what the log of each that failed says (its
         exception and ERROR lines: ``app_run.failed_logs``), into the journal."""
         exits = {n: ctx.processes.exit_codes.get(n) for n in app_run.instances(ctx.processes)}
-        facts = {**(ctx.journal.app or {}), "exits": exits}
+        facts = ctx.journal.app if ctx.journal.app is not None else AppFacts()
+        facts.exits = exits
         logs = app_run.failed_logs(ctx.run_dir, exits)
         if logs:
-            facts["logs"] = logs
+            facts.logs = logs
             for name, d in logs.items():
-                said = LogDigest.from_json(d).headline()
+                said = d.headline()
                 log.info(f"{name} (its wrapper's exit: {exits.get(name)}): its log says {said or 'no exception, no ERROR line'}")
         ctx.journal.app = facts
 
@@ -95,8 +96,8 @@ class AppRun(KindRun):
         (a later stage's over its upstream's scanned output and expected outputs). A function that
         fails here is on record (``journal.app``) and leaves the check unable to judge."""
         rec, bootstrap = ctx.rec, ctx.cluster.direct_bootstrap
-        facts = ctx.journal.app if ctx.journal.app is not None else {}
-        facts["outputs_read"] = sum(app_run.final_scans(bootstrap, s, self.scenario.topic_partitions(), rec,
+        facts = ctx.journal.app if ctx.journal.app is not None else AppFacts()
+        facts.outputs_read = sum(app_run.final_scans(bootstrap, s, self.scenario.topic_partitions(), rec,
                                                         stable=not stalled) for s in self.stages)
         stray = app_run.stray_topics(self.ends_before, app_run.topic_ends(bootstrap), self.stages, self.scenario.topics)
         if stray:
@@ -108,9 +109,11 @@ class AppRun(KindRun):
                 n = app_expect.record(ctx.run_dir, s, rec, ctx.topic_names, app_run.cwd_of(s),
                                       made.get(s.upstream or "", []), made[s.name])
                 if s.contract.functions():
-                    _stage_fact(facts, s, self.stages, "expected_inputs", n)
+                    for at in _written_at(facts, s, self.stages):
+                        at.expected_inputs = n
             except ConfigError as exc:
-                _stage_fact(facts, s, self.stages, "function_error", str(exc))
+                for at in _written_at(facts, s, self.stages):
+                    at.function_error = str(exc)
                 log.info(f"app {s.name}: the contract's function could not be applied: {exc}")
                 # on record in the history: the check says why it cannot judge (unknown), from the folder alone
                 rec.event("runner", EXPECT, {"app": s.name, "inputs": [], "error": str(exc)}, type_="ok")
@@ -123,10 +126,7 @@ class AppRun(KindRun):
         return APP_READER, _output_read
 
 
-def _stage_fact(facts: dict[str, Any], s: AppSettings, stages: list[AppSettings], key: str, value: Any) -> None:
-    """``key: value`` into the journal's app facts: the first app's at the top (the report reads
-    them there), each stage's of a pipeline under ``stages.<name>`` as well."""
-    if s is stages[0]:
-        facts[key] = value
-    if len(stages) > 1:
-        facts.setdefault("stages", {}).setdefault(s.name, {})[key] = value
+def _written_at(facts: AppFacts, s: AppSettings, stages: list[AppSettings]) -> list[AppFacts | AppStageFacts]:
+    """Where a fact of app ``s`` goes in the journal's app facts: the first app's at the top (the
+    report reads them there), each stage's of a pipeline under ``stages.<name>`` as well."""
+    return ([facts] if s is stages[0] else []) + ([facts.stage(s.name)] if len(stages) > 1 else [])

@@ -31,7 +31,7 @@ from harness.phases.kind_run import Processes, ScenarioView
 from harness.rundir.runfolder import RunFolder
 from harness.workloads import app_args
 from harness.workloads.app_wrapper import KILLED_AT_STOP
-from harness.workloads.registry import AppSettings
+from harness.workloads.registry import AppSettings, instance_names
 
 log = logging.getLogger(__name__)
 
@@ -66,13 +66,7 @@ def instances(sup: Processes) -> list[str]:
 def stage_instances(sc: ScenarioView) -> dict[str, list[str]]:
     """Each app's instances' process names: ``app-N``, numbered over the app entries in the order
     written (the registry numbers two entries of a kind so: ``Kind.processes``)."""
-    out: dict[str, list[str]] = {}
-    n = 0
-    for w in sc.workloads:
-        if w.kind == APP:
-            out[AppSettings.model_validate(w.settings).name] = [f"{APP}-{i}" for i in range(n, n + w.count)]
-            n += w.count
-    return out
+    return instance_names([(AppSettings.model_validate(w.settings), w.count) for w in sc.workloads if w.kind == APP])
 
 
 def contract_value(s: AppSettings) -> dict[str, Any]:
@@ -116,15 +110,15 @@ def _preflight(sc: ScenarioView, s: AppSettings) -> None:
 
 
 # --------------------------------------------------------------------------------------- failures
-def failed_logs(run_dir: Path, exits: dict[str, int | None]) -> dict[str, dict[str, Any]]:
+def failed_logs(run_dir: Path, exits: dict[str, int | None]) -> dict[str, LogDigest]:
     """Per instance whose log shows an exception or an ERROR line, or whose wrapper did not end as
     the stop asked (an app that could not start, exited before it was ready, or kept failing),
-    what its log says (``log_digest.LogDigest.to_json``): the journal keeps it, the report shows it."""
-    out: dict[str, dict[str, Any]] = {}
+    what its log says: the journal keeps it (``AppFacts.logs``), the report shows it."""
+    out: dict[str, LogDigest] = {}
     for name, code in exits.items():
         d = digest_file(RunFolder(run_dir).workloads / f"{name}.log")
         if isinstance(d, LogDigest) and (d.failed or code not in (0, KILLED_AT_STOP, None)):
-            out[name] = d.to_json()
+            out[name] = d
     return out
 
 

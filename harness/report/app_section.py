@@ -36,10 +36,12 @@ from harness.history.schema import AppContract, contracts
 from harness.history.text import keyed
 from harness.report.clock import Clock
 from harness.report.logs import LogLink
-from harness.rundir.journal import Journal
+from harness.report.pipeline_section import PipelineView, StageRuns, pipeline_view
+from harness.rundir.journal import AppDrain, AppFacts, Journal
+from harness.rundir.run_verdict import RunVerdict
 from harness.rundir.runfolder import WORKLOADS
 from harness.workloads.app_wrapper import KILLED_AT_STOP, MAX_RESTARTS
-from harness.workloads.registry import AppSettings
+from harness.workloads.registry import AppSettings, instance_names, reader_name
 
 #: The kind of workload an app is in a scenario (``registry.KindName``).
 APP_KIND = "app"
@@ -75,6 +77,8 @@ class OutputRead:
     polled: int
     committed: int
     uncommitted: int
+    #: the app whose output it is
+    app: str = ""
 
 
 @dataclass
@@ -98,7 +102,10 @@ class AppView:
     instances: list[Instance]
     #: the feeder's and the output reader's logs
     helpers: list[tuple[str, LogLink]]
+    #: every app's outputs (a pipeline's stages' in the order written)
     outputs: list[OutputRead]
+    #: a pipeline's stages and its end-to-end verdict (None: a single app)
+    pipeline: PipelineView | None = None
 
 
 def contract_says(c: AppContract) -> str:
@@ -136,57 +143,63 @@ def ended_says(code: int | None, stop_timeout_s: float | None) -> str:
             f"{MAX_RESTARTS} restarts (its log says which)")
 
 
-def log_says(digest: Any) -> list[str]:
+def log_says(digest: LogDigest | None) -> list[str]:
     """An instance's log digest (``journal.app.logs``) as lines: its exceptions and ERROR lines,
-    or, when it shows neither, its last lines."""
-    if not isinstance(digest, dict):
+    or, when it shows neither, its last lines (none: no digest)."""
+    if digest is None:
         return []
-    d = LogDigest.from_json(digest)
-    return d.lines_out(tail=0 if d.failed else LOG_SAYS_TAIL)
+    return digest.lines_out(tail=0 if digest.failed else LOG_SAYS_TAIL)
 
 
-def settings_of(journal: Journal | None) -> AppSettings | None:
-    """The app's settings as the run resolved them (None: no app, or a journal this version cannot read so)."""
+def stages_of(journal: Journal | None) -> list[tuple[AppSettings, int]]:
+    """Each app's settings as the run resolved them, with its instance count, in the order written
+    (empty: no app, or a journal this version cannot read so)."""
     if journal is None:
-        return None
-    w = next((w for w in journal.resolved.get("workloads") or [] if w.get("kind") == APP_KIND), None)
-    if w is None:
-        return None
+        return []
     try:
-        return AppSettings.model_validate(w.get("settings") or {})
-    except ValidationError:
-        return None
+        return [(AppSettings.model_validate(w.get("settings") or {}), int(w.get("count") or 1))
+                for w in journal.resolved.get("workloads") or [] if w.get("kind") == APP_KIND]
+    except (ValidationError, TypeError, ValueError):
+        return []
 
 
 def app_view(tables: store.Tables, journal: Journal | None, clock: Clock, links: list[LogLink],
-             fault_workloads: list[str | None]) -> AppView | None:
-    """The run's app (the first ``app-contract``), or None when the run had none. ``links``: the
-    run's log files; ``fault_workloads``: the workload each fault window acted on (None: no workload)."""
+             faults: list[tuple[str, str | None]], verdict: RunVerdict | None = None) -> AppView | None:
+    """The run's app (the first ``app-contract``), and a pipeline's stages, or None when the run had
+    no app. ``links``: the run's log files; ``faults``: each fault window's kind and the workload it
+    acted on (None: no workload); ``verdict``: the run's, for a pipeline's verdicts per stage."""
     apps = contracts(tables.meta)
     if not apps:
         return None
     contract = apps[0]
     name = contract.app
-    facts = (journal.app if journal is not None else None) or {}
-    settings = settings_of(journal)
+    facts = journal.app if journal is not None and journal.app is not None else AppFacts()
+    stages = stages_of(journal)
+    settings = stages[0][0] if stages else None
     by_path = {lk.path: lk for lk in links}
     events = _events(tables.ops, clock)
-    exits: dict[str, int | None] = dict(facts.get("exits") or {})
+    exits = facts.exits
     names = sorted(set(exits) | {n for n, _ in events}, key=_instance_order)
     stop_timeout_s = settings.stop_timeout_s if settings is not None else None
-    logs: dict[str, Any] = dict(facts.get("logs") or {})
     instances = [Instance(n, by_path.get(_log(n)), events.get((n, APP_READY), []),
                           events.get((n, APP_EXIT), []), exits.get(n), ended_says(exits.get(n), stop_timeout_s),
-                          [k for k, w in enumerate(fault_workloads, 1) if w == n], log_says(logs.get(n)))
+                          [k for k, (_, w) in enumerate(faults, 1) if w == n], log_says(facts.logs.get(n)))
                  for n in names]
     helpers = [(what, by_path[_log(w)]) for w, what in ((APP_FEEDER, "feeder"), (APP_READER, "output reader"))
                if _log(w) in by_path]
+    helpers += [(f"{s.name}'s output reader", by_path[_log(reader_name(s))]) for s, _ in stages[1:]
+                if _log(reader_name(s)) in by_path]
     stray = (tables.meta.get("app_stray") or {}).get(name) or {}
+    runs = {s.name: StageRuns(mine, {n: events.get((n, APP_READY), []) for n in mine},
+                              {n: [kind for kind, w in faults if w == n] for n in mine},
+                              _drain_says(facts.stages[s.name].drain if s.name in facts.stages else None, s))
+            for (s, _), mine in zip(stages, instance_names(stages).values())}
     return AppView(name, contract, _facts(contract, settings, facts, stray), shlex.join(settings.command) if settings else "",
-                   instances, helpers, _outputs_read(tables, name, contract))
+                   instances, helpers, [o for a in apps for o in _outputs_read(tables, a.app, a)],
+                   pipeline_view(apps, verdict, tables, runs))
 
 
-def _facts(contract: AppContract, s: AppSettings | None, facts: dict[str, Any], stray: dict[str, int]) -> list[AppRow]:
+def _facts(contract: AppContract, s: AppSettings | None, facts: AppFacts, stray: dict[str, int]) -> list[AppRow]:
     """The contract, the topics written to undeclared (``stray``: topic -> records), the settings
     that shape the run, the drain and the contract function, as rows."""
     rows = [AppRow("contract", contract_says(contract)), AppRow("inputs", ", ".join(contract.inputs)),
@@ -202,17 +215,17 @@ def _facts(contract: AppContract, s: AppSettings | None, facts: dict[str, Any], 
                                 f"values as {f.value_serde}"),
                  AppRow("ready when", f"{_ready_says(s)} (within ready_timeout_s {s.ready_timeout_s:g} s)"),
                  AppRow("stop", f"SIGTERM, then SIGKILL after stop_timeout_s {s.stop_timeout_s:g} s")]
-    drain = facts.get("drain")
-    if drain is not None or facts:
-        rows.append(AppRow("drain", _drain_says(drain, s), warn=not (drain or {}).get("drained")))
-    if facts.get("restarted_for_drain"):
-        rows.append(AppRow("started again for the drain", ", ".join(facts["restarted_for_drain"])))
-    if facts.get("function_error"):
-        rows.append(AppRow("contract function", f"could not be applied: {facts['function_error']}", warn=True))
-    elif facts.get("expected_inputs") is not None:
-        rows.append(AppRow("contract function", f"applied to {facts['expected_inputs']} inputs (the expect ops)"))
-    if facts.get("outputs_read") is not None:
-        rows.append(AppRow("outputs read", f"{facts['outputs_read']} records in the final scans (both isolations)"))
+    drain = facts.drain
+    if drain is not None or facts.model_fields_set:  # a journal that recorded the app at all
+        rows.append(AppRow("drain", _drain_says(drain, s), warn=drain is None or not drain.drained))
+    if facts.restarted_for_drain:
+        rows.append(AppRow("started again for the drain", ", ".join(facts.restarted_for_drain)))
+    if facts.function_error:
+        rows.append(AppRow("contract function", f"could not be applied: {facts.function_error}", warn=True))
+    elif facts.expected_inputs is not None:
+        rows.append(AppRow("contract function", f"applied to {facts.expected_inputs} inputs (the expect ops)"))
+    if facts.outputs_read is not None:
+        rows.append(AppRow("outputs read", f"{facts.outputs_read} records in the final scans (both isolations)"))
     return rows
 
 
@@ -225,16 +238,16 @@ def _ready_says(s: AppSettings) -> str:
     return "a first record in an output topic since its start (each start)"
 
 
-def _drain_says(drain: dict[str, Any] | None, s: AppSettings | None) -> str:
+def _drain_says(drain: AppDrain | None, s: AppSettings | None) -> str:
     """The drain after heal as the journal has it: drained or not, how, how long."""
     if drain is None:
         return "none recorded"
-    took = f" in {drain['took_s']:g} s" if isinstance(drain.get("took_s"), (int, float)) else ""
+    took = f" in {drain.took_s:g} s" if drain.took_s is not None else ""
     within = f" (drain_s {s.drain_s:g} s)" if s is not None else ""
-    if drain.get("drained"):
-        return f"drained{took}{within}: {drain.get('how')}"
-    last = drain.get("last")
-    return f"not drained{took}{within}: {drain.get('how')}" + (f"; last seen: {json.dumps(last, default=str)}" if last else "")
+    if drain.drained:
+        return f"drained{took}{within}: {drain.how}"
+    last = drain.last
+    return f"not drained{took}{within}: {drain.how}" + (f"; last seen: {json.dumps(last, default=str)}" if last else "")
 
 
 def _log(workload: str) -> str:
@@ -268,7 +281,7 @@ def _outputs_read(tables: store.Tables, app: str, contract: AppContract) -> list
     for topic in contract.outputs:
         of = mine & (out["topic"] == topic).to_numpy(bool)
         rows.append(OutputRead(topic, int((of & ~scan).sum()), int((of & scan & ~uncommitted).sum()),
-                               int((of & scan & uncommitted).sum())))
+                               int((of & scan & uncommitted).sum()), app))
     return rows
 
 

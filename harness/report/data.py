@@ -126,7 +126,8 @@ def load(run: Path | LoadedRun) -> RunData:
     data.partitions = partition_views(run.tables, verdict)
     spark_events(data, h.spark)
     data.marked = mark_examples(verdict, h.lookup, clock, faults)
-    data.app = app_view(run.tables, journal, clock, log_links(run_dir), [f.detail.get("workload") for f in faults])
+    data.app = app_view(run.tables, journal, clock, log_links(run_dir), [(f.kind, f.detail.get("workload")) for f in faults],
+                        verdict)
     return data
 
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, ValidationError, model_serializer
 
 from harness.base.errors import ConfigError, problems_in_brief
+from harness.base.log_digest import LogDigest
 from harness.rundir.runfolder import RunFolder, write_json
 
 #: Bumped when a field changes meaning or goes; new optional fields keep it.
@@ -41,6 +42,68 @@ class FaultHit(BaseModel):
     txns_open_at_start: int | None = None
     #: it hit something (a request matched, or a transaction or micro-batch was open)
     hit: bool
+
+
+class _AsWritten(BaseModel):
+    """A part of the journal written piece by piece as a run learns it: its JSON has the fields the
+    run set (or a journal read had), no others, so a journal read and saved again is the same file."""
+
+    # a journal a newer eos-chaos wrote still reads
+    model_config = ConfigDict(extra="ignore")
+
+    @model_serializer(mode="wrap")
+    def _as_written(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        done: dict[str, Any] = handler(self)
+        return {k: v for k, v in done.items() if k in self.model_fields_set}
+
+
+class AppDrain(_AsWritten):
+    """An app's drain after heal (harness/phases/app_drain.py): its output caught up with its input,
+    or not, how it was told, in how long."""
+
+    drained: bool
+    #: how it was told (``group ... committed every input``), or why it was skipped or cut short
+    how: str
+    #: absent: skipped (the heal failed, or the run was interrupted)
+    took_s: float | None = None
+    #: not drained: the last state seen (group lag, open outputs, output ends, instances not ready again)
+    last: dict[str, Any] | None = None
+
+
+class AppStageFacts(_AsWritten):
+    """What a run learned of one stage of a pipeline (docs/APPS.md, "Pipelines"), under ``stages.<name>``."""
+
+    drain: AppDrain | None = None
+    #: inputs its contract function was applied to (the expect ops)
+    expected_inputs: int | None = None
+    #: why its contract function gave no expected outputs
+    function_error: str | None = None
+
+
+class AppFacts(_AsWritten):
+    """The journal's ``app``: what a run learned of its app under test (docs/APPS.md) that is not in
+    the history. Its top fields are the first app's (a pipeline's first stage's); a pipeline's each
+    stage's drain, function inputs or error are under ``stages``, by the stage's name."""
+
+    #: instances the run's end left dead, started again for the drain
+    restarted_for_drain: list[str] = Field(default_factory=list)
+    #: None: not drained (the run recorded none)
+    drain: AppDrain | None = None
+    stages: dict[str, AppStageFacts] = Field(default_factory=dict)
+    #: each instance's wrapper's exit code at the run's end (None: not known)
+    exits: dict[str, int | None] = Field(default_factory=dict)
+    #: what the log of each instance that failed says (harness/phases/app_run.py ``failed_logs``)
+    logs: dict[str, LogDigest] = Field(default_factory=dict)
+    #: records the final scans of every app's outputs read (both isolations)
+    outputs_read: int | None = None
+    expected_inputs: int | None = None
+    function_error: str | None = None
+
+    def stage(self, name: str) -> AppStageFacts:
+        """The facts of stage ``name``, made (and so written) when it has none yet."""
+        if name not in self.stages:
+            self.stages = {**self.stages, name: AppStageFacts()}
+        return self.stages[name]
 
 
 class FaultRun(BaseModel):
@@ -124,7 +187,7 @@ class Journal(BaseModel):
     #: an app under test (docs/APPS.md): the drain after heal, the instances started again for it, how
     #: each instance's wrapper exited at the end, the output records read, the contract function's
     #: inputs or its error
-    app: dict[str, Any] | None = None
+    app: AppFacts | None = None
     #: the run folder of the cluster the run used, when it is not this one (a shared cluster: a pytest
     #: session's, a soak's, ``cluster up``'s): where the brokers' and Toxiproxy's logs are
     cluster_dir: str | None = None
@@ -152,7 +215,7 @@ class Journal(BaseModel):
                 "workloads_killed_at_stop": self.workloads_killed_at_stop, "not_recovered": self.not_recovered,
                 "transaction_version": self.transaction_version, "features": self.features,
                 **({"faults_hit": hit} if (hit := self.faults_hit()) is not None else {}),
-                **({"app": self.app} if self.app is not None else {}),
+                **({"app": self.app.model_dump(mode="json")} if self.app is not None else {}),
                 **({"extended_s": self.extended_s} if self.extended_s else {})}
 
     def faults_hit(self) -> dict[str, int] | None:

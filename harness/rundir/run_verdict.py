@@ -20,6 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from harness.base.errors import ConfigError, problems_in_brief
+from harness.rundir.journal import AppFacts
 from harness.rundir.runfolder import RunFolder
 
 #: ``valid``: True, False or "unknown" (harness/checker/verdict.py ``Validity``)
@@ -41,6 +42,9 @@ class CheckRecord(_Part):
     skipped: str | None = None
     error: str | None = None
     traceback: str | None = None
+    #: an app contract's check: the findings of each app it judged; ``app-pipeline``: each chain's
+    #: end to end, by its last stage (None: not an app's check, or a verdict from before it was kept)
+    by_app: dict[str, int] | None = None
 
 
 class TxnCounts(_Part):
@@ -103,7 +107,7 @@ class RunFacts(_Part):
     #: ``Journal.faults_hit``: ``faults``, ``hit_nothing``, ``began_without_progress`` (absent: no record)
     faults_hit: dict[str, int] | None = None
     #: an app under test: its drain, restarts, exits, outputs read (``Journal.app``)
-    app: dict[str, Any] | None = None
+    app: AppFacts | None = None
 
 
 class RunVerdict(_Part):

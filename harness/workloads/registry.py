@@ -584,6 +584,17 @@ def reader_name(app: AppSettings) -> str:
     return APP_READER if app.fed() else f"{APP_READER}-{app.name}"
 
 
+def instance_names(stages: list[tuple[AppSettings, int]]) -> dict[str, list[str]]:
+    """Each app's instances' process names, by its ``name``: ``app-N``, numbered over the app
+    entries (``(settings, count)``) in the order written, as ``Kind.processes`` numbers them."""
+    out: dict[str, list[str]] = {}
+    n = 0
+    for app, count in stages:
+        out[app.name] = [f"{APP}-{i}" for i in range(n, n + count)]
+        n += count
+    return out
+
+
 def _app_companions(settings: dict[str, Any]) -> list[Process]:
     """An app's feeder (a txn-producer writing its keyed input; none for a pipeline's later stage,
     whose upstream app writes its input) and the reader of its output."""

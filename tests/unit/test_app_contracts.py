@@ -200,7 +200,7 @@ def test_null_keys_and_values_are_records_like_any_other(drop: int | None, tmp_p
     for t in (h.tables(), store.load(tmp_path)):
         c = check(t).to_json()["checks"]["app-map"]
         if drop is None:
-            assert c == {"count": 0, "examples": []}
+            assert c == {"count": 0, "examples": [], "by_app": {"app": 0}}
         else:
             assert c["count"] == 1 and c["examples"][0]["record"] == {"topic": "out", "key": None, "value": None}
             assert c["examples"][0]["inputs"] == ["a"] and c["examples"][0]["uncommitted"] is True

@@ -44,14 +44,14 @@ def test_a_question_with_no_leader_is_asked_again_not_a_crash(monkeypatch: pytes
     monkeypatch.setattr(app_drain, "QUIET_S", 0.6)
     monkeypatch.setattr(app_drain, "DrainProbe", lambda bootstrap: FlakyProbe(failures=3))
     d = app_drain.drain("127.0.0.1:1", SETTINGS, {"in": 1, "out": 1}, ["in"])
-    assert d["drained"] is True and "outputs quiet" in d["how"], d
-    assert d["took_s"] >= 1.5 + 0.6  # three failed looks, 0.5 s apart, are no quiet
+    assert d.drained is True and "outputs quiet" in d.how, d
+    assert d.took_s >= 1.5 + 0.6  # three failed looks, 0.5 s apart, are no quiet
 
 
 def test_no_answer_until_the_deadline_is_not_drained_and_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(app_drain, "DrainProbe", lambda bootstrap: FlakyProbe(failures=10**6))
     d = app_drain.drain("127.0.0.1:1", SETTINGS.model_copy(update={"drain_s": 1.2}), {"in": 1, "out": 1}, ["in"])
-    assert d["drained"] is False and "NOT_LEADER_FOR_PARTITION" in str(d["last"]["outputs_end"]), d
+    assert d.drained is False and "NOT_LEADER_FOR_PARTITION" in str((d.last or {})["outputs_end"]), d
 
 
 class SlowApp:
@@ -78,15 +78,15 @@ def test_an_app_still_catching_up_at_drain_s_is_waited_for_while_its_lag_falls(m
     # 10 a look, a look every 0.5 s, 100 to go: ~5 s, past drain_s 2 s, inside 3 x 2 s
     monkeypatch.setattr(app_drain, "DrainProbe", lambda bootstrap: SlowApp(lag=100, step=10))
     d = app_drain.drain("127.0.0.1:1", SETTINGS.model_copy(update={"drain_s": 2.0}), {"in": 1, "out": 1}, ["in"])
-    assert d["drained"] is True and 2.0 < d["took_s"] < 6.0, d
+    assert d.drained is True and 2.0 < d.took_s < 6.0, d
 
 
 def test_a_lag_too_slow_to_end_within_the_bound_is_given_up_at_drain_s_naming_its_rate(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(app_drain, "DrainProbe", lambda bootstrap: SlowApp(lag=10_000, step=1))
     d = app_drain.drain("127.0.0.1:1", SETTINGS.model_copy(update={"drain_s": 1.0}), {"in": 1, "out": 1}, ["in"])
-    assert d["drained"] is False and d["took_s"] < 1.6, d
-    assert "rate 2.0/s" in d["how"] and "projected end" in d["how"], d
+    assert d.drained is False and d.took_s < 1.6, d
+    assert "rate 2.0/s" in d.how and "projected end" in d.how, d
 
 
 def test_an_app_s_workdir_is_absolute_whatever_the_run_folder_s_path(tmp_path: Path,

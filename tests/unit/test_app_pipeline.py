@@ -41,6 +41,10 @@ def hop_kinds(v: dict[str, Any]) -> dict[str, set[str]]:
 def test_a_clean_pipeline_is_valid_per_hop_and_end_to_end(finish: str) -> None:
     v = verdict(finish)
     assert fired(v) == {} and v["valid"] is True and v["unknown_because"] == [], v["checks"]
+    # each app's findings, so a report can say each hop's verdict: the hop checks' per stage, the chain's by its end
+    by_check = {"app-map": {"copy": 0, "finish": 0}} if finish == "map" else {"app-map": {"copy": 0}, "app-aggregate": {"finish": 0}}
+    assert {c: v["checks"][c]["by_app"] for c in by_check} == by_check
+    assert v["checks"]["app-pipeline"]["by_app"] == {"finish": 0}
     for name in ("app-map", "app-pipeline"):
         assert "skipped" not in v["checks"][name] and "error" not in v["checks"][name], v["checks"][name]
 
@@ -51,6 +55,8 @@ def test_a_fault_of_one_stage_is_found_on_its_hop_and_end_to_end_and_blamed_on_i
     v = verdict("map", variant)
     assert fired(v) == {"app-map": 1, "app-pipeline": 1}, v["checks"]
     assert hop_kinds(v) == hops
+    assert v["checks"]["app-map"]["by_app"] == {"copy": int("copy" in hops), "finish": int("finish" in hops)}
+    assert v["checks"]["app-pipeline"]["by_app"] == {"finish": 1}
     [end] = v["checks"]["app-pipeline"]["examples"]
     assert (end["kind"], end["blame"], end["pipeline"], end["app"]) == (end_kind, blame, ["copy", "finish"], "finish")
 

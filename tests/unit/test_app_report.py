@@ -46,6 +46,7 @@ def test_the_report_has_an_app_section_with_the_contract_the_instances_and_their
     app = section(page[1], "app")
     shown = said(app)
     assert "App under test: app" in shown
+    assert "Pipeline:" not in shown and "app-stages" not in app  # one app: no pipeline's table
     assert "contract map, function tests.apps:twice, order per-key" in shown
     assert "inputs in" in shown and "outputs out" in shown
     assert "'{python}' app.py --out '{topic:out}'" in shown  # the command, placeholders as written
@@ -145,6 +146,6 @@ def test_an_instance_that_died_of_an_exception_shows_it_and_its_error_lines(tmp_
     assert "its log says" not in table[:table.index("app-1")]
     # an instance that ended badly with nothing in its log but lines: its last lines
     (logs / "workloads" / "app-0.log").write_text("cannot read my-app.properties\n")
-    assert app_run_phases.failed_logs(logs, {"app-0": 3})["app-0"]["tail"] == ["cannot read my-app.properties"]
+    assert app_run_phases.failed_logs(logs, {"app-0": 3})["app-0"].tail == ["cannot read my-app.properties"]
     assert log_says(app_run_phases.failed_logs(logs, {"app-0": 3})["app-0"]) == [
         "its last 1 lines (of 1):", "  cannot read my-app.properties"]

@@ -552,6 +552,37 @@ def test_a_fault_that_outlives_stop_by_the_end_deadline_is_an_error(
     assert nem.errors == ["fault-kill@0.0 did not end within 0s of being asked to"], nem.errors
 
 
+def test_a_kills_left_open_listing_comes_once_after_every_kill_and_before_any_restart(
+        tmp_path: Path, events: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Why the listing sits inside ``KillWorkload``'s heal and not in the ordinary end record (made
+    after each restart): a restarted instance's first transaction fences what the killed one left
+    open, so a listing after any restart could miss it. Listed once per kill, between the last kill
+    and the first restart; the same list on every instance's stop record; listed also when the run
+    ended during the kill (nothing restarts then, and what it left stays open)."""
+    from chaos import targets
+
+    control = FakeControl({"app": ["app-0", "app-1"]})
+
+    def listing(bootstrap: str, prefix: str, open_for_ms: int) -> list[str]:
+        control.calls.append(("list", prefix))
+        return ["app-r1-a-1"]
+
+    monkeypatch.setattr(targets, "open_transactions", listing)
+    nem = Nemesis(FakeCluster(), control, Recorder(tmp_path, "nemesis"),  # type: ignore[arg-type]
+                  defaults=TargetDefaults(transactional_id="app-r1-*"))
+    run_one(nem, kind="kill-workload", workload="app")
+    assert control.calls == [("kill", "app-0"), ("kill", "app-1"), ("list", "app-r1-"),
+                             ("restart", "app-0"), ("restart", "app-1")]
+    stops = [e for e in events() if e["phase"] == "stop"]
+    assert [(e["workload"], e["open_transactions"]) for e in stops] == [("app-0", ["app-r1-a-1"]), ("app-1", ["app-r1-a-1"])]
+    control.calls.clear()
+    heal = faults.parse({"at": 0, "kind": "kill-workload", "workload": "app", "instance": 1}).apply(nem._context())
+    nem.stop.set()  # the run ended during the fault
+    heal()
+    assert control.calls == [("kill", "app-1"), ("list", "app-r1-")]
+    assert [e for e in events() if e["phase"] == "stop"][-1]["open_transactions"] == ["app-r1-a-1"]
+
+
 def test_an_in_transaction_kill_of_an_app_waits_until_its_transactions_are_open_then_kills(
         tmp_path: Path, events: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """``in_transaction``: the kill lands once every transactional.id of the app has a transaction

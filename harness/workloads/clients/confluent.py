@@ -84,14 +84,16 @@ def _delivery_report(on_offset: OnOffset) -> Callable[[KafkaError | None, Any], 
     return delivered
 
 
-def _delivery_by_id(on_offset: OnOffset) -> Callable[[KafkaError | None, Any], None]:
-    """A delivery callback handing each acknowledged feeder record's id (its header) and offset to
-    ``on_offset``: its value may repeat, its id does not."""
+def _delivery_by_id(record_id: bytes | None, on_offset: OnOffset) -> Callable[[KafkaError | None, Any], None]:
+    """A delivery callback handing the acknowledged feeder record's id (its header, as sent) and
+    offset to ``on_offset``: its value may repeat, its id does not. The id is the one it was sent
+    with, not read back from the report: a delivery report carries no headers (confluent-kafka
+    2.16.1: ``msg.headers()`` is None), and an id looked for there left every shaped feeder's
+    offset unrecorded. None (no id header): its value."""
 
     def delivered(err: KafkaError | None, msg: Any) -> None:
         if err is None:
-            found = feeder_id(msg.headers())
-            on_offset(found.encode() if found is not None else msg.value(), msg.offset())
+            on_offset(record_id if record_id is not None else msg.value(), msg.offset())
 
     return delivered
 
@@ -141,7 +143,8 @@ class ConfluentClient:
 
     def send_record(self, topic: str, partition: int, record: WireRecord, on_offset: OnOffset) -> None:
         key, value, headers, timestamp_ms = record
-        delivered = _delivery_by_id(on_offset)
+        found = feeder_id(headers)
+        delivered = _delivery_by_id(found.encode() if found is not None else None, on_offset)
         while True:
             try:
                 with client_errors():
