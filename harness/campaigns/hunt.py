@@ -25,7 +25,9 @@ from typing import Any
 import yaml
 
 from harness.base.errors import ConfigError
+from harness.campaigns import hunt_apps
 from harness.campaigns.matrix import Matrix, level_name
+from harness.workloads.txn_ids import transactional_id
 
 log = logging.getLogger(__name__)
 
@@ -86,8 +88,26 @@ RETRIABLE_ERRORS = {
 #: The kinds of fault and their weights. Holds weigh most since the fourth draw (9; 12 since the
 #: fifth): every finding came from a held request delivered late, and the third draw delivered a
 #: median of 2 late EndTxn a seed.
+#: The sixth draw added broker kills and restarts beside the coordinator's kill: a partition's leader
+#: killed, and a clean restart of the coordinator or a leader (the coordinator's state loaded again,
+#: a leadership moved while transactions write to it).
+#:
+#: Faults on the links between brokers (WriteTxnMarkers, AddPartitionsToTxn verification, a
+#: follower's Fetch) are not drawn: the wire proxy reaches the clients' links only on this build.
+#: Where they are made opt-in per cluster, a ``--broker-faults`` option adds their rows to this table
+#: (a wire fault with ``links: internal`` and its APIs) for the seeds of a hunt that asks for them,
+#: and leaves the draw of every other hunt as it is (docs/HUNT.md, "Faults between brokers").
 KINDS = {"hold-requests": 12, "drop-api-responses": 2, "error-responses": 2, "latency": 1, "pause-workload": 1,
-         "kill-workload": 1, "kill-coordinator": 1}
+         "kill-workload": 1, "kill-coordinator": 1, "kill-leader": 1, "restart-broker": 1}
+#: A killed broker stays down this long at least (its restart takes some); a restart's fault is
+#: given this long at least, the restart's own time, before the next fault.
+KILL_DOWN_S = 3.0
+RESTART_S = 5.0
+#: A drawn scenario's topics' partitions (the scenario format's default).
+PARTITIONS = 3
+#: The first producer's transactional.id: "the coordinator" of a seed that runs an app is the app's
+#: (its ``{id}*``), so a fault on the producers' names theirs.
+PRODUCER_TXN_ID = transactional_id("txn-producer-0")
 
 
 def seeds(master: int, n: int) -> list[int]:
@@ -96,8 +116,9 @@ def seeds(master: int, n: int) -> list[int]:
     return [rnd.randrange(2**31) for _ in range(n)]
 
 
-def draw(seed: int, duration: float) -> dict[str, Any]:
-    """The scenario seed ``seed`` draws (as its YAML file holds it), ``duration`` seconds long."""
+def draw(seed: int, duration: float, apps: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """The scenario seed ``seed`` draws (as its YAML file holds it), ``duration`` seconds long, with
+    one of ``apps`` beside its producers (``hunt_apps.pool``: None, a seed may draw any or none)."""
     rnd = random.Random(f"hunt-scenario/{seed}")
     timeout_ms = rnd.choice(REQUEST_TIMEOUTS_MS)
     client = {"socket.timeout.ms": timeout_ms, "request.timeout.ms": timeout_ms}
@@ -108,73 +129,132 @@ def draw(seed: int, duration: float) -> dict[str, Any]:
     workloads: list[dict[str, Any]] = [
         {"kind": "txn-producer", "count": rnd.choice([1, 1, 2]), "settings": {**shape, "topics": ["hunt-in"]},
          "client": dict(client)}]
+    topics = ["hunt-in", "hunt-out"] if copier else ["hunt-in"]
     if copier:
         workloads.append({"kind": "copier", "settings": {"input": "hunt-in", "output": "hunt-out",
                                                           "abort_share": rnd.choice([0.0, 0.1])}, "client": dict(client)})
+    app = hunt_apps.choose(seed, apps)
+    if app is not None:  # random streams of its own: which app a seed runs leaves the shapes it draws as they are
+        entry, app_topics = hunt_apps.workload(app, random.Random(f"hunt-app-entry/{seed}"))
+        workloads.append(entry)
+        topics += app_topics
     workloads.append({"kind": "reader", "count": 1})
-    apis = {**PRODUCER_APIS, **(COPIER_APIS if copier else {})}
+    pool = _Pool(timeout_ms, {**PRODUCER_APIS, **(COPIER_APIS if copier or app else {})},
+                 ["txn-producer", *(["copier"] if copier else []), *(["app"] if app else [])], topics, app is not None)
+    faults = _schedule(rnd, duration, pool)
+    described = (f"Drawn by eos-chaos hunt from seed {seed}: {len(faults)} faults over {duration:g} s; "
+                 f"{shape['values_per_txn']} values a transaction, {shape['send_gap_ms']} ms between writes, "
+                 f"{shape['abort_share']:.0%} aborted, {shape['commit_timeout_s']} s commit timeout, "
+                 f"{timeout_ms} ms request timeout" + (", and a copier" if copier else "")
+                 + (f", and the shipped app {app}" if app else ""))
+    return {"name": f"{PREFIX}{seed}", "description": described, "duration": duration,
+            "topics": topics, "workloads": workloads, "faults": faults, "expect": {"valid": None}}
+
+
+@dataclass(frozen=True)
+class _Pool:
+    """What a seed's faults are drawn over: its clients' request timeout, the APIs by weight, the
+    workloads a workload fault may aim at, the topics whose leaders a broker fault may aim at, and
+    whether an app runs (then "the coordinator" is drawn: the producers' or the app's)."""
+
+    timeout_ms: int
+    apis: dict[str, int]
+    workloads: list[str]
+    topics: list[str]
+    app: bool
+
+
+def _schedule(rnd: random.Random, duration: float, pool: _Pool) -> list[dict[str, Any]]:
+    """One fault at a time, from a quiet start to the quiet end."""
     faults = []
     t = rnd.uniform(*START_S)
     while True:
-        f = _fault(rnd, round(t, 1), round(rnd.uniform(*FAULT_S), 1), apis, timeout_ms, copier)
+        f = _fault(rnd, round(t, 1), round(rnd.uniform(*FAULT_S), 1), pool)
         if f["at"] + f["duration"] > duration - QUIET_END_S:
             break
         faults.append(f)
         t = f["at"] + f["duration"] + rnd.uniform(*GAP_S)  # one fault at a time
-    described = (f"Drawn by eos-chaos hunt from seed {seed}: {len(faults)} faults over {duration:g} s; "
-                 f"{shape['values_per_txn']} values a transaction, {shape['send_gap_ms']} ms between writes, "
-                 f"{shape['abort_share']:.0%} aborted, {shape['commit_timeout_s']} s commit timeout, "
-                 f"{timeout_ms} ms request timeout" + (", and a copier" if copier else ""))
-    return {"name": f"{PREFIX}{seed}", "description": described, "duration": duration,
-            "topics": ["hunt-in", "hunt-out"] if copier else ["hunt-in"], "workloads": workloads,
-            "faults": faults, "expect": {"valid": None}}
+    return faults
 
 
-def _fault(rnd: random.Random, at: float, length: float, apis: dict[str, int], timeout_ms: int,
-           copier: bool) -> dict[str, Any]:
-    f = _drawn_fault(rnd, at, length, apis, timeout_ms, copier)
+def _fault(rnd: random.Random, at: float, length: float, pool: _Pool) -> dict[str, Any]:
+    f = _drawn_fault(rnd, at, length, pool)
     return {"at": f.pop("at"), "kind": f.pop("kind"), **f}  # as a scenario file is written: when, what, then how
 
 
-def _drawn_fault(rnd: random.Random, at: float, length: float, apis: dict[str, int], timeout_ms: int,
-                 copier: bool) -> dict[str, Any]:
+def _drawn_fault(rnd: random.Random, at: float, length: float, pool: _Pool) -> dict[str, Any]:
     kind = _weighted(rnd, KINDS)
     base: dict[str, Any] = {"at": at, "duration": length}
+    timeout_ms = pool.timeout_ms
     if kind in ("hold-requests", "drop-api-responses", "error-responses"):
-        pool = {a: w for a, w in apis.items() if kind != "error-responses" or a in RETRIABLE_ERRORS}
-        api = _weighted(rnd, pool)
-        f = {**base, "kind": kind, "api": api, "count": rnd.choice([1, 1, 2, 3, 0]),
-             # the coordinator of the run's first transactional.id; a Produce or FindCoordinator on any broker
-             "target": "all" if api in ("Produce", "FindCoordinator") else "coordinator"}
-        if kind == "hold-requests":
-            f["until"] = rnd.choice(["timeout", "client-gone"])
-            # held for a share of the client's request timeout (some outlive it, some not); or, once the
-            # client has given up and closed its connection, delivered a moment later, while it is
-            # into what it does next
-            f["hold_ms"] = (int(timeout_ms * rnd.choice(HOLD_SHARES)) if f["until"] == "timeout"
-                            else rnd.choice(GONE_DELAYS_MS))
-            delivered_s = (f["hold_ms"] if f["until"] == "timeout" else timeout_ms + f["hold_ms"]) / 1000
-            # long enough for the client to give up on what it holds within the fault, and for the hold
-            # to deliver it when drawn
-            f["duration"] = max(length, round(timeout_ms / 1000 + 1, 1), round(delivered_s + HOLD_MARGIN_S, 1))
-        elif kind == "error-responses":
-            f["error"] = rnd.choice(RETRIABLE_ERRORS[api])
-        return f
+        return _wire_fault(rnd, kind, base, pool)
     if kind == "latency":  # around the clients' request timeout: some requests outlive it, some not
-        return {**base, "kind": "latency", "target": "coordinator", "listeners": "client",
+        return {**base, "kind": "latency", "target": "coordinator", **_coordinator_of(rnd, pool), "listeners": "client",
                 "params": {"latency_ms": int(timeout_ms * rnd.uniform(0.5, 1.5)), "jitter_ms": int(timeout_ms * 0.1)}}
     if kind == "kill-coordinator":  # down 3 s at least (a restart takes some)
-        return {**base, "kind": "kill", "target": "coordinator", "duration": max(length, 3.0)}
-    workload = rnd.choice(["txn-producer", "copier"] if copier else ["txn-producer"])
+        return {**base, "kind": "kill", "target": "coordinator", **_coordinator_of(rnd, pool),
+                "duration": max(length, KILL_DOWN_S)}
+    if kind == "kill-leader":  # a partition's leader of any topic of the run: its writers and readers move
+        return {**base, "kind": "kill", "target": "leader", "of": _partition(rnd, pool),
+                "duration": max(length, KILL_DOWN_S)}
+    if kind == "restart-broker":  # a clean restart: the coordinator's load, or a leader's move, back to back
+        aim = ({"target": "coordinator", **_coordinator_of(rnd, pool)} if rnd.random() < 0.5
+               else {"target": "leader", "of": _partition(rnd, pool)})
+        return {**base, "kind": "restart", **aim, "duration": max(length, RESTART_S)}
+    workload = rnd.choice(pool.workloads)
+    if kind == "kill-workload" and workload == "app":
+        # half of an app's kills wait (20 s at most) until its transactions are open: a kill inside one
+        return {**base, "kind": kind, "workload": workload, "in_transaction": rnd.random() < 0.5}
     return {**base, "kind": kind, "workload": workload}
+
+
+def _wire_fault(rnd: random.Random, kind: str, base: dict[str, Any], pool: _Pool) -> dict[str, Any]:
+    timeout_ms = pool.timeout_ms
+    apis = {a: w for a, w in pool.apis.items() if kind != "error-responses" or a in RETRIABLE_ERRORS}
+    api = _weighted(rnd, apis)
+    # the coordinator of a transactional.id (a producer's or the app's; AddOffsetsToTxn the scenario's
+    # default: the app's when it runs, which sends it, the producers never do); TxnOffsetCommit goes
+    # to the group's coordinator; a Produce or FindCoordinator on any broker
+    aim = ({"target": "all"} if api in ("Produce", "FindCoordinator") else
+           {"target": "group-coordinator"} if api == "TxnOffsetCommit" else
+           {"target": "coordinator", **({} if api in COPIER_APIS else _coordinator_of(rnd, pool))})
+    f = {**base, "kind": kind, "api": api, "count": rnd.choice([1, 1, 2, 3, 0]), **aim}
+    if kind == "hold-requests":
+        f["until"] = rnd.choice(["timeout", "client-gone"])
+        # held for a share of the client's request timeout (some outlive it, some not); or, once the
+        # client has given up and closed its connection, delivered a moment later, while it is
+        # into what it does next
+        f["hold_ms"] = (int(timeout_ms * rnd.choice(HOLD_SHARES)) if f["until"] == "timeout"
+                        else rnd.choice(GONE_DELAYS_MS))
+        delivered_s = (f["hold_ms"] if f["until"] == "timeout" else timeout_ms + f["hold_ms"]) / 1000
+        # long enough for the client to give up on what it holds within the fault, and for the hold
+        # to deliver it when drawn
+        f["duration"] = max(base["duration"], round(timeout_ms / 1000 + 1, 1), round(delivered_s + HOLD_MARGIN_S, 1))
+    elif kind == "error-responses":
+        f["error"] = rnd.choice(RETRIABLE_ERRORS[api])
+    return f
+
+
+def _coordinator_of(rnd: random.Random, pool: _Pool) -> dict[str, str]:
+    """Whose transaction coordinator a fault aims at: without an app, the scenario's default (the
+    first producer's transactional.id); with one, the producers' or the app's (the default then:
+    ``{id}*``), each as likely."""
+    if not pool.app:
+        return {}
+    return {"of": PRODUCER_TXN_ID} if rnd.random() < 0.5 else {}
+
+
+def _partition(rnd: random.Random, pool: _Pool) -> str:
+    return f"{rnd.choice(pool.topics)}/{rnd.randrange(PARTITIONS)}"
 
 
 def _weighted(rnd: random.Random, weights: dict[str, int]) -> str:
     return rnd.choices(list(weights), weights=list(weights.values()))[0]
 
 
-def write_scenarios(folder: Path, hunt_seeds: list[int], duration: float) -> list[Path]:
-    """Each seed's scenario as ``folder/scenarios/hunt-<seed>.yaml``; their paths, in seed order. A
+def write_scenarios(folder: Path, hunt_seeds: list[int], duration: float,
+                    apps: tuple[str, ...] | None = None) -> list[Path]:
+    """Each seed's scenario (``draw``'s, with ``apps``) as ``folder/scenarios/hunt-<seed>.yaml``; their paths, in seed order. A
     file already there is kept as it is: it is what the folder's runs ran, and a later version of the
     draw may draw the same seed differently (a resumed hunt must not run one seed two ways)."""
     d = folder / SCENARIOS
@@ -182,7 +262,7 @@ def write_scenarios(folder: Path, hunt_seeds: list[int], duration: float) -> lis
     paths = []
     for s in hunt_seeds:
         p = d / f"{PREFIX}{s}.yaml"
-        drawn = yaml.safe_dump(draw(s, duration), sort_keys=False, width=120)
+        drawn = yaml.safe_dump(draw(s, duration, apps), sort_keys=False, width=120)
         if not p.exists():
             p.write_text(drawn)
         elif p.read_text() != drawn:

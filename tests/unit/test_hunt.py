@@ -36,16 +36,17 @@ def test_a_seed_draws_the_same_scenario_every_time_and_seeds_draw_different_ones
 
 
 def test_every_drawn_scenario_loads_and_its_faults_keep_to_the_run(tmp_path: Path) -> None:
-    kinds: set[str] = set()
+    kinds: set[tuple[str, str]] = set()
     for path in hunt.write_scenarios(tmp_path, SEEDS, 60):
         sc = scenario.load(str(path))  # the scenario format's every check
         assert sc.name == path.stem and sc.duration == 60
         ends = [(f.at, f.at + f.duration) for f in sc.faults]
         assert ends and ends[0][0] >= hunt.START_S[0] and ends[-1][1] <= 60 - hunt.QUIET_END_S
         assert all(a[1] <= b[0] for a, b in zip(ends, ends[1:], strict=False)), "one fault at a time"
-        kinds |= {f.kind for f in sc.faults}
-    assert kinds == {"hold-requests", "drop-api-responses", "error-responses", "latency", "pause-workload",
-                     "kill-workload", "kill"}
+        kinds |= {(f.kind, str(getattr(f, "target", ""))) for f in sc.faults}
+    assert {k for k, _ in kinds} == {"hold-requests", "drop-api-responses", "error-responses", "latency",
+                                     "pause-workload", "kill-workload", "kill", "restart"}
+    assert {("kill", "coordinator"), ("kill", "leader"), ("restart", "coordinator"), ("restart", "leader")} <= kinds
 
 
 def test_a_hold_lasts_until_it_delivers_what_it_holds_when_drawn() -> None:
