@@ -25,7 +25,7 @@ from typing import Any
 import yaml
 
 from harness.base.errors import ConfigError
-from harness.campaigns import hunt_apps
+from harness.campaigns import hunt_apps, hunt_landings
 from harness.campaigns.matrix import Matrix, level_name
 from harness.workloads.txn_ids import transactional_id
 
@@ -36,6 +36,8 @@ PREFIX = "hunt-"
 SCENARIOS = "scenarios"
 HUNT_JSON = "hunt.json"
 HUNT_MD = "HUNT.md"
+#: A finding's repro kit, in its run folder (``eos-chaos repro``'s default place)
+REPRO = "repro"
 #: The quiet start and end of a drawn run (the workloads commit before the first fault and after the last).
 START_S = (2.0, 5.0)
 QUIET_END_S = 10.0
@@ -287,6 +289,10 @@ class HuntRun:
     #: per API, the requests the wire proxy delivered after the client had given up on them
     #: (``late_requests``)
     late: dict[str, int]
+    #: its faults, and those that landed inside an open transaction (``hunt_landings.to_json``)
+    landings: dict[str, Any]
+    #: a finding's repro kit (``REPORT.md``, ``repro_kits``), relative to the hunt's folder
+    kit: str | None = None
 
 
 def first_anomaly_s(run_dir: Path) -> float | None:
@@ -329,18 +335,22 @@ def late_requests(run_dir: Path) -> dict[str, int]:
 
 
 def summary(m: Matrix, out: Path, first_of: Callable[[Path], float | None] = first_anomaly_s,
-            late_of: Callable[[Path], dict[str, int]] = late_requests) -> dict[str, Any]:
+            late_of: Callable[[Path], dict[str, int]] = late_requests,
+            landed_of: Callable[[Path], hunt_landings.Landings] = hunt_landings.landings) -> dict[str, Any]:
     """Per column (client, Kafka version, transaction version): every seed's outcome, the detection
     rate (invalid among the runs judged), how many were unknown, which checks fired in how many
-    seeds, the median time to the first anomaly (``first_of`` a finding's run folder), and the
-    late requests of every run (``late_of`` its folder) with their median a seed."""
+    seeds, the median time to the first anomaly (``first_of`` a finding's run folder), the late
+    requests of every run (``late_of`` its folder) with their median a seed, and every run's faults
+    with those that landed inside an open transaction (``landed_of``), totalled over the seeds that
+    found nothing: the evidence that they searched."""
     columns: dict[tuple[str, str, str], list[HuntRun]] = {}
     for r in sorted(m.runs.values(), key=lambda r: (r.client, r.kafka_version, level_name(r.transaction_version))):
         seed = int(Path(r.scenario).stem.removeprefix(PREFIX))
         t = first_of(out / r.run_dir) if r.outcome == "invalid" else None
         columns.setdefault((r.client, r.kafka_version, level_name(r.transaction_version)), []).append(
             HuntRun(seed, r.outcome, dict(r.anomalies), t, r.command if r.outcome != "valid" else None,
-                  late_of(out / r.run_dir)))
+                    late_of(out / r.run_dir), hunt_landings.to_json(landed_of(out / r.run_dir)),
+                    _kit(out, r.run_dir) if r.outcome == "invalid" else None))
     return {"columns": [_column(key, runs) for key, runs in columns.items()]}
 
 
@@ -359,7 +369,53 @@ def _column(key: tuple[str, str, str], runs: list[HuntRun]) -> dict[str, Any]:
             "checks": dict(sorted(checks.items(), key=lambda kv_: (-kv_[1], kv_[0]))),
             "median_first_anomaly_s": round(statistics.median(times), 1) if times else None,
             "median_late_requests": statistics.median(sum(r.late.values()) for r in runs) if runs else None,
+            **_nothing_found([r for r in runs if r.outcome == "valid"]),
             "runs": [r.__dict__ for r in sorted(runs, key=lambda r: r.seed)]}
+
+
+def _kit(out: Path, run_dir: str) -> str | None:
+    from harness.report.repro_md import REPORT_MD
+
+    kit = Path(run_dir) / REPRO / REPORT_MD
+    return str(kit) if (out / kit).is_file() else None
+
+
+def repro_kits(m: Matrix, out: Path) -> list[Path]:
+    """Each finding's repro kit (``eos-chaos repro``'s: the transactions with the wire proxy's events,
+    versions, configuration, log excerpts, the replay command and a smaller scenario's draft) in
+    ``<run folder>/repro``, from its folder alone; one already there is kept. The kits written. A
+    run whose kit cannot be made is logged and skipped: the hunt's summary says it has none."""
+    from harness.report import repro, repro_md
+    from harness.report.loaded import read_verdict
+
+    written = []
+    for r in m.runs.values():
+        d = out / r.run_dir
+        if r.outcome != "invalid" or (d / REPRO / repro_md.REPORT_MD).is_file():
+            continue
+        try:
+            repro_md.write(repro.gather(d, read_verdict(d)), d / REPRO)
+        except (ConfigError, OSError, ValueError, KeyError) as exc:
+            log.warning(f"{d}: no repro kit ({type(exc).__name__}: {exc})")
+            continue
+        written.append(d / REPRO)
+    return written
+
+
+def _nothing_found(empty: list[HuntRun]) -> dict[str, Any]:
+    """The seeds that found nothing (valid), with the faults they ran and those that landed inside an
+    open transaction: in all, by what the fault was, and how many seeds landed none (a seed whose
+    faults hit no transaction searched nothing)."""
+    by: dict[str, int] = {}
+    for r in empty:
+        for name, n in r.landings.get("in_transaction", {}).items():
+            by[name] = by.get(name, 0) + n
+    return {"nothing_found": {
+        "seeds": len(empty), "faults": sum(r.landings.get("faults", 0) for r in empty),
+        "in_transaction": sum(r.landings.get("landed", 0) for r in empty),
+        "median_in_transaction": statistics.median(r.landings.get("landed", 0) for r in empty) if empty else None,
+        "seeds_without_landing": sum(1 for r in empty if not r.landings.get("landed")),
+        "by_fault": dict(sorted(by.items(), key=lambda kv: (-kv[1], kv[0])))}}
 
 
 def page(s: dict[str, Any], folder_name: str) -> str:
@@ -379,14 +435,35 @@ def page(s: dict[str, Any], folder_name: str) -> str:
                      f"{c['unknown']} | {rate} | {checks} | {t} | {_num(c.get('median_late_requests'))} |")
     for c in s["columns"]:
         lines += ["", f"## {c['client']}, Kafka {c['kafka_version']}, transaction version {c['transaction_version']}", "",
-                  "| seed | outcome | checks | first anomaly | late requests | replay |", "|---|---|---|---|---|---|"]
+                  *_searched(c.get("nothing_found")),
+                  "| seed | outcome | checks | first anomaly | late requests | faults (inside a transaction) | replay "
+                  "| repro kit |", "|---|---|---|---|---|---|---|---|"]
         for r in c["runs"]:
             checks = ", ".join(f"{k}: {n}" for k, n in r["checks"].items()) or "-"
             t = "-" if r["first_anomaly_s"] is None else f"{r['first_anomaly_s']} s"
             replay = f"`{r['replay']}`" if r["replay"] else "-"
             late = ", ".join(f"{k} {n}" for k, n in (r.get("late") or {}).items()) or "-"
-            lines.append(f"| {r['seed']} | {r['outcome']} | {checks} | {t} | {late} | {replay} |")
+            kit = f"[REPORT.md]({r['kit']}), then `eos-chaos minimize {Path(r['kit']).parent.parent}`" if r.get("kit") else "-"
+            lines.append(f"| {r['seed']} | {r['outcome']} | {checks} | {t} | {late} | {_landed(r.get('landings') or {})} "
+                         f"| {replay} | {kit} |")
     return "\n".join(lines) + "\n"
+
+
+def _searched(nothing: dict[str, Any] | None) -> list[str]:
+    """The column's sentence on the seeds that found nothing: what their faults landed in."""
+    if not nothing or not nothing["seeds"]:
+        return []
+    by = ", ".join(f"{k} {n}" for k, n in nothing["by_fault"].items()) or "none"
+    return [f"Nothing found in {nothing['seeds']} seeds. Their {nothing['faults']} faults landed "
+            f"{nothing['in_transaction']} times inside an open transaction (median {_num(nothing['median_in_transaction'])} "
+            f"a seed; {nothing['seeds_without_landing']} seeds landed none): {by}.", ""]
+
+
+def _landed(x: dict[str, Any]) -> str:
+    if not x.get("faults"):
+        return "-"
+    inside = ", ".join(f"{k} {n}" for k, n in x.get("in_transaction", {}).items())
+    return f"{x['faults']} ({x.get('landed', 0)}{': ' + inside if inside else ''})"
 
 
 def _num(x: float | None) -> str:

@@ -102,6 +102,7 @@ def hunt_cmd(
     log.info(f"hunt of {len(hunt_seeds)} drawn scenarios x {len(defn.clients)} clients on {backend.value}, master seed "
              f"{master}; folder {folder}")
     m = matrix.run_matrix(m, scs, folder)
+    kits = hunt.repro_kits(m, folder)  # before the summary, which links them
     summary = hunt.summary(m, folder)
     write_output(folder / hunt.HUNT_JSON, json.dumps(summary, indent=1) + "\n")
     write_output(folder / hunt.HUNT_MD, hunt.page(summary, folder.name))
@@ -111,6 +112,9 @@ def hunt_cmd(
                          f"{c['found']} of {c['judged']} judged seeds ({rate}), {c['unknown']} unknown; checks "
                          f"{c['checks'] or 'none'}; median time to the first anomaly "
                          f"{c['median_first_anomaly_s'] if c['median_first_anomaly_s'] is not None else '-'} s"),
+                  highlight=False)
+    if kits:
+        out.print(escape(f"{len(kits)} repro kits written: " + ", ".join(str(k / 'REPORT.md') for k in kits)),
                   highlight=False)
     out.print(escape(f"{folder / hunt.HUNT_MD}, {folder / matrix.MATRIX_HTML}"), highlight=False)
     if m.interrupted:
