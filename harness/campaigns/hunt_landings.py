@@ -49,7 +49,8 @@ def _process_kind(name: str) -> str:
 def inside_transaction(f: FaultRun) -> bool | None:
     """The fault landed inside an open transaction (None: no record of what it hit).
 
-    - An app kill that waited for one (``in_transaction``) and found its ids open: inside.
+    - An app kill that waited for one (``in_transaction``) and found its ids open: inside; its wait
+      ran out with none open: outside.
     - A fault on the wire: its rule caught a request while a transaction of what it aimed at was
       open (a held EndTxn with no transaction open holds a retry, not a decision).
     - Any other: a transaction of what it aimed at was open at its start (a kill, a pause, a restart
@@ -58,8 +59,8 @@ def inside_transaction(f: FaultRun) -> bool | None:
     if isinstance(waited, dict) and waited.get("open"):
         return True
     h = f.hit
-    if h is None:
-        return None
+    if h is None:  # an app kill's listing said none was open (its wait ran out), unless it failed
+        return False if isinstance(waited, dict) and "error" not in waited else None
     if h.requests is not None:
         return sum(h.requests.values()) > 0 and h.txns_open > 0
     at_start = h.txns_open if h.txns_open_at_start is None else h.txns_open_at_start

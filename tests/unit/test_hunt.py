@@ -12,7 +12,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner, Result
 
-from harness.campaigns import hunt, hunt_apps, hunt_landings
+from harness.campaigns import hunt, hunt_landings
 from harness.campaigns.matrix import Cell, Definition, Matrix, MatrixRun, RunKey
 from harness.cli import app
 from harness.run import scenario
