@@ -11,9 +11,11 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from chaos import schedule
 from harness.base.errors import ConfigError
 from harness.campaigns import hunt, hunt_apps
 from harness.cli import app
+from harness.phases import table
 from harness.run import scenario
 from harness.run.scenario import LIBRARY
 from tests.unit.test_cli import WIDE, _restore_logging  # noqa: F401 - the fixture puts the loggers back
@@ -77,13 +79,15 @@ def test_the_draw_lands_coordinator_and_leader_kills_and_aims_faults_at_the_app(
         assert seen[want], (want, seen)
 
 
-def test_every_drawn_scenario_with_an_app_loads(tmp_path: Path) -> None:
-    kinds: set[str] = set()
-    for path in hunt.write_scenarios(tmp_path, SEEDS[:30], 60, tuple(hunt_apps.APPS)):
+def test_every_drawn_scenario_with_an_app_loads_and_passes_the_dry_run(tmp_path: Path) -> None:
+    """What ``eos-chaos run FILE --dry-run`` does with each: load, preflight, plan its schedule."""
+    apps: set[str] = set()
+    for s, path in zip(SEEDS[:30], hunt.write_scenarios(tmp_path, SEEDS[:30], 60, tuple(hunt_apps.APPS)), strict=True):
         sc = scenario.load(str(path))  # the scenario format's every check, an app's included
-        kinds |= {w.kind for w in sc.workloads}
-        assert sc.duration == 60
-    assert "app" in kinds
+        table.preflight(sc)  # a missing program, a contract function that fails on sample inputs
+        assert len(schedule.plan(sc, s)) == len(sc.faults) and sc.duration == 60
+        apps.add(str(hunt_apps.choose(s, tuple(hunt_apps.APPS))))
+    assert apps == set(hunt_apps.APPS)
 
 
 @pytest.mark.parametrize(("spelled", "pool"), [("drawn", None), ("none", ()), ("go-copier, py-copier", ("go-copier", "py-copier"))])
