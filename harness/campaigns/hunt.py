@@ -1,14 +1,16 @@
 """``eos-chaos hunt``: scenarios that know nothing of any bug, drawn from a seed, run as a matrix over
 clients (docs/HUNT.md). Each seed draws the workloads' shapes (transaction sizes, gaps between
-writes, abort shares, timeouts, a copier or not) and a schedule of faults from a catalogue of
-request-aware faults (hold, drop the response of, or answer with an error the transactional APIs,
-Produce, FindCoordinator, InitProducerId), process pauses and kills, a coordinator kill and latency
-around the clients' request timeout. The drawn scenario is a YAML file in the hunt's folder: it
-replays with ``eos-chaos run FILE``, and ``minimize`` cuts it down like any other.
+writes, abort shares, timeouts, a copier or not, a shipped app or not: harness.campaigns.hunt_apps)
+and a schedule of faults from a catalogue of request-aware faults (hold, drop the response of, or
+answer with an error the transactional APIs, Produce, FindCoordinator, InitProducerId), process
+pauses and kills, coordinator and leader kills and restarts, and latency around the clients' request
+timeout. The drawn scenario is a YAML file in the hunt's folder: it replays with ``eos-chaos run
+FILE``, and ``minimize`` cuts it down like any other.
 
 The summary is a pure function of the matrix's record and the run folders: per column (client,
-Kafka version, transaction version), the seeds that found something, the checks, and when the
-first anomaly happened."""
+Kafka version, transaction version), the seeds that found something, the checks, when the first
+anomaly happened, each finding's repro kit, and every seed's faults with those that landed inside
+an open transaction (harness.campaigns.hunt_landings), totalled over the seeds that found nothing."""
 
 from __future__ import annotations
 
