@@ -27,6 +27,11 @@ NONE = "none"
 #: With ``drawn``, a seed runs no app this many times as often as it runs any one app: a third of
 #: the seeds keep the producers' draw alone, whose findings came fastest (docs/HUNT.md).
 NO_APP_WEIGHT = 2
+#: A drawn app's working folder: its instance's own (``{workdir}``), not the scenario file's folder
+#: (the default, made absolute at load), which differs between the shards of one hunt and would make
+#: their drawn scenarios differ (``matrix merge`` refuses them). A shipped app's launcher is a module
+#: of the harness (``{python} -m harness.apps...``): it needs no folder of its own.
+CWD = "{workdir}"
 #: An app instance's count: one (two cores shared with three brokers and the producers' JVMs), or
 #: the shipped scenario's (two: a rebalance that fences a zombie instance), one twice as likely.
 COUNTS = (1, 1, None)
@@ -71,4 +76,5 @@ def workload(app: str, rnd: random.Random) -> tuple[dict[str, Any], list[str]]:
     drawn = copy.deepcopy(entry)
     count = rnd.choice(COUNTS)
     drawn["count"] = count if count is not None else entry.get("count", 1)
+    drawn["settings"].setdefault("cwd", CWD)
     return drawn, list(topics)

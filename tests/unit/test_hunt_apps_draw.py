@@ -48,7 +48,7 @@ def test_an_app_named_runs_in_every_seed_as_its_library_scenario_runs_it() -> No
     for s in SEEDS[:20]:
         d = hunt.draw(s, 100, ("streams-count-sum",))
         (a,) = _apps(d)
-        assert a["settings"] == entry["settings"], "command, readiness, feeder and contract as shipped"
+        assert a["settings"] == {**entry["settings"], "cwd": "{workdir}"}, "command, readiness, feeder, contract as shipped"
         assert a["settings"]["contract"]["kind"] == "aggregate"  # type: ignore[index]
         assert {"app-in", "app-count", "app-sum"} <= set(d["topics"])  # type: ignore[arg-type]
         assert a["count"] in (1, entry.get("count", 1))
