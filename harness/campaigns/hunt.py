@@ -1,14 +1,16 @@
 """``eos-chaos hunt``: scenarios that know nothing of any bug, drawn from a seed, run as a matrix over
 clients (docs/HUNT.md). Each seed draws the workloads' shapes (transaction sizes, gaps between
-writes, abort shares, timeouts, a copier or not) and a schedule of faults from a catalogue of
-request-aware faults (hold, drop the response of, or answer with an error the transactional APIs,
-Produce, FindCoordinator, InitProducerId), process pauses and kills, a coordinator kill and latency
-around the clients' request timeout. The drawn scenario is a YAML file in the hunt's folder: it
-replays with ``eos-chaos run FILE``, and ``minimize`` cuts it down like any other.
+writes, abort shares, timeouts, a copier or not, a shipped app or not: harness.campaigns.hunt_apps)
+and a schedule of faults from a catalogue of request-aware faults (hold, drop the response of, or
+answer with an error the transactional APIs, Produce, FindCoordinator, InitProducerId), process
+pauses and kills, coordinator and leader kills and restarts, and latency around the clients' request
+timeout. The drawn scenario is a YAML file in the hunt's folder: it replays with ``eos-chaos run
+FILE``, and ``minimize`` cuts it down like any other.
 
 The summary is a pure function of the matrix's record and the run folders: per column (client,
-Kafka version, transaction version), the seeds that found something, the checks, and when the
-first anomaly happened."""
+Kafka version, transaction version), the seeds that found something, the checks, when the first
+anomaly happened, each finding's repro kit, and every seed's faults with those that landed inside
+an open transaction (harness.campaigns.hunt_landings), totalled over the seeds that found nothing."""
 
 from __future__ import annotations
 
@@ -25,7 +27,9 @@ from typing import Any
 import yaml
 
 from harness.base.errors import ConfigError
+from harness.campaigns import hunt_apps, hunt_landings
 from harness.campaigns.matrix import Matrix, level_name
+from harness.workloads.txn_ids import transactional_id
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +38,8 @@ PREFIX = "hunt-"
 SCENARIOS = "scenarios"
 HUNT_JSON = "hunt.json"
 HUNT_MD = "HUNT.md"
+#: A finding's repro kit, in its run folder (``eos-chaos repro``'s default place)
+REPRO = "repro"
 #: The quiet start and end of a drawn run (the workloads commit before the first fault and after the last).
 START_S = (2.0, 5.0)
 QUIET_END_S = 10.0
@@ -86,8 +92,26 @@ RETRIABLE_ERRORS = {
 #: The kinds of fault and their weights. Holds weigh most since the fourth draw (9; 12 since the
 #: fifth): every finding came from a held request delivered late, and the third draw delivered a
 #: median of 2 late EndTxn a seed.
+#: The sixth draw added broker kills and restarts beside the coordinator's kill: a partition's leader
+#: killed, and a clean restart of the coordinator or a leader (the coordinator's state loaded again,
+#: a leadership moved while transactions write to it).
+#:
+#: Faults on the links between brokers (WriteTxnMarkers, AddPartitionsToTxn verification, a
+#: follower's Fetch) are not drawn: the wire proxy reaches the clients' links only on this build.
+#: Where they are made opt-in per cluster, a ``--broker-faults`` option adds their rows to this table
+#: (a wire fault with ``links: internal`` and its APIs) for the seeds of a hunt that asks for them,
+#: and leaves the draw of every other hunt as it is (docs/HUNT.md, "Faults between brokers").
 KINDS = {"hold-requests": 12, "drop-api-responses": 2, "error-responses": 2, "latency": 1, "pause-workload": 1,
-         "kill-workload": 1, "kill-coordinator": 1}
+         "kill-workload": 1, "kill-coordinator": 1, "kill-leader": 1, "restart-broker": 1}
+#: A killed broker stays down this long at least (its restart takes some); a restart's fault is
+#: given this long at least, the restart's own time, before the next fault.
+KILL_DOWN_S = 3.0
+RESTART_S = 5.0
+#: A drawn scenario's topics' partitions (the scenario format's default).
+PARTITIONS = 3
+#: The first producer's transactional.id: "the coordinator" of a seed that runs an app is the app's
+#: (its ``{id}*``), so a fault on the producers' names theirs.
+PRODUCER_TXN_ID = transactional_id("txn-producer-0")
 
 
 def seeds(master: int, n: int) -> list[int]:
@@ -96,8 +120,9 @@ def seeds(master: int, n: int) -> list[int]:
     return [rnd.randrange(2**31) for _ in range(n)]
 
 
-def draw(seed: int, duration: float) -> dict[str, Any]:
-    """The scenario seed ``seed`` draws (as its YAML file holds it), ``duration`` seconds long."""
+def draw(seed: int, duration: float, apps: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """The scenario seed ``seed`` draws (as its YAML file holds it), ``duration`` seconds long, with
+    one of ``apps`` beside its producers (``hunt_apps.pool``: None, a seed may draw any or none)."""
     rnd = random.Random(f"hunt-scenario/{seed}")
     timeout_ms = rnd.choice(REQUEST_TIMEOUTS_MS)
     client = {"socket.timeout.ms": timeout_ms, "request.timeout.ms": timeout_ms}
@@ -108,73 +133,132 @@ def draw(seed: int, duration: float) -> dict[str, Any]:
     workloads: list[dict[str, Any]] = [
         {"kind": "txn-producer", "count": rnd.choice([1, 1, 2]), "settings": {**shape, "topics": ["hunt-in"]},
          "client": dict(client)}]
+    topics = ["hunt-in", "hunt-out"] if copier else ["hunt-in"]
     if copier:
         workloads.append({"kind": "copier", "settings": {"input": "hunt-in", "output": "hunt-out",
                                                           "abort_share": rnd.choice([0.0, 0.1])}, "client": dict(client)})
+    app = hunt_apps.choose(seed, apps)
+    if app is not None:  # random streams of its own: which app a seed runs leaves the shapes it draws as they are
+        entry, app_topics = hunt_apps.workload(app, random.Random(f"hunt-app-entry/{seed}"))
+        workloads.append(entry)
+        topics += app_topics
     workloads.append({"kind": "reader", "count": 1})
-    apis = {**PRODUCER_APIS, **(COPIER_APIS if copier else {})}
+    pool = _Pool(timeout_ms, {**PRODUCER_APIS, **(COPIER_APIS if copier or app else {})},
+                 ["txn-producer", *(["copier"] if copier else []), *(["app"] if app else [])], topics, app is not None)
+    faults = _schedule(rnd, duration, pool)
+    described = (f"Drawn by eos-chaos hunt from seed {seed}: {len(faults)} faults over {duration:g} s; "
+                 f"{shape['values_per_txn']} values a transaction, {shape['send_gap_ms']} ms between writes, "
+                 f"{shape['abort_share']:.0%} aborted, {shape['commit_timeout_s']} s commit timeout, "
+                 f"{timeout_ms} ms request timeout" + (", and a copier" if copier else "")
+                 + (f", and the shipped app {app}" if app else ""))
+    return {"name": f"{PREFIX}{seed}", "description": described, "duration": duration,
+            "topics": topics, "workloads": workloads, "faults": faults, "expect": {"valid": None}}
+
+
+@dataclass(frozen=True)
+class _Pool:
+    """What a seed's faults are drawn over: its clients' request timeout, the APIs by weight, the
+    workloads a workload fault may aim at, the topics whose leaders a broker fault may aim at, and
+    whether an app runs (then "the coordinator" is drawn: the producers' or the app's)."""
+
+    timeout_ms: int
+    apis: dict[str, int]
+    workloads: list[str]
+    topics: list[str]
+    app: bool
+
+
+def _schedule(rnd: random.Random, duration: float, pool: _Pool) -> list[dict[str, Any]]:
+    """One fault at a time, from a quiet start to the quiet end."""
     faults = []
     t = rnd.uniform(*START_S)
     while True:
-        f = _fault(rnd, round(t, 1), round(rnd.uniform(*FAULT_S), 1), apis, timeout_ms, copier)
+        f = _fault(rnd, round(t, 1), round(rnd.uniform(*FAULT_S), 1), pool)
         if f["at"] + f["duration"] > duration - QUIET_END_S:
             break
         faults.append(f)
         t = f["at"] + f["duration"] + rnd.uniform(*GAP_S)  # one fault at a time
-    described = (f"Drawn by eos-chaos hunt from seed {seed}: {len(faults)} faults over {duration:g} s; "
-                 f"{shape['values_per_txn']} values a transaction, {shape['send_gap_ms']} ms between writes, "
-                 f"{shape['abort_share']:.0%} aborted, {shape['commit_timeout_s']} s commit timeout, "
-                 f"{timeout_ms} ms request timeout" + (", and a copier" if copier else ""))
-    return {"name": f"{PREFIX}{seed}", "description": described, "duration": duration,
-            "topics": ["hunt-in", "hunt-out"] if copier else ["hunt-in"], "workloads": workloads,
-            "faults": faults, "expect": {"valid": None}}
+    return faults
 
 
-def _fault(rnd: random.Random, at: float, length: float, apis: dict[str, int], timeout_ms: int,
-           copier: bool) -> dict[str, Any]:
-    f = _drawn_fault(rnd, at, length, apis, timeout_ms, copier)
+def _fault(rnd: random.Random, at: float, length: float, pool: _Pool) -> dict[str, Any]:
+    f = _drawn_fault(rnd, at, length, pool)
     return {"at": f.pop("at"), "kind": f.pop("kind"), **f}  # as a scenario file is written: when, what, then how
 
 
-def _drawn_fault(rnd: random.Random, at: float, length: float, apis: dict[str, int], timeout_ms: int,
-                 copier: bool) -> dict[str, Any]:
+def _drawn_fault(rnd: random.Random, at: float, length: float, pool: _Pool) -> dict[str, Any]:
     kind = _weighted(rnd, KINDS)
     base: dict[str, Any] = {"at": at, "duration": length}
+    timeout_ms = pool.timeout_ms
     if kind in ("hold-requests", "drop-api-responses", "error-responses"):
-        pool = {a: w for a, w in apis.items() if kind != "error-responses" or a in RETRIABLE_ERRORS}
-        api = _weighted(rnd, pool)
-        f = {**base, "kind": kind, "api": api, "count": rnd.choice([1, 1, 2, 3, 0]),
-             # the coordinator of the run's first transactional.id; a Produce or FindCoordinator on any broker
-             "target": "all" if api in ("Produce", "FindCoordinator") else "coordinator"}
-        if kind == "hold-requests":
-            f["until"] = rnd.choice(["timeout", "client-gone"])
-            # held for a share of the client's request timeout (some outlive it, some not); or, once the
-            # client has given up and closed its connection, delivered a moment later, while it is
-            # into what it does next
-            f["hold_ms"] = (int(timeout_ms * rnd.choice(HOLD_SHARES)) if f["until"] == "timeout"
-                            else rnd.choice(GONE_DELAYS_MS))
-            delivered_s = (f["hold_ms"] if f["until"] == "timeout" else timeout_ms + f["hold_ms"]) / 1000
-            # long enough for the client to give up on what it holds within the fault, and for the hold
-            # to deliver it when drawn
-            f["duration"] = max(length, round(timeout_ms / 1000 + 1, 1), round(delivered_s + HOLD_MARGIN_S, 1))
-        elif kind == "error-responses":
-            f["error"] = rnd.choice(RETRIABLE_ERRORS[api])
-        return f
+        return _wire_fault(rnd, kind, base, pool)
     if kind == "latency":  # around the clients' request timeout: some requests outlive it, some not
-        return {**base, "kind": "latency", "target": "coordinator", "listeners": "client",
+        return {**base, "kind": "latency", "target": "coordinator", **_coordinator_of(rnd, pool), "listeners": "client",
                 "params": {"latency_ms": int(timeout_ms * rnd.uniform(0.5, 1.5)), "jitter_ms": int(timeout_ms * 0.1)}}
     if kind == "kill-coordinator":  # down 3 s at least (a restart takes some)
-        return {**base, "kind": "kill", "target": "coordinator", "duration": max(length, 3.0)}
-    workload = rnd.choice(["txn-producer", "copier"] if copier else ["txn-producer"])
+        return {**base, "kind": "kill", "target": "coordinator", **_coordinator_of(rnd, pool),
+                "duration": max(length, KILL_DOWN_S)}
+    if kind == "kill-leader":  # a partition's leader of any topic of the run: its writers and readers move
+        return {**base, "kind": "kill", "target": "leader", "of": _partition(rnd, pool),
+                "duration": max(length, KILL_DOWN_S)}
+    if kind == "restart-broker":  # a clean restart: the coordinator's load, or a leader's move, back to back
+        aim = ({"target": "coordinator", **_coordinator_of(rnd, pool)} if rnd.random() < 0.5
+               else {"target": "leader", "of": _partition(rnd, pool)})
+        return {**base, "kind": "restart", **aim, "duration": max(length, RESTART_S)}
+    workload = rnd.choice(pool.workloads)
+    if kind == "kill-workload" and workload == "app":
+        # half of an app's kills wait (20 s at most) until its transactions are open: a kill inside one
+        return {**base, "kind": kind, "workload": workload, "in_transaction": rnd.random() < 0.5}
     return {**base, "kind": kind, "workload": workload}
+
+
+def _wire_fault(rnd: random.Random, kind: str, base: dict[str, Any], pool: _Pool) -> dict[str, Any]:
+    timeout_ms = pool.timeout_ms
+    apis = {a: w for a, w in pool.apis.items() if kind != "error-responses" or a in RETRIABLE_ERRORS}
+    api = _weighted(rnd, apis)
+    # the coordinator of a transactional.id (a producer's or the app's; AddOffsetsToTxn the scenario's
+    # default: the app's when it runs, which sends it, the producers never do); TxnOffsetCommit goes
+    # to the group's coordinator; a Produce or FindCoordinator on any broker
+    aim = ({"target": "all"} if api in ("Produce", "FindCoordinator") else
+           {"target": "group-coordinator"} if api == "TxnOffsetCommit" else
+           {"target": "coordinator", **({} if api in COPIER_APIS else _coordinator_of(rnd, pool))})
+    f = {**base, "kind": kind, "api": api, "count": rnd.choice([1, 1, 2, 3, 0]), **aim}
+    if kind == "hold-requests":
+        f["until"] = rnd.choice(["timeout", "client-gone"])
+        # held for a share of the client's request timeout (some outlive it, some not); or, once the
+        # client has given up and closed its connection, delivered a moment later, while it is
+        # into what it does next
+        f["hold_ms"] = (int(timeout_ms * rnd.choice(HOLD_SHARES)) if f["until"] == "timeout"
+                        else rnd.choice(GONE_DELAYS_MS))
+        delivered_s = (f["hold_ms"] if f["until"] == "timeout" else timeout_ms + f["hold_ms"]) / 1000
+        # long enough for the client to give up on what it holds within the fault, and for the hold
+        # to deliver it when drawn
+        f["duration"] = max(base["duration"], round(timeout_ms / 1000 + 1, 1), round(delivered_s + HOLD_MARGIN_S, 1))
+    elif kind == "error-responses":
+        f["error"] = rnd.choice(RETRIABLE_ERRORS[api])
+    return f
+
+
+def _coordinator_of(rnd: random.Random, pool: _Pool) -> dict[str, str]:
+    """Whose transaction coordinator a fault aims at: without an app, the scenario's default (the
+    first producer's transactional.id); with one, the producers' or the app's (the default then:
+    ``{id}*``), each as likely."""
+    if not pool.app:
+        return {}
+    return {"of": PRODUCER_TXN_ID} if rnd.random() < 0.5 else {}
+
+
+def _partition(rnd: random.Random, pool: _Pool) -> str:
+    return f"{rnd.choice(pool.topics)}/{rnd.randrange(PARTITIONS)}"
 
 
 def _weighted(rnd: random.Random, weights: dict[str, int]) -> str:
     return rnd.choices(list(weights), weights=list(weights.values()))[0]
 
 
-def write_scenarios(folder: Path, hunt_seeds: list[int], duration: float) -> list[Path]:
-    """Each seed's scenario as ``folder/scenarios/hunt-<seed>.yaml``; their paths, in seed order. A
+def write_scenarios(folder: Path, hunt_seeds: list[int], duration: float,
+                    apps: tuple[str, ...] | None = None) -> list[Path]:
+    """Each seed's scenario (``draw``'s, with ``apps``) as ``folder/scenarios/hunt-<seed>.yaml``; their paths, in seed order. A
     file already there is kept as it is: it is what the folder's runs ran, and a later version of the
     draw may draw the same seed differently (a resumed hunt must not run one seed two ways)."""
     d = folder / SCENARIOS
@@ -182,7 +266,7 @@ def write_scenarios(folder: Path, hunt_seeds: list[int], duration: float) -> lis
     paths = []
     for s in hunt_seeds:
         p = d / f"{PREFIX}{s}.yaml"
-        drawn = yaml.safe_dump(draw(s, duration), sort_keys=False, width=120)
+        drawn = yaml.safe_dump(draw(s, duration, apps), sort_keys=False, width=120)
         if not p.exists():
             p.write_text(drawn)
         elif p.read_text() != drawn:
@@ -207,6 +291,10 @@ class HuntRun:
     #: per API, the requests the wire proxy delivered after the client had given up on them
     #: (``late_requests``)
     late: dict[str, int]
+    #: its faults, and those that landed inside an open transaction (``hunt_landings.to_json``)
+    landings: dict[str, Any]
+    #: a finding's repro kit (``REPORT.md``, ``repro_kits``), relative to the hunt's folder
+    kit: str | None = None
 
 
 def first_anomaly_s(run_dir: Path) -> float | None:
@@ -249,18 +337,22 @@ def late_requests(run_dir: Path) -> dict[str, int]:
 
 
 def summary(m: Matrix, out: Path, first_of: Callable[[Path], float | None] = first_anomaly_s,
-            late_of: Callable[[Path], dict[str, int]] = late_requests) -> dict[str, Any]:
+            late_of: Callable[[Path], dict[str, int]] = late_requests,
+            landed_of: Callable[[Path], hunt_landings.Landings] = hunt_landings.landings) -> dict[str, Any]:
     """Per column (client, Kafka version, transaction version): every seed's outcome, the detection
     rate (invalid among the runs judged), how many were unknown, which checks fired in how many
-    seeds, the median time to the first anomaly (``first_of`` a finding's run folder), and the
-    late requests of every run (``late_of`` its folder) with their median a seed."""
+    seeds, the median time to the first anomaly (``first_of`` a finding's run folder), the late
+    requests of every run (``late_of`` its folder) with their median a seed, and every run's faults
+    with those that landed inside an open transaction (``landed_of``), totalled over the seeds that
+    found nothing: the evidence that they searched."""
     columns: dict[tuple[str, str, str], list[HuntRun]] = {}
     for r in sorted(m.runs.values(), key=lambda r: (r.client, r.kafka_version, level_name(r.transaction_version))):
         seed = int(Path(r.scenario).stem.removeprefix(PREFIX))
         t = first_of(out / r.run_dir) if r.outcome == "invalid" else None
         columns.setdefault((r.client, r.kafka_version, level_name(r.transaction_version)), []).append(
             HuntRun(seed, r.outcome, dict(r.anomalies), t, r.command if r.outcome != "valid" else None,
-                  late_of(out / r.run_dir)))
+                    late_of(out / r.run_dir), hunt_landings.to_json(landed_of(out / r.run_dir)),
+                    _kit(out, r.run_dir) if r.outcome == "invalid" else None))
     return {"columns": [_column(key, runs) for key, runs in columns.items()]}
 
 
@@ -279,7 +371,53 @@ def _column(key: tuple[str, str, str], runs: list[HuntRun]) -> dict[str, Any]:
             "checks": dict(sorted(checks.items(), key=lambda kv_: (-kv_[1], kv_[0]))),
             "median_first_anomaly_s": round(statistics.median(times), 1) if times else None,
             "median_late_requests": statistics.median(sum(r.late.values()) for r in runs) if runs else None,
+            **_nothing_found([r for r in runs if r.outcome == "valid"]),
             "runs": [r.__dict__ for r in sorted(runs, key=lambda r: r.seed)]}
+
+
+def _kit(out: Path, run_dir: str) -> str | None:
+    from harness.report.repro_md import REPORT_MD
+
+    kit = Path(run_dir) / REPRO / REPORT_MD
+    return str(kit) if (out / kit).is_file() else None
+
+
+def repro_kits(m: Matrix, out: Path) -> list[Path]:
+    """Each finding's repro kit (``eos-chaos repro``'s: the transactions with the wire proxy's events,
+    versions, configuration, log excerpts, the replay command and a smaller scenario's draft) in
+    ``<run folder>/repro``, from its folder alone; one already there is kept. The kits written. A
+    run whose kit cannot be made is logged and skipped: the hunt's summary says it has none."""
+    from harness.report import repro, repro_md
+    from harness.report.loaded import read_verdict
+
+    written = []
+    for r in m.runs.values():
+        d = out / r.run_dir
+        if r.outcome != "invalid" or (d / REPRO / repro_md.REPORT_MD).is_file():
+            continue
+        try:
+            repro_md.write(repro.gather(d, read_verdict(d)), d / REPRO)
+        except (ConfigError, OSError, ValueError, KeyError) as exc:
+            log.warning(f"{d}: no repro kit ({type(exc).__name__}: {exc})")
+            continue
+        written.append(d / REPRO)
+    return written
+
+
+def _nothing_found(empty: list[HuntRun]) -> dict[str, Any]:
+    """The seeds that found nothing (valid), with the faults they ran and those that landed inside an
+    open transaction: in all, by what the fault was, and how many seeds landed none (a seed whose
+    faults hit no transaction searched nothing)."""
+    by: dict[str, int] = {}
+    for r in empty:
+        for name, n in r.landings.get("in_transaction", {}).items():
+            by[name] = by.get(name, 0) + n
+    return {"nothing_found": {
+        "seeds": len(empty), "faults": sum(r.landings.get("faults", 0) for r in empty),
+        "in_transaction": sum(r.landings.get("landed", 0) for r in empty),
+        "median_in_transaction": statistics.median(r.landings.get("landed", 0) for r in empty) if empty else None,
+        "seeds_without_landing": sum(1 for r in empty if not r.landings.get("landed")),
+        "by_fault": dict(sorted(by.items(), key=lambda kv: (-kv[1], kv[0])))}}
 
 
 def page(s: dict[str, Any], folder_name: str) -> str:
@@ -299,14 +437,35 @@ def page(s: dict[str, Any], folder_name: str) -> str:
                      f"{c['unknown']} | {rate} | {checks} | {t} | {_num(c.get('median_late_requests'))} |")
     for c in s["columns"]:
         lines += ["", f"## {c['client']}, Kafka {c['kafka_version']}, transaction version {c['transaction_version']}", "",
-                  "| seed | outcome | checks | first anomaly | late requests | replay |", "|---|---|---|---|---|---|"]
+                  *_searched(c.get("nothing_found")),
+                  "| seed | outcome | checks | first anomaly | late requests | faults (inside a transaction) | replay "
+                  "| repro kit |", "|---|---|---|---|---|---|---|---|"]
         for r in c["runs"]:
             checks = ", ".join(f"{k}: {n}" for k, n in r["checks"].items()) or "-"
             t = "-" if r["first_anomaly_s"] is None else f"{r['first_anomaly_s']} s"
             replay = f"`{r['replay']}`" if r["replay"] else "-"
             late = ", ".join(f"{k} {n}" for k, n in (r.get("late") or {}).items()) or "-"
-            lines.append(f"| {r['seed']} | {r['outcome']} | {checks} | {t} | {late} | {replay} |")
+            kit = f"[REPORT.md]({r['kit']}), then `eos-chaos minimize {Path(r['kit']).parent.parent}`" if r.get("kit") else "-"
+            lines.append(f"| {r['seed']} | {r['outcome']} | {checks} | {t} | {late} | {_landed(r.get('landings') or {})} "
+                         f"| {replay} | {kit} |")
     return "\n".join(lines) + "\n"
+
+
+def _searched(nothing: dict[str, Any] | None) -> list[str]:
+    """The column's sentence on the seeds that found nothing: what their faults landed in."""
+    if not nothing or not nothing["seeds"]:
+        return []
+    by = ", ".join(f"{k} {n}" for k, n in nothing["by_fault"].items()) or "none"
+    return [f"Nothing found in {nothing['seeds']} seeds. Their {nothing['faults']} faults landed "
+            f"{nothing['in_transaction']} times inside an open transaction (median {_num(nothing['median_in_transaction'])} "
+            f"a seed; {nothing['seeds_without_landing']} seeds landed none): {by}.", ""]
+
+
+def _landed(x: dict[str, Any]) -> str:
+    if not x.get("faults"):
+        return "-"
+    inside = ", ".join(f"{k} {n}" for k, n in x.get("in_transaction", {}).items())
+    return f"{x['faults']} ({x.get('landed', 0)}{': ' + inside if inside else ''})"
 
 
 def _num(x: float | None) -> str:

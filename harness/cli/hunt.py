@@ -59,6 +59,10 @@ def hunt_cmd(
                                        help=f"Apache Kafka releases \\[default: {pins.KAFKA_VERSION}]."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the seeds, what each draws and the matrix's plan; "
                                  "start nothing, write nothing."),
+    apps_opt: str = typer.Option("drawn", "--apps", metavar="drawn|none|A,B,...",
+                                 help="The shipped apps run beside the producers: each seed draws one or none "
+                                      "(drawn), none, or one of those named (streams-count-sum, kafka-copier, "
+                                      "py-copier, go-copier) \\[default: drawn]."),
     redo_unknown: bool = RedoUnknownOpt,
     shard_opt: str = ShardOpt,
 ) -> None:
@@ -66,8 +70,9 @@ def hunt_cmd(
     and latency, from each seed), run each on every client; write hunt.json, HUNT.md and the matrix.
 
     Resumable like matrix. Exit 0: every run valid; 1: some run found an anomaly; 3: some unknown; 130: interrupted."""
-    from harness.campaigns import hunt, matrix
+    from harness.campaigns import hunt, hunt_apps, matrix
 
+    apps = hunt_apps.pool(apps_opt)
     check_port_base_env()  # its clusters' port base: refused now, not when one starts
     if not MIN_DURATION_S <= duration <= 3600:
         raise ConfigError(f"--duration {duration:g}: give {MIN_DURATION_S:g} to 3600 seconds (a drawn run needs a "
@@ -79,16 +84,16 @@ def hunt_cmd(
     hunt_seeds = hunt.seeds(master, seeds)
     if dry_run:
         with tempfile.TemporaryDirectory(prefix="eos-chaos-hunt-") as tmp:
-            paths = hunt.write_scenarios(Path(tmp), hunt_seeds, duration)
+            paths = hunt.write_scenarios(Path(tmp), hunt_seeds, duration, apps)
             for one, p in zip(hunt_seeds, paths, strict=True):
-                out.print(escape(f"{p.name}: {hunt.draw(one, duration)['description']}"), highlight=False)
+                out.print(escape(f"{p.name}: {hunt.draw(one, duration, apps)['description']}"), highlight=False)
             defn, scs = _define(paths, clients, levels, master, backend, kafka_versions)
             matrix.preflight(scs)
             m = matrix.sharded(matrix.continued(old, defn, folder or Path(tmp), redo_unknown), scs, shard, folder or Path(tmp))
             print_plan(matrix.plan(m, scs))
         return
     with _removed_unless_started(folder or new_run_dir("hunt"), made=folder is None) as folder:
-        paths = hunt.write_scenarios(make_folder(folder), hunt_seeds, duration)
+        paths = hunt.write_scenarios(make_folder(folder), hunt_seeds, duration, apps)
         defn, scs = _define(paths, clients, levels, master, backend, kafka_versions)
         matrix.preflight(scs)
         m = matrix.sharded(matrix.continued(old, defn, folder, redo_unknown), scs, shard, folder)
@@ -97,6 +102,7 @@ def hunt_cmd(
     log.info(f"hunt of {len(hunt_seeds)} drawn scenarios x {len(defn.clients)} clients on {backend.value}, master seed "
              f"{master}; folder {folder}")
     m = matrix.run_matrix(m, scs, folder)
+    kits = hunt.repro_kits(m, folder)  # before the summary, which links them
     summary = hunt.summary(m, folder)
     write_output(folder / hunt.HUNT_JSON, json.dumps(summary, indent=1) + "\n")
     write_output(folder / hunt.HUNT_MD, hunt.page(summary, folder.name))
@@ -106,6 +112,9 @@ def hunt_cmd(
                          f"{c['found']} of {c['judged']} judged seeds ({rate}), {c['unknown']} unknown; checks "
                          f"{c['checks'] or 'none'}; median time to the first anomaly "
                          f"{c['median_first_anomaly_s'] if c['median_first_anomaly_s'] is not None else '-'} s"),
+                  highlight=False)
+    if kits:
+        out.print(escape(f"{len(kits)} repro kits written: " + ", ".join(str(k / 'REPORT.md') for k in kits)),
                   highlight=False)
     out.print(escape(f"{folder / hunt.HUNT_MD}, {folder / matrix.MATRIX_HTML}"), highlight=False)
     if m.interrupted:

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner, Result
 
-from harness.campaigns import hunt
+from harness.campaigns import hunt, hunt_landings
 from harness.campaigns.matrix import Cell, Definition, Matrix, MatrixRun, RunKey
 from harness.cli import app
 from harness.run import scenario
@@ -36,16 +36,17 @@ def test_a_seed_draws_the_same_scenario_every_time_and_seeds_draw_different_ones
 
 
 def test_every_drawn_scenario_loads_and_its_faults_keep_to_the_run(tmp_path: Path) -> None:
-    kinds: set[str] = set()
+    kinds: set[tuple[str, str]] = set()
     for path in hunt.write_scenarios(tmp_path, SEEDS, 60):
         sc = scenario.load(str(path))  # the scenario format's every check
         assert sc.name == path.stem and sc.duration == 60
         ends = [(f.at, f.at + f.duration) for f in sc.faults]
         assert ends and ends[0][0] >= hunt.START_S[0] and ends[-1][1] <= 60 - hunt.QUIET_END_S
         assert all(a[1] <= b[0] for a, b in zip(ends, ends[1:], strict=False)), "one fault at a time"
-        kinds |= {f.kind for f in sc.faults}
-    assert kinds == {"hold-requests", "drop-api-responses", "error-responses", "latency", "pause-workload",
-                     "kill-workload", "kill"}
+        kinds |= {(f.kind, str(getattr(f, "target", ""))) for f in sc.faults}
+    assert {k for k, _ in kinds} == {"hold-requests", "drop-api-responses", "error-responses", "latency",
+                                     "pause-workload", "kill-workload", "kill", "restart"}
+    assert {("kill", "coordinator"), ("kill", "leader"), ("restart", "coordinator"), ("restart", "leader")} <= kinds
 
 
 def test_a_hold_lasts_until_it_delivers_what_it_holds_when_drawn() -> None:
@@ -66,18 +67,21 @@ def test_a_hold_lasts_until_it_delivers_what_it_holds_when_drawn() -> None:
     assert holds and late / holds >= 0.8, (late, holds)
 
 
-def test_errors_are_only_ones_that_say_the_request_did_nothing_and_copier_apis_only_with_a_copier() -> None:
+def test_errors_are_only_ones_that_say_the_request_did_nothing_and_copier_apis_only_with_a_copier_or_app() -> None:
     for s in SEEDS:
         d = hunt.draw(s, 100)
         copier = any(w["kind"] == "copier" for w in d["workloads"])
+        app = any(w["kind"] == "app" for w in d["workloads"])
         for f in d["faults"]:
             if f["kind"] == "error-responses":
                 assert f["error"] in hunt.RETRIABLE_ERRORS[f["api"]], f
                 assert f["error"] not in ("DUPLICATE_SEQUENCE_NUMBER", "PRODUCER_FENCED", "INVALID_TXN_STATE")
             if f.get("api") in hunt.COPIER_APIS:
-                assert copier, f
-            if f["kind"] in ("pause-workload", "kill-workload") and f["workload"] == "copier":
-                assert copier, f
+                assert copier or app, f
+            if f["kind"] in ("pause-workload", "kill-workload"):
+                assert {"copier": copier, "app": app}.get(f["workload"], True), f
+            if f.get("of") == hunt.PRODUCER_TXN_ID:
+                assert app, "the producers' coordinator is named only where the default is the app's"
 
 
 def _matrix(outcomes: dict[tuple[str, int], str]) -> Matrix:
@@ -101,7 +105,8 @@ def test_the_summary_counts_detection_over_the_judged_seeds_and_the_median_first
                  ("java@4.4.0", 3): "valid", ("java@4.4.0", 4): "valid"})
     firsts = {tmp_path / "runs/confluent-kafka/1": 12.5, tmp_path / "runs/confluent-kafka/2": 30.5}
     lates = {tmp_path / "runs/confluent-kafka/1": {"EndTxn": 2, "Produce": 1}, tmp_path / "runs/confluent-kafka/2": {"EndTxn": 1}}
-    s = hunt.summary(m, tmp_path, first_of=lambda d: firsts[d], late_of=lambda d: lates.get(d, {}))
+    s = hunt.summary(m, tmp_path, first_of=lambda d: firsts[d], late_of=lambda d: lates.get(d, {}),
+                     landed_of=lambda d: hunt_landings.Landings())
     exposed, safe = s["columns"]
     assert (exposed["client"], exposed["found"], exposed["judged"], exposed["unknown"]) == ("confluent-kafka", 2, 3, 1)
     assert exposed["detection_rate"] == 0.667 and exposed["median_first_anomaly_s"] == 21.5
@@ -113,7 +118,7 @@ def test_the_summary_counts_detection_over_the_judged_seeds_and_the_median_first
     page = hunt.page(s, "hunt-x")
     assert "| confluent-kafka | 4.4.0 | 2 | 4 | 2 | 1 | 67% | aborted-read (2), torn-transaction (2) | 21.5 s | 0.5 |" in page
     assert "| java@4.4.0 | 4.4.0 | 2 | 4 | 0 | 0 | 0% | - | - | 0 |" in page
-    assert "| 1 | invalid | torn-transaction: 2, aborted-read: 1 | 12.5 s | EndTxn 2, Produce 1 | `eos-chaos run" in page
+    assert "| 1 | invalid | torn-transaction: 2, aborted-read: 1 | 12.5 s | EndTxn 2, Produce 1 | - | `eos-chaos run" in page
 
 
 @pytest.fixture
