@@ -550,20 +550,34 @@ def bench_spark_cmd(
 @guarded
 def bench_wire_cmd(
     count: int = typer.Option(2000, "--round-trips", min=100, max=1_000_000, help="Round trips per side and run."),
+    records: int = typer.Option(0, "--replication-records", min=0, max=100_000,
+                                help="Also time this many acks=all records per side and run, with and without the wire "
+                                     "proxy on the links between brokers (local backend; 0: not)."),
     runs: int = BenchRuns, backend: Backend = BackendOpt, port_base: int | None = PortBase, as_json: bool = JsonOut,
 ) -> None:
-    """The wire proxy's added latency: ApiVersions round trips through a client link with and without it (median of --runs)."""
+    """The wire proxy's added latency: ApiVersions round trips through a client link with and without it, and
+    with --replication-records the time per acks=all record with and without it between brokers (median of --runs)."""
     import statistics
 
     from harness.bench.infra import Series
-    from harness.bench.wire_bench import bench
+    from harness.bench.wire_bench import bench, replication
 
     keys = ("with_p50_us", "without_p50_us", "added_p50_us", "with_p99_us", "without_p99_us", "added_p99_us")
+    repl_keys = ("repl_with_p50_ms", "repl_without_p50_ms", "repl_added_p50_ms") if records else ()
     counter = iter(range(runs))
-    result = _bench_on_one_cluster("bench-wire", runs, backend, port_base, lambda c, d: bench(c, count, next(counter)),
-                                   lambda samples: {k: statistics.median(s[k] for s in samples) for k in keys}, as_json)
+
+    def one_run(c: Cluster, _d: Path) -> dict[str, Any]:
+        i = next(counter)
+        return {**bench(c, count, i), **(replication(c, records, i) if records else {})}
+
+    result = _bench_on_one_cluster("bench-wire", runs, backend, port_base, one_run,
+                                   lambda samples: {k: statistics.median(s[k] for s in samples) for k in keys + repl_keys},
+                                   as_json)
     if result is None:
         return
     for key in keys:
         out.print(Series(f"ApiVersions round trip, {key.replace('_us', '').replace('_', ' ')}", "us",
+                         [s[key] for s in result["runs"]]).line(), highlight=False)
+    for key in repl_keys:
+        out.print(Series(f"acks=all record, {key.removeprefix('repl_').replace('_ms', '').replace('_', ' ')}", "ms",
                          [s[key] for s in result["runs"]]).line(), highlight=False)
