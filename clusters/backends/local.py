@@ -330,7 +330,7 @@ class LocalCluster(Owned):
 
     # ---------------------------------------------------------------- wire proxy
     def _start_wire(self) -> None:
-        """The wire proxy on every client link, between Toxiproxy and the nodes (clusters/wire/kwire)."""
+        """The wire proxy on every link, between Toxiproxy and the nodes, and on each node's links to itself (clusters/wire/kwire)."""
         topo = self.topology
         if self.artifacts.kwire_bin is None:
             raise EnvironmentProblem("the wire proxy is not built (eos-chaos setup builds it)")

@@ -13,9 +13,18 @@ names ``kafka-<dst>`` through their own hosts file (``-Djdk.net.hosts.file``) to
 (``127.<net>.0.<dst>``), which are the client proxies. DIRECT is advertised as the real socket and
 never faulted. All of 127.0.0.0/8 routes to the loopback interface on Linux, so no set-up is needed.
 
-The clients' links go through the wire proxy too (clusters/wire/kwire/, docs/WIRE-FAULTS.md), chained
-behind Toxiproxy: client -> Toxiproxy ``127.<net>.0.<dst>`` -> wire proxy ``127.<net>.250.<dst>``
--> node ``dst``'s CLIENT socket. Advertised addresses do not change; the wire proxy only adds a hop.
+Every proxied link goes through the wire proxy too (clusters/wire/kwire/, docs/WIRE-FAULTS.md),
+chained behind Toxiproxy: client -> Toxiproxy ``127.<net>.0.<dst>`` -> wire proxy ``127.<net>.250.<dst>``
+-> node ``dst``'s CLIENT socket; broker ``src`` -> Toxiproxy ``127.<net>.<src>.<dst>`` -> wire proxy
+``127.<net>.<240+src>.<dst>`` -> node ``dst``'s INTERNAL or CONTROLLER socket. Advertised addresses do
+not change; the wire proxy only adds a hop.
+
+A broker's connections to itself (a coordinator's WriteTxnMarkers to the partitions it leads, its
+broker half's requests to its own active controller) go through the wire proxy as well, with no
+Toxiproxy hop: node n's hosts file gives its own name ``kafka-<n>`` the wire proxy's self hop
+``127.<net>.<240+n>.<n>``, whose upstream is node n's real socket. These self links
+(``n1-to-n1-internal``) are wire links only (``wire_links``), not Toxiproxy's (``links``): a network
+fault never cuts a node off from itself.
 """
 
 from __future__ import annotations
@@ -39,6 +48,10 @@ TOXIPROXY_API_PORT = 18474
 #: The third octet of the wire proxy's listeners (``127.<net>.250.<dst>``), and its API's host octet.
 WIRE_SOURCE = 250
 WIRE_API_HOST_OCTET = 253
+#: The third octet of a broker link's wire hop is this plus the source node id
+#: (``127.<net>.<240+src>.<dst>``): below ``WIRE_SOURCE``, so node ids up to 9 fit.
+WIRE_PEER_BASE = 240
+MAX_WIRE_NODE_ID = WIRE_SOURCE - WIRE_PEER_BASE - 1
 
 
 class Listener(str, enum.Enum):
@@ -91,10 +104,22 @@ class Topology:
     links: tuple[Link, ...] = field(init=False)
 
     def __post_init__(self) -> None:
+        if max(self.node_ids) > MAX_WIRE_NODE_ID:
+            raise ValueError(f"node ids up to {MAX_WIRE_NODE_ID} fit the wire proxy's addresses; got {self.node_ids}")
         links: list[Link] = [Link(CLIENT_SOURCE, n, Listener.CLIENT) for n in self.node_ids]
         for listener in (Listener.INTERNAL, Listener.CONTROLLER):
             links += [Link(s, d, listener) for s in self.node_ids for d in self.node_ids if s != d]
         object.__setattr__(self, "links", tuple(links))
+
+    @property
+    def self_links(self) -> tuple[Link, ...]:
+        """Each node's links to itself (INTERNAL and CONTROLLER): wire proxy hops with no Toxiproxy hop."""
+        return tuple(Link(n, n, lst) for lst in (Listener.INTERNAL, Listener.CONTROLLER) for n in self.node_ids)
+
+    @property
+    def wire_links(self) -> tuple[Link, ...]:
+        """Every link the wire proxy carries, so every link a wire fault may name: ``links`` and the self links."""
+        return self.links + self.self_links
 
     @classmethod
     def at(cls, port_base: int = DEFAULT_PORT_BASE) -> Topology:
@@ -118,20 +143,25 @@ class Topology:
         return f"{self.ip(node, node)}:{self.port(listener)}"
 
     def proxy(self, link: Link) -> Proxy:
-        """Toxiproxy's proxy for ``link``; a client link's upstream is the wire proxy."""
-        port = self.port(link.listener)
-        upstream = self.wire(link).listen if link.src == CLIENT_SOURCE else self.bind(link.dst, link.listener)
-        return Proxy(link, f"{self.ip(link.src, link.dst)}:{port}", upstream)
+        """Toxiproxy's proxy for ``link``; its upstream is the link's wire proxy hop."""
+        if link.src == link.dst:
+            raise ValueError(f"{link.name}: a node's link to itself has no Toxiproxy hop (its address is the real socket)")
+        return Proxy(link, f"{self.ip(link.src, link.dst)}:{self.port(link.listener)}", self.wire(link).listen)
 
     def wire(self, link: Link) -> Proxy:
-        """The wire proxy's hop of client link ``link``: from behind Toxiproxy to the node."""
-        if link.src != CLIENT_SOURCE:
-            raise ValueError(f"{link.name}: only the clients' links go through the wire proxy")
-        return Proxy(link, f"{self.ip(WIRE_SOURCE, link.dst)}:{self.port(Listener.CLIENT)}", self.bind(link.dst, Listener.CLIENT))
+        """The wire proxy's hop of ``link``: from behind Toxiproxy (a self link: from the node) to
+        node ``dst``'s real socket."""
+        third = WIRE_SOURCE if link.src == CLIENT_SOURCE else WIRE_PEER_BASE + link.src
+        port = self.port(link.listener)
+        return Proxy(link, f"{self.ip(third, link.dst)}:{port}", self.bind(link.dst, link.listener))
+
+    def direct(self, link: Link) -> str:
+        """Node ``dst``'s real socket for ``link``: Toxiproxy's upstream with the wire proxy left out (``bench``)."""
+        return self.bind(link.dst, link.listener)
 
     def wire_hops(self) -> list[Proxy]:
-        """Every client link's wire proxy hop (what the wire proxy is started with)."""
-        return [self.wire(link) for link in self.links if link.src == CLIENT_SOURCE]
+        """Every wire link's hop (what the wire proxy is started with)."""
+        return [self.wire(link) for link in self.wire_links]
 
     @property
     def wire_api(self) -> str:
@@ -145,16 +175,26 @@ class Topology:
     def proxies(self) -> list[Proxy]:
         return [self.proxy(link) for link in self.links]
 
-    def link(self, src: int | str, dst: int, listener: Listener | str = Listener.INTERNAL) -> Link:
-        """The link from ``src`` (a node id, or ``"client"``) to node ``dst``."""
+    def link(self, src: int | str, dst: int, listener: Listener | str = Listener.INTERNAL,
+             wire: bool = False) -> Link:
+        """The link from ``src`` (a node id, or ``"client"``) to node ``dst``; ``wire``: also a
+        node's link to itself (the wire proxy carries those; Toxiproxy does not)."""
         if src in ("client", CLIENT_SOURCE):
             found = Link(CLIENT_SOURCE, dst, Listener.CLIENT)
         else:
             lst = listener if isinstance(listener, Listener) else Listener(listener.upper())
             found = Link(int(src), dst, lst)
-        if found not in self.links:
-            raise KeyError(f"no link {found.name}; links: {', '.join(lk.name for lk in self.links)}")
+        known = self.wire_links if wire else self.links
+        if found not in known:
+            raise KeyError(f"no link {found.name}; links: {', '.join(lk.name for lk in known)}")
         return found
+
+    def named(self, name: str) -> Link:
+        """The wire link called ``name`` (``n1-to-n2-internal``, ``n2-to-n2-internal``, ``client-to-n3``)."""
+        for lk in self.wire_links:
+            if lk.name == name:
+                return lk
+        raise KeyError(f"no link {name!r}; links: {', '.join(lk.name for lk in self.wire_links)}")
 
     @property
     def api_host(self) -> str:
@@ -175,8 +215,9 @@ class Topology:
         return ",".join(self.bind(n, Listener.DIRECT) for n in self.node_ids)
 
     def resolved(self, src: int, dst: int) -> str:
-        """The address ``src``'s hosts file gives ``kafka-<dst>``: itself directly, peers via proxy."""
-        return self.ip(src, dst)
+        """The address ``src``'s hosts file gives ``kafka-<dst>``: peers via their Toxiproxy proxy,
+        itself via the wire proxy's self hop (the same address for INTERNAL and CONTROLLER)."""
+        return self.ip(WIRE_PEER_BASE + src, dst) if src == dst else self.ip(src, dst)
 
     def all_binds(self) -> list[tuple[str, str]]:
         """Every (host:port, what) the cluster will listen on, for the busy-port check."""

@@ -226,6 +226,7 @@ def run(sc: Scenario, backend: Backend, seed: int, run_dir: Path, kafka_version:
     (``run.interrupted`` in verdict.json, ``RunResult.interrupted``). The run's narrative also goes
     to its ``run.log``. ``transaction_version``: the level the cluster must be formatted at (a
     cluster that is up at another is refused; one started here is formatted so; None: any)."""
+    check_backend(sc, backend)
     table.preflight(sc)  # PySpark, an app's command and contract function: found (or refused) before anything starts
     clients.prepare(w.library for w in sc.workloads)  # a Java client is built (or refused) before anything starts
     folder = RunFolder(run_dir).create()
@@ -314,6 +315,16 @@ def _producers(sc: Scenario) -> int | None:
     counts = {int(w.settings.get(setting, 1)) for w in sc.workloads
               if (setting := registry.kind(w.kind).threads_setting) == registry.PRODUCERS}
     return counts.pop() if len(counts) == 1 and max(counts) > 1 else None
+
+
+def check_backend(sc: Scenario, backend: Backend) -> None:
+    """Every fault must be one the ``backend`` cluster can carry out (``FaultBase.check_backend``: a
+    wire fault between brokers needs the local backend); ConfigError naming the fault otherwise."""
+    for i, f in enumerate(sc.faults):
+        try:
+            f.check_backend(backend.value)
+        except ConfigError as exc:
+            raise ConfigError(f"scenario {sc.name}: faults[{i}] ({f.kind} at {f.at:g}s): {exc}") from None
 
 
 def _kafka_version(cluster: Cluster, asked: str | None) -> str | None:
