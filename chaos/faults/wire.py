@@ -51,9 +51,9 @@ def _api_list(value: object) -> object:
 Apis = Annotated[list[str], BeforeValidator(_api_list)]
 #: 24 h: no scenario runs longer (chaos.faults.base.MAX_SECONDS).
 MAX_HOLD_MS = 24 * 3600 * 1000
-#: The links a fault may name: the 3-node topology's wire links (every broker pair both ways, each
-#: node to itself, on INTERNAL and CONTROLLER; the client links).
-WIRE_LINKS = tuple(lk.name for lk in Topology(node_ids=NODE_IDS).wire_links)
+#: The links a fault may name: the 3-node topology's wire links with faults between brokers on (every
+#: broker pair both ways, each node to itself, on INTERNAL and CONTROLLER; the client links).
+WIRE_LINKS = tuple(lk.name for lk in Topology(node_ids=NODE_IDS, wire_between_brokers=True).wire_links)
 #: Backends whose wire proxy carries only the clients' links (clusters/backends/compose/plan.py: its
 #: brokers reach each other through Toxiproxy on per-source networks, with no wire hop behind it).
 CLIENT_LINKS_ONLY_BACKENDS = ("compose",)
@@ -103,12 +103,12 @@ class _WireFault(FaultBase):
         return self
 
     @property
-    def between_brokers(self) -> bool:
+    def needs_wire_between_brokers(self) -> bool:
         """It acts on a link between brokers (or a broker's to itself), not a client's."""
         return self.peer is not None or (self.link is not None and not self.link.startswith("client-"))
 
     def check_backend(self, backend: str) -> None:
-        if self.between_brokers and backend in CLIENT_LINKS_ONLY_BACKENDS:
+        if self.needs_wire_between_brokers and backend in CLIENT_LINKS_ONLY_BACKENDS:
             raise ConfigError(f"{self.kind} on a link between brokers: the {backend} backend's wire proxy carries only "
                               "the clients' links (its brokers reach each other through Toxiproxy alone, on "
                               "per-source networks); run it with --backend local")

@@ -13,18 +13,20 @@ names ``kafka-<dst>`` through their own hosts file (``-Djdk.net.hosts.file``) to
 (``127.<net>.0.<dst>``), which are the client proxies. DIRECT is advertised as the real socket and
 never faulted. All of 127.0.0.0/8 routes to the loopback interface on Linux, so no set-up is needed.
 
-Every proxied link goes through the wire proxy too (clusters/wire/kwire/, docs/WIRE-FAULTS.md),
-chained behind Toxiproxy: client -> Toxiproxy ``127.<net>.0.<dst>`` -> wire proxy ``127.<net>.250.<dst>``
--> node ``dst``'s CLIENT socket; broker ``src`` -> Toxiproxy ``127.<net>.<src>.<dst>`` -> wire proxy
-``127.<net>.<240+src>.<dst>`` -> node ``dst``'s INTERNAL or CONTROLLER socket. Advertised addresses do
-not change; the wire proxy only adds a hop.
+The clients' links go through the wire proxy too (clusters/wire/kwire/, docs/WIRE-FAULTS.md), chained
+behind Toxiproxy: client -> Toxiproxy ``127.<net>.0.<dst>`` -> wire proxy ``127.<net>.250.<dst>``
+-> node ``dst``'s CLIENT socket. Advertised addresses do not change; the wire proxy only adds a hop.
 
-A broker's connections to itself (a coordinator's WriteTxnMarkers to the partitions it leads, its
-broker half's requests to its own active controller) go through the wire proxy as well, with no
-Toxiproxy hop: node n's hosts file gives its own name ``kafka-<n>`` the wire proxy's self hop
-``127.<net>.<240+n>.<n>``, whose upstream is node n's real socket. These self links
-(``n1-to-n1-internal``) are wire links only (``wire_links``), not Toxiproxy's (``links``): a network
-fault never cuts a node off from itself.
+With ``wire_between_brokers`` (opt-in per cluster: ``cluster up --wire-between-brokers``, or a run whose
+scenario has a request-aware fault between brokers) the links between brokers do as well: broker
+``src`` -> Toxiproxy ``127.<net>.<src>.<dst>`` -> wire proxy ``127.<net>.<240+src>.<dst>`` -> node
+``dst``'s INTERNAL or CONTROLLER socket. A broker's connections to itself (a coordinator's
+WriteTxnMarkers to the partitions it leads, its broker half's requests to its own active controller)
+then go through the wire proxy too, with no Toxiproxy hop: node n's hosts file gives its own name
+``kafka-<n>`` the wire proxy's self hop ``127.<net>.<240+n>.<n>``, whose upstream is node n's real
+socket. These self links (``n1-to-n1-internal``) are wire links only (``wire_links``), not
+Toxiproxy's (``links``): a network fault never cuts a node off from itself. Without it (the
+default) every address and hop is as if the option did not exist.
 """
 
 from __future__ import annotations
@@ -101,10 +103,12 @@ class Topology:
     net: int = DEFAULT_NET
     port_base: int = DEFAULT_PORT_BASE
     api_port: int = TOXIPROXY_API_PORT
+    #: the links between brokers (and each node's to itself) through the wire proxy too
+    wire_between_brokers: bool = False
     links: tuple[Link, ...] = field(init=False)
 
     def __post_init__(self) -> None:
-        if max(self.node_ids) > MAX_WIRE_NODE_ID:
+        if self.wire_between_brokers and max(self.node_ids) > MAX_WIRE_NODE_ID:
             raise ValueError(f"node ids up to {MAX_WIRE_NODE_ID} fit the wire proxy's addresses; got {self.node_ids}")
         links: list[Link] = [Link(CLIENT_SOURCE, n, Listener.CLIENT) for n in self.node_ids]
         for listener in (Listener.INTERNAL, Listener.CONTROLLER):
@@ -118,14 +122,18 @@ class Topology:
 
     @property
     def wire_links(self) -> tuple[Link, ...]:
-        """Every link the wire proxy carries, so every link a wire fault may name: ``links`` and the self links."""
-        return self.links + self.self_links
+        """Every link the wire proxy carries, so every link a wire fault may name: the clients'; with
+        ``wire_between_brokers`` also every other of ``links`` and the self links."""
+        if self.wire_between_brokers:
+            return self.links + self.self_links
+        return tuple(lk for lk in self.links if lk.src == CLIENT_SOURCE)
 
     @classmethod
-    def at(cls, port_base: int = DEFAULT_PORT_BASE) -> Topology:
+    def at(cls, port_base: int = DEFAULT_PORT_BASE, wire_between_brokers: bool = False) -> Topology:
         """The topology for ``port_base``; the Toxiproxy API port moves with it (18474 at 19092), so
         clusters at different port bases share no port."""
-        return cls(port_base=port_base, api_port=port_base - (DEFAULT_PORT_BASE - TOXIPROXY_API_PORT))
+        return cls(port_base=port_base, api_port=port_base - (DEFAULT_PORT_BASE - TOXIPROXY_API_PORT),
+                   wire_between_brokers=wire_between_brokers)
 
     def ip(self, src: int, dst: int) -> str:
         return f"127.{self.net}.{src}.{dst}"
@@ -143,14 +151,19 @@ class Topology:
         return f"{self.ip(node, node)}:{self.port(listener)}"
 
     def proxy(self, link: Link) -> Proxy:
-        """Toxiproxy's proxy for ``link``; its upstream is the link's wire proxy hop."""
+        """Toxiproxy's proxy for ``link``; its upstream is the link's wire proxy hop when the wire
+        proxy carries the link, else the node's real socket."""
         if link.src == link.dst:
             raise ValueError(f"{link.name}: a node's link to itself has no Toxiproxy hop (its address is the real socket)")
-        return Proxy(link, f"{self.ip(link.src, link.dst)}:{self.port(link.listener)}", self.wire(link).listen)
+        upstream = self.wire(link).listen if link in self.wire_links else self.bind(link.dst, link.listener)
+        return Proxy(link, f"{self.ip(link.src, link.dst)}:{self.port(link.listener)}", upstream)
 
     def wire(self, link: Link) -> Proxy:
         """The wire proxy's hop of ``link``: from behind Toxiproxy (a self link: from the node) to
-        node ``dst``'s real socket."""
+        node ``dst``'s real socket. ValueError for a link it does not carry."""
+        if link not in self.wire_links:
+            raise ValueError(f"{link.name}: only the clients' links go through the wire proxy of a cluster started "
+                             "without --wire-between-brokers")
         third = WIRE_SOURCE if link.src == CLIENT_SOURCE else WIRE_PEER_BASE + link.src
         port = self.port(link.listener)
         return Proxy(link, f"{self.ip(third, link.dst)}:{port}", self.bind(link.dst, link.listener))
@@ -186,7 +199,8 @@ class Topology:
             found = Link(int(src), dst, lst)
         known = self.wire_links if wire else self.links
         if found not in known:
-            raise KeyError(f"no link {found.name}; links: {', '.join(lk.name for lk in known)}")
+            raise KeyError(self._not_carried(found.name) if wire else
+                           f"no link {found.name}; links: {', '.join(lk.name for lk in known)}")
         return found
 
     def named(self, name: str) -> Link:
@@ -194,7 +208,14 @@ class Topology:
         for lk in self.wire_links:
             if lk.name == name:
                 return lk
-        raise KeyError(f"no link {name!r}; links: {', '.join(lk.name for lk in self.wire_links)}")
+        raise KeyError(self._not_carried(name))
+
+    def _not_carried(self, name: str) -> str:
+        """Why the wire proxy carries no link ``name``."""
+        if not self.wire_between_brokers and name in {lk.name for lk in self.links + self.self_links}:
+            return (f"{name}: the wire proxy of this cluster carries only the clients' links (it was started "
+                    "without --wire-between-brokers)")
+        return f"no link {name!r}; links: {', '.join(lk.name for lk in self.wire_links)}"
 
     @property
     def api_host(self) -> str:
@@ -215,9 +236,10 @@ class Topology:
         return ",".join(self.bind(n, Listener.DIRECT) for n in self.node_ids)
 
     def resolved(self, src: int, dst: int) -> str:
-        """The address ``src``'s hosts file gives ``kafka-<dst>``: peers via their Toxiproxy proxy,
-        itself via the wire proxy's self hop (the same address for INTERNAL and CONTROLLER)."""
-        return self.ip(WIRE_PEER_BASE + src, dst) if src == dst else self.ip(src, dst)
+        """The address ``src``'s hosts file gives ``kafka-<dst>``: peers via their Toxiproxy proxy;
+        itself directly, or with ``wire_between_brokers`` via the wire proxy's self hop (the same
+        address for INTERNAL and CONTROLLER)."""
+        return self.ip(WIRE_PEER_BASE + src, dst) if src == dst and self.wire_between_brokers else self.ip(src, dst)
 
     def all_binds(self) -> list[tuple[str, str]]:
         """Every (host:port, what) the cluster will listen on, for the busy-port check."""

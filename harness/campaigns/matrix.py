@@ -626,12 +626,16 @@ def _unsupported_levels(cells: list[Cell]) -> list[dict[str, Any]]:
 # ---- running it ----
 
 def level_cluster(backend: Backend, arts: artifacts.Artifacts, run_dir: Path, level: Level,
-                  overrides: dict[str, str]) -> Cluster:
+                  overrides: dict[str, str], wire_between_brokers: bool = False) -> Cluster:
     """A new cluster of ``arts``' Kafka release formatted at transaction version ``level`` (None:
-    Kafka's default). The one place the level reaches a cluster."""
-    if level is None:
-        return backends.new_cluster(backend, arts, run_dir, overrides=overrides)
-    return backends.new_cluster(backend, arts, run_dir, overrides=overrides, transaction_version=level)
+    Kafka's default). The one place the level reaches a cluster. ``wire_between_brokers``: its links
+    between brokers through the wire proxy too."""
+    asked: dict[str, Any] = {"overrides": overrides}
+    if level is not None:
+        asked["transaction_version"] = level
+    if wire_between_brokers:
+        asked["wire_between_brokers"] = True
+    return backends.new_cluster(backend, arts, run_dir, **asked)
 
 
 class Group(NamedTuple):

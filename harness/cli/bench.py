@@ -244,7 +244,8 @@ def _bench_app_checker(values: int, runs: int, engine: Engine, master: str | Non
 
 def _bench_on_one_cluster(name: str, runs: int, backend: Backend, port_base: int | None,
                           one_run: Callable[[Cluster, Path], dict[str, Any]],
-                          summary: Callable[[list[dict[str, Any]]], dict[str, Any]], as_json: bool) -> dict[str, Any] | None:
+                          summary: Callable[[list[dict[str, Any]]], dict[str, Any]], as_json: bool,
+                          wire_between_brokers: bool = False) -> dict[str, Any] | None:
     """``runs`` samples of ``one_run`` on one healthy cluster with their medians (``summary``);
     saved and printed as ``_on_one_cluster`` does."""
 
@@ -255,18 +256,20 @@ def _bench_on_one_cluster(name: str, runs: int, backend: Backend, port_base: int
             log.info(f"run {i + 1}/{runs}: {json.dumps(samples[-1], default=str)[:300]}")
         return {**summary(samples), "runs": samples}
 
-    return _on_one_cluster(name, backend, port_base, measure, as_json)
+    return _on_one_cluster(name, backend, port_base, measure, as_json, wire_between_brokers)
 
 
 def _on_one_cluster(name: str, backend: Backend, port_base: int | None,
-                    measure: Callable[[artifacts.Artifacts, Cluster, Path], dict[str, Any]], as_json: bool) -> dict[str, Any] | None:
-    """``measure`` on one healthy cluster of its own, saved as ``<run folder>/<name>.json`` with the
-    machine and versions; printed as JSON with ``as_json`` (then None)."""
+                    measure: Callable[[artifacts.Artifacts, Cluster, Path], dict[str, Any]], as_json: bool,
+                    wire_between_brokers: bool = False) -> dict[str, Any] | None:
+    """``measure`` on one healthy cluster of its own (``wire_between_brokers``: its links between
+    brokers through the wire proxy too), saved as ``<run folder>/<name>.json`` with the machine and
+    versions; printed as JSON with ``as_json`` (then None)."""
     from harness.bench.infra import machine
 
     arts = artifacts.ensure(pins.KAFKA_VERSION)
     run_dir = new_run_dir(name)
-    with backends.new_cluster(backend, arts, run_dir, port_base) as cluster:
+    with backends.new_cluster(backend, arts, run_dir, port_base, wire_between_brokers=wire_between_brokers) as cluster:
         result = measure(arts, cluster, run_dir)
     result = {**result, "backend": backend.value, "kafka_version": pins.KAFKA_VERSION,
               "kafka_tools_version": pins.KAFKA_TOOLS_VERSION, "machine": machine(), "run_dir": str(run_dir)}
@@ -554,7 +557,7 @@ def bench_wire_cmd(
                                  "trips through a rewriting and a plain wire proxy (docs/WIRE-FAULTS.md)."),
     records: int = typer.Option(0, "--replication-records", min=0, max=100_000,
                                 help="Also time this many acks=all records per side and run, with and without the wire "
-                                     "proxy on the links between brokers (local backend; 0: not)."),
+                                     "proxy on the links between brokers (its cluster is started with --wire-between-brokers; local backend; 0: not)."),
     runs: int = BenchRuns, backend: Backend = BackendOpt, port_base: int | None = PortBase, as_json: bool = JsonOut,
 ) -> None:
     """The wire proxy's added latency: ApiVersions round trips through a client link with and without it, and
@@ -583,7 +586,7 @@ def bench_wire_cmd(
 
     result = _bench_on_one_cluster("bench-wire-rewrite" if rewrite else "bench-wire", runs, backend, port_base, one_run,
                                    lambda samples: {k: statistics.median(s[k] for s in samples) for k in keys + repl_keys},
-                                   as_json)
+                                   as_json, wire_between_brokers=bool(records))
     if result is None:
         return
     what = "Metadata round trip, with = rewriting" if rewrite else "ApiVersions round trip"
