@@ -8,6 +8,9 @@ log records the held request (link, the marker's producer id and result). The he
 run proves it: no rule, nothing held (``WireProxy.unhealed``), and every partition's LSO at its
 high watermark (``harness.kafka.reads.lso_lag``). A planted broken heal (it records the fault's end
 but leaves the rule) must fail that proof, naming the rule, the held request and the stuck LSO.
+
+The links between brokers go through the wire proxy only on a cluster that opted in
+(``--wire-between-brokers``): the session cluster makes way for one that did, for this module's tests.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ from chaos import faults, targets
 from chaos.heal import heal_all
 from chaos.nemesis import Nemesis
 from chaos.targets import TargetDefaults
+from clusters.backends import artifacts, backends
+from clusters.backends.backends import Backend
 from clusters.backends.protocol import Cluster
 from clusters.kafka.health import admin_client
 from harness.base.wait import wait_until
@@ -34,6 +39,8 @@ from harness.history.recorder import Recorder
 from harness.kafka.admin import create_topic
 from harness.kafka.reads import lso_lag
 from harness.run.supervisor import Supervisor
+from harness.rundir.runfolder import new_run_dir
+from tests.chaos.test_wire_faults import frozen_wire_proxy_is_restarted_by_the_heal
 
 pytestmark = pytest.mark.chaos
 
@@ -46,10 +53,32 @@ BROKEN_HEAL_GRACE_S = 3.0
 PARTITIONS = 3
 
 
+@pytest.fixture(scope="module")
+def routed(session_cluster: Cluster, arts: artifacts.Artifacts) -> Iterator[Cluster]:
+    """A cluster whose links between brokers go through the wire proxy, in the session cluster's
+    place (one cluster at a time); the session cluster comes back after the module."""
+    if session_cluster.backend != "local":
+        pytest.skip("the compose backend's wire proxy carries only the clients' links (docs/WIRE-FAULTS.md)")
+    session_cluster.stop()
+    try:
+        with backends.new_cluster(Backend.local, arts, new_run_dir("pytest-wire-between-brokers"),
+                                  session_cluster.topology.port_base, wire_between_brokers=True,
+                                  transaction_version=session_cluster.transaction_version) as cluster:
+            assert "n1-to-n1-internal" in cluster.wire.stats().links  # every link, each node's to itself too
+            yield cluster
+    finally:
+        session_cluster.start()
+
+
+@pytest.fixture
+def cluster(routed: Cluster) -> Iterator[Cluster]:
+    """The routed cluster, healed and healthy again after each test, whatever the test did."""
+    yield routed
+    assert heal_all(routed) == []
+
+
 @pytest.fixture
 def setup(cluster: Cluster, tmp_path: Path) -> Iterator[tuple[Nemesis, str]]:
-    if cluster.backend != "local":
-        pytest.skip("the compose backend's wire proxy carries only the clients' links (docs/WIRE-FAULTS.md)")
     txn = f"markers-{uuid.uuid4().hex[:6]}"
     create_topic(admin_client(cluster.direct_bootstrap), txn, PARTITIONS)
     with Recorder(tmp_path, "nemesis") as rec:
@@ -142,3 +171,11 @@ def test_commit_markers_held_between_brokers_and_to_itself_wait_for_the_heal(set
     assert [e["event"] for e in delivered] == ["deliver", "response"], delivered
     assert delivered[1]["to_client"] is True and time.monotonic() - started < HEALED_WITHIN_S
     p.flush(10)
+
+
+def test_heal_restarts_a_frozen_wire_proxy_that_carries_every_link(cluster: Cluster,
+                                                                  caplog: pytest.LogCaptureFixture) -> None:
+    """With 21 links (and the brokers' connections on them) the restarted proxy once could not bind
+    its addresses: the old one was reported gone while a thread of it still closed its sockets
+    (clusters/backends/procs.py: alive)."""
+    frozen_wire_proxy_is_restarted_by_the_heal(cluster, caplog)
