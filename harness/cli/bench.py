@@ -557,7 +557,7 @@ def bench_wire_cmd(
                                  "trips through a rewriting and a plain wire proxy (docs/WIRE-FAULTS.md)."),
     records: int = typer.Option(0, "--replication-records", min=0, max=100_000,
                                 help="Also time this many acks=all records per side and run, with and without the wire "
-                                     "proxy on the links between brokers (its cluster is started with --wire-between-brokers; local backend; 0: not)."),
+                                     "proxy on the links between brokers (its cluster routes them through the wire proxy; local backend; 0: not)."),
     runs: int = BenchRuns, backend: Backend = BackendOpt, port_base: int | None = PortBase, as_json: bool = JsonOut,
 ) -> None:
     """The wire proxy's added latency: ApiVersions round trips through a client link with and without it, and
