@@ -14,6 +14,7 @@ from clusters.backends.backends import Backend
 from clusters.backends.reclaim import Owner
 from clusters.kafka import kafka_release
 from clusters.spark.standalone import recorded_status as spark_status
+from harness.base.errors import ConfigError
 from harness.cli import exits
 from harness.cli.console import out, print_json
 from harness.cli.guard import guarded
@@ -46,6 +47,9 @@ def cluster_up(backend: Backend = BackendOpt, kafka_version: str = KafkaVersion,
     from clusters.kafka.feature_levels import check_transaction_version
 
     overrides = parse_broker_config(broker_config)
+    if wire_between_brokers and backend is not Backend.local:  # before a fetch, too
+        raise ConfigError(f"--wire-between-brokers --backend {backend.value}: that backend's wire proxy carries only "
+                          "the clients' links (docs/WIRE-FAULTS.md); use --backend local")
     kafka_release.parse_kafka_version(kafka_version)
     check_transaction_version(kafka_version, transaction_version)  # before a fetch, too
     arts = kafka_artifacts(kafka_version)

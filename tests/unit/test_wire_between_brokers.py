@@ -7,11 +7,14 @@ starts its own so, and refuses a cluster that is up without it (exit 2, naming t
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
+from chaos import faults
 from clusters.backends import state
 from clusters.backends.backends import Backend
 from clusters.kafka.topology import Topology
@@ -110,10 +113,6 @@ def test_on_a_cluster_that_did_not_opt_in_the_fault_fails_naming_the_flag_and_ad
 
 
 def scenario_fault(text: str) -> Any:
-    import yaml
-
-    from chaos import faults
-
     return faults.parse(yaml.safe_load(text))
 
 
@@ -208,3 +207,25 @@ def test_a_cluster_given_without_the_opt_in_is_refused_and_a_shared_one_makes_wa
     given.topology = Topology(wire_between_brokers=True)
     runner.run_on_shared(sc, Backend.local, 1, tmp_path / "run3", given)
     assert calls == [("run", None, given)]
+
+
+def test_cluster_up_refuses_the_opt_in_on_compose_before_anything_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+    started: list[Any] = []
+    monkeypatch.setattr("clusters.backends.backends.new_cluster", lambda *a, **kw: started.append(a))
+    monkeypatch.setattr("harness.cli.cluster.kafka_artifacts", lambda *a, **kw: started.append(a))
+    r = cli("cluster", "up", "--backend", "compose", "--wire-between-brokers")
+    assert r.exit_code == 2 and "--wire-between-brokers --backend compose" in r.output, r.output
+    assert started == []
+
+
+@pytest.mark.parametrize("routed_", [False, True])
+def test_cluster_status_says_whether_the_links_between_brokers_go_through_the_wire_proxy(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, routed_: bool) -> None:
+    _record(tmp_path, monkeypatch, wire_between_brokers=routed_)
+    r = cli("cluster", "status", "--json")
+    assert r.exit_code == 0, r.output
+    s = json.loads(r.stdout)
+    assert s["wire_between_brokers"] is routed_ and s["extra"]["wire_between_brokers"] is routed_, s
+    said = cli("cluster", "status").output
+    assert ("wire proxy: every link, between brokers too" in said) is routed_, said
+    assert ("between brokers: cluster up --wire-between-brokers" in said) is not routed_, said
