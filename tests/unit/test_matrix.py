@@ -95,7 +95,8 @@ def install_fakes(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Fakes:
     f = Fakes()
     monkeypatch.setenv("EOS_CHAOS_STATE", str(tmp_path / "state"))
 
-    def level_cluster(backend: Backend, arts: Any, run_dir: Path, level: Any, overrides: dict[str, str]) -> FakeCluster:
+    def level_cluster(backend: Backend, arts: Any, run_dir: Path, level: Any, overrides: dict[str, str],
+                      wire_between_brokers: bool = False) -> FakeCluster:
         return FakeCluster(f"tv-{matrix.level_name(level)}" + (f" {overrides}" if overrides else ""), f.events)
 
     def one_run(sc: Scenario, source: str, backend: Backend, seed: int, parent: Path, cluster: FakeCluster) -> SoakRun:
