@@ -42,7 +42,12 @@ from harness.run.supervisor import Supervisor
 from harness.rundir.runfolder import new_run_dir
 from tests.chaos.test_wire_faults import frozen_wire_proxy_is_restarted_by_the_heal
 
-pytestmark = pytest.mark.chaos
+#: `make library`, not `make test`: a cluster with the routing is a cluster of its own, so the module
+#: costs two cluster starts beside its ~25 s of tests (the session cluster makes way and comes back):
+#: 138 s at load 12 on 2 cores, about a minute idle, over the default suite's 40 s for a new test.
+#: The routing, the refusals and the frozen proxy's restart have unit tests without a cluster
+#: (tests/unit/test_topology.py, test_wire_between_brokers.py, test_kill_frees_listeners.py).
+pytestmark = [pytest.mark.chaos, pytest.mark.library]
 
 #: As long as a heal may take to let the held markers through and the LSO catch up (they are
 #: written at once; the bound covers a loaded machine's scheduling).
