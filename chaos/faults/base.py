@@ -116,6 +116,16 @@ class FaultBase(BaseModel):
         """Refuse, before the run starts, what Kafka ``kafka_version`` cannot do (``ConfigError``);
         most kinds can do anything any release can."""
 
+    @property
+    def needs_wire_between_brokers(self) -> bool:
+        """It needs a cluster whose links between brokers go through the wire proxy
+        (``Topology.wire_between_brokers``); most kinds do not."""
+        return False
+
+    def check_backend(self, backend: str) -> None:
+        """Refuse, before the run starts, what the ``backend`` cluster cannot do (``ConfigError``);
+        most kinds can do anything on any backend."""
+
     def apply(self, ctx: FaultContext) -> Heal:
         """Start the fault (recording its start event with the resolved target); returns its heal."""
         raise NotImplementedError

@@ -1,9 +1,13 @@
-"""Request-aware faults on the clients' links, through the wire proxy (clusters/wire/kwire,
-docs/WIRE-FAULTS.md): hold a chosen Kafka request, drop its response, or answer it with an error.
+"""Request-aware faults through the wire proxy (clusters/wire/kwire, docs/WIRE-FAULTS.md): hold a
+chosen Kafka request, drop its response, or answer it with an error.
 
 They act on the client link of the node a target resolves to (``coordinator`` of a
 ``transactional.id`` by default, ``leader`` of a partition for Produce, a node id, or ``all``), for
-``duration`` seconds; the heal removes the rule and delivers whatever it still holds.
+``duration`` seconds; the heal removes the rule and delivers whatever it still holds. With ``peer``
+they act on the link *between brokers* from the target's node to the peer's (``listener``: internal
+or controller), and ``link`` names such a link outright. The two ends may be one node: a
+coordinator's markers to the partitions it leads itself go over its link to itself
+(``n2-to-n2-internal``), which the wire proxy carries too (clusters/kafka/topology.py).
 
 A fault may also filter on the request's body: ``transactional_id``, ``min_producer_epoch`` and (EndTxn)
 ``result``, each only with the APIs whose requests carry it (``clusters.wire.wire_api.FILTER_APIS``).
@@ -13,6 +17,9 @@ A fault may also filter on the request's body: ``transactional_id``, ``min_produ
 - {at: 1, kind: hold-requests, api: EndTxn, transactional_id: eos-txn-producer-0, min_producer_epoch: 32766, result: abort}
 - {at: 5, kind: error-responses, api: [EndTxn, AddOffsetsToTxn], error: CONCURRENT_TRANSACTIONS, count: 3}
 - {at: 5, kind: drop-api-responses, api: Produce, target: leader, of: eos-a/0, count: 1}
+# the coordinator's commit markers to the leader of eos-a/0, held until the heal
+- {at: 5, kind: hold-requests, api: WriteTxnMarkers, result: commit, peer: leader, peer_of: eos-a/0, hold_ms: 60000}
+- {at: 5, kind: drop-api-responses, api: Fetch, link: n2-to-n1-internal, count: 3}
 ```
 """
 
@@ -23,8 +30,10 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, model_validator
 
 from chaos.faults.app_id import with_app_id
-from chaos.faults.base import FaultBase, FaultContext, Heal, Target
+from chaos.faults.base import NODE_IDS, FaultBase, FaultContext, Heal, Target
+from clusters.kafka.topology import Listener, Topology
 from clusters.wire.wire_api import APIS, ERRORS, FILTER_APIS, SYNTHESIZABLE, Rule
+from harness.base.errors import ConfigError
 
 
 def _api_list(value: object) -> object:
@@ -42,6 +51,12 @@ def _api_list(value: object) -> object:
 Apis = Annotated[list[str], BeforeValidator(_api_list)]
 #: 24 h: no scenario runs longer (chaos.faults.base.MAX_SECONDS).
 MAX_HOLD_MS = 24 * 3600 * 1000
+#: The links a fault may name: the 3-node topology's wire links with faults between brokers on (every
+#: broker pair both ways, each node to itself, on INTERNAL and CONTROLLER; the client links).
+WIRE_LINKS = tuple(lk.name for lk in Topology(node_ids=NODE_IDS, wire_between_brokers=True).wire_links)
+#: Backends whose wire proxy carries only the clients' links (clusters/backends/compose/plan.py: its
+#: brokers reach each other through Toxiproxy on per-source networks, with no wire hop behind it).
+CLIENT_LINKS_ONLY_BACKENDS = ("compose",)
 
 
 class _WireFault(FaultBase):
@@ -61,8 +76,42 @@ class _WireFault(FaultBase):
     transactional_id: str | None = Field(None, min_length=1)
     #: only requests whose producer epoch is at least this
     min_producer_epoch: int | None = Field(None, ge=0, le=32767)
-    #: EndTxn: only commits, only aborts, or either
+    #: EndTxn, WriteTxnMarkers: only commits, only aborts, or either
     result: Literal["commit", "abort", "any"] = "any"
+    #: a link between brokers instead: from the target's node to this one's (a node id or a role)
+    peer: Target | None = None
+    #: what the peer's role is of (a topic/partition for leader, a transactional.id for coordinator)
+    peer_of: str | None = None
+    #: the listener of the link between brokers: internal (replication, markers, verification) or controller
+    listener: Literal["internal", "controller"] = "internal"
+    #: or the link by name: ``n1-to-n2-internal``, ``n2-to-n2-internal`` (a node to itself), ``client-to-n3``
+    link: str | None = None
+
+    @model_validator(mode="after")
+    def _one_way_to_name_the_link(self) -> _WireFault:
+        if self.link is not None:
+            if self.link not in WIRE_LINKS:
+                raise ValueError(f"link: no link {self.link!r} in the {len(NODE_IDS)}-node cluster; links: "
+                                 f"{', '.join(WIRE_LINKS)}")
+            both = sorted({"target", "of", "peer", "peer_of", "listener"} & self.model_fields_set)
+            if both:
+                raise ValueError(f"link: {self.link} names both ends; leave out {', '.join(both)}")
+        if self.peer == "all" or (self.peer is not None and self.target == "all"):
+            raise ValueError("peer: a link between brokers has one node at each end; `all` names no single node")
+        if self.peer_of is not None and self.peer is None:
+            raise ValueError("peer_of: says what the peer's role is of; set peer too")
+        return self
+
+    @property
+    def needs_wire_between_brokers(self) -> bool:
+        """It acts on a link between brokers (or a broker's to itself), not a client's."""
+        return self.peer is not None or (self.link is not None and not self.link.startswith("client-"))
+
+    def check_backend(self, backend: str) -> None:
+        if self.needs_wire_between_brokers and backend in CLIENT_LINKS_ONLY_BACKENDS:
+            raise ConfigError(f"{self.kind} on a link between brokers: the {backend} backend's wire proxy carries only "
+                              "the clients' links (its brokers reach each other through Toxiproxy alone, on "
+                              "per-source networks); run it with --backend local")
 
     @model_validator(mode="after")
     def _filters_fit_the_apis(self) -> _WireFault:
@@ -82,16 +131,28 @@ class _WireFault(FaultBase):
     def _rule(self, links: list[str]) -> Rule:
         raise NotImplementedError
 
-    def apply(self, ctx: FaultContext) -> Heal:
+    def _links(self, ctx: FaultContext) -> tuple[list[str], list[int]]:
+        """The wire links the fault acts on, and the nodes at their ends (for the report)."""
         topo = ctx.cluster.topology
+        if self.link is not None:
+            lk = topo.named(self.link)
+            return [lk.name], sorted({n for n in (lk.src, lk.dst) if n in topo.node_ids})
+        if self.peer is not None:
+            src, dst = ctx.resolve(self.target, self.of), ctx.resolve(self.peer, self.peer_of)
+            return [topo.link(src, dst, Listener(self.listener.upper()), wire=True).name], sorted({src, dst})
         nodes = list(topo.node_ids) if self.target == "all" else [ctx.resolve(self.target, self.of)]
-        links = [topo.link("client", n).name for n in nodes]
+        return [topo.link("client", n).name for n in nodes], nodes
+
+    def apply(self, ctx: FaultContext) -> Heal:
+        links, nodes = self._links(ctx)
         fault = self
         if self.transactional_id is not None:  # "{id}*": every transactional.id of the run's app
             fault = self.model_copy(update={"transactional_id": with_app_id(self.transactional_id, ctx.defaults,
                                                                             self.kind)})
         rule = fault._rule(links)
-        ctx.start(self.kind, links=links, nodes=nodes, target=self.target, of=self.of, api=self.api, **fault.filters())
+        ends = {"peer": self.peer, "peer_of": self.peer_of} if self.peer is not None else {}
+        ctx.start(self.kind, links=links, nodes=nodes, target=self.target, of=self.of, api=self.api, **ends,
+                  **fault.filters())
         rule_id = ctx.cluster.wire.add_rule(rule)
 
         def heal() -> None:

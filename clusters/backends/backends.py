@@ -52,12 +52,18 @@ def new_cluster(
     overrides: Mapping[str, str] | None = None,
     detached: bool = False,
     transaction_version: int | None = None,
+    wire_between_brokers: bool = False,
 ) -> Cluster:
     """A cluster of ``backend`` (not started). ``transaction_version``: the ``transaction.version``
     its storage is formatted at (None: the Kafka release's default); a level the release does not
-    accept is a ``ConfigError`` here, before anything starts."""
+    accept is a ``ConfigError`` here, before anything starts. ``wire_between_brokers``: the links
+    between brokers through the wire proxy too (local backend only; ConfigError on compose)."""
     check_transaction_version(arts.kafka_version, transaction_version)
     base = port_base or default_port_base(backend)
+    if wire_between_brokers and backend is not Backend.local:
+        raise ConfigError(f"--wire-between-brokers: the {backend.value} backend's wire proxy carries only the clients' "
+                          "links (its brokers reach each other through Toxiproxy alone, on per-source networks); "
+                          "use --backend local")
     if backend is Backend.compose:
         from clusters.backends.compose.compose_cluster import ComposeCluster
         from clusters.backends.compose.plan import ComposePlan
@@ -65,7 +71,7 @@ def new_cluster(
         return ComposeCluster(arts, run_dir, ComposePlan.at(base), overrides, detached, transaction_version)
     from clusters.backends.local import LocalCluster
 
-    return LocalCluster(arts, run_dir, Topology.at(base), overrides, detached, transaction_version)
+    return LocalCluster(arts, run_dir, Topology.at(base, wire_between_brokers), overrides, detached, transaction_version)
 
 
 def attach(rec: state.ClusterRecord) -> Cluster:

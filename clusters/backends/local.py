@@ -115,7 +115,8 @@ class LocalCluster(Owned):
         """A handle on a cluster another process started (for ``cluster down`` / ``status``)."""
         arts = Artifacts(rec.kafka_version, Path(rec.kafka_libs), Path(rec.toxiproxy_bin), Path(rec.java),
                          Path(rec.kwire_bin) if rec.kwire_bin else None)
-        topo = Topology(net=rec.net, port_base=rec.port_base, api_port=rec.api_port)
+        topo = Topology(net=rec.net, port_base=rec.port_base, api_port=rec.api_port,
+                        wire_between_brokers=rec.wire_between_brokers)
         c = cls(arts, Path(rec.run_dir), topo, rec.overrides, detached=rec.owner_pid is None,
                 transaction_version=rec.transaction_version)
         c.cluster_id = rec.cluster_id
@@ -330,7 +331,8 @@ class LocalCluster(Owned):
 
     # ---------------------------------------------------------------- wire proxy
     def _start_wire(self) -> None:
-        """The wire proxy on every client link, between Toxiproxy and the nodes (clusters/wire/kwire)."""
+        """The wire proxy on every client link, between Toxiproxy and the nodes; with ``wire_between_brokers``
+        on every link and each node's links to itself too (clusters/wire/kwire)."""
         topo = self.topology
         if self.artifacts.kwire_bin is None:
             raise EnvironmentProblem("the wire proxy is not built (eos-chaos setup builds it)")
@@ -517,7 +519,8 @@ class LocalCluster(Owned):
             cluster_id=self.cluster_id,
             active_controller=self.active_controller(),
             extra={"toxiproxy_pid": self._tox_pid, "toxiproxy_up": procs.alive(self._tox_pid),
-                   "wire": self.topology.wire_url, "wire_pid": self._wire_pid, "wire_up": procs.alive(self._wire_pid)},
+                   "wire": self.topology.wire_url, "wire_pid": self._wire_pid, "wire_up": procs.alive(self._wire_pid),
+                   "wire_between_brokers": self.topology.wire_between_brokers},
         )
 
     def _record(self) -> state.ClusterRecord:
@@ -529,7 +532,7 @@ class LocalCluster(Owned):
             kwire_bin=str(self.artifacts.kwire_bin or ""),
             node_pids={str(k): v for k, v in self._pids.items()}, kafka_libs=str(self.artifacts.kafka_libs),
             toxiproxy_bin=str(self.artifacts.toxiproxy_bin), java=str(self.artifacts.java), overrides=self.overrides,
-            transaction_version=self.transaction_version,
+            transaction_version=self.transaction_version, wire_between_brokers=t.wire_between_brokers,
         )
 
     def feature_levels(self) -> dict[str, int]:

@@ -109,12 +109,27 @@ def spawn(cmd: Sequence[str], log_file: Path, cwd: Path, env: dict[str, str] | N
 
 
 def alive(pid: int | None) -> bool:
-    """True if ``pid`` runs (a zombie is not running)."""
+    """True if ``pid`` runs, or is still exiting; a zombie whose threads have all exited is not
+    running. SIGKILL makes a multi-threaded process's main thread a zombie at once while another
+    of its threads may still be closing the process's files: its listening sockets stay bound until
+    that thread is gone too (tests/unit/test_kill_frees_listeners.py: a restarted wire proxy could
+    not bind its addresses), so a zombie with threads left is still exiting."""
     if not pid:
         return False
     try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+        if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+            return True
     except psutil.NoSuchProcess:
+        return False
+    return _threads_left(pid)
+
+
+def _threads_left(pid: int) -> bool:
+    """Threads of ``pid`` other than its main one still exist (Linux lists each under
+    /proc/PID/task until it has exited, its share of the open files released)."""
+    try:
+        return len(os.listdir(f"/proc/{pid}/task")) > 1
+    except OSError:  # gone meanwhile, or no /proc
         return False
 
 

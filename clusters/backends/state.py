@@ -47,6 +47,8 @@ class ClusterRecord:
     images: dict[str, str] = field(default_factory=dict)
     #: the transaction.version its storage was formatted at; None: the Kafka release's default
     transaction_version: int | None = None
+    #: local backend: the links between brokers go through the wire proxy too (``Topology.wire_between_brokers``)
+    wire_between_brokers: bool = False
 
 
 def record_path(backend: str) -> Path:

@@ -97,7 +97,8 @@ def format_properties(props: Mapping[str, str]) -> str:
 
 
 def hosts_file(topo: Topology, node: int) -> str:
-    """The hosts file of ``node``'s JVM: peers through this node's proxies, itself directly."""
+    """The hosts file of ``node``'s JVM: peers through this node's proxies; itself directly, or through the
+    wire proxy's self hop when the links between brokers go through it (``Topology.resolved``)."""
     lines = ["127.0.0.1 localhost"]
     # InetAddress.getLocalHost() must still resolve when the JVM reads only this file.
     lines.append(f"127.0.0.1 {socket.gethostname()}")

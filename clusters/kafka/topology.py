@@ -16,6 +16,17 @@ never faulted. All of 127.0.0.0/8 routes to the loopback interface on Linux, so 
 The clients' links go through the wire proxy too (clusters/wire/kwire/, docs/WIRE-FAULTS.md), chained
 behind Toxiproxy: client -> Toxiproxy ``127.<net>.0.<dst>`` -> wire proxy ``127.<net>.250.<dst>``
 -> node ``dst``'s CLIENT socket. Advertised addresses do not change; the wire proxy only adds a hop.
+
+With ``wire_between_brokers`` (opt-in per cluster: ``cluster up --wire-between-brokers``, or a run whose
+scenario has a request-aware fault between brokers) the links between brokers do as well: broker
+``src`` -> Toxiproxy ``127.<net>.<src>.<dst>`` -> wire proxy ``127.<net>.<240+src>.<dst>`` -> node
+``dst``'s INTERNAL or CONTROLLER socket. A broker's connections to itself (a coordinator's
+WriteTxnMarkers to the partitions it leads, its broker half's requests to its own active controller)
+then go through the wire proxy too, with no Toxiproxy hop: node n's hosts file gives its own name
+``kafka-<n>`` the wire proxy's self hop ``127.<net>.<240+n>.<n>``, whose upstream is node n's real
+socket. These self links (``n1-to-n1-internal``) are wire links only (``wire_links``), not
+Toxiproxy's (``links``): a network fault never cuts a node off from itself. Without it (the
+default) every address and hop is as if the option did not exist.
 """
 
 from __future__ import annotations
@@ -39,6 +50,10 @@ TOXIPROXY_API_PORT = 18474
 #: The third octet of the wire proxy's listeners (``127.<net>.250.<dst>``), and its API's host octet.
 WIRE_SOURCE = 250
 WIRE_API_HOST_OCTET = 253
+#: The third octet of a broker link's wire hop is this plus the source node id
+#: (``127.<net>.<240+src>.<dst>``): below ``WIRE_SOURCE``, so node ids up to 9 fit.
+WIRE_PEER_BASE = 240
+MAX_WIRE_NODE_ID = WIRE_SOURCE - WIRE_PEER_BASE - 1
 
 
 class Listener(str, enum.Enum):
@@ -88,19 +103,37 @@ class Topology:
     net: int = DEFAULT_NET
     port_base: int = DEFAULT_PORT_BASE
     api_port: int = TOXIPROXY_API_PORT
+    #: the links between brokers (and each node's to itself) through the wire proxy too
+    wire_between_brokers: bool = False
     links: tuple[Link, ...] = field(init=False)
 
     def __post_init__(self) -> None:
+        if self.wire_between_brokers and max(self.node_ids) > MAX_WIRE_NODE_ID:
+            raise ValueError(f"node ids up to {MAX_WIRE_NODE_ID} fit the wire proxy's addresses; got {self.node_ids}")
         links: list[Link] = [Link(CLIENT_SOURCE, n, Listener.CLIENT) for n in self.node_ids]
         for listener in (Listener.INTERNAL, Listener.CONTROLLER):
             links += [Link(s, d, listener) for s in self.node_ids for d in self.node_ids if s != d]
         object.__setattr__(self, "links", tuple(links))
 
+    @property
+    def self_links(self) -> tuple[Link, ...]:
+        """Each node's links to itself (INTERNAL and CONTROLLER): wire proxy hops with no Toxiproxy hop."""
+        return tuple(Link(n, n, lst) for lst in (Listener.INTERNAL, Listener.CONTROLLER) for n in self.node_ids)
+
+    @property
+    def wire_links(self) -> tuple[Link, ...]:
+        """Every link the wire proxy carries, so every link a wire fault may name: the clients'; with
+        ``wire_between_brokers`` also every other of ``links`` and the self links."""
+        if self.wire_between_brokers:
+            return self.links + self.self_links
+        return tuple(lk for lk in self.links if lk.src == CLIENT_SOURCE)
+
     @classmethod
-    def at(cls, port_base: int = DEFAULT_PORT_BASE) -> Topology:
+    def at(cls, port_base: int = DEFAULT_PORT_BASE, wire_between_brokers: bool = False) -> Topology:
         """The topology for ``port_base``; the Toxiproxy API port moves with it (18474 at 19092), so
         clusters at different port bases share no port."""
-        return cls(port_base=port_base, api_port=port_base - (DEFAULT_PORT_BASE - TOXIPROXY_API_PORT))
+        return cls(port_base=port_base, api_port=port_base - (DEFAULT_PORT_BASE - TOXIPROXY_API_PORT),
+                   wire_between_brokers=wire_between_brokers)
 
     def ip(self, src: int, dst: int) -> str:
         return f"127.{self.net}.{src}.{dst}"
@@ -118,20 +151,30 @@ class Topology:
         return f"{self.ip(node, node)}:{self.port(listener)}"
 
     def proxy(self, link: Link) -> Proxy:
-        """Toxiproxy's proxy for ``link``; a client link's upstream is the wire proxy."""
-        port = self.port(link.listener)
-        upstream = self.wire(link).listen if link.src == CLIENT_SOURCE else self.bind(link.dst, link.listener)
-        return Proxy(link, f"{self.ip(link.src, link.dst)}:{port}", upstream)
+        """Toxiproxy's proxy for ``link``; its upstream is the link's wire proxy hop when the wire
+        proxy carries the link, else the node's real socket."""
+        if link.src == link.dst:
+            raise ValueError(f"{link.name}: a node's link to itself has no Toxiproxy hop (its address is the real socket)")
+        upstream = self.wire(link).listen if link in self.wire_links else self.bind(link.dst, link.listener)
+        return Proxy(link, f"{self.ip(link.src, link.dst)}:{self.port(link.listener)}", upstream)
 
     def wire(self, link: Link) -> Proxy:
-        """The wire proxy's hop of client link ``link``: from behind Toxiproxy to the node."""
-        if link.src != CLIENT_SOURCE:
-            raise ValueError(f"{link.name}: only the clients' links go through the wire proxy")
-        return Proxy(link, f"{self.ip(WIRE_SOURCE, link.dst)}:{self.port(Listener.CLIENT)}", self.bind(link.dst, Listener.CLIENT))
+        """The wire proxy's hop of ``link``: from behind Toxiproxy (a self link: from the node) to
+        node ``dst``'s real socket. ValueError for a link it does not carry."""
+        if link not in self.wire_links:
+            raise ValueError(f"{link.name}: only the clients' links go through the wire proxy of a cluster started "
+                             "without --wire-between-brokers")
+        third = WIRE_SOURCE if link.src == CLIENT_SOURCE else WIRE_PEER_BASE + link.src
+        port = self.port(link.listener)
+        return Proxy(link, f"{self.ip(third, link.dst)}:{port}", self.bind(link.dst, link.listener))
+
+    def direct(self, link: Link) -> str:
+        """Node ``dst``'s real socket for ``link``: Toxiproxy's upstream with the wire proxy left out (``bench``)."""
+        return self.bind(link.dst, link.listener)
 
     def wire_hops(self) -> list[Proxy]:
-        """Every client link's wire proxy hop (what the wire proxy is started with)."""
-        return [self.wire(link) for link in self.links if link.src == CLIENT_SOURCE]
+        """Every wire link's hop (what the wire proxy is started with)."""
+        return [self.wire(link) for link in self.wire_links]
 
     @property
     def wire_api(self) -> str:
@@ -145,16 +188,34 @@ class Topology:
     def proxies(self) -> list[Proxy]:
         return [self.proxy(link) for link in self.links]
 
-    def link(self, src: int | str, dst: int, listener: Listener | str = Listener.INTERNAL) -> Link:
-        """The link from ``src`` (a node id, or ``"client"``) to node ``dst``."""
+    def link(self, src: int | str, dst: int, listener: Listener | str = Listener.INTERNAL,
+             wire: bool = False) -> Link:
+        """The link from ``src`` (a node id, or ``"client"``) to node ``dst``; ``wire``: also a
+        node's link to itself (the wire proxy carries those; Toxiproxy does not)."""
         if src in ("client", CLIENT_SOURCE):
             found = Link(CLIENT_SOURCE, dst, Listener.CLIENT)
         else:
             lst = listener if isinstance(listener, Listener) else Listener(listener.upper())
             found = Link(int(src), dst, lst)
-        if found not in self.links:
-            raise KeyError(f"no link {found.name}; links: {', '.join(lk.name for lk in self.links)}")
+        known = self.wire_links if wire else self.links
+        if found not in known:
+            raise KeyError(self._not_carried(found.name) if wire else
+                           f"no link {found.name}; links: {', '.join(lk.name for lk in known)}")
         return found
+
+    def named(self, name: str) -> Link:
+        """The wire link called ``name`` (``n1-to-n2-internal``, ``n2-to-n2-internal``, ``client-to-n3``)."""
+        for lk in self.wire_links:
+            if lk.name == name:
+                return lk
+        raise KeyError(self._not_carried(name))
+
+    def _not_carried(self, name: str) -> str:
+        """Why the wire proxy carries no link ``name``."""
+        if not self.wire_between_brokers and name in {lk.name for lk in self.links + self.self_links}:
+            return (f"{name}: the wire proxy of this cluster carries only the clients' links (it was started "
+                    "without --wire-between-brokers)")
+        return f"no link {name!r}; links: {', '.join(lk.name for lk in self.wire_links)}"
 
     @property
     def api_host(self) -> str:
@@ -175,8 +236,10 @@ class Topology:
         return ",".join(self.bind(n, Listener.DIRECT) for n in self.node_ids)
 
     def resolved(self, src: int, dst: int) -> str:
-        """The address ``src``'s hosts file gives ``kafka-<dst>``: itself directly, peers via proxy."""
-        return self.ip(src, dst)
+        """The address ``src``'s hosts file gives ``kafka-<dst>``: peers via their Toxiproxy proxy;
+        itself directly, or with ``wire_between_brokers`` via the wire proxy's self hop (the same
+        address for INTERNAL and CONTROLLER)."""
+        return self.ip(WIRE_PEER_BASE + src, dst) if src == dst and self.wire_between_brokers else self.ip(src, dst)
 
     def all_binds(self) -> list[tuple[str, str]]:
         """Every (host:port, what) the cluster will listen on, for the busy-port check."""

@@ -1,6 +1,7 @@
 """The wire proxy's control API (clusters/wire/kwire/, docs/WIRE-FAULTS.md): rules that hold a chosen
-Kafka request, drop its response or answer it with an error, on a chosen client link; and the broker
-address map (``Advertised``) that a proxy in front of a cluster the harness did not start rewrites by.
+Kafka request, drop its response or answer it with an error, on a chosen link (a client's, or one
+between brokers); and the broker address map (``Advertised``) that a proxy in front of a cluster the
+harness did not start rewrites by.
 
 One instance per server, a timeout on every call, never through an ``HTTP_PROXY`` from the
 environment (the API is on loopback), like ``clusters.toxiproxy.toxiproxy_api``.
@@ -20,9 +21,14 @@ from harness.base.errors import FaultError
 CALL_TIMEOUT_S = 5.0
 
 #: The client APIs a rule may name (the proxy also takes numbers; these are the ones scenarios use).
-APIS = ("Produce", "Fetch", "ListOffsets", "Metadata", "OffsetCommit", "OffsetFetch", "FindCoordinator",
-        "JoinGroup", "Heartbeat", "LeaveGroup", "SyncGroup", "ApiVersions", "InitProducerId",
-        "AddPartitionsToTxn", "AddOffsetsToTxn", "EndTxn", "TxnOffsetCommit")
+CLIENT_APIS = ("Produce", "Fetch", "ListOffsets", "Metadata", "OffsetCommit", "OffsetFetch", "FindCoordinator",
+               "JoinGroup", "Heartbeat", "LeaveGroup", "SyncGroup", "ApiVersions", "InitProducerId",
+               "AddPartitionsToTxn", "AddOffsetsToTxn", "EndTxn", "TxnOffsetCommit")
+#: The APIs brokers send each other (INTERNAL: a coordinator's markers, a leader's verification
+#: AddPartitionsToTxn v4+, a follower's Fetch) and the controller quorum's (CONTROLLER links).
+BROKER_APIS = ("WriteTxnMarkers", "Vote", "BeginQuorumEpoch", "EndQuorumEpoch", "AlterPartition", "FetchSnapshot",
+               "BrokerRegistration", "BrokerHeartbeat")
+APIS = CLIENT_APIS + BROKER_APIS
 #: APIs whose error responses the proxy can synthesize (an error code, or the request's topics and
 #: partitions echoed with it); the proxy refuses the others too.
 SYNTHESIZABLE = ("Produce", "InitProducerId", "AddPartitionsToTxn", "AddOffsetsToTxn", "EndTxn", "TxnOffsetCommit")
@@ -35,12 +41,13 @@ ERRORS = ("UNKNOWN_SERVER_ERROR", "NOT_LEADER_OR_FOLLOWER", "REQUEST_TIMED_OUT",
           "KAFKA_STORAGE_ERROR", "TRANSACTION_ABORTABLE", "LEADER_NOT_AVAILABLE", "UNKNOWN_TOPIC_OR_PARTITION")
 
 #: The filters a rule may have on a request's body, each with the APIs whose requests carry what it
-#: reads (the proxy's ``filterAPIs``; AddPartitionsToTxn only up to v3, the clients' form).
+#: reads (the proxy's ``filterAPIs``). The brokers' batched requests (WriteTxnMarkers, AddPartitionsToTxn
+#: v4+) pass a filter when one of their entries does.
 FILTER_APIS: dict[str, tuple[str, ...]] = {
     "transactional_id": ("EndTxn", "AddOffsetsToTxn", "AddPartitionsToTxn", "TxnOffsetCommit", "InitProducerId",
                          "Produce"),
-    "min_producer_epoch": ("EndTxn", "AddOffsetsToTxn", "AddPartitionsToTxn", "TxnOffsetCommit"),
-    "result": ("EndTxn",),
+    "min_producer_epoch": ("EndTxn", "AddOffsetsToTxn", "AddPartitionsToTxn", "TxnOffsetCommit", "WriteTxnMarkers"),
+    "result": ("EndTxn", "WriteTxnMarkers"),
 }
 
 

@@ -626,12 +626,16 @@ def _unsupported_levels(cells: list[Cell]) -> list[dict[str, Any]]:
 # ---- running it ----
 
 def level_cluster(backend: Backend, arts: artifacts.Artifacts, run_dir: Path, level: Level,
-                  overrides: dict[str, str]) -> Cluster:
+                  overrides: dict[str, str], wire_between_brokers: bool = False) -> Cluster:
     """A new cluster of ``arts``' Kafka release formatted at transaction version ``level`` (None:
-    Kafka's default). The one place the level reaches a cluster."""
-    if level is None:
-        return backends.new_cluster(backend, arts, run_dir, overrides=overrides)
-    return backends.new_cluster(backend, arts, run_dir, overrides=overrides, transaction_version=level)
+    Kafka's default). The one place the level reaches a cluster. ``wire_between_brokers``: its links
+    between brokers through the wire proxy too."""
+    asked: dict[str, Any] = {"overrides": overrides}
+    if level is not None:
+        asked["transaction_version"] = level
+    if wire_between_brokers:
+        asked["wire_between_brokers"] = True
+    return backends.new_cluster(backend, arts, run_dir, **asked)
 
 
 class Group(NamedTuple):
@@ -698,7 +702,8 @@ def run_matrix(m: Matrix, scs: dict[tuple[str, str], Scenario], out: Path) -> Ma
                          "Kafka versions, transaction versions or broker settings")
                 shared.stop()
                 made_way = True
-            with _own_cluster(backend, group, out, m.heal_problems) as cluster:
+            routed = any(runner.needs_wire_between_brokers(scs[(k.cell.scenario, k.cell.client)]) for k in keys)
+            with _own_cluster(backend, group, out, m.heal_problems, routed) as cluster:
                 cluster_runs(m, keys, scs, cluster, seeds, out, started, prior)
         m.stopped_because = "every run done"
     except KeyboardInterrupt:
@@ -755,12 +760,12 @@ def replay(recorded: str | None, k: RunKey, seed: int, d: Definition, scs: dict[
     return cmd + (f" --transaction-version {k.cell.level}" if k.cell.level is not None and not has_level else "")
 
 
-def _start(backend: Backend, group: Group, out: Path) -> Cluster:
+def _start(backend: Backend, group: Group, out: Path, wire_between_brokers: bool) -> Cluster:
     """A cluster for ``group`` started (its release is in the cache: ``prepare_kafka``)."""
     kv = group.kafka_version
     arts = artifacts.ready(kv) or artifacts.ensure(kv)
     cluster = level_cluster(backend, arts, new_run_dir(f"cluster-kafka-{kv}-tv-{level_name(group.level)}", out / RUNS),
-                            group.level, dict(group.broker_config))
+                            group.level, dict(group.broker_config), wire_between_brokers)
     log.info(f"matrix: a Kafka {kv} cluster at transaction version {level_name(group.level)}"
              + (f" with {dict(group.broker_config)}" if group.broker_config else ""))
     cluster.start()
@@ -768,10 +773,12 @@ def _start(backend: Backend, group: Group, out: Path) -> Cluster:
 
 
 @contextmanager
-def _own_cluster(backend: Backend, group: Group, out: Path, heal_problems: list[str]) -> Iterator[Cluster]:
+def _own_cluster(backend: Backend, group: Group, out: Path, heal_problems: list[str],
+                 wire_between_brokers: bool) -> Iterator[Cluster]:
     """A cluster for ``group`` alone: up for its runs, healed (what did not heal goes to
-    ``heal_problems``) and down after, whatever happens."""
-    cluster = _start(backend, group, out)
+    ``heal_problems``) and down after, whatever happens. ``wire_between_brokers``: a run of the group
+    has a fault between brokers (a cluster without the routing would make way for each such run)."""
+    cluster = _start(backend, group, out, wire_between_brokers)
     try:
         yield cluster
     finally:

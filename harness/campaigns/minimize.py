@@ -424,7 +424,8 @@ def replay(start: Start, out: Path, show: Callable[[Path, float, Callable[[], li
         kv = start.kafka_version or pins.KAFKA_VERSION
         arts = artifacts.ready(kv) or artifacts.ensure(kv)
         cluster = matrix.level_cluster(backend, arts, new_run_dir("cluster", make_folder(out / RUNS)),
-                                       start.transaction_version, dict(first.broker_config))
+                                       start.transaction_version, dict(first.broker_config),
+                                       runner.needs_wire_between_brokers(first))
         log.info(f"minimize: a Kafka {kv} cluster for the candidates' runs")
 
     def run_one(number: int, cand: Candidate, sc: dict[str, Any], i: int) -> RunSeen:

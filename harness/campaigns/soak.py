@@ -177,7 +177,8 @@ def soak(scs: list[Scenario], sources: list[str], backend: Backend, seed: int, o
         else:
             arts = artifacts.ensure(kafka_version or pins.KAFKA_VERSION)
             cluster = backends.new_cluster(backend, arts, new_run_dir("soak-cluster", out),
-                                           transaction_version=transaction_version)
+                                           transaction_version=transaction_version,
+                                           wire_between_brokers=any(runner.needs_wire_between_brokers(s) for s in scs))
             own = True
             cluster.start()
         i = 0

@@ -245,7 +245,8 @@ def _bench_app_checker(values: int, runs: int, engine: Engine, master: str | Non
 
 def _bench_on_one_cluster(name: str, runs: int, backend: Backend, port_base: int | None,
                           one_run: Callable[[Cluster, Path], dict[str, Any]],
-                          summary: Callable[[list[dict[str, Any]]], dict[str, Any]], as_json: bool) -> dict[str, Any] | None:
+                          summary: Callable[[list[dict[str, Any]]], dict[str, Any]], as_json: bool,
+                          wire_between_brokers: bool = False) -> dict[str, Any] | None:
     """``runs`` samples of ``one_run`` on one healthy cluster with their medians (``summary``);
     saved and printed as ``_on_one_cluster`` does."""
 
@@ -256,18 +257,20 @@ def _bench_on_one_cluster(name: str, runs: int, backend: Backend, port_base: int
             log.info(f"run {i + 1}/{runs}: {json.dumps(samples[-1], default=str)[:300]}")
         return {**summary(samples), "runs": samples}
 
-    return _on_one_cluster(name, backend, port_base, measure, as_json)
+    return _on_one_cluster(name, backend, port_base, measure, as_json, wire_between_brokers)
 
 
 def _on_one_cluster(name: str, backend: Backend, port_base: int | None,
-                    measure: Callable[[artifacts.Artifacts, Cluster, Path], dict[str, Any]], as_json: bool) -> dict[str, Any] | None:
-    """``measure`` on one healthy cluster of its own, saved as ``<run folder>/<name>.json`` with the
-    machine and versions; printed as JSON with ``as_json`` (then None)."""
+                    measure: Callable[[artifacts.Artifacts, Cluster, Path], dict[str, Any]], as_json: bool,
+                    wire_between_brokers: bool = False) -> dict[str, Any] | None:
+    """``measure`` on one healthy cluster of its own (``wire_between_brokers``: its links between
+    brokers through the wire proxy too), saved as ``<run folder>/<name>.json`` with the machine and
+    versions; printed as JSON with ``as_json`` (then None)."""
     from harness.bench.infra import machine
 
     arts = artifacts.ensure(pins.KAFKA_VERSION)
     run_dir = new_run_dir(name)
-    with backends.new_cluster(backend, arts, run_dir, port_base) as cluster:
+    with backends.new_cluster(backend, arts, run_dir, port_base, wire_between_brokers=wire_between_brokers) as cluster:
         result = measure(arts, cluster, run_dir)
     result = {**result, "backend": backend.value, "kafka_version": pins.KAFKA_VERSION,
               "kafka_tools_version": pins.KAFKA_TOOLS_VERSION, "machine": machine(), "run_dir": str(run_dir)}
@@ -561,27 +564,44 @@ def bench_wire_cmd(
     count: int = typer.Option(2000, "--round-trips", min=100, max=1_000_000, help="Round trips per side and run."),
     rewrite: bool = typer.Option(False, "--rewrite", help="Measure broker address rewriting instead: Metadata round "
                                  "trips through a rewriting and a plain wire proxy (docs/WIRE-FAULTS.md)."),
+    records: int = typer.Option(0, "--replication-records", min=0, max=100_000,
+                                help="Also time this many acks=all records per side and run, with and without the wire "
+                                     "proxy on the links between brokers (its cluster routes them through the wire proxy; local backend; 0: not)."),
     runs: int = BenchRuns, backend: Backend = BackendOpt, port_base: int | None = PortBase, as_json: bool = JsonOut,
 ) -> None:
-    """The wire proxy's added latency: ApiVersions round trips through a client link with and without it (median of --runs)."""
+    """The wire proxy's added latency: ApiVersions round trips through a client link with and without it, and
+    with --replication-records the time per acks=all record with and without it between brokers (median of --runs)."""
     import statistics
 
     from harness.bench.infra import Series
-    from harness.bench.wire_bench import bench
+    from harness.bench.wire_bench import bench, replication
     from harness.bench.wire_rewrite_bench import bench_rewrite
 
     if rewrite and backend != Backend.local:
         raise ConfigError(f"--rewrite --backend {backend.value}: the bench starts its own wire proxies beside the "
                           "harness, in front of a broker's client socket: only the local backend's is reachable from here")
+    if rewrite and records:
+        raise ConfigError("--rewrite with --replication-records: the rewrite bench times Metadata round trips only; "
+                          "run the replication bench without --rewrite")
     keys = ("with_p50_us", "without_p50_us", "added_p50_us", "with_p99_us", "without_p99_us", "added_p99_us")
+    repl_keys = ("repl_with_p50_ms", "repl_without_p50_ms", "repl_added_p50_ms") if records else ()
     counter = iter(range(runs))
-    one_run = (lambda c, d: bench_rewrite(c, d, count, next(counter))) if rewrite else (
-        lambda c, d: bench(c, count, next(counter)))
+
+    def one_run(c: Cluster, d: Path) -> dict[str, Any]:
+        i = next(counter)
+        if rewrite:
+            return bench_rewrite(c, d, count, i)
+        return {**bench(c, count, i), **(replication(c, records, i) if records else {})}
+
     result = _bench_on_one_cluster("bench-wire-rewrite" if rewrite else "bench-wire", runs, backend, port_base, one_run,
-                                   lambda samples: {k: statistics.median(s[k] for s in samples) for k in keys}, as_json)
+                                   lambda samples: {k: statistics.median(s[k] for s in samples) for k in keys + repl_keys},
+                                   as_json, wire_between_brokers=bool(records))
     if result is None:
         return
     what = "Metadata round trip, with = rewriting" if rewrite else "ApiVersions round trip"
     for key in keys:
         out.print(Series(f"{what}, {key.replace('_us', '').replace('_', ' ')}", "us",
+                         [s[key] for s in result["runs"]]).line(), highlight=False)
+    for key in repl_keys:
+        out.print(Series(f"acks=all record, {key.removeprefix('repl_').replace('_ms', '').replace('_', ' ')}", "ms",
                          [s[key] for s in result["runs"]]).line(), highlight=False)

@@ -14,6 +14,7 @@ from clusters.backends.backends import Backend
 from clusters.backends.reclaim import Owner
 from clusters.kafka import kafka_release
 from clusters.spark.standalone import recorded_status as spark_status
+from harness.base.errors import ConfigError
 from harness.cli import exits
 from harness.cli.console import out, print_json
 from harness.cli.guard import guarded
@@ -37,17 +38,24 @@ app = typer.Typer(no_args_is_help=True, help="Bring a cluster up, down, or ask h
 @app.command("up")
 @guarded
 def cluster_up(backend: Backend = BackendOpt, kafka_version: str = KafkaVersion, port_base: int | None = PortBase,
-               broker_config: list[str] = BrokerConfig, transaction_version: int | None = TransactionVersion) -> None:
+               broker_config: list[str] = BrokerConfig, transaction_version: int | None = TransactionVersion,
+               wire_between_brokers: bool = typer.Option(
+                   False, "--wire-between-brokers",
+                   help="Route the links between brokers (and each broker's to itself) through the wire proxy too, "
+                        "so request-aware faults can act on them (docs/WIRE-FAULTS.md; local backend only).")) -> None:
     """Start a 3-node cluster that stays up until `eos-chaos cluster down`."""
     from clusters.kafka.feature_levels import check_transaction_version
 
     overrides = parse_broker_config(broker_config)
+    if wire_between_brokers and backend is not Backend.local:  # before a fetch, too
+        raise ConfigError(f"--wire-between-brokers --backend {backend.value}: that backend's wire proxy carries only "
+                          "the clients' links (docs/WIRE-FAULTS.md); use --backend local")
     kafka_release.parse_kafka_version(kafka_version)
     check_transaction_version(kafka_version, transaction_version)  # before a fetch, too
     arts = kafka_artifacts(kafka_version)
     run_dir = new_run_dir("cluster")
     cluster = backends.new_cluster(backend, arts, run_dir, port_base, overrides, detached=True,
-                                   transaction_version=transaction_version)
+                                   transaction_version=transaction_version, wire_between_brokers=wire_between_brokers)
     t0 = time.monotonic()
     log.info(f"starting {backend.value} cluster, Kafka {kafka_version}, run folder {run_dir}")
     cluster.start()
@@ -58,7 +66,14 @@ def cluster_up(backend: Backend = BackendOpt, kafka_version: str = KafkaVersion,
     out.print(f"  transaction.version {read['transaction_version']} ({asked}), "
               f"metadata.version {(read['features'] or {}).get('metadata.version')}", highlight=False)
     out.print(f"  bootstrap (through proxies): {s.bootstrap}\n  direct bootstrap: {s.direct_bootstrap}\n"
-              f"  toxiproxy: {s.toxiproxy}\n  logs: {run_dir}/nodes/", highlight=False)
+              f"  toxiproxy: {s.toxiproxy}\n  {_wire_line(wire_between_brokers)}\n  logs: {run_dir}/nodes/", highlight=False)
+
+
+def _wire_line(between_brokers: bool) -> str:
+    """What the wire proxy carries, as `cluster up` and `cluster status` say it."""
+    if between_brokers:
+        return "wire proxy: every link, between brokers too (--wire-between-brokers)"
+    return "wire proxy: the clients' links (between brokers: cluster up --wire-between-brokers)"
 
 
 @app.command("down")
@@ -105,6 +120,7 @@ def cluster_status(
     # the levels in force, read back from the cluster (a fault may have changed them), and the one
     # its storage was formatted at (null: the Kafka release's default)
     s["transaction_version_formatted"] = rec.transaction_version
+    s["wire_between_brokers"] = rec.wire_between_brokers
     s.update(cluster_features(s["direct_bootstrap"]) if s["up"] else
              {"transaction_version": None, "features": None, "features_error": "no node is up"})
     # a run's standalone Spark cluster (clusters/spark/standalone.py), while one runs
@@ -116,6 +132,7 @@ def cluster_status(
     out.print(f"  owner     {Owner(rec.owner_pid)}", highlight=False)
     out.print(f"  bootstrap {s['bootstrap']}\n  direct    {s['direct_bootstrap']}\n  toxiproxy {s['toxiproxy']}", highlight=False)
     out.print(f"  active controller {s['active_controller']}", highlight=False)
+    out.print(f"  {_wire_line(rec.wire_between_brokers)}", highlight=False)
     out.print(f"  transaction.version {s['transaction_version']}"
               + (f" (formatted at {rec.transaction_version})" if rec.transaction_version is not None else "")
               + (f"; features: {s['features']}" if s.get("features") else f" ({s.get('features_error')})"), highlight=False)

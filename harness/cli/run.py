@@ -102,6 +102,7 @@ def run_cmd(
     if library is not None:
         sc = sc.with_library(library, flag="--library")
     s = seed if seed is not None else random.randrange(2**31)
+    runner.check_backend(sc, backend)
     if dry_run:
         dryrun.print_plan(sc, s, as_json)
         return

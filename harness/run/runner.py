@@ -189,10 +189,14 @@ def cluster_that_is_up(backend: Backend, sc: Scenario, kafka_version: str | None
     missing = {k: v for k, v in sc.broker_config.items() if rec.overrides.get(k) != v}
     if missing:
         wrong.append(f"scenario {sc.name} needs broker settings {missing}, it has {rec.overrides or 'none of its own'}")
+    unrouted = wire_between_brokers_problem(sc, rec.wire_between_brokers)
+    if unrouted:
+        wrong.append(unrouted)
     if wrong:
+        flags = [f"--broker-config {k}={v}" for k, v in sc.broker_config.items()] if missing else []
+        flags += [WIRE_BETWEEN_BROKERS_FLAG] if unrouted else []
         fix = (" Take it down (eos-chaos cluster down --backend " + backend.value + ") so the run starts its own"
-               + (f", or start it with {' '.join(f'--broker-config {k}={v}' for k, v in sc.broker_config.items())}" if missing else "")
-               + ".")
+               + (f", or start it with eos-chaos cluster up {' '.join(flags)}" if flags else "") + ".")
         raise ConfigError(f"cannot run on {where}: " + "; ".join(wrong) + "." + fix)
     log.info(f"using {where}")
     return backends.attach(rec)
@@ -225,7 +229,13 @@ def run(sc: Scenario, backend: Backend, seed: int, run_dir: Path, kafka_version:
     A Ctrl-C during the run ends it early: heal, final reads and the verdict still happen
     (``run.interrupted`` in verdict.json, ``RunResult.interrupted``). The run's narrative also goes
     to its ``run.log``. ``transaction_version``: the level the cluster must be formatted at (a
-    cluster that is up at another is refused; one started here is formatted so; None: any)."""
+    cluster that is up at another is refused; one started here is formatted so; None: any). A
+    scenario with a request-aware fault between brokers gets a cluster that routes them through the
+    wire proxy when it starts one; a ``cluster`` given that does not is refused (ConfigError)."""
+    check_backend(sc, backend)
+    unrouted = None if cluster is None else wire_between_brokers_problem(sc, cluster.topology.wire_between_brokers)
+    if unrouted:
+        raise ConfigError(f"cannot run on the cluster given: {unrouted}")
     table.preflight(sc)  # PySpark, an app's command and contract function: found (or refused) before anything starts
     clients.prepare(w.library for w in sc.workloads)  # a Java client is built (or refused) before anything starts
     folder = RunFolder(run_dir).create()
@@ -260,8 +270,11 @@ def _run(sc: Scenario, backend: Backend, seed: int, folder: RunFolder, kafka_ver
     if cluster is None:
         arts = artifacts.ready(kafka_version) if kafka_version else None
         arts = arts or artifacts.ensure(kafka_version or pins.KAFKA_VERSION)
+        routed = needs_wire_between_brokers(sc)
+        if routed:
+            log.info("a fault acts on a link between brokers: the cluster routes those links through the wire proxy")
         cluster = backends.new_cluster(backend, arts, run_dir, port_base, overrides=sc.broker_config, detached=keep,
-                                       transaction_version=transaction_version)
+                                       transaction_version=transaction_version, wire_between_brokers=routed)
         check_fault_levels(faults, arts.kafka_version)  # before anything starts
         own = not keep
         cluster.start()
@@ -316,6 +329,39 @@ def _producers(sc: Scenario) -> int | None:
     return counts.pop() if len(counts) == 1 and max(counts) > 1 else None
 
 
+#: What starts a cluster whose wire proxy carries the links between brokers too (``cluster up``).
+WIRE_BETWEEN_BROKERS_FLAG = "--wire-between-brokers"
+
+
+def needs_wire_between_brokers(sc: Scenario) -> bool:
+    """A fault of ``sc`` acts on a link between brokers through the wire proxy: a cluster started for
+    the run routes those links through it (``Topology.wire_between_brokers``); one that is up must
+    have been started so."""
+    return any(f.needs_wire_between_brokers for f in sc.faults)
+
+
+def wire_between_brokers_problem(sc: Scenario, routed: bool) -> str | None:
+    """Why a cluster whose links between brokers go through the wire proxy (``routed``) or not
+    cannot run ``sc``; None when it can."""
+    if routed:
+        return None
+    for i, f in enumerate(sc.faults):
+        if f.needs_wire_between_brokers:
+            return (f"scenario {sc.name}'s faults[{i}] ({f.kind} at {f.at:g}s) acts on a link between brokers, and "
+                    f"its wire proxy carries only the clients' links (it was started without {WIRE_BETWEEN_BROKERS_FLAG})")
+    return None
+
+
+def check_backend(sc: Scenario, backend: Backend) -> None:
+    """Every fault must be one the ``backend`` cluster can carry out (``FaultBase.check_backend``: a
+    wire fault between brokers needs the local backend); ConfigError naming the fault otherwise."""
+    for i, f in enumerate(sc.faults):
+        try:
+            f.check_backend(backend.value)
+        except ConfigError as exc:
+            raise ConfigError(f"scenario {sc.name}: faults[{i}] ({f.kind} at {f.at:g}s): {exc}") from None
+
+
 def _kafka_version(cluster: Cluster, asked: str | None) -> str | None:
     return getattr(getattr(cluster, "artifacts", None), "kafka_version", asked)
 
@@ -332,9 +378,10 @@ def check_fault_levels(faults: list[Fault], kafka_version: str | None) -> None:
 def run_on_shared(sc: Scenario, backend: Backend, seed: int, run_dir: Path, cluster: Cluster,
                   source: str | None = None) -> RunResult:
     """Run ``sc`` on a cluster shared by many runs (a test session's, a soak's). A scenario with
-    broker settings a running cluster cannot take (transactional.id.expiration.ms) gets a cluster
-    of its own with them; one cluster at a time, so the shared one makes way and comes back."""
-    if not sc.broker_config:
+    broker settings a running cluster cannot take (transactional.id.expiration.ms), or with a fault
+    between brokers the shared cluster's wire proxy does not carry, gets a cluster of its own that
+    has them; one cluster at a time, so the shared one makes way and comes back."""
+    if not sc.broker_config and not wire_between_brokers_problem(sc, cluster.topology.wire_between_brokers):
         return run(sc, backend, seed, run_dir, cluster=cluster, source=source)
     cluster.stop()
     try:

@@ -234,9 +234,9 @@ class Scenario(Strict):
                                                                   f"role ({', '.join(registry.kind(kind).roles)}); "
                                                                   f"a scenario has one")
         for i, f in enumerate(self.faults):
-            problem = self._leader_of_problem(f)
-            if problem:
-                raise _invalid(("faults", i, "of"), problem)
+            found = self._leader_of_problem(f)
+            if found:
+                raise _invalid(("faults", i, found[0]), found[1])
         if self.mix is not None:
             problem = schedule.mix_problem(self.mix, self.duration)
             if problem:
@@ -297,12 +297,23 @@ class Scenario(Strict):
         return None
 
 
-    def _leader_of_problem(self, fault: Fault) -> str | None:
+    def _leader_of_problem(self, fault: Fault) -> tuple[str, str] | None:
         """What is wrong with the ``of`` of a fault whose target (or peer) is a partition's leader:
-        it must be TOPIC/PARTITION of this scenario (else the fault fails only once it is due)."""
+        it must be TOPIC/PARTITION of this scenario (else the fault fails only once it is due). A
+        wire fault's peer has its own ``peer_of``; a network fault's peer shares ``of``."""
         of = getattr(fault, "of", None)
-        if of is None or "leader" not in (getattr(fault, "target", None), getattr(fault, "peer", None)):
-            return None  # a coordinator's `of` is a transactional.id or a group, which no list holds
+        peer_field = "peer_of" if hasattr(fault, "peer_of") else "of"
+        ends = [(getattr(fault, "target", None), "of", of),
+                (getattr(fault, "peer", None), peer_field, getattr(fault, peer_field, None))]
+        for role, field_name, what in ends:
+            if role == "leader" and what is not None:
+                problem = self._partition_problem(what)
+                if problem:
+                    return field_name, problem
+        return None  # a coordinator's `of` is a transactional.id or a group, which no list holds
+
+    def _partition_problem(self, of: str) -> str | None:
+        """What is wrong with ``of`` as TOPIC/PARTITION of this scenario."""
         topic, _, partition = of.rpartition("/")
         if not topic or not re.fullmatch(r"[0-9]+", partition):
             return f"{of!r}: a leader is of TOPIC/PARTITION, e.g. {self.topics[0]}/0"

@@ -201,6 +201,13 @@ def test_heal_all_clears_the_rules_and_delivers_what_is_held(cluster: Cluster) -
 
 
 def test_heal_escalates_to_restarting_a_frozen_wire_proxy(cluster: Cluster, caplog: pytest.LogCaptureFixture) -> None:
+    frozen_wire_proxy_is_restarted_by_the_heal(cluster, caplog)
+
+
+def frozen_wire_proxy_is_restarted_by_the_heal(cluster: Cluster, caplog: pytest.LogCaptureFixture) -> None:
+    """A wire proxy frozen (SIGSTOP; paused container) while it holds a request: the heal escalates
+    to restarting it, and the new one carries the link (tests/chaos/test_wire_between_brokers.py runs
+    it with every link between brokers through the proxy too)."""
     sock = _hold_one_api_versions(cluster)
     if cluster.backend == "local":
         os.kill(int(cluster.status().extra["wire_pid"]), signal.SIGSTOP)

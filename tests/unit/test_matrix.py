@@ -44,9 +44,10 @@ def _levels_supported(monkeypatch: pytest.MonkeyPatch) -> None:
 
     def new_cluster(backend: Backend, arts: Any, run_dir: Path, port_base: int | None = None,
                     overrides: dict[str, str] | None = None, detached: bool = False,
-                    transaction_version: int | None = None) -> str:
+                    transaction_version: int | None = None, wire_between_brokers: bool = False) -> str:
         NEW_CLUSTER_CALLS.append({"overrides": overrides, **({"transaction_version": transaction_version}
-                                                             if transaction_version is not None else {})})
+                                                             if transaction_version is not None else {}),
+                                  **({"wire_between_brokers": True} if wire_between_brokers else {})})
         return "cluster"
 
     NEW_CLUSTER_CALLS.clear()
@@ -94,7 +95,8 @@ def install_fakes(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Fakes:
     f = Fakes()
     monkeypatch.setenv("EOS_CHAOS_STATE", str(tmp_path / "state"))
 
-    def level_cluster(backend: Backend, arts: Any, run_dir: Path, level: Any, overrides: dict[str, str]) -> FakeCluster:
+    def level_cluster(backend: Backend, arts: Any, run_dir: Path, level: Any, overrides: dict[str, str],
+                      wire_between_brokers: bool = False) -> FakeCluster:
         return FakeCluster(f"tv-{matrix.level_name(level)}" + (f" {overrides}" if overrides else ""), f.events)
 
     def one_run(sc: Scenario, source: str, backend: Backend, seed: int, parent: Path, cluster: FakeCluster) -> SoakRun:
@@ -205,7 +207,9 @@ def test_a_level_the_release_does_not_take_is_refused_before_anything_runs(fakes
 def test_the_level_reaches_new_cluster_only_when_it_is_not_the_default(tmp_path: Path) -> None:
     matrix.level_cluster(Backend.local, None, tmp_path, None, {})  # type: ignore[arg-type]
     matrix.level_cluster(Backend.local, None, tmp_path, 2, {"a": "b"})  # type: ignore[arg-type]
-    assert NEW_CLUSTER_CALLS == [{"overrides": {}}, {"overrides": {"a": "b"}, "transaction_version": 2}]
+    matrix.level_cluster(Backend.local, None, tmp_path, None, {}, wire_between_brokers=True)  # type: ignore[arg-type]
+    assert NEW_CLUSTER_CALLS == [{"overrides": {}}, {"overrides": {"a": "b"}, "transaction_version": 2},
+                                 {"overrides": {}, "wire_between_brokers": True}]
 
 
 # ---- running: clusters, exit codes, matrix.json ----

@@ -59,7 +59,8 @@ def cache(fakes: Fakes, monkeypatch: pytest.MonkeyPatch) -> set[str]:
         cached.add(kv)
         return ready(kv)
 
-    def level_cluster(backend: Backend, arts: Any, run_dir: Path, level: Any, overrides: dict[str, str]) -> FakeCluster:
+    def level_cluster(backend: Backend, arts: Any, run_dir: Path, level: Any, overrides: dict[str, str],
+                      wire_between_brokers: bool = False) -> FakeCluster:
         return FakeCluster(f"tv-{matrix.level_name(level)} kafka-{arts.kafka_version}", fakes.events, arts.kafka_version)
 
     monkeypatch.setattr(matrix.artifacts, "ready", ready)

@@ -365,8 +365,9 @@ def test_replay_runs_each_candidate_as_eos_chaos_run_on_one_cluster(tmp_path: Pa
         asked.update(backend=backend.value, kafka_version=kafka_version, transaction_version=transaction_version)
         return cluster if up else None
 
-    def level_cluster(backend: Any, arts: Any, run_dir: Path, level: Any, overrides: Any) -> Any:
-        asked.update(level=level, overrides=overrides, cluster_dir=run_dir)
+    def level_cluster(backend: Any, arts: Any, run_dir: Path, level: Any, overrides: Any,
+                      wire_between_brokers: bool = False) -> Any:
+        asked.update(level=level, overrides=overrides, cluster_dir=run_dir, wire_between_brokers=wire_between_brokers)
         return cluster
 
     def run(sc: Any, backend: Any, seed: int, run_dir: Path, kafka_version: Any = None, **kw: Any) -> Any:

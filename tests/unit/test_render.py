@@ -51,6 +51,12 @@ def test_hosts_file_routes_peers_through_this_nodes_proxies_and_itself_directly(
     assert lines[0] == "127.0.0.1 localhost"
 
 
+def test_hosts_file_with_wire_between_brokers_routes_itself_through_the_wire_proxy():
+    lines = render.hosts_file(Topology(wire_between_brokers=True), 3).splitlines()
+    assert "127.10.3.1 kafka-1" in lines and "127.10.3.2 kafka-2" in lines
+    assert "127.10.243.3 kafka-3" in lines  # itself: the wire proxy's self hop n3-to-n3-*, not its real socket
+
+
 def test_properties_file_format_round_trips():
     text = render.format_properties({"a.b": "1", "c": "x,y"})
     assert text == "a.b=1\nc=x,y\n"

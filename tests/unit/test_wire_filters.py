@@ -62,9 +62,9 @@ def test_an_unfiltered_rule_is_sent_as_a_proxy_from_before_filters_takes_it() ->
 
 @pytest.mark.parametrize("data, said", [
     ({"kind": "hold-requests", "api": "Produce", "result": "abort"},
-     "result: 'abort' filters requests of EndTxn; Produce requests do not carry it"),
+     "result: 'abort' filters requests of EndTxn, WriteTxnMarkers; Produce requests do not carry it"),
     ({"kind": "error-responses", "api": ["EndTxn", "InitProducerId"], "min_producer_epoch": 5},
-     "min_producer_epoch: 5 filters requests of EndTxn, AddOffsetsToTxn, AddPartitionsToTxn, TxnOffsetCommit; "
+     "min_producer_epoch: 5 filters requests of EndTxn, AddOffsetsToTxn, AddPartitionsToTxn, TxnOffsetCommit, WriteTxnMarkers; "
      "InitProducerId requests do not carry it"),
     ({"kind": "drop-api-responses", "api": "Metadata", "transactional_id": "t"},
      "transactional_id: 't' filters requests of EndTxn,"),
@@ -80,7 +80,7 @@ def test_a_filter_an_api_cannot_carry_is_refused(data: dict[str, Any], said: str
 
 def test_in_a_scenario_the_refusal_names_file_and_line(tmp_path: Path) -> None:
     msg = _load_error(tmp_path, "duration: 30\nfaults:\n  - {at: 5, kind: hold-requests, api: Produce, result: commit}\n")
-    assert "FILE:7: faults[0] (hold-requests at 5s): result: 'commit' filters requests of EndTxn; Produce requests " \
+    assert "FILE:7: faults[0] (hold-requests at 5s): result: 'commit' filters requests of EndTxn, WriteTxnMarkers; Produce requests " \
            "do not carry it" in msg, msg
 
 

@@ -201,7 +201,7 @@ func TestTheApiRefusesAFilterItsApisCannotCarryAndShowsTheFiltersOfARule(t *test
 	p, _, _ := startProxy(t, newFakeBroker(t))
 	srv := httptestServer(t, p)
 	code, body := call(t, "POST", srv+"/rules", `{"apis": ["Produce"], "action": "hold", "result": "abort"}`)
-	if code != 400 || !strings.Contains(body, "result: Produce requests do not carry it; it filters [EndTxn]") {
+	if code != 400 || !strings.Contains(body, "result: Produce requests do not carry it; it filters [EndTxn WriteTxnMarkers]") {
 		t.Fatalf("%d %s", code, body)
 	}
 	code, _ = call(t, "POST", srv+"/rules", `{"apis": ["EndTxn"], "action": "hold", "transactional_id": "t", "min_producer_epoch": 32766, "result": "abort"}`)

@@ -55,11 +55,11 @@ const (
 )
 
 // filterAPIs: the APIs whose decoded request bodies (requestBody) carry what each filter reads.
-// AddPartitionsToTxn v4+ (the brokers' batched form) carries none of it and matches no filtered rule.
+// The brokers' batched requests (WriteTxnMarkers, AddPartitionsToTxn v4+) pass when any entry does.
 var filterAPIs = map[string][]int16{
 	"transactional_id":   {apiEndTxn, apiAddOffsetsToTxn, apiAddPartitionsToTxn, apiTxnOffsetCommit, apiInitProducerId, apiProduce},
-	"min_producer_epoch": {apiEndTxn, apiAddOffsetsToTxn, apiAddPartitionsToTxn, apiTxnOffsetCommit},
-	"result":             {apiEndTxn},
+	"min_producer_epoch": {apiEndTxn, apiAddOffsetsToTxn, apiAddPartitionsToTxn, apiTxnOffsetCommit, apiWriteTxnMarkers},
+	"result":             {apiEndTxn, apiWriteTxnMarkers},
 }
 
 // Rule is a validated rule.
@@ -177,8 +177,16 @@ func (r *Rule) Filtered() bool {
 	return r.Spec.TransactionalID != "" || r.Spec.MinProducerEpoch != nil || r.Spec.Result != ""
 }
 
-// accepts: the decoded request (requestBody's details) passes every filter of the rule.
+// accepts: the decoded request (requestBody's details) passes every filter of the rule; a batched
+// request (brokers.go) when one of its entries does.
 func (r *Rule) accepts(d Details) bool {
+	if entries, ok := d[batchKey].([]Details); ok {
+		return slices.ContainsFunc(entries, r.acceptsOne)
+	}
+	return r.acceptsOne(d)
+}
+
+func (r *Rule) acceptsOne(d Details) bool {
 	if s := r.Spec.TransactionalID; s != "" {
 		if id, ok := d["transactional_id"].(string); !ok || !idMatches(s, id) {
 			return false

@@ -69,9 +69,12 @@ func requestBody(h Header, frame []byte) (details Details, noResponse bool, topi
 		details["producer_id"] = d.Int64()
 		details["producer_epoch"] = d.Int16()
 		details["group_id"] = d.String(flex)
+	case apiWriteTxnMarkers:
+		batchBody(h, d, flex, details)
 	case apiAddPartitionsToTxn:
-		if v >= 4 { // broker-to-broker batches (KIP-890); clients send v3 and below
-			return details, false, nil, nil
+		if v >= 4 { // broker-to-broker batches (KIP-890 verification); clients send v3 and below
+			batchBody(h, d, flex, details)
+			break
 		}
 		details["transactional_id"] = d.String(flex)
 		details["producer_id"] = d.Int64()

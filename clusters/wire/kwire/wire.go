@@ -36,6 +36,9 @@ var APINames = map[string]int16{
 	"ApiVersions": 18, "InitProducerId": 22, "AddPartitionsToTxn": 24, "AddOffsetsToTxn": 25,
 	"EndTxn": 26, "TxnOffsetCommit": 28, "DescribeProducers": 61, "DescribeTransactions": 65,
 	"ListTransactions": 66, "ConsumerGroupHeartbeat": 68,
+	// between brokers, and brokers to the controller quorum
+	"WriteTxnMarkers": 27, "Vote": 52, "BeginQuorumEpoch": 53, "EndQuorumEpoch": 54, "AlterPartition": 56,
+	"FetchSnapshot": 59, "BrokerRegistration": 62, "BrokerHeartbeat": 63,
 }
 
 // APIName is the name of key ("api-<key>" for one not in APINames).
@@ -56,7 +59,7 @@ func nameOf(table map[string]int16, value int16, format string) string {
 // synthesize are listed: for every other API the header's first 8 bytes are all we read.
 var flexibleFrom = map[int16]int16{
 	apiProduce: 9, apiInitProducerId: 2, apiAddPartitionsToTxn: 3, apiAddOffsetsToTxn: 3,
-	apiEndTxn: 3, apiTxnOffsetCommit: 3,
+	apiEndTxn: 3, apiTxnOffsetCommit: 3, apiWriteTxnMarkers: 1,
 }
 
 // Flexible reports whether version ver of api uses the flexible encoding; known is false when the
