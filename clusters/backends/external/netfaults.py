@@ -100,6 +100,8 @@ def _chain_script(link: str, peer: Peer, chain: str, rules: tuple[Rule, ...]) ->
     for hook, verdict in rules:
         match = f"-d \"$ip\" --dport {peer.port}" if hook == "OUTPUT" else f"-s \"$ip\" --sport {peer.port}"
         jump = "REJECT --reject-with tcp-reset" if verdict == "REJECT" else "DROP"
+        if verdict == "REJECT" and hook == "INPUT":  # the resets (ours from OUTPUT too) come in as from the peer
+            match += " ! --tcp-flags RST RST"
         lines.append(f"iptables -w -A {c} -p tcp {match} {note} -j {jump}")
     lines += [f"iptables -w -I OUTPUT 1 -j {c}", f"iptables -w -I INPUT 1 -j {c}"]
     return "\n".join(lines) + "\n"
