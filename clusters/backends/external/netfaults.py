@@ -37,6 +37,9 @@ ROOT_KIND = "htb"
 FIRST_LINK_BAND, LAST_BAND = 4, 4095
 #: The rate of a class that only delays: far above any link.
 UNCAPPED = "100gbit"
+#: htb's quantum for our classes (its default, rate / 10, is past its bound for an uncapped class);
+#: it only shares spare rate between classes, which ours do not.
+QUANTUM = 60000
 #: iptables chain names are at most 28 characters; ``EOSC-<tag>-<n>``.
 TAG = re.compile(r"[A-Za-z0-9]{1,12}")
 #: Exit code of a script that refuses a node's state it must not touch (a root qdisc someone else set).
@@ -170,11 +173,11 @@ def toxic_script(link: str, peer: Peer, dev: str, band: int, latency_ms: float =
     d, cls = shlex.quote(dev), f"{ROOT_HANDLE}{band}"
     rate = f"{round(rate_kbps)}kbit" if rate_kbps > 0 else UNCAPPED
     netem = netem_args(latency_ms, jitter_ms)
-    leaf = (f"tc qdisc replace dev {d} parent {cls} handle {leaf_handle(band)} netem {netem} || "
-            f"{{ echo 'netem (sch_netem) is not in the kernel of this node: no latency between brokers here' >&2; "
+    leaf = (f"err=$(tc qdisc replace dev {d} parent {cls} handle {leaf_handle(band)} netem {netem} 2>&1) || "
+            f"{{ echo \"netem (sch_netem) is not in the kernel of this node: no latency between brokers here ($err)\" >&2; "
             f"exit {REFUSED_RC}; }}" if netem else f"tc qdisc replace dev {d} parent {cls} handle {leaf_handle(band)} pfifo")
     return (root_script(dev) + f"{_ip(peer)}\n"
-            f"tc class replace dev {d} parent {ROOT_HANDLE} classid {cls} htb rate {rate} ceil {rate}\n"
+            f"tc class replace dev {d} parent {ROOT_HANDLE} classid {cls} htb rate {rate} ceil {rate} quantum {QUANTUM}\n"
             f"{leaf}\n"
             f"tc filter del dev {d} parent {ROOT_HANDLE} prio {band} 2>/dev/null || true\n"
             f"tc filter add dev {d} parent {ROOT_HANDLE} protocol ip prio {band} u32 match ip dst \"$ip\"/32 "
