@@ -90,8 +90,9 @@ def test_a_cut_between_brokers_is_a_chain_in_the_source_container_and_its_heal_r
     c, links = ext.c, ext.links
     topic = f"extnet-{uuid.uuid4().hex[:6]}"
     admin = admin_client(c.direct_bootstrap)
-    admin.create_topics([NewTopic(topic, 1, replica_assignment=[[2, 1, 3]])])[topic].result(30)  # leader 2
-    replicated(c.direct_bootstrap, topic, partitions=1)
+    # three partitions (what `writes` writes to), each led by broker 2
+    admin.create_topics([NewTopic(topic, 3, replica_assignment=[[2, 1, 3], [2, 3, 1], [2, 1, 3]])])[topic].result(30)
+    replicated(c.direct_bootstrap, topic, partitions=3)
     assert _connects(c, 1, 2) and _rules(c, 1) == []
     with writes(c.direct_bootstrap, topic):
         links.set_enabled("n1-to-n2-internal", False)
