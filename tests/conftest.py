@@ -67,7 +67,9 @@ def cluster(session_cluster: Cluster) -> Iterator[Cluster]:
 #: they run on compose in `make test` too. Every other real-cluster test judges Kafka's and the
 #: clients' behaviour, which is the same on both; on compose it runs with `make library`.
 BACKEND_SENSITIVE = {"test_cluster.py", "test_fault_effects.py", "test_heal.py", "test_runner_killed.py",
-                     "test_compose_errors.py", "test_transaction_version.py"}
+                     "test_compose_errors.py", "test_transaction_version.py",
+                     # compose's containers as an external cluster: iptables and tc in their namespaces
+                     "test_external_netfaults.py"}
 #: Tests of those modules whose compose twin goes to `make library` all the same, to keep `make test`
 #: within 30 minutes: each has a cheaper compose test of the same mechanism that stays (a killed
 #: runner: test_runner_killed.py; kill -9 of a node: test_fault_effects.py's kill and stop; a restart:

@@ -10,7 +10,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from clusters.backends.reclaim import Owner, Reclaimed
 from clusters.kafka.topology import Topology
-from clusters.toxiproxy.toxiproxy_api import ProxySpec, Toxiproxy
+from clusters.toxiproxy.toxiproxy_api import LinkControl, ProxySpec
 from clusters.wire.wire_api import WireProxy
 
 #: A 3-node KRaft cluster on two cores comes up in ~10-20 s; allow for a machine under load.
@@ -138,8 +138,10 @@ class Cluster(Protocol):
         ...
 
     @property
-    def toxiproxy(self) -> Toxiproxy:
-        """The API of the Toxiproxy that carries every link."""
+    def toxiproxy(self) -> LinkControl:
+        """What faults every link by name: the Toxiproxy that carries every link on the built-in
+        backends; on an external cluster, Toxiproxy for the clients' links and tc/iptables on the
+        nodes for the links between brokers (clusters/backends/external/links.py)."""
         ...
 
     def proxy_specs(self) -> list[ProxySpec]:

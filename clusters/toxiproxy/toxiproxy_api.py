@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import requests
 
@@ -25,6 +25,33 @@ class ProxySpec:
     listen: str
     upstream: str
     enabled: bool = True
+
+
+class LinkControl(Protocol):
+    """What network faults (chaos/faults/network.py) and heal-all (chaos/heal.py) do to links, by link
+    name (``client-to-n1``, ``n1-to-n2-internal``): ``Toxiproxy`` itself on the built-in backends,
+    ``clusters.backends.external.links.ExternalLinks`` on a cluster the harness did not start."""
+
+    def ping(self) -> bool: ...
+
+    def proxies(self) -> dict[str, dict[str, Any]]: ...
+
+    def populate(self, specs: Iterable[ProxySpec]) -> None: ...
+
+    def recreate(self, specs: Iterable[ProxySpec]) -> None: ...
+
+    def set_enabled(self, name: str, enabled: bool) -> None: ...
+
+    def add_toxic(self, proxy: str, kind: str, attributes: dict[str, Any], *, stream: str = "downstream",
+                  toxicity: float = 1.0, name: str | None = None) -> str: ...
+
+    def remove_toxic(self, proxy: str, toxic: str) -> None: ...
+
+    def reset(self) -> None: ...
+
+    def unhealed(self) -> list[str]: ...
+
+    def close(self) -> None: ...
 
 
 class Toxiproxy:

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from clusters.backends.protocol import Cluster
+from clusters.toxiproxy.toxiproxy_api import Toxiproxy
 from harness.base.errors import ConfigError, HarnessError
 
 LINK = "client-to-n1"
@@ -84,6 +85,8 @@ def bench(cluster: Cluster, count: int, run: int) -> dict[str, Any]:
     through_wire = specs[LINK].upstream
     direct = cluster.wire.stats().links[LINK]["upstream"]
     tox = cluster.toxiproxy
+    if not isinstance(tox, Toxiproxy):  # an external cluster's links are not all proxies
+        raise ConfigError("the wire proxy's bench swaps a Toxiproxy proxy's upstream: it runs on the built-in backends")
     sides: dict[str, list[float]] = {}
     order = ["with", "without"] if run % 2 == 0 else ["without", "with"]
     try:

@@ -157,7 +157,8 @@ def cluster_heal(
                                                           "run none."),
 ) -> None:
     """Put an external cluster back as it was: undo every change its heal journal holds (after a
-    runner was killed mid-fault), then resume a paused broker and start a down one.
+    runner was killed mid-fault), then remove every EOSC-* iptables chain and eec1: qdisc from the
+    nodes that allow net, resume a paused broker and start a down one.
 
     Exit 0: every node is up and nothing is left to undo. Exit 2: what is left, node by node (or a
     run faulting the cluster now holds its journal)."""

@@ -90,7 +90,7 @@ def test_the_digest_changes_with_the_inventory(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("old, new, want", [
     ("  net: {allowed: true, device: ens5}\n", "  net: {allowed: true, devise: ens5}\n",
-     "FILE:6: defaults.net.devise: unknown key (allowed: allowed, why_not, device, netns); did you mean 'device'?"),
+     "FILE:6: defaults.net.devise: unknown key (allowed: allowed, why_not, device, netns, peers); did you mean 'device'?"),
     ("control: {docker: {container: eos-kafka-3}}", "control: {docker: {container: eos-kafka-3, tty: true}}",
      "FILE:19: nodes[2].control.docker.tty: unknown key (allowed: container, docker_host)"),
     ("name: every-kind\n", "name: every-kind\nport_base: 3\n", "FILE:2: port_base: unknown key (allowed: name,"),

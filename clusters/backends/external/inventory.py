@@ -166,6 +166,14 @@ class BrokerControl(InventoryModel):
         return "service" if self.service else "process" if self.process else "docker" if self.docker else None
 
 
+class PeerListeners(InventoryModel):
+    """How this node reaches another broker's listeners, where that is not the broker's own
+    ``listeners`` (a proxy, a NAT, a name that resolves differently on this node)."""
+
+    internal: HostPort | None = None
+    controller: HostPort | None = None
+
+
 class NetAccess(InventoryModel):
     """Whether tc and iptables may run on the node, to cut or slow links between brokers."""
 
@@ -173,6 +181,7 @@ class NetAccess(InventoryModel):
     why_not: str | None = None  # said when a fault needs it ("production VM, no root")
     device: Text = "eth0"  # tc's device
     netns: Literal["node", "container"] = "node"  # container: nsenter into it from the control host
+    peers: dict[int, PeerListeners] = {}  # node id -> where this node reaches its listeners
 
 
 class Listeners(InventoryModel):
@@ -261,6 +270,12 @@ class Inventory(InventoryModel):
                 raise _invalid(("nodes", i, "listeners", "client"), f"{n.listeners.client} is also nodes"
                                                                     f"[{listeners[n.listeners.client]}]'s listener")
             listeners[n.listeners.client] = i
+        ids = {n.id for n in self.nodes}
+        for i, n in enumerate(self.nodes):
+            unknown = sorted(set((n.net or self.defaults.net or NetAccess()).peers) - ids)
+            if unknown:
+                raise _invalid(("nodes", i, "net", "peers"), f"node {n.id}: peers {unknown} are not nodes of this "
+                                                             f"inventory ({', '.join(map(str, sorted(ids)))})")
             _resolve(self.defaults, n, i)  # raises where a merged node lacks what it needs
         return self
 

@@ -1,6 +1,7 @@
 """``eos-chaos cluster heal --inventory FILE``: put an external cluster back as it was after a run
 that could not heal it (SIGKILL of the runner): replay its heal journal, newest change first, then
-a sweep that does not trust the journal (a paused broker is resumed, a down one started)."""
+a sweep that does not trust the journal (every ``EOSC-*`` iptables chain and ``eec1:`` root qdisc
+removed from the nodes whose inventory allows net, a paused broker resumed, a down one started)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from clusters.backends.external import transport
 from clusters.backends.external.heal_journal import HealJournal, UndoStep, folder_for, held, replay, undo
 from clusters.backends.external.inventory import Inventory
 from clusters.backends.external.lifecycle import Broker
+from clusters.backends.external.links import sweep_net
 from clusters.backends.protocol import NodeState
 from harness.base.errors import HarnessError
 
@@ -56,10 +58,11 @@ def sweep(brokers: dict[int, Broker]) -> HealReport:
     return r
 
 
-def heal(inv: Inventory, root: Path | None = None) -> HealReport:
-    """Replay ``inv``'s journal and sweep its nodes; JournalBusy (exit 2) while a live run holds it."""
+def heal(inv: Inventory, root: Path | None = None, brokers: dict[int, Broker] | None = None) -> HealReport:
+    """Replay ``inv``'s journal and sweep its nodes (through ``brokers``, else the inventory's
+    transports); JournalBusy (exit 2) while a live run holds it."""
     journal = HealJournal(folder_for(inv, root))
-    brokers = brokers_of(inv, journal.folder.parent / "known_hosts")
+    brokers = brokers or brokers_of(inv, journal.folder.parent / "known_hosts")
     with held(journal):
         opened = journal.open_changes()
         r = HealReport(did=[f"node {a.node}: undo {a.what} (change {a.id}, {a.detail or 'no detail'})" for a in
@@ -68,6 +71,9 @@ def heal(inv: Inventory, root: Path | None = None) -> HealReport:
         r.did += [f"journal line {line[:120]!r} cannot be read (torn by a crash mid-write); set aside"
                   for line in journal.torn]
         r.left += replay(journal, brokers)
+        net_did, net_left = sweep_net(brokers)  # what the journal missed: a line torn, a change made by hand
+        r.did += net_did or [f"{b.node.where}: no chain or qdisc of ours" for b in brokers.values() if b.node.net.allowed]
+        r.left += net_left
         swept = sweep(brokers)
         r.did += swept.did
         r.left += swept.left
@@ -94,6 +100,9 @@ def heal_dry_run(inv: Inventory, root: Path | None = None) -> HealReport:
                 r.did.append(f"{b.node.where}: undo {a.what} (change {a.id})")
                 (b.on_control if step.on == "control" else b.on_node).run(step.run)
     for b in brokers.values():
+        if b.node.net.allowed:
+            r.did.append(f"{b.node.where}: remove every EOSC-* iptables chain and eec1: root qdisc")
         r.did.append(f"{b.node.where}: read its state, resume it if paused, start it if down")
         b.run("status")
+    sweep_net(brokers)  # printed by the dry-run transports
     return r
