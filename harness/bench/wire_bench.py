@@ -78,15 +78,22 @@ def _pct(values: list[float], q: float) -> float:
     return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 1)
 
 
+def _toxiproxy_of(cluster: Cluster) -> Toxiproxy:
+    """The cluster's Toxiproxy, whose proxies' upstreams the benches swap; an external cluster's links
+    are not all proxies."""
+    tox = cluster.toxiproxy
+    if not isinstance(tox, Toxiproxy):
+        raise ConfigError("the wire proxy's bench swaps a Toxiproxy proxy's upstream: it runs on the built-in backends")
+    return tox
+
+
 def bench(cluster: Cluster, count: int, run: int) -> dict[str, Any]:
     """One run: ``count`` round trips with and without the wire proxy in the chain."""
     addr = cluster.bootstrap.split(",")[0]
     specs = {s.name: s for s in cluster.proxy_specs()}
     through_wire = specs[LINK].upstream
     direct = cluster.wire.stats().links[LINK]["upstream"]
-    tox = cluster.toxiproxy
-    if not isinstance(tox, Toxiproxy):  # an external cluster's links are not all proxies
-        raise ConfigError("the wire proxy's bench swaps a Toxiproxy proxy's upstream: it runs on the built-in backends")
+    tox = _toxiproxy_of(cluster)
     sides: dict[str, list[float]] = {}
     order = ["with", "without"] if run % 2 == 0 else ["without", "with"]
     try:
@@ -158,7 +165,7 @@ def replication(cluster: Cluster, count: int, run: int) -> dict[str, Any]:
     links = _internal_links(cluster)
     topic = f"bench-replication-{run}"
     create_topic(admin_client(cluster.direct_bootstrap), topic, 1)
-    tox = cluster.toxiproxy
+    tox = _toxiproxy_of(cluster)
     sides: dict[str, list[float]] = {}
     order = ["with", "without"] if run % 2 == 0 else ["without", "with"]
     try:
