@@ -47,6 +47,9 @@ class ClusterRecord:
     images: dict[str, str] = field(default_factory=dict)
     #: the transaction.version its storage was formatted at; None: the Kafka release's default
     transaction_version: int | None = None
+    #: external backend: the inventory file (absolute) and the digest of what it said at ``cluster up``
+    inventory: str = ""
+    inventory_digest: str = ""
 
 
 def record_path(backend: str) -> Path:
@@ -113,7 +116,7 @@ def keep_aside(path: Path, why: str) -> Path | None:
 
 
 #: Every backend that leaves a record (``clusters.backends.backends.Backend``'s values).
-BACKENDS = ("local", "compose")
+BACKENDS = ("local", "compose", "external")
 
 
 #: pytest-xdist workers record their clusters in ``<state>/xdist-<worker>/`` (harness/pytest_plugin/__init__.py).

@@ -97,7 +97,34 @@ TransactionVersion = typer.Option(
 #: An external cluster's inventory file (docs/reference/inventory.md).
 InventoryOpt = typer.Option(..., "--inventory", dir_okay=False, metavar="FILE",
                             help="The inventory file of the external cluster (docs/reference/inventory.md).")
-BackendOpt = typer.Option(Backend.local, "--backend", help="Where the cluster runs: local processes or Docker Compose.")
+BackendOpt = typer.Option(Backend.local, "--backend", help="Where the cluster runs: local processes, Docker Compose, "
+                          "or a cluster you already run (external: give --inventory).")
+#: ``--inventory`` on the commands that run on a cluster: it implies ``--backend external``.
+InventoryRunOpt = typer.Option(None, "--inventory", dir_okay=False, exists=True, metavar="FILE",
+                               help="Run on the cluster this inventory file describes (implies --backend external; "
+                                    "docs/reference/inventory.md).")
+AllowNonDisposableOpt = typer.Option(False, "--allow-non-disposable",
+                                     help="With --inventory: allow faults on a cluster whose inventory does not say "
+                                          "`disposable: true`.")
+
+
+def external_backend(backend: Backend, inventory: Path | None, allow_non_disposable: bool) -> Backend:
+    """The backend a command runs on: ``external`` when ``--inventory`` names a cluster (made the one
+    every external cluster of this process fronts), else ``backend``; ConfigError for ``--backend
+    external`` without an inventory, or an inventory with another ``--backend``."""
+    from clusters.backends.backends import ExternalTarget, use_external
+
+    if inventory is None:
+        if backend is Backend.external:
+            raise ConfigError("--backend external fronts a cluster you already run: name its inventory with "
+                              "--inventory FILE (docs/reference/inventory.md)")
+        if allow_non_disposable:
+            raise ConfigError("--allow-non-disposable is about an external cluster: give it with --inventory FILE")
+        return backend
+    if backend is not Backend.local and backend is not Backend.external:
+        raise ConfigError(f"--inventory runs on the cluster it describes (the external backend), not --backend {backend.value}")
+    use_external(ExternalTarget(inventory.absolute(), allow_non_disposable))
+    return Backend.external
 EngineOpt = typer.Option(Engine.default, "--engine", help="default: numpy/pandas in memory; spark: Spark DataFrame "
                          "jobs over the Parquet history (local[2], or $EOS_CHAOS_SPARK_MASTER) for histories larger than memory.")
 BenchRuns = typer.Option(3, "--runs", min=1, max=10)
