@@ -175,6 +175,9 @@ def cluster_that_is_up(backend: Backend, sc: Scenario, kafka_version: str | None
         return None  # none, or its owner crashed: a new start reclaims it
     where = f"the {backend.value} cluster that is up (run folder {rec.run_dir})"
     wrong = []
+    target = backends.external_target()
+    if backend is Backend.external and target is not None and rec.inventory != str(target.inventory.resolve()):
+        wrong.append(f"it fronts the cluster of inventory {rec.inventory}, --inventory names {target.inventory}")
     if kafka_version and kafka_version != rec.kafka_version:
         wrong.append(f"it runs Kafka {rec.kafka_version}, --kafka-version asks for {kafka_version}")
     if port_base and port_base != rec.port_base:
@@ -243,6 +246,8 @@ def _run(sc: Scenario, backend: Backend, seed: int, folder: RunFolder, kafka_ver
     topic_names = run_names(sc, tag)  # what physical() names them
     sc = physical(sc, tag)
     faults = schedule.plan(sc, seed)
+    if backend is Backend.external:
+        check_external(sc, faults)  # before anything starts: nothing touches the cluster yet
     planned = schedule.as_json(faults)
     write_json(folder.scenario, {**sc.model_dump(), "seed": seed, "backend": backend.value, "schedule": planned})
     journal = Journal(scenario=sc.name, source=source, resolved=sc.model_dump(mode="json"), seed=seed,
@@ -257,6 +262,11 @@ def _run(sc: Scenario, backend: Backend, seed: int, folder: RunFolder, kafka_ver
         if cluster is not None:
             check_fault_levels(faults, _kafka_version(cluster, kafka_version))
             journal.faulted_at_start = prepare_attached(cluster)
+    if cluster is None and backend is Backend.external:
+        cluster = backends.new_cluster(backend, None, run_dir, port_base, detached=keep)
+        own = not keep
+        cluster.start()
+        check_external_version(cluster, kafka_version, faults)
     if cluster is None:
         arts = artifacts.ready(kafka_version) if kafka_version else None
         arts = arts or artifacts.ensure(kafka_version or pins.KAFKA_VERSION)
@@ -275,6 +285,8 @@ def _run(sc: Scenario, backend: Backend, seed: int, folder: RunFolder, kafka_ver
     try:
         # the levels in force, read back (not the flag): what the run's clients met at its start
         journal.features = finalized(cluster.direct_bootstrap, FEATURES_TIMEOUT_S)
+        if backend is Backend.external:
+            note_external_facts(cluster, journal)
         journal.command = runinfo.rerun_command(source, backend.value, seed, sc.duration, kv, journal.transaction_version,
                                                 _producers(sc))
         journal.save(folder)
@@ -317,7 +329,59 @@ def _producers(sc: Scenario) -> int | None:
 
 
 def _kafka_version(cluster: Cluster, asked: str | None) -> str | None:
+    if cluster.backend == Backend.external.value:  # as read from the cluster's own jars (None: unknown)
+        read: str | None = getattr(cluster, "kafka_version", None)
+        return read or asked
     return getattr(getattr(cluster, "artifacts", None), "kafka_version", asked)
+
+
+def check_external(sc: Scenario, faults: list[Fault]) -> None:
+    """ConfigError (exit 2) before anything starts when the external cluster may not be faulted
+    (not disposable), cannot carry a fault of ``faults``, or cannot take the scenario's broker settings."""
+    from chaos.capabilities import external_refusals
+
+    target = backends.external_target()
+    if target is None:
+        raise ConfigError("the external backend needs --inventory FILE (docs/reference/inventory.md)")
+    refused = external_refusals(faults, target.inventory, target.allow_non_disposable)
+    if sc.broker_config:
+        refused.append(f"scenario {sc.name} needs broker settings {sc.broker_config}; the harness does not restart a "
+                       "cluster it did not start with settings of its own")
+    if refused:
+        raise ConfigError(f"scenario {sc.name} cannot run on the cluster of {target.inventory}:\n  " + "\n  ".join(refused))
+
+
+def check_external_version(cluster: Cluster, asked: str | None, faults: list[Fault]) -> None:
+    """ConfigError when ``--kafka-version`` asks for another release than the external cluster runs;
+    the faults' levels checked against the release read."""
+    read: str | None = getattr(cluster, "kafka_version", None)
+    if asked and read and asked != read:
+        raise ConfigError(f"--kafka-version {asked}: the external cluster runs Kafka {read} (read from its jars); "
+                          "the harness runs on the cluster as it is")
+    check_fault_levels(faults, read)
+
+
+def note_external_facts(cluster: Cluster, journal: Journal) -> None:
+    """The external cluster's facts as read (journal.cluster) and its finalized levels as what a heal restores."""
+    from harness.kafka.cluster_facts import read_facts
+
+    setattr(cluster, "levels_read", dict(journal.features))  # noqa: B010 - the external backend's alone
+    journal.cluster = {**getattr(cluster, "facts", {}), **read_facts(admin_client(cluster.direct_bootstrap),
+                                                                     cluster.direct_bootstrap)}
+
+
+def delete_run_objects(cluster: Cluster, topics: list[str], tag: str) -> list[str]:
+    """The run's topics and consumer groups deleted from an external cluster (the built-in backends'
+    go with the cluster); what could not be deleted, one line each (logged, never a failed run)."""
+    from harness.kafka.admin import delete_groups_tagged, delete_topics
+
+    try:
+        admin = admin_client(cluster.direct_bootstrap)
+        problems = delete_topics(admin, topics) + delete_groups_tagged(admin, tag)
+    except Exception as exc:  # noqa: BLE001 - a leftover topic is said, never a failed run
+        problems = [f"{type(exc).__name__}: {exc}"]
+    log.info(f"deleted the run's topics {topics} and groups tagged {tag}" + (f"; not deleted: {problems}" if problems else ""))
+    return problems
 
 
 def check_fault_levels(faults: list[Fault], kafka_version: str | None) -> None:
@@ -455,6 +519,10 @@ def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, fold
         finally:
             if progress is not None:
                 progress.close()
+            if cluster.backend == Backend.external.value:  # not ours to keep: the run's topics and groups go
+                tag = run_tag(folder.name)
+                journal.cleanup_problems = delete_run_objects(cluster, [t for t in sc.topics if tag in t], tag)
+                journal.save(folder)
 
 
 def _owned(runs: list[KindRun]) -> set[str]:
