@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -14,17 +15,21 @@ from clusters.backends.backends import Backend
 from clusters.backends.reclaim import Owner
 from clusters.kafka import kafka_release
 from clusters.spark.standalone import recorded_status as spark_status
+from harness.base.errors import ConfigError
 from harness.cli import exits
 from harness.cli.console import out, print_json
 from harness.cli.guard import guarded
 from harness.cli.options import (
+    AllowNonDisposableOpt,
     BackendOpt,
     BrokerConfig,
     InventoryOpt,
+    InventoryRunOpt,
     KafkaVersion,
     PortBase,
     TransactionVersion,
     cluster_features,
+    external_backend,
     kafka_artifacts,
     parse_broker_config,
 )
@@ -37,10 +42,16 @@ app = typer.Typer(no_args_is_help=True, help="Bring a cluster up, down, or ask h
 @app.command("up")
 @guarded
 def cluster_up(backend: Backend = BackendOpt, kafka_version: str = KafkaVersion, port_base: int | None = PortBase,
-               broker_config: list[str] = BrokerConfig, transaction_version: int | None = TransactionVersion) -> None:
-    """Start a 3-node cluster that stays up until `eos-chaos cluster down`."""
+               broker_config: list[str] = BrokerConfig, transaction_version: int | None = TransactionVersion,
+               inventory: Path | None = InventoryRunOpt, allow_non_disposable: bool = AllowNonDisposableOpt) -> None:
+    """Start a 3-node cluster that stays up until `eos-chaos cluster down` (with --inventory: the
+    proxies in front of a cluster you already run, after checking every node)."""
     from clusters.kafka.feature_levels import check_transaction_version
 
+    backend = external_backend(backend, inventory, allow_non_disposable)
+    if backend is Backend.external:
+        _external_up(port_base, broker_config, transaction_version)
+        return
     overrides = parse_broker_config(broker_config)
     kafka_release.parse_kafka_version(kafka_version)
     check_transaction_version(kafka_version, transaction_version)  # before a fetch, too
@@ -61,10 +72,28 @@ def cluster_up(backend: Backend = BackendOpt, kafka_version: str = KafkaVersion,
               f"  toxiproxy: {s.toxiproxy}\n  logs: {run_dir}/nodes/", highlight=False)
 
 
+def _external_up(port_base: int | None, broker_config: list[str], transaction_version: int | None) -> None:
+    """``cluster up --inventory FILE``: the cluster is as it is; only the proxies start."""
+    if broker_config or transaction_version is not None:
+        raise ConfigError("--broker-config and --transaction-version set up a cluster the harness starts; a cluster "
+                          "given by --inventory runs as it is")
+    run_dir = new_run_dir("cluster")
+    cluster = backends.new_cluster(Backend.external, None, run_dir, port_base, detached=True)
+    t0 = time.monotonic()
+    cluster.start()
+    s = cluster.status()
+    out.print(f"external cluster checked and fronted in {time.monotonic() - t0:.1f}s; Kafka {s.kafka_version} "
+              f"(read from its jars)", highlight=False)
+    out.print(f"  bootstrap (through proxies): {s.bootstrap}\n  direct bootstrap: {s.direct_bootstrap}\n"
+              f"  toxiproxy: {s.toxiproxy}\n  heal journal: {s.extra.get('journal')}", highlight=False)
+
+
 @app.command("down")
 @guarded
-def cluster_down(backend: Backend = BackendOpt) -> None:
-    """Stop the cluster and everything of ours left running (no error when nothing is up)."""
+def cluster_down(backend: Backend = BackendOpt, inventory: Path | None = InventoryRunOpt) -> None:
+    """Stop the cluster and everything of ours left running (no error when nothing is up). With
+    --inventory: undo every change the run left on its nodes and stop the proxies; the brokers stay."""
+    backend = external_backend(backend, inventory, False)
     rec = state.load(backend.value)
     if rec is None:
         left = backends.reclaim(backend)
@@ -87,11 +116,13 @@ def cluster_down(backend: Backend = BackendOpt) -> None:
 def cluster_status(
     backend: Backend = BackendOpt,
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    inventory: Path | None = InventoryRunOpt,
 ) -> None:
     """Show the cluster's addresses and node states.
 
     Exit 0: a cluster is recorded (shown whatever its nodes' states; `up` says whether any node is).
     Exit 2: no cluster of the backend is up (an environment without one; not a finding)."""
+    backend = external_backend(backend, inventory, False)
     rec = state.load(backend.value)
     if rec is None:
         if as_json:
@@ -151,6 +182,7 @@ def cluster_heal(
         r = node_heal.heal_dry_run(inv)
     else:
         r = node_heal.heal(inv)
+        r.did += _reclaim_proxies(inv)
     for line in r.did:
         out.print(f"  {line}", highlight=False)
     if r.kept:
@@ -161,3 +193,19 @@ def cluster_heal(
         raise typer.Exit(exits.BAD_INPUT)
     out.print(f"cluster {inv.name}: " + ("dry run, nothing ran" if dry_run else "every node up, nothing left to undo"),
               highlight=False)
+
+
+def _reclaim_proxies(inv: Any) -> list[str]:
+    """The proxies (and runs' processes) a killed runner left running in front of ``inv``'s cluster,
+    stopped; its state record dropped when its owner is dead. What was done, one line each."""
+    from clusters.backends import procs, reclaim
+    from clusters.backends.external.cluster import BACKEND, cluster_id_of
+
+    cid = cluster_id_of(inv)
+    left = [t for t in procs.tagged_processes() if t.cluster_id == cid and (t.orphaned or t.owner == 0)]
+    rec = state.load(BACKEND)
+    if rec is not None and rec.cluster_id == cid and rec.owner_pid is not None and not procs.alive(rec.owner_pid):
+        state.clear(BACKEND, cid)
+    elif rec is not None and rec.cluster_id == cid:
+        left = [t for t in left if t.owner != 0]  # `cluster up`'s proxies stay up until `cluster down`
+    return [f"stopped {line} (its runner is dead)" for line in reclaim.kill_processes(left, "its run is over").lines()]

@@ -204,3 +204,26 @@ def kafka_artifacts(kafka_version: str) -> artifacts.Artifacts:
         return have
     log.info(f"Kafka {kafka_version} or Toxiproxy not cached yet; fetching (once)")
     return artifacts.ensure(kafka_version)
+
+
+def external_kafka_version(kafka_versions: str | None, levels: str) -> str:
+    """A campaign on the external cluster runs on its own Kafka release and levels: the release read
+    from its nodes; ConfigError for another ``--kafka-versions`` or ``--transaction-versions``, naming it."""
+    from clusters.backends.backends import external_target
+    from clusters.backends.external import inventory
+    from clusters.backends.external.cluster import read_kafka_version
+
+    target = external_target()
+    assert target is not None  # external_backend made it
+    read = read_kafka_version(inventory.load(target.inventory))
+    if read is None:
+        raise ConfigError(f"{target.inventory}: no node gives a kafka_home, so the cluster's Kafka release cannot be read; "
+                          "a campaign on it names its cells by the release it runs")
+    asked = [v.strip() for v in (kafka_versions or read).split(",") if v.strip()]
+    if asked != [read]:
+        raise ConfigError(f"--kafka-versions {kafka_versions}: the external cluster runs Kafka {read} (read from its "
+                          f"nodes); a campaign on it runs that release only")
+    if levels.strip() != "default":
+        raise ConfigError(f"--transaction-versions {levels}: the external cluster runs at the levels it has (the "
+                          "harness does not format it); give default")
+    return read

@@ -11,6 +11,7 @@ from __future__ import annotations
 import atexit
 import logging
 import re
+import shlex
 import threading
 from pathlib import Path
 from typing import Any
@@ -405,14 +406,7 @@ class ExternalCluster(Owned):
         )
 
     def _read_kafka_version(self) -> str | None:
-        """The Kafka release the first node with a ``kafka_home`` runs, from its jars' names (None: none says)."""
-        for n in self.inventory.resolved():
-            if n.kafka_home:
-                ran = self.brokers[n.id].on_node.run(f"ls {n.kafka_home.rstrip('/')}/libs", check=False)
-                found = KAFKA_JAR.search(ran.out)
-                if found:
-                    return found.group(1)
-        return None
+        return read_kafka_version(self.inventory, self.brokers)
 
     def _record(self) -> state.ClusterRecord:
         path = self.inventory.path
@@ -426,3 +420,15 @@ class ExternalCluster(Owned):
     def _save_record(self) -> None:
         state.save(self._record())
 
+
+
+def read_kafka_version(inv: Inventory, brokers: dict[int, Any] | None = None) -> str | None:
+    """The Kafka release the first node with a ``kafka_home`` runs, from its jars' names (None: none says)."""
+    brokers = brokers or node_heal.brokers_of(inv, folder_for(inv).parent / "known_hosts")
+    for n in inv.resolved():
+        if n.kafka_home:
+            ran = brokers[n.id].on_node.run(f"ls {shlex.quote(n.kafka_home.rstrip('/') + '/libs')}", check=False)
+            found = KAFKA_JAR.search(ran.out)
+            if found:
+                return found.group(1)
+    return None
