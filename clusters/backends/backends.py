@@ -68,7 +68,7 @@ def default_port_base(backend: Backend) -> int:
                               f"and {MAX_PORT_BASE}")
         return int(text)
     if backend is Backend.external:
-        from clusters.backends.external.plan import EXTERNAL_PORT_BASE
+        from clusters.backends.external.proxy_plan import EXTERNAL_PORT_BASE
 
         return EXTERNAL_PORT_BASE
     return PORT_BASE if backend is Backend.compose else DEFAULT_PORT_BASE
@@ -105,7 +105,7 @@ def new_cluster(
 
 def _external(arts: Artifacts | None, run_dir: Path, port_base: int, detached: bool) -> Cluster:
     from clusters.backends.external import inventory
-    from clusters.backends.external.cluster import ExternalCluster
+    from clusters.backends.external.external_cluster import ExternalCluster
 
     target = external_target()
     if target is None:
@@ -118,7 +118,7 @@ def _external(arts: Artifacts | None, run_dir: Path, port_base: int, detached: b
 def attach(rec: state.ClusterRecord) -> Cluster:
     """A handle on the cluster a record describes (started by another process)."""
     if rec.backend == Backend.external.value:
-        from clusters.backends.external.cluster import ExternalCluster
+        from clusters.backends.external.external_cluster import ExternalCluster
 
         return ExternalCluster.attach(rec)
     if rec.backend == Backend.compose.value:

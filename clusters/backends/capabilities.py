@@ -1,6 +1,6 @@
 """What faults a cluster can carry, as plain data: every broker action on every node and links
 between brokers on the built-in backends; on an external cluster, what its inventory gives. The
-check of a scenario's faults against it is ``chaos.capabilities.refusals`` (before anything starts)."""
+check of a scenario's faults against it is ``chaos.fault_refusals.refusals`` (before anything starts)."""
 
 from __future__ import annotations
 

@@ -199,7 +199,7 @@ def _reclaim_proxies(inv: Any) -> list[str]:
     """The proxies (and runs' processes) a killed runner left running in front of ``inv``'s cluster,
     stopped; its state record dropped when its owner is dead. What was done, one line each."""
     from clusters.backends import procs, reclaim
-    from clusters.backends.external.cluster import BACKEND, cluster_id_of
+    from clusters.backends.external.external_cluster import BACKEND, cluster_id_of
 
     cid = cluster_id_of(inv)
     left = [t for t in procs.tagged_processes() if t.cluster_id == cid and (t.orphaned or t.owner == 0)]

@@ -27,7 +27,7 @@ def node_commands(sc: Scenario, seed: int, inventory: Path) -> list[dict[str, An
     """Every command a run on the external cluster of ``inventory`` would run on its nodes, in order:
     the checks before any fault (on every node), then each planned fault's actions on each node its
     target may resolve to. ConfigError (exit 2) first when the cluster cannot carry a fault."""
-    from chaos.capabilities import NEEDS, external_refusals
+    from chaos.fault_refusals import NEEDS, external_refusals
     from clusters.backends.external import inventory as inventory_file
     from clusters.backends.external import node_heal
     from clusters.backends.external.heal_journal import folder_for

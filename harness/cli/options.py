@@ -211,7 +211,7 @@ def external_kafka_version(kafka_versions: str | None, levels: str) -> str:
     from its nodes; ConfigError for another ``--kafka-versions`` or ``--transaction-versions``, naming it."""
     from clusters.backends.backends import external_target
     from clusters.backends.external import inventory
-    from clusters.backends.external.cluster import read_kafka_version
+    from clusters.backends.external.external_cluster import read_kafka_version
 
     target = external_target()
     assert target is not None  # external_backend made it

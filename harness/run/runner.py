@@ -338,7 +338,7 @@ def _kafka_version(cluster: Cluster, asked: str | None) -> str | None:
 def check_external(sc: Scenario, faults: list[Fault]) -> None:
     """ConfigError (exit 2) before anything starts when the external cluster may not be faulted
     (not disposable), cannot carry a fault of ``faults``, or cannot take the scenario's broker settings."""
-    from chaos.capabilities import external_refusals
+    from chaos.fault_refusals import external_refusals
 
     target = backends.external_target()
     if target is None:

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from chaos import schedule
-from chaos.capabilities import external_refusals
+from chaos.fault_refusals import external_refusals
 from clusters.backends import backends
 from harness.cli import app
 from harness.run import scenario

@@ -77,7 +77,7 @@ def refusals(faults: Iterable[Any], caps: Capabilities, topo: Topology) -> list[
 def external_refusals(faults: list[Any], inventory: Path, allow_non_disposable: bool) -> list[str]:
     """Why ``faults`` cannot run on the external cluster of ``inventory``: not disposable (when any
     fault acts on it), or a fault its nodes cannot carry. Reads the inventory only."""
-    from clusters.backends.external import cluster
+    from clusters.backends.external import external_cluster as cluster
     from clusters.backends.external import inventory as inventory_file
 
     inv = inventory_file.load(inventory)

@@ -23,7 +23,7 @@ from clusters.backends.external import node_heal, probe
 from clusters.backends.external.heal_journal import HealJournal, NodeChanges, folder_for, replay
 from clusters.backends.external.inventory import Inventory
 from clusters.backends.external.lifecycle import node_commands
-from clusters.backends.external.plan import EXTERNAL_PORT_BASE, ExternalPlan
+from clusters.backends.external.proxy_plan import EXTERNAL_PORT_BASE, ExternalPlan
 from clusters.backends.protocol import HEALTHY_TIMEOUT_S, NODE_START_TIMEOUT_S, ClusterStatus, NodeState, NodeStatus, Owned
 from clusters.backends.reclaim import Leftover, Reclaimed
 from clusters.backends.sidecars import Sidecars
@@ -57,7 +57,7 @@ def cluster_id_of(inv: Inventory) -> str:
 
 
 def capabilities(inv: Inventory) -> Capabilities:
-    """What faults the inventory lets a run make (read only; chaos.capabilities checks faults against it)."""
+    """What faults the inventory lets a run make (read only; chaos.fault_refusals checks faults against it)."""
     nodes = {n.id: NodeCapabilities(frozenset(node_commands(n)), inv.line_of_node(n.id)) for n in inv.resolved()}
     lacking = [n for n in inv.resolved() if "controller" in n.roles and not n.metadata_log_dir]
     why = None
