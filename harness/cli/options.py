@@ -100,7 +100,7 @@ InventoryOpt = typer.Option(..., "--inventory", dir_okay=False, metavar="FILE",
 BackendOpt = typer.Option(Backend.local, "--backend", help="Where the cluster runs: local processes, Docker Compose, "
                           "or a cluster you already run (external: give --inventory).")
 #: ``--inventory`` on the commands that run on a cluster: it implies ``--backend external``.
-InventoryRunOpt = typer.Option(None, "--inventory", dir_okay=False, exists=True, metavar="FILE",
+InventoryRunOpt = typer.Option(None, "--inventory", dir_okay=False, metavar="FILE",
                                help="Run on the cluster this inventory file describes (implies --backend external; "
                                     "docs/reference/inventory.md).")
 AllowNonDisposableOpt = typer.Option(False, "--allow-non-disposable",
@@ -123,6 +123,9 @@ def external_backend(backend: Backend, inventory: Path | None, allow_non_disposa
         return backend
     if backend is not Backend.local and backend is not Backend.external:
         raise ConfigError(f"--inventory runs on the cluster it describes (the external backend), not --backend {backend.value}")
+    if not inventory.is_file():
+        raise ConfigError(f"--inventory {inventory}: {'no such file' if not inventory.exists() else 'not a file'} "
+                          "(an inventory file: docs/reference/inventory.md)")
     use_external(ExternalTarget(inventory.absolute(), allow_non_disposable))
     return Backend.external
 EngineOpt = typer.Option(Engine.default, "--engine", help="default: numpy/pandas in memory; spark: Spark DataFrame "
