@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shlex
 import threading
 import time
 from collections.abc import Callable
@@ -266,7 +267,11 @@ def _run(sc: Scenario, backend: Backend, seed: int, folder: RunFolder, kafka_ver
         cluster = backends.new_cluster(backend, None, run_dir, port_base, detached=keep)
         own = not keep
         cluster.start()
-        check_external_version(cluster, kafka_version, faults)
+        try:
+            check_external_version(cluster, kafka_version, faults)
+        except BaseException:
+            cluster.stop()
+            raise
     if cluster is None:
         arts = artifacts.ready(kafka_version) if kafka_version else None
         arts = arts or artifacts.ensure(kafka_version or pins.KAFKA_VERSION)
@@ -285,10 +290,11 @@ def _run(sc: Scenario, backend: Backend, seed: int, folder: RunFolder, kafka_ver
     try:
         # the levels in force, read back (not the flag): what the run's clients met at its start
         journal.features = finalized(cluster.direct_bootstrap, FEATURES_TIMEOUT_S)
-        if backend is Backend.external:
-            note_external_facts(cluster, journal)
         journal.command = runinfo.rerun_command(source, backend.value, seed, sc.duration, kv, journal.transaction_version,
                                                 _producers(sc))
+        if backend is Backend.external:
+            note_external_facts(cluster, journal)
+            journal.command = external_rerun(journal.command)
         journal.save(folder)
         log.info(f"transaction.version {journal.transaction_version}, metadata.version "
                  f"{journal.features.get(METADATA_VERSION)} (read back from the cluster)")
@@ -368,6 +374,14 @@ def note_external_facts(cluster: Cluster, journal: Journal) -> None:
     setattr(cluster, "levels_read", dict(journal.features))  # noqa: B010 - the external backend's alone
     journal.cluster = {**getattr(cluster, "facts", {}), **read_facts(admin_client(cluster.direct_bootstrap),
                                                                      cluster.direct_bootstrap)}
+
+
+def external_rerun(command: str) -> str:
+    """The re-run command of a run on the external cluster: its inventory instead of ``--backend external``."""
+    target = backends.external_target()
+    if target is None:
+        return command
+    return command.replace("--backend external", f"--inventory {shlex.quote(str(target.inventory))}")
 
 
 def delete_run_objects(cluster: Cluster, topics: list[str], tag: str) -> list[str]:
