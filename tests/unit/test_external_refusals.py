@@ -106,3 +106,17 @@ def test_a_bad_inventory_path_is_exit_2(tmp_path: Path) -> None:
     assert r.exit_code == 2 and "nope.yaml" in r.output, r.output
     r = _eos("run", "baseline", "--backend", "external", "--dry-run")
     assert r.exit_code == 2 and "--inventory FILE" in r.output, r.output
+
+
+def test_a_matrix_on_an_external_cluster_runs_its_own_release_only(tmp_path: Path) -> None:
+    home = tmp_path / "kafka"
+    (home / "libs").mkdir(parents=True)
+    (home / "libs" / "kafka_2.13-4.1.1.jar").write_bytes(b"")
+    inv = local_inventory(tmp_path, ["1", "2", "3"])
+    inv.write_text(inv.read_text().replace("nodes:", f"defaults: {{kafka_home: \"{home}\"}}\nnodes:"))
+    r = _eos("matrix", "--scenarios", "baseline", "--inventory", str(inv), "--kafka-versions", "4.0.0", "--dry-run")
+    assert r.exit_code == 2 and "runs Kafka 4.1.1" in r.output, r.output
+    r = _eos("matrix", "--scenarios", "baseline", "--inventory", str(inv), "--transaction-versions", "1", "--dry-run")
+    assert r.exit_code == 2 and "--transaction-versions 1" in r.output, r.output
+    r = _eos("matrix", "--scenarios", "baseline", "--inventory", str(inv), "--dry-run", "--seed", "1")
+    assert r.exit_code == 0 and "4.1.1" in r.output, r.output
