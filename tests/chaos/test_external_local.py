@@ -71,7 +71,7 @@ def test_a_baseline_through_the_proxies_is_valid_and_leaves_no_topic(under: Unde
     t0 = time.monotonic()
     inv = local_inventory(under, tmp_path / "inv.yaml", "local-ext")
     env, out = runner_env(tmp_path), tmp_path / "run"
-    p = start(["run", "baseline", "--inventory", str(inv), "--duration", "12", "--seed", "1", "--out", str(out)], env)
+    p = start(["run", "baseline", "--inventory", str(inv), "--duration", "8", "--seed", "1", "--out", str(out)], env)
     plan = ExternalPlan(tuple((n, a) for n, a in under.direct.items()), PROXY_PORT_BASE)
     proxies = set(plan.advertised().values())
     try:  # while it runs: a client that bootstraps through the proxies learns of the proxies only
