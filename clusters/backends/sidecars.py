@@ -14,7 +14,7 @@ import psutil
 
 from clusters.backends import procs
 from clusters.toxiproxy.toxiproxy_api import ProxySpec, Toxiproxy
-from clusters.wire.wire_api import WireProxy
+from clusters.wire.wire_api import Advertised, WireProxy
 from harness.base.errors import EnvironmentProblem
 from harness.base.wait import wait_until
 from harness.rundir.runfolder import WIRE_EVENTS
@@ -92,7 +92,7 @@ class Sidecars:
             raise EnvironmentProblem("the wire proxy is not built (eos-chaos setup builds it)")
         cmd = [str(binary), "-api", api, "-events", str(self.run_dir / WIRE_EVENTS)]
         cmd += [arg for h in hops for arg in ("-link", f"{h.name}={h.listen}={h.upstream}")]
-        cmd += [arg for n, a in (advertise or {}).items() for arg in ("-advertise", f"{n}={a}")]
+        cmd += Advertised.of(dict(advertise)).args() if advertise else []
         url = f"http://{api}"
         wire = WireProxy(url)
         self._spawn(cmd, self.run_dir / WIRE_LOG, wire.ping, "the wire proxy", url, WIRE_START_TIMEOUT_S, "wire_pid")

@@ -376,6 +376,15 @@ def note_external_facts(cluster: Cluster, journal: Journal) -> None:
                                                                      cluster.direct_bootstrap)}
 
 
+def rewrite_problems(cluster: Cluster) -> list[str]:
+    """Why a client of the run may have met a broker around the proxies (the wire proxy's rewriting
+    counts): a run that did not test what it says, so not as expected."""
+    try:
+        return [f"address rewriting: {p}" for p in cluster.wire.rewrite_problems()]
+    except Exception as exc:  # noqa: BLE001 - said, as the problem it is
+        return [f"address rewriting: the wire proxy's counts could not be read ({exc})"]
+
+
 def external_rerun(command: str) -> str:
     """The re-run command of a run on the external cluster: its inventory instead of ``--backend external``."""
     target = backends.external_target()
@@ -520,6 +529,8 @@ def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, fold
             live.set_phase("healing")
             _heal_and_stop(live)
             keep_wire_events(cluster, folder, started_us)
+            if cluster.backend == Backend.external.value:
+                journal.nemesis_errors += rewrite_problems(cluster)
             journal.save(folder)  # the heal is on record even if the final reads fail
         problems = journal.heal_problems
         log.info("healed; final reads over the DIRECT listener" if not problems else f"heal problems: {problems}")
