@@ -35,15 +35,15 @@ from tests.external_nodes import proc_state
 
 pytestmark = pytest.mark.chaos
 
-#: a paused node 2 and a dead node 3, for far longer than the test waits
-PAUSE_AND_KILL = """\
-name: ext-pause-and-kill
-description: node 2 paused and node 3 killed, held for far longer than the test waits
+#: node 3 killed for far longer than the test waits (a runner has one broker fault on at a time:
+#: chaos/nemesis.py never overlaps them, so a SIGKILLed runner leaves at most one open)
+KILL_HELD = """\
+name: ext-kill-held
+description: node 3 killed, held for far longer than the test waits
 duration: 120
 workloads:
   - {kind: txn-producer, count: 1}
 faults:
-  - {at: 1, kind: pause, target: 2, duration: 110}
   - {at: 1, kind: kill, target: 3, duration: 110}
 """
 
@@ -100,26 +100,31 @@ def _done_changes(journal: Path) -> list[dict[str, Any]]:
 
 
 def test_a_sigkilled_runner_then_cluster_heal_leaves_every_node_as_it_was(under: UnderCluster, tmp_path: Path) -> None:
+    """The runner SIGKILLed with node 3 killed by its fault (an open change in the journal), and node
+    2 paused besides (SIGSTOP by hand: what the journal does not know, the heal's sweep finds)."""
     t0 = time.monotonic()
     inv_file = local_inventory(under, tmp_path / "inv.yaml", "local-heal")
     inv = inventory.load(inv_file)
-    sc = tmp_path / "pause-and-kill.yaml"
-    sc.write_text(PAUSE_AND_KILL)
+    sc = tmp_path / "kill-held.yaml"
+    sc.write_text(KILL_HELD)
     env = runner_env(tmp_path)
     journal = folder_for(inv, Path(env["EOS_CHAOS_STATE"])) / "journal.jsonl"
     p = start(["run", str(sc), "--inventory", str(inv_file), "--seed", "1", "--out", str(tmp_path / "run")], env)
     try:
-        wait_until(lambda: len(_done_changes(journal)) >= 2 or p.poll() is not None, timeout=150,
-                   what="the pause and the kill to be journaled done")
+        wait_until(lambda: len(_done_changes(journal)) >= 1 or p.poll() is not None, timeout=120,
+                   what="the kill to be journaled done")
     finally:
         os.kill(p.pid, signal.SIGKILL)
         p.communicate(timeout=30)
-    assert len(_done_changes(journal)) == 2, journal.read_text()
-    pids = {n: _pid(under, n) for n in under.node_ids}
-    assert proc_state(pids[2]) in ("T", "t") and pids[3] is None, "the faults must be in place before the heal"
+    assert [(x["what"], x["node"]) for x in _applied(journal)] == [("kill", 3)], journal.read_text()
+    paused = _pid(under, 2)
+    assert paused is not None and _pid(under, 3) is None, "node 3 must be down before the heal"
+    os.kill(paused, signal.SIGSTOP)
+    assert proc_state(paused) in ("T", "t")
 
     healed = run(["cluster", "heal", "--inventory", str(inv_file)], env, timeout=300)
     assert healed.returncode == 0, healed.stdout + healed.stderr
+    assert "was paused, resumed" in healed.stdout and "undo kill" in healed.stdout, healed.stdout
     for n in under.node_ids:
         pid = _pid(under, n)
         assert pid is not None and proc_state(pid) not in ("T", "t", "Z", ""), f"node {n} is not running"
@@ -128,6 +133,11 @@ def test_a_sigkilled_runner_then_cluster_heal_leaves_every_node_as_it_was(under:
     left = [t for t in procs.tagged_processes() if t.cluster_id == cluster_id_of(inv)]
     assert left == [], f"the killed runner's proxies or workloads are still running: {left}"
     print(f"SIGKILL + cluster heal on local-as-external: {time.monotonic() - t0:.1f}s")
+
+
+def _applied(journal: Path) -> list[dict[str, Any]]:
+    return [x for x in (json.loads(line) for line in journal.read_text().splitlines() if line.strip())
+            if x["op"] == "apply"]
 
 
 def _pid(c: UnderCluster, n: int) -> int | None:
