@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from clusters.backends import procs
+from clusters.backends import procs, reclaim
 from clusters.backends.external import inventory
 from clusters.backends.external.external_cluster import cluster_id_of
 from clusters.backends.external.heal_journal import folder_for
@@ -109,13 +109,25 @@ def test_a_sigkilled_runner_then_cluster_heal_leaves_every_node_as_it_was(under:
     sc.write_text(KILL_HELD)
     env = runner_env(tmp_path)
     journal = folder_for(inv, Path(env["EOS_CHAOS_STATE"])) / "journal.jsonl"
-    p = start(["run", str(sc), "--inventory", str(inv_file), "--seed", "1", "--out", str(tmp_path / "run")], env)
+    try:
+        _kill_and_heal(under, inv_file, sc, env, journal)
+    finally:  # whatever failed: nothing of this test's runner left running (the next test needs the ports)
+        reclaim.kill_processes([t for t in procs.tagged_processes() if t.cluster_id == cluster_id_of(inv)], "test over")
+    print(f"SIGKILL + cluster heal on local-as-external: {time.monotonic() - t0:.1f}s")
+
+
+def _kill_and_heal(under: UnderCluster, inv_file: Path, sc: Path, env: dict[str, str], journal: Path) -> None:
+    inv = inventory.load(inv_file)
+    p = start(["run", str(sc), "--inventory", str(inv_file), "--seed", "1", "--out", str(sc.parent / "run")], env)
     try:
         wait_until(lambda: len(_done_changes(journal)) >= 1 or p.poll() is not None, timeout=120,
                    what="the kill to be journaled done")
     finally:
-        os.kill(p.pid, signal.SIGKILL)
-        p.communicate(timeout=30)
+        ended = p.poll() is not None
+        if not ended:
+            os.kill(p.pid, signal.SIGKILL)
+        _, err = p.communicate(timeout=30)
+    assert not ended, f"the run ended by itself: {err[-3000:]}"
     assert [(x["what"], x["node"]) for x in _applied(journal)] == [("kill", 3)], journal.read_text()
     paused = _pid(under, 2)
     assert paused is not None and _pid(under, 3) is None, "node 3 must be down before the heal"
@@ -132,7 +144,6 @@ def test_a_sigkilled_runner_then_cluster_heal_leaves_every_node_as_it_was(under:
     assert not journal.exists() and list(journal.parent.glob("journal-*.healed.jsonl"))
     left = [t for t in procs.tagged_processes() if t.cluster_id == cluster_id_of(inv)]
     assert left == [], f"the killed runner's proxies or workloads are still running: {left}"
-    print(f"SIGKILL + cluster heal on local-as-external: {time.monotonic() - t0:.1f}s")
 
 
 def _applied(journal: Path) -> list[dict[str, Any]]:
