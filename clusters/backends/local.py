@@ -20,22 +20,21 @@ import signal
 import subprocess
 import threading
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-
-import psutil
 
 from clusters.backends import procs, reclaim, state
 from clusters.backends.artifacts import Artifacts
 from clusters.backends.protocol import HEALTHY_TIMEOUT_S, NODE_START_TIMEOUT_S, ClusterStatus, NodeState, NodeStatus, Owned
 from clusters.backends.reclaim import Reclaimed
+from clusters.backends.sidecars import Sidecars, WireHop
 from clusters.kafka import feature_levels, health, render
 from clusters.kafka.topology import Listener, Topology
 from clusters.toxiproxy.toxiproxy_api import ProxySpec, Toxiproxy
 from clusters.wire.wire_api import WireProxy
 from harness.base.errors import ClusterError, EnvironmentProblem, HarnessError, WaitTimeout
 from harness.base.wait import wait_until
-from harness.rundir.runfolder import RunFolder, write_json
+from harness.rundir.runfolder import WIRE_EVENTS, RunFolder, write_json
 
 log = logging.getLogger(__name__)
 
@@ -44,13 +43,6 @@ BACKEND = "local"
 STARTED_MESSAGE = "Kafka Server started"
 #: StorageTool is one short JVM per node.
 FORMAT_TIMEOUT_S = 120.0
-#: Toxiproxy answers its API within a second of exec.
-TOXIPROXY_START_TIMEOUT_S = 20.0
-#: So does the wire proxy (a static Go binary).
-WIRE_START_TIMEOUT_S = 20.0
-#: The wire proxy's files in a run folder.
-WIRE_LOG = "wire.log"
-WIRE_EVENTS = "wire-events.jsonl"
 
 
 # Clusters this process owns; stopped at interpreter exit if a caller forgot (or was interrupted).
@@ -101,10 +93,7 @@ class LocalCluster(Owned):
         self.detached = detached
         self.cluster_id = new_cluster_id()
         self._pids: dict[int, int] = {}
-        self._tox_pid: int | None = None
-        self._tox: Toxiproxy | None = None
-        self._wire_pid: int | None = None
-        self._wire: WireProxy | None = None
+        self._side = Sidecars(self.run_dir, self._env, lambda: self.cluster_id)
         self._admin = None
         self._lock = threading.RLock()
         self._started = False
@@ -197,14 +186,7 @@ class LocalCluster(Owned):
                         procs.kill_hard(pid, f"node {n}")
                     except HarnessError as exc:
                         errors.append(str(exc))
-            if self._tox_pid and self._is_ours(self._tox_pid):
-                procs.terminate(self._tox_pid, "toxiproxy", timeout=10)
-            if self._wire_pid and self._is_ours(self._wire_pid):
-                procs.terminate(self._wire_pid, "wire proxy", timeout=10)
-            if self._tox is not None:
-                self._tox.close()
-            if self._wire is not None:
-                self._wire.close()
+            self._side.stop()
             self._admin = None
             for n in self.topology.node_ids:
                 shutil.rmtree(self._data_dir(n), ignore_errors=True)
@@ -246,10 +228,7 @@ class LocalCluster(Owned):
         reclaim_orphans()
 
     def _is_ours(self, pid: int) -> bool:
-        try:
-            return psutil.Process(pid).environ().get(procs.ENV_CLUSTER) == self.cluster_id
-        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-            return False
+        return self._side.is_ours(pid)
 
     # ---------------------------------------------------------------- rendering and formatting
     def _render_node(self, n: int) -> None:
@@ -287,68 +266,47 @@ class LocalCluster(Owned):
                     f"{self.node_dir(n) / 'format.log'}:\n{procs.tail(self.node_dir(n) / 'format.log')}"
                 )
 
-    # ---------------------------------------------------------------- toxiproxy
-    def _spawn_server(self, cmd: list[str], log_file: Path, ping: Callable[[], bool], what: str, url: str,
-                      timeout: float, pid_attr: str) -> None:
-        """Start a server of the cluster (tagged, logging to ``log_file``; its pid in ``pid_attr`` at
-        once, so a failed start stops it) and wait until its API at ``url`` answers. Fails at once,
-        with its log, if it exits."""
-        p = procs.spawn(cmd, log_file, cwd=self.run_dir, env=self._env())
-        setattr(self, pid_attr, p.pid)
+    # ---------------------------------------------------------------- toxiproxy and the wire proxy
+    @property
+    def _tox_pid(self) -> int | None:
+        return self._side.tox_pid
 
-        def exited() -> str | None:
-            rc = p.poll()
-            return None if rc is None else f"{what} exited with code {rc}; log:\n{procs.tail(log_file)}"
+    @_tox_pid.setter
+    def _tox_pid(self, pid: int | None) -> None:
+        self._side.tox_pid = pid
 
-        wait_until(ping, timeout=timeout, what=f"the API of {what} at {url}", fatal=exited)
+    @property
+    def _wire_pid(self) -> int | None:
+        return self._side.wire_pid
+
+    @_wire_pid.setter
+    def _wire_pid(self, pid: int | None) -> None:
+        self._side.wire_pid = pid
 
     def _start_toxiproxy(self) -> None:
         topo = self.topology
-        cmd = [str(self.artifacts.toxiproxy_bin), "-host", topo.api_host, "-port", str(topo.api_port)]
-        tox = Toxiproxy(topo.toxiproxy_url)
-        self._spawn_server(cmd, self.run_dir / "toxiproxy.log", tox.ping, "Toxiproxy", topo.toxiproxy_url,
-                           TOXIPROXY_START_TIMEOUT_S, "_tox_pid")
-        tox.populate(self.proxy_specs())
-        self._tox = tox
+        self._side.start_toxiproxy(self.artifacts.toxiproxy_bin, topo.api_host, topo.api_port, self.proxy_specs())
 
     def proxy_specs(self) -> list[ProxySpec]:
         return [ProxySpec(p.link.name, p.listen, p.upstream) for p in self.topology.proxies()]
 
     def restart_toxiproxy(self) -> None:
-        if self._tox_pid and self._is_ours(self._tox_pid):
-            procs.kill_hard(self._tox_pid, "toxiproxy")  # SIGKILL: a hung server may ignore SIGTERM
-        if self._tox is not None:
-            self._tox.close()
-            self._tox = None
+        self._side.kill_toxiproxy()
         self._start_toxiproxy()
         self._save_record()
 
     @property
     def toxiproxy(self) -> Toxiproxy:
-        if self._tox is None:
-            self._tox = Toxiproxy(self.topology.toxiproxy_url)
-        return self._tox
+        return self._side.toxiproxy(self.topology.toxiproxy_url)
 
-    # ---------------------------------------------------------------- wire proxy
     def _start_wire(self) -> None:
         """The wire proxy on every client link, between Toxiproxy and the nodes; with ``wire_between_brokers``
         on every link and each node's links to itself too (clusters/wire/kwire)."""
-        topo = self.topology
-        if self.artifacts.kwire_bin is None:
-            raise EnvironmentProblem("the wire proxy is not built (eos-chaos setup builds it)")
-        cmd = [str(self.artifacts.kwire_bin), "-api", topo.wire_api, "-events", str(self.run_dir / WIRE_EVENTS)]
-        cmd += [arg for w in topo.wire_hops() for arg in ("-link", f"{w.link.name}={w.listen}={w.upstream}")]
-        wire = WireProxy(topo.wire_url)
-        self._spawn_server(cmd, self.run_dir / WIRE_LOG, wire.ping, "the wire proxy", topo.wire_url,
-                           WIRE_START_TIMEOUT_S, "_wire_pid")
-        self._wire = wire
+        hops = [WireHop(w.link.name, w.listen, w.upstream) for w in self.topology.wire_hops()]
+        self._side.start_wire(self.artifacts.kwire_bin, self.topology.wire_api, hops)
 
     def restart_wire(self) -> None:
-        if self._wire_pid and self._is_ours(self._wire_pid):
-            procs.kill_hard(self._wire_pid, "wire proxy")
-        if self._wire is not None:
-            self._wire.close()
-            self._wire = None
+        self._side.kill_wire()
         self._start_wire()
         self._save_record()
 
@@ -358,9 +316,7 @@ class LocalCluster(Owned):
 
     @property
     def wire(self) -> WireProxy:
-        if self._wire is None:
-            self._wire = WireProxy(self.topology.wire_url)
-        return self._wire
+        return self._side.wire(self.topology.wire_url)
 
     # ---------------------------------------------------------------- nodes
     def _spawn_node(self, n: int) -> int:

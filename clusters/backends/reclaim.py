@@ -16,7 +16,7 @@ from harness.base.errors import FaultError
 
 log = logging.getLogger(__name__)
 
-Kind = Literal["process", "container", "network", "volume", "link fault"]
+Kind = Literal["process", "container", "network", "volume", "link fault", "node change"]
 
 
 @dataclass(frozen=True)

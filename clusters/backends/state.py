@@ -49,6 +49,9 @@ class ClusterRecord:
     transaction_version: int | None = None
     #: local backend: the links between brokers go through the wire proxy too (``Topology.wire_between_brokers``)
     wire_between_brokers: bool = False
+    #: external backend: the inventory file (absolute) and the digest of what it said at ``cluster up``
+    inventory: str = ""
+    inventory_digest: str = ""
 
 
 def record_path(backend: str) -> Path:
@@ -115,7 +118,7 @@ def keep_aside(path: Path, why: str) -> Path | None:
 
 
 #: Every backend that leaves a record (``clusters.backends.backends.Backend``'s values).
-BACKENDS = ("local", "compose")
+BACKENDS = ("local", "compose", "external")
 
 
 #: pytest-xdist workers record their clusters in ``<state>/xdist-<worker>/`` (harness/pytest_plugin/__init__.py).

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -19,13 +20,16 @@ from harness.cli import exits
 from harness.cli.console import out, print_json
 from harness.cli.guard import guarded
 from harness.cli.options import (
+    AllowNonDisposableOpt,
     BackendOpt,
     BrokerConfig,
     InventoryOpt,
+    InventoryRunOpt,
     KafkaVersion,
     PortBase,
     TransactionVersion,
     cluster_features,
+    external_backend,
     kafka_artifacts,
     parse_broker_config,
 )
@@ -39,17 +43,23 @@ app = typer.Typer(no_args_is_help=True, help="Bring a cluster up, down, or ask h
 @guarded
 def cluster_up(backend: Backend = BackendOpt, kafka_version: str = KafkaVersion, port_base: int | None = PortBase,
                broker_config: list[str] = BrokerConfig, transaction_version: int | None = TransactionVersion,
+               inventory: Path | None = InventoryRunOpt, allow_non_disposable: bool = AllowNonDisposableOpt,
                wire_between_brokers: bool = typer.Option(
                    False, "--wire-between-brokers",
                    help="Route the links between brokers (and each broker's to itself) through the wire proxy too, "
                         "so request-aware faults can act on them (docs/WIRE-FAULTS.md; local backend only).")) -> None:
-    """Start a 3-node cluster that stays up until `eos-chaos cluster down`."""
+    """Start a 3-node cluster that stays up until `eos-chaos cluster down` (with --inventory: the
+    proxies in front of a cluster you already run, after checking every node)."""
     from clusters.kafka.feature_levels import check_transaction_version
 
-    overrides = parse_broker_config(broker_config)
+    backend = external_backend(backend, inventory, allow_non_disposable)
     if wire_between_brokers and backend is not Backend.local:  # before a fetch, too
         raise ConfigError(f"--wire-between-brokers --backend {backend.value}: that backend's wire proxy carries only "
                           "the clients' links (docs/WIRE-FAULTS.md); use --backend local")
+    if backend is Backend.external:
+        _external_up(port_base, broker_config, transaction_version)
+        return
+    overrides = parse_broker_config(broker_config)
     kafka_release.parse_kafka_version(kafka_version)
     check_transaction_version(kafka_version, transaction_version)  # before a fetch, too
     arts = kafka_artifacts(kafka_version)
@@ -76,10 +86,28 @@ def _wire_line(between_brokers: bool) -> str:
     return "wire proxy: the clients' links (between brokers: cluster up --wire-between-brokers)"
 
 
+def _external_up(port_base: int | None, broker_config: list[str], transaction_version: int | None) -> None:
+    """``cluster up --inventory FILE``: the cluster is as it is; only the proxies start."""
+    if broker_config or transaction_version is not None:
+        raise ConfigError("--broker-config and --transaction-version set up a cluster the harness starts; a cluster "
+                          "given by --inventory runs as it is")
+    run_dir = new_run_dir("cluster")
+    cluster = backends.new_cluster(Backend.external, None, run_dir, port_base, detached=True)
+    t0 = time.monotonic()
+    cluster.start()
+    s = cluster.status()
+    out.print(f"external cluster checked and fronted in {time.monotonic() - t0:.1f}s; Kafka {s.kafka_version} "
+              f"(read from its jars)", highlight=False)
+    out.print(f"  bootstrap (through proxies): {s.bootstrap}\n  direct bootstrap: {s.direct_bootstrap}\n"
+              f"  toxiproxy: {s.toxiproxy}\n  heal journal: {s.extra.get('journal')}", highlight=False)
+
+
 @app.command("down")
 @guarded
-def cluster_down(backend: Backend = BackendOpt) -> None:
-    """Stop the cluster and everything of ours left running (no error when nothing is up)."""
+def cluster_down(backend: Backend = BackendOpt, inventory: Path | None = InventoryRunOpt) -> None:
+    """Stop the cluster and everything of ours left running (no error when nothing is up). With
+    --inventory: undo every change the run left on its nodes and stop the proxies; the brokers stay."""
+    backend = external_backend(backend, inventory, False)
     rec = state.load(backend.value)
     if rec is None:
         left = backends.reclaim(backend)
@@ -102,11 +130,13 @@ def cluster_down(backend: Backend = BackendOpt) -> None:
 def cluster_status(
     backend: Backend = BackendOpt,
     as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    inventory: Path | None = InventoryRunOpt,
 ) -> None:
     """Show the cluster's addresses and node states.
 
     Exit 0: a cluster is recorded (shown whatever its nodes' states; `up` says whether any node is).
     Exit 2: no cluster of the backend is up (an environment without one; not a finding)."""
+    backend = external_backend(backend, inventory, False)
     rec = state.load(backend.value)
     if rec is None:
         if as_json:
@@ -169,6 +199,7 @@ def cluster_heal(
         r = node_heal.heal_dry_run(inv)
     else:
         r = node_heal.heal(inv)
+        r.did += _reclaim_proxies(inv)
     for line in r.did:
         out.print(f"  {line}", highlight=False)
     if r.kept:
@@ -179,3 +210,19 @@ def cluster_heal(
         raise typer.Exit(exits.BAD_INPUT)
     out.print(f"cluster {inv.name}: " + ("dry run, nothing ran" if dry_run else "every node up, nothing left to undo"),
               highlight=False)
+
+
+def _reclaim_proxies(inv: Any) -> list[str]:
+    """The proxies (and runs' processes) a killed runner left running in front of ``inv``'s cluster,
+    stopped; its state record dropped when its owner is dead. What was done, one line each."""
+    from clusters.backends import procs, reclaim
+    from clusters.backends.external.external_cluster import BACKEND, cluster_id_of
+
+    cid = cluster_id_of(inv)
+    left = [t for t in procs.tagged_processes() if t.cluster_id == cid and (t.orphaned or t.owner == 0)]
+    rec = state.load(BACKEND)
+    if rec is not None and rec.cluster_id == cid and rec.owner_pid is not None and not procs.alive(rec.owner_pid):
+        state.clear(BACKEND, cid)
+    elif rec is not None and rec.cluster_id == cid:
+        left = [t for t in left if t.owner != 0]  # `cluster up`'s proxies stay up until `cluster down`
+    return [f"stopped {line} (its runner is dead)" for line in reclaim.kill_processes(left, "its run is over").lines()]

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import shlex
+from pathlib import Path
 from typing import Any
 
 from chaos import schedule
+from harness.base.errors import ConfigError
 from harness.cli.console import err, out, print_json
 from harness.phases import table
 from harness.run.scenario import Scenario
@@ -20,18 +23,62 @@ def plan(sc: Scenario, seed: int) -> dict[str, Any]:
             "schedule": schedule.as_json(schedule.plan(sc, seed))}
 
 
-def print_plan(sc: Scenario, seed: int, as_json: bool) -> None:
+def node_commands(sc: Scenario, seed: int, inventory: Path) -> list[dict[str, Any]]:
+    """Every command a run on the external cluster of ``inventory`` would run on its nodes, in order:
+    the checks before any fault (on every node), then each planned fault's actions on each node its
+    target may resolve to. ConfigError (exit 2) first when the cluster cannot carry a fault."""
+    from chaos.fault_refusals import NEEDS, external_refusals
+    from clusters.backends.external import inventory as inventory_file
+    from clusters.backends.external import node_heal
+    from clusters.backends.external.heal_journal import folder_for
+
+    faults = schedule.plan(sc, seed)
+    refused = external_refusals(faults, inventory, allow_non_disposable=_allowed())
+    if refused:
+        raise ConfigError(f"scenario {sc.name} cannot run on the cluster of {inventory}:\n  " + "\n  ".join(refused))
+    inv = inventory_file.load(inventory)
+    brokers = node_heal.brokers_of(inv, folder_for(inv).parent / "known_hosts")
+    out: list[dict[str, Any]] = []
+    for n, b in brokers.items():
+        out.append({"at": None, "fault": "check", "node": n, "action": "reach", "argv": b.on_node.argv("true")})
+        out.append({"at": None, "fault": "check", "node": n, "action": "status", "argv": b.argv("status")})
+    for f in faults:
+        if f.kind not in NEEDS:
+            continue
+        target = getattr(f, "target", "random")
+        nodes = [target] if isinstance(target, int) else list(brokers)
+        out += [{"at": f.at, "fault": f.kind, "node": n, "action": a, "argv": brokers[n].argv(a)}  # type: ignore[arg-type]
+                for n in nodes for a in NEEDS[f.kind]]
+    return out
+
+
+def _allowed() -> bool:
+    from clusters.backends.backends import external_target
+
+    target = external_target()
+    return target is not None and target.allow_non_disposable
+
+
+def print_plan(sc: Scenario, seed: int, as_json: bool, inventory: Path | None = None) -> None:
     """Print the plan as JSON, or one line per fault: when, what (and on which workload), how long;
-    first the preflight a run does (``table.preflight``: a missing program is exit 2 here too)."""
+    first the preflight a run does (``table.preflight``: a missing program is exit 2 here too). With
+    an ``inventory``: then every command each fault would run on each node (none runs)."""
     table.preflight(sc)
     planned = plan(sc, seed)
+    commands = node_commands(sc, seed, inventory) if inventory is not None else None
     if as_json:
-        print_json(planned)
+        print_json({**planned, "node_commands": commands} if commands is not None else planned)
         return
     out.print(f"{sc.name}, seed {seed}, {sc.duration:.0f}s:", highlight=False)
     for f in planned["schedule"]:
         extra = f" ({f['workload']})" if f.get("workload") else ""
         out.print(f"  {f['at']:7.1f}s  {f['kind']}{extra} for {f['duration']:.1f}s", highlight=False)
+    if commands is not None:
+        out.print("commands on the nodes (none runs in a dry run; a role's fault may act on any of them):", highlight=False)
+        for c in commands:
+            when = "before" if c["at"] is None else f"{c['at']:7.1f}s"
+            out.print(f"  {when}  {c['fault']} node {c['node']} {c['action']}: {shlex.join(c['argv'])}",
+                      highlight=False, soft_wrap=True)
     out.file.flush()
     # on stderr: stdout stays the plan alone, one fault a line
     err.print(f"{PLAN_ZERO}; the cluster's start-up comes before it.", highlight=False, soft_wrap=True)

@@ -22,7 +22,15 @@ from harness.base.errors import ConfigError
 from harness.cli.console import out
 from harness.cli.guard import EXIT_INTERRUPTED, guarded
 from harness.cli.matrix import ShardOpt, print_plan, shard_flag
-from harness.cli.options import BackendOpt, RedoUnknownOpt, check_port_base_env
+from harness.cli.options import (
+    AllowNonDisposableOpt,
+    BackendOpt,
+    InventoryRunOpt,
+    RedoUnknownOpt,
+    check_port_base_env,
+    external_backend,
+    external_kafka_version,
+)
 from harness.rundir.runfolder import check_out, make_folder, new_run_dir, write_output
 from harness.workloads.clients import DEFAULT_LIBRARY
 from harness.workloads.clients import spelled as client_libraries
@@ -65,6 +73,8 @@ def hunt_cmd(
                                       "py-copier, go-copier) \\[default: drawn]."),
     redo_unknown: bool = RedoUnknownOpt,
     shard_opt: str = ShardOpt,
+    inventory: Path | None = InventoryRunOpt,
+    allow_non_disposable: bool = AllowNonDisposableOpt,
 ) -> None:
     """Draw --seeds scenarios (workload shapes and a schedule of request-aware faults, pauses, kills
     and latency, from each seed), run each on every client; write hunt.json, HUNT.md and the matrix.
@@ -74,6 +84,9 @@ def hunt_cmd(
 
     apps = hunt_apps.pool(apps_opt)
     check_port_base_env()  # its clusters' port base: refused now, not when one starts
+    backend = external_backend(backend, inventory, allow_non_disposable)
+    if backend is Backend.external:
+        kafka_versions = external_kafka_version(kafka_versions, levels)
     if not MIN_DURATION_S <= duration <= 3600:
         raise ConfigError(f"--duration {duration:g}: give {MIN_DURATION_S:g} to 3600 seconds (a drawn run needs a "
                           f"quiet start, a fault and {hunt.QUIET_END_S:g} s of quiet end)")

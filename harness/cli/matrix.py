@@ -20,7 +20,16 @@ from harness.base.errors import ConfigError
 from harness.base.paths import results_dir
 from harness.cli.console import out
 from harness.cli.guard import EXIT_INTERRUPTED, guarded
-from harness.cli.options import BackendOpt, RedoUnknownOpt, check_port_base_env, duration_option
+from harness.cli.options import (
+    AllowNonDisposableOpt,
+    BackendOpt,
+    InventoryRunOpt,
+    RedoUnknownOpt,
+    check_port_base_env,
+    duration_option,
+    external_backend,
+    external_kafka_version,
+)
 from harness.rundir.runfolder import check_out, make_folder, new_run_dir, new_run_id
 from harness.workloads.clients import DEFAULT_LIBRARY
 from harness.workloads.clients import spelled as client_libraries
@@ -76,6 +85,8 @@ def matrix_cmd(
                                  "of the time; start nothing, fetch nothing, write nothing."),
     redo_unknown: bool = RedoUnknownOpt,
     shard_opt: str = ShardOpt,
+    inventory: Path | None = InventoryRunOpt,
+    allow_non_disposable: bool = AllowNonDisposableOpt,
 ) -> None:
     """Run every cell (scenario x client x Kafka version x transaction version) with the same seeds; write matrix.json + matrix.html.
 
@@ -88,18 +99,22 @@ def matrix_cmd(
     if ctx.invoked_subcommand is not None:
         return
     check_port_base_env()  # its clusters' port base: refused now, not when one starts
+    backend = external_backend(backend, inventory, allow_non_disposable)
+    one_version: str | None = kafka_version
+    if backend is Backend.external:
+        kafka_versions, one_version = external_kafka_version(kafka_versions or kafka_version, levels), None
     shard = shard_flag(shard_opt, seed)
     folder = check_out(Path(out_dir), "--out", "matrix folder", resumable=True) if out_dir else None
     old = matrix.load(folder) if folder is not None else None
     master = seed if seed is not None else old.definition.master_seed if old is not None else random.randrange(2**31)
-    defn, scs = matrix.define(scenarios, clients, levels, seeds, master, backend, duration, kafka_version, kafka_versions)
+    defn, scs = matrix.define(scenarios, clients, levels, seeds, master, backend, duration, one_version, kafka_versions)
     matrix.preflight(scs)  # an app's missing program: refused now, dry run or not, not once a cluster is up
     m = matrix.sharded(matrix.continued(old, defn, folder or Path("."), redo_unknown), scs, shard, folder or Path("."))
     if dry_run:
         print_plan(matrix.plan(m, scs))
         return
     # a Kafka or client release that does not exist is refused before any cluster starts or any cell runs
-    matrix.prepare_kafka(m, "--kafka-version" if kafka_version is not None else "--kafka-versions")
+    matrix.prepare_kafka(m, "--kafka-version" if one_version is not None else "--kafka-versions")
     matrix.prepare_clients(m, scs)
     if folder is None:
         folder = new_run_dir("matrix")

@@ -97,7 +97,37 @@ TransactionVersion = typer.Option(
 #: An external cluster's inventory file (docs/reference/inventory.md).
 InventoryOpt = typer.Option(..., "--inventory", dir_okay=False, metavar="FILE",
                             help="The inventory file of the external cluster (docs/reference/inventory.md).")
-BackendOpt = typer.Option(Backend.local, "--backend", help="Where the cluster runs: local processes or Docker Compose.")
+BackendOpt = typer.Option(Backend.local, "--backend", help="Where the cluster runs: local processes, Docker Compose, "
+                          "or a cluster you already run (external: give --inventory).")
+#: ``--inventory`` on the commands that run on a cluster: it implies ``--backend external``.
+InventoryRunOpt = typer.Option(None, "--inventory", dir_okay=False, metavar="FILE",
+                               help="Run on the cluster this inventory file describes (implies --backend external; "
+                                    "docs/reference/inventory.md).")
+AllowNonDisposableOpt = typer.Option(False, "--allow-non-disposable",
+                                     help="With --inventory: allow faults on a cluster whose inventory does not say "
+                                          "`disposable: true`.")
+
+
+def external_backend(backend: Backend, inventory: Path | None, allow_non_disposable: bool) -> Backend:
+    """The backend a command runs on: ``external`` when ``--inventory`` names a cluster (made the one
+    every external cluster of this process fronts), else ``backend``; ConfigError for ``--backend
+    external`` without an inventory, or an inventory with another ``--backend``."""
+    from clusters.backends.backends import ExternalTarget, use_external
+
+    if inventory is None:
+        if backend is Backend.external:
+            raise ConfigError("--backend external fronts a cluster you already run: name its inventory with "
+                              "--inventory FILE (docs/reference/inventory.md)")
+        if allow_non_disposable:
+            raise ConfigError("--allow-non-disposable is about an external cluster: give it with --inventory FILE")
+        return backend
+    if backend is not Backend.local and backend is not Backend.external:
+        raise ConfigError(f"--inventory runs on the cluster it describes (the external backend), not --backend {backend.value}")
+    if not inventory.is_file():
+        raise ConfigError(f"--inventory {inventory}: {'no such file' if not inventory.exists() else 'not a file'} "
+                          "(an inventory file: docs/reference/inventory.md)")
+    use_external(ExternalTarget(inventory.absolute(), allow_non_disposable))
+    return Backend.external
 EngineOpt = typer.Option(Engine.default, "--engine", help="default: numpy/pandas in memory; spark: Spark DataFrame "
                          "jobs over the Parquet history (local[2], or $EOS_CHAOS_SPARK_MASTER) for histories larger than memory.")
 BenchRuns = typer.Option(3, "--runs", min=1, max=10)
@@ -177,3 +207,26 @@ def kafka_artifacts(kafka_version: str) -> artifacts.Artifacts:
         return have
     log.info(f"Kafka {kafka_version} or Toxiproxy not cached yet; fetching (once)")
     return artifacts.ensure(kafka_version)
+
+
+def external_kafka_version(kafka_versions: str | None, levels: str) -> str:
+    """A campaign on the external cluster runs on its own Kafka release and levels: the release read
+    from its nodes; ConfigError for another ``--kafka-versions`` or ``--transaction-versions``, naming it."""
+    from clusters.backends.backends import external_target
+    from clusters.backends.external import inventory
+    from clusters.backends.external.external_cluster import read_kafka_version
+
+    target = external_target()
+    assert target is not None  # external_backend made it
+    read = read_kafka_version(inventory.load(target.inventory))
+    if read is None:
+        raise ConfigError(f"{target.inventory}: no node gives a kafka_home, so the cluster's Kafka release cannot be read; "
+                          "a campaign on it names its cells by the release it runs")
+    asked = [v.strip() for v in (kafka_versions or read).split(",") if v.strip()]
+    if asked != [read]:
+        raise ConfigError(f"--kafka-versions {kafka_versions}: the external cluster runs Kafka {read} (read from its "
+                          f"nodes); a campaign on it runs that release only")
+    if levels.strip() != "default":
+        raise ConfigError(f"--transaction-versions {levels}: the external cluster runs at the levels it has (the "
+                          "harness does not format it); give default")
+    return read

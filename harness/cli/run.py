@@ -20,11 +20,14 @@ from harness.cli import exits
 from harness.cli.console import err, out, print_json
 from harness.cli.guard import EXIT_INTERRUPTED, guarded
 from harness.cli.options import (
+    AllowNonDisposableOpt,
     BackendOpt,
+    InventoryRunOpt,
     KafkaVersion,
     PortBase,
     TransactionVersion,
     duration_option,
+    external_backend,
     finite_option,
     kafka_artifacts,
 )
@@ -77,6 +80,8 @@ def run_cmd(
                                          help=f"Run N transactional producers in each txn-producer process (its setting "
                                               f"producers, 1 to {MAX_PRODUCERS}; confluent-kafka only) \\[default: the "
                                               "scenario's]."),
+    inventory: Path | None = InventoryRunOpt,
+    allow_non_disposable: bool = AllowNonDisposableOpt,
 ) -> None:
     """Run a scenario: cluster, workloads, faults, heal, final reads, verdict. Exit 0 valid, 1 invalid, 3 unknown.
 
@@ -87,6 +92,7 @@ def run_cmd(
     )
     from harness.run import runner, scenario
 
+    backend = external_backend(backend, inventory, allow_non_disposable)
     if as_json and not dry_run:
         # A run prints its verdict, not JSON: --json alone would start a real run by surprise.
         raise ConfigError("--json needs --dry-run (it prints the planned schedule as JSON; a run's verdict is "
@@ -104,7 +110,7 @@ def run_cmd(
     s = seed if seed is not None else random.randrange(2**31)
     runner.check_backend(sc, backend)
     if dry_run:
-        dryrun.print_plan(sc, s, as_json)
+        dryrun.print_plan(sc, s, as_json, inventory)
         return
     if library is not None:  # fetched and built before anything starts; a release that does not exist names the flag
         from harness.workloads.clients import prepare

@@ -18,7 +18,16 @@ from harness.cli import exits
 from harness.cli.console import out
 from harness.cli.guard import EXIT_INTERRUPTED, guarded
 from harness.cli.matrix import shard_flag
-from harness.cli.options import BackendOpt, TransactionVersion, check_port_base_env, duration_option, finite_option
+from harness.cli.options import (
+    AllowNonDisposableOpt,
+    BackendOpt,
+    InventoryRunOpt,
+    TransactionVersion,
+    check_port_base_env,
+    duration_option,
+    external_backend,
+    finite_option,
+)
 from harness.rundir.runfolder import SOAK_HTML, check_out, make_folder, new_run_dir
 
 log = logging.getLogger(__name__)
@@ -42,6 +51,8 @@ def soak_cmd(
     shard_opt: str = typer.Option(None, "--shard", metavar="I/N", help="Run shard I of N: runs I, I+N, I+2N, ... of the "
                                   "soak (every shard draws every seed, so each run has the seed it has unsharded); "
                                   "needs --seed."),
+    inventory: Path | None = InventoryRunOpt,
+    allow_non_disposable: bool = AllowNonDisposableOpt,
 ) -> None:
     """Repeat scenarios with fresh seeds on one cluster; keep every run; write soak.html + soak.json.
 
@@ -49,6 +60,7 @@ def soak_cmd(
     from harness.campaigns import soak
 
     check_port_base_env()  # its clusters' port base: refused now, not when one starts
+    backend = external_backend(backend, inventory, allow_non_disposable)
     shard = shard_flag(shard_opt, seed)
     if kafka_version is not None:
         kafka_release.parse_kafka_version(kafka_version)

@@ -44,3 +44,34 @@ def partition_isr(admin: AdminClient, topic: str, partition: int) -> list[int]:
     """The node ids in the in-sync replica set of ``topic``-``partition``, sorted."""
     md = admin.list_topics(topic=topic, timeout=10)
     return sorted(md.topics[topic].partitions[partition].isrs)
+
+
+def delete_topics(admin: AdminClient, names: list[str], timeout: float = TOPIC_TIMEOUT_S) -> list[str]:
+    """Delete ``names`` (a topic already gone is fine); what could not be deleted, one line each."""
+    if not names:
+        return []
+    failed = []
+    for name, future in admin.delete_topics(list(names), operation_timeout=30).items():
+        try:
+            future.result(timeout=timeout)
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
+                failed.append(f"topic {name}: {exc.args[0].str()}")
+    return failed
+
+
+def delete_groups_tagged(admin: AdminClient, tag: str, timeout: float = TOPIC_TIMEOUT_S) -> list[str]:
+    """Delete every consumer group whose id carries ``tag`` (a run's: its groups are named with its
+    tag); what could not be deleted, one line each."""
+    listed = admin.list_consumer_groups(request_timeout=timeout).result(timeout=timeout)
+    groups = [g.group_id for g in listed.valid if tag in g.group_id]
+    if not groups:
+        return []
+    failed = []
+    for group, future in admin.delete_consumer_groups(groups, request_timeout=timeout).items():
+        try:
+            future.result(timeout=timeout)
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError.GROUP_ID_NOT_FOUND:
+                failed.append(f"group {group}: {exc.args[0].str()}")
+    return failed

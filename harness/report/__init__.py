@@ -91,6 +91,8 @@ def render(data: RunData) -> str:
         logs=log_links(data.run_dir, cluster_dir), excerpts=excerpts(data.run_dir, data.marked, data.clock, cluster_dir),
         versions=journal.versions if journal is not None else data.scenario.get("versions") or {},
         features=journal.features if journal is not None else {},
+        cluster_read=journal.cluster if journal is not None else None,
+        cleanup_problems=journal.cleanup_problems if journal is not None else [],
         seed=journal.seed if journal is not None else data.scenario.get("seed"),
         backend=journal.backend if journal is not None else data.scenario.get("backend"),
         command=rerun(data.scenario, journal), duration_s=data.duration_s,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shlex
 import threading
 import time
 from collections.abc import Callable
@@ -175,6 +176,9 @@ def cluster_that_is_up(backend: Backend, sc: Scenario, kafka_version: str | None
         return None  # none, or its owner crashed: a new start reclaims it
     where = f"the {backend.value} cluster that is up (run folder {rec.run_dir})"
     wrong = []
+    target = backends.external_target()
+    if backend is Backend.external and target is not None and rec.inventory != str(target.inventory.resolve()):
+        wrong.append(f"it fronts the cluster of inventory {rec.inventory}, --inventory names {target.inventory}")
     if kafka_version and kafka_version != rec.kafka_version:
         wrong.append(f"it runs Kafka {rec.kafka_version}, --kafka-version asks for {kafka_version}")
     if port_base and port_base != rec.port_base:
@@ -253,6 +257,8 @@ def _run(sc: Scenario, backend: Backend, seed: int, folder: RunFolder, kafka_ver
     topic_names = run_names(sc, tag)  # what physical() names them
     sc = physical(sc, tag)
     faults = schedule.plan(sc, seed)
+    if backend is Backend.external:
+        check_external(sc, faults)  # before anything starts: nothing touches the cluster yet
     planned = schedule.as_json(faults)
     write_json(folder.scenario, {**sc.model_dump(), "seed": seed, "backend": backend.value, "schedule": planned})
     journal = Journal(scenario=sc.name, source=source, resolved=sc.model_dump(mode="json"), seed=seed,
@@ -267,6 +273,15 @@ def _run(sc: Scenario, backend: Backend, seed: int, folder: RunFolder, kafka_ver
         if cluster is not None:
             check_fault_levels(faults, _kafka_version(cluster, kafka_version))
             journal.faulted_at_start = prepare_attached(cluster)
+    if cluster is None and backend is Backend.external:
+        cluster = backends.new_cluster(backend, None, run_dir, port_base, detached=keep)
+        own = not keep
+        cluster.start()
+        try:
+            check_external_version(cluster, kafka_version, faults)
+        except BaseException:
+            cluster.stop()
+            raise
     if cluster is None:
         arts = artifacts.ready(kafka_version) if kafka_version else None
         arts = arts or artifacts.ensure(kafka_version or pins.KAFKA_VERSION)
@@ -290,6 +305,9 @@ def _run(sc: Scenario, backend: Backend, seed: int, folder: RunFolder, kafka_ver
         journal.features = finalized(cluster.direct_bootstrap, FEATURES_TIMEOUT_S)
         journal.command = runinfo.rerun_command(source, backend.value, seed, sc.duration, kv, journal.transaction_version,
                                                 _producers(sc))
+        if backend is Backend.external:
+            note_external_facts(cluster, journal)
+            journal.command = external_rerun(journal.command)
         journal.save(folder)
         log.info(f"transaction.version {journal.transaction_version}, metadata.version "
                  f"{journal.features.get(METADATA_VERSION)} (read back from the cluster)")
@@ -363,7 +381,76 @@ def check_backend(sc: Scenario, backend: Backend) -> None:
 
 
 def _kafka_version(cluster: Cluster, asked: str | None) -> str | None:
+    if cluster.backend == Backend.external.value:  # as read from the cluster's own jars (None: unknown)
+        read: str | None = getattr(cluster, "kafka_version", None)
+        return read or asked
     return getattr(getattr(cluster, "artifacts", None), "kafka_version", asked)
+
+
+def check_external(sc: Scenario, faults: list[Fault]) -> None:
+    """ConfigError (exit 2) before anything starts when the external cluster may not be faulted
+    (not disposable), cannot carry a fault of ``faults``, or cannot take the scenario's broker settings."""
+    from chaos.fault_refusals import external_refusals
+
+    target = backends.external_target()
+    if target is None:
+        raise ConfigError("the external backend needs --inventory FILE (docs/reference/inventory.md)")
+    refused = external_refusals(faults, target.inventory, target.allow_non_disposable)
+    if sc.broker_config:
+        refused.append(f"scenario {sc.name} needs broker settings {sc.broker_config}; the harness does not restart a "
+                       "cluster it did not start with settings of its own")
+    if refused:
+        raise ConfigError(f"scenario {sc.name} cannot run on the cluster of {target.inventory}:\n  " + "\n  ".join(refused))
+
+
+def check_external_version(cluster: Cluster, asked: str | None, faults: list[Fault]) -> None:
+    """ConfigError when ``--kafka-version`` asks for another release than the external cluster runs;
+    the faults' levels checked against the release read."""
+    read: str | None = getattr(cluster, "kafka_version", None)
+    if asked and read and asked != read:
+        raise ConfigError(f"--kafka-version {asked}: the external cluster runs Kafka {read} (read from its jars); "
+                          "the harness runs on the cluster as it is")
+    check_fault_levels(faults, read)
+
+
+def note_external_facts(cluster: Cluster, journal: Journal) -> None:
+    """The external cluster's facts as read (journal.cluster) and its finalized levels as what a heal restores."""
+    from harness.kafka.cluster_facts import read_facts
+
+    setattr(cluster, "levels_read", dict(journal.features))  # noqa: B010 - the external backend's alone
+    journal.cluster = {**getattr(cluster, "facts", {}), **read_facts(admin_client(cluster.direct_bootstrap),
+                                                                     cluster.direct_bootstrap)}
+
+
+def rewrite_problems(cluster: Cluster) -> list[str]:
+    """Why a client of the run may have met a broker around the proxies (the wire proxy's rewriting
+    counts): a run that did not test what it says, so not as expected."""
+    try:
+        return [f"address rewriting: {p}" for p in cluster.wire.rewrite_problems()]
+    except Exception as exc:  # noqa: BLE001 - said, as the problem it is
+        return [f"address rewriting: the wire proxy's counts could not be read ({exc})"]
+
+
+def external_rerun(command: str) -> str:
+    """The re-run command of a run on the external cluster: its inventory instead of ``--backend external``."""
+    target = backends.external_target()
+    if target is None:
+        return command
+    return command.replace("--backend external", f"--inventory {shlex.quote(str(target.inventory))}")
+
+
+def delete_run_objects(cluster: Cluster, topics: list[str], tag: str) -> list[str]:
+    """The run's topics and consumer groups deleted from an external cluster (the built-in backends'
+    go with the cluster); what could not be deleted, one line each (logged, never a failed run)."""
+    from harness.kafka.admin import delete_groups_tagged, delete_topics
+
+    try:
+        admin = admin_client(cluster.direct_bootstrap)
+        problems = delete_topics(admin, topics) + delete_groups_tagged(admin, tag)
+    except Exception as exc:  # noqa: BLE001 - a leftover topic is said, never a failed run
+        problems = [f"{type(exc).__name__}: {exc}"]
+    log.info(f"deleted the run's topics {topics} and groups tagged {tag}" + (f"; not deleted: {problems}" if problems else ""))
+    return problems
 
 
 def check_fault_levels(faults: list[Fault], kafka_version: str | None) -> None:
@@ -489,6 +576,8 @@ def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, fold
             live.set_phase("healing")
             _heal_and_stop(live)
             keep_wire_events(cluster, folder, started_us)
+            if cluster.backend == Backend.external.value:
+                journal.nemesis_errors += rewrite_problems(cluster)
             journal.save(folder)  # the heal is on record even if the final reads fail
         problems = journal.heal_problems
         log.info("healed; final reads over the DIRECT listener" if not problems else f"heal problems: {problems}")
@@ -502,6 +591,10 @@ def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, fold
         finally:
             if progress is not None:
                 progress.close()
+            if cluster.backend == Backend.external.value:  # not ours to keep: the run's topics and groups go
+                tag = run_tag(folder.name)
+                journal.cleanup_problems = delete_run_objects(cluster, [t for t in sc.topics if tag in t], tag)
+                journal.save(folder)
 
 
 def _owned(runs: list[KindRun]) -> set[str]:

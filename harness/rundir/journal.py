@@ -153,6 +153,11 @@ class Journal(BaseModel):
     #: the cluster's finalized feature levels read back when the run began (harness/kafka/features.py):
     #: ``transaction.version``, ``metadata.version``, ...; the level in force, not the flag
     features: dict[str, int] = Field(default_factory=dict)
+    #: an external cluster's facts as read from it when the run began (versions, broker settings,
+    #: features: harness/kafka/cluster_facts.py), not as assumed; None on the built-in backends
+    cluster: dict[str, Any] | None = None
+    #: an external cluster: the run's topics and consumer groups deleted afterwards (what was not, one line each)
+    cleanup_problems: list[str] = Field(default_factory=list)
     #: the command that runs the same scenario again (harness/rundir/runinfo.py)
     command: str | None = None
     started: str = Field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%S%z"))

@@ -448,3 +448,16 @@ def test_each_fault_is_drawn_and_named_by_the_category_its_model_gives(tmp_path:
     assert ("Shaded: fault windows (blue: network links, orange: workload processes, brown: the Spark cluster, "
             "cyan: Kafka requests on the wire, olive: cluster features)") in text(page)
     assert "red: broker processes" not in text(page)  # no broker fault in this run
+
+
+def test_an_external_runs_report_shows_the_cluster_as_read(tmp_path: Path, runs: dict[str, Path]) -> None:
+    facts = {"kafka_version": "4.1.1", "cluster_id": "q1Zx", "brokers": {"1": "10.0.0.11:9092"},
+             "features": {"transaction.version": 2}, "broker_settings": {"1": {"min.insync.replicas": "2"}},
+             "inventory": "/etc/staging.yaml"}
+    run_dir = make_run(tmp_path, name="run-external", journal_fields={"cluster": facts,
+                                                                       "cleanup_problems": ["topic t.x: denied"]})
+    page = text(write_report(run_dir).read_text())
+    assert "Cluster (as read)" in page and "min.insync.replicas" in page and "/etc/staging.yaml" in page, page
+    assert "topic t.x: denied" in page
+    # a built-in backend's run has no such section
+    assert "Cluster (as read)" not in text(write_report(runs["clean"]).read_text())

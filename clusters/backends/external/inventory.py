@@ -241,6 +241,7 @@ class Inventory(InventoryModel):
     nodes: list[InventoryNode] = Field(min_length=1)
     _path: Path | None = PrivateAttr(default=None)
     _lines: dict[int, int] = PrivateAttr(default_factory=dict)
+    _key_lines: dict[str, int] = PrivateAttr(default_factory=dict)
 
     @field_validator("name")
     @classmethod
@@ -301,6 +302,11 @@ class Inventory(InventoryModel):
         return f"{self._path}:{n.line}" if self._path else f"node {node_id}"
 
 
+def line_of_key(inv: Inventory, key: str) -> int:
+    """The line of a top-level key of the file ``inv`` was read from (1: not in the file, or built in code)."""
+    return inv._key_lines.get(key, 1)
+
+
 def _for_node(value: Any, node: InventoryNode) -> Any:
     """``value`` (a default's dumped data) with ``{host}`` and ``{id}`` replaced by the node's."""
     if isinstance(value, str):
@@ -352,6 +358,7 @@ def load(path: Path) -> Inventory:
         raise ConfigError("invalid inventory:\n  " + "\n  ".join(problems)) from None
     inv._path = path
     inv._lines = {i: line_of(root, ("nodes", i)) for i in range(len(inv.nodes))}
+    inv._key_lines = {k: line_of(root, (k,)) for k in ("name", "disposable")}
     return inv
 
 
