@@ -11,7 +11,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.markup import escape
@@ -119,6 +119,18 @@ def hunt_cmd(
     summary = hunt.summary(m, folder)
     write_output(folder / hunt.HUNT_JSON, json.dumps(summary, indent=1) + "\n")
     write_output(folder / hunt.HUNT_MD, hunt.page(summary, folder.name))
+    _print_summary(summary, kits, folder)
+    if m.interrupted:
+        out.print(escape(f"interrupted; the same command with --out {folder} continues"), highlight=False)
+        raise typer.Exit(EXIT_INTERRUPTED)
+    if m.exit_code():
+        raise typer.Exit(m.exit_code())
+
+
+def _print_summary(summary: dict[str, Any], kits: list[Path], folder: Path) -> None:
+    """Each column's line, the repro kits written, and where the pages are."""
+    from harness.campaigns import hunt, matrix
+
     for c in summary["columns"]:
         rate = "-" if c["detection_rate"] is None else f"{c['detection_rate']:.0%}"
         out.print(escape(f"{c['client']} / Kafka {c['kafka_version']} / tv {c['transaction_version']}: found something in "
@@ -130,11 +142,6 @@ def hunt_cmd(
         out.print(escape(f"{len(kits)} repro kits written: " + ", ".join(str(k / 'REPORT.md') for k in kits)),
                   highlight=False)
     out.print(escape(f"{folder / hunt.HUNT_MD}, {folder / matrix.MATRIX_HTML}"), highlight=False)
-    if m.interrupted:
-        out.print(escape(f"interrupted; the same command with --out {folder} continues"), highlight=False)
-        raise typer.Exit(EXIT_INTERRUPTED)
-    if m.exit_code():
-        raise typer.Exit(m.exit_code())
 
 
 @contextlib.contextmanager

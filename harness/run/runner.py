@@ -274,14 +274,7 @@ def _run(sc: Scenario, backend: Backend, seed: int, folder: RunFolder, kafka_ver
             check_fault_levels(faults, _kafka_version(cluster, kafka_version))
             journal.faulted_at_start = prepare_attached(cluster)
     if cluster is None and backend is Backend.external:
-        cluster = backends.new_cluster(backend, None, run_dir, port_base, detached=keep)
-        own = not keep
-        cluster.start()
-        try:
-            check_external_version(cluster, kafka_version, faults)
-        except BaseException:
-            cluster.stop()
-            raise
+        cluster, own = _front_external(run_dir, port_base, keep, kafka_version, faults), not keep
     if cluster is None:
         arts = artifacts.ready(kafka_version) if kafka_version else None
         arts = arts or artifacts.ensure(kafka_version or pins.KAFKA_VERSION)
@@ -330,6 +323,19 @@ def _run(sc: Scenario, backend: Backend, seed: int, folder: RunFolder, kafka_ver
     after_run(run_dir)  # results/latest and results/index.html; logs, never raises
     return RunResult(folder, verdict, journal)
 
+
+
+def _front_external(run_dir: Path, port_base: int | None, keep: bool, kafka_version: str | None,
+                    faults: list[Fault]) -> Cluster:
+    """The proxies in front of the inventory's cluster, started, its Kafka release checked against the run's."""
+    cluster = backends.new_cluster(Backend.external, None, run_dir, port_base, detached=keep)
+    cluster.start()
+    try:
+        check_external_version(cluster, kafka_version, faults)
+    except BaseException:
+        cluster.stop()
+        raise
+    return cluster
 
 
 def _libraries(sc: Scenario) -> dict[str, str | None]:
