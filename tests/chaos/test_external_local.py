@@ -131,8 +131,9 @@ def _kill_and_heal(under: UnderCluster, inv_file: Path, sc: Path, env: dict[str,
     assert [(x["what"], x["node"]) for x in _applied(journal)] == [("kill", 3)], journal.read_text()
     paused = _pid(under, 2)
     assert paused is not None and _pid(under, 3) is None, "node 3 must be down before the heal"
-    os.kill(paused, signal.SIGSTOP)
-    assert proc_state(paused) in ("T", "t")
+    os.kill(paused, signal.SIGSTOP)  # delivered to every thread of the JVM, not at once: waited for
+    wait_until(lambda: proc_state(paused) in ("T", "t"), timeout=30, what=f"node 2 (pid {paused}) to be stopped",
+               state=lambda: f"its state {proc_state(paused)!r}")
 
     healed = run(["cluster", "heal", "--inventory", str(inv_file)], env, timeout=300)
     assert healed.returncode == 0, healed.stdout + healed.stderr

@@ -14,6 +14,7 @@ import os
 import re
 import shlex
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +57,12 @@ def cluster_id_of(inv: Inventory) -> str:
     """The harness's own id for the cluster of ``inv`` (its processes' tag, its state record): the
     name of its journal folder, so ``cluster heal`` finds what a killed run left running."""
     return f"external-{folder_for(inv).name}"
+
+
+def _chain_tag() -> str:
+    """This run's tag in its iptables chains' names (``EOSC-<tag>-<n>``): its pid and start second, so
+    a new run's chains never meet a killed one's leftovers."""
+    return f"{os.getpid():x}{int(time.time()) % 0xFFFFF:x}"[:12]
 
 
 def capabilities(inv: Inventory) -> Capabilities:
@@ -277,7 +284,7 @@ class ExternalCluster(Owned):
         their source nodes (iptables and tc, journaled: clusters/backends/external/links.py)."""
         if self._links is None:
             self._links = ExternalLinks(self.brokers, self.journal, self._side.toxiproxy(self.plan.toxiproxy_url),
-                                        format(os.getpid(), "x"))
+                                        _chain_tag())
         return self._links
 
     def restart_wire(self) -> None:
