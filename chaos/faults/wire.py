@@ -54,9 +54,10 @@ MAX_HOLD_MS = 24 * 3600 * 1000
 #: The links a fault may name: the 3-node topology's wire links with faults between brokers on (every
 #: broker pair both ways, each node to itself, on INTERNAL and CONTROLLER; the client links).
 WIRE_LINKS = tuple(lk.name for lk in Topology(node_ids=NODE_IDS, wire_between_brokers=True).wire_links)
-#: Backends whose wire proxy carries only the clients' links (clusters/backends/compose/plan.py: its
-#: brokers reach each other through Toxiproxy on per-source networks, with no wire hop behind it).
-CLIENT_LINKS_ONLY_BACKENDS = ("compose",)
+#: Backends whose wire proxy carries only the clients' links (an external cluster's brokers reach each
+#: other directly; compose's through Toxiproxy on per-source networks, clusters/backends/compose/plan.py,
+#: with no wire hop behind it).
+CLIENT_LINKS_ONLY_BACKENDS = ("compose", "external")
 
 
 class _WireFault(FaultBase):
@@ -109,9 +110,10 @@ class _WireFault(FaultBase):
 
     def check_backend(self, backend: str) -> None:
         if self.needs_wire_between_brokers and backend in CLIENT_LINKS_ONLY_BACKENDS:
+            how = ("an external cluster's brokers reach each other directly" if backend == "external" else
+                   "its brokers reach each other through Toxiproxy alone, on per-source networks")
             raise ConfigError(f"{self.kind} on a link between brokers: the {backend} backend's wire proxy carries only "
-                              "the clients' links (its brokers reach each other through Toxiproxy alone, on "
-                              "per-source networks); run it with --backend local")
+                              f"the clients' links ({how}); run it with --backend local")
 
     @model_validator(mode="after")
     def _filters_fit_the_apis(self) -> _WireFault:

@@ -122,3 +122,15 @@ def test_a_matrix_on_an_external_cluster_runs_its_own_release_only(tmp_path: Pat
     assert r.exit_code == 2 and "--transaction-versions 1" in r.output, r.output
     r = _eos("matrix", "--scenarios", "baseline", "--inventory", str(inv), "--dry-run", "--seed", "1")
     assert r.exit_code == 0 and "4.1.1" in r.output, r.output
+
+
+def test_a_wire_fault_between_brokers_is_refused_and_its_client_link_twin_runs(tmp_path: Path) -> None:
+    """The wire proxy fronts an external cluster's clients only: a held WriteTxnMarkers between its
+    brokers is exit 2 before anything starts; the same hold on a client link passes the dry run."""
+    inv = local_inventory(tmp_path, ["1", "2", "3"])
+    between = _scenario(tmp_path, "  - {at: 5, kind: hold-requests, api: WriteTxnMarkers, link: n1-to-n2-internal}\n")
+    r = _eos("run", str(between), "--inventory", str(inv), "--dry-run", "--seed", "1")
+    assert r.exit_code == 2 and "the external backend's wire proxy carries only the clients' links" in r.output, r.output
+    client = _scenario(tmp_path, "  - {at: 5, kind: hold-requests, api: EndTxn}\n")
+    r = _eos("run", str(client), "--inventory", str(inv), "--dry-run", "--seed", "1")
+    assert r.exit_code == 0, r.output
