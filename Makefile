@@ -73,16 +73,18 @@ run:
 	@$(BIN)/eos-chaos setup $(KAFKA_FLAG)
 	@$(BIN)/eos-chaos smoke $(KAFKA_FLAG)
 
-# The unit tests need no cluster and mostly use the CPU; the real-cluster tests mostly wait (on the
-# scenarios' durations, on Kafka): so `make test` runs the two parts side by side, the unit part's
-# output in results/unit-tests.log, printed after the real-cluster part (TEST_PARTS=serial: the unit
-# part first, then the other). Both parts run whatever the other gives; a part that PYTEST_ARGS
-# leaves without a test (exit 5) does not fail the target. JUNIT=PREFIX writes PREFIX-unit.xml and
-# PREFIX-chaos.xml. The unit tests run on one pytest-xdist worker per core on a machine of more than
-# 2 cores; on 2 cores two workers took as long as one process (the slowest unit tests use both cores
-# themselves: docs/BENCHMARKS.md), so there they run in one (UNIT_WORKERS=0).
+# The unit tests need no cluster; the real-cluster tests run one at a time (one cluster per backend
+# for the session). On a machine of more than 2 cores the two parts run side by side, the unit part's
+# output in results/unit-tests.log, printed after the real-cluster part; on 2 cores one after the
+# other (TEST_PARTS=serial|parallel chooses): side by side there, the two starved each other, the
+# real-cluster tests being CPU too (brokers, Streams, Spark: docs/BENCHMARKS.md). Both parts run
+# whatever the other gives; a part that PYTEST_ARGS leaves without a test (exit 5) does not fail the
+# target. JUNIT=PREFIX writes PREFIX-unit.xml and PREFIX-chaos.xml. The unit tests run on one
+# pytest-xdist worker per core on a machine of more than 2 cores; on 2 cores two workers took as
+# long as one process (the slowest unit tests use both cores themselves), so there they run in one
+# (UNIT_WORKERS=0).
 UNIT_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ $$n -gt 2 ] && echo $$n || echo 0)
-TEST_PARTS ?= parallel
+TEST_PARTS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ $$n -gt 2 ] && echo parallel || echo serial)
 JUNIT ?=
 test: setup-all lint
 	@mkdir -p results; unit_log=results/unit-tests.log; unit=0; \

@@ -46,6 +46,7 @@ from harness.kafka.reads import lso_lag, read_all
 from harness.phases import table
 from harness.phases.kind_run import KindRun, RunContext
 from harness.report.index_page import after_run
+from harness.report.live_progress import HistoryTail
 from harness.report.loaded import LoadedRun
 from harness.report.wire_events import read_wire, wire_file
 from harness.run import verdict_file
@@ -67,6 +68,8 @@ WORKLOAD_GRACE_S = 600.0
 #: The most a run waits past its duration for a fault that went past its budget: the workloads stop
 #: themselves ``WORKLOAD_GRACE_S`` after it, and the heal and drain need their share of that.
 MAX_EXTENSION_S = WORKLOAD_GRACE_S / 2
+#: How often a run short of its expected commits counts them again.
+COMMITS_POLL_S = 1.0
 #: Reading the finalized features of a healthy cluster: one round trip; generous for a loaded machine.
 FEATURES_TIMEOUT_S = 30.0
 
@@ -637,7 +640,8 @@ def _run_workloads(live: _Live) -> None:
         live.staged_thread = threading.Thread(target=_guarded(nemesis.zombie, nemesis.errors), name="zombie", daemon=True)
         live.staged_thread.start()
     try:
-        journal.extended_s = _wait_out(nemesis, sc.duration)
+        tail = HistoryTail(ctx.run_dir)
+        journal.extended_s = _wait_out(nemesis, sc.duration, lambda: tail.poll().committed, sc.expect.min_ok_txns)
         # a fault due in the run that waits for the node fault before it to heal begins late
         nemesis.await_begun()
         # a driver killed late in the run replays its batch after the duration: wait for it
@@ -647,9 +651,13 @@ def _run_workloads(live: _Live) -> None:
         log.info("interrupted: stopping the workloads, healing, then checking what ran")
 
 
-def _wait_out(nemesis: Nemesis, duration: float) -> float:
+def _wait_out(nemesis: Nemesis, duration: float, committed: Callable[[], int] | None = None,
+              min_ok: int = 0) -> float:
     """Wait the run's ``duration``, and as much longer as a blocking fault went past its budget
-    (``Nemesis.extended_s``, at most ``MAX_EXTENSION_S``); returns the seconds added. ``stop`` ends it."""
+    (``Nemesis.extended_s``, at most ``MAX_EXTENSION_S``); then, while fewer than ``min_ok``
+    transactions are committed (``committed()``: the count so far), at most ``duration`` more, so
+    a starved machine's run gets the time its expectation needs rather than failing it. Returns the
+    seconds added. ``stop`` ends it."""
     started = time.monotonic()
     while True:
         extra = min(nemesis.extended_s, MAX_EXTENSION_S)
@@ -658,7 +666,16 @@ def _wait_out(nemesis: Nemesis, duration: float) -> float:
             break
     if extra:
         log.info(f"the run lasted {extra:.0f}s past its duration: a fault went that far past its budget")
-    return round(extra, 1)
+    if committed is None or min_ok <= 0 or nemesis.stop.is_set():
+        return round(extra, 1)
+    waited_from, done = time.monotonic(), committed()
+    while done < min_ok and time.monotonic() - waited_from < duration and not nemesis.stop.wait(COMMITS_POLL_S):
+        done = committed()
+    more = time.monotonic() - waited_from
+    if done < min_ok or more >= COMMITS_POLL_S:
+        log.info(f"the run lasted {more:.0f}s more for its expected {min_ok} committed transactions "
+                 f"(a slow machine); {done} by then")
+    return round(extra + (more if more >= COMMITS_POLL_S else 0.0), 1)
 
 
 def _heal_and_stop(live: _Live) -> None:

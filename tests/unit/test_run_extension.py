@@ -46,3 +46,26 @@ def test_the_extension_is_capped_and_the_stop_ends_the_wait(tmp_path: Path, monk
     started = time.monotonic()
     runner._wait_out(nem, 30)
     assert time.monotonic() - started < 0.5
+
+
+def test_a_run_short_of_its_expected_commits_waits_for_them_at_most_its_duration_more(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A starved machine: the commits the scenario expects come late, and the run waits for them
+    (a slow day must not fail an expectation); a run that never gets there stops at twice its duration,
+    and a run that has them stops at its duration (the clean twin)."""
+    monkeypatch.setattr(runner, "COMMITS_POLL_S", 0.1)
+    made = {"n": 0}
+
+    def committed() -> int:
+        made["n"] += 1
+        return made["n"]
+
+    started = time.monotonic()
+    assert 0.15 <= runner._wait_out(nemesis(tmp_path), 1.0, committed, 3) < 0.9  # two more looks
+    assert made["n"] == 3 and time.monotonic() - started < 2.5
+    started = time.monotonic()
+    assert 0.9 <= runner._wait_out(nemesis(tmp_path), 1.0, lambda: 0, 5) <= 1.6  # never: capped at the duration
+    assert time.monotonic() - started < 2.9
+    started = time.monotonic()
+    assert runner._wait_out(nemesis(tmp_path), 0.2, lambda: 5, 5) == 0
+    assert time.monotonic() - started < 0.6
