@@ -62,10 +62,11 @@ def test_a_run_short_of_its_expected_commits_waits_for_them_at_most_its_duration
 
     started = time.monotonic()
     assert 0.15 <= runner._wait_out(nemesis(tmp_path), 1.0, committed, 3) < 0.9  # two more looks
-    assert made["n"] == 3 and time.monotonic() - started < 2.5
+    assert made["n"] == 3 and time.monotonic() - started < 3.5
     started = time.monotonic()
-    assert 0.9 <= runner._wait_out(nemesis(tmp_path), 1.0, lambda: 0, 5) <= 1.6  # never: capped at the duration
-    assert time.monotonic() - started < 2.9
+    # never: capped at the duration (bounds wide enough for a loaded machine's late wake-ups)
+    assert 0.9 <= runner._wait_out(nemesis(tmp_path), 1.0, lambda: 0, 5) <= 2.5
+    assert time.monotonic() - started < 4.5
     started = time.monotonic()
     assert runner._wait_out(nemesis(tmp_path), 0.2, lambda: 5, 5) == 0
     assert time.monotonic() - started < 0.6
