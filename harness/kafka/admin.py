@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from concurrent.futures import Future
+
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]  # not in its __all__
 
@@ -50,14 +52,8 @@ def delete_topics(admin: AdminClient, names: list[str], timeout: float = TOPIC_T
     """Delete ``names`` (a topic already gone is fine); what could not be deleted, one line each."""
     if not names:
         return []
-    failed = []
-    for name, future in admin.delete_topics(list(names), operation_timeout=30).items():
-        try:
-            future.result(timeout=timeout)
-        except KafkaException as exc:
-            if exc.args[0].code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
-                failed.append(f"topic {name}: {exc.args[0].str()}")
-    return failed
+    return _not_deleted(admin.delete_topics(list(names), operation_timeout=30), "topic",
+                        KafkaError.UNKNOWN_TOPIC_OR_PART, timeout)
 
 
 def delete_groups_tagged(admin: AdminClient, tag: str, timeout: float = TOPIC_TIMEOUT_S) -> list[str]:
@@ -67,11 +63,17 @@ def delete_groups_tagged(admin: AdminClient, tag: str, timeout: float = TOPIC_TI
     groups = [g.group_id for g in listed.valid if tag in g.group_id]
     if not groups:
         return []
+    return _not_deleted(admin.delete_consumer_groups(groups, request_timeout=timeout), "group",
+                        KafkaError.GROUP_ID_NOT_FOUND, timeout)
+
+
+def _not_deleted(futures: dict[str, Future[None]], what: str, gone: int, timeout: float) -> list[str]:
+    """One line per deletion that failed, but for ``gone`` (already deleted: fine)."""
     failed = []
-    for group, future in admin.delete_consumer_groups(groups, request_timeout=timeout).items():
+    for name, future in futures.items():
         try:
             future.result(timeout=timeout)
         except KafkaException as exc:
-            if exc.args[0].code() != KafkaError.GROUP_ID_NOT_FOUND:
-                failed.append(f"group {group}: {exc.args[0].str()}")
+            if exc.args[0].code() != gone:
+                failed.append(f"{what} {name}: {exc.args[0].str()}")
     return failed
