@@ -107,6 +107,8 @@ class Nemesis:
         #: seconds the run should last past its duration: the most a blocking fault went past its
         #: budget (``extend_run``; the runner reads it while it waits)
         self.extended_s = 0.0
+        #: when the latest fault ended, on the history's clock (ns); None: none ended yet
+        self.last_end_ns: int | None = None
 
     def pace(self, ready_s: Mapping[str, float]) -> float:
         """Scale the waits for progress to this machine from the workloads' measured readiness (the
@@ -138,6 +140,7 @@ class Nemesis:
 
     def _end(self, kind: str, **value: object) -> None:
         self.rec.event(NEMESIS, FAULT, {"kind": kind, "phase": "stop", **value}, type_="ok")
+        self.last_end_ns = self.rec.now()
         with self._active_lock:
             self._active.pop(self._key(kind, value), None)
 

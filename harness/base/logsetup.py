@@ -52,9 +52,23 @@ def to_console(level: int = logging.INFO) -> None:
     _set(_Console(), level)
 
 
+class _Stdout(logging.StreamHandler):  # type: ignore[type-arg]
+    """Plain lines on ``sys.stdout`` as it is when each record comes: pytest swaps it for a capture
+    per test and closes that one after the test, so a stream taken once would be a closed file for
+    the next test's records ("I/O operation on closed file" in a CI log)."""
+
+    @property
+    def stream(self) -> object:
+        return sys.stdout
+
+    @stream.setter
+    def stream(self, _: object) -> None:
+        pass
+
+
 def to_stdout(level: int = logging.INFO) -> None:
     """The pytest plugin: records as plain lines on stdout, shown with a test's output."""
-    handler = logging.StreamHandler(sys.stdout)
+    handler = _Stdout()
     handler.setFormatter(logging.Formatter("%(message)s"))
     _set(handler, level)
 

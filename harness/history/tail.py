@@ -1,9 +1,15 @@
 """Reading history files while their writers still append to them (the live progress line, the run's
-readiness): each call returns the whole lines added since the last one."""
+readiness, the run's waits for commits): each call returns the whole lines added since the last one."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
+
+import orjson
+
+from harness.history.model import FAIL, INFO, OK, TXN
+from harness.history.recorder import HISTORY_DIR
 
 
 def appended_lines(path: Path, offsets: dict[Path, int]) -> list[bytes]:
@@ -19,3 +25,50 @@ def appended_lines(path: Path, offsets: dict[Path, int]) -> list[bytes]:
     whole = chunk[: chunk.rfind(b"\n") + 1]
     offsets[path] = start + len(whole)
     return whole.splitlines()
+
+
+@dataclass
+class LineCounts:
+    committed: int = 0
+    aborted: int = 0
+    unknown: int = 0
+    errors: int = 0
+    last_error: str = ""
+    #: the history-clock time (ns) of the latest commit seen; None: none yet
+    last_commit_ns: int | None = None
+
+
+@dataclass
+class HistoryTail:
+    """Counts transaction outcomes from ``run_dir/history/*.jsonl``, reading each file incrementally."""
+
+    run_dir: Path
+    counts: LineCounts = field(default_factory=LineCounts)
+    _offsets: dict[Path, int] = field(default_factory=dict)
+
+    def poll(self) -> LineCounts:
+        for path in sorted((self.run_dir / HISTORY_DIR).glob("*.jsonl")):
+            for line in appended_lines(path, self._offsets):
+                self._count(line)
+        return self.counts
+
+    def _count(self, line: bytes) -> None:
+        try:
+            op = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            return
+        if op.get("f") == TXN:
+            kind = op.get("type")
+            if kind == OK:
+                self.counts.committed += 1
+                at = op.get("time")
+                if isinstance(at, int) and (self.counts.last_commit_ns is None or at > self.counts.last_commit_ns):
+                    self.counts.last_commit_ns = at
+            elif kind == FAIL:
+                self.counts.aborted += 1
+            elif kind == INFO:
+                self.counts.unknown += 1
+        err = op.get("error")
+        if err and err != "aborted on purpose":
+            self.counts.errors += 1
+            self.counts.last_error = str(err)[:120]

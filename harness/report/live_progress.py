@@ -13,64 +13,18 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
-import orjson
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from harness.history.model import FAIL, INFO, OK, TXN
-from harness.history.recorder import HISTORY_DIR
-from harness.history.tail import appended_lines
+from harness.history.tail import HistoryTail
 
 #: How often the counts are refreshed (reading only what was appended since the last look).
 REFRESH_S = 1.0
 #: Without a terminal: a progress line this often (and at every phase change).
 PLAIN_EVERY_S = 15.0
-
-
-@dataclass
-class LineCounts:
-    committed: int = 0
-    aborted: int = 0
-    unknown: int = 0
-    errors: int = 0
-    last_error: str = ""
-
-
-@dataclass
-class HistoryTail:
-    """Counts transaction outcomes from ``run_dir/history/*.jsonl``, reading each file incrementally."""
-
-    run_dir: Path
-    counts: LineCounts = field(default_factory=LineCounts)
-    _offsets: dict[Path, int] = field(default_factory=dict)
-
-    def poll(self) -> LineCounts:
-        for path in sorted((self.run_dir / HISTORY_DIR).glob("*.jsonl")):
-            for line in appended_lines(path, self._offsets):
-                self._count(line)
-        return self.counts
-
-    def _count(self, line: bytes) -> None:
-        try:
-            op = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            return
-        if op.get("f") == TXN:
-            kind = op.get("type")
-            if kind == OK:
-                self.counts.committed += 1
-            elif kind == FAIL:
-                self.counts.aborted += 1
-            elif kind == INFO:
-                self.counts.unknown += 1
-        err = op.get("error")
-        if err and err != "aborted on purpose":
-            self.counts.errors += 1
-            self.counts.last_error = str(err)[:120]
 
 
 def interactive(console: Console) -> bool:

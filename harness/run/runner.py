@@ -32,13 +32,15 @@ from clusters.backends.protocol import Cluster, NodeState
 from clusters.builds import pins
 from clusters.kafka.feature_levels import TRANSACTION_VERSION, check_transaction_version, intended_levels
 from clusters.kafka.health import admin_client
-from harness.base.errors import ClusterError, ConfigError
+from harness.base.errors import ClusterError, ConfigError, WaitTimeout
 from harness.base.logsetup import run_log
+from harness.base.wait import wait_until
 from harness.checker import check
 from harness.history import store
 from harness.history.hits import Span, fault_hits, wire_matches
 from harness.history.model import LSO, READ_COMMITTED, READ_UNCOMMITTED, SCAN, tp_key
 from harness.history.recorder import ENV_T0, HISTORY_DIR, Recorder, run_t0
+from harness.history.tail import HistoryTail
 from harness.kafka.admin import create_topic
 from harness.kafka.features import METADATA_VERSION, finalized
 from harness.kafka.kept_topics import KeptTopics, kept
@@ -46,7 +48,6 @@ from harness.kafka.reads import lso_lag, read_all
 from harness.phases import table
 from harness.phases.kind_run import KindRun, RunContext
 from harness.report.index_page import after_run
-from harness.report.live_progress import HistoryTail
 from harness.report.loaded import LoadedRun
 from harness.report.wire_events import read_wire, wire_file
 from harness.run import verdict_file
@@ -646,6 +647,7 @@ def _run_workloads(live: _Live) -> None:
         nemesis.await_begun()
         # a driver killed late in the run replays its batch after the duration: wait for it
         journal.not_recovered = sup.await_recovered(max(RECOVERY_TIMEOUT_S, nemesis.progress_timeout_s))
+        journal.extended_s += _await_commit_after_faults(nemesis, tail, nemesis.progress_timeout_s)
     except KeyboardInterrupt:
         journal.interrupted = True
         log.info("interrupted: stopping the workloads, healing, then checking what ran")
@@ -676,6 +678,31 @@ def _wait_out(nemesis: Nemesis, duration: float, committed: Callable[[], int] | 
         log.info(f"the run lasted {more:.0f}s more for its expected {min_ok} committed transactions "
                  f"(a slow machine); {done} by then")
     return round(extra + (more if more >= COMMITS_POLL_S else 0.0), 1)
+
+
+def _await_commit_after_faults(nemesis: Nemesis, tail: HistoryTail, timeout: float) -> float:
+    """A run whose workloads commit transactions goes on after its last fault ended until one
+    commits after it, at most ``timeout``: a fault that ran late on a slow machine (a broker's or
+    a workload's restart, a wait for progress) would leave no time for the recovery the checks
+    look for (``checker.progress``), and the run would be unknown for a slow day, not for a stuck
+    workload. Not while a fault is still on (the heal ends it), nor in a run that never
+    committed. Returns the seconds waited."""
+    counts = tail.poll()
+    ended = nemesis.last_end_ns
+    if (ended is None or nemesis.active_faults() or nemesis.stop.is_set() or not counts.committed
+            or (counts.last_commit_ns is not None and counts.last_commit_ns > ended)):
+        return 0.0
+    began = time.monotonic()
+    log.info("waiting for a transaction committed after the last fault ended, before the run ends")
+    try:
+        wait_until(lambda: (tail.poll().last_commit_ns or 0) > ended or nemesis.stop.is_set(), timeout=timeout,
+                   what="a transaction committed after the last fault ended",
+                   state=lambda: f"{tail.counts.committed} committed, the last at {(tail.counts.last_commit_ns or 0) / 1e9:.1f} s, "
+                                 f"the last fault ended at {ended / 1e9:.1f} s (history clock)",
+                   interval=COMMITS_POLL_S)
+    except WaitTimeout as exc:
+        log.info(str(exc))  # the progress check says the run is unknown, and why
+    return round(time.monotonic() - began, 1)
 
 
 def _heal_and_stop(live: _Live) -> None:

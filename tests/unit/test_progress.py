@@ -8,7 +8,8 @@ from pathlib import Path
 import orjson
 from rich.console import Console
 
-from harness.report.live_progress import HistoryTail, ProgressLine
+from harness.history.tail import HistoryTail
+from harness.report.live_progress import ProgressLine
 
 
 def _line(**op: object) -> bytes:

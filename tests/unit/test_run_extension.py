@@ -8,10 +8,12 @@ import threading
 import time
 from pathlib import Path
 
+import orjson
 import pytest
 
 from chaos.nemesis import Nemesis
 from harness.history.recorder import Recorder
+from harness.history.tail import HistoryTail
 from harness.run import runner
 from tests.unit.test_faults import FakeCluster, FakeControl
 
@@ -70,3 +72,34 @@ def test_a_run_short_of_its_expected_commits_waits_for_them_at_most_its_duration
     started = time.monotonic()
     assert runner._wait_out(nemesis(tmp_path), 0.2, lambda: 5, 5) == 0
     assert time.monotonic() - started < 0.6
+
+
+def _commit(path: Path, at_ns: int) -> None:
+    with open(path, "ab") as f:
+        f.write(orjson.dumps({"time": at_ns, "process": "txn-producer-0.0", "type": "ok", "f": "txn"}) + b"\n")
+
+
+def test_a_run_whose_last_fault_ended_late_waits_for_a_commit_after_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fault that ran late on a slow machine (a producer's restart) leaves no time after it for
+    the recovery the progress check looks for: the run waits for a commit after the last fault's
+    end, at most its timeout; a run with one already (the clean twin), with a fault still on, or
+    that never committed, does not wait."""
+    monkeypatch.setattr(runner, "COMMITS_POLL_S", 0.05)
+    history = tmp_path / "history"
+    history.mkdir()
+    producer = history / "txn-producer-0.jsonl"
+    _commit(producer, 1_000)
+    nem = nemesis(tmp_path)
+    nem._end("kill-workload", workload="txn-producer")
+    tail = HistoryTail(tmp_path)
+    threading.Timer(0.3, lambda: _commit(producer, nem.rec.now())).start()
+    assert 0.2 <= runner._await_commit_after_faults(nem, tail, 5.0) < 3.0, "waited for the late commit"
+    assert runner._await_commit_after_faults(nem, tail, 5.0) == 0, "it has one: no wait"
+    nem._end("kill-workload", workload="txn-producer")  # a later fault: none since
+    started = time.monotonic()
+    assert 0.3 <= runner._await_commit_after_faults(nem, tail, 0.4) < 2.0, "capped at its timeout"
+    assert time.monotonic() - started < 2.5
+    empty = tmp_path / "other"
+    (empty / "history").mkdir(parents=True)
+    assert runner._await_commit_after_faults(nem, HistoryTail(empty), 5.0) == 0, "never committed: no wait"
