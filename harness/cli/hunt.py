@@ -53,11 +53,10 @@ MIN_DURATION_S = 20.0
 def hunt_cmd(
     seeds: int = typer.Option(10, "--seeds", min=1, max=1000, help="Scenarios to draw, one per seed."),
     clients: str = typer.Option(DEFAULT_LIBRARY, "--clients", metavar="L,L,...",
-                                help=f"Client libraries ({client_libraries()}): each runs every drawn scenario "
-                                     f"\\[default: {DEFAULT_LIBRARY}]."),
+                                help=f"Client libraries ({client_libraries()}): each runs every drawn scenario."),
     levels: str = typer.Option("default", "--transaction-versions", metavar="V,V,...",
-                               help="Transaction versions the clusters are formatted with: 0, 1, 2 or default \\[default: default]."),
-    duration: float = typer.Option(DEFAULT_DURATION_S, "--duration", help="Each drawn scenario's length (s) \\[default: 100]."),
+                               help="Transaction versions the clusters are formatted with: 0, 1, 2 or default."),
+    duration: float = typer.Option(DEFAULT_DURATION_S, "--duration", help="Each drawn scenario's length (s)."),
     backend: Backend = BackendOpt,
     out_dir: str = typer.Option(None, "--out", help="Hunt folder; the same command on it again resumes "
                                 "\\[default: results/<id>-hunt]."),
@@ -70,7 +69,7 @@ def hunt_cmd(
     apps_opt: str = typer.Option("drawn", "--apps", metavar="drawn|none|A,B,...",
                                  help="The shipped apps run beside the producers: each seed draws one or none "
                                       "(drawn), none, or one of those named (streams-count-sum, kafka-copier, "
-                                      "py-copier, go-copier) \\[default: drawn]."),
+                                      "py-copier, go-copier)."),
     redo_unknown: bool = RedoUnknownOpt,
     shard_opt: str = ShardOpt,
     inventory: Path | None = InventoryRunOpt,

@@ -67,10 +67,10 @@ def matrix_cmd(
     scenarios: str = typer.Option(None, "--scenarios", metavar="A,B,...",
                                   help="Scenarios (names or YAML files): the rows. \\[required]"),
     clients: str = typer.Option(DEFAULT_LIBRARY, "--clients", metavar="L,L,...",
-                                help=f"Client libraries ({client_libraries()}): the columns \\[default: {DEFAULT_LIBRARY}]."),
+                                help=f"Client libraries ({client_libraries()}): the columns."),
     levels: str = typer.Option("default", "--transaction-versions", metavar="V,V,...",
                                help="Transaction versions the clusters are formatted with: 0, 1, 2 or default "
-                                    "(Kafka's own) \\[default: default]."),
+                                    "(Kafka's own)."),
     seeds: int = typer.Option(1, "--seeds", min=1, help="Runs per cell, seeds drawn from the master seed."),
     backend: Backend = BackendOpt,
     duration: float | None = duration_option("Override every scenario's duration (s)."),
