@@ -14,6 +14,7 @@ import random
 from dataclasses import dataclass
 from typing import Protocol
 
+from harness.base.errors import WaitTimeout
 from harness.base.wait import wait_until
 from harness.kafka.placement import coordinator_partition
 
@@ -66,20 +67,17 @@ def group_coordinator(admin: _Admin, group: str) -> int:
 def prefixed_transaction_coordinator(direct_bootstrap: str, prefix: str) -> int:
     """The coordinator of the first (in name order) transactional.id starting with ``prefix`` that
     the cluster's coordinators know: each broker lists the transactions it coordinates
-    (ListTransactions, KIP-664). ``LookupError`` when there is none (yet)."""
-    from kafka.admin import KafkaAdminClient
-
-    admin = KafkaAdminClient(bootstrap_servers=direct_bootstrap, request_timeout_ms=10_000)
+    (ListTransactions, KIP-664), asked as ``open_transactions`` asks. A broker that does not answer
+    by the deadline (a fault killed it) leaves the first among those the others list.
+    ``LookupError`` when there is none (yet)."""
     try:
-        listed = admin.list_transactions()
-    finally:
-        admin.close()
-    found = sorted((t.transactional_id, node) for node, txns in listed.items() for t in txns
-                   if t.transactional_id.startswith(prefix))
-    if not found:
+        listed = _listed(direct_bootstrap, prefix)
+    except IncompleteListing as exc:
+        listed = exc.found
+    if not listed:
         raise LookupError(f"no transactional.id starting with {prefix!r} on the cluster (yet): its app has not "
                           "initialised a transactional producer")
-    return int(found[0][1])
+    return listed[min(listed)].node
 
 
 #: How long the listing of open transactions may wait for every broker to answer: a broker a fault
@@ -91,7 +89,7 @@ def open_transactions(direct_bootstrap: str, prefix: str, open_for_ms: int) -> l
     """The transactional.ids starting with ``prefix`` whose transaction is Ongoing at its coordinator and
     has been for over ``open_for_ms`` (ListTransactions with a duration filter, Kafka 3.8+), sorted.
     Each broker holds a slice of the transactions and is asked on its own, again until it answers
-    (``LISTING_DEADLINE_S``: ``WaitTimeout`` naming the brokers that did not)."""
+    (``LISTING_DEADLINE_S``: ``IncompleteListing`` naming the brokers that did not)."""
     return sorted(_listed(direct_bootstrap, prefix, state_filters=[ONGOING], duration_filter_ms=open_for_ms))
 
 
@@ -99,42 +97,73 @@ def transaction_states(direct_bootstrap: str, prefix: str) -> dict[str, str]:
     """Every transactional.id starting with ``prefix`` that the coordinators know, with its state
     (``Ongoing``: a transaction open; ``CompleteCommit``, ``Empty``, ...: none), asked as
     ``open_transactions`` asks."""
-    return _listed(direct_bootstrap, prefix)
+    return {txn_id: t.state for txn_id, t in _listed(direct_bootstrap, prefix).items()}
 
 
 #: a transaction open at its coordinator (ListTransactions' state)
 ONGOING = "Ongoing"
 
 
-def _listed(direct_bootstrap: str, prefix: str, **filters: object) -> dict[str, str]:
+#: kafka-python's errors after which the listing makes its client again (its metadata lacks the broker)
+NEW_CLIENT_AFTER = ("UnknownBrokerIdError", "NoBrokersAvailable")
+
+
+@dataclass(frozen=True)
+class Listed:
+    """One transactional.id as its coordinator lists it."""
+
+    state: str
+    node: int
+
+
+class IncompleteListing(WaitTimeout):
+    """Not every broker answered by the deadline; ``found``: what those that did listed."""
+
+    def __init__(self, message: str, found: dict[str, Listed]) -> None:
+        super().__init__(message)
+        self.found = found
+
+
+def _listed(direct_bootstrap: str, prefix: str, **filters: object) -> dict[str, Listed]:
+    """Every broker asked on its own until each has answered once: a broker down or still loading its
+    coordinators (refused connections, ``COORDINATOR_LOAD_IN_PROGRESS``) is asked again, the others
+    kept; the client itself is made again after a failure to bootstrap, or when its metadata lacks a
+    broker (``UnknownBrokerIdError``, seen once for a whole deadline)."""
     from kafka.admin import KafkaAdminClient
-    from kafka.errors import UnknownBrokerIdError
 
-    def admin_client() -> KafkaAdminClient:
-        return KafkaAdminClient(bootstrap_servers=direct_bootstrap, request_timeout_ms=5_000)
+    admins: list[KafkaAdminClient] = []
+    found: dict[str, Listed] = {}
+    brokers: set[int] = set()
+    left: set[int] = set()
+    fresh = [True]
 
-    admins = [admin_client()]
-    found: dict[str, str] = {}
+    def ask() -> bool:
+        if fresh[0]:
+            admins.append(KafkaAdminClient(bootstrap_servers=direct_bootstrap, request_timeout_ms=5_000))
+            fresh[0] = False
+        if not brokers:
+            brokers.update(int(b["broker_id"]) for b in admins[-1].describe_cluster()["brokers"])
+            left.update(brokers)
+        failed: Exception | None = None
+        for broker in sorted(left):
+            try:
+                listed = admins[-1].list_transactions(broker_ids=[broker], **filters)
+            except Exception as exc:  # noqa: BLE001 - each broker's failure is retried; the last one is reported
+                failed = exc
+                fresh[0] = fresh[0] or type(exc).__name__ in NEW_CLIENT_AFTER
+                continue
+            found.update((t.transactional_id, Listed(str(getattr(t.state, "value", t.state)), int(node)))
+                         for node, txns in listed.items() for t in txns if t.transactional_id.startswith(prefix))
+            left.discard(broker)
+        if failed is not None:
+            raise failed
+        return not left
+
     try:
-        brokers = {int(b["broker_id"]) for b in admins[-1].describe_cluster()["brokers"]}
-        left = set(brokers)
-
-        def ask() -> bool:
-            for broker in sorted(left):
-                try:
-                    listed = admins[-1].list_transactions(broker_ids=[broker], **filters)
-                except UnknownBrokerIdError:
-                    # the client's metadata lacks the broker (seen once: its bootstrap left it without the
-                    # brokers' list, and it stayed so for the whole deadline): a new client bootstraps again
-                    admins.append(admin_client())
-                    raise
-                found.update((t.transactional_id, str(getattr(t.state, "value", t.state)))
-                             for txns in listed.values() for t in txns if t.transactional_id.startswith(prefix))
-                left.discard(broker)
-            return not left
-
         wait_until(ask, timeout=LISTING_DEADLINE_S, what=f"every broker's transactions of {prefix}*",
-                   state=lambda: f"brokers {sorted(left)} of {sorted(brokers)} not answered")
+                   state=lambda: f"brokers {sorted(left)} of {sorted(brokers) or '(not yet known)'} not answered")
+    except WaitTimeout as exc:
+        raise IncompleteListing(str(exc), dict(found)) from exc.__cause__
     finally:
         for admin in admins:
             admin.close()
