@@ -27,7 +27,7 @@ from typing import Any
 import yaml
 
 from harness.base.errors import ConfigError
-from harness.campaigns import hunt_apps, hunt_landings
+from harness.campaigns import hunt_apps, hunt_brokers, hunt_landings
 from harness.campaigns.matrix import Matrix, level_name
 from harness.workloads.txn_ids import transactional_id
 
@@ -96,13 +96,13 @@ RETRIABLE_ERRORS = {
 #: killed, and a clean restart of the coordinator or a leader (the coordinator's state loaded again,
 #: a leadership moved while transactions write to it).
 #:
-#: Faults on the links between brokers (WriteTxnMarkers, AddPartitionsToTxn verification, a
-#: follower's Fetch) are not drawn: the wire proxy reaches the clients' links only on this build.
-#: Where they are made opt-in per cluster, a ``--broker-faults`` option adds their rows to this table
-#: (a wire fault with ``links: internal`` and its APIs) for the seeds of a hunt that asks for them,
-#: and leaves the draw of every other hunt as it is (docs/HUNT.md, "Faults between brokers").
+#: The seventh draw adds faults on the links between brokers (``hunt_brokers``: WriteTxnMarkers, the
+#: AddPartitionsToTxn verification, a follower's Fetch) as one more row, ``BROKER_KINDS``, where the
+#: backend can carry them and the hunt does not say ``--no-broker-faults``; without that row the draw
+#: is the sixth's, seed for seed.
 KINDS = {"hold-requests": 12, "drop-api-responses": 2, "error-responses": 2, "latency": 1, "pause-workload": 1,
          "kill-workload": 1, "kill-coordinator": 1, "kill-leader": 1, "restart-broker": 1}
+BROKER_KINDS = {**KINDS, hunt_brokers.KIND: hunt_brokers.WEIGHT}
 #: A killed broker stays down this long at least (its restart takes some); a restart's fault is
 #: given this long at least, the restart's own time, before the next fault.
 KILL_DOWN_S = 3.0
@@ -120,9 +120,10 @@ def seeds(master: int, n: int) -> list[int]:
     return [rnd.randrange(2**31) for _ in range(n)]
 
 
-def draw(seed: int, duration: float, apps: tuple[str, ...] | None = None) -> dict[str, Any]:
+def draw(seed: int, duration: float, apps: tuple[str, ...] | None = None, broker_faults: bool = True) -> dict[str, Any]:
     """The scenario seed ``seed`` draws (as its YAML file holds it), ``duration`` seconds long, with
-    one of ``apps`` beside its producers (``hunt_apps.pool``: None, a seed may draw any or none)."""
+    one of ``apps`` beside its producers (``hunt_apps.pool``: None, a seed may draw any or none), and
+    with faults between brokers among its faults when ``broker_faults`` (else the sixth draw's)."""
     rnd = random.Random(f"hunt-scenario/{seed}")
     timeout_ms = rnd.choice(REQUEST_TIMEOUTS_MS)
     client = {"socket.timeout.ms": timeout_ms, "request.timeout.ms": timeout_ms}
@@ -144,9 +145,12 @@ def draw(seed: int, duration: float, apps: tuple[str, ...] | None = None) -> dic
         topics += app_topics
     workloads.append({"kind": "reader", "count": 1})
     pool = _Pool(timeout_ms, {**PRODUCER_APIS, **(COPIER_APIS if copier or app else {})},
-                 ["txn-producer", *(["copier"] if copier else []), *(["app"] if app else [])], topics, app is not None)
+                 ["txn-producer", *(["copier"] if copier else []), *(["app"] if app else [])], topics, app is not None,
+                 BROKER_KINDS if broker_faults else KINDS, duration - QUIET_END_S)
     faults = _schedule(rnd, duration, pool)
-    described = (f"Drawn by eos-chaos hunt from seed {seed}: {len(faults)} faults over {duration:g} s; "
+    between = sum(map(hunt_brokers.between_brokers, faults))
+    described = (f"Drawn by eos-chaos hunt from seed {seed}: {len(faults)} faults over {duration:g} s"
+                 + (f" ({between} between brokers)" if broker_faults else "") + "; "
                  f"{shape['values_per_txn']} values a transaction, {shape['send_gap_ms']} ms between writes, "
                  f"{shape['abort_share']:.0%} aborted, {shape['commit_timeout_s']} s commit timeout, "
                  f"{timeout_ms} ms request timeout" + (", and a copier" if copier else "")
@@ -166,6 +170,10 @@ class _Pool:
     workloads: list[str]
     topics: list[str]
     app: bool
+    #: the kinds by weight (``KINDS``, or ``BROKER_KINDS`` with faults between brokers)
+    kinds: dict[str, int]
+    #: the schedule's last moment (the run's quiet end begins)
+    end_s: float
 
 
 def _schedule(rnd: random.Random, duration: float, pool: _Pool) -> list[dict[str, Any]]:
@@ -187,11 +195,13 @@ def _fault(rnd: random.Random, at: float, length: float, pool: _Pool) -> dict[st
 
 
 def _drawn_fault(rnd: random.Random, at: float, length: float, pool: _Pool) -> dict[str, Any]:
-    kind = _weighted(rnd, KINDS)
+    kind = _weighted(rnd, pool.kinds)
     base: dict[str, Any] = {"at": at, "duration": length}
     timeout_ms = pool.timeout_ms
     if kind in ("hold-requests", "drop-api-responses", "error-responses"):
         return _wire_fault(rnd, kind, base, pool)
+    if kind == hunt_brokers.KIND:
+        return _broker_fault(rnd, base, pool)
     if kind == "latency":  # around the clients' request timeout: some requests outlive it, some not
         return {**base, "kind": "latency", "target": "coordinator", **_coordinator_of(rnd, pool), "listeners": "client",
                 "params": {"latency_ms": int(timeout_ms * rnd.uniform(0.5, 1.5)), "jitter_ms": int(timeout_ms * 0.1)}}
@@ -224,18 +234,39 @@ def _wire_fault(rnd: random.Random, kind: str, base: dict[str, Any], pool: _Pool
            {"target": "coordinator", **({} if api in COPIER_APIS else _coordinator_of(rnd, pool))})
     f = {**base, "kind": kind, "api": api, "count": rnd.choice([1, 1, 2, 3, 0]), **aim}
     if kind == "hold-requests":
-        f["until"] = rnd.choice(["timeout", "client-gone"])
-        # held for a share of the client's request timeout (some outlive it, some not); or, once the
-        # client has given up and closed its connection, delivered a moment later, while it is
-        # into what it does next
-        f["hold_ms"] = (int(timeout_ms * rnd.choice(HOLD_SHARES)) if f["until"] == "timeout"
-                        else rnd.choice(GONE_DELAYS_MS))
-        delivered_s = (f["hold_ms"] if f["until"] == "timeout" else timeout_ms + f["hold_ms"]) / 1000
-        # long enough for the client to give up on what it holds within the fault, and for the hold
-        # to deliver it when drawn
-        f["duration"] = max(base["duration"], round(timeout_ms / 1000 + 1, 1), round(delivered_s + HOLD_MARGIN_S, 1))
+        _hold(rnd, f, timeout_ms, rnd.choice(["timeout", "client-gone"]))
     elif kind == "error-responses":
         f["error"] = rnd.choice(RETRIABLE_ERRORS[api])
+    return f
+
+
+def _hold(rnd: random.Random, f: dict[str, Any], timeout_ms: int, until: str) -> None:
+    """A hold's ``until``, ``hold_ms`` and duration: held for a share of the clients' request
+    timeout (some outlive it, some not); or, once the client has given up and closed its
+    connection, delivered a moment later, while it is into what it does next."""
+    f["until"] = until
+    f["hold_ms"] = int(timeout_ms * rnd.choice(HOLD_SHARES)) if until == "timeout" else rnd.choice(GONE_DELAYS_MS)
+    delivered_s = (f["hold_ms"] if until == "timeout" else timeout_ms + f["hold_ms"]) / 1000
+    # long enough for the client to give up on what it holds within the fault, and for the hold
+    # to deliver it when drawn
+    f["duration"] = max(f["duration"], round(timeout_ms / 1000 + 1, 1), round(delivered_s + HOLD_MARGIN_S, 1))
+
+
+def _broker_fault(rnd: random.Random, base: dict[str, Any], pool: _Pool) -> dict[str, Any]:
+    """A fault between brokers (``hunt_brokers.fault``) aimed at the producers' transactions (their
+    coordinator, a partition of their topic) or, in a seed with an app, the app's, each as likely.
+    A hold holds ``until: timeout`` only (a broker closes no connection within a fault: it waits 30 s
+    for an answer), for a share of the clients' request timeout: what the brokers hold up, the
+    clients wait on (a commit's markers, a Produce's verification, a Produce's acks=all)."""
+    of = _coordinator_of(rnd, pool)
+    apps = pool.app and not of  # the default coordinator is the app's where an app runs
+    theirs = [t for t in pool.topics if not t.startswith(PREFIX)] if apps else ["hunt-in"]
+    partition = f"{rnd.choice(theirs)}/{rnd.randrange(PARTITIONS)}"
+    f = hunt_brokers.fault(rnd, base, pool.end_s - base["at"], of, partition, "{id}*" if apps else PRODUCER_TXN_ID)
+    if f["kind"] == "hold-requests":
+        _hold(rnd, f, pool.timeout_ms, "timeout")
+    elif f["kind"] == "error-responses":
+        f["error"] = rnd.choice(RETRIABLE_ERRORS[f["api"]])
     return f
 
 
@@ -257,8 +288,9 @@ def _weighted(rnd: random.Random, weights: dict[str, int]) -> str:
 
 
 def write_scenarios(folder: Path, hunt_seeds: list[int], duration: float,
-                    apps: tuple[str, ...] | None = None) -> list[Path]:
-    """Each seed's scenario (``draw``'s, with ``apps``) as ``folder/scenarios/hunt-<seed>.yaml``; their paths, in seed order. A
+                    apps: tuple[str, ...] | None = None, broker_faults: bool = True) -> list[Path]:
+    """Each seed's scenario (``draw``'s, with ``apps`` and ``broker_faults``) as
+    ``folder/scenarios/hunt-<seed>.yaml``; their paths, in seed order. A
     file already there is kept as it is: it is what the folder's runs ran, and a later version of the
     draw may draw the same seed differently (a resumed hunt must not run one seed two ways)."""
     d = folder / SCENARIOS
@@ -266,7 +298,7 @@ def write_scenarios(folder: Path, hunt_seeds: list[int], duration: float,
     paths = []
     for s in hunt_seeds:
         p = d / f"{PREFIX}{s}.yaml"
-        drawn = yaml.safe_dump(draw(s, duration, apps), sort_keys=False, width=120)
+        drawn = yaml.safe_dump(draw(s, duration, apps, broker_faults), sort_keys=False, width=120)
         if not p.exists():
             p.write_text(drawn)
         elif p.read_text() != drawn:
