@@ -344,7 +344,8 @@ def first_anomaly_s(run_dir: Path) -> float | None:
 def late_requests(run_dir: Path) -> dict[str, int]:
     """Per API, how many held requests the wire proxy delivered to the broker after their client had
     given up on them: its connection was closed by then, or the request was held past the client's
-    request timeout (the run's ``scenario.json``). Every finding of the hunt so far came from one of
+    request timeout (the run's ``scenario.json``); between brokers (``<API> between brokers``) only
+    the first, as the sending broker waits longer than any drawn hold. Every finding of the hunt so far came from one of
     these (docs/HUNT.md); ``{}`` for a run without a wire log (or whose folder cannot be read)."""
     from harness.report.wire_events import read_wire
     from harness.rundir.runfolder import SCENARIO
@@ -362,8 +363,11 @@ def late_requests(run_dir: Path) -> dict[str, int]:
         if ev.get("event") != "deliver":
             continue
         held = ev.get("held_ms")
-        if ev.get("client_gone") or (isinstance(held, (int, float)) and held >= timeout_ms):
-            api = str(ev.get("api", "?"))
+        # a broker sends between brokers and waits 30 s for an answer (hunt_brokers.BROKER_WAIT_S),
+        # longer than any drawn hold: its request is late only if it left (closed the connection)
+        broker = not str(ev.get("link", "client-")).startswith("client-")
+        if ev.get("client_gone") or (not broker and isinstance(held, (int, float)) and held >= timeout_ms):
+            api = str(ev.get("api", "?")) + (hunt_landings.BETWEEN_BROKERS if broker else "")
             late[api] = late.get(api, 0) + 1
     return dict(sorted(late.items()))
 
@@ -447,6 +451,8 @@ def _nothing_found(empty: list[HuntRun]) -> dict[str, Any]:
     return {"nothing_found": {
         "seeds": len(empty), "faults": sum(r.landings.get("faults", 0) for r in empty),
         "in_transaction": sum(r.landings.get("landed", 0) for r in empty),
+        "between_brokers": sum(r.landings.get("between_brokers", 0) for r in empty),
+        "between_brokers_in_transaction": sum(r.landings.get("landed_between_brokers", 0) for r in empty),
         "median_in_transaction": statistics.median(r.landings.get("landed", 0) for r in empty) if empty else None,
         "seeds_without_landing": sum(1 for r in empty if not r.landings.get("landed")),
         "by_fault": dict(sorted(by.items(), key=lambda kv: (-kv[1], kv[0])))}}
@@ -488,9 +494,12 @@ def _searched(nothing: dict[str, Any] | None) -> list[str]:
     if not nothing or not nothing["seeds"]:
         return []
     by = ", ".join(f"{k} {n}" for k, n in nothing["by_fault"].items()) or "none"
+    between = nothing.get("between_brokers", 0)
+    brokers = (f" Of the faults, {between} were between brokers, and {nothing.get('between_brokers_in_transaction', 0)} "
+               "of those landed inside an open transaction." if between else "")
     return [f"Nothing found in {nothing['seeds']} seeds. Their {nothing['faults']} faults landed "
             f"{nothing['in_transaction']} times inside an open transaction (median {_num(nothing['median_in_transaction'])} "
-            f"a seed; {nothing['seeds_without_landing']} seeds landed none): {by}.", ""]
+            f"a seed; {nothing['seeds_without_landing']} seeds landed none): {by}.{brokers}", ""]
 
 
 def _landed(x: dict[str, Any]) -> str:

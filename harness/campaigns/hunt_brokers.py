@@ -87,3 +87,18 @@ def fault(rnd: random.Random, base: dict[str, Any], room_s: float, coordinator_o
 def between_brokers(f: dict[str, Any]) -> bool:
     """A drawn fault (as its scenario file holds it) acts on a link between brokers."""
     return "peer" in f or ("link" in f and not str(f["link"]).startswith("client-"))
+
+
+def said(f: dict[str, Any]) -> str:
+    """A drawn fault between brokers in a line (the hunt's dry run): when, what, on which link, its
+    filters, e.g. ``at 12.3 s for 3.5 s: hold-requests WriteTxnMarkers 2 s, coordinator -> leader of
+    hunt-in/1, result commit``."""
+    ends = (f["link"] if "link" in f else
+            f"{f['target']}{' of ' + f['of'] if f.get('of') else ''} -> {f['peer']}"
+            f"{' of ' + f['peer_of'] if f.get('peer_of') else ''}")
+    how = {"hold-requests": f"held {f.get('hold_ms', 0) / 1000:g} s", "drop-api-responses": "its response dropped",
+           "error-responses": f"answered {f.get('error')}"}.get(f["kind"], f["kind"])
+    count = f"{f['count']} requests" if f.get("count") else "every request"
+    filters = [f"{k} {f[k]}" for k in ("transactional_id", "min_producer_epoch", "result") if k in f]
+    return (f"at {f['at']:g} s for {f['duration']:g} s: {f['api']} {how} ({count}), {ends}"
+            + "".join(f", {x}" for x in filters))
