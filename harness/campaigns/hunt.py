@@ -2,7 +2,8 @@
 clients (docs/HUNT.md). Each seed draws the workloads' shapes (transaction sizes, gaps between
 writes, abort shares, timeouts, a copier or not, a shipped app or not: harness.campaigns.hunt_apps)
 and a schedule of faults from a catalogue of request-aware faults (hold, drop the response of, or
-answer with an error the transactional APIs, Produce, FindCoordinator, InitProducerId), process
+answer with an error the transactional APIs, Produce, FindCoordinator, InitProducerId; and between
+brokers WriteTxnMarkers, the AddPartitionsToTxn verification, Fetch: harness.campaigns.hunt_brokers), process
 pauses and kills, coordinator and leader kills and restarts, and latency around the clients' request
 timeout. The drawn scenario is a YAML file in the hunt's folder: it replays with ``eos-chaos run
 FILE``, and ``minimize`` cuts it down like any other.
