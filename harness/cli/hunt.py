@@ -71,11 +71,9 @@ def hunt_cmd(
                                  help="The shipped apps run beside the producers: each seed draws one or none "
                                       "(drawn), none, or one of those named (streams-count-sum, kafka-copier, "
                                       "py-copier, go-copier) \\[default: drawn]."),
-    broker_faults_opt: bool | None = typer.Option(
-        None, "--broker-faults/--no-broker-faults",
-        help="Draw request-aware faults on the links between brokers (WriteTxnMarkers, the AddPartitionsToTxn "
-             "verification, replication's Fetch) among the faults; their clusters route those links through the "
-             "wire proxy \\[default: on the local backend, off on the others, which cannot carry them]."),
+    broker_faults_opt: bool | None = typer.Option(None, "--broker-faults/--no-broker-faults", help=(
+        "Draw request-aware faults between brokers too (WriteTxnMarkers, AddPartitionsToTxn verification, replication's "
+        "Fetch); their clusters route those links \\[default: on the local backend, off on the others: they cannot].")),
     redo_unknown: bool = RedoUnknownOpt,
     shard_opt: str = ShardOpt,
     inventory: Path | None = InventoryRunOpt,
@@ -86,7 +84,7 @@ def hunt_cmd(
     write hunt.json, HUNT.md and the matrix.
 
     Resumable like matrix. Exit 0: every run valid; 1: some run found an anomaly; 3: some unknown; 130: interrupted."""
-    from harness.campaigns import hunt, hunt_apps, hunt_brokers, matrix
+    from harness.campaigns import hunt, hunt_apps, matrix
 
     apps = hunt_apps.pool(apps_opt)
     check_port_base_env()  # its clusters' port base: refused now, not when one starts
@@ -105,11 +103,7 @@ def hunt_cmd(
     if dry_run:
         with tempfile.TemporaryDirectory(prefix="eos-chaos-hunt-") as tmp:
             paths = hunt.write_scenarios(Path(tmp), hunt_seeds, duration, apps, broker_faults)
-            for one, p in zip(hunt_seeds, paths, strict=True):
-                drawn = hunt.draw(one, duration, apps, broker_faults)
-                out.print(escape(f"{p.name}: {drawn['description']}"), highlight=False)
-                for f in filter(hunt_brokers.between_brokers, drawn["faults"]):
-                    out.print(escape(f"  between brokers: {hunt_brokers.said(f)}"), highlight=False)
+            _print_draws(paths, duration, apps, broker_faults)
             defn, scs = _define(paths, clients, levels, master, backend, kafka_versions)
             matrix.preflight(scs)
             m = matrix.sharded(matrix.continued(old, defn, folder or Path(tmp), redo_unknown), scs, shard, folder or Path(tmp))
@@ -135,6 +129,18 @@ def hunt_cmd(
         raise typer.Exit(EXIT_INTERRUPTED)
     if m.exit_code():
         raise typer.Exit(m.exit_code())
+
+
+def _print_draws(paths: list[Path], duration: float, apps: tuple[str, ...] | None, broker_faults: bool) -> None:
+    """What each seed drew (the dry run): its file and description, and a line for each of its
+    faults between brokers."""
+    from harness.campaigns import hunt, hunt_brokers
+
+    for p in paths:
+        drawn = hunt.draw(int(p.stem.removeprefix(hunt.PREFIX)), duration, apps, broker_faults)
+        out.print(escape(f"{p.name}: {drawn['description']}"), highlight=False)
+        for f in filter(hunt_brokers.between_brokers, drawn["faults"]):
+            out.print(escape(f"  between brokers: {hunt_brokers.said(f)}"), highlight=False)
 
 
 def _broker_faults(asked: bool | None, backend: Backend) -> bool:
