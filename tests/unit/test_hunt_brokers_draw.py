@@ -203,3 +203,18 @@ def test_a_request_held_between_brokers_is_late_only_when_its_broker_left(tmp_pa
                "client_gone": False, "unix_us": 1}]
     (tmp_path / "wire-events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
     assert hunt.late_requests(tmp_path) == {"AddPartitionsToTxn": 1, "AddPartitionsToTxn between brokers": 1}
+
+
+def test_on_the_external_backend_none_are_drawn_and_asking_for_them_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    """An external cluster's brokers reach each other directly: its wire proxy fronts the clients only."""
+    from clusters.backends.backends import Backend
+    from harness.base.errors import ConfigError
+    from harness.cli import hunt as hunt_cli
+
+    assert hunt_cli._broker_faults(None, Backend.external) is False
+    assert "not drawn: the external backend's wire proxy carries only the clients' links" in capsys.readouterr().out
+    with pytest.raises(ConfigError, match="--broker-faults: the external backend's wire proxy") as info:
+        hunt_cli._broker_faults(True, Backend.external)
+    assert info.value.exit_code == 2
+    assert [hunt_cli._broker_faults(a, Backend.local) for a in (None, True, False)] == [True, True, False]
+    assert hunt_cli._broker_faults(False, Backend.external) is False
