@@ -27,7 +27,7 @@ from tests.unit.test_matrix import FakeCluster, Fakes, _levels_supported, instal
 SEEDS = hunt.seeds(20261129, 200)
 #: sha256 over the first 30 seeds' draws of master seed 20261129 (100 s; --apps drawn, then none), as
 #: the sixth draw drew them (main before the seventh): --no-broker-faults must draw them so.
-SIXTH_DRAW = {None: "e888c568f331c2bffb08bdf0d5b67efa03003a555cf9a96b4da85436f994d3c0",
+SIXTH_DRAW: dict[tuple[str, ...] | None, str] = {None: "e888c568f331c2bffb08bdf0d5b67efa03003a555cf9a96b4da85436f994d3c0",
               (): "b45b59cfd9cddfe50545fbd3c2e82a4df182e08d84e7bb35a8e95f99e41ab964"}
 
 
@@ -111,7 +111,7 @@ def fakes(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Fakes:
     fake = matrix.level_cluster
 
     def level_cluster(backend: Any, arts: Any, run_dir: Path, level: Any, overrides: dict[str, str],
-                      wire_between_brokers: bool = False) -> FakeCluster:
+                      wire_between_brokers: bool = False) -> Any:
         f.events.append(f"routed {wire_between_brokers}")  # what the cluster start was asked
         return fake(backend, arts, run_dir, level, overrides, wire_between_brokers)
 
