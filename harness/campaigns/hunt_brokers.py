@@ -98,7 +98,7 @@ def said(f: dict[str, Any]) -> str:
             f"{' of ' + f['peer_of'] if f.get('peer_of') else ''}")
     how = {"hold-requests": f"held {f.get('hold_ms', 0) / 1000:g} s", "drop-api-responses": "its response dropped",
            "error-responses": f"answered {f.get('error')}"}.get(f["kind"], f["kind"])
-    count = f"{f['count']} requests" if f.get("count") else "every request"
+    count = f"{f['count']} request{'s' * (f['count'] != 1)}" if f.get("count") else "every request"
     filters = [f"{k} {f[k]}" for k in ("transactional_id", "min_producer_epoch", "result") if k in f]
     return (f"at {f['at']:g} s for {f['duration']:g} s: {f['api']} {how} ({count}), {ends}"
             + "".join(f", {x}" for x in filters))
