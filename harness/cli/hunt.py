@@ -103,7 +103,9 @@ def hunt_cmd(
     if dry_run:
         with tempfile.TemporaryDirectory(prefix="eos-chaos-hunt-") as tmp:
             paths = hunt.write_scenarios(Path(tmp), hunt_seeds, duration, apps, broker_faults)
-            _print_draws(paths, duration, apps, broker_faults)
+            if folder is not None:  # a resume runs the files its folder holds (the matrix knows them by path)
+                paths = [k if (k := folder / hunt.SCENARIOS / p.name).is_file() else p for p in paths]
+            _print_draws(paths)
             defn, scs = _define(paths, clients, levels, master, backend, kafka_versions)
             matrix.preflight(scs)
             m = matrix.sharded(matrix.continued(old, defn, folder or Path(tmp), redo_unknown), scs, shard, folder or Path(tmp))
@@ -131,13 +133,15 @@ def hunt_cmd(
         raise typer.Exit(m.exit_code())
 
 
-def _print_draws(paths: list[Path], duration: float, apps: tuple[str, ...] | None, broker_faults: bool) -> None:
-    """What each seed drew (the dry run): its file and description, and a line for each of its
-    faults between brokers."""
-    from harness.campaigns import hunt, hunt_brokers
+def _print_draws(paths: list[Path]) -> None:
+    """What each seed's file holds (the dry run): its name and description, and a line for each of
+    its faults between brokers."""
+    import yaml
+
+    from harness.campaigns import hunt_brokers
 
     for p in paths:
-        drawn = hunt.draw(int(p.stem.removeprefix(hunt.PREFIX)), duration, apps, broker_faults)
+        drawn = yaml.safe_load(p.read_text())
         out.print(escape(f"{p.name}: {drawn['description']}"), highlight=False)
         for f in filter(hunt_brokers.between_brokers, drawn["faults"]):
             out.print(escape(f"  between brokers: {hunt_brokers.said(f)}"), highlight=False)

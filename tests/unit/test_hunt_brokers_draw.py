@@ -218,3 +218,19 @@ def test_on_the_external_backend_none_are_drawn_and_asking_for_them_is_refused(c
     assert info.value.exit_code == 2
     assert [hunt_cli._broker_faults(a, Backend.local) for a in (None, True, False)] == [True, True, False]
     assert hunt_cli._broker_faults(False, Backend.external) is False
+
+
+def test_a_dry_run_on_an_earlier_hunts_folder_prints_what_its_files_hold(fakes: Fakes, tmp_path: Path) -> None:
+    """A resume keeps the scenario files its folder holds (a sixth-draw hunt's, say): its dry run
+    prints those, not what this version draws for the seeds."""
+    out = tmp_path / "h"
+    r = cli("--seeds", "4", "--seed", "5", "--duration", "60", "--out", str(out), "--no-broker-faults")
+    assert r.exit_code == 0, r.output
+    dry = cli("--seeds", "4", "--duration", "60", "--out", str(out), "--dry-run")
+    assert dry.exit_code == 0, dry.output
+    assert "between brokers" not in dry.output and dry.output.count(": Drawn by eos-chaos hunt from seed") == 4
+    assert any(_between(hunt.draw(s, 60)) for s in hunt.seeds(5, 4)), "this version draws some for them"
+    more = cli("--seeds", "6", "--duration", "60", "--out", str(out), "--dry-run")
+    new = [s for s in hunt.seeds(5, 6)[4:] if _between(hunt.draw(s, 60))]
+    assert all(f"hunt-{s}.yaml: Drawn by eos-chaos hunt from seed {s}: " in more.output for s in new)
+    assert more.output.count("  between brokers: at ") == sum(len(_between(hunt.draw(s, 60))) for s in new)
