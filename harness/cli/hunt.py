@@ -102,10 +102,7 @@ def hunt_cmd(
     hunt_seeds = hunt.seeds(master, seeds)
     if dry_run:
         with tempfile.TemporaryDirectory(prefix="eos-chaos-hunt-") as tmp:
-            paths = hunt.write_scenarios(Path(tmp), hunt_seeds, duration, apps, broker_faults)
-            if folder is not None:  # a resume runs the files its folder holds (the matrix knows them by path)
-                paths = [k if (k := folder / hunt.SCENARIOS / p.name).is_file() else p for p in paths]
-            _print_draws(paths)
+            paths = _drawn_files(Path(tmp), folder, hunt_seeds, duration, apps, broker_faults)
             defn, scs = _define(paths, clients, levels, master, backend, kafka_versions)
             matrix.preflight(scs)
             m = matrix.sharded(matrix.continued(old, defn, folder or Path(tmp), redo_unknown), scs, shard, folder or Path(tmp))
@@ -133,18 +130,24 @@ def hunt_cmd(
         raise typer.Exit(m.exit_code())
 
 
-def _print_draws(paths: list[Path]) -> None:
-    """What each seed's file holds (the dry run): its name and description, and a line for each of
-    its faults between brokers."""
+def _drawn_files(tmp: Path, folder: Path | None, hunt_seeds: list[int], duration: float,
+                 apps: tuple[str, ...] | None, broker_faults: bool) -> list[Path]:
+    """The dry run's scenario files, each seed's name and description printed with a line for each
+    of its faults between brokers: drawn into ``tmp``, or the file the hunt's ``folder`` holds (a
+    resume runs those; the matrix knows them by path)."""
     import yaml
 
-    from harness.campaigns import hunt_brokers
+    from harness.campaigns import hunt, hunt_brokers
 
+    paths = hunt.write_scenarios(tmp, hunt_seeds, duration, apps, broker_faults)
+    if folder is not None:
+        paths = [k if (k := folder / hunt.SCENARIOS / p.name).is_file() else p for p in paths]
     for p in paths:
         drawn = yaml.safe_load(p.read_text())
         out.print(escape(f"{p.name}: {drawn['description']}"), highlight=False)
         for f in filter(hunt_brokers.between_brokers, drawn["faults"]):
             out.print(escape(f"  between brokers: {hunt_brokers.said(f)}"), highlight=False)
+    return paths
 
 
 def _broker_faults(asked: bool | None, backend: Backend) -> bool:
