@@ -2,7 +2,8 @@
 clients (docs/HUNT.md). Each seed draws the workloads' shapes (transaction sizes, gaps between
 writes, abort shares, timeouts, a copier or not, a shipped app or not: harness.campaigns.hunt_apps)
 and a schedule of faults from a catalogue of request-aware faults (hold, drop the response of, or
-answer with an error the transactional APIs, Produce, FindCoordinator, InitProducerId), process
+answer with an error the transactional APIs, Produce, FindCoordinator, InitProducerId; and between
+brokers WriteTxnMarkers, the AddPartitionsToTxn verification, Fetch: harness.campaigns.hunt_brokers), process
 pauses and kills, coordinator and leader kills and restarts, and latency around the clients' request
 timeout. The drawn scenario is a YAML file in the hunt's folder: it replays with ``eos-chaos run
 FILE``, and ``minimize`` cuts it down like any other.
@@ -27,7 +28,7 @@ from typing import Any
 import yaml
 
 from harness.base.errors import ConfigError
-from harness.campaigns import hunt_apps, hunt_landings
+from harness.campaigns import hunt_apps, hunt_brokers, hunt_landings
 from harness.campaigns.matrix import Matrix, level_name
 from harness.workloads.txn_ids import transactional_id
 
@@ -96,13 +97,13 @@ RETRIABLE_ERRORS = {
 #: killed, and a clean restart of the coordinator or a leader (the coordinator's state loaded again,
 #: a leadership moved while transactions write to it).
 #:
-#: Faults on the links between brokers (WriteTxnMarkers, AddPartitionsToTxn verification, a
-#: follower's Fetch) are not drawn: the wire proxy reaches the clients' links only on this build.
-#: Where they are made opt-in per cluster, a ``--broker-faults`` option adds their rows to this table
-#: (a wire fault with ``links: internal`` and its APIs) for the seeds of a hunt that asks for them,
-#: and leaves the draw of every other hunt as it is (docs/HUNT.md, "Faults between brokers").
+#: The seventh draw adds faults on the links between brokers (``hunt_brokers``: WriteTxnMarkers, the
+#: AddPartitionsToTxn verification, a follower's Fetch) as one more row, ``BROKER_KINDS``, where the
+#: backend can carry them and the hunt does not say ``--no-broker-faults``; without that row the draw
+#: is the sixth's, seed for seed.
 KINDS = {"hold-requests": 12, "drop-api-responses": 2, "error-responses": 2, "latency": 1, "pause-workload": 1,
          "kill-workload": 1, "kill-coordinator": 1, "kill-leader": 1, "restart-broker": 1}
+BROKER_KINDS = {**KINDS, hunt_brokers.KIND: hunt_brokers.WEIGHT}
 #: A killed broker stays down this long at least (its restart takes some); a restart's fault is
 #: given this long at least, the restart's own time, before the next fault.
 KILL_DOWN_S = 3.0
@@ -120,9 +121,10 @@ def seeds(master: int, n: int) -> list[int]:
     return [rnd.randrange(2**31) for _ in range(n)]
 
 
-def draw(seed: int, duration: float, apps: tuple[str, ...] | None = None) -> dict[str, Any]:
+def draw(seed: int, duration: float, apps: tuple[str, ...] | None = None, broker_faults: bool = True) -> dict[str, Any]:
     """The scenario seed ``seed`` draws (as its YAML file holds it), ``duration`` seconds long, with
-    one of ``apps`` beside its producers (``hunt_apps.pool``: None, a seed may draw any or none)."""
+    one of ``apps`` beside its producers (``hunt_apps.pool``: None, a seed may draw any or none), and
+    with faults between brokers among its faults when ``broker_faults`` (else the sixth draw's)."""
     rnd = random.Random(f"hunt-scenario/{seed}")
     timeout_ms = rnd.choice(REQUEST_TIMEOUTS_MS)
     client = {"socket.timeout.ms": timeout_ms, "request.timeout.ms": timeout_ms}
@@ -144,9 +146,12 @@ def draw(seed: int, duration: float, apps: tuple[str, ...] | None = None) -> dic
         topics += app_topics
     workloads.append({"kind": "reader", "count": 1})
     pool = _Pool(timeout_ms, {**PRODUCER_APIS, **(COPIER_APIS if copier or app else {})},
-                 ["txn-producer", *(["copier"] if copier else []), *(["app"] if app else [])], topics, app is not None)
+                 ["txn-producer", *(["copier"] if copier else []), *(["app"] if app else [])], topics, app is not None,
+                 BROKER_KINDS if broker_faults else KINDS, duration - QUIET_END_S)
     faults = _schedule(rnd, duration, pool)
-    described = (f"Drawn by eos-chaos hunt from seed {seed}: {len(faults)} faults over {duration:g} s; "
+    between = sum(map(hunt_brokers.between_brokers, faults))
+    described = (f"Drawn by eos-chaos hunt from seed {seed}: {len(faults)} faults over {duration:g} s"
+                 + (f" ({between} between brokers)" if broker_faults else "") + "; "
                  f"{shape['values_per_txn']} values a transaction, {shape['send_gap_ms']} ms between writes, "
                  f"{shape['abort_share']:.0%} aborted, {shape['commit_timeout_s']} s commit timeout, "
                  f"{timeout_ms} ms request timeout" + (", and a copier" if copier else "")
@@ -166,6 +171,10 @@ class _Pool:
     workloads: list[str]
     topics: list[str]
     app: bool
+    #: the kinds by weight (``KINDS``, or ``BROKER_KINDS`` with faults between brokers)
+    kinds: dict[str, int]
+    #: the schedule's last moment (the run's quiet end begins)
+    end_s: float
 
 
 def _schedule(rnd: random.Random, duration: float, pool: _Pool) -> list[dict[str, Any]]:
@@ -187,11 +196,13 @@ def _fault(rnd: random.Random, at: float, length: float, pool: _Pool) -> dict[st
 
 
 def _drawn_fault(rnd: random.Random, at: float, length: float, pool: _Pool) -> dict[str, Any]:
-    kind = _weighted(rnd, KINDS)
+    kind = _weighted(rnd, pool.kinds)
     base: dict[str, Any] = {"at": at, "duration": length}
     timeout_ms = pool.timeout_ms
     if kind in ("hold-requests", "drop-api-responses", "error-responses"):
         return _wire_fault(rnd, kind, base, pool)
+    if kind == hunt_brokers.KIND:
+        return _broker_fault(rnd, base, pool)
     if kind == "latency":  # around the clients' request timeout: some requests outlive it, some not
         return {**base, "kind": "latency", "target": "coordinator", **_coordinator_of(rnd, pool), "listeners": "client",
                 "params": {"latency_ms": int(timeout_ms * rnd.uniform(0.5, 1.5)), "jitter_ms": int(timeout_ms * 0.1)}}
@@ -224,18 +235,39 @@ def _wire_fault(rnd: random.Random, kind: str, base: dict[str, Any], pool: _Pool
            {"target": "coordinator", **({} if api in COPIER_APIS else _coordinator_of(rnd, pool))})
     f = {**base, "kind": kind, "api": api, "count": rnd.choice([1, 1, 2, 3, 0]), **aim}
     if kind == "hold-requests":
-        f["until"] = rnd.choice(["timeout", "client-gone"])
-        # held for a share of the client's request timeout (some outlive it, some not); or, once the
-        # client has given up and closed its connection, delivered a moment later, while it is
-        # into what it does next
-        f["hold_ms"] = (int(timeout_ms * rnd.choice(HOLD_SHARES)) if f["until"] == "timeout"
-                        else rnd.choice(GONE_DELAYS_MS))
-        delivered_s = (f["hold_ms"] if f["until"] == "timeout" else timeout_ms + f["hold_ms"]) / 1000
-        # long enough for the client to give up on what it holds within the fault, and for the hold
-        # to deliver it when drawn
-        f["duration"] = max(base["duration"], round(timeout_ms / 1000 + 1, 1), round(delivered_s + HOLD_MARGIN_S, 1))
+        _hold(rnd, f, timeout_ms, rnd.choice(["timeout", "client-gone"]))
     elif kind == "error-responses":
         f["error"] = rnd.choice(RETRIABLE_ERRORS[api])
+    return f
+
+
+def _hold(rnd: random.Random, f: dict[str, Any], timeout_ms: int, until: str) -> None:
+    """A hold's ``until``, ``hold_ms`` and duration: held for a share of the clients' request
+    timeout (some outlive it, some not); or, once the client has given up and closed its
+    connection, delivered a moment later, while it is into what it does next."""
+    f["until"] = until
+    f["hold_ms"] = int(timeout_ms * rnd.choice(HOLD_SHARES)) if until == "timeout" else rnd.choice(GONE_DELAYS_MS)
+    delivered_s = (f["hold_ms"] if until == "timeout" else timeout_ms + f["hold_ms"]) / 1000
+    # long enough for the client to give up on what it holds within the fault, and for the hold
+    # to deliver it when drawn
+    f["duration"] = max(f["duration"], round(timeout_ms / 1000 + 1, 1), round(delivered_s + HOLD_MARGIN_S, 1))
+
+
+def _broker_fault(rnd: random.Random, base: dict[str, Any], pool: _Pool) -> dict[str, Any]:
+    """A fault between brokers (``hunt_brokers.fault``) aimed at the producers' transactions (their
+    coordinator, a partition of their topic) or, in a seed with an app, the app's, each as likely.
+    A hold holds ``until: timeout`` only (a broker closes no connection within a fault: it waits 30 s
+    for an answer), for a share of the clients' request timeout: what the brokers hold up, the
+    clients wait on (a commit's markers, a Produce's verification, a Produce's acks=all)."""
+    of = _coordinator_of(rnd, pool)
+    apps = pool.app and not of  # the default coordinator is the app's where an app runs
+    theirs = [t for t in pool.topics if not t.startswith(PREFIX)] if apps else ["hunt-in"]
+    partition = f"{rnd.choice(theirs)}/{rnd.randrange(PARTITIONS)}"
+    f = hunt_brokers.fault(rnd, base, pool.end_s - base["at"], of, partition, "{id}*" if apps else PRODUCER_TXN_ID)
+    if f["kind"] == "hold-requests":
+        _hold(rnd, f, pool.timeout_ms, "timeout")
+    elif f["kind"] == "error-responses":
+        f["error"] = rnd.choice(RETRIABLE_ERRORS[f["api"]])
     return f
 
 
@@ -257,8 +289,9 @@ def _weighted(rnd: random.Random, weights: dict[str, int]) -> str:
 
 
 def write_scenarios(folder: Path, hunt_seeds: list[int], duration: float,
-                    apps: tuple[str, ...] | None = None) -> list[Path]:
-    """Each seed's scenario (``draw``'s, with ``apps``) as ``folder/scenarios/hunt-<seed>.yaml``; their paths, in seed order. A
+                    apps: tuple[str, ...] | None = None, broker_faults: bool = True) -> list[Path]:
+    """Each seed's scenario (``draw``'s, with ``apps`` and ``broker_faults``) as
+    ``folder/scenarios/hunt-<seed>.yaml``; their paths, in seed order. A
     file already there is kept as it is: it is what the folder's runs ran, and a later version of the
     draw may draw the same seed differently (a resumed hunt must not run one seed two ways)."""
     d = folder / SCENARIOS
@@ -266,7 +299,7 @@ def write_scenarios(folder: Path, hunt_seeds: list[int], duration: float,
     paths = []
     for s in hunt_seeds:
         p = d / f"{PREFIX}{s}.yaml"
-        drawn = yaml.safe_dump(draw(s, duration, apps), sort_keys=False, width=120)
+        drawn = yaml.safe_dump(draw(s, duration, apps, broker_faults), sort_keys=False, width=120)
         if not p.exists():
             p.write_text(drawn)
         elif p.read_text() != drawn:
@@ -312,7 +345,8 @@ def first_anomaly_s(run_dir: Path) -> float | None:
 def late_requests(run_dir: Path) -> dict[str, int]:
     """Per API, how many held requests the wire proxy delivered to the broker after their client had
     given up on them: its connection was closed by then, or the request was held past the client's
-    request timeout (the run's ``scenario.json``). Every finding of the hunt so far came from one of
+    request timeout (the run's ``scenario.json``); between brokers (``<API> between brokers``) only
+    the first, as the sending broker waits longer than any drawn hold. Every finding of the hunt so far came from one of
     these (docs/HUNT.md); ``{}`` for a run without a wire log (or whose folder cannot be read)."""
     from harness.report.wire_events import read_wire
     from harness.rundir.runfolder import SCENARIO
@@ -330,8 +364,11 @@ def late_requests(run_dir: Path) -> dict[str, int]:
         if ev.get("event") != "deliver":
             continue
         held = ev.get("held_ms")
-        if ev.get("client_gone") or (isinstance(held, (int, float)) and held >= timeout_ms):
-            api = str(ev.get("api", "?"))
+        # a broker sends between brokers and waits 30 s for an answer (hunt_brokers.BROKER_WAIT_S),
+        # longer than any drawn hold: its request is late only if it left (closed the connection)
+        broker = not str(ev.get("link", "client-")).startswith("client-")
+        if ev.get("client_gone") or (not broker and isinstance(held, (int, float)) and held >= timeout_ms):
+            api = str(ev.get("api", "?")) + (hunt_landings.BETWEEN_BROKERS if broker else "")
             late[api] = late.get(api, 0) + 1
     return dict(sorted(late.items()))
 
@@ -415,6 +452,8 @@ def _nothing_found(empty: list[HuntRun]) -> dict[str, Any]:
     return {"nothing_found": {
         "seeds": len(empty), "faults": sum(r.landings.get("faults", 0) for r in empty),
         "in_transaction": sum(r.landings.get("landed", 0) for r in empty),
+        "between_brokers": sum(r.landings.get("between_brokers", 0) for r in empty),
+        "between_brokers_in_transaction": sum(r.landings.get("landed_between_brokers", 0) for r in empty),
         "median_in_transaction": statistics.median(r.landings.get("landed", 0) for r in empty) if empty else None,
         "seeds_without_landing": sum(1 for r in empty if not r.landings.get("landed")),
         "by_fault": dict(sorted(by.items(), key=lambda kv: (-kv[1], kv[0])))}}
@@ -456,9 +495,12 @@ def _searched(nothing: dict[str, Any] | None) -> list[str]:
     if not nothing or not nothing["seeds"]:
         return []
     by = ", ".join(f"{k} {n}" for k, n in nothing["by_fault"].items()) or "none"
+    between = nothing.get("between_brokers", 0)
+    brokers = (f" Of the faults, {between} were between brokers, and {nothing.get('between_brokers_in_transaction', 0)} "
+               "of those landed inside an open transaction." if between else "")
     return [f"Nothing found in {nothing['seeds']} seeds. Their {nothing['faults']} faults landed "
             f"{nothing['in_transaction']} times inside an open transaction (median {_num(nothing['median_in_transaction'])} "
-            f"a seed; {nothing['seeds_without_landing']} seeds landed none): {by}.", ""]
+            f"a seed; {nothing['seeds_without_landing']} seeds landed none): {by}.{brokers}", ""]
 
 
 def _landed(x: dict[str, Any]) -> str:

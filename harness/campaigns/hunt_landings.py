@@ -23,19 +23,40 @@ class Landings:
     recorded: int = 0
     hit_nothing: int = 0
     in_transaction: dict[str, int] = field(default_factory=dict)
+    #: of ``faults``, those on links between brokers (``between_brokers``)
+    between_brokers: int = 0
 
     @property
     def landed(self) -> int:
         return sum(self.in_transaction.values())
 
+    @property
+    def landed_between_brokers(self) -> int:
+        return sum(n for name, n in self.in_transaction.items() if name.endswith(BETWEEN_BROKERS))
+
+
+#: What a fault's label ends with when it acted on links between brokers: an AddPartitionsToTxn held
+#: there is a leader's verification, not a client's request, and is counted apart.
+BETWEEN_BROKERS = " between brokers"
+
+
+def between_brokers(f: FaultRun) -> bool:
+    """A wire fault whose links are all between brokers (or a broker's to itself), as its start
+    event names them; a client link's name starts ``client-`` (clusters/kafka/topology.py)."""
+    links = f.detail.get("links")
+    return (bool(f.detail.get("api")) and isinstance(links, list) and bool(links)
+            and not any(str(lk).startswith("client-") for lk in links))
+
 
 def label(f: FaultRun) -> str:
-    """A fault as the summary names it: its kind, and the API (a wire fault's) or the target's role
-    (``kill coordinator``, ``hold-requests EndTxn``, ``kill-workload app``)."""
+    """A fault as the summary names it: its kind, and the API (a wire fault's, followed by ``between
+    brokers`` on those links) or the target's role (``kill coordinator``, ``hold-requests EndTxn``,
+    ``hold-requests WriteTxnMarkers between brokers``, ``kill-workload app``)."""
     d = f.detail
     api = d.get("api")
     if api:
-        return f"{f.kind} {', '.join(map(str, api)) if isinstance(api, list) else api}"
+        return (f"{f.kind} {', '.join(map(str, api)) if isinstance(api, list) else api}"
+                + (BETWEEN_BROKERS if between_brokers(f) else ""))
     what = d.get("workload") or d.get("target")
     return f"{f.kind} {_process_kind(str(what))}" if what else f.kind
 
@@ -81,10 +102,11 @@ def landings(run_dir: Path) -> Landings:
             inside[label(f)] = inside.get(label(f), 0) + 1
     recorded = [f for f in j.faults if f.hit is not None]
     return Landings(len(j.faults), len(recorded), sum(1 for f in recorded if f.hit is not None and not f.hit.hit),
-                    dict(sorted(inside.items())))
+                    dict(sorted(inside.items())), sum(map(between_brokers, j.faults)))
 
 
 def to_json(x: Landings) -> dict[str, Any]:
     """``hunt.json``'s record of a run's landings."""
     return {"faults": x.faults, "recorded": x.recorded, "hit_nothing": x.hit_nothing, "landed": x.landed,
-            "in_transaction": x.in_transaction}
+            "in_transaction": x.in_transaction, "between_brokers": x.between_brokers,
+            "landed_between_brokers": x.landed_between_brokers}

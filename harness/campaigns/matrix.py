@@ -571,7 +571,7 @@ def plan(m: Matrix, scs: dict[tuple[str, str], Scenario]) -> dict[str, Any]:
     d = m.definition
     seeds = d.run_seeds()
     up = _cluster_up(Backend(d.backend))
-    fits = Group(up.kafka_version, None, ()) if up is not None else None
+    fits = fitting(up.kafka_version, up.wire_between_brokers, m.pending, scs) if up is not None else None
     todo = groups(m.pending, scs, first=fits)
     versions: dict[str, dict[str, Any]] = {}
     for kv in [g.kafka_version for g in todo] + d.kafka_versions:  # the order they run in, then the rest
@@ -591,6 +591,7 @@ def plan(m: Matrix, scs: dict[tuple[str, str], Scenario]) -> dict[str, Any]:
             "backend": d.backend, "kafka_version": group.kafka_version,
             "transaction_version": level if level is not None else feature_levels.transaction_versions(group.kafka_version)[1],
             "transaction_version_why": why, "broker_config": dict(group.broker_config),
+            "wire_between_brokers": shared.wire_between_brokers if shared is not None else routed(keys, scs),
             "started": shared is None, "run_dir": shared.run_dir if shared is not None else None,
             "runs": len(keys), "scenario_s": sum(scs[(k.cell.scenario, k.cell.client)].duration for k in keys),
             "cells": [{"scenario": c.scenario, "client": c.client, "seeds": s} for c, s in cells_seeds.items()]})
@@ -653,8 +654,7 @@ def groups(keys: list[RunKey], scs: dict[tuple[str, str], Scenario], first: Grou
     level; ``first`` (the group the cluster that is up can run) and its Kafka version before all."""
     out: dict[Group, list[RunKey]] = {}
     for k in keys:
-        g = Group(k.cell.kafka_version, k.cell.level, tuple(sorted(scs[(k.cell.scenario, k.cell.client)].broker_config.items())))
-        out.setdefault(g, []).append(k)
+        out.setdefault(_group_of(k, scs), []).append(k)
     first = first if first in out else None  # a cluster that is up but serves none makes way at once
     order = {kv: i for i, kv in enumerate(dict.fromkeys(g.kafka_version for g in out))}
 
@@ -663,6 +663,25 @@ def groups(keys: list[RunKey], scs: dict[tuple[str, str], Scenario], first: Grou
                 g[1:] != (None, ()))
 
     return dict(sorted(out.items(), key=lambda kv: rank(kv[0])))  # stable: levels keep their order
+
+
+def _group_of(k: RunKey, scs: dict[tuple[str, str], Scenario]) -> Group:
+    return Group(k.cell.kafka_version, k.cell.level, tuple(sorted(scs[(k.cell.scenario, k.cell.client)].broker_config.items())))
+
+
+def routed(keys: list[RunKey], scs: dict[tuple[str, str], Scenario]) -> bool:
+    """A run of ``keys`` has a request-aware fault between brokers: the cluster they share routes
+    the links between brokers through the wire proxy (a hunt's draw has them: harness/campaigns/hunt_brokers.py)."""
+    return any(runner.needs_wire_between_brokers(scs[(k.cell.scenario, k.cell.client)]) for k in keys)
+
+
+def fitting(kafka_version: str, routes: bool, pending: list[RunKey], scs: dict[tuple[str, str], Scenario]) -> Group | None:
+    """The group the cluster that is up runs (Kafka ``kafka_version``'s cells at the default level
+    without broker settings), or None: it serves none when it does not route the links between
+    brokers (``routes``) and one of those runs has a fault between brokers. It then makes way for a
+    cluster that does, as for broker settings (a run on it would be refused)."""
+    g = Group(kafka_version, None, ())
+    return g if routes or not routed([k for k in pending if _group_of(k, scs) == g], scs) else None
 
 
 def kafka_version_of(cluster: Cluster) -> str | None:
@@ -679,10 +698,12 @@ def run_matrix(m: Matrix, scs: dict[tuple[str, str], Scenario], out: Path) -> Ma
     seeds = d.run_seeds()
     # the cluster that is up, if any, of any Kafka version: it runs the cells of its version at the
     # default level without broker settings, and makes way for every other cluster
-    probe = next(iter(scs.values())).model_copy(update={"broker_config": {}})
+    # (without faults: one between brokers on a cluster that does not route them makes way, below)
+    probe = next(iter(scs.values())).model_copy(update={"broker_config": {}, "faults": []})
     shared = runner.cluster_that_is_up(backend, probe) if m.pending else None
     kv_up = kafka_version_of(shared) if shared is not None else None
-    fits = Group(kv_up, None, ()) if kv_up is not None else None
+    fits = (fitting(kv_up, shared.topology.wire_between_brokers, m.pending, scs)
+            if shared is not None and kv_up is not None else None)
     todo = groups(m.pending, scs, first=fits)
     m.sessions += 1
     prior, started = m.seconds, time.monotonic()
@@ -699,11 +720,10 @@ def run_matrix(m: Matrix, scs: dict[tuple[str, str], Scenario], out: Path) -> Ma
                 continue
             if shared is not None and not made_way:  # one cluster at a time
                 log.info(f"the cluster that is up (Kafka {kv_up}) makes way for the clusters of the other "
-                         "Kafka versions, transaction versions or broker settings")
+                         "Kafka versions, transaction versions, broker settings or faults between brokers")
                 shared.stop()
                 made_way = True
-            routed = any(runner.needs_wire_between_brokers(scs[(k.cell.scenario, k.cell.client)]) for k in keys)
-            with _own_cluster(backend, group, out, m.heal_problems, routed) as cluster:
+            with _own_cluster(backend, group, out, m.heal_problems, routed(keys, scs)) as cluster:
                 cluster_runs(m, keys, scs, cluster, seeds, out, started, prior)
         m.stopped_because = "every run done"
     except KeyboardInterrupt:

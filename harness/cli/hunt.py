@@ -70,13 +70,17 @@ def hunt_cmd(
                                  help="The shipped apps run beside the producers: each seed draws one or none "
                                       "(drawn), none, or one of those named (streams-count-sum, kafka-copier, "
                                       "py-copier, go-copier)."),
+    broker_faults_opt: bool | None = typer.Option(None, "--broker-faults/--no-broker-faults", help=(
+        "Draw request-aware faults between brokers too (WriteTxnMarkers, AddPartitionsToTxn verification, replication's "
+        "Fetch); their clusters route those links \\[default: on the local backend, off on the others: they cannot].")),
     redo_unknown: bool = RedoUnknownOpt,
     shard_opt: str = ShardOpt,
     inventory: Path | None = InventoryRunOpt,
     allow_non_disposable: bool = AllowNonDisposableOpt,
 ) -> None:
-    """Draw --seeds scenarios (workload shapes and a schedule of request-aware faults, pauses, kills
-    and latency, from each seed), run each on every client; write hunt.json, HUNT.md and the matrix.
+    """Draw --seeds scenarios (workload shapes and a schedule of request-aware faults, on the clients'
+    links and between brokers, pauses, kills and latency, from each seed), run each on every client;
+    write hunt.json, HUNT.md and the matrix.
 
     Resumable like matrix. Exit 0: every run valid; 1: some run found an anomaly; 3: some unknown; 130: interrupted."""
     from harness.campaigns import hunt, hunt_apps, matrix
@@ -86,6 +90,7 @@ def hunt_cmd(
     backend = external_backend(backend, inventory, allow_non_disposable)
     if backend is Backend.external:
         kafka_versions = external_kafka_version(kafka_versions, levels)
+    broker_faults = _broker_faults(broker_faults_opt, backend)
     if not MIN_DURATION_S <= duration <= 3600:
         raise ConfigError(f"--duration {duration:g}: give {MIN_DURATION_S:g} to 3600 seconds (a drawn run needs a "
                           f"quiet start, a fault and {hunt.QUIET_END_S:g} s of quiet end)")
@@ -96,16 +101,14 @@ def hunt_cmd(
     hunt_seeds = hunt.seeds(master, seeds)
     if dry_run:
         with tempfile.TemporaryDirectory(prefix="eos-chaos-hunt-") as tmp:
-            paths = hunt.write_scenarios(Path(tmp), hunt_seeds, duration, apps)
-            for one, p in zip(hunt_seeds, paths, strict=True):
-                out.print(escape(f"{p.name}: {hunt.draw(one, duration, apps)['description']}"), highlight=False)
+            paths = _drawn_files(Path(tmp), folder, hunt_seeds, duration, apps, broker_faults)
             defn, scs = _define(paths, clients, levels, master, backend, kafka_versions)
             matrix.preflight(scs)
             m = matrix.sharded(matrix.continued(old, defn, folder or Path(tmp), redo_unknown), scs, shard, folder or Path(tmp))
             print_plan(matrix.plan(m, scs))
         return
     with _removed_unless_started(folder or new_run_dir("hunt"), made=folder is None) as folder:
-        paths = hunt.write_scenarios(make_folder(folder), hunt_seeds, duration, apps)
+        paths = hunt.write_scenarios(make_folder(folder), hunt_seeds, duration, apps, broker_faults)
         defn, scs = _define(paths, clients, levels, master, backend, kafka_versions)
         matrix.preflight(scs)
         m = matrix.sharded(matrix.continued(old, defn, folder, redo_unknown), scs, shard, folder)
@@ -124,6 +127,41 @@ def hunt_cmd(
         raise typer.Exit(EXIT_INTERRUPTED)
     if m.exit_code():
         raise typer.Exit(m.exit_code())
+
+
+def _drawn_files(tmp: Path, folder: Path | None, hunt_seeds: list[int], duration: float,
+                 apps: tuple[str, ...] | None, broker_faults: bool) -> list[Path]:
+    """The dry run's scenario files, each seed's name and description printed with a line for each
+    of its faults between brokers: drawn into ``tmp``, or the file the hunt's ``folder`` holds (a
+    resume runs those; the matrix knows them by path)."""
+    import yaml
+
+    from harness.campaigns import hunt, hunt_brokers
+
+    paths = hunt.write_scenarios(tmp, hunt_seeds, duration, apps, broker_faults)
+    if folder is not None:
+        paths = [k if (k := folder / hunt.SCENARIOS / p.name).is_file() else p for p in paths]
+    for p in paths:
+        drawn = yaml.safe_load(p.read_text())
+        out.print(escape(f"{p.name}: {drawn['description']}"), highlight=False)
+        for f in filter(hunt_brokers.between_brokers, drawn["faults"]):
+            out.print(escape(f"  between brokers: {hunt_brokers.said(f)}"), highlight=False)
+    return paths
+
+
+def _broker_faults(asked: bool | None, backend: Backend) -> bool:
+    """Whether the seeds draw faults between brokers: as asked, else where the backend can carry
+    them (said when it cannot); ``--broker-faults`` on a backend that cannot is a ConfigError."""
+    from harness.campaigns import hunt_brokers
+
+    if asked is False or hunt_brokers.drawn_on(backend.value):
+        return asked is not False
+    why = (f"the {backend.value} backend's wire proxy carries only the clients' links (its brokers reach each other "
+           "without it)")
+    if asked:
+        raise ConfigError(f"--broker-faults: {why}; run the hunt with --backend local, or leave the flag out")
+    out.print(escape(f"faults between brokers are not drawn: {why}"), highlight=False)
+    return False
 
 
 def _print_summary(summary: dict[str, Any], kits: list[Path], folder: Path) -> None:

@@ -228,7 +228,8 @@ def print_plan(p: dict[str, Any]) -> None:
     elif p["cluster_up_comes_back"]:
         say(f"the {p['backend']} cluster that is up runs Kafka {up['kafka_version']} (run folder {up['run_dir']}): no cell "
             f"to run on it (it runs Kafka {up['kafka_version']}'s cells at the default transaction version without broker "
-            "settings); it makes way for them, and is started again at the end")
+            "settings, and without faults between brokers unless it routes them); it makes way for them, and is started "
+            "again at the end")
     e = p["estimate"]
     say(f"estimate: about {_duration(e['total_s'])} = {e['scenario_s']:.0f} s of scenarios + {_n(p['pending'], 'run')} x "
         f"{RUN_OVERHEAD_S:.0f} s (set-up, heal, final reads, check, report) + {_n(e['cluster_starts'], 'cluster start')} x "
@@ -242,7 +243,8 @@ def _print_cluster(n: int, c: dict[str, Any]) -> None:
     how = "started for its runs" if c["started"] else f"the cluster that is up (run folder {c['run_dir']})"
     lines = [f"  {n}. {c['backend']}, Kafka {c['kafka_version']}, transaction version {c['transaction_version']}"
              + (f" ({c['transaction_version_why']})" if c["transaction_version_why"] != "asked" else "")
-             + f", {settings}: {how}; {_n(c['runs'], 'run')}, {c['scenario_s']:.0f} s of scenarios"]
+             + f", {settings}" + (", its links between brokers through the wire proxy" if c.get("wire_between_brokers") else "")
+             + f": {how}; {_n(c['runs'], 'run')}, {c['scenario_s']:.0f} s of scenarios"]
     lines += [f"     {cell['scenario']} / {cell['client']}: seed{'s' * (len(cell['seeds']) != 1)} "
               f"{', '.join(map(str, cell['seeds']))}" for cell in c["cells"]]
     for line in lines:

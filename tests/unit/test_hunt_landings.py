@@ -83,12 +83,13 @@ def test_the_summary_counts_every_empty_seed_with_its_landings_and_links_a_findi
     s = hunt.summary(m, tmp_path, first_of=lambda d: 20.0, late_of=lambda d: {})
     (c,) = s["columns"]
     assert c["nothing_found"] == {"seeds": 2, "faults": 12, "in_transaction": 2, "median_in_transaction": 1,
-                                  "seeds_without_landing": 1,
+                                  "seeds_without_landing": 1, "between_brokers": 0, "between_brokers_in_transaction": 0,
                                   "by_fault": {"hold-requests EndTxn": 1, "kill coordinator": 1}}, \
         "the finding's and the unknown seed's landings are not evidence of an empty search"
     runs = {r["seed"]: r for r in c["runs"]}
     assert runs[2]["landings"]["landed"] == 2 and runs[3]["landings"] == {
-        "faults": 5, "recorded": 4, "hit_nothing": 2, "landed": 0, "in_transaction": {}}
+        "faults": 5, "recorded": 4, "hit_nothing": 2, "landed": 0, "in_transaction": {}, "between_brokers": 0,
+        "landed_between_brokers": 0}
     assert runs[1]["kit"] == "runs/1/repro/REPORT.md" and runs[2]["kit"] is None
     page = hunt.page(s, "hunt-x")
     assert ("Nothing found in 2 seeds. Their 12 faults landed 2 times inside an open transaction (median 1 a seed; "

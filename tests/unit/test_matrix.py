@@ -61,9 +61,11 @@ def cli(*args: str) -> Result:
 class FakeCluster:
     """Stands in for a cluster: records starts and stops."""
 
-    def __init__(self, name: str, events: list[str], kafka_version: str = pins.KAFKA_VERSION) -> None:
+    def __init__(self, name: str, events: list[str], kafka_version: str = pins.KAFKA_VERSION,
+                 wire_between_brokers: bool = False) -> None:
         self.name, self.events = name, events
         self.artifacts = SimpleNamespace(kafka_version=kafka_version)  # the release it runs, as a real one carries it
+        self.topology = SimpleNamespace(wire_between_brokers=wire_between_brokers)  # its links between brokers routed
 
     def start(self) -> None:
         self.events.append(f"start {self.name}")
