@@ -2,9 +2,11 @@
 Streams app on exactly_once_v2 and Kafka's own TransactionalMessageCopier stay exactly-once under
 instance kills, a broker kill, the coordinator's kill and slow links, and each one's negative control
 is caught by its contract's check; so is the Python service's (its valid run is the README's
-example, tests/chaos/test_docs_examples.py). Kafka's WordCountDemo's topology (the shipped rebuild, its
-topic names fixed in its code) runs on those names kept, and the windowed count and the stream-table join are judged by their contracts. The Go service's two scenarios and the PySpark job's
-run in `make library`, with every other `app-*` scenario of the library, and so do the Flink job's (docs/FLINK.md)."""
+example, tests/chaos/test_docs_examples.py). Kafka's WordCountDemo's topology (the shipped rebuild,
+its topic names fixed in its code) runs on those names kept, and the windowed count and the
+stream-table join are judged by their contracts. The Go service's two scenarios and the PySpark
+job's run in `make library`, with every other `app-*` scenario of the library, and so do the Flink
+job's (docs/FLINK.md)."""
 
 from __future__ import annotations
 
