@@ -11,11 +11,12 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from clusters.kafka.health import QUIET, admin_client
+from clusters.kafka.health import QUIET
 from harness.base.progress_deadline import ProgressDeadline
 from harness.history.model import READ_COMMITTED, READ_UNCOMMITTED, tp_key
+from harness.kafka.group_offsets import GroupOffsets
 from harness.rundir.journal import AppDrain
 from harness.workloads.registry import AppSettings
 
@@ -87,7 +88,9 @@ class DrainProbe:
 
     def __init__(self, bootstrap: str) -> None:
         self.bootstrap = bootstrap
-        self.admin = admin_client(bootstrap)
+        #: per group asked about: a handle of that group (not the admin client's offsets call, which
+        #: crashes the process when the group's coordinator moves: harness/kafka/group_offsets.py)
+        self.groups: dict[str, GroupOffsets] = {}
         base = {"bootstrap.servers": bootstrap, "group.id": f"eos-chaos-drain-{uuid.uuid4().hex[:8]}",
                 "enable.auto.commit": False, "enable.partition.eof": True, "logger": QUIET}
         self.committed = Consumer({**base, "isolation.level": READ_COMMITTED})
@@ -99,16 +102,22 @@ class DrainProbe:
     def __exit__(self, *exc: object) -> None:
         self.committed.close()
         self.uncommitted.close()
+        for g in self.groups.values():
+            g.close()
 
     def group_lag(self, group: str, inputs: list[TopicPartition]) -> dict[str, bool] | None:
-        """Per partition the group commits (and every input partition): whether a committed record
-        lies at or past its committed offset (None: the group has committed nothing)."""
+        """Per partition the group commits (every input partition, and those of the topics named
+        after the group: a Streams app's repartition topics): whether a committed record lies at or
+        past its committed offset (None: the group has committed nothing)."""
+        offsets = self.groups.get(group)
+        if offsets is None:
+            offsets = self.groups[group] = GroupOffsets(self.bootstrap, group)
         try:
-            res = self.admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(
-                timeout=PROBE_TIMEOUT_S)
-        except Exception:  # noqa: BLE001 - no such group, or no answer now: asked again
+            own = offsets.topics_named_after_group(PROBE_TIMEOUT_S)
+            asked = [*inputs, *(TopicPartition(t, p) for t, n in sorted(own.items()) for p in range(n))]
+            at = offsets.committed(asked, PROBE_TIMEOUT_S)
+        except Exception:  # noqa: BLE001 - no answer now: asked again
             return None
-        at = {(tp.topic, tp.partition): tp.offset for tp in res.topic_partitions if tp.offset >= 0}
         if not at:
             return None
         for tp in inputs:

@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
-from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+from confluent_kafka import TopicPartition
 
 from chaos.control import SparkControl
 from clusters.backends.protocol import Cluster
-from clusters.kafka.health import admin_client
 from harness.history.model import GROUP_OFFSETS, PROGRESS_OPS, finished, tp_key
 from harness.history.recorder import Recorder
+from harness.kafka.group_offsets import GroupOffsets
 from harness.rundir.journal import Journal
 from harness.workloads import registry
 
@@ -165,13 +165,11 @@ class KindRun:
             return
         settings, sc = self.entries[0].settings, self.scenario
         src, group = settings[spec.consumes.input], str(spec.group_of(settings))
-        req = ConsumerGroupTopicPartitions(group, [TopicPartition(src, p) for p in range(sc.partitions_of(src))])
-        # the client held while its future is awaited: a client collected before its answer came takes
-        # the answer with it (the future then only times out)
-        admin = admin_client(ctx.cluster.direct_bootstrap)
-        res = admin.list_consumer_group_offsets([req])[group].result(timeout=GROUP_OFFSETS_TIMEOUT_S)
-        ctx.rec.event("final", GROUP_OFFSETS, {tp_key(tp.topic, tp.partition): tp.offset for tp in res.topic_partitions
-                                               if tp.offset >= 0}, type_="ok")
+        # through a handle of the group, not the admin client's call: that one crashes the process when
+        # the group's coordinator has just moved (harness/kafka/group_offsets.py)
+        with GroupOffsets(ctx.cluster.direct_bootstrap, group) as offsets:
+            at = offsets.committed([TopicPartition(src, p) for p in range(sc.partitions_of(src))], GROUP_OFFSETS_TIMEOUT_S)
+        ctx.rec.event("final", GROUP_OFFSETS, {tp_key(t, p): o for (t, p), o in at.items()}, type_="ok")
 
     # ------------------------------------------------------------------ whatever the run
     @classmethod

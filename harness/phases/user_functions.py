@@ -9,7 +9,9 @@ as thousands of ``app-map`` findings.
 ``SETTINGS`` is the table: a row per setting that names a function (where in the settings, which
 form of ``app_function.FORMS`` it is called by, the sample inputs); adding a function is a row here
 and a form there. The feeder's generators are a row too, tried their own way (``check_feed``: the
-feeder's child checks its records as it will write them)."""
+feeder's child checks its records as it will write them), and first: when the user shapes the input,
+the functions are tried on the generators' own first records (a records file's first lines), since
+samples of the harness's making would not be what the app reads (a word count's lines)."""
 
 from __future__ import annotations
 
@@ -51,32 +53,37 @@ def sample_records(s: AppSettings) -> list[dict[str, Any]]:
             for t in s.inputs for k in range(SAMPLES_PER_TOPIC)]
 
 
-def _by_topic(s: AppSettings) -> list[Any]:
+def _records(s: AppSettings, records: list[dict[str, Any]]) -> list[Any]:
+    """A per-record function's samples: the records themselves."""
+    return records
+
+
+def _by_topic(s: AppSettings, records: list[dict[str, Any]]) -> list[Any]:
     """A model's one sample: every input topic's sample records."""
-    records = sample_records(s)
     return [{t: [r for r in records if r["topic"] == t] for t in s.inputs}]
 
 
-def _join_pairs(s: AppSettings) -> list[Any]:
+def _join_pairs(s: AppSettings, records: list[dict[str, Any]]) -> list[Any]:
     """A join function's samples: each stream sample without a table value, and with the table's of its key."""
-    records = sample_records(s)
     table = {r["key"]: r for r in records if r["topic"] == s.contract.table}
     return [[r, v] for r in records if r["topic"] == s.contract.stream for v in (None, table.get(r["key"]))]
 
 
-def check_feed(s: AppSettings, cwd: Path) -> None:
-    """``ConfigError`` naming the function and its sample, or ``file:line``, when the feeder's
-    generators cannot be imported, raise or return the wrong shape on their sample (seq 0), or a
-    records file is missing or has a bad line: in a child process (the user's code never runs in
+def check_feed(s: AppSettings, cwd: Path) -> list[dict[str, Any]]:
+    """The input records the feeder's generators make first (``SAMPLES_PER_TOPIC`` each, seq 0 up;
+    a records file's first lines) as a function is given them, and the harness's own samples of
+    the inputs the user does not shape; ``ConfigError`` naming the function and its sample, or
+    ``file:line``, when a generator cannot be imported, raises or returns the wrong shape on one, or
+    a records file is missing or has a bad line: in a child process (the user's code never runs in
     the runner), before anything starts."""
     if not s.feeder.shaped():
-        return
+        return sample_records(s)
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         f.write(orjson.dumps(s.feed()).decode())
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(cwd), *filter(None, [os.environ.get("PYTHONPATH")])])}
     try:
-        done = subprocess.run([sys.executable, "-m", "harness.workloads.feed", f.name], capture_output=True, cwd=cwd,
-                              env=env, timeout=app_expect.FUNCTION_TIMEOUT_S)
+        done = subprocess.run([sys.executable, "-m", "harness.workloads.feed", f.name, str(SAMPLES_PER_TOPIC)],
+                              capture_output=True, cwd=cwd, env=env, timeout=app_expect.FUNCTION_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         raise ConfigError(f"app setting feeder: its generators gave no sample within {app_expect.FUNCTION_TIMEOUT_S:.0f}s") from None
     finally:
@@ -84,6 +91,9 @@ def check_feed(s: AppSettings, cwd: Path) -> None:
     if done.returncode != 0:
         err = done.stderr.decode(errors="replace").strip().splitlines()
         raise ConfigError(f"app setting feeder: {err[-1] if err else f'its check exited {done.returncode}'}")
+    made = [orjson.loads(line) for line in done.stdout.splitlines() if line.strip()]
+    shaped = {r["topic"] for r in made}
+    return made + [r for r in sample_records(s) if r["topic"] not in shaped]
 
 
 @dataclass(frozen=True)
@@ -96,13 +106,13 @@ class FunctionSetting:
     spec: Callable[[AppSettings], str | None]
     #: the form of ``harness.workloads.app_function.FORMS`` that calls it and checks its answer
     form: str
-    #: the sample inputs it is tried on
-    samples: Callable[[AppSettings], list[Any]]
+    #: the sample inputs it is tried on, made of the sample input records (``check_feed``'s)
+    samples: Callable[[AppSettings, list[dict[str, Any]]], list[Any]]
     #: whether its answers name output topics (then each must be one of the app's outputs)
     names_outputs: bool = True
     #: a setting tried its own way instead (the feeder's generators and records files, in the
-    #: feeder's own child process): ``ConfigError`` naming it, its message whole
-    tried: Callable[[AppSettings, Path], None] | None = None
+    #: feeder's own child process, which gives the sample input records): ``ConfigError`` naming it
+    tried: Callable[[AppSettings, Path], list[dict[str, Any]]] | None = None
 
 
 def _map_function(s: AppSettings) -> str | None:
@@ -115,31 +125,29 @@ def _function_of(kind: str) -> Callable[[AppSettings], str | None]:
 
 #: Every setting that names a user function: one row each.
 SETTINGS: tuple[FunctionSetting, ...] = (
-    FunctionSetting("contract.function", _map_function, "map", sample_records),
-    FunctionSetting("contract.by", lambda s: s.contract.by, "by", sample_records),
+    FunctionSetting("contract.function", _map_function, "map", _records),
+    FunctionSetting("contract.by", lambda s: s.contract.by, "by", _records),
     FunctionSetting("contract.function", _function_of("model"), "model", _by_topic),
     FunctionSetting("contract.function", _function_of("join"), "join", _join_pairs),
     # the generators (seq 0) and records files of the input the user shapes
-    FunctionSetting("feeder", lambda s: "feeder" if s.feeder.shaped() else None, "generator", lambda s: [],
+    FunctionSetting("feeder", lambda s: "feeder" if s.feeder.shaped() else None, "generator", lambda s, r: [],
                     tried=check_feed),
 )
 
 
 def preflight(s: AppSettings, cwd: Path) -> None:
-    """Each function the settings name (``SETTINGS``) tried on its sample inputs: ``ConfigError``
-    (exit 2) naming the setting, the function and the sample input when it fails."""
+    """Each function the settings name (``SETTINGS``) tried on its sample inputs (the feeder's own
+    first records when the user shapes them, ``check_feed``; tried first, since they are the others'
+    samples): ``ConfigError`` (exit 2) naming the setting, the function and the sample input when it
+    fails."""
+    records = check_feed(s, cwd)
+    made_by = "the feeder's generator made" if s.feeder.shaped() else "the preflight made as the feeder writes them"
     for row in SETTINGS:
         spec = row.spec(s)
-        if spec is None:
-            continue
-        if row.tried is not None:
-            row.tried(s, cwd)
+        if spec is None or row.tried is not None:
             continue
         try:
-            if s.feeder.shaped():  # the user's input has shapes of its own: samples of ours could mislead, import only
-                apply_function(spec, [], cwd)
-                continue
-            apply_function(spec, row.samples(s), cwd, row.form, list(s.outputs) if row.names_outputs else ())
+            apply_function(spec, row.samples(s, records), cwd, row.form, list(s.outputs) if row.names_outputs else ())
         except ConfigError as exc:
-            raise ConfigError(f"app setting {row.setting}: {exc} (a sample input the preflight made as the feeder "
-                              "writes them, before anything started)") from None
+            raise ConfigError(f"app setting {row.setting}: {exc} (a sample input {made_by}, before anything "
+                              "started)") from None

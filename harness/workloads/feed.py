@@ -25,6 +25,7 @@ from typing import Any
 from harness.history.app_inputs import recorded, wire
 from harness.history.model import BYTES, FEEDER_ID_HEADER, JSON, TEXT
 from harness.kafka.placement import partition_of_bytes
+from harness.workloads.app_function import FORMAT_FIELD
 from harness.workloads.common import Retired
 from harness.workloads.registry import Feed, FeedSource
 
@@ -311,29 +312,48 @@ class Feeder:
                         recorded(fmt, item.value), item.headers, item.timestamp if item.timestamp is not None else now_ms)
 
 
-def preflight(feed: Feed, topics: dict[str, str], seed: int) -> None:
-    """Each input's generator imported and called on its sample (seq 0), each records file read
-    whole: ``FeedError`` for the first that fails."""
+def preflight(feed: Feed, topics: dict[str, str], seed: int, samples: int = 1) -> list[dict[str, Any]]:
+    """Each input's generator imported and called on its samples (seq 0 to ``samples`` - 1), each
+    records file read whole: ``FeedError`` for the first that fails. The samples (a records file's
+    first lines) as a contract function is given an input record (``sample_input``), every input's."""
+    out: list[dict[str, Any]] = []
     for run_name, spec in feed.inputs.items():
         name = topics.get(run_name, run_name)
         if spec.generator is not None:
             fn = load_generator(spec.generator, feed.path)
-            generated(fn, spec.generator, spec.format, random.Random(f"{seed}/feeder/{name}"), SAMPLE_SEQ, name)
+            rnd = random.Random(f"{seed}/feeder/{name}")
+            items = [generated(fn, spec.generator, spec.format, rnd, SAMPLE_SEQ + k, name) for k in range(samples)]
         elif spec.records is not None:
-            read_records(spec.records, spec.format)
+            items = read_records(spec.records, spec.format)[:samples]
+        else:
+            continue
+        out += [sample_input(run_name, k, item, spec.format) for k, item in enumerate(items)]
+    return out
+
+
+def sample_input(topic: str, k: int, item: Item, fmt: str) -> dict[str, Any]:
+    """``item`` as the runner hands an input record to a contract function's child (key and value as
+    the history writes them down, with their format when not text: ``app_function.FORMAT_FIELD``),
+    at offset ``k`` of partition 0 of ``topic``."""
+    return {"topic": topic, "partition": 0, "offset": k, "key": recorded(fmt, item.key),
+            "value": recorded(fmt, item.value), "timestamp": item.timestamp if item.timestamp is not None else 0,
+            "headers": dict(item.headers or {}), **({FORMAT_FIELD: fmt} if fmt != TEXT else {})}
 
 
 def main() -> None:
-    """``python -m harness.workloads.feed FEED.json``: the preflight of a ``Feed`` (its JSON);
-    exit 2 and one line on stderr naming what failed."""
-    if len(sys.argv) != 2:
-        raise SystemExit("usage: python -m harness.workloads.feed FEED.json")
+    """``python -m harness.workloads.feed FEED.json [SAMPLES]``: the preflight of a ``Feed`` (its
+    JSON), and its samples as JSON lines on stdout (``SAMPLES`` per input, default 1); exit 2 and
+    one line on stderr naming what failed."""
+    if len(sys.argv) not in (2, 3):
+        raise SystemExit("usage: python -m harness.workloads.feed FEED.json [SAMPLES]")
     feed = Feed.model_validate_json(Path(sys.argv[1]).read_text())
     try:
-        preflight(feed, {}, 0)
+        made = preflight(feed, {}, 0, int(sys.argv[2]) if len(sys.argv) == 3 else 1)
     except FeedError as exc:
         print(exc, file=sys.stderr)
         raise SystemExit(2) from None
+    for record in made:
+        print(json.dumps(record, ensure_ascii=False))
 
 
 if __name__ == "__main__":

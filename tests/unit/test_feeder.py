@@ -306,3 +306,20 @@ def test_the_confluent_client_acknowledges_a_fed_record_by_the_id_it_was_sent_wi
     client.flush(1)
     assert got == [(b"p-0-0", 0), (b"p-0-1", 1), (b"no id", 2)]
     client.close()
+
+
+def test_the_preflight_gives_the_generators_first_records_as_a_function_takes_them(tmp_path: Path) -> None:
+    """They are the contract functions' samples when the user shapes the input (user_functions.check_feed):
+    a generator's seq 0 up, a records file's first lines, bytes as the history writes them down."""
+    from harness.workloads.app_function import as_read
+
+    (tmp_path / "gens.py").write_text(GENERATORS)
+    raw = tmp_path / "raw.jsonl"
+    raw.write_text("".join(json.dumps({"key": None, "value": base64.b64encode(bytes([k, 255])).decode()}) + "\n"
+                           for k in range(5)))
+    feed = Feed.model_validate({"inputs": {"a": {"generator": "gens:same"}, "b": {"records": str(raw), "format": "bytes"}},
+                                "path": str(tmp_path)})
+    made = preflight(feed, {}, 0, 2)
+    assert [(r["topic"], r["offset"]) for r in made] == [("a", 0), ("a", 1), ("b", 0), ("b", 1)]
+    assert [as_read(r)["value"] for r in made[2:]] == [bytes([0, 255]), bytes([1, 255])]
+    assert all(set(as_read(r)) == {"topic", "partition", "offset", "key", "value", "timestamp", "headers"} for r in made)

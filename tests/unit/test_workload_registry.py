@@ -125,24 +125,27 @@ def test_the_final_reads_record_the_committed_offsets_of_the_consuming_workloads
 
     asked: list[tuple[str, list[tuple[str, int]]]] = []
 
-    class Result:
-        def __init__(self, group: str, tps: list[Any]) -> None:
-            self.topic_partitions = [type("TP", (), {"topic": tp.topic, "partition": tp.partition, "offset": 5})()
-                                     for tp in tps]
+    class Offsets:
+        """The group's offsets as ``GroupOffsets`` gives them: 5 on every partition asked."""
 
-        def result(self, timeout: float) -> Result:
+        def __init__(self, bootstrap: str, group: str) -> None:
+            self.group = group
+
+        def __enter__(self) -> Offsets:
             return self
 
-    class Admin:
-        def list_consumer_group_offsets(self, reqs: list[Any]) -> dict[str, Result]:
-            asked.extend((r.group_id, [(tp.topic, tp.partition) for tp in r.topic_partitions]) for r in reqs)
-            return {r.group_id: Result(r.group_id, r.topic_partitions) for r in reqs}
+        def __exit__(self, *exc: object) -> None:
+            pass
+
+        def committed(self, tps: list[Any], timeout: float) -> dict[tuple[str, int], int]:
+            asked.append((self.group, [(tp.topic, tp.partition) for tp in tps]))
+            return {(tp.topic, tp.partition): 5 for tp in tps}
 
     events: list[tuple[str, Any]] = []
     rec = type("Rec", (), {"event": lambda self, process, f, value, **kw: events.append((f, value))})()
     monkeypatch.setattr(runner, "lso_lag", lambda *a: ({}, {}))
     monkeypatch.setattr(runner, "read_all", lambda *a, **kw: type("Back", (), {"records": {}})())
-    monkeypatch.setattr(phases_base, "admin_client", lambda bootstrap: Admin())
+    monkeypatch.setattr(phases_base, "GroupOffsets", Offsets)
     cluster = type("C", (), {"direct_bootstrap": "127.0.0.1:1"})()
 
     def final_reads(sc: scenario.Scenario) -> None:
