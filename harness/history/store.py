@@ -601,13 +601,13 @@ def flatten(ops: Sequence[Op], truncated: list[str] | None = None) -> Tables:
         if f in SPARK_EVENTS or (f == FAULT and "workload" in (op.value or {})):
             spark.append((op.time, op.process, f, t, json.dumps(op.value or {}, default=str)))
 
-    txns = pd.DataFrame(txn_rows, columns=["txn", "process", "f", "outcome", "invoke_time", "complete_time",
-                                           "commit_at", "txn_id", "error"])
-    txns = txns.astype({"txn": "int64", "invoke_time": "int64", "complete_time": "Int64", "commit_at": "Int64"})
-    inits = pd.DataFrame(init_rows, columns=["op", "process", "txn_id", "outcome", "invoke_time", "complete_time"])
-    inits = inits.astype({"op": "int64", "invoke_time": "int64", "complete_time": "Int64"})
-    groups = _table("group_offsets", len(group_rows), lambda: pd.DataFrame(
-        group_rows, columns=["topic", "partition", "offset"]).astype({"partition": "int64", "offset": "int64"}))
+    txns = _rows_frame("txns", txn_rows, ["txn", "process", "f", "outcome", "invoke_time", "complete_time", "commit_at",
+                                          "txn_id", "error"],
+                       {"txn": "int64", "invoke_time": "int64", "complete_time": "Int64", "commit_at": "Int64"})
+    inits = _rows_frame("inits", init_rows, ["op", "process", "txn_id", "outcome", "invoke_time", "complete_time"],
+                        {"op": "int64", "invoke_time": "int64", "complete_time": "Int64"})
+    groups = _rows_frame("group_offsets", group_rows, ["topic", "partition", "offset"],
+                         {"partition": "int64", "offset": "int64"})
     meta = {"ops": len(ops), "truncated": truncated or [], "fenced": sorted(set(fenced)), "retired": sorted(set(retired)),
             "recreated": sorted(set(recreated)), "lso": lso, "final_scans": sorted(final_scans),
             "errors_seen": _errors_seen(ops),
@@ -622,6 +622,17 @@ def flatten(ops: Sequence[Op], truncated: list[str] | None = None) -> Tables:
                   _table("keys", len(keys.value), keys.frame), _table("app_outputs", len(app.outputs.op), app.outputs.frame),
                   _table("app_expected", len(app.expected.app), app.expected.frame),
                   _table("payloads", len(payloads.value), payloads.frame), meta)
+
+
+def _rows_frame(name: str, rows: Sequence[tuple[Any, ...]], columns: list[str], types: dict[str, Any]) -> pd.DataFrame:
+    """The table ``name`` of ``rows``, as ``pd.DataFrame(rows, columns=columns).astype(types)`` gives
+    it, column by column: the columns of ``types`` built in their type, the others' inferred (a
+    frame's ``astype`` took milliseconds, a fixed cost of every small history). Empty, the
+    frame ``astype`` gives, built once (an empty list would be inferred float, not object)."""
+    if not rows:
+        return _table(name, 0, lambda: pd.DataFrame([], columns=columns).astype(types))
+    return pd.DataFrame({c: pd.array([r[i] for r in rows], dtype=types[c]) if c in types else [r[i] for r in rows]
+                         for i, c in enumerate(columns)})
 
 
 def _ops_frame(ops: Sequence[Op]) -> pd.DataFrame:
