@@ -220,9 +220,12 @@ def precommitted_read(t: Tables) -> Found:
 def poll_times(t: Tables, rows: np.ndarray) -> np.ndarray:
     """Per read row of ``rows``, the time its op completed (the ops table's ``time`` at the read's
     ``op``); the maximum where the ops table does not have it (a synthetic history)."""
-    ops = t.ops
-    times = np.full(int(ops["index"].max()) + 1 if len(ops) else 0, np.iinfo(np.int64).max, dtype=np.int64)
-    times[ops["index"].to_numpy(np.int64)] = ops["time"].to_numpy(np.int64)
+    if "op_times" not in t.cache:  # per op index, its time: once for every check that asks
+        ops = t.ops
+        times = np.full(int(ops["index"].max()) + 1 if len(ops) else 0, np.iinfo(np.int64).max, dtype=np.int64)
+        times[ops["index"].to_numpy(np.int64)] = ops["time"].to_numpy(np.int64)
+        t.cache["op_times"] = times
+    times = t.cache["op_times"]
     op = t.reads["op"].to_numpy()[rows].astype(np.int64)
     inside = (op >= 0) & (op < len(times))  # a synthetic history's scans name ops past the table
     out = np.full(len(op), np.iinfo(np.int64).max, dtype=np.int64)
