@@ -601,13 +601,9 @@ def flatten(ops: Sequence[Op], truncated: list[str] | None = None) -> Tables:
         if f in SPARK_EVENTS or (f == FAULT and "workload" in (op.value or {})):
             spark.append((op.time, op.process, f, t, json.dumps(op.value or {}, default=str)))
 
-    txns = _rows_frame("txns", txn_rows, ["txn", "process", "f", "outcome", "invoke_time", "complete_time", "commit_at",
-                                          "txn_id", "error"],
-                       {"txn": "int64", "invoke_time": "int64", "complete_time": "Int64", "commit_at": "Int64"})
-    inits = _rows_frame("inits", init_rows, ["op", "process", "txn_id", "outcome", "invoke_time", "complete_time"],
-                        {"op": "int64", "invoke_time": "int64", "complete_time": "Int64"})
-    groups = _rows_frame("group_offsets", group_rows, ["topic", "partition", "offset"],
-                         {"partition": "int64", "offset": "int64"})
+    txns = _rows_frame("txns", txn_rows, *_ROW_TABLES["txns"])
+    inits = _rows_frame("inits", init_rows, *_ROW_TABLES["inits"])
+    groups = _rows_frame("group_offsets", group_rows, *_ROW_TABLES["group_offsets"])
     meta = {"ops": len(ops), "truncated": truncated or [], "fenced": sorted(set(fenced)), "retired": sorted(set(retired)),
             "recreated": sorted(set(recreated)), "lso": lso, "final_scans": sorted(final_scans),
             "errors_seen": _errors_seen(ops),
@@ -622,6 +618,16 @@ def flatten(ops: Sequence[Op], truncated: list[str] | None = None) -> Tables:
                   _table("keys", len(keys.value), keys.frame), _table("app_outputs", len(app.outputs.op), app.outputs.frame),
                   _table("app_expected", len(app.expected.app), app.expected.frame),
                   _table("payloads", len(payloads.value), payloads.frame), meta)
+
+
+#: The tables ``flatten`` collects as rows: their columns, and the types of those not inferred.
+_ROW_TABLES: dict[str, tuple[list[str], dict[str, Any]]] = {
+    "txns": (["txn", "process", "f", "outcome", "invoke_time", "complete_time", "commit_at", "txn_id", "error"],
+             {"txn": "int64", "invoke_time": "int64", "complete_time": "Int64", "commit_at": "Int64"}),
+    "inits": (["op", "process", "txn_id", "outcome", "invoke_time", "complete_time"],
+              {"op": "int64", "invoke_time": "int64", "complete_time": "Int64"}),
+    "group_offsets": (["topic", "partition", "offset"], {"partition": "int64", "offset": "int64"}),
+}
 
 
 def _rows_frame(name: str, rows: Sequence[tuple[Any, ...]], columns: list[str], types: dict[str, Any]) -> pd.DataFrame:
