@@ -41,6 +41,8 @@ class Cols:
     cv: np.ndarray         # mask: committed view = polls + final read_committed scan
     in_fc: np.ndarray      # bool[value id]: in the final committed scan
     in_cv: np.ndarray      # bool[value id]: seen by a committed reader
+    # transactions (one row per transaction or plain send, as in ``txns``)
+    t_out: np.ndarray      # outcome code (OUTCOME_CODES; -1 unknown)
 
 
 def build(t: Tables) -> Cols:
@@ -71,7 +73,7 @@ def build(t: Tables) -> Cols:
     in_cv[r_vid[cv]] = True
     return Cols(n_values, w["txn"].to_numpy(np.int64), w_tix, w_out, w_is_txn, w_proc, w["vid"].to_numpy(np.int64),
                 w["tid"].to_numpy(np.int64), w["partition"].to_numpy(np.int64), w_off,
-                r_vid, r_pos, r_off, _prev_offsets(r, poll, r_pos, r_off), poll, fc, cv, in_fc, in_cv)
+                r_vid, r_pos, r_off, _prev_offsets(r, poll, r_pos, r_off), poll, fc, cv, in_fc, in_cv, tx_out)
 
 
 def _prev_offsets(r: pd.DataFrame, poll: np.ndarray, r_pos: np.ndarray, r_off: np.ndarray) -> np.ndarray:

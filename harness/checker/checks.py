@@ -87,6 +87,19 @@ def final_committed(t: Tables) -> pd.DataFrame:
     return t.reads[cols(t).fc]
 
 
+def topics_starting(t: Tables, prefix: str) -> list[int]:
+    """The topic ids whose first record in the final read_committed scan has a value starting with
+    ``prefix``: how the copiers' and the Spark job's checks find their output topics (a workload's
+    output topic holds its kind of value only)."""
+    if "first_committed" not in t.cache:  # per topic id, its first record's value: once for every check
+        c = cols(t)
+        rows = np.flatnonzero(c.fc)
+        tids, first = np.unique(c.r_pos[rows] >> TOPIC_SHIFT, return_index=True)
+        t.cache["first_committed"] = dict(zip(tids.tolist(), values_at(t, c.r_vid[rows[first]]).tolist()))
+    firsts: dict[int, Any] = t.cache["first_committed"]
+    return [tid for tid, value in firsts.items() if isinstance(value, str) and value.startswith(prefix)]
+
+
 def _writes_at(t: Tables, rows: np.ndarray) -> pd.DataFrame:
     """Some writes with their transaction's outcome and process (for examples)."""
     w = with_values(t, t.writes.iloc[rows])
@@ -138,6 +151,8 @@ def lost_write(t: Tables) -> Found:
         at = np.where(c.w_off != NO_OFFSET, c.w_off, seen_at[c.w_vid])
         missing &= ~((at != NO_OFFSET) & (at >= lso))
     rows = np.flatnonzero(missing)
+    if len(rows) == 0:  # the examples' frames cost a small history more than the check
+        return Found(0)
     return Found(len(rows), _examples(_writes_at(t, rows[:MAX_EXAMPLES]),
                                       ["value", "txn", "process", "topic", "partition", "offset"]))
 
@@ -205,9 +220,12 @@ def precommitted_read(t: Tables) -> Found:
 def poll_times(t: Tables, rows: np.ndarray) -> np.ndarray:
     """Per read row of ``rows``, the time its op completed (the ops table's ``time`` at the read's
     ``op``); the maximum where the ops table does not have it (a synthetic history)."""
-    ops = t.ops
-    times = np.full(int(ops["index"].max()) + 1 if len(ops) else 0, np.iinfo(np.int64).max, dtype=np.int64)
-    times[ops["index"].to_numpy(np.int64)] = ops["time"].to_numpy(np.int64)
+    if "op_times" not in t.cache:  # per op index, its time: once for every check that asks
+        ops = t.ops
+        times = np.full(int(ops["index"].max()) + 1 if len(ops) else 0, np.iinfo(np.int64).max, dtype=np.int64)
+        times[ops["index"].to_numpy(np.int64)] = ops["time"].to_numpy(np.int64)
+        t.cache["op_times"] = times
+    times = t.cache["op_times"]
     op = t.reads["op"].to_numpy()[rows].astype(np.int64)
     inside = (op >= 0) & (op < len(times))  # a synthetic history's scans name ops past the table
     out = np.full(len(op), np.iinfo(np.int64).max, dtype=np.int64)
@@ -247,6 +265,8 @@ def torn_transaction(t: Tables) -> Found:
     total = np.bincount(c.w_tix[m], minlength=n_tx)
     visible = np.bincount(c.w_tix[m], weights=c.in_fc[c.w_vid[m]], minlength=n_tx)
     torn = np.flatnonzero((visible > 0) & (visible < total))
+    if len(torn) == 0:
+        return Found(0)
     tx = t.txns.iloc[torn[:MAX_EXAMPLES]]
     ex = pd.DataFrame({"txn": tx["txn"].to_numpy(), "process": tx["process"].to_numpy(), "outcome": tx["outcome"].to_numpy(),
                        "visible": visible[torn[:MAX_EXAMPLES]].astype(int), "written": total[torn[:MAX_EXAMPLES]]})
@@ -383,6 +403,8 @@ def nonmonotonic_send(t: Tables) -> Found:
     del off
     same = g_key[1:] == g_key[:-1]
     bad = np.flatnonzero(same & (g_min[1:] < g_max[:-1])) + 1
+    if len(bad) == 0:
+        return Found(0)
     rows = m[start[bad[:MAX_EXAMPLES]]]
     w = _writes_at(t, rows)
     ex = [{"process": r["process"], "topic": r["topic"], "partition": _plain(r["partition"]),
@@ -419,6 +441,8 @@ def nonmonotonic_poll(t: Tables) -> Found:
     if not c.poll.any():
         return Found(0, skipped=NO_POLLS)
     bad = np.flatnonzero(c.poll & (c.r_prev >= 0) & (c.r_off <= c.r_prev))
+    if len(bad) == 0:
+        return Found(0)
     ex = t.reads.iloc[bad[:MAX_EXAMPLES]].assign(previous_offset=c.r_prev[bad[:MAX_EXAMPLES]])
     return Found(len(bad), _examples(ex, ["process", "op", "topic", "partition", "previous_offset", "offset"]))
 
@@ -440,6 +464,8 @@ def poll_skip(t: Tables) -> Found:
     missed = np.where(cur > prev, np.searchsorted(committed, base + cur, side="left")
                       - np.searchsorted(committed, base + prev, side="right"), 0)
     bad = idx[missed > 0]
+    if len(bad) == 0:
+        return Found(0)
     ex = t.reads.iloc[bad[:MAX_EXAMPLES]].assign(previous_offset=c.r_prev[bad[:MAX_EXAMPLES]],
                                                    committed_skipped=missed[missed > 0][:MAX_EXAMPLES])
     return Found(len(bad), _examples(ex, ["process", "op", "topic", "partition", "previous_offset", "offset", "committed_skipped"]))
@@ -449,6 +475,8 @@ def zombie_commit(t: Tables) -> Found:
     """A transaction of an older instance of a transactional.id that committed (``ok``) or became
     visible, although its commit started after a newer instance had finished ``init_transactions``."""
     inits = t.inits[(t.inits["outcome"] == OK) & t.inits["complete_time"].notna()]
+    if not inits["txn_id"].duplicated().any():  # no id initialised twice: the merge below would find no pair
+        return Found(0, skipped=NO_SECOND_INSTANCE)
     # For each instance (process), the first later init of the same transactional.id by another process.
     i = inits.sort_values("complete_time")[["process", "txn_id", "complete_time"]]
     pairs = i.merge(i, on="txn_id", suffixes=("", "_newer"))
@@ -477,14 +505,11 @@ def copy_exactly_once(t: Tables) -> Found:
     writes into the same topic) and not judged here: its writer's checks judge it. A copy that does
     not parse names no input: a malformed copy, one finding each (example ``malformed_copy``: its
     position, and its ``value``)."""
-    fc = final_committed(t)
-    if fc.empty:
-        return Found(0, skipped=NO_COPIER)
     # Copies live in the copiers' output topics: test each topic's first record, then only those.
-    firsts = with_values(t, fc.drop_duplicates("tid"))
-    copy_tids = firsts.loc[firsts["value"].str.startswith(copies.PREFIX), "tid"]
-    if copy_tids.empty:
+    copy_tids = topics_starting(t, copies.PREFIX)
+    if not copy_tids:
         return Found(0, skipped=NO_COPIER)
+    fc = final_committed(t)
     out = with_values(t, fc[fc["tid"].isin(copy_tids)])
     out = out[out["value"].str.startswith(copies.PREFIX, na=False).to_numpy(bool)]
     parsed = copies.copy_input(out["value"])

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.checker.checks import MAX_EXAMPLES, Found, final_committed
+from harness.checker.checks import MAX_EXAMPLES, Found, final_committed, topics_starting
 from harness.history.model import (
     MARKER_PREFIX,
     OK,
@@ -63,14 +63,13 @@ def _split(values: pd.Series, names: list[str]) -> pd.DataFrame:
 
 def _outputs_and_markers(t: Tables) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The committed outputs (with the input each names) and the committed markers."""
-    fc = final_committed(t)
-    firsts = with_values(t, fc.drop_duplicates("tid"))
-    out_tids = firsts.loc[firsts["value"].str.startswith(SPARK_PREFIX + "/"), "tid"]
-    marker_tids = firsts.loc[firsts["value"].str.startswith(MARKER_PREFIX + "/"), "tid"]
-    if out_tids.empty and marker_tids.empty:  # no Spark job's topic: nothing to split (the common case)
+    out_tids = topics_starting(t, SPARK_PREFIX + "/")
+    marker_tids = topics_starting(t, MARKER_PREFIX + "/")
+    if not out_tids and not marker_tids:  # no Spark job's topic: nothing to split (the common case)
         return (pd.DataFrame(columns=["prefix", "topic", "partition", "offset", "batch", "process", "in_value",
                                       "out_topic", "out_partition", "out_offset", "query"]),
                 pd.DataFrame(columns=["prefix", "query", "batch", "process", "ranges"]))
+    fc = final_committed(t)
     out = with_values(t, fc[fc["tid"].isin(out_tids)])
     outputs = _split(out["value"], ["prefix", "topic", "partition", "offset", "batch", "process", "in_value"])
     outputs = outputs.astype({"partition": "int64", "offset": "int64", "batch": "int64"}).assign(
@@ -113,11 +112,11 @@ def uncovered_bounds(ranges: pd.DataFrame, queries: set[str]) -> pd.DataFrame:
 
 
 def spark_exactly_once(t: Tables) -> Found:
-    outputs, markers = _outputs_and_markers(t)
     events = spark_events(t)
     ran = any(ev["f"] == SPARK_START for ev in events)
-    if outputs.empty and markers.empty and not ran:
-        return Found(0, skipped="no Spark job ran in this history")
+    if not ran and not topics_starting(t, SPARK_PREFIX + "/") and not topics_starting(t, MARKER_PREFIX + "/"):
+        return Found(0, skipped="no Spark job ran in this history")  # before any frame: the common case
+    outputs, markers = _outputs_and_markers(t)
     examples: list[dict[str, Any]] = []
     count = 0
 

@@ -93,28 +93,44 @@ LOW_CARDINALITY = {"reads": ("process", "source", "isolation", "topic"), "writes
                    "app_outputs": ("app", "process", "source", "isolation", "topic"), "app_expected": ("app", "topic")}
 
 
+#: Each table with no rows, built once and handed out as copies (``_table``): pandas takes
+#: milliseconds to build an empty frame of string columns, and a small history leaves half its
+#: tables empty; that was a fixed cost of every check of a small history (the selftest's 2,000).
+_EMPTY: dict[str, pd.DataFrame] = {}
+
+
+def _table(name: str, rows: int, frame: Callable[[], pd.DataFrame]) -> pd.DataFrame:
+    """``frame()``, the table ``name`` of ``rows`` rows; with none, a copy of its empty frame
+    (``frame()`` as it was the first time: an empty table has one shape)."""
+    if rows:
+        return frame()
+    if name not in _EMPTY:
+        _EMPTY[name] = frame()
+    return _EMPTY[name].copy()
+
+
 def _no_faults() -> pd.DataFrame:
     return empty_faults()
 
 
 def _no_spark_events() -> pd.DataFrame:
-    return _spark_frame([])
+    return _table("spark_events", 0, lambda: _spark_frame([]))
 
 
 def _no_keys() -> pd.DataFrame:
-    return _Keys().frame()
+    return _table("keys", 0, _Keys().frame)
 
 
 def _no_app_outputs() -> pd.DataFrame:
-    return _AppOutputs().frame()
+    return _table("app_outputs", 0, _AppOutputs().frame)
 
 
 def _no_app_expected() -> pd.DataFrame:
-    return _AppExpected().frame()
+    return _table("app_expected", 0, _AppExpected().frame)
 
 
 def _no_payloads() -> pd.DataFrame:
-    return _Payloads().frame()
+    return _table("payloads", 0, _Payloads().frame)
 
 
 #: The tables an older layout may lack (``OLDER_LAYOUTS``), each as it is when empty.
@@ -516,7 +532,7 @@ def spark_events_of(frame: pd.DataFrame) -> list[dict[str, Any]]:
 
 def empty_faults() -> pd.DataFrame:
     """A ``faults`` table of no events (histories without a nemesis)."""
-    return _faults_frame([])
+    return _table("faults", 0, lambda: _faults_frame([]))
 
 
 def _errors_seen(ops: Sequence[Op]) -> dict[str, int]:
@@ -585,12 +601,9 @@ def flatten(ops: Sequence[Op], truncated: list[str] | None = None) -> Tables:
         if f in SPARK_EVENTS or (f == FAULT and "workload" in (op.value or {})):
             spark.append((op.time, op.process, f, t, json.dumps(op.value or {}, default=str)))
 
-    txns = pd.DataFrame(txn_rows, columns=["txn", "process", "f", "outcome", "invoke_time", "complete_time",
-                                           "commit_at", "txn_id", "error"])
-    txns = txns.astype({"txn": "int64", "invoke_time": "int64", "complete_time": "Int64", "commit_at": "Int64"})
-    inits = pd.DataFrame(init_rows, columns=["op", "process", "txn_id", "outcome", "invoke_time", "complete_time"])
-    inits = inits.astype({"op": "int64", "invoke_time": "int64", "complete_time": "Int64"})
-    groups = pd.DataFrame(group_rows, columns=["topic", "partition", "offset"]).astype({"partition": "int64", "offset": "int64"})
+    txns = _rows_frame("txns", txn_rows, *_ROW_TABLES["txns"])
+    inits = _rows_frame("inits", init_rows, *_ROW_TABLES["inits"])
+    groups = _rows_frame("group_offsets", group_rows, *_ROW_TABLES["group_offsets"])
     meta = {"ops": len(ops), "truncated": truncated or [], "fenced": sorted(set(fenced)), "retired": sorted(set(retired)),
             "recreated": sorted(set(recreated)), "lso": lso, "final_scans": sorted(final_scans),
             "errors_seen": _errors_seen(ops),
@@ -599,8 +612,33 @@ def flatten(ops: Sequence[Op], truncated: list[str] | None = None) -> Tables:
     _refuse_lines_without_contract(app.about, app.contract_ops)
     written = writes.frame()
     _refuse_reused_values(written, txns)
-    return Tables(_ops_frame(ops), txns, written, reads.frame(), inits, groups, _faults_frame(fault_rows),
-                  _spark_frame(spark), keys.frame(), app.outputs.frame(), app.expected.frame(), payloads.frame(), meta)
+    return Tables(_ops_frame(ops), txns, written, _table("reads", len(reads.op), reads.frame), inits, groups,
+                  _table("faults", len(fault_rows), lambda: _faults_frame(fault_rows)),
+                  _table("spark_events", len(spark), lambda: _spark_frame(spark)),
+                  _table("keys", len(keys.value), keys.frame), _table("app_outputs", len(app.outputs.op), app.outputs.frame),
+                  _table("app_expected", len(app.expected.app), app.expected.frame),
+                  _table("payloads", len(payloads.value), payloads.frame), meta)
+
+
+#: The tables ``flatten`` collects as rows: their columns, and the types of those not inferred.
+_ROW_TABLES: dict[str, tuple[list[str], dict[str, Any]]] = {
+    "txns": (["txn", "process", "f", "outcome", "invoke_time", "complete_time", "commit_at", "txn_id", "error"],
+             {"txn": "int64", "invoke_time": "int64", "complete_time": "Int64", "commit_at": "Int64"}),
+    "inits": (["op", "process", "txn_id", "outcome", "invoke_time", "complete_time"],
+              {"op": "int64", "invoke_time": "int64", "complete_time": "Int64"}),
+    "group_offsets": (["topic", "partition", "offset"], {"partition": "int64", "offset": "int64"}),
+}
+
+
+def _rows_frame(name: str, rows: Sequence[tuple[Any, ...]], columns: list[str], types: dict[str, Any]) -> pd.DataFrame:
+    """The table ``name`` of ``rows``, as ``pd.DataFrame(rows, columns=columns).astype(types)`` gives
+    it, column by column: the columns of ``types`` built in their type, the others' inferred (a
+    frame's ``astype`` took milliseconds, a fixed cost of every small history). Empty, the
+    frame ``astype`` gives, built once (an empty list would be inferred float, not object)."""
+    if not rows:
+        return _table(name, 0, lambda: pd.DataFrame([], columns=columns).astype(types))
+    return pd.DataFrame({c: pd.array([r[i] for r in rows], dtype=types[c]) if c in types else [r[i] for r in rows]
+                         for i, c in enumerate(columns)})
 
 
 def _ops_frame(ops: Sequence[Op]) -> pd.DataFrame:
