@@ -36,6 +36,12 @@ def _stop_owned() -> None:
         cluster.stop()
 
 
+def recorded_artifacts(rec: state.ClusterRecord) -> Artifacts:
+    """What the cluster of ``rec`` runs, as its record names it (``attach``)."""
+    return Artifacts(rec.kafka_version, Path(rec.kafka_libs), Path(rec.toxiproxy_bin), Path(rec.java),
+                     Path(rec.kwire_bin) if rec.kwire_bin else None)
+
+
 def new_cluster_id() -> str:
     """A Kafka cluster id: a random UUID, base64url without padding, not starting with '-'."""
     while True:

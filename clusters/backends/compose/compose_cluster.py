@@ -20,7 +20,7 @@ from docker.models.containers import Container
 
 from clusters.backends import procs, reclaim, state
 from clusters.backends.artifacts import Artifacts
-from clusters.backends.built_cluster import STARTED_MESSAGE, BuiltCluster
+from clusters.backends.built_cluster import STARTED_MESSAGE, BuiltCluster, recorded_artifacts
 from clusters.backends.compose.cli import find_compose
 from clusters.backends.compose.engine import ensure_engine
 from clusters.backends.compose.images import Images, ensure_images
@@ -84,9 +84,8 @@ class ComposeCluster(BuiltCluster):
     @classmethod
     def attach(cls, rec: state.ClusterRecord) -> ComposeCluster:
         """A handle on a cluster another process started (for ``cluster down`` / ``status``)."""
-        arts = Artifacts(rec.kafka_version, Path(rec.kafka_libs), Path(rec.toxiproxy_bin), Path(rec.java))
         plan = ComposePlan.at(rec.port_base)
-        c = cls(arts, Path(rec.run_dir), plan, rec.overrides, detached=rec.owner_pid is None,
+        c = cls(recorded_artifacts(rec), Path(rec.run_dir), plan, rec.overrides, detached=rec.owner_pid is None,
                 transaction_version=rec.transaction_version)
         c.cluster_id, c.project = rec.cluster_id, rec.project
         c.images = Images(rec.images["kafka"], rec.images["toxiproxy"], rec.images["source"]) if rec.images else None

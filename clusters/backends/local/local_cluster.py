@@ -20,7 +20,7 @@ from pathlib import Path
 
 from clusters.backends import procs, reclaim, state
 from clusters.backends.artifacts import Artifacts
-from clusters.backends.built_cluster import BuiltCluster
+from clusters.backends.built_cluster import BuiltCluster, recorded_artifacts
 from clusters.backends.local.layout import NodeLayout
 from clusters.backends.local.nodes import BrokerProcesses
 from clusters.backends.local.proxies import LocalProxies
@@ -68,11 +68,9 @@ class LocalCluster(BuiltCluster):
     @classmethod
     def attach(cls, rec: state.ClusterRecord) -> LocalCluster:
         """A handle on a cluster another process started (for ``cluster down`` / ``status``)."""
-        arts = Artifacts(rec.kafka_version, Path(rec.kafka_libs), Path(rec.toxiproxy_bin), Path(rec.java),
-                         Path(rec.kwire_bin) if rec.kwire_bin else None)
         topo = Topology(net=rec.net, port_base=rec.port_base, api_port=rec.api_port,
                         wire_between_brokers=rec.wire_between_brokers)
-        c = cls(arts, Path(rec.run_dir), topo, rec.overrides, detached=rec.owner_pid is None,
+        c = cls(recorded_artifacts(rec), Path(rec.run_dir), topo, rec.overrides, detached=rec.owner_pid is None,
                 transaction_version=rec.transaction_version)
         c.cluster_id = rec.cluster_id
         c.nodes.pids = {int(k): v for k, v in rec.node_pids.items()}
