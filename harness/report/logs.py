@@ -2,7 +2,7 @@
 (so they still work when the folder is zipped as a CI artifact), and for each anomaly placed in
 time, the broker log lines that mention its partitions around that time.
 
-Where the logs are (harness/rundir/runfolder.py, clusters/backends/local.py, clusters/backends/compose/): ``run.log``,
+Where the logs are (harness/rundir/runfolder.py, clusters/backends/local/, clusters/backends/compose/): ``run.log``,
 ``nodes/n<id>/server.log`` (+ ``stdout.log``), ``workloads/<name>.log``, ``toxiproxy.log``,
 ``wire.log``; ``history.txt`` (harness/history/text.py) is linked with them."""
 

@@ -3,14 +3,12 @@ and the Docker SDK (kill, stop, pause, restart, logs)."""
 
 from __future__ import annotations
 
-import atexit
 import dataclasses
 import functools
 import json
 import logging
 import os
 import subprocess
-import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -22,6 +20,7 @@ from docker.models.containers import Container
 
 from clusters.backends import procs, reclaim, state
 from clusters.backends.artifacts import Artifacts
+from clusters.backends.built_cluster import STARTED_MESSAGE, BuiltCluster, recorded_artifacts
 from clusters.backends.compose.cli import find_compose
 from clusters.backends.compose.engine import ensure_engine
 from clusters.backends.compose.images import Images, ensure_images
@@ -35,8 +34,7 @@ from clusters.backends.compose.plan import (
     compose_yaml,
     toxiproxy_json,
 )
-from clusters.backends.local import STARTED_MESSAGE, new_cluster_id
-from clusters.backends.protocol import HEALTHY_TIMEOUT_S, NODE_START_TIMEOUT_S, ClusterStatus, NodeState, NodeStatus, Owned
+from clusters.backends.protocol import NODE_START_TIMEOUT_S, ClusterStatus, NodeState, NodeStatus
 from clusters.backends.reclaim import Leftover, Reclaimed
 from clusters.kafka import feature_levels, health
 from clusters.toxiproxy.toxiproxy_api import ProxySpec, Toxiproxy
@@ -54,17 +52,8 @@ UP_TIMEOUT_S = 240
 #: Toxiproxy starts in a second; generous for a loaded machine.
 TOXIPROXY_RESTART_TIMEOUT_S = 60.0
 
-# Clusters this process owns; stopped at interpreter exit if a caller forgot (or was interrupted).
-_OWNED: set[ComposeCluster] = set()
 
-
-@atexit.register
-def _stop_owned() -> None:
-    for cluster in list(_OWNED):
-        cluster.stop()
-
-
-class ComposeCluster(Owned):
+class ComposeCluster(BuiltCluster):
     """A 3-node KRaft cluster as containers; a context manager that always cleans up."""
 
     backend = BACKEND
@@ -78,15 +67,11 @@ class ComposeCluster(Owned):
         detached: bool = False,
         transaction_version: int | None = None,
     ) -> None:
-        self.artifacts = artifacts
-        self.transaction_version = transaction_version
-        self.run_dir = run_dir.absolute()  # bind mounts and the processes need it absolute
+        super().__init__(artifacts, run_dir, detached, transaction_version)
         self.plan = plan or ComposePlan()
         if overrides:
             self.plan = dataclasses.replace(self.plan, overrides=tuple(sorted(overrides.items())))
         self.topology = self.plan.topology
-        self.detached = detached
-        self.cluster_id = new_cluster_id()
         # The run id makes the project name unique, so two runs never share containers or networks.
         self.project = "eos-chaos-" + run_dir.name.lower().replace(".", "-")
         self.images: Images | None = None
@@ -95,15 +80,12 @@ class ComposeCluster(Owned):
         self._tox = Toxiproxy(self.plan.toxiproxy_url)
         self._wire = WireProxy(self.plan.wire_url)
         self._admin: AdminClient | None = None
-        self._lock = threading.RLock()
-        self._started = False
 
     @classmethod
     def attach(cls, rec: state.ClusterRecord) -> ComposeCluster:
         """A handle on a cluster another process started (for ``cluster down`` / ``status``)."""
-        arts = Artifacts(rec.kafka_version, Path(rec.kafka_libs), Path(rec.toxiproxy_bin), Path(rec.java))
         plan = ComposePlan.at(rec.port_base)
-        c = cls(arts, Path(rec.run_dir), plan, rec.overrides, detached=rec.owner_pid is None,
+        c = cls(recorded_artifacts(rec), Path(rec.run_dir), plan, rec.overrides, detached=rec.owner_pid is None,
                 transaction_version=rec.transaction_version)
         c.cluster_id, c.project = rec.cluster_id, rec.project
         c.images = Images(rec.images["kafka"], rec.images["toxiproxy"], rec.images["source"]) if rec.images else None
@@ -121,16 +103,6 @@ class ComposeCluster(Owned):
             overrides=dict(self.plan.overrides), project=self.project,
             images=dict(self.images.__dict__) if self.images else {}, transaction_version=self.transaction_version,
         )
-
-    def feature_levels(self) -> dict[str, int]:
-        return feature_levels.intended_levels(self.artifacts.kafka_version, self.transaction_version)
-
-    def __enter__(self) -> ComposeCluster:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     # ------------------------------------------------------------------ compose plumbing
     @property
@@ -174,7 +146,7 @@ class ComposeCluster(Owned):
             procs.check_free(self.plan.host_binds())
             check_subnets_free(self.docker, self.plan)
             self._started = True
-            _OWNED.add(self)
+            self._owned(True)
         try:
             self.run_dir.mkdir(parents=True, exist_ok=True)
             (self.run_dir / "docker-compose.yml").write_text(compose_yaml(self.plan))
@@ -193,7 +165,7 @@ class ComposeCluster(Owned):
             self.stop()
             raise
         if self.detached:
-            _OWNED.discard(self)  # ``cluster up``: the cluster outlives this process on purpose
+            self._owned(False)  # ``cluster up``: the cluster outlives this process on purpose
 
     def _diagnosis(self) -> str:
         """`docker compose ps -a` and the last log lines of every container that is not running healthy."""
@@ -210,18 +182,9 @@ class ComposeCluster(Owned):
         rec = state.load(BACKEND)
         if rec is not None:
             running = self.docker.containers.list(filters={"label": f"{LABEL_CLUSTER}={rec.cluster_id}"})
-            if running and rec.owner_pid is None:
-                raise EnvironmentProblem(
-                    f"a compose cluster is already up (project {rec.project}, run folder {rec.run_dir}, started by "
-                    "`eos-chaos cluster up`). Take it down first: eos-chaos cluster down --backend compose")
-            if running and procs.alive(rec.owner_pid):
-                raise EnvironmentProblem(
-                    f"a compose cluster owned by running process {rec.owner_pid} is up (project {rec.project}); "
-                    "one cluster at a time on this machine. Wait for it, or stop that process.")
-            log.info(f"reclaiming leftovers of a crashed run (project {rec.project}, run folder {rec.run_dir})")
-            gone = ComposeCluster.attach(rec).stop()
-            if gone:
-                log.info(f"reclaimed: {', '.join(gone.lines())}")
+            where = f"project {rec.project}, run folder {rec.run_dir}"
+            self._reclaim_crashed_run(rec, bool(running), where, f"project {rec.project}",
+                                      "eos-chaos cluster down --backend compose", f"({where})")
         reclaim_leftovers(self.docker)
 
     def _containers(self) -> list[Container]:
@@ -242,7 +205,7 @@ class ComposeCluster(Owned):
         and the host processes of runs on it (workloads). Returns what there was. Idempotent; safe
         after a failed start."""
         with self._lock:
-            _OWNED.discard(self)
+            self._owned(False)
             if not self._started:
                 return Reclaimed()
             self._started = False
@@ -365,17 +328,6 @@ class ComposeCluster(Owned):
             if view is not None:
                 views.append(view)
         return views
-
-    def active_controller(self) -> int | None:
-        return health.raft_leader(self.quorum_views(), len(self.topology.node_ids))
-
-    def health(self) -> health.Health:
-        if self._admin is None:
-            self._admin = health.admin_client(self.direct_bootstrap)
-        return health.probe(self._admin, list(self.topology.node_ids), self.quorum_views())
-
-    def wait_healthy(self, timeout: float = HEALTHY_TIMEOUT_S) -> None:
-        health.wait_healthy(self, timeout)
 
     @property
     def toxiproxy(self) -> Toxiproxy:
