@@ -41,7 +41,7 @@ from clusters.toxiproxy.toxiproxy_api import ProxySpec, Toxiproxy
 from clusters.wire.wire_api import WireProxy
 from harness.base.errors import ClusterError, EnvironmentProblem
 from harness.base.paths import state_dir
-from harness.base.wait import wait_until
+from harness.base.wait import Moving, wait_until
 from harness.rundir.runfolder import RunFolder
 
 log = logging.getLogger(__name__)
@@ -306,7 +306,9 @@ class ComposeCluster(BuiltCluster):
             c.reload()
             return None if c.status == "running" else f"node {node} container {c.status}; last log lines:\n{self._tail(c)}"
 
-        wait_until(started, timeout=NODE_START_TIMEOUT_S, what=f"node {node} to log '{STARTED_MESSAGE}'", fatal=exited)
+        # past the timeout, on while the container's log still grows (a starved machine's broker loading)
+        wait_until(started, timeout=NODE_START_TIMEOUT_S, what=f"node {node} to log '{STARTED_MESSAGE}'", fatal=exited,
+                   moving=Moving(lambda: len(c.logs(since=since))))
 
     def node_pid(self, node: int) -> int | None:
         """The host pid of the node's JVM (the container's main process), None when it is down."""

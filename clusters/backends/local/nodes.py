@@ -14,7 +14,7 @@ from clusters.backends.built_cluster import STARTED_MESSAGE
 from clusters.backends.local.layout import NodeLayout
 from clusters.backends.protocol import NODE_START_TIMEOUT_S, NodeState
 from harness.base.errors import ClusterError, HarnessError, WaitTimeout
-from harness.base.wait import wait_until
+from harness.base.wait import Moving, wait_until
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,9 @@ class BrokerProcesses:
             return 0
 
     def wait_started(self, n: int, offset: int, timeout: float = NODE_START_TIMEOUT_S) -> None:
-        """Until the node's log, past ``offset``, says started; fail at once if the process exits."""
+        """Until the node's log, past ``offset``, says started; fail at once if the process exits. Past
+        ``timeout``, on while the log still grows (a starved machine's broker loading its partitions),
+        up to ``Moving``'s bound."""
         pid = self.pids[n]
         log_file = self.layout.server_log(n)
         stdout = self.layout.node_dir(n) / "stdout.log"
@@ -73,7 +75,7 @@ class BrokerProcesses:
 
         try:
             wait_until(started, timeout=timeout, what=f"node {n} to log '{STARTED_MESSAGE}'", fatal=exited,
-                       state=lambda: f"last log lines:\n{procs.tail(log_file, 10)}")
+                       state=lambda: f"last log lines:\n{procs.tail(log_file, 10)}", moving=Moving(lambda: self.log_size(n)))
         except WaitTimeout as exc:
             raise ClusterError(str(exc)) from exc
 
