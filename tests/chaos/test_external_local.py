@@ -88,6 +88,8 @@ def test_a_baseline_through_the_proxies_is_valid_and_leaves_no_topic(under: Unde
     facts = journal["cluster"]
     assert facts["kafka_version"] and facts["broker_settings"]["1"] and facts["features"], facts
     assert journal["cleanup_problems"] == []
+    created = journal["run_topics"]  # what the run created, each deleted
+    assert created and all(tag in t["name"] and t["deleted"] is True for t in created), created
     print(f"baseline on local-as-external: {time.monotonic() - t0:.1f}s")
 
 
@@ -128,6 +130,9 @@ def _kill_and_heal(under: UnderCluster, inv_file: Path, sc: Path, env: dict[str,
             os.kill(p.pid, signal.SIGKILL)
         _, err = p.communicate(timeout=30)
     assert not ended, f"the run ended by itself: {err[-3000:]}"
+    # the killed run's journal names the topics it left on the cluster, none marked deleted
+    left = json.loads((sc.parent / "run" / "journal.json").read_text())["run_topics"]
+    assert left and all(t["deleted"] is None for t in left), left
     assert [(x["what"], x["node"]) for x in _applied(journal)] == [("kill", 3)], journal.read_text()
     paused = _pid(under, 2)
     assert paused is not None and _pid(under, 3) is None, "node 3 must be down before the heal"
