@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.report import write_report
-from harness.rundir.journal import Journal, RunTopic
 from harness.run.runner import mark_deleted
+from harness.rundir.journal import Journal, RunTopic
 from tests.unit.test_report import make_run, text
 
 
