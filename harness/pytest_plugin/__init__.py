@@ -2,7 +2,8 @@
 installed. It registers the ``chaos`` and ``library`` markers, the ``--eos-*`` options and three
 fixtures for tests of your own:
 
-- ``kafka_cluster`` (session): a real 3-node Kafka cluster behind Toxiproxy (``--eos-backend``);
+- ``kafka_cluster`` (session): a real 3-node Kafka cluster behind Toxiproxy (``--eos-backend``), or
+  one you already run, fronted by the harness's proxies (``--eos-inventory FILE``);
 - ``nemesis``: inject faults inside a test (``with nemesis.fault("partition", target="leader",
   of="orders/0"): ...``); every fault is healed when the test ends, and the heal is checked;
 - ``run_scenario(name, **overrides)``: run a library scenario (or a YAML file) on that cluster and
@@ -31,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from clusters.kafka.topology import MAX_PORT_BASE, MIN_PORT_BASE  # --eos-port-base's bounds
+from harness.pytest_plugin import inventory_option
 from harness.rundir.run_verdict import RunFacts, RunVerdict
 from harness.rundir.runfolder import RunFolder
 from harness.workloads.clients import spelled as client_libraries
@@ -99,6 +101,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--eos-client", default=None, metavar="LIB",
                 help=f"run every scenario's workloads on this client library: {client_libraries()} "
                      "(a scenario that cannot is skipped) [default: each workload's own]")
+    inventory_option.add_options(g)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -107,6 +110,7 @@ def pytest_configure(config: pytest.Config) -> None:
     from harness.base import logsetup
 
     logsetup.to_stdout()  # the harness's narrative with each test's output (-s to see it live)
+    inventory_option.configure(config)  # a bad inventory stops the session before anything starts
     worker = _xdist_worker(config)
     if worker is not None:
         # a worker's cluster records itself apart from the other workers' (one record per backend
@@ -148,6 +152,14 @@ def pytest_configure(config: pytest.Config) -> None:
         config.args.append(str(Path(library.__file__).parent))
 
 
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The inventory this session named is forgotten (pytester runs sessions in one process)."""
+    if config.getoption("--eos-inventory", None):
+        from clusters.backends.backends import use_external
+
+        use_external(None)
+
+
 def _xdist_worker(config: pytest.Config) -> str | None:
     """This process's pytest-xdist worker id (``gw0``, ``gw1``, ...), None outside xdist."""
     workerinput = getattr(config, "workerinput", None)
@@ -183,7 +195,9 @@ class EosOptions:
 @pytest.fixture(scope="session")
 def eos_options(pytestconfig: pytest.Config) -> EosOptions:
     backend = pytestconfig.getoption("--eos-backend") or os.environ.get("EOS_CHAOS_BACKEND", "local")
-    if backend not in BACKENDS:
+    if pytestconfig.getoption("--eos-inventory", None):  # checked at configure: the option wins over the variable
+        backend = inventory_option.EXTERNAL
+    elif backend not in BACKENDS:
         raise pytest.UsageError(f"EOS_CHAOS_BACKEND={backend!r}; allowed: {', '.join(BACKENDS)}")
     return EosOptions(backend, pytestconfig.getoption("--eos-duration"), pytestconfig.getoption("--eos-seed"),
                       pytestconfig.getoption("--eos-kafka-version"), pytestconfig.getoption("--eos-transaction-version"),
@@ -227,7 +241,9 @@ def _engine_or_skip(options: EosOptions) -> bool:
 @pytest.fixture(scope="session")
 def kafka_cluster(eos_options: EosOptions, pytestconfig: pytest.Config) -> Iterator[Cluster]:
     """A 3-node KRaft cluster for the whole session, on ``--eos-backend``; taken down at the end
-    (and a Docker engine this fixture had to start is stopped again), unless ``--eos-keep``."""
+    (and a Docker engine this fixture had to start is stopped again), unless ``--eos-keep``. With
+    ``--eos-inventory``: the cluster it describes, as it is, behind proxies the session starts and
+    stops (the brokers stay)."""
     from clusters.backends import artifacts, backends
     from clusters.backends.backends import Backend
     from clusters.builds import pins
@@ -235,12 +251,15 @@ def kafka_cluster(eos_options: EosOptions, pytestconfig: pytest.Config) -> Itera
 
     backend = Backend(eos_options.backend)
     had_engine = _engine_or_skip(eos_options) if backend is Backend.compose else True
-    arts = artifacts.ensure(eos_options.kafka_version or pins.KAFKA_VERSION)
-    cluster = backends.new_cluster(backend, arts, new_run_dir(f"pytest-{backend.value}"), eos_options.port_base,
-                                   detached=eos_options.keep, transaction_version=eos_options.transaction_version)
+    if backend is Backend.external:
+        cluster = inventory_option.start_external(eos_options.port_base, eos_options.keep, eos_options.kafka_version)
+    else:
+        arts = artifacts.ensure(eos_options.kafka_version or pins.KAFKA_VERSION)
+        cluster = backends.new_cluster(backend, arts, new_run_dir(f"pytest-{backend.value}"), eos_options.port_base,
+                                       detached=eos_options.keep, transaction_version=eos_options.transaction_version)
     kept = False
     try:
-        cluster.start()
+        cluster.start()  # an external one is up already: a no-op
         yield cluster
         kept = eos_options.keep
     finally:
@@ -264,7 +283,7 @@ def _kept(config: pytest.Config, cluster: Cluster) -> None:
     prefix = f"EOS_CHAOS_STATE={state} " if _xdist_worker(config) and state else ""
     lines = [f"eos-chaos: the {cluster.backend} cluster stays up (--eos-keep): bootstrap {cluster.bootstrap}, "
              f"run folder {cluster.run_dir}" + (f"; not healed: {problems}" if problems else ""),
-             f"eos-chaos: take it down with: {prefix}eos-chaos cluster down --backend {cluster.backend}"]
+             f"eos-chaos: take it down with: {prefix}{inventory_option.down_command(cluster)}"]
     _say(config, lines)
     for line in lines:
         log.warning(line)
@@ -331,9 +350,15 @@ class FaultInjector:
             raise pytest.UsageError(f"nemesis fault {kind!r} acts on eos-chaos workloads; in your own test, stop "
                                     "your own processes. Allowed here: broker and network faults")
         try:
-            return parse({"at": 0, "kind": kind, "duration": duration, **fields})
+            fault = parse({"at": 0, "kind": kind, "duration": duration, **fields})
         except ValidationError as exc:
             raise pytest.UsageError(f"nemesis fault {kind} {fields}: {'; '.join(problems(exc))}") from None
+        if self.cluster.backend == inventory_option.EXTERNAL:  # checked before anything touches its nodes
+            refused = inventory_option.refusals(kind, fault)
+            if refused:
+                raise FaultNotApplied(f"nemesis fault {kind} {fields} refused on the cluster of --eos-inventory:\n  "
+                                      + "\n  ".join(refused))
+        return fault
 
     def inject(self, kind: str, duration: float = 30.0, **fields: Any) -> None:
         """Start ``kind`` now for ``duration`` seconds, in the background (``heal`` ends it early);

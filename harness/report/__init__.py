@@ -93,6 +93,7 @@ def render(data: RunData) -> str:
         features=journal.features if journal is not None else {},
         cluster_read=journal.cluster if journal is not None else None,
         cleanup_problems=journal.cleanup_problems if journal is not None else [],
+        run_topics=journal.run_topics if journal is not None else [],
         seed=journal.seed if journal is not None else data.scenario.get("seed"),
         backend=journal.backend if journal is not None else data.scenario.get("backend"),
         command=rerun(data.scenario, journal), duration_s=data.duration_s,

@@ -55,7 +55,7 @@ from harness.run.readiness import ProgressLog, await_ready, exited_before_ready
 from harness.run.scenario import Fault, Scenario, TopicList, Workload
 from harness.run.supervisor import RECOVERY_TIMEOUT_S, Supervisor
 from harness.rundir import runinfo
-from harness.rundir.journal import FaultHit, Journal, fault_runs
+from harness.rundir.journal import FaultHit, Journal, RunTopic, fault_runs
 from harness.rundir.run_verdict import RunVerdict
 from harness.rundir.runfolder import RunFolder, run_tag, write_json, write_text
 from harness.workloads import clients, registry
@@ -463,6 +463,14 @@ def delete_run_objects(cluster: Cluster, topics: list[str], tag: str) -> list[st
     return problems
 
 
+def mark_deleted(topics: list[RunTopic], problems: list[str]) -> None:
+    """Each topic's ``deleted`` from what ``delete_run_objects`` could not delete: a topic it names
+    was not; none was when the deletion failed as a whole (a line about no one topic or group)."""
+    whole = any(not p.startswith(("topic ", "group ")) for p in problems)
+    for t in topics:
+        t.deleted = not whole and not any(p.startswith(f"topic {t.name}: ") for p in problems)
+
+
 def check_fault_levels(faults: list[Fault], kafka_version: str | None) -> None:
     """Every fault must be one the release can do (``FaultBase.check_release``: a
     ``set-transaction-version`` level the release accepts); ConfigError before the run starts (the
@@ -569,6 +577,9 @@ def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, fold
     # a kept-name topic on the cluster is replaced, or refused, before anything is created or written
     with Recorder(run_dir, "runner") as rec, kept(admin, sc.kept_topics(), Path(cluster.run_dir)) as kept_names:
         create_topics(admin, sc, kept_names, run_dir)
+        if cluster.backend == Backend.external.value:  # on record before anything can kill the run
+            journal.run_topics = [RunTopic(name=t) for t in sc.topics if run_tag(folder.name) in t]
+            journal.save(folder)
         env = {**os.environ, **procs.tags(cluster.cluster_id, os.getpid()), ENV_T0: str(t0)}
         for r in runs:
             r.start(cluster, run_dir, env)
@@ -603,7 +614,8 @@ def _run_on(sc: Scenario, faults: list[Fault], cluster: Cluster, seed: int, fold
                 progress.close()
             if cluster.backend == Backend.external.value:  # not ours to keep: the run's topics and groups go
                 tag = run_tag(folder.name)
-                journal.cleanup_problems = delete_run_objects(cluster, [t for t in sc.topics if tag in t], tag)
+                journal.cleanup_problems = delete_run_objects(cluster, [t.name for t in journal.run_topics], tag)
+                mark_deleted(journal.run_topics, journal.cleanup_problems)
                 journal.save(folder)
 
 

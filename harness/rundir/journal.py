@@ -131,6 +131,16 @@ class FaultRun(BaseModel):
     hit: FaultHit | None = None
 
 
+class RunTopic(BaseModel):
+    """A topic the run created on an external cluster (its name carries the run's tag), and whether
+    the run deleted it afterwards."""
+
+    name: str
+    #: True: deleted (or already gone); False: its deletion failed (``cleanup_problems`` says why);
+    #: None: not tried: the run ended before its clean-up (a SIGKILL), so the topic is still there
+    deleted: bool | None = None
+
+
 class Journal(BaseModel):
     """Everything a run folder records about its run that is not in the history."""
 
@@ -158,6 +168,9 @@ class Journal(BaseModel):
     cluster: dict[str, Any] | None = None
     #: an external cluster: the run's topics and consumer groups deleted afterwards (what was not, one line each)
     cleanup_problems: list[str] = Field(default_factory=list)
+    #: an external cluster: the topics the run created there, each with whether it was deleted;
+    #: written when they are created, so a killed run's folder still names what it left
+    run_topics: list[RunTopic] = Field(default_factory=list)
     #: the command that runs the same scenario again (harness/rundir/runinfo.py)
     command: str | None = None
     started: str = Field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%S%z"))

@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -88,7 +90,55 @@ def test_a_baseline_through_the_proxies_is_valid_and_leaves_no_topic(under: Unde
     facts = journal["cluster"]
     assert facts["kafka_version"] and facts["broker_settings"]["1"] and facts["features"], facts
     assert journal["cleanup_problems"] == []
+    created = journal["run_topics"]  # what the run created, each deleted
+    assert created and all(tag in t["name"] and t["deleted"] is True for t in created), created
     print(f"baseline on local-as-external: {time.monotonic() - t0:.1f}s")
+
+
+#: A user's own chaos tests, as they would write them for any backend (run by the plugin's --eos-inventory).
+USERS_TESTS = """\
+import pytest
+
+pytestmark = pytest.mark.chaos
+
+
+def test_a_scenario_runs_on_my_cluster(kafka_cluster, run_scenario):
+    assert kafka_cluster.backend == "external"
+    result = run_scenario("baseline")  # 8 s (--eos-duration): valid, if short of the scenario's own minimum of commits
+    assert result.valid and result.verdict.run.healed is True, result.summary()
+    assert "--inventory" in result.command, result.command
+
+
+def test_a_pause_of_my_broker_is_healed(kafka_cluster, nemesis):
+    with nemesis.fault("pause", target=2):
+        pass
+"""
+
+
+def test_the_pytest_plugin_runs_a_users_chaos_tests_on_the_inventorys_cluster(under: UnderCluster,
+                                                                               tmp_path: Path) -> None:
+    """``pytest -m chaos --eos-inventory FILE`` in a session of its own, as a user runs it: the
+    scenario's run and a nemesis pause act on the cluster through its node commands; the run's
+    topics are deleted (and its journal says so); the proxies are gone after the session."""
+    t0 = time.monotonic()
+    inv = local_inventory(under, tmp_path / "inv.yaml", "local-pytest")
+    (tmp_path / "test_mine.py").write_text(USERS_TESTS)
+    results = tmp_path / "results"
+    done = subprocess.run([sys.executable, "-m", "pytest", "-m", "chaos", "-q", "-p", "no:cacheprovider",
+                           "--rootdir", str(tmp_path), "--eos-inventory", str(inv), "--eos-duration", "8",
+                           "--eos-seed", "1", "--eos-results", str(results), str(tmp_path / "test_mine.py")],
+                          env=runner_env(tmp_path), cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stdout[-5000:] + done.stderr[-2000:]
+    run_dir = next(results.glob("*-pytest-baseline-*"))
+    journal = json.loads((run_dir / "journal.json").read_text())
+    assert journal["backend"] == "external" and journal["cluster"]["kafka_version"], journal
+    created, tag = journal["run_topics"], run_tag(run_dir.name)
+    assert created and all(t["deleted"] is True for t in created), created
+    assert not [t for t in _admin(under.direct_bootstrap).list_topics(timeout=10).topics if tag in t]
+    left = [t for t in procs.tagged_processes() if t.cluster_id == cluster_id_of(inventory.load(inv))]
+    assert left == [], f"the session's proxies are still running: {left}"
+    print(f"the plugin on local-as-external: {time.monotonic() - t0:.1f}s")
 
 
 def _done_changes(journal: Path) -> list[dict[str, Any]]:
@@ -128,6 +178,9 @@ def _kill_and_heal(under: UnderCluster, inv_file: Path, sc: Path, env: dict[str,
             os.kill(p.pid, signal.SIGKILL)
         _, err = p.communicate(timeout=30)
     assert not ended, f"the run ended by itself: {err[-3000:]}"
+    # the killed run's journal names the topics it left on the cluster, none marked deleted
+    left = json.loads((sc.parent / "run" / "journal.json").read_text())["run_topics"]
+    assert left and all(t["deleted"] is None for t in left), left
     assert [(x["what"], x["node"]) for x in _applied(journal)] == [("kill", 3)], journal.read_text()
     paused = _pid(under, 2)
     assert paused is not None and _pid(under, 3) is None, "node 3 must be down before the heal"

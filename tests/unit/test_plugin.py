@@ -6,9 +6,12 @@ counts, the first example and the report. (The fixtures on a real cluster: tests
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+from harness.base.paths import cache_dir
 from harness.pytest_plugin import ScenarioResult
 from harness.run import scenario
 
@@ -212,3 +215,108 @@ def test_roles_need_their_of_in_a_test(tmp_path) -> None:  # type: ignore[no-unt
         _require_of(faults.parse({"at": 0, "kind": "partition", "partition": "directed", "target": 1,
                                   "peer": "group-coordinator"}))
     _require_of(faults.parse({"at": 0, "kind": "kill", "target": "coordinator", "of": "my-txn"}))  # its clean twin
+
+
+# ---------------------------------------------------------------- --eos-inventory: a cluster you already run
+
+
+#: The artifact cache as this session found it (pytester moves HOME, and with it the default).
+CACHE = cache_dir()
+
+
+@pytest.fixture
+def forget_inventory() -> Iterator[None]:
+    """The inventory an in-process session named is forgotten afterwards, whatever the test did."""
+    from clusters.backends import backends
+
+    yield
+    backends.use_external(None)
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--eos-allow-non-disposable"], "--eos-allow-non-disposable is about a cluster you already run: give it with "
+                                     "--eos-inventory FILE"),
+    (["--eos-inventory", "nowhere.yaml"], "--eos-inventory nowhere.yaml: no such file"),
+    (["--eos-inventory", "."], "--eos-inventory .: not a file"),
+    (["--eos-inventory", "INV", "--eos-backend", "compose"], "--eos-backend compose names another: give one of them"),
+    (["--eos-inventory", "INV", "--eos-transaction-version", "2"],
+     "--eos-transaction-version 2: the cluster of --eos-inventory runs at the levels it has"),
+])
+def test_inventory_options_that_contradict_are_usage_errors(pytester: pytest.Pytester, forget_inventory: None,
+                                                            args: list[str], says: str) -> None:
+    from tests.external_nodes import local_inventory
+
+    inv = local_inventory(pytester.path, ["1", "2", "3"])
+    done = pytester.runpytest(*[str(inv) if a == "INV" else a for a in args])
+    assert done.ret == pytest.ExitCode.USAGE_ERROR
+    assert says in done.stderr.str(), done.stderr.str()
+
+
+def test_a_bad_inventory_is_a_usage_error_naming_file_and_line(pytester: pytest.Pytester, forget_inventory: None) -> None:
+    from clusters.backends import backends
+    from tests.external_nodes import local_inventory
+
+    inv = local_inventory(pytester.path, ["1", "2", "3"])
+    inv.write_text(inv.read_text().replace("    host: 127.0.0.1\n", "    host: 127.0.0.1\n    colour: blue\n", 1))
+    pytester.makepyfile(test_mine="def test_it(kafka_cluster):\n    raise AssertionError('never runs')\n")
+    done = pytester.runpytest("--eos-inventory", str(inv))
+    assert done.ret == pytest.ExitCode.USAGE_ERROR
+    assert f"{inv}:6" in done.stderr.str() and "colour" in done.stderr.str(), done.stderr.str()
+    assert backends.external_target() is None  # nothing of the refused session stays in the process
+    # its clean twin: the same file without the unknown key is taken, and the session runs
+    inv.write_text(inv.read_text().replace("    colour: blue\n", ""))
+    pytester.makepyfile(test_mine="def test_it(eos_options):\n    assert eos_options.backend == 'external'\n")
+    pytester.runpytest("--eos-inventory", str(inv)).assert_outcomes(passed=1)
+    assert backends.external_target() is None  # forgotten at the session's end (pytest_unconfigure)
+
+
+def test_a_cluster_that_cannot_be_fronted_ends_the_session_naming_the_node(
+        pytester: pytest.Pytester, clean_env: pytest.MonkeyPatch, forget_inventory: None) -> None:
+    """Real node commands (``sleep`` processes as brokers), no Kafka: nothing answers on node 1's
+    listener, so the session ends before any test with pytest's usage-error status, naming the node
+    and its inventory line, and nothing it started is left running."""
+    import random
+    import subprocess
+
+    from clusters.backends import procs
+    from clusters.spark.standalone import free_port
+    from tests.external_nodes import local_inventory, sleepers
+
+    clean_env.setenv("EOS_CHAOS_STATE", str(pytester.path / "state"))
+    clean_env.setenv("EOS_CHAOS_CACHE", str(CACHE))  # pytester's HOME has none: the proxies' builds are there
+    pytester.makepyfile(test_mine="def test_it(kafka_cluster):\n    raise AssertionError('never runs')\n")
+    with sleepers(3) as args:
+        brokers = [subprocess.Popen(["sleep", a]) for a in args]
+        try:
+            inv = local_inventory(pytester.path, args, ports=[free_port() for _ in args])
+            # in a process of its own, as a user's session: the proxies it would start are its children
+            done = pytester.runpytest_subprocess("--eos-inventory", str(inv), "--eos-port-base",
+                                                 str(random.randrange(42000, 58000, 100)),
+                                                 "--eos-results", str(pytester.path / "runs"), timeout=300)
+        finally:
+            for p in brokers:
+                p.kill()
+                p.wait()
+    out = done.stdout.str() + done.stderr.str()
+    assert done.ret == pytest.ExitCode.USAGE_ERROR, out
+    assert "node 1" in out and f"{inv}:4" in out and "never runs" not in out, out
+    assert "Traceback" not in out, out
+    left = [t for t in procs.tagged_processes() if str(pytester.path) in procs.cmdline(t.pid)]
+    assert left == [], f"a refused session left these running: {left}"
+
+
+def test_a_nemesis_fault_on_a_cluster_not_said_disposable_is_refused_before_it_starts(
+        tmp_path: Path, forget_inventory: None) -> None:
+    from clusters.backends import backends
+    from harness.pytest_plugin import FaultInjector, FaultNotApplied
+    from tests.external_nodes import local_inventory
+
+    inv = local_inventory(tmp_path, ["1", "2", "3"])
+    inv.write_text(inv.read_text().replace("disposable: true", "disposable: false"))
+    injector = FaultInjector.__new__(FaultInjector)  # no nemesis: the refusal comes before anything runs
+    injector.cluster = type("Ext", (), {"backend": "external"})()  # type: ignore[assignment]
+    backends.use_external(backends.ExternalTarget(inv, allow_non_disposable=False))
+    with pytest.raises(FaultNotApplied, match=rf"does not say the cluster is disposable \({inv}:2\)"):
+        injector._fault("kill", 5.0, {"target": 2})
+    backends.use_external(backends.ExternalTarget(inv, allow_non_disposable=True))  # its clean twin: the flag
+    assert injector._fault("kill", 5.0, {"target": 2}).kind == "kill"
