@@ -115,6 +115,9 @@ def test_a_pause_of_my_broker_is_healed(kafka_cluster, nemesis):
 """
 
 
+# in `make library`: a pytest session of its own, about 80 s with the cluster's start; the options'
+# refusals and a cluster the proxies cannot front are unit tests (tests/unit/test_plugin.py)
+@pytest.mark.library
 def test_the_pytest_plugin_runs_a_users_chaos_tests_on_the_inventorys_cluster(under: UnderCluster,
                                                                                tmp_path: Path) -> None:
     """``pytest -m chaos --eos-inventory FILE`` in a session of its own, as a user runs it: the
