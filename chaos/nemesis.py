@@ -107,7 +107,8 @@ class Nemesis:
         #: seconds the run should last past its duration: the most a blocking fault went past its
         #: budget (``extend_run``; the runner reads it while it waits)
         self.extended_s = 0.0
-        #: when the latest fault ended, on the history's clock (ns); None: none ended yet
+        #: when the first fault started and the latest ended, on the history's clock (ns); None: not yet
+        self.first_start_ns: int | None = None
         self.last_end_ns: int | None = None
 
     def pace(self, ready_s: Mapping[str, float]) -> float:
@@ -134,6 +135,8 @@ class Nemesis:
     def _start(self, kind: str, **value: object) -> None:
         self.faults += 1
         self.rec.event(NEMESIS, FAULT, {"kind": kind, "phase": "start", **value}, type_="info")
+        if self.first_start_ns is None:
+            self.first_start_ns = self.rec.now()
         log.info(f"nemesis: {kind} {value}")
         with self._active_lock:
             self._active[self._key(kind, value)] = _label(kind, value)

@@ -697,14 +697,17 @@ def _await_commit_after_faults(nemesis: Nemesis, tail: HistoryTail, timeout: flo
     commits after it, at most ``timeout``: a fault that ran late on a slow machine (a broker's or
     a workload's restart, a wait for progress) would leave no time for the recovery the checks
     look for (``checker.progress``), and the run would be unknown for a slow day, not for a stuck
-    workload. Not while a fault is still on (the heal ends it), nor in a run that never
-    committed. Returns the seconds waited."""
+    workload. Only when nothing committed since the first fault began (the check's window); not
+    while a fault is still on (the heal ends it), nor in a run that never committed. Returns the
+    seconds waited."""
     counts = tail.poll()
-    ended = nemesis.last_end_ns
+    ended, window_start = nemesis.last_end_ns, nemesis.first_start_ns
+    # a commit since the first fault began is the progress the check asks for: no wait (a zombie's
+    # fenced producer, or a job that stops committing by design, must not hold the run)
     if (ended is None or nemesis.active_faults() or nemesis.stop.is_set() or not counts.committed
-            or (counts.last_commit_ns is not None and counts.last_commit_ns > ended)):
+            or (counts.last_commit_ns is not None and counts.last_commit_ns > (window_start if window_start is not None else ended))):
         return 0.0
-    began = time.monotonic()
+    waited_from = time.monotonic()
     log.info("waiting for a transaction committed after the last fault ended, before the run ends")
     try:
         wait_until(lambda: (tail.poll().last_commit_ns or 0) > ended or nemesis.stop.is_set(), timeout=timeout,
@@ -714,7 +717,7 @@ def _await_commit_after_faults(nemesis: Nemesis, tail: HistoryTail, timeout: flo
                    interval=COMMITS_POLL_S)
     except WaitTimeout as exc:
         log.info(str(exc))  # the progress check says the run is unknown, and why
-    return round(time.monotonic() - began, 1)
+    return round(time.monotonic() - waited_from, 1)
 
 
 def _heal_and_stop(live: _Live) -> None:
