@@ -5,18 +5,16 @@ read from its nodes, and how a start treats the record a crashed run left."""
 
 from __future__ import annotations
 
-import atexit
 import base64
 import logging
 import threading
 import uuid
 from pathlib import Path
-from typing import Any, Self
+from typing import Any
 
 from clusters.backends import procs, state
 from clusters.backends.artifacts import Artifacts
 from clusters.backends.protocol import HEALTHY_TIMEOUT_S, NodeState, Owned
-from clusters.backends.reclaim import Reclaimed
 from clusters.kafka import feature_levels, health
 from clusters.kafka.topology import Topology
 from harness.base.errors import EnvironmentProblem
@@ -25,16 +23,6 @@ log = logging.getLogger(__name__)
 
 #: Printed by KafkaRaftServer once broker and controller are up (KafkaBroker.STARTED_MESSAGE).
 STARTED_MESSAGE = "Kafka Server started"
-
-# Clusters this process owns; stopped at interpreter exit if a caller forgot (or was interrupted).
-_OWNED: set[BuiltCluster] = set()
-
-
-@atexit.register
-def _stop_owned() -> None:
-    for cluster in list(_OWNED):
-        cluster.stop()
-
 
 def recorded_artifacts(rec: state.ClusterRecord) -> Artifacts:
     """What the cluster of ``rec`` runs, as its record names it (``attach``)."""
@@ -75,12 +63,6 @@ class BuiltCluster(Owned):
         """A handle on a cluster another process started (for ``cluster down`` / ``status``)."""
         raise NotImplementedError
 
-    def start(self) -> None:
-        raise NotImplementedError
-
-    def stop(self) -> Reclaimed:
-        raise NotImplementedError
-
     def node_state(self, node: int) -> NodeState:
         raise NotImplementedError
 
@@ -91,21 +73,6 @@ class BuiltCluster(Owned):
     def quorum_views(self) -> list[health.QuorumView]:
         """Each running node's view of the raft leader, from its quorum-state file."""
         raise NotImplementedError
-
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def _owned(self, owned: bool) -> None:
-        """Whether interpreter exit stops this cluster: while it starts and runs, unless it is
-        detached (``cluster up``: it outlives this process on purpose) or stopped."""
-        if owned:
-            _OWNED.add(self)
-        else:
-            _OWNED.discard(self)
 
     def feature_levels(self) -> dict[str, int]:
         return feature_levels.intended_levels(self.artifacts.kafka_version, self.transaction_version)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import atexit
 import enum
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, Self, runtime_checkable
 
 from clusters.backends.reclaim import Owner, Reclaimed
 from clusters.kafka.topology import Topology
@@ -60,10 +61,23 @@ class ClusterStatus:
         return d
 
 
+# Clusters this process owns, of every backend; stopped at interpreter exit if a caller forgot (or
+# was interrupted).
+_OWNED: set[Owned] = set()
+
+
+@atexit.register
+def _stop_owned() -> None:
+    for cluster in list(_OWNED):
+        cluster.stop()
+
+
 class Owned:
     """Who owns a cluster (and will stop it): the process that started it, or 0 when detached
     (``cluster up``). A process that only attached keeps the recorded owner: a run restarting a
-    node must not become its owner, because it exits first and the cluster would look orphaned."""
+    node must not become its owner, because it exits first and the cluster would look orphaned.
+    Every backend's cluster: a context manager that always stops it, and stopped at interpreter exit
+    while this process owns it (``_owned``)."""
 
     detached: bool
     #: set by ``attach``: the owner the starting process recorded
@@ -74,6 +88,27 @@ class Owned:
         if self._attached_owner is not None:
             return self._attached_owner
         return 0 if self.detached else os.getpid()
+
+    def start(self) -> None:
+        raise NotImplementedError
+
+    def stop(self) -> Reclaimed:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _owned(self, owned: bool) -> None:
+        """Whether interpreter exit stops this cluster: while it starts and runs, unless it is
+        detached (``cluster up``: it outlives this process on purpose) or stopped."""
+        if owned:
+            _OWNED.add(self)
+        else:
+            _OWNED.discard(self)
 
 
 @runtime_checkable

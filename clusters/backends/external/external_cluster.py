@@ -8,7 +8,6 @@ the inventory's node commands, each written to the heal journal before it runs (
 
 from __future__ import annotations
 
-import atexit
 import logging
 import os
 import re
@@ -43,15 +42,6 @@ log = logging.getLogger(__name__)
 BACKEND = "external"
 #: A Kafka release's own jar names its version: ``kafka_2.13-4.0.0.jar``, ``kafka-clients-3.9.1.jar``.
 KAFKA_JAR = re.compile(r"kafka(?:_[0-9.]+|-clients)-([0-9]+\.[0-9]+\.[0-9]+)\.jar")
-
-_OWNED: set[ExternalCluster] = set()
-
-
-@atexit.register
-def _stop_owned() -> None:
-    for cluster in list(_OWNED):
-        cluster.stop()
-
 
 def cluster_id_of(inv: Inventory) -> str:
     """The harness's own id for the cluster of ``inv`` (its processes' tag, its state record): the
@@ -140,13 +130,6 @@ class ExternalCluster(Owned):
         c._started = True
         return c
 
-    def __enter__(self) -> ExternalCluster:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
     def _env(self) -> dict[str, str]:
         return procs.tags(self.cluster_id, self._owner)
 
@@ -162,7 +145,7 @@ class ExternalCluster(Owned):
             procs.check_free(self.plan.all_binds())
             self._hold_journal()
             self._started = True
-            _OWNED.add(self)
+            self._owned(True)
         try:
             self.run_dir.mkdir(parents=True, exist_ok=True)
             seen = probe.preflight(self.inventory, self.brokers)
@@ -179,7 +162,7 @@ class ExternalCluster(Owned):
             self.stop()
             raise
         if self.detached:
-            _OWNED.discard(self)
+            self._owned(False)
             self.journal.unlock()  # a run on it takes the journal while it faults
 
     def _hold_journal(self) -> None:
@@ -210,7 +193,7 @@ class ExternalCluster(Owned):
         """Undo every change the journal holds open, stop the proxies and the runs' processes on it,
         let go of the journal. Never touches a broker the journal does not say it changed. Idempotent."""
         with self._lock:
-            _OWNED.discard(self)
+            self._owned(False)
             if not self._started:
                 return Reclaimed()
             gone = self.leftovers()
