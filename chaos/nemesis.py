@@ -132,6 +132,12 @@ class Nemesis:
         with self._active_lock:
             return list(self._active.values())
 
+    def planned_to_end_by(self, seconds: float) -> bool:
+        """Whether the schedule planned every fault to have ended ``seconds`` into it: none repeats,
+        and each one's ``at + duration`` is within. A fault still on after that is late (a broker's
+        slow restart), not one the scenario meant to last until the heal."""
+        return all(not f.every and f.at + f.duration <= seconds for f in self.plan)
+
     def _start(self, kind: str, **value: object) -> None:
         self.faults += 1
         self.rec.event(NEMESIS, FAULT, {"kind": kind, "phase": "start", **value}, type_="info")
