@@ -40,6 +40,10 @@ from harness.kafka.admin import create_topic
 from harness.run.supervisor import Supervisor
 from tests.chaos.test_fault_effects import fault_on  # the fault on inside a block, ended by the nemesis
 
+# what a late EndTxn of the same producer epoch can do (KAFKA-17754; Jepsen's Bufstream analysis),
+# precommitted-read among it (CI: the late commit committed the next transaction while it was open)
+from tests.chaos.test_kip890 import LATE_COMMIT_ANOMALIES
+
 pytestmark = pytest.mark.chaos
 
 #: librdkafka gives up on a request after socket.timeout.ms and then closes the connection
@@ -248,8 +252,6 @@ expect:
   min_ok_txns: 5
   errors: [_TIMED_OUT]
 """
-#: What a late EndTxn of the same producer epoch can do (KAFKA-17754; Jepsen's Bufstream analysis).
-LATE_COMMIT_ANOMALIES = {"torn-transaction", "aborted-read", "lost-write"}
 
 
 def test_a_scenario_with_late_commits_records_them_and_heals(run_scenario, cluster: Cluster,  # type: ignore[no-untyped-def]
