@@ -1,8 +1,8 @@
 """The plugin in a CI that runs tests in parallel: two pytest-xdist workers each get a cluster of
 their own (their own port base and cluster record), and ``--eos-keep`` leaves both up, with the
-command that takes each down. The local backend in ``make test``; compose (two compose projects,
-their bridge subnets moved by the port base) behind the ``library`` marker: two compose clusters at
-once cost this 2-core machine minutes more."""
+command that takes each down. Both backends behind the ``library`` marker (compose: two compose
+projects, their bridge subnets moved by the port base): two clusters at once cost this 2-core
+machine a minute and more."""
 
 from __future__ import annotations
 
@@ -48,7 +48,10 @@ def _answers(address: str) -> bool:
         return False
 
 
-@pytest.mark.parametrize("backend", ["local", pytest.param("compose", marks=pytest.mark.library)])
+# 73 s (two clusters, one after the other): in make library with its compose twin, for the suite's
+# 30-minute budget; tests/unit/test_plugin.py keeps the options and the port base per worker
+@pytest.mark.library
+@pytest.mark.parametrize("backend", ["local", "compose"])
 def test_two_xdist_workers_get_clusters_of_their_own_and_keep_them(pytester: pytest.Pytester, tmp_path: Path,
                                                                    backend: str) -> None:
     if backend not in selected_backends():

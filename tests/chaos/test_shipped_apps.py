@@ -4,7 +4,8 @@ instance kills, a broker kill, the coordinator's kill and slow links, and each o
 is caught by its contract's check; so is the Python service's (its valid run is the README's
 example, tests/chaos/test_docs_examples.py). Kafka's WordCountDemo's topology (the shipped rebuild,
 its topic names fixed in its code) runs on those names kept, and the windowed count and the
-stream-table join are judged by their contracts. The Go service's two scenarios and the PySpark
+stream-table join are judged by their contracts. The Streams app's at_least_once control, the valid
+copier, the Go service's two scenarios and the PySpark
 job's run in `make library`, with every other `app-*` scenario of the library, and so do the Flink
 job's (docs/FLINK.md)."""
 
@@ -32,6 +33,9 @@ def test_a_kafka_streams_app_on_exactly_once_v2_keeps_every_count_and_sum_exact(
     assert v["run"]["app"]["drain"]["drained"] is True, v["run"]["app"]
 
 
+# 73 s: in make library (the suite's 30-minute budget); make test keeps the Streams app's valid run,
+# and the copier's and the Python service's negative controls, each caught by its contract's check
+@pytest.mark.library
 def test_the_same_streams_app_on_at_least_once_is_caught_counting_twice(cluster: Cluster) -> None:
     v = run_full_local_only(cluster, "app-streams-count-sum-alos", ONCE).verdict.to_json()
     assert v["valid"] is False and v["as_expected"] is True, anomalies(v)
