@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -41,7 +42,7 @@ from harness.checker.contracts import (
     row_ids,
 )
 from harness.history.model import APP_START, COUNT, MAX, MIN, READ_COMMITTED, SCAN, TEXT_WINDOW, WINDOWED
-from harness.history.schema import AppContract
+from harness.history.schema import AppContract, window_key_function
 from harness.history.store import Tables
 
 #: ``app-windowed``'s kinds of finding, in the order their examples are picked
@@ -57,10 +58,18 @@ def app_windowed(t: Tables) -> Found:
     return every_app(t, WINDOWED, _judge_windowed, WINDOWED_KINDS)
 
 
-def window_key(text: Any, how: str) -> tuple[str, int]:
-    """An output key as (key, window start): ``key@start`` (``text``), or (``time-windowed``) the
-    base64 of the key's bytes and the start's 8 bytes big-endian. ``HistoryError`` naming the key when
-    it is neither."""
+def window_key(text: Any, how: str, decoded: Mapping[str, list[Any]] | None = None) -> tuple[str, int]:
+    """An output key as (key, window start): ``key@start`` (``text``), (``time-windowed``) the
+    base64 of the key's bytes and the start's 8 bytes big-endian, or (a ``module:function`` of the
+    user's) as the runner recorded that function's answer in ``decoded``. ``HistoryError`` naming the
+    key when it is none of these."""
+    fn = window_key_function(how)
+    if fn is not None:
+        pair = (decoded or {}).get(str(text))
+        if pair is None:
+            raise HistoryError(f"output key {text!r} has no decoding by {fn} on record: the runner records one for "
+                               "every key the final scans read (expect ops with window_keys)")
+        return str(pair[0]), int(pair[1])
     try:
         if how == TEXT_WINDOW:
             key, at, start = str(text).rpartition("@")
@@ -149,7 +158,11 @@ def _judge_windowed(t: Tables, app: AppContract) -> Judged:
     found = found[found["key"].notna().to_numpy(bool)]
     # a window's updates share its key: each distinct key decoded once (millions of updates, thousands of windows)
     codes, uniques = pd.factorize(found["key"].astype(object))
-    decoded = [window_key(k, app.window_key) for k in uniques]
+    failed = (t.meta.get("app_function_errors") or {}).get(app.app)
+    if failed and window_key_function(app.window_key):
+        raise HistoryError(f"app {app.app}: its output keys were not decoded: {failed}")
+    by_function = (t.meta.get("app_window_keys") or {}).get(app.app)
+    decoded = [window_key(k, app.window_key, by_function) for k in uniques]
     keys = np.array([k for k, _ in decoded] or [""], dtype=object)
     starts = np.array([s for _, s in decoded] or [0], dtype=np.int64)
     found = found.assign(wkey=keys[codes] if len(found) else [], start=starts[codes] if len(found) else np.zeros(0, np.int64))

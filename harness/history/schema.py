@@ -120,9 +120,28 @@ Order = Literal["per-key", "none"]
 Aggregate = Literal["count", "sum", "min", "max"]
 #: How the feeder encodes an input topic's keys and values (``model.FORMATS``)
 Format = Literal["text", "json", "bytes"]
-WindowKey = Literal["time-windowed", "text"]
 #: a ``module:function`` a contract names (the runner imports it; the checker never does)
 FUNCTION_SPEC = r"[A-Za-z_][\w.]*:[A-Za-z_]\w*"
+#: The forms of a windowed contract's output keys ``window_key`` names without a function of the user's
+WINDOW_KEY_FORMS = ("time-windowed", "text")
+
+
+def _window_key(v: str) -> str:
+    if v in WINDOW_KEY_FORMS or re.fullmatch(FUNCTION_SPEC, v):
+        return v
+    raise ValueError(f"{v!r} is not a form of windowed key; allowed: {', '.join(WINDOW_KEY_FORMS)}, or a "
+                     "module:function of yours that decodes a key into [key, window start ms]")
+
+
+#: How a windowed contract's output keys are read: Kafka Streams' TimeWindowedSerializer bytes
+#: (``time-windowed``), ``key@start`` text, or a user's ``module:function`` (the runner applies it to
+#: every output key after the run and records each decoding; the checker reads those)
+WindowKey = Annotated[StrictStr, AfterValidator(_window_key)]
+
+
+def window_key_function(how: str) -> str | None:
+    """The user's ``module:function`` a ``window_key`` names (None: one of ``WINDOW_KEY_FORMS``)."""
+    return None if how in WINDOW_KEY_FORMS else how
 
 
 class TimeWindows(BaseModel):
@@ -262,7 +281,7 @@ _VALUES: dict[tuple[str, str | None], TypeAdapter[Any]] = {
     (SCAN, None): TypeAdapter(Records),
     (GROUP_OFFSETS, None): TypeAdapter(dict[TopicPartition, Offset]),
     (APP_CONTRACT, None): TypeAdapter(AppContract),
-    (EXPECT, None): TypeAdapter(dict[Literal["app", "inputs", "error", "table", "join"], Any]),
+    (EXPECT, None): TypeAdapter(dict[Literal["app", "inputs", "error", "table", "join", "window_keys"], Any]),
     (APP_STRAY, None): TypeAdapter(AppStray),
 }
 #: the shapes of an app's reads (a line with ``app``), and of ``expect``'s inputs
@@ -274,6 +293,8 @@ _EXPECTED = TypeAdapter(list[tuple[Text, list[_OUTPUT] | list[_CONTRIBUTION]]])
 #: a model's expected final table, and a join's alternatives per stream input (docs/APPS.md)
 _TABLE = TypeAdapter(list[_OUTPUT])
 _JOIN = TypeAdapter(list[tuple[Text, Text | None, list[_OUTPUT]]])
+#: a windowed contract's output keys as its ``window_key`` function decoded them: [key as recorded, key, start ms]
+_WINDOW_KEYS = TypeAdapter(list[tuple[Text, Text, StrictInt]])
 _LINE = TypeAdapter(Line)
 assert set(COMPLETIONS) | {INVOKE} == {"invoke", "ok", "fail", "info"}
 assert {READ_COMMITTED, READ_UNCOMMITTED} == {"read_committed", "read_uncommitted"}
@@ -334,13 +355,14 @@ def _validate_app_fields(line: dict[str, Any]) -> None:
 
 def _validate_expected(value: dict[str, Any]) -> None:
     """An ``expect``'s one form: ``inputs`` (per input, its outputs or contributions), ``table``
-    (a model's final table, with ``inputs`` the count it was given), or ``join`` (per stream input
-    and table write, the outputs)."""
+    (a model's final table, with ``inputs`` the count it was given), ``join`` (per stream input
+    and table write, the outputs), or ``window_keys`` (each output key a ``window_key`` function
+    decoded: as recorded, its key, its window's start)."""
     if "table" in value:
         if not isinstance(value.get("inputs"), int) or isinstance(value.get("inputs"), bool) or value["inputs"] < 0:
             raise BadLine("value.inputs", "a model's count of committed inputs (a number)", _found(value.get("inputs")))
-    name = "table" if "table" in value else "join" if "join" in value else "inputs"
-    shapes: dict[str, TypeAdapter[Any]] = {"table": _TABLE, "join": _JOIN, "inputs": _EXPECTED}
+    name = next((n for n in ("table", "join", "window_keys") if n in value), "inputs")
+    shapes: dict[str, TypeAdapter[Any]] = {"table": _TABLE, "join": _JOIN, "window_keys": _WINDOW_KEYS, "inputs": _EXPECTED}
     shape = shapes[name]
     try:
         shape.validate_python(value.get(name))

@@ -444,6 +444,8 @@ class _AppOps:
     function_errors: dict[str, str] = field(default_factory=dict)
     #: app -> how many committed inputs its model was given
     model_inputs: dict[str, int] = field(default_factory=dict)
+    #: app -> its output keys as its ``window_key`` function decoded them: key as recorded -> [key, start]
+    window_keys: dict[str, dict[str, list[Any]]] = field(default_factory=dict)
     #: app -> its app-contract op (a second one is refused)
     contract_ops: dict[str, Op] = field(default_factory=dict)
     #: app -> the first expect or app-stray op about it (one about an app with no contract is refused)
@@ -466,6 +468,9 @@ class _AppOps:
                 self.function_errors[str(op.value["app"])] = str(op.value["error"])
             if "table" in op.value:
                 self.model_inputs[str(op.value["app"])] = int(op.value["inputs"])
+            if "window_keys" in op.value:
+                self.window_keys.setdefault(str(op.value["app"]), {}).update(
+                    (str(raw), [key, int(start)]) for raw, key, start in op.value["window_keys"])
         elif f == APP_STRAY:
             self.about.setdefault(str(op.value["app"]), op)
             self.stray.setdefault(op.value["app"], {}).update(op.value["topics"])
@@ -479,7 +484,8 @@ class _AppOps:
                    if self.contracts or self.scans else {}),
                 **({"app_stray": self.stray} if self.stray else {}),
                 **({"app_function_errors": self.function_errors} if self.function_errors else {}),
-                **({"app_model_inputs": self.model_inputs} if self.model_inputs else {})}
+                **({"app_model_inputs": self.model_inputs} if self.model_inputs else {}),
+                **({"app_window_keys": self.window_keys} if self.window_keys else {})}
 
 
 def _fault_row(op: Op) -> tuple[int, str | None, str | None, str]:

@@ -7,7 +7,9 @@ recorded as ``expect`` ops for the checker to compare with the app's output: it 
 - ``model``: once, after the final scans, on exactly the committed inputs (the final read_committed
   scan of the input topics, each partition in offset order): the expected final table;
 - ``join``: per stream input, one alternative per table write of its key (committed or not: the
-  checker decides which count) and one for "no table value yet".
+  checker decides which count) and one for "no table value yet";
+- ``windowed`` with a ``window_key`` function: per output key the final scans read, its key and
+  window start.
 
 Every function is given input records ``{"topic", "partition", "offset", "key", "value", "timestamp",
 "headers"}`` (the scenario's topic names) and must name only the app's output topics: anything else is
@@ -30,6 +32,7 @@ from harness.base.errors import ConfigError
 from harness.history.app_inputs import content_id
 from harness.history.model import APP, APP_FEEDER, EXPECT, INVOKE, OK, READ_COMMITTED, SCAN, TEXT, TXN, split_tp
 from harness.history.recorder import HISTORY_DIR, Recorder
+from harness.history.schema import window_key_function
 from harness.workloads.app_function import FORMAT_FIELD
 from harness.workloads.registry import AppSettings
 
@@ -156,7 +159,43 @@ def record(run_dir: Path, s: AppSettings, rec: Recorder, to_run: dict[str, str],
     """The ``expect`` ops of the app's contract (None: it names no function of the user's), topics
     as the run names them. How many inputs the function was applied to. A pipeline's later stage
     reads its upstream app's output and what ``upstream`` says that app's contract makes
-    (``piped_inputs``); a map's outputs go to ``made``, for the stage after it."""
+    (``piped_inputs``); a map's outputs go to ``made``, for the stage after it. A windowed
+    contract's ``window_key`` function decodes each output key the final scans read
+    (``record_window_keys``)."""
+    n = _record_outputs(run_dir, s, rec, to_run, cwd, upstream, made)
+    record_window_keys(run_dir, s, rec, cwd)
+    return n
+
+
+def scanned_keys(run_dir: Path, app: str) -> list[str]:
+    """Each distinct key (as the history writes it) of the app's output records its final scans
+    read, read_committed and read_uncommitted, in the order first read."""
+    keys: dict[str, None] = {}
+    for path in sorted((run_dir / HISTORY_DIR).glob("runner*.jsonl")):
+        for op in _lines(path):
+            if op.get("f") == SCAN and op.get("app") == app:
+                for recs in (op.get("value") or {}).values():
+                    keys.update((str(r[2]), None) for r in recs if len(r) > 2 and r[2] is not None)
+    return list(keys)
+
+
+def record_window_keys(run_dir: Path, s: AppSettings, rec: Recorder, cwd: Path) -> int:
+    """A windowed contract whose ``window_key`` is a function of the user's: the function applied to
+    each output key the final scans read (in a child process, as the app wrote the key), each one's
+    ``[key as recorded, key, window start]`` recorded as ``expect`` ops for the checker. How many
+    keys; 0 for any other contract."""
+    fn = window_key_function(s.contract.window_key) if s.contract.kind == "windowed" else None
+    if fn is None:
+        return 0
+    keys = scanned_keys(run_dir, s.name)
+    serde = s.contract.output_serde.key
+    decoded = apply_function(fn, [[k, serde] for k in keys], cwd, "window-key")
+    _events(rec, [[k, key, start] for k, (key, start) in zip(keys, decoded)], "window_keys", s.name)
+    return len(keys)
+
+
+def _record_outputs(run_dir: Path, s: AppSettings, rec: Recorder, to_run: dict[str, str], cwd: Path,
+                    upstream: list[Output] | None, made: list[Output] | None) -> int | None:
     c = s.contract
     to_scenario = {run: name for name, run in to_run.items()}
 

@@ -28,6 +28,7 @@ import orjson
 
 from harness.base.errors import ConfigError
 from harness.history.model import AGGREGATE, APP_FEEDER, IDENTITY, MAP
+from harness.history.schema import window_key_function
 from harness.phases import app_expect
 from harness.workloads.registry import AppSettings
 
@@ -119,6 +120,10 @@ def _map_function(s: AppSettings) -> str | None:
     return s.contract.function if s.contract.kind == MAP and s.contract.function != IDENTITY else None
 
 
+def _window_key_function(s: AppSettings) -> str | None:
+    return window_key_function(s.contract.window_key) if s.contract.kind == "windowed" else None
+
+
 def _function_of(kind: str) -> Callable[[AppSettings], str | None]:
     return lambda s: s.contract.function if s.contract.kind == kind else None
 
@@ -129,6 +134,8 @@ SETTINGS: tuple[FunctionSetting, ...] = (
     FunctionSetting("contract.by", lambda s: s.contract.by, "by", _records),
     FunctionSetting("contract.function", _function_of("model"), "model", _by_topic),
     FunctionSetting("contract.function", _function_of("join"), "join", _join_pairs),
+    # a windowed contract's key decoder: imported only (the app's output keys exist only after the run)
+    FunctionSetting("contract.window_key", _window_key_function, "window-key", lambda s, r: [], names_outputs=False),
     # the generators (seq 0) and records files of the input the user shapes
     FunctionSetting("feeder", lambda s: "feeder" if s.feeder.shaped() else None, "generator", lambda s, r: [],
                     tried=check_feed),

@@ -224,7 +224,7 @@ class Scenario(Strict):
         for i, w in enumerate(self.workloads):
             missing = [k for k in registry.kind(w.kind).required_topics(w.settings) if not _names_topics(w.settings.get(k), self.topics)]
             if missing:
-                raise _invalid(("workloads", i, "settings"), f"a {w.kind} workload needs settings {missing}, "
+                raise _invalid(("workloads", i, "settings"), f"{'an' if w.kind[0] in 'aeiou' else 'a'} {w.kind} workload needs settings {missing}, "
                                                               f"each one of the scenario's topics {self.topics}")
         self._entry_problems()
         for kind in {w.kind for w in self.workloads if registry.kind(w.kind).roles}:

@@ -10,7 +10,10 @@ The input record is a dict ``{"topic", "partition", "offset", "key", "value", "t
   function may give ``[topic, key, amount]`` lists or ``{"topic", "key", "amount"}`` dicts);
 - ``join``: one ``[stream record, table record or null]`` per line -> one list of output records per line;
 - ``model``: one line ``{topic: [record, ...]}`` (every committed input) -> one line, the expected final
-  table ``[[topic, key, value], ...]`` (the function may give that list or a dict ``{(topic, key): value}``).
+  table ``[[topic, key, value], ...]`` (the function may give that list or a dict ``{(topic, key): value}``);
+- ``window-key``: one ``[output key as recorded, serde]`` per line -> one ``[key, window start ms]`` per
+  line: a windowed contract's ``window_key`` function, given the key as the app wrote it (``bytes``
+  for the bytes serde, an ``int`` for long and int, else ``str``).
 
 A function that cannot be imported, raises, returns anything else, or (``--outputs``) names a topic that
 is not one of the app's outputs ends it with exit 2 and one line on stderr naming the function's input.
@@ -19,6 +22,7 @@ is not one of the app's outputs ends it with exit 2 and one line on stderr namin
 from __future__ import annotations
 
 import argparse
+import base64
 import importlib
 import sys
 from collections.abc import Callable
@@ -29,7 +33,7 @@ import orjson
 from harness.history.app_inputs import decoded
 
 FIELDS = ("topic", "key", "value")
-MODES = ("map", "by", "join", "model")
+MODES = ("map", "by", "join", "model", "window-key")
 
 
 class FunctionError(Exception):
@@ -128,6 +132,19 @@ def table(fn: Callable[..., Any], inputs: dict[str, list[dict[str, Any]]], allow
     return got
 
 
+def window_of(fn: Callable[..., Any], recorded: str, serde: str) -> list[Any]:
+    """``fn(key)`` checked, the key as the app wrote it (the history's text decoded by ``serde``):
+    ``[key, window start ms]``, the key text (an integer is written as its decimal text)."""
+    key: Any = base64.b64decode(recorded) if serde == "bytes" else int(recorded) if serde in ("long", "int") else recorded
+    out = _call(fn, key, shown=key)
+    pair = list(out) if isinstance(out, list | tuple) else []
+    if (len(pair) != 2 or not isinstance(pair[0], str | int) or isinstance(pair[0], bool)
+            or not isinstance(pair[1], int) or isinstance(pair[1], bool)):
+        raise FunctionError(f"returned {_short(out)} for key {_short(key)}; a window_key function returns "
+                            "[key: str, window start: int ms]")
+    return [str(pair[0]), pair[1]]
+
+
 #: a record's field (the runner's, never the user's) naming the feeder's format of a key and value
 #: that are not text: they travel as the history writes them down (bytes as base64) and are decoded here
 FORMAT_FIELD = "_format"
@@ -159,8 +176,10 @@ def _serve(mode: str, fn: Callable[..., Any], allowed: frozenset[str] | None) ->
         return
     for line in sys.stdin.buffer:
         item = as_read(orjson.loads(line))
-        if mode == "map":
-            result: Any = outputs(fn, item, allowed)
+        if mode == "window-key":
+            result: Any = window_of(fn, *item)
+        elif mode == "map":
+            result = outputs(fn, item, allowed)
         elif mode == "by":
             result = contributions(fn, item, allowed)
         else:

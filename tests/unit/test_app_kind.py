@@ -69,7 +69,7 @@ def test_an_app_scenario_loads_with_its_cwd_the_scenario_files_folder(tmp_path: 
     (("{topic:app-in}", "{topic:nope}"), "my-app.yaml:8: workloads[0].settings.command[4]: '{topic:nope}': "
                                          "{topic:nope} names no topic of the scenario (app-in, app-out)"),
     (("{python}", "{pyton}"), "{pyton} is not a placeholder"),
-    (("inputs: [app-in]", "inputs: [nope]"), "a app workload needs settings ['inputs']"),
+    (("inputs: [app-in]", "inputs: [nope]"), "an app workload needs settings ['inputs']"),
     (("ready: {log: started}", "ready: {log: started, output: first}"), "ready: exactly one of log, group, output"),
     (("ready: {log: started}", "ready: {log: '('}"), "is not a regular expression"),
     (("contract: {kind: map}", "contract: {kind: aggregate}"), "aggregates: required in an aggregate contract"),

@@ -113,14 +113,48 @@ def test_every_row_of_the_table_is_called_by_a_form_the_child_knows() -> None:
     assert {row.form for row in user_functions.SETTINGS if row.tried is None} <= set(MODES)
     s = AppSettings.model_validate({"command": ["x"], "inputs": ["a", "b"], "outputs": ["o"], "ready": {"log": "x"},
                                     "contract": {"kind": "map", "function": "m:f"}})
-    assert [row.spec(s) for row in user_functions.SETTINGS] == ["m:f", None, None, None, None]
+    assert [row.spec(s) for row in user_functions.SETTINGS] == ["m:f", None, None, None, None, None]
     shaped = s.model_copy(update={"feeder": s.feeder.model_copy(update={"generator": "g:lines"})})
     assert [row.spec(shaped) for row in user_functions.SETTINGS][-1] == "feeder"
     samples = user_functions.sample_records(s)
     assert {r["topic"] for r in samples} == {"a", "b"} and all(set(r) == {"topic", "partition", "offset", "key", "value", "timestamp", "headers"}
                                                                  for r in samples)
     identity = s.model_copy(update={"contract": s.contract.model_copy(update={"function": "identity"})})
-    assert [row.spec(identity) for row in user_functions.SETTINGS] == [None] * 5  # the harness's own: nothing to try
+    assert [row.spec(identity) for row in user_functions.SETTINGS] == [None] * 6  # the harness's own: nothing to try
+
+
+WINDOWED = """name: my-windows
+description: x
+duration: 10
+topics: [app-in, app-out]
+workloads:
+  - kind: app
+    settings:
+      command: ["{python}", app.py]
+      inputs: [app-in]
+      outputs: [app-out]
+      ready: {log: started}
+      contract: {kind: windowed, aggregates: {app-out: count}, window: {size_ms: 1000}, window_key: WINDOW_KEY}
+"""
+
+
+@pytest.mark.parametrize("window_key, says", [
+    ("fns:upper", None),  # imported: the app's keys exist only after the run, so it is not called here
+    ("fns:no_such", "app setting contract.window_key: contract function fns:no_such: module 'fns' has no 'no_such'"),
+    ("nomodule:f", "app setting contract.window_key: contract function nomodule:f: cannot import module 'nomodule'"),
+])
+def test_a_window_key_function_that_cannot_be_imported_is_refused_before_anything_starts(
+        tmp_path: Path, window_key: str, says: str | None) -> None:
+    (tmp_path / "fns.py").write_text(FUNCTIONS)
+    f = tmp_path / "my-windows.yaml"
+    f.write_text(WINDOWED.replace("WINDOW_KEY", window_key))
+    sc = scenario.load(str(f))
+    if says is None:
+        app_run.preflight(sc)
+        return
+    with pytest.raises(ConfigError) as e:
+        app_run.preflight(sc)
+    assert says in str(e.value), str(e.value)
 
 
 # ---- the dry runs and the campaigns' starts

@@ -5,6 +5,8 @@ their child process, the app's outputs enforced) gives what the checks read."""
 
 from __future__ import annotations
 
+import base64
+import re
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -24,6 +26,7 @@ from harness.workloads.registry import AppSettings
 from tests.unit.test_app_contracts import fired, kinds, verdict
 from tests.unit.topology_histories import (
     JOIN_VARIANTS,
+    JSON_WINDOW_KEY,
     MODEL_VARIANTS,
     WINDOWED_VARIANTS,
     WORD_COUNT_VARIANTS,
@@ -50,7 +53,8 @@ def _valid(h: History, judged: str) -> None:
 FIRING: list[tuple[Callable[[str], History], dict[str, set[str]], str]] = [
     (word_count, WORD_COUNT_VARIANTS, "app-aggregate"), (model_count, MODEL_VARIANTS, "app-model"),
     (windowed_count, WINDOWED_VARIANTS, "app-windowed"),
-    (partial(windowed_count, how="time-windowed"), WINDOWED_VARIANTS, "app-windowed"), (join, JOIN_VARIANTS, "app-join")]
+    (partial(windowed_count, how="time-windowed"), WINDOWED_VARIANTS, "app-windowed"),
+    (partial(windowed_count, how=JSON_WINDOW_KEY), WINDOWED_VARIANTS, "app-windowed"), (join, JOIN_VARIANTS, "app-join")]
 
 
 @pytest.mark.parametrize("builder, variant, kinds_shown, name", [
@@ -69,6 +73,10 @@ def test_each_failure_fires_its_check_alone_and_names_its_kinds(builder: Callabl
     (model_count, "function-error", "app-model", "raised KeyError: 'value' for 3 committed inputs of lines"),
     (windowed_count, "bad-key", "app-windowed", "output key 'k1-at-0' is not a windowed key (key@start_ms)"),
     (windowed_count, "no-timestamps", "app-windowed", "no timestamp recorded for input 'c1'"),
+    (partial(windowed_count, how=JSON_WINDOW_KEY), "undecoded-key", "app-windowed",
+     "output key '{\"key\": \"k1\", \"start\": 0}' has no decoding by tests.unit.topology_histories:json_window_key"),
+    (partial(windowed_count, how=JSON_WINDOW_KEY), "window-key-error", "app-windowed",
+     "app win: its output keys were not decoded: contract function tests.unit.topology_histories:json_window_key: raised KeyError"),
     (join, "no-expect", "app-join", "no join alternatives recorded for 1 stream input(s) (first 'o4')"),
     (join, "function-error", "app-join", "raised KeyError for input"),
 ])
@@ -136,6 +144,14 @@ def model_twice(inputs):
 
 def join(stream, table):
     return [{"topic": "out", "key": stream["key"], "value": stream["value"] + "@" + (table["value"] if table else "-")}]
+
+def window_of_bytes(key):
+    # the key as the app wrote it: a tag byte, the key, '|', the window's start in decimal
+    word, _, start = key[1:].decode().partition("|")
+    return (word, int(start))
+
+def window_bad(key):
+    return {"key": key}
 '''
 RECORD = {"topic": "lines", "partition": 0, "offset": 3, "key": None, "value": "the cat", "timestamp": 5, "headers": {}}
 
@@ -235,6 +251,50 @@ def test_the_runner_records_a_by_functions_contributions_per_input(tmp_path: Pat
     assert op["inputs"][0] == ["w1", [["wc.r", "the", 1], ["wc.r", "cat", 1]]] and len(op["inputs"]) == 4
 
 
+def test_the_runner_records_each_output_keys_decoding_by_the_window_key_function(tmp_path: Path) -> None:
+    """A windowed contract's ``window_key`` function of the user's: after the run, the runner gives it
+    each distinct key the final scans read (bytes, as the app wrote them: the bytes serde, a
+    windowed contract's default) and records ``[key as recorded, key, start]`` for the checker."""
+    s, run_dir = _run_dir(tmp_path, {"kind": "windowed", "aggregates": {"wc.r": "count"}, "window": {"size_ms": 10},
+                                     "window_key": "fns:window_of_bytes"}, ["lines.r"])
+    assert s.contract.output_serde.key == "bytes"
+    k0, k1 = (base64.b64encode(b"\x01" + k).decode() for k in (b"the|0", b"cat|10"))
+    scan = {"time": 9, "process": "runner", "type": "ok", "f": "scan", "app": s.name,
+            "value": {"wc.r-0": [[0, "1", k0], [1, "1", k1], [2, "2", k0]]}}
+    with (run_dir / "history" / "runner.jsonl").open("ab") as f:
+        f.write(orjson.dumps(scan) + b"\n")
+    with Recorder(run_dir, "runner") as rec:
+        assert app_expect.record(run_dir, s, rec, {"lines": "lines.r", "wc": "wc.r"}, tmp_path) is None
+    (op,) = _expect_ops(run_dir)
+    assert op == {"app": s.name, "window_keys": [[k0, "the", 0], [k1, "cat", 10]]}
+    schema.validate({"time": 10, "process": "runner", "type": "ok", "f": "expect", "value": op})
+
+
+def test_a_window_key_function_that_returns_no_key_and_start_is_its_error_naming_the_key(tmp_path: Path) -> None:
+    (tmp_path / "fns.py").write_text(FUNCTIONS)
+    assert app_expect.apply_function("fns:window_of_bytes", [[base64.b64encode(b"\x01a|5").decode(), "bytes"]],
+                                     tmp_path, "window-key") == [["a", 5]]
+    says = r"returned {'key': b'\x01a|5'} for key b'\x01a|5'; a window_key function returns [key: str, window start: int ms]"
+    with pytest.raises(ConfigError, match=re.escape(says)):
+        app_expect.apply_function("fns:window_bad", [[base64.b64encode(b"\x01a|5").decode(), "bytes"]], tmp_path,
+                                  "window-key")
+
+
+@pytest.mark.parametrize("how, says", [
+    ("time-windowed", None), ("text", None), ("fns:window_of_bytes", None),
+    ("windowed", "'windowed' is not a form of windowed key; allowed: time-windowed, text, or a module:function"),
+    ("fns.window", "'fns.window' is not a form of windowed key"),
+])
+def test_window_key_takes_the_two_forms_or_a_function_and_names_what_is_allowed(how: str, says: str | None) -> None:
+    contract = {"kind": "windowed", "aggregates": {"out": "count"}, "window": {"size_ms": 10}, "window_key": how}
+    settings = {"command": ["x"], "inputs": ["in"], "outputs": ["out"], "ready": {"log": "x"}, "contract": contract}
+    if says is None:
+        assert AppSettings.model_validate(settings).contract.window_key == how
+    else:
+        with pytest.raises(ValueError, match=re.escape(says)):
+            AppSettings.model_validate(settings)
+
+
 def test_the_runner_applies_the_model_to_exactly_the_committed_inputs_in_offset_order(tmp_path: Path) -> None:
     s, run_dir = _run_dir(tmp_path, {"kind": "model", "function": "fns:model"}, ["lines.r"])
     with Recorder(run_dir, "runner") as rec:
@@ -247,7 +307,7 @@ def test_the_runner_applies_the_model_to_exactly_the_committed_inputs_in_offset_
 
 # ---- windowed
 
-@pytest.mark.parametrize("how", ["text", "time-windowed"])
+@pytest.mark.parametrize("how", ["text", "time-windowed", JSON_WINDOW_KEY])
 @pytest.mark.parametrize("variant", ["", "restarted", "late-counted-restarted"])
 def test_a_clean_windowed_count_is_valid(variant: str, how: str) -> None:
     """A late record counted after the instance started again is within what Streams promises: a

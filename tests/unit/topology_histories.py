@@ -6,6 +6,8 @@ without a variant is the clean twin."""
 from __future__ import annotations
 
 import base64
+import json
+from typing import Any
 
 from harness.history.builder import AppRecs, History, Output
 from harness.history.model import FAIL, READ_UNCOMMITTED, tp_key
@@ -118,11 +120,23 @@ WINDOWED_VARIANTS = {"final": {"final"}, "overshoot": {"overshoot", "final"}, "l
                      "undeclared": {"undeclared-topic"}}
 
 
+#: a ``window_key`` function of the user's: the windowed count's keys written as JSON text
+JSON_WINDOW_KEY = "tests.unit.topology_histories:json_window_key"
+
+
+def json_window_key(key: str) -> list[Any]:
+    """A ``window_key`` function: ``{"key": ..., "start": ...}`` (JSON text) -> ``[key, start]``."""
+    d = json.loads(key)
+    return [d["key"], d["start"]]
+
+
 def windowed_key(key: str, start: int, how: str) -> str:
-    """An output key of window ``start`` as the reader records it: ``key@start`` or (``time-windowed``)
-    the base64 of Kafka Streams' TimeWindowedSerializer bytes."""
+    """An output key of window ``start`` as the reader records it: ``key@start``, (``time-windowed``)
+    the base64 of Kafka Streams' TimeWindowedSerializer bytes, or (``JSON_WINDOW_KEY``) JSON text."""
     if how == "text":
         return f"{key}@{start}"
+    if how == JSON_WINDOW_KEY:
+        return json.dumps({"key": key, "start": start})
     return base64.b64encode(key.encode() + start.to_bytes(8, "big", signed=True)).decode()
 
 
@@ -133,7 +147,9 @@ def windowed_count(variant: str = "", how: str = "text") -> History:
     late (window [0, 10) closed at 20): dropped; c6 (3) aborted. Partition 1, key k1: d1 (5) in
     [0, 10). So k0: [0, 10) 2, [10, 20) 1, [20, 30) 1; k1: [0, 10) 1. ``restarted`` shows two starts
     of the instance (a task may have started over: c5 may count); ``bad-key`` an output key that is
-    no window; ``no-timestamps`` a feeder that recorded none (both: unknown)."""
+    no window; ``no-timestamps`` a feeder that recorded none (both: unknown). With ``JSON_WINDOW_KEY``
+    the runner's decodings of the keys are on record (``expect`` ops with ``window_keys``);
+    ``undecoded-key`` leaves one out, ``window-key-error`` records the function's error (both: unknown)."""
     h = History()
     h.init("app-feeder.0", "feeder-tx")
     ts = {"c1": 1, "c2": 12, "c3": 8, "c4": 25, "c5": 9, "c6": 3, "d1": 5}
@@ -173,6 +189,13 @@ def windowed_count(variant: str = "", how: str = "text") -> History:
     if variant == "bad-key":
         recs[tp_key("wcount", 1)].append((10, "1", "k1-at-0"))
     h.app_scan("win", recs)
+    if how == JSON_WINDOW_KEY and variant == "window-key-error":
+        h.event("runner", "expect", {"app": "win", "inputs": [], "error": f"contract function {JSON_WINDOW_KEY}: raised "
+                                     "KeyError: 'start' for key '{\"key\": \"k0\"}'"}, type_="ok")
+    elif how == JSON_WINDOW_KEY:
+        keys = dict.fromkeys(str(k) for part in recs.values() for _, _, k in part)
+        rows = [[k, *json_window_key(k)] for k in keys][:-1 if variant == "undecoded-key" else None]
+        h.event("runner", "expect", {"app": "win", "window_keys": rows}, type_="ok")
     h.app_scan("win", recs, READ_UNCOMMITTED)
     h.lso({tp_key("clicks", 0): 0.1, tp_key("clicks", 1): 0.1})
     return h
