@@ -8,7 +8,7 @@ from pathlib import Path
 
 import orjson
 
-from harness.history.model import FAIL, INFO, OK, TXN
+from harness.history.model import ABORTED_ON_PURPOSE, FAIL, INFO, OK, PROGRESS_OPS, SPARK_BATCH, TXN, kind_of, workload_of
 from harness.history.recorder import HISTORY_DIR
 
 
@@ -36,6 +36,9 @@ class LineCounts:
     last_error: str = ""
     #: the history-clock time (ns) of the latest commit seen; None: none yet
     last_commit_ns: int | None = None
+    #: per workload kind, the history-clock time (ns) of its latest progress op (a finished op of
+    #: ``PROGRESS_OPS``: committed, or aborted on purpose), as ``checker.progress`` counts progress
+    last_progress_ns: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -68,7 +71,18 @@ class HistoryTail:
                 self.counts.aborted += 1
             elif kind == INFO:
                 self.counts.unknown += 1
+        self._progress(op)
         err = op.get("error")
-        if err and err != "aborted on purpose":
+        if err and err != ABORTED_ON_PURPOSE:
             self.counts.errors += 1
             self.counts.last_error = str(err)[:120]
+
+    def _progress(self, op: dict[str, object]) -> None:
+        workload = workload_of(str(op.get("process") or ""))
+        f, at = op.get("f"), op.get("time")
+        if workload is None or f == SPARK_BATCH or not isinstance(at, int):
+            return  # a Spark job's batches are its supervisor's to wait for (Supervisor.await_recovered)
+        kind = kind_of(workload)
+        finished = op.get("type") == OK or (op.get("type") == FAIL and op.get("error") == ABORTED_ON_PURPOSE)
+        if finished and f in PROGRESS_OPS.get(kind, ()) and at > self.counts.last_progress_ns.get(kind, -1):
+            self.counts.last_progress_ns[kind] = at

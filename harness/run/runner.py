@@ -693,12 +693,13 @@ def _wait_out(nemesis: Nemesis, duration: float, committed: Callable[[], int] | 
 
 
 def _await_commit_after_faults(nemesis: Nemesis, tail: HistoryTail, timeout: float, run_s: float | None = None) -> float:
-    """A run whose workloads commit transactions goes on after its last fault ended until one
-    commits after it, at most ``timeout``: a fault that ran late on a slow machine (a broker's or
-    a workload's restart, a wait for progress) would leave no time for the recovery the checks
-    look for (``checker.progress``), and the run would be unknown for a slow day, not for a stuck
-    workload. Only when nothing committed since the first fault began (the check's window); not
-    in a run that never committed. A fault still on is waited for first (at most ``timeout``) when
+    """A run whose workloads commit transactions goes on after its last fault ended until each kind
+    of them (txn-producer, copier) made progress after it, at most ``timeout``: a fault that ran
+    late on a slow machine (a broker's or a workload's restart, a wait for progress) would leave no
+    time for the recovery the checks look for (``checker.progress``, per kind), and the run would be
+    unknown for a slow day, not for a stuck workload. Only for a kind with no progress since the
+    first fault began (the check's window); not for a kind that never made any (CI: a Java copier
+    restarted with 13 s left never committed again, while the producers beside it did). A fault still on is waited for first (at most ``timeout``) when
     the schedule planned every fault to have ended by the run's ``run_s`` (it is late: CI, a
     coordinator's broker restarting for 16 s of a 16 s run); one planned to last is left to the
     heal, and no commit is waited for. Returns the seconds waited."""
@@ -717,19 +718,24 @@ def _await_commit_after_faults(nemesis: Nemesis, tail: HistoryTail, timeout: flo
         except WaitTimeout as exc:
             log.info(str(exc))
             return waited()
-    counts = tail.poll()
     ended, window_start = nemesis.last_end_ns, nemesis.first_start_ns
-    # a commit since the first fault began is the progress the check asks for: no wait (a zombie's
-    # fenced producer, or a job that stops committing by design, must not hold the run)
-    if (ended is None or nemesis.active_faults() or nemesis.stop.is_set() or not counts.committed
-            or (counts.last_commit_ns is not None and counts.last_commit_ns > (window_start if window_start is not None else ended))):
+    since = window_start if window_start is not None else ended
+
+    def lacking() -> list[str]:
+        """The kinds that made progress before and none since the first fault began (the check's
+        window): progress of a kind in it is what the check asks for, so a zombie's fenced producer
+        (its kind's other instance commits) or a job that stops by design holds nothing."""
+        last = tail.poll().last_progress_ns
+        return sorted(k for k, at in last.items() if since is not None and at <= since)
+
+    if ended is None or nemesis.active_faults() or nemesis.stop.is_set() or not lacking():
         return waited() if late else 0.0
-    log.info("waiting for a transaction committed after the last fault ended, before the run ends")
+    log.info(f"waiting for progress of {', '.join(lacking())} after the last fault ended, before the run ends")
     try:
-        wait_until(lambda: (tail.poll().last_commit_ns or 0) > ended or nemesis.stop.is_set(), timeout=timeout,
-                   what="a transaction committed after the last fault ended",
-                   state=lambda: f"{tail.counts.committed} committed, the last at {(tail.counts.last_commit_ns or 0) / 1e9:.1f} s, "
-                                 f"the last fault ended at {ended / 1e9:.1f} s (history clock)",
+        wait_until(lambda: not lacking() or nemesis.stop.is_set(), timeout=timeout,
+                   what="progress of every workload kind after the last fault ended",
+                   state=lambda: f"none yet of {', '.join(lacking())}; the last fault ended at {ended / 1e9:.1f} s "
+                                 "(history clock)",
                    interval=COMMITS_POLL_S)
     except WaitTimeout as exc:
         log.info(str(exc))  # the progress check says the run is unknown, and why
