@@ -85,16 +85,12 @@ run:
 # (UNIT_WORKERS=0).
 UNIT_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ $$n -gt 2 ] && echo $$n || echo 0)
 TEST_PARTS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ $$n -gt 2 ] && echo parallel || echo serial)
-# Beside the real-cluster tests the unit part runs at this niceness: it takes the CPU they leave
-# (their scenarios wait on brokers and timers much of the time) and does not slow them.
-UNIT_NICE ?= 19
 JUNIT ?=
 test: setup-all lint
 	@mkdir -p results; unit_log=results/unit-tests.log; unit=0; \
-	 unit_part() { $$beside $(BIN)/pytest -m 'not chaos and not library' -n $(UNIT_WORKERS) $(if $(JUNIT),--junitxml=$(JUNIT)-unit.xml) $(PYTEST_ARGS); }; \
-	 if [ "$(TEST_PARTS)" = serial ]; then beside=; unit_part || unit=$$?; \
-	 else beside="nice -n $(UNIT_NICE)"; \
-	   echo "make test: the unit tests run beside the real-cluster tests (nice $(UNIT_NICE)); their output: $$unit_log"; \
+	 unit_part() { $(BIN)/pytest -m 'not chaos and not library' -n $(UNIT_WORKERS) $(if $(JUNIT),--junitxml=$(JUNIT)-unit.xml) $(PYTEST_ARGS); }; \
+	 if [ "$(TEST_PARTS)" = serial ]; then unit_part || unit=$$?; \
+	 else echo "make test: the unit tests run beside the real-cluster tests; their output: $$unit_log"; \
 	   unit_part > $$unit_log 2>&1 & upid=$$!; trap 'kill $$upid 2>/dev/null' INT TERM; fi; \
 	 chaos=0; ( $(call engine_then_pytest,-m 'chaos and not library' $(if $(JUNIT),--junitxml=$(JUNIT)-chaos.xml) $(PYTEST_ARGS)) ) || chaos=$$?; \
 	 if [ "$(TEST_PARTS)" != serial ]; then wait $$upid || unit=$$?; \
