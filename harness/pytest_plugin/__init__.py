@@ -21,6 +21,7 @@ import logging
 import os
 import random
 import re
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -110,6 +111,7 @@ def pytest_configure(config: pytest.Config) -> None:
     from harness.base import logsetup
 
     logsetup.to_stdout()  # the harness's narrative with each test's output (-s to see it live)
+    _sigterm_as_interrupt(config)
     inventory_option.configure(config)  # a bad inventory stops the session before anything starts
     worker = _xdist_worker(config)
     if worker is not None:
@@ -150,6 +152,27 @@ def pytest_configure(config: pytest.Config) -> None:
 
         # the folder, not the file: test ids then read test_eos_chaos_library.py::test_scenario[NAME]
         config.args.append(str(Path(library.__file__).parent))
+
+
+def _sigterm_as_interrupt(config: pytest.Config) -> None:
+    """SIGTERM (a CI job cancelled, ``kill``) ends the session as Ctrl-C does: pytest tears it down,
+    the session's cluster with it. With Python's default the process ended on the spot and left the
+    cluster, its proxies and their processes up until the next start reclaimed them (seen: a
+    ``make test`` stopped by SIGTERM). Only where nothing else handles SIGTERM, in the main thread;
+    the default comes back with the session's end."""
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)
+
+    def restore() -> None:
+        if signal.getsignal(signal.SIGTERM) is interrupt:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+    config.add_cleanup(restore)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
