@@ -128,10 +128,13 @@ def physical(sc: Scenario, tag: str) -> Scenario:
         workloads.append(w.model_copy(update={"settings": settings}))
     faults = []
     for f in sc.faults:
-        of = getattr(f, "of", None)  # only faults that target a node have `of`
-        if of and "/" in of and of.rpartition("/")[0] in names:  # leader of "topic/partition"
-            topic, _, part = of.rpartition("/")
-            f = f.model_copy(update={"of": f"{names[topic]}/{part}"})
+        # only faults that target a node have `of`; a wire fault's peer has its own `peer_of` (the
+        # hunt's WriteTxnMarkers to the leader of a partition: unmapped, its lookup found no topic)
+        for field in ("of", "peer_of"):
+            of = getattr(f, field, None)
+            if of and "/" in of and of.rpartition("/")[0] in names:  # leader of "topic/partition"
+                topic, _, part = of.rpartition("/")
+                f = f.model_copy(update={field: f"{names[topic]}/{part}"})
         faults.append(f)
     topics = TopicList(sc.topics.spec(t).model_copy(update={"name": names[t]}) for t in sc.topics)
     return sc.model_copy(update={"topics": topics, "workloads": workloads, "faults": faults})

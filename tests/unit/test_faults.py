@@ -391,6 +391,20 @@ def test_every_library_scenario_s_faults_survive_the_per_run_renaming() -> None:
         assert all(of.rpartition("/")[0] in sc.topics for of in leaders_of), (name, leaders_of)
 
 
+def test_a_wire_faults_peer_of_is_renamed_with_the_runs_topics_too(tmp_path: Path) -> None:
+    """The hunt's WriteTxnMarkers held from the coordinator to the leader of a partition
+    (``peer_of``): left as the scenario wrote it, the fault found no such topic at its time and
+    failed (seen on a cluster: ``no metadata for hunt-in-0``)."""
+    from harness.run import runner, scenario
+
+    f = tmp_path / "markers.yaml"
+    f.write_text("name: markers\ndescription: x\nduration: 10\nworkloads:\n  - kind: txn-producer\n    count: 1\n"
+                 "faults:\n  - {at: 2, kind: hold-requests, api: WriteTxnMarkers, result: commit, target: coordinator,\n"
+                 "     peer: leader, peer_of: eos-b/0, hold_ms: 1000, duration: 3}\n")
+    (fault,) = runner.physical(scenario.load(str(f)), "t1").faults
+    assert (fault.of, fault.peer_of) == (None, "eos-b.t1/0")  # type: ignore[union-attr]
+
+
 @pytest.mark.parametrize("data, expected", [
     ({"at": 0, "kind": "kill", "target": "leeder"}, "target: 'leeder' is not a target; allowed: a node id (1, 2, 3) or"),
     ({"at": 0, "kind": "kill", "window": "in-txn"}, "window: unknown key"),
