@@ -454,6 +454,7 @@ def _nothing_found(empty: list[HuntRun]) -> dict[str, Any]:
         "in_transaction": sum(r.landings.get("landed", 0) for r in empty),
         "between_brokers": sum(r.landings.get("between_brokers", 0) for r in empty),
         "between_brokers_in_transaction": sum(r.landings.get("landed_between_brokers", 0) for r in empty),
+        "failed": sum(r.landings.get("failed", 0) for r in empty),
         "median_in_transaction": statistics.median(r.landings.get("landed", 0) for r in empty) if empty else None,
         "seeds_without_landing": sum(1 for r in empty if not r.landings.get("landed")),
         "by_fault": dict(sorted(by.items(), key=lambda kv: (-kv[1], kv[0])))}}
@@ -498,16 +499,20 @@ def _searched(nothing: dict[str, Any] | None) -> list[str]:
     between = nothing.get("between_brokers", 0)
     brokers = (f" Of the faults, {between} were between brokers, and {nothing.get('between_brokers_in_transaction', 0)} "
                "of those landed inside an open transaction." if between else "")
+    failed = nothing.get("failed", 0)
+    failures = (f" {failed} fault{'s' if failed != 1 else ''} of their scenarios failed and did not run (the runs' "
+                "reports say why): those seeds did not try all they drew." if failed else "")
     return [f"Nothing found in {nothing['seeds']} seeds. Their {nothing['faults']} faults landed "
             f"{nothing['in_transaction']} times inside an open transaction (median {_num(nothing['median_in_transaction'])} "
-            f"a seed; {nothing['seeds_without_landing']} seeds landed none): {by}.{brokers}", ""]
+            f"a seed; {nothing['seeds_without_landing']} seeds landed none): {by}.{brokers}{failures}", ""]
 
 
 def _landed(x: dict[str, Any]) -> str:
+    failed = f"; {x['failed']} failed" if x.get("failed") else ""
     if not x.get("faults"):
-        return "-"
+        return f"-{failed}"
     inside = ", ".join(f"{k} {n}" for k, n in x.get("in_transaction", {}).items())
-    return f"{x['faults']} ({x.get('landed', 0)}{': ' + inside if inside else ''})"
+    return f"{x['faults']} ({x.get('landed', 0)}{': ' + inside if inside else ''}){failed}"
 
 
 def _num(x: float | None) -> str:

@@ -25,6 +25,9 @@ class Landings:
     in_transaction: dict[str, int] = field(default_factory=dict)
     #: of ``faults``, those on links between brokers (``between_brokers``)
     between_brokers: int = 0
+    #: faults of the scenario that failed and did not run (the journal's ``nemesis_errors``): the
+    #: seed did not try what it drew, and its table says so rather than count it as searched
+    failed: int = 0
 
     @property
     def landed(self) -> int:
@@ -102,11 +105,11 @@ def landings(run_dir: Path) -> Landings:
             inside[label(f)] = inside.get(label(f), 0) + 1
     recorded = [f for f in j.faults if f.hit is not None]
     return Landings(len(j.faults), len(recorded), sum(1 for f in recorded if f.hit is not None and not f.hit.hit),
-                    dict(sorted(inside.items())), sum(map(between_brokers, j.faults)))
+                    dict(sorted(inside.items())), sum(map(between_brokers, j.faults)), len(j.nemesis_errors))
 
 
 def to_json(x: Landings) -> dict[str, Any]:
     """``hunt.json``'s record of a run's landings."""
     return {"faults": x.faults, "recorded": x.recorded, "hit_nothing": x.hit_nothing, "landed": x.landed,
             "in_transaction": x.in_transaction, "between_brokers": x.between_brokers,
-            "landed_between_brokers": x.landed_between_brokers}
+            "landed_between_brokers": x.landed_between_brokers, "failed": x.failed}

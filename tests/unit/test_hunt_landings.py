@@ -35,9 +35,10 @@ OUTSIDE = [
 ]
 
 
-def _run_folder(d: Path, faults: list[FaultRun]) -> Path:
+def _run_folder(d: Path, faults: list[FaultRun], errors: list[str] | None = None) -> Path:
     d.mkdir(parents=True)
-    Journal(scenario="hunt-1", source="hunt-1.yaml", resolved={}, seed=1, backend="local", faults=faults).save(RunFolder(d))
+    Journal(scenario="hunt-1", source="hunt-1.yaml", resolved={}, seed=1, backend="local", faults=faults,
+            nemesis_errors=errors or []).save(RunFolder(d))
     return d
 
 
@@ -82,14 +83,14 @@ def test_the_summary_counts_every_empty_seed_with_its_landings_and_links_a_findi
     (tmp_path / "runs/1/repro/REPORT.md").write_text("# a kit\n")
     s = hunt.summary(m, tmp_path, first_of=lambda d: 20.0, late_of=lambda d: {})
     (c,) = s["columns"]
-    assert c["nothing_found"] == {"seeds": 2, "faults": 12, "in_transaction": 2, "median_in_transaction": 1,
+    assert c["nothing_found"] == {"seeds": 2, "faults": 12, "in_transaction": 2, "median_in_transaction": 1, "failed": 0,
                                   "seeds_without_landing": 1, "between_brokers": 0, "between_brokers_in_transaction": 0,
                                   "by_fault": {"hold-requests EndTxn": 1, "kill coordinator": 1}}, \
         "the finding's and the unknown seed's landings are not evidence of an empty search"
     runs = {r["seed"]: r for r in c["runs"]}
     assert runs[2]["landings"]["landed"] == 2 and runs[3]["landings"] == {
         "faults": 5, "recorded": 4, "hit_nothing": 2, "landed": 0, "in_transaction": {}, "between_brokers": 0,
-        "landed_between_brokers": 0}
+        "landed_between_brokers": 0, "failed": 0}
     assert runs[1]["kit"] == "runs/1/repro/REPORT.md" and runs[2]["kit"] is None
     page = hunt.page(s, "hunt-x")
     assert ("Nothing found in 2 seeds. Their 12 faults landed 2 times inside an open transaction (median 1 a seed; "
@@ -97,6 +98,24 @@ def test_the_summary_counts_every_empty_seed_with_its_landings_and_links_a_findi
     assert "| 3 | valid | - | - | - | 5 (0) | - | - |" in page
     assert "| 2 | valid | - | - | - | 7 (2: hold-requests EndTxn 1, kill coordinator 1) | - | - |" in page
     assert "[REPORT.md](runs/1/repro/REPORT.md), then `eos-chaos minimize runs/1`" in page
+
+
+def test_a_seed_whose_fault_failed_says_so_and_is_not_counted_as_a_whole_search(tmp_path: Path) -> None:
+    """A fault that failed at its time (the hunt's held WriteTxnMarkers, whose partition was not
+    renamed to the run's) did not run: the seed's row and the column's sentence say how many, rather
+    than count the seed as having tried all it drew; its twin, a seed whose faults all ran, says none."""
+    error = "hold-requests at 2.3s: LookupError: no metadata for hunt-in-0"
+    assert hunt_landings.landings(_run_folder(tmp_path / "f", OUTSIDE[:2], [error])).failed == 1
+    assert hunt_landings.landings(_run_folder(tmp_path / "ok", OUTSIDE[:2])).failed == 0
+    m = _matrix(tmp_path / "m", {1: ("valid", OUTSIDE[:2]), 2: ("valid", OUTSIDE[:2])})
+    _run_folder(tmp_path / "m/runs/1-failed", OUTSIDE[:2], [error])
+    key = next(k for k in m.runs if k.cell.scenario.endswith("hunt-1.yaml"))
+    m.runs[key].run_dir = "runs/1-failed"
+    s = hunt.summary(m, tmp_path / "m", first_of=lambda d: 1.0, late_of=lambda d: {})
+    assert s["columns"][0]["nothing_found"]["failed"] == 1
+    page = hunt.page(s, "h")
+    assert "| 1 | valid | - | - | - | 2 (0); 1 failed | - | - |" in page and "| 2 | valid | - | - | - | 2 (0) | - | - |" in page
+    assert "1 fault of their scenarios failed and did not run (the runs' reports say why)" in page
 
 
 def test_a_column_where_every_seed_found_something_says_nothing_of_empty_seeds(tmp_path: Path) -> None:
