@@ -34,8 +34,6 @@ class LineCounts:
     unknown: int = 0
     errors: int = 0
     last_error: str = ""
-    #: the history-clock time (ns) of the latest commit seen; None: none yet
-    last_commit_ns: int | None = None
     #: per workload kind, the history-clock time (ns) of its latest progress op (a finished op of
     #: ``PROGRESS_OPS``: committed, or aborted on purpose), as ``checker.progress`` counts progress
     last_progress_ns: dict[str, int] = field(default_factory=dict)
@@ -64,9 +62,6 @@ class HistoryTail:
             kind = op.get("type")
             if kind == OK:
                 self.counts.committed += 1
-                at = op.get("time")
-                if isinstance(at, int) and (self.counts.last_commit_ns is None or at > self.counts.last_commit_ns):
-                    self.counts.last_commit_ns = at
             elif kind == FAIL:
                 self.counts.aborted += 1
             elif kind == INFO:

@@ -662,7 +662,7 @@ def _run_workloads(live: _Live) -> None:
         nemesis.await_begun()
         # a driver killed late in the run replays its batch after the duration: wait for it
         journal.not_recovered = sup.await_recovered(max(RECOVERY_TIMEOUT_S, nemesis.progress_timeout_s))
-        journal.extended_s += _await_commit_after_faults(nemesis, tail, nemesis.progress_timeout_s, sc.duration)
+        journal.extended_s += _await_progress_after_faults(nemesis, tail, nemesis.progress_timeout_s, sc.duration)
     except KeyboardInterrupt:
         journal.interrupted = True
         log.info("interrupted: stopping the workloads, healing, then checking what ran")
@@ -695,17 +695,18 @@ def _wait_out(nemesis: Nemesis, duration: float, committed: Callable[[], int] | 
     return round(extra + (more if more >= COMMITS_POLL_S else 0.0), 1)
 
 
-def _await_commit_after_faults(nemesis: Nemesis, tail: HistoryTail, timeout: float, run_s: float | None = None) -> float:
+def _await_progress_after_faults(nemesis: Nemesis, tail: HistoryTail, timeout: float, run_s: float | None = None) -> float:
     """A run whose workloads commit transactions goes on after its last fault ended until each kind
     of them (txn-producer, copier) made progress after it, at most ``timeout``: a fault that ran
     late on a slow machine (a broker's or a workload's restart, a wait for progress) would leave no
     time for the recovery the checks look for (``checker.progress``, per kind), and the run would be
     unknown for a slow day, not for a stuck workload. Only for a kind with no progress since the
     first fault began (the check's window); not for a kind that never made any (CI: a Java copier
-    restarted with 13 s left never committed again, while the producers beside it did). A fault still on is waited for first (at most ``timeout``) when
-    the schedule planned every fault to have ended by the run's ``run_s`` (it is late: CI, a
-    coordinator's broker restarting for 16 s of a 16 s run); one planned to last is left to the
-    heal, and no commit is waited for. Returns the seconds waited."""
+    restarted with 13 s left never committed again, while the producers beside it did). A fault
+    still on is waited for first (at most ``timeout``) when the schedule planned every fault to have
+    ended by the run's ``run_s`` (it is late: CI, a coordinator's broker restarting for 16 s of a
+    16 s run); one planned to last is left to the heal, and no progress is waited for. Returns the
+    seconds waited."""
     waited_from = time.monotonic()
 
     def waited() -> float:

@@ -97,15 +97,15 @@ def test_a_run_whose_last_fault_ended_late_waits_for_a_commit_after_it(
     nem._end("kill-workload", workload="txn-producer")
     tail = HistoryTail(tmp_path)
     threading.Timer(0.3, lambda: _commit(producer, nem.rec.now())).start()
-    assert 0.2 <= runner._await_commit_after_faults(nem, tail, 5.0) < 3.0, "waited for the late commit"
-    assert runner._await_commit_after_faults(nem, tail, 5.0) == 0, "it has one: no wait"
+    assert 0.2 <= runner._await_progress_after_faults(nem, tail, 5.0) < 3.0, "waited for the late commit"
+    assert runner._await_progress_after_faults(nem, tail, 5.0) == 0, "it has one: no wait"
     nem._end("kill-workload", workload="txn-producer")  # a later fault: none since
     started = time.monotonic()
-    assert 0.3 <= runner._await_commit_after_faults(nem, tail, 0.4) < 2.0, "capped at its timeout"
+    assert 0.3 <= runner._await_progress_after_faults(nem, tail, 0.4) < 2.0, "capped at its timeout"
     assert time.monotonic() - started < 2.5
     empty = tmp_path / "other"
     (empty / "history").mkdir(parents=True)
-    assert runner._await_commit_after_faults(nem, HistoryTail(empty), 5.0) == 0, "never committed: no wait"
+    assert runner._await_progress_after_faults(nem, HistoryTail(empty), 5.0) == 0, "never committed: no wait"
 
 
 def test_a_commit_while_the_faults_ran_is_progress_enough_and_the_run_does_not_wait(tmp_path: Path) -> None:
@@ -118,7 +118,7 @@ def test_a_commit_while_the_faults_ran_is_progress_enough_and_the_run_does_not_w
     nem._start("kill", node=1)
     _commit(history / "txn-producer-0.jsonl", nem.rec.now())
     nem._end("kill", node=1)
-    assert runner._await_commit_after_faults(nem, HistoryTail(tmp_path), 5.0) == 0
+    assert runner._await_progress_after_faults(nem, HistoryTail(tmp_path), 5.0) == 0
 
 
 def test_a_fault_still_on_past_its_planned_end_is_waited_for_and_then_a_commit_after_it(tmp_path: Path) -> None:
@@ -140,7 +140,7 @@ def test_a_fault_still_on_past_its_planned_end_is_waited_for_and_then_a_commit_a
         threading.Timer(0.3, lambda: _commit(producer, nem.rec.now())).start()
 
     threading.Timer(0.4, restarted_then_committed).start()
-    waited = runner._await_commit_after_faults(nem, HistoryTail(tmp_path), 5.0, 16.0)
+    waited = runner._await_progress_after_faults(nem, HistoryTail(tmp_path), 5.0, 16.0)
     assert 0.6 <= waited < 4.0, "waited for the late fault's end, then for the commit after it"
     assert not nem.active_faults()
 
@@ -149,7 +149,7 @@ def test_a_fault_still_on_past_its_planned_end_is_waited_for_and_then_a_commit_a
     _commit(tmp_path / "twin" / "history" / "txn-producer-0.jsonl", 1_000)
     twin._start("kill", node=1)
     started = time.monotonic()
-    assert runner._await_commit_after_faults(twin, HistoryTail(tmp_path / "twin"), 5.0, 16.0) == 0
+    assert runner._await_progress_after_faults(twin, HistoryTail(tmp_path / "twin"), 5.0, 16.0) == 0
     assert time.monotonic() - started < 0.5, "a fault planned to last until the heal is not waited for"
 
 
@@ -168,5 +168,5 @@ def test_each_kind_idle_since_the_first_fault_is_waited_for_not_only_one_commit_
     _commit(history / "txn-producer-0.jsonl", nem.rec.now())
     nem._end("kill-workload", workload="copier-0")
     threading.Timer(0.3, lambda: _commit(history / "copier-0.jsonl", nem.rec.now(), "copier-0.1")).start()
-    assert 0.2 <= runner._await_commit_after_faults(nem, HistoryTail(tmp_path), 5.0, 20.0) < 3.0, "waited for the copier"
-    assert runner._await_commit_after_faults(nem, HistoryTail(tmp_path), 5.0, 20.0) == 0, "the copier copied: no wait"
+    assert 0.2 <= runner._await_progress_after_faults(nem, HistoryTail(tmp_path), 5.0, 20.0) < 3.0, "waited for the copier"
+    assert runner._await_progress_after_faults(nem, HistoryTail(tmp_path), 5.0, 20.0) == 0, "the copier copied: no wait"
