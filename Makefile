@@ -19,11 +19,15 @@ EOS_CHAOS_BACKENDS ?= local,compose
 export EOS_CHAOS_BACKENDS
 WITH_COMPOSE := $(findstring compose,$(EOS_CHAOS_BACKENDS))
 
-# Run pytest $(1); with the compose backend selected, first make the Docker engine and the images
-# ready (`eos-chaos images`), and stop again an engine this target had to start, whatever the outcome.
-define engine_then_pytest
+# An engine this target had to start is stopped again at its end, whatever the outcome.
+define engine_stopped_at_exit
 had_engine=0; docker info >/dev/null 2>&1 && had_engine=1; \
-	 trap '[ $$had_engine = 1 ] || $(BIN)/eos-chaos engine down' EXIT; \
+	 trap '[ $$had_engine = 1 ] || $(BIN)/eos-chaos engine down' EXIT
+endef
+# Run pytest $(1); with the compose backend selected, first make the Docker engine and the images
+# ready (`eos-chaos images`).
+define engine_then_pytest
+$(engine_stopped_at_exit); \
 	 if [ -n "$(WITH_COMPOSE)" ]; then $(BIN)/eos-chaos images $(KAFKA_FLAG) || exit $$?; fi; \
 	 $(BIN)/pytest $(1)
 endef
@@ -73,32 +77,29 @@ run:
 	@$(BIN)/eos-chaos setup $(KAFKA_FLAG)
 	@$(BIN)/eos-chaos smoke $(KAFKA_FLAG)
 
-# The unit tests need no cluster; the real-cluster tests run one at a time (one cluster per backend
-# for the session). On a machine of more than 2 cores the two parts run side by side, the unit part's
-# output in results/unit-tests.log, printed after the real-cluster part; on 2 cores one after the
-# other (TEST_PARTS=serial|parallel chooses): side by side there, the two starved each other, the
-# real-cluster tests being CPU too (brokers, Streams, Spark: docs/BENCHMARKS.md). Both parts run
-# whatever the other gives; a part that PYTEST_ARGS leaves without a test (exit 5) does not fail the
-# target. JUNIT=PREFIX writes PREFIX-unit.xml and PREFIX-chaos.xml. The unit tests run on one
-# pytest-xdist worker per core on a machine of more than 2 cores; on 2 cores two workers took as
-# long as one process (the slowest unit tests use both cores themselves), so there they run in one
-# (UNIT_WORKERS=0).
+# The lint and unit tests need no cluster; the real-cluster tests run one at a time (one cluster per
+# backend for the session). tests/suite.sh runs the two parts (TEST_PARTS chooses):
+#   parallel  side by side, on a machine of more than 2 cores, the unit tests on one pytest-xdist
+#             worker per core (UNIT_WORKERS; 0: one process);
+#   beside    on 2 cores where a CPU cgroup can be made (tests/low_cpu.sh --check: root, cgroup v1 or
+#             v2): side by side, the lint and unit tests with an eighth of a normal CPU share, so they
+#             take what the real-cluster tests leave idle; a unit test that fails there runs again
+#             alone at the end, listed (docs/howto/test-suite.md);
+#   serial    one after the other (2 cores without a cgroup; at an equal share the two parts starved
+#             each other, the real-cluster tests being CPU too: docs/BENCHMARKS.md).
+# The unit part's output goes to results/unit-tests.log when it runs beside, and is printed after the
+# real-cluster part. Both parts run whatever the other gives; a part that PYTEST_ARGS leaves without
+# a test (exit 5) does not fail the target. JUNIT=PREFIX writes PREFIX-unit.xml and PREFIX-chaos.xml.
+# With the compose backend selected, the Docker engine and images are made ready first (`eos-chaos
+# images`), and an engine this target had to start is stopped again, whatever the outcome.
 UNIT_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ $$n -gt 2 ] && echo $$n || echo 0)
-TEST_PARTS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ $$n -gt 2 ] && echo parallel || echo serial)
+TEST_PARTS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); if [ $$n -gt 2 ]; then echo parallel; \
+	elif tests/low_cpu.sh --check 2>/dev/null; then echo beside; else echo serial; fi)
 JUNIT ?=
-test: setup-all lint
-	@mkdir -p results; unit_log=results/unit-tests.log; unit=0; \
-	 unit_part() { $(BIN)/pytest -m 'not chaos and not library' -n $(UNIT_WORKERS) $(if $(JUNIT),--junitxml=$(JUNIT)-unit.xml) $(PYTEST_ARGS); }; \
-	 if [ "$(TEST_PARTS)" = serial ]; then unit_part || unit=$$?; \
-	 else echo "make test: the unit tests run beside the real-cluster tests; their output: $$unit_log"; \
-	   unit_part > $$unit_log 2>&1 & upid=$$!; trap 'kill $$upid 2>/dev/null' INT TERM; fi; \
-	 chaos=0; ( $(call engine_then_pytest,-m 'chaos and not library' $(if $(JUNIT),--junitxml=$(JUNIT)-chaos.xml) $(PYTEST_ARGS)) ) || chaos=$$?; \
-	 if [ "$(TEST_PARTS)" != serial ]; then wait $$upid || unit=$$?; \
-	   echo "---- the unit tests ($$unit_log), run beside the real-cluster tests:"; cat $$unit_log; fi; \
-	 if [ $$unit = 5 ] && [ $$chaos = 5 ]; then echo "make test: PYTEST_ARGS selects no test" >&2; exit 5; fi; \
-	 [ $$unit = 5 ] && unit=0; [ $$chaos = 5 ] && chaos=0; \
-	 echo "make test: unit tests exit $$unit, real-cluster tests exit $$chaos"; \
-	 [ $$unit = 0 ] && [ $$chaos = 0 ]
+test: setup-all
+	@$(engine_stopped_at_exit); \
+	 BIN=$(BIN) TEST_PARTS=$(TEST_PARTS) UNIT_WORKERS=$(UNIT_WORKERS) JUNIT='$(JUNIT)' PYTEST_ARGS='$(PYTEST_ARGS)' \
+	 ENGINE_FIRST='$(if $(WITH_COMPOSE),$(BIN)/eos-chaos images $(KAFKA_FLAG),true)' tests/suite.sh
 
 # ruff (pyflakes, style, imports, bugbear) everywhere; mypy --strict on harness/ and chaos/
 # (pyproject.toml's list; tests/unit/test_mypy_coverage.py). The layering contracts are a unit test (tests/unit/test_layers.py).

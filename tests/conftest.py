@@ -76,6 +76,8 @@ BACKEND_SENSITIVE = {"test_cluster.py", "test_fault_effects.py", "test_heal.py",
 #: test_fault_effects.py's kill, which restarts the node; reclaim: test_runner_killed.py; the
 #: transaction version of a compose node: test_transaction_version.py's fault, which sets and reads it back).
 LIBRARY_ON_COMPOSE = {"test_runner_killed_mid_fault_is_healed_by_the_next_run",
+                      # compose's heal is test_heal.py's hung Toxiproxy; a killed runner, test_runner_killed.py
+                      "test_runner_stopped_mid_fault_heals_and_writes_its_verdict",
                       "test_a_cluster_formatted_at_level_0_reads_back_0_and_a_run_asking_2_is_refused",
                       "test_kill_leader_while_committing_keeps_every_committed_value",
                       "test_restart_replaces_only_its_targets_process",

@@ -107,6 +107,10 @@ def anomalies(v: dict) -> dict[str, int]:
     return {k: c["count"] for k, c in v["checks"].items() if c["count"]}
 
 
+# 87 s (a 45 s run that waits for its second leader's restart): make library. make test keeps a
+# baseline through the proxies (test_external_local.py), the README's scenario through run_scenario
+# (test_docs_examples.py) and the plugin's leader kill (test_plugin.py)
+@pytest.mark.library
 def test_txn_baseline_is_valid_with_hundreds_of_commits(run_scenario) -> None:  # type: ignore[no-untyped-def]
     # through the plugin's run_scenario, as a user's test would; the run also writes its report
     v = run_scenario("txn-baseline")

@@ -26,6 +26,9 @@ def _kinds(v: dict, check: str) -> set[str]:
     return {e["kind"] for e in v["checks"][check]["examples"]}
 
 
+# 68 s: make library. make test keeps a Kafka Streams app on exactly_once_v2 under kills (the word
+# count below), and app-aggregate's findings on hand-written histories (tests/unit)
+@pytest.mark.library
 def test_a_kafka_streams_app_on_exactly_once_v2_keeps_every_count_and_sum_exact(cluster: Cluster) -> None:
     v = run_full_local_only(cluster, "app-streams-count-sum", ONCE).verdict.to_json()
     assert v["valid"] is True and v["as_expected"] is True, anomalies(v)

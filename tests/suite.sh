@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# `make test`'s two parts: the lint and the unit tests (no cluster), and the real-cluster tests (one
+# cluster per backend for the session, one test at a time). The Makefile sets the environment:
+#   BIN           the venv's bin folder
+#   TEST_PARTS    serial    one part after the other
+#                 parallel  side by side at equal share (more than 2 cores)
+#                 beside    side by side, the unit part with a small CPU share (tests/low_cpu.sh): it
+#                           takes what the real-cluster part leaves idle (2 cores, the default there)
+#   UNIT_WORKERS  pytest-xdist workers for the unit tests (0: one process)
+#   JUNIT         PREFIX: PREFIX-unit.xml, PREFIX-chaos.xml (and PREFIX-unit-alone.xml, below)
+#   PYTEST_ARGS   passed to both parts; a part it leaves without a test (exit 5) does not fail
+#   ENGINE_FIRST  a command run before the real-cluster tests (the compose backend's engine and images)
+#   LOW_CPU       the command that gives the unit part its small share (tests/low_cpu.sh)
+#
+# Beside the real-cluster tests, a unit test that waits for something with a deadline can be starved
+# by the small share this script gave it. So, there only, the unit tests that failed run again alone,
+# at full share, once the real-cluster part is over; they are listed, and the suite fails only if they
+# fail again (a failure alone is a defect; a failure only when starved is reported, never hidden).
+set -uo pipefail
+
+: "${BIN:?}" "${TEST_PARTS:=serial}" "${UNIT_WORKERS:=0}" "${JUNIT:=}" "${PYTEST_ARGS:=}" "${ENGINE_FIRST:=true}"
+read -r -a args <<< "$PYTEST_ARGS"
+mkdir -p results
+unit_log=results/unit-tests.log
+# the unit part's own cache: the two parts' last-failed lists must not overwrite each other
+unit_cache=.pytest_cache/unit-part
+
+lint() {
+    "$BIN/ruff" check --quiet harness chaos clusters tests && "$BIN/mypy" --no-error-summary
+}
+unit_tests() {
+    "$BIN/pytest" -m 'not chaos and not library' -n "$UNIT_WORKERS" -o cache_dir="$unit_cache" \
+        ${JUNIT:+--junitxml="$JUNIT-unit.xml"} "${args[@]}"
+}
+# lint, then the unit tests whatever lint said; exit 3 if lint failed (never 1: that is run again)
+unit_part() {
+    local lint_rc=0 rc=0
+    lint || lint_rc=$?
+    unit_tests || rc=$?
+    if [ $lint_rc != 0 ]; then
+        echo "make test: lint failed (ruff or mypy, above)"
+        rc=3
+    fi
+    return $rc
+}
+chaos_part() {
+    $ENGINE_FIRST || return $?
+    "$BIN/pytest" -m 'chaos and not library' ${JUNIT:+--junitxml="$JUNIT-chaos.xml"} "${args[@]}"
+}
+
+unit=0 chaos=0
+case "$TEST_PARTS" in
+serial)
+    unit_part || unit=$?
+    chaos_part || chaos=$?
+    ;;
+parallel | beside)
+    if [ "$TEST_PARTS" = beside ]; then
+        echo "make test: the lint and unit tests run beside the real-cluster tests with a small CPU share (tests/low_cpu.sh); their output: $unit_log"
+        export -f lint unit_tests unit_part
+        export BIN UNIT_WORKERS JUNIT PYTEST_ARGS unit_cache
+        ${LOW_CPU:-tests/low_cpu.sh} bash -c 'read -r -a args <<< "$PYTEST_ARGS"; unit_part' > "$unit_log" 2>&1 &
+    else
+        echo "make test: the lint and unit tests run beside the real-cluster tests; their output: $unit_log"
+        unit_part > "$unit_log" 2>&1 &
+    fi
+    upid=$!
+    trap 'kill -TERM $upid 2>/dev/null' INT TERM
+    chaos_part || chaos=$?
+    wait $upid || unit=$?
+    echo "---- the lint and unit tests ($unit_log), run beside the real-cluster tests:"
+    cat "$unit_log"
+    if [ "$TEST_PARTS" = beside ] && [ $unit = 1 ]; then
+        echo "---- make test: these unit tests failed beside the real-cluster tests; they run again alone, at full CPU share:"
+        grep -E '^(FAILED|ERROR) ' "$unit_log" | sed 's/^/  /'
+        unit=0
+        "$BIN/pytest" -m 'not chaos and not library' --lf --lfnf=none -o cache_dir="$unit_cache" \
+            ${JUNIT:+--junitxml="$JUNIT-unit-alone.xml"} "${args[@]}" || unit=$?
+        if [ $unit = 5 ]; then
+            echo "make test: the unit part failed but recorded no failed test to run again (see its output above)"
+            unit=1
+        elif [ $unit = 0 ]; then
+            echo "make test: the unit tests that failed beside the real-cluster tests passed alone: starved there, not broken (listed above)"
+        fi
+    fi
+    ;;
+*)
+    echo "make test: TEST_PARTS=$TEST_PARTS; allowed: serial, parallel, beside" >&2
+    exit 2
+    ;;
+esac
+
+if [ $unit = 5 ] && [ $chaos = 5 ]; then
+    echo "make test: PYTEST_ARGS selects no test" >&2
+    exit 5
+fi
+[ $unit = 5 ] && unit=0
+[ $chaos = 5 ] && chaos=0
+echo "make test: lint and unit tests exit $unit, real-cluster tests exit $chaos"
+[ $unit = 0 ] && [ $chaos = 0 ]

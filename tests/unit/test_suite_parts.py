@@ -1,0 +1,118 @@
+"""`make test`'s two parts (tests/suite.sh) and the small CPU share the unit part gets beside the
+real-cluster part (tests/low_cpu.sh).
+
+The suite script is driven with stand-in tools in a BIN folder of their own (a ruff, a mypy and a
+pytest that exit as told and record how they were called): what is judged is the script's own
+logic, which part runs, what runs again alone, and the exit code. The cgroup is the kernel's."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SUITE = REPO / "tests" / "suite.sh"
+LOW_CPU = REPO / "tests" / "low_cpu.sh"
+
+# A pytest that exits with $UNIT_RC for the unit part, $RERUN_RC for the run again alone (--lf) and
+# $CHAOS_RC for the real-cluster part, printing a FAILED line when it fails, as pytest's summary does.
+FAKE_PYTEST = """#!/usr/bin/env bash
+echo "$*" >> "$CALLS"
+case "$*" in
+  *--lf*) rc=$RERUN_RC ;;
+  *"not chaos"*) rc=$UNIT_RC ;;
+  *) rc=$CHAOS_RC ;;
+esac
+[ "$rc" = 1 ] && echo "FAILED tests/unit/test_x.py::test_waits - a deadline"
+exit $rc
+"""
+
+
+def _suite(tmp_path: Path, *, parts: str = "beside", lint: int = 0, unit: int = 0, rerun: int = 0,
+           chaos: int = 0) -> tuple[int, str, list[str]]:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    for name, body in (("pytest", FAKE_PYTEST), ("ruff", f"#!/bin/sh\nexit {lint}\n"), ("mypy", "#!/bin/sh\nexit 0\n")):
+        (bin_dir / name).write_text(body)
+        (bin_dir / name).chmod(0o755)
+    calls = tmp_path / "calls"
+    calls.write_text("")
+    work = tmp_path / "work"
+    (work / "tests").mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "BIN": str(bin_dir), "TEST_PARTS": parts, "PYTEST_ARGS": "-q -k waits",
+           "LOW_CPU": "env", "CALLS": str(calls), "UNIT_RC": str(unit), "RERUN_RC": str(rerun),
+           "CHAOS_RC": str(chaos)}
+    proc = subprocess.run(["bash", str(SUITE)], cwd=work, env=env, stdin=subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60)
+    return proc.returncode, proc.stdout, calls.read_text().splitlines()
+
+
+def test_a_unit_test_that_failed_beside_and_passes_alone_is_listed_and_the_suite_passes(tmp_path: Path) -> None:
+    rc, out, calls = _suite(tmp_path, unit=1, rerun=0)
+    assert rc == 0, out
+    assert "failed beside the real-cluster tests" in out and "  FAILED tests/unit/test_x.py::test_waits" in out, out
+    assert "passed alone: starved there, not broken" in out, out
+    rerun = [c for c in calls if "--lf" in c]
+    assert len(rerun) == 1 and "-k waits" in rerun[0] and "cache_dir=.pytest_cache/unit-part" in rerun[0], calls
+
+
+def test_its_twin_failing_alone_too_fails_the_suite(tmp_path: Path) -> None:
+    rc, out, _ = _suite(tmp_path, unit=1, rerun=1)
+    assert rc == 1 and "lint and unit tests exit 1" in out, out
+    assert "passed alone" not in out, out
+
+
+def test_a_failure_with_nothing_recorded_to_run_again_is_not_taken_for_a_pass(tmp_path: Path) -> None:
+    rc, out, _ = _suite(tmp_path, unit=1, rerun=5)
+    assert rc == 1 and "recorded no failed test to run again" in out, out
+
+
+@pytest.mark.parametrize("parts", ["serial", "parallel"])
+def test_only_the_starved_part_runs_again(tmp_path: Path, parts: str) -> None:
+    rc, out, calls = _suite(tmp_path, parts=parts, unit=1, rerun=0)
+    assert rc == 1 and not [c for c in calls if "--lf" in c], (out, calls)
+
+
+def test_a_lint_failure_fails_the_suite_and_is_never_run_again(tmp_path: Path) -> None:
+    rc, out, calls = _suite(tmp_path, lint=1, unit=1, rerun=0)
+    assert rc == 1 and "lint failed" in out and "lint and unit tests exit 3" in out, out
+    assert not [c for c in calls if "--lf" in c], calls
+
+
+def test_a_real_cluster_failure_fails_the_suite_and_both_parts_ran(tmp_path: Path) -> None:
+    rc, out, calls = _suite(tmp_path, chaos=1)
+    assert rc == 1 and "real-cluster tests exit 1" in out, out
+    assert len(calls) == 2, calls
+
+
+def test_a_selection_that_leaves_both_parts_empty_is_exit_5_and_one_part_empty_is_fine(tmp_path: Path) -> None:
+    assert _suite(tmp_path, unit=5, chaos=5)[0] == 5
+    assert _suite(tmp_path, unit=5, chaos=0)[0] == 0
+
+
+def test_an_unknown_parts_value_is_exit_2_naming_the_allowed(tmp_path: Path) -> None:
+    rc, out, calls = _suite(tmp_path, parts="both")
+    assert rc == 2 and "allowed: serial, parallel, beside" in out and calls == [], out
+
+
+def _can_make_a_cpu_cgroup() -> bool:
+    return subprocess.run([str(LOW_CPU), "--check"], capture_output=True, timeout=30).returncode == 0
+
+
+@pytest.mark.skipif(not _can_make_a_cpu_cgroup(), reason="no CPU cgroup can be made here (not root, or no cpu controller)")
+def test_a_command_runs_in_a_cpu_cgroup_of_an_eighth_weight_which_is_removed_after() -> None:
+    # the command reads its own cgroup, and the weight of it
+    script = ("line=$(grep -E ':(cpu|cpu,cpuacct|cpuacct,cpu)?:|^0::' /proc/self/cgroup | grep -m1 low-cpu); "
+              "echo \"$line\"; d=$(awk '$3==\"cgroup\" && $4 ~ /(^|,)cpu(,|$)/ {print $2; exit}' /proc/mounts); "
+              "[ -z \"$d\" ] && d=$(awk '$3==\"cgroup2\" {print $2; exit}' /proc/mounts); "
+              "cat \"$d${line##*:}\"/cpu.shares 2>/dev/null || cat \"$d${line##*:}\"/cpu.weight; exit 7")
+    proc = subprocess.run([str(LOW_CPU), "bash", "-c", script], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 7, proc  # the command's own exit code
+    line, weight = proc.stdout.split()
+    assert "eos-chaos-low-cpu-" in line and weight in ("128", "12"), proc.stdout
+    group = line.split(":")[-1]
+    assert not any(Path(m).joinpath(group.lstrip("/")).exists()
+                   for m in ("/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct", "/sys/fs/cgroup")), group
