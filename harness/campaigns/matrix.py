@@ -269,6 +269,8 @@ class MatrixRun:
     seconds: float
     error: str | None = None
     command: str | None = None
+    #: faults that failed and did not run (``SoakRun.faults_failed``; 0 in a record made before it)
+    faults_failed: int = 0
 
     @property
     def key(self) -> RunKey:
@@ -329,6 +331,7 @@ class Matrix:
     def cell(self, cell: Cell, out: Path | None = None) -> dict[str, Any]:
         """One cell's summary: counts, per check the runs it fired in and its anomalies, the rate
         of runs with a finding, wall time, and the first failing seed with its replay and report;
+        the faults that failed in its runs (``faults_failed``, and in how many runs);
         or, for a cell whose Kafka version cannot be formatted at its level, why (``unsupported``,
         state ``unsupported``, nothing wanted: neither a finding nor unknown)."""
         keys = [RunKey(cell, i) for i in range(self.definition.seeds)]
@@ -357,7 +360,10 @@ class Matrix:
                 "wanted": 0 if why is not None else wanted, "missing_shards": missing, **counts,
                 "checks": dict(sorted(checks.items())),
                 "reproduction_rate": round(counts["invalid"] / len(runs), 3) if runs else None,
-                "seconds": round(sum(r.seconds for r in runs), 1), "first_failing": first}
+                "seconds": round(sum(r.seconds for r in runs), 1), "first_failing": first,
+                # faults that failed in its runs: a valid cell with some did not try all it was asked to
+                "faults_failed": sum(r.faults_failed for r in runs),
+                "runs_with_failed_faults": sum(1 for r in runs if r.faults_failed)}
 
     def totals(self) -> dict[str, int]:
         runs = list(self.runs.values())
@@ -761,7 +767,7 @@ def cluster_runs(m: Matrix, keys: list[RunKey], scs: dict[tuple[str, str], Scena
             raise KeyboardInterrupt
         run = MatrixRun(k.cell.scenario, k.cell.client, k.cell.kafka_version, k.cell.level, k.i, seeds[k.i],
                         os.path.relpath(one.run_dir, out), one.valid, one.as_expected, one.anomalies, one.seconds,
-                        one.error, replay(one.command, k, seeds[k.i], d, scs))
+                        one.error, replay(one.command, k, seeds[k.i], d, scs), one.faults_failed)
         m.runs[k] = run
         m.seconds = prior + time.monotonic() - started
         write(m, out)

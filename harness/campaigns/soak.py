@@ -50,6 +50,9 @@ class SoakRun:
     interrupted: bool = False  # Ctrl-C / SIGTERM during this run
     #: the command the run recorded in its journal (with the soak's --duration and the Kafka version)
     command: str | None = None
+    #: faults of the scenario that failed and did not run (the journal's ``nemesis_errors``): a valid
+    #: run with one did not try all it was asked to, and the tables say so
+    faults_failed: int = 0
 
     @property
     def failed(self) -> bool:
@@ -247,6 +250,7 @@ def one_run(sc: Scenario, source: str, backend: Backend, seed: int, out: Path, c
     one = SoakRun(sc.name, seed, str(run_dir), v.valid, v.as_expected, v.counts(), tp.ok_txn_per_s,
                   tp.committed_values_per_s, round(time.monotonic() - t0, 1))
     one.interrupted, one.command = res.interrupted, res.journal.command
+    one.faults_failed = len(res.journal.nemesis_errors)
     return one
 
 

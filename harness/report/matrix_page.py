@@ -1,6 +1,7 @@
 """``matrix.html``: the matrix as a grid readable at a glance (rows scenario x Kafka version,
 columns client x transaction version, cells coloured by what their runs found; a cell whose Kafka
-version cannot be formatted at its transaction version says so), then every cell's counts, checks,
+version cannot be formatted at its transaction version says so; one whose runs had faults that
+failed says how many), then every cell's counts, checks, failed faults,
 wall time and the first failing seed with its replay command and report. Self-contained like the
 run reports; made from ``matrix.json``'s data alone."""
 
@@ -35,8 +36,10 @@ def kafka_versions(d: dict[str, Any]) -> list[str]:
 def render_matrix(data: dict[str, Any], name: str = "") -> str:
     d = data["definition"]
     versions = kafka_versions(d)
-    # a format-1 cell has neither: it ran on the one Kafka version, and every level was supported
-    all_cells = [{"kafka_version": versions[0], "unsupported": None, **c} for c in data["cells"]]
+    # a format-1 cell has neither: it ran on the one Kafka version, and every level was supported;
+    # a cell recorded before failed faults were counted had none counted
+    all_cells = [{"kafka_version": versions[0], "unsupported": None, "faults_failed": 0, "runs_with_failed_faults": 0, **c}
+                 for c in data["cells"]]
     cells = {(c["scenario"], c["client"], c["kafka_version"], c["transaction_version"]): c for c in all_cells}
     columns = [(client, level) for client in d["clients"] for level in d["levels"]]
     grid = [(s, d["expect_valid"].get(s, True),
@@ -46,7 +49,9 @@ def render_matrix(data: dict[str, Any], name: str = "") -> str:
         m=data, d=d, t=data["totals"], columns=[(c, level_name(lv)) for c, lv in columns], grid=grid,
         cells=all_cells, states=STATES, levels=[level_name(lv) for lv in d["levels"]], level_name=level_name,
         kafka_versions=versions, title=name if "matrix" in name else f"matrix {name}".strip(),
-        colours=COLOURS, count=(data.get("merged") or {}).get("count"))
+        colours=COLOURS, count=(data.get("merged") or {}).get("count"),
+        failed_faults=sum(c.get("faults_failed", 0) for c in all_cells),
+        runs_with_failed_faults=sum(c.get("runs_with_failed_faults", 0) for c in all_cells))
 
 
 #: Each state's colour, in the grid and the legend.

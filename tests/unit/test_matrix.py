@@ -83,6 +83,8 @@ class Fakes:
         #: (scenario, library, seed) -> "valid" | "invalid" | "unknown" | "error" | "interrupt"
         self.outcome: Callable[[str, str, int], str] = lambda s, lib, seed: "valid"
         self.shared: FakeCluster | None = None
+        #: (scenario, library, seed) -> faults of the run that failed and did not run
+        self.faults_failed: Callable[[str, str, int], int] = lambda s, lib, seed: 0
         #: the client libraries the matrix made ready (clients.prepare), with the flag it named
         self.prepared: list[tuple[list[str], str | None]] = []
 
@@ -117,6 +119,7 @@ def install_fakes(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Fakes:
         run = SoakRun(sc.name, seed, str(run_dir), valid, valid is True, {"duplicate": 3, "lost-write": 1} if valid is False else {},
                       10.0, 60.0, 12.5)
         run.command = f"eos-chaos run {source} --backend {backend.value} --seed {seed} --duration 10"
+        run.faults_failed = f.faults_failed(source, lib, seed)
         return run
 
     monkeypatch.setattr(matrix, "level_cluster", level_cluster)
@@ -287,9 +290,45 @@ def test_matrix_json_per_cell_counts_checks_rate_and_the_first_failing_seed(fake
     assert (tmp_path / "m" / first["report"]).exists() and not Path(first["report"]).is_absolute()
     run = data["runs"][0]
     assert set(run) == {"scenario", "client", "kafka_version", "transaction_version", "index", "seed", "run_dir", "valid", "as_expected",
-                        "anomalies", "seconds", "error", "command"}
+                        "anomalies", "seconds", "error", "command", "faults_failed"}
+    assert (ok["faults_failed"], ok["runs_with_failed_faults"]) == (0, 0)
     assert run["run_dir"].startswith(f"runs/kafka-{pins.KAFKA_VERSION}/tv-2/confluent-kafka/")
     assert Matrix.from_json(data).as_json()["cells"] == data["cells"]
+
+
+def test_a_valid_cell_whose_faults_failed_says_how_many_in_matrix_json_and_on_its_page(fakes: Fakes,
+                                                                                        tmp_path: Path) -> None:
+    d = definition(scenarios="baseline", clients_="confluent-kafka,java@3.9.1", levels="2", seeds=3)
+    seeds = d.run_seeds()
+    # the Java cell's first two runs each lost a fault to an error (the journal's nemesis_errors)
+    fakes.faults_failed = lambda s, lib, seed: 2 if lib == "java@3.9.1" and seed in seeds[:2] else 0
+    r = cli("--scenarios", "baseline", "--clients", "confluent-kafka,java@3.9.1", "--transaction-versions", "2",
+            "--seeds", "3", "--seed", "5", "--duration", "10", "--out", str(tmp_path / "m"))
+    assert r.exit_code == 0, r.output  # valid: a failed fault is no finding, but the tables say it
+    data = json.loads((tmp_path / "m" / "matrix.json").read_text())
+    ok, java = data["cells"]
+    assert (ok["state"], ok["faults_failed"], ok["runs_with_failed_faults"]) == ("valid", 0, 0)
+    assert (java["state"], java["faults_failed"], java["runs_with_failed_faults"]) == ("valid", 4, 2)
+    words = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", (tmp_path / "m" / "matrix.html").read_text()))
+    assert "4 faults failed and did not run, in 2 runs" in words and "4 faults failed in 2 runs" in words, words
+    assert "4 (2)" in words
+    # its twin: nothing failed, nothing said
+    fakes.faults_failed = lambda s, lib, seed: 0
+    r = cli("--scenarios", "baseline", "--clients", "confluent-kafka", "--transaction-versions", "2",
+            "--seeds", "1", "--seed", "5", "--duration", "10", "--out", str(tmp_path / "twin"))
+    assert r.exit_code == 0, r.output
+    assert "failed and did not run" not in (tmp_path / "twin" / "matrix.html").read_text()
+
+
+def test_a_run_recorded_before_failed_faults_were_counted_loads_as_none_failed() -> None:
+    d = definition(scenarios="baseline", clients_="confluent-kafka", levels="2", seeds=1)
+    m = Matrix(d)
+    cell = d.cells()[0]
+    m.runs[RunKey(cell, 0)] = _run(cell, 0, "valid")
+    data = m.as_json()
+    for run in data["runs"]:
+        del run["faults_failed"]
+    assert Matrix.from_json(data).as_json()["cells"][0]["faults_failed"] == 0
 
 
 # ---- resume ----
