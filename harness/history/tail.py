@@ -8,7 +8,7 @@ from pathlib import Path
 
 import orjson
 
-from harness.history.model import ABORTED_ON_PURPOSE, FAIL, INFO, OK, PROGRESS_OPS, SPARK_BATCH, TXN, kind_of, workload_of
+from harness.history.model import ABORTED_ON_PURPOSE, FAIL, INFO, OK, PROGRESS_OPS, SPARK_BATCH, TXN, finished, kind_of, workload_of
 from harness.history.recorder import HISTORY_DIR
 
 
@@ -78,6 +78,6 @@ class HistoryTail:
         if workload is None or f == SPARK_BATCH or not isinstance(at, int):
             return  # a Spark job's batches are its supervisor's to wait for (Supervisor.await_recovered)
         kind = kind_of(workload)
-        finished = op.get("type") == OK or (op.get("type") == FAIL and op.get("error") == ABORTED_ON_PURPOSE)
-        if finished and f in PROGRESS_OPS.get(kind, ()) and at > self.counts.last_progress_ns.get(kind, -1):
+        # the progress rule is the model's (``finished``, ``PROGRESS_OPS``), as the checker's progress check reads it
+        if finished(op) and f in PROGRESS_OPS.get(kind, ()) and at > self.counts.last_progress_ns.get(kind, -1):
             self.counts.last_progress_ns[kind] = at
