@@ -130,14 +130,11 @@ def piped_inputs(run_dir: Path, s: AppSettings, upstream: list[Output]) -> list[
             seen[cid] = {"topic": topic, "partition": partition, "offset": offset, "key": key, "value": value,
                          "timestamp": None, "headers": {}}
 
-    for path in sorted((run_dir / HISTORY_DIR).glob("runner*.jsonl")):
-        for op in _lines(path):
-            if op.get("f") == SCAN and op.get("app") == s.upstream:
-                for tp, recs in (op.get("value") or {}).items():
-                    topic, partition = split_tp(tp)
-                    if topic in s.inputs:
-                        for r in recs:
-                            add(topic, partition, int(r[0]), r[2] if len(r) > 2 else None, r[1])
+    for tp, recs in scanned(run_dir, s.upstream):
+        topic, partition = split_tp(tp)
+        if topic in s.inputs:
+            for r in recs:
+                add(topic, partition, int(r[0]), r[2] if len(r) > 2 else None, r[1])
     for topic, key, value in upstream:
         if topic in s.inputs:
             add(topic, None, None, key, value)
@@ -167,15 +164,22 @@ def record(run_dir: Path, s: AppSettings, rec: Recorder, to_run: dict[str, str],
     return n
 
 
+def scanned(run_dir: Path, app: str | None) -> Iterator[tuple[str, list[list[Any]]]]:
+    """Each topic-partition of the app's output and the records its final scans read there
+    (read_committed and read_uncommitted, in the order of the runner's history): ``[offset, value,
+    key]`` each, the key left out when the record has none."""
+    for path in sorted((run_dir / HISTORY_DIR).glob("runner*.jsonl")):
+        for op in _lines(path):
+            if op.get("f") == SCAN and op.get("app") == app:
+                yield from (op.get("value") or {}).items()
+
+
 def scanned_keys(run_dir: Path, app: str) -> list[str]:
     """Each distinct key (as the history writes it) of the app's output records its final scans
     read, read_committed and read_uncommitted, in the order first read."""
     keys: dict[str, None] = {}
-    for path in sorted((run_dir / HISTORY_DIR).glob("runner*.jsonl")):
-        for op in _lines(path):
-            if op.get("f") == SCAN and op.get("app") == app:
-                for recs in (op.get("value") or {}).values():
-                    keys.update((str(r[2]), None) for r in recs if len(r) > 2 and r[2] is not None)
+    for _, recs in scanned(run_dir, app):
+        keys.update((str(r[2]), None) for r in recs if len(r) > 2 and r[2] is not None)
     return list(keys)
 
 
