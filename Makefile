@@ -87,8 +87,9 @@ run:
 #             alone at the end, listed (docs/howto/test-suite.md);
 #   serial    one after the other (2 cores without a cgroup; at an equal share the two parts starved
 #             each other, the real-cluster tests being CPU too: docs/BENCHMARKS.md).
-# The unit part's output goes to results/unit-tests.log when it runs beside, and is printed after the
-# real-cluster part. Both parts run whatever the other gives; a part that PYTEST_ARGS leaves without
+# Side by side (parallel, beside), each backend's real-cluster tests are a pytest session of their
+# own, the two at once. The unit part's output goes to results/unit-tests.log, the compose backend's
+# to results/chaos-compose.log, each printed after the local backend's tests. Both parts run whatever the other gives; a part that PYTEST_ARGS leaves without
 # a test (exit 5) does not fail the target. JUNIT=PREFIX writes PREFIX-unit.xml and PREFIX-chaos.xml.
 # With the compose backend selected, the Docker engine and images are made ready first (`eos-chaos
 # images`), and an engine this target had to start is stopped again, whatever the outcome.

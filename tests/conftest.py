@@ -92,11 +92,31 @@ def _on_compose(item: pytest.Item) -> bool:
     return "compose" in (callspec.params.get("session_cluster"), callspec.params.get("backend"))
 
 
+def _backend_of(item: pytest.Item) -> str:
+    """The backend a real-cluster test runs on: its parameter's (the session cluster's, or the one it
+    starts), else compose for test_compose_errors.py and local for every other (they start local
+    clusters of their own, or none)."""
+    callspec = getattr(item, "callspec", None)
+    params = callspec.params if callspec is not None else {}
+    named = params.get("session_cluster") or params.get("backend")
+    if isinstance(named, str):
+        return named
+    return "compose" if _on_compose(item) else "local"
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """A compose twin of a test that does not depend on the backend is part of the library (run before
     `-m` deselects, so `make library` still runs it). Every test under tests/chaos/ is a real-cluster
-    test: marked ``chaos`` here if its file forgot, so `make test` never runs one among the unit tests."""
+    test: marked ``chaos`` here if its file forgot, so `make test` never runs one among the unit tests.
+    A real-cluster test of a backend EOS_CHAOS_BACKENDS leaves out is deselected (the parametrized
+    ones are only made for the selected; this takes the others, local's and compose's own errors):
+    `make test` runs the two backends' tests as two sessions side by side (tests/suite.sh)."""
+    selected = set(selected_backends())
+    dropped = [i for i in items if i.path.parent.name == "chaos" and _backend_of(i) not in selected]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [i for i in items if i not in dropped]
     for item in items:
         if item.path.parent.name == "chaos" and item.get_closest_marker("chaos") is None:
             item.add_marker(pytest.mark.chaos)

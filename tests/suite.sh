@@ -43,9 +43,40 @@ unit_part() {
     fi
     return $rc
 }
+chaos_tests() {  # the real-cluster tests of the backends in EOS_CHAOS_BACKENDS, as one pytest session
+    "$BIN/pytest" -m 'chaos and not library' "$@" "${args[@]}"
+}
+# Side by side (parallel, beside) with both backends selected, each backend's tests are a pytest
+# session of their own, at once: the compose backend's (about a quarter of the whole) in the
+# background, its output in results/chaos-compose.log. Their clusters take ports of their own (19092
+# and 29092 up), as do the clusters their tests start (19192, 29192); the clean-up checks count only
+# what each session started. Otherwise one session runs every selected backend's, one after the other.
 chaos_part() {
-    $ENGINE_FIRST || return $?
-    "$BIN/pytest" -m 'chaos and not library' ${JUNIT:+--junitxml="$JUNIT-chaos.xml"} "${args[@]}"
+    local backends=",${EOS_CHAOS_BACKENDS:-local,compose},"
+    if [ "$TEST_PARTS" = serial ] || [[ $backends != *,local,* ]] || [[ $backends != *,compose,* ]]; then
+        $ENGINE_FIRST || return $?
+        chaos_tests ${JUNIT:+--junitxml="$JUNIT-chaos.xml"}
+        return $?
+    fi
+    local compose_log=results/chaos-compose.log rc=0 crc=0 others=${backends//,local,/,}
+    others=${others//,compose,/,}
+    echo "make test: the compose backend's real-cluster tests run beside the local backend's; their output: $compose_log"
+    # exec: a SIGTERM to this background job reaches pytest itself (which takes it as Ctrl-C)
+    ( $ENGINE_FIRST || exit $?
+      EOS_CHAOS_BACKENDS=compose exec "$BIN/pytest" -m 'chaos and not library' -o cache_dir=.pytest_cache/chaos-compose \
+        ${JUNIT:+--junitxml="$JUNIT-chaos-compose.xml"} "${args[@]}" ) > "$compose_log" 2>&1 &
+    local cpid=$!
+    trap 'kill -TERM $cpid ${upid:-} 2>/dev/null' INT TERM
+    EOS_CHAOS_BACKENDS="local${others%,}" chaos_tests ${JUNIT:+--junitxml="$JUNIT-chaos.xml"} || rc=$?
+    wait $cpid || crc=$?
+    echo "---- the compose backend's real-cluster tests ($compose_log), run beside the local backend's:"
+    cat "$compose_log"
+    echo "make test: the local backend's real-cluster tests exit $rc, the compose backend's $crc"
+    if [ $rc = 5 ] && [ $crc = 5 ]; then return 5; fi
+    [ $rc = 5 ] && rc=0
+    [ $crc = 5 ] && crc=0
+    [ $rc != 0 ] && return $rc
+    return $crc
 }
 
 unit=0 chaos=0

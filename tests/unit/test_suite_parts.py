@@ -17,14 +17,15 @@ REPO = Path(__file__).resolve().parents[2]
 SUITE = REPO / "tests" / "suite.sh"
 LOW_CPU = REPO / "tests" / "low_cpu.sh"
 
-# A pytest that exits with $UNIT_RC for the unit part, $RERUN_RC for the run again alone (--lf) and
-# $CHAOS_RC for the real-cluster part, printing a FAILED line when it fails, as pytest's summary does.
+# A pytest that exits with $UNIT_RC for the unit part, $RERUN_RC for the run again alone (--lf),
+# $COMPOSE_RC for the compose backend's real-cluster session and $CHAOS_RC for any other, printing a
+# FAILED line when it fails, as pytest's summary does. Each call is recorded with the backends it got.
 FAKE_PYTEST = """#!/usr/bin/env bash
-echo "$*" >> "$CALLS"
+echo "backends=${EOS_CHAOS_BACKENDS:-} $*" >> "$CALLS"
 case "$*" in
   *--lf*) rc=$RERUN_RC ;;
   *"not chaos"*) rc=$UNIT_RC ;;
-  *) rc=$CHAOS_RC ;;
+  *) [ "${EOS_CHAOS_BACKENDS:-}" = compose ] && rc=$COMPOSE_RC || rc=$CHAOS_RC ;;
 esac
 [ "$rc" = 1 ] && echo "FAILED tests/unit/test_x.py::test_waits - a deadline"
 exit $rc
@@ -32,7 +33,7 @@ exit $rc
 
 
 def _suite(tmp_path: Path, *, parts: str = "beside", lint: int = 0, unit: int = 0, rerun: int = 0,
-           chaos: int = 0) -> tuple[int, str, list[str]]:
+           chaos: int = 0, compose: int = 0, backends: str = "local,compose") -> tuple[int, str, list[str]]:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
     for name, body in (("pytest", FAKE_PYTEST), ("ruff", f"#!/bin/sh\nexit {lint}\n"), ("mypy", "#!/bin/sh\nexit 0\n")):
@@ -44,7 +45,7 @@ def _suite(tmp_path: Path, *, parts: str = "beside", lint: int = 0, unit: int = 
     (work / "tests").mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "BIN": str(bin_dir), "TEST_PARTS": parts, "PYTEST_ARGS": "-q -k waits",
            "LOW_CPU": "env", "CALLS": str(calls), "UNIT_RC": str(unit), "RERUN_RC": str(rerun),
-           "CHAOS_RC": str(chaos)}
+           "CHAOS_RC": str(chaos), "COMPOSE_RC": str(compose), "EOS_CHAOS_BACKENDS": backends}
     proc = subprocess.run(["bash", str(SUITE)], cwd=work, env=env, stdin=subprocess.DEVNULL,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60)
     return proc.returncode, proc.stdout, calls.read_text().splitlines()
@@ -85,11 +86,36 @@ def test_a_lint_failure_fails_the_suite_and_is_never_run_again(tmp_path: Path) -
 def test_a_real_cluster_failure_fails_the_suite_and_both_parts_ran(tmp_path: Path) -> None:
     rc, out, calls = _suite(tmp_path, chaos=1)
     assert rc == 1 and "real-cluster tests exit 1" in out, out
-    assert len(calls) == 2, calls
+    assert len(calls) == 3, calls  # the unit tests, and the two backends' sessions
+
+
+@pytest.mark.parametrize("parts", ["beside", "parallel"])
+def test_side_by_side_each_backend_is_a_session_of_its_own_and_either_failing_fails_the_suite(
+        tmp_path: Path, parts: str) -> None:
+    rc, out, calls = _suite(tmp_path, parts=parts)
+    assert rc == 0, out
+    chaos = sorted(c.split()[0] for c in calls if "not chaos" not in c)
+    assert chaos == ["backends=compose", "backends=local"], calls
+    assert "the compose backend's real-cluster tests run beside the local backend's" in out, out
+    rc, out, _ = _suite(tmp_path, parts=parts, compose=1)
+    assert rc == 1 and "the local backend's real-cluster tests exit 0, the compose backend's 1" in out, out
+    # a selection that leaves one backend's session empty is not a failure, both empty is exit 5
+    assert _suite(tmp_path, parts=parts, compose=5)[0] == 0
+    assert _suite(tmp_path, parts=parts, chaos=5, compose=5, unit=5)[0] == 5
+
+
+@pytest.mark.parametrize(("parts", "backends", "sessions"), [("serial", "local,compose", ["backends=local,compose"]),
+                                                            ("beside", "local", ["backends=local"]),
+                                                            ("beside", "local,compose,external",
+                                                             ["backends=compose", "backends=local,external"])])
+def test_one_session_runs_what_cannot_be_split(tmp_path: Path, parts: str, backends: str, sessions: list[str]) -> None:
+    rc, out, calls = _suite(tmp_path, parts=parts, backends=backends)
+    assert rc == 0, out
+    assert sorted(c.split()[0] for c in calls if "not chaos" not in c) == sessions, calls
 
 
 def test_a_selection_that_leaves_both_parts_empty_is_exit_5_and_one_part_empty_is_fine(tmp_path: Path) -> None:
-    assert _suite(tmp_path, unit=5, chaos=5)[0] == 5
+    assert _suite(tmp_path, unit=5, chaos=5, compose=5)[0] == 5
     assert _suite(tmp_path, unit=5, chaos=0)[0] == 0
 
 
