@@ -79,8 +79,7 @@ run:
 
 # The lint and unit tests need no cluster; the real-cluster tests run one at a time (one cluster per
 # backend for the session). tests/suite.sh runs the two parts (TEST_PARTS chooses):
-#   parallel  side by side, on a machine of more than 2 cores, the unit tests on one pytest-xdist
-#             worker per core (UNIT_WORKERS; 0: one process);
+#   parallel  side by side, on a machine of more than 2 cores;
 #   beside    on 2 cores where a CPU cgroup can be made (tests/low_cpu.sh --check: root, cgroup v1 or
 #             v2): side by side, the lint and unit tests with an eighth of a normal CPU share, so they
 #             take what the real-cluster tests leave idle; a unit test that fails there runs again
@@ -89,13 +88,22 @@ run:
 #             each other, the real-cluster tests being CPU too: docs/BENCHMARKS.md).
 # Side by side (parallel, beside), each backend's real-cluster tests are a pytest session of their
 # own, the two at once. The unit part's output goes to results/unit-tests.log, the compose backend's
-# to results/chaos-compose.log, each printed after the local backend's tests. Both parts run whatever the other gives; a part that PYTEST_ARGS leaves without
-# a test (exit 5) does not fail the target. JUNIT=PREFIX writes PREFIX-unit.xml and PREFIX-chaos.xml.
-# With the compose backend selected, the Docker engine and images are made ready first (`eos-chaos
-# images`), and an engine this target had to start is stopped again, whatever the outcome.
-UNIT_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ $$n -gt 2 ] && echo $$n || echo 0)
+# to results/chaos-compose.log, each printed after the local backend's tests. Both parts run
+# whatever the other gives; a part that PYTEST_ARGS leaves without a test (exit 5) does not fail
+# the target. JUNIT=PREFIX writes PREFIX-unit.xml and PREFIX-chaos.xml. With the compose backend
+# selected, the Docker engine and images are made ready first (`eos-chaos images`), and an engine
+# this target had to start is stopped again, whatever the outcome.
+# The unit tests run on UNIT_WORKERS pytest-xdist workers (0: one process): one per core on more
+# than 2 cores, and 2 beside: one process alone leaves a core idle while it waits for its children,
+# and beside, idle time is all the unit tests get. Serial on 2 cores, two workers took as long as
+# one process (the slowest unit tests use both cores themselves).
 TEST_PARTS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); if [ $$n -gt 2 ]; then echo parallel; \
 	elif tests/low_cpu.sh --check 2>/dev/null; then echo beside; else echo serial; fi)
+UNIT_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); if [ $$n -gt 2 ]; then echo $$n; \
+	elif [ "$(TEST_PARTS)" = beside ]; then echo 2; else echo 0; fi)
+# `make test-unit` alone: one worker per core on more than 2 cores, else one process (UNIT_WORKERS given wins)
+UNIT_WORKERS_ALONE = $(if $(filter command line environment,$(origin UNIT_WORKERS)),$(UNIT_WORKERS),$(shell \
+	n=$$(nproc 2>/dev/null || echo 1); [ $$n -gt 2 ] && echo $$n || echo 0))
 JUNIT ?=
 test: setup-all
 	@$(engine_stopped_at_exit); \
@@ -109,7 +117,7 @@ lint: setup-all
 	@$(BIN)/mypy --no-error-summary
 
 test-unit: setup-all
-	@$(BIN)/pytest -m 'not chaos and not library' -n $(UNIT_WORKERS) $(PYTEST_ARGS)
+	@$(BIN)/pytest -m 'not chaos and not library' -n $(UNIT_WORKERS_ALONE) $(PYTEST_ARGS)
 
 chaos: setup-all
 	$(call pytest_with_engine,-m 'chaos and not library' $(PYTEST_ARGS))
