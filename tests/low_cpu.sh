@@ -73,5 +73,10 @@ while kill -0 $child 2>/dev/null; do  # a signal ended the first wait: wait for 
     wait $child || rc=$?
 done
 echo $$ > "$parent/cgroup.procs"
+# a child the command left behind may still be on its way out (a JVM's shutdown): 30 s for it
+for _ in $(seq 60); do
+    [ -z "$(cat "$group/cgroup.procs" 2>/dev/null)" ] && break
+    sleep 0.5  # the poll interval of a wait with a deadline (60 polls)
+done
 rmdir "$group" 2>/dev/null || echo "tests/low_cpu.sh: $group still holds processes; the next run removes it once they are gone" >&2
 exit $rc

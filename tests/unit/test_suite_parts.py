@@ -43,7 +43,9 @@ def _suite(tmp_path: Path, *, parts: str = "beside", lint: int = 0, unit: int = 
     calls.write_text("")
     work = tmp_path / "work"
     (work / "tests").mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "BIN": str(bin_dir), "TEST_PARTS": parts, "PYTEST_ARGS": "-q -k waits",
+    # a clean environment: make test's own (ENGINE_FIRST, JUNIT, exported functions) must not leak in
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR")}
+    env |= {"BIN": str(bin_dir), "TEST_PARTS": parts, "PYTEST_ARGS": "-q -k waits",
            "LOW_CPU": "env", "CALLS": str(calls), "UNIT_RC": str(unit), "RERUN_RC": str(rerun),
            "CHAOS_RC": str(chaos), "COMPOSE_RC": str(compose), "EOS_CHAOS_BACKENDS": backends}
     proc = subprocess.run(["bash", str(SUITE)], cwd=work, env=env, stdin=subprocess.DEVNULL,
