@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from harness.history.app_inputs import content_id
+from harness.history.app_values import content_id
 from harness.history.model import READ_COMMITTED, READ_UNCOMMITTED, SCAN
 from harness.history.schema import AppContract
 from harness.history.store import Tables

@@ -4,13 +4,12 @@
 value; bytes: bytes), built from the tables (``writes``, ``keys``, ``payloads``, the outcomes and
 the reads). The runner hands them to the contract's functions; the checker may read them too.
 
-How a payload is written down in the history (``recorded``) and read back (``decoded``) is here as
-well, so the feeder and every reader of its records agree on it.
+How a payload is written down in the history and read back: ``harness.history.app_values`` (a
+module without pandas, for the feeder and the functions' child processes).
 """
 
 from __future__ import annotations
 
-import base64
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -18,47 +17,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.history.model import BYTES, INFO, JSON, OK, READ_COMMITTED
+from harness.history.app_values import decoded
+from harness.history.model import INFO, OK, READ_COMMITTED
 from harness.history.schema import AppContract
 from harness.history.store import Tables, with_values
 
 #: the fields of an input record only the harness uses (``user_record`` drops them): the record's
 #: id (its value in ``writes``) and whether it counts (committed, as ``lost-write`` decides)
 ID, COMMITTED = "id", "committed"
-
-
-def recorded(fmt: str, value: Any) -> str | None:
-    """A key or value of format ``fmt`` as the history writes it down: text as is, JSON as its
-    (compact) JSON text, bytes as base64; None stays None."""
-    if value is None:
-        return None
-    if fmt == BYTES:
-        return base64.b64encode(bytes(value)).decode("ascii")
-    if fmt == JSON:
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-    return str(value)
-
-
-def decoded(fmt: str, text: str | None) -> Any:
-    """What ``recorded`` wrote down, back as the feeder had it (str, a JSON value, bytes)."""
-    if text is None:
-        return None
-    if fmt == BYTES:
-        return base64.b64decode(text)
-    if fmt == JSON:
-        return json.loads(text)
-    return text
-
-
-def wire(fmt: str, value: Any) -> bytes | None:
-    """The bytes a key or value of format ``fmt`` is sent as (None: a null)."""
-    if value is None:
-        return None
-    if fmt == BYTES:
-        return bytes(value)
-    text = recorded(fmt, value)
-    assert text is not None
-    return text.encode("utf-8")
 
 
 def _plain(df: pd.DataFrame) -> pd.DataFrame:
@@ -132,13 +98,3 @@ def input_records(t: Tables, app: AppContract, names: Mapping[str, str] | None =
 def user_record(record: Mapping[str, Any]) -> dict[str, Any]:
     """An ``input_records`` record as a user's function gets it (without ``id`` and ``committed``)."""
     return {k: v for k, v in record.items() if k not in (ID, COMMITTED)}
-
-
-
-def content_id(topic: str, key: str | None, value: str | None) -> str:
-    """The id a pipeline's later stage knows an input record by (docs/APPS.md, "Pipelines"): its
-    content, ``["topic","key","value"]`` as compact JSON (topic as the run names it). Its upstream
-    app's outputs repeat whenever that app wrote one twice, so their positions would not tell the
-    expected records (which have none) from the found ones: the runner records the stage's function
-    per content, and the checker looks it up the same way."""
-    return json.dumps([topic, key, value], separators=(",", ":"), ensure_ascii=False)

@@ -29,7 +29,7 @@ from typing import Any
 import orjson
 
 from harness.base.errors import ConfigError
-from harness.history.app_inputs import content_id
+from harness.history.app_values import content_id
 from harness.history.model import APP, APP_FEEDER, EXPECT, INVOKE, OK, READ_COMMITTED, SCAN, TEXT, TXN, split_tp
 from harness.history.recorder import HISTORY_DIR, Recorder
 from harness.history.schema import window_key_function

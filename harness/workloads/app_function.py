@@ -30,7 +30,7 @@ from typing import Any
 
 import orjson
 
-from harness.history.app_inputs import decoded
+from harness.history.app_values import decoded
 
 FIELDS = ("topic", "key", "value")
 MODES = ("map", "by", "join", "model", "window-key")

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.history.app_inputs import recorded, wire
+from harness.history.app_values import recorded, wire
 from harness.history.model import BYTES, FEEDER_ID_HEADER, JSON, TEXT
 from harness.kafka.placement import partition_of_bytes
 from harness.workloads.app_function import FORMAT_FIELD
@@ -62,7 +62,7 @@ class Outgoing:
     id: str
     key: bytes | None
     value: bytes | None
-    #: key and value as recorded (``app_inputs.recorded``)
+    #: key and value as recorded (``app_values.recorded``)
     key_text: str | None
     value_text: str | None
     headers: dict[str, str] | None

@@ -4,7 +4,7 @@ writes ``out``."""
 
 from __future__ import annotations
 
-from harness.history.app_inputs import content_id
+from harness.history.app_values import content_id
 from harness.history.builder import History
 from harness.history.model import FAIL, READ_UNCOMMITTED, tp_key
 

@@ -15,7 +15,8 @@ import pytest
 
 from harness.checker import check
 from harness.history import store
-from harness.history.app_inputs import decoded, input_records, recorded, user_record, wire
+from harness.history.app_inputs import input_records, user_record
+from harness.history.app_values import decoded, recorded, wire
 from harness.history.builder import History
 from harness.history.model import FAIL, FEEDER_ID_HEADER, READ_UNCOMMITTED, tp_key
 from harness.history.recorder import HISTORY_DIR
