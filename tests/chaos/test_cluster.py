@@ -68,6 +68,10 @@ def test_transaction_over_all_partitions_is_read_back_whole_through_the_proxies(
     assert set(aborted) <= set(read_all(cluster.bootstrap, topic, parts, "read_uncommitted").values())
 
 
+# 59 s: make library. make test runs the same smoke scenario (transactions through a leader's kill -9
+# and restart) as the README's example (test_docs_examples.py), `smoke` killed mid-run and reclaimed
+# (test_local_errors.py), and the smoke's summary on hand-made tables (tests/unit/test_smoke_check.py)
+@pytest.mark.library
 def test_kill_leader_while_committing_keeps_every_committed_value(cluster: Cluster) -> None:
     result = run_smoke(cluster, duration=25.0)
     assert result.killed_node is not None and result.nemesis_error is None, result.nemesis_error
