@@ -5,6 +5,7 @@ error (NOT_LEADER_FOR_PARTITION from a watermark query)."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +88,24 @@ def test_a_lag_too_slow_to_end_within_the_bound_is_given_up_at_drain_s_naming_it
     d = app_drain.drain("127.0.0.1:1", SETTINGS.model_copy(update={"drain_s": 1.0}), {"in": 1, "out": 1}, ["in"])
     assert d.drained is False and d.took_s < 1.6, d
     assert "rate 2.0/s" in d.how and "projected end" in d.how, d
+
+
+def test_an_instance_still_starting_again_at_drain_s_is_waited_for_up_to_the_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    # no lag (the other instance caught up), but app-0, killed and started again, is ready only after
+    # 2.5 s, past drain_s 1 s: a starved machine's restart (session 48: > 60 s at load 45)
+    monkeypatch.setattr(app_drain, "DrainProbe", lambda bootstrap: SlowApp(lag=0, step=0))
+    t0 = time.monotonic()
+    d = app_drain.drain("127.0.0.1:1", SETTINGS.model_copy(update={"drain_s": 1.0}), {"in": 1, "out": 1}, ["in"],
+                        not_running=lambda: ["app-0"] if time.monotonic() - t0 < 2.5 else [])
+    assert d.drained is True and 2.5 <= d.took_s < 3.5, d
+
+
+def test_its_twin_never_ready_again_is_given_up_at_the_bound_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(app_drain, "DrainProbe", lambda bootstrap: SlowApp(lag=0, step=0))
+    d = app_drain.drain("127.0.0.1:1", SETTINGS.model_copy(update={"drain_s": 0.5}), {"in": 1, "out": 1}, ["in"],
+                        not_running=lambda: ["app-0"])
+    assert d.drained is False and 1.5 <= d.took_s < 2.5, d  # the bound: 3 x drain_s
+    assert (d.last or {})["not_ready_again"] == ["app-0"], d
 
 
 def test_an_app_s_workdir_is_absolute_whatever_the_run_folder_s_path(tmp_path: Path,
