@@ -51,6 +51,8 @@ BACKEND = "compose"
 UP_TIMEOUT_S = 240
 #: Toxiproxy starts in a second; generous for a loaded machine.
 TOXIPROXY_RESTART_TIMEOUT_S = 60.0
+#: How long a pause is tried again while runc cannot freeze the container, and how often
+PAUSE_TIMEOUT_S, PAUSE_RETRY_S = 60.0, 1.0
 
 
 class ComposeCluster(BuiltCluster):
@@ -287,7 +289,7 @@ class ComposeCluster(BuiltCluster):
         self.container(node).stop(timeout=60)
 
     def pause(self, node: int) -> None:
-        self.container(node).pause()
+        pause_container(self.container(node), node)
 
     def resume(self, node: int) -> None:
         self.container(node).unpause()
@@ -454,3 +456,23 @@ def check_subnets_free(client: docker.DockerClient, plan: ComposePlan) -> None:
                 f"subnet {sorted(taken)[0]} is already used by Docker network {net.name} ({whose}). One cluster per "
                 f"port base: wait for that run, take it down (eos-chaos cluster down --backend compose), or pick "
                 f"another --port-base (each 100 moves the subnets; now {plan.port_base}).")
+
+
+def pause_container(c: Container, node: int) -> None:
+    """Pause (freeze) node ``node``'s container. runc gives up freezing a container whose tasks do not
+    stop within its own short wait ("unable to freeze"), which a starved machine makes likely (a
+    suite run at load 45, session 48); it thaws what it froze, so the pause is tried again, for
+    ``PAUSE_TIMEOUT_S``. Any other refusal is raised at once."""
+    deadline = time.monotonic() + PAUSE_TIMEOUT_S
+    while True:
+        try:
+            c.pause()
+            return
+        except APIError as exc:
+            if "unable to freeze" not in str(exc):
+                raise
+            if time.monotonic() >= deadline:
+                raise ClusterError(f"node {node}'s container did not pause within {PAUSE_TIMEOUT_S:g}s: runc could "
+                                   f"not freeze it, the last time: {exc.explanation or exc}") from exc
+            log.info(f"node {node}: runc could not freeze its container; trying again")
+        time.sleep(PAUSE_RETRY_S)  # the retry's interval: runc's own wait is what failed, nothing to wait on
