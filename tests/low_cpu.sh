@@ -64,9 +64,11 @@ if ! mkdir "$group" || ! echo "$weight" > "$group/$weight_file" || ! echo $$ > "
     exit 2
 fi
 
-"$@" &
+# in a process group of its own, so that a signal forwarded here reaches the command's children too
+# (a `bash -c` that SIGTERM ends would leave its pytest running)
+setsid "$@" &
 child=$!
-trap 'kill -TERM $child 2>/dev/null' TERM INT
+trap 'kill -TERM -- -$child 2>/dev/null || kill -TERM $child 2>/dev/null' TERM INT
 rc=0
 wait $child || rc=$?
 while kill -0 $child 2>/dev/null; do  # a signal ended the first wait: wait for the command itself

@@ -144,3 +144,34 @@ def test_a_command_runs_in_a_cpu_cgroup_of_an_eighth_weight_which_is_removed_aft
     group = line.split(":")[-1]
     assert not any(Path(m).joinpath(group.lstrip("/")).exists()
                    for m in ("/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct", "/sys/fs/cgroup")), group
+
+
+def _marked(argv: list[str]) -> list[int]:
+    """The processes running exactly ``argv`` (not the wrapper nor the shell that name it in theirs)."""
+    want = "\0".join(argv) + "\0"
+    out = []
+    for p in Path("/proc").iterdir():
+        try:
+            if p.name.isdigit() and (p / "cmdline").read_bytes().decode() == want:
+                out.append(int(p.name))
+        except OSError:
+            continue
+    return out
+
+
+@pytest.mark.skipif(not _can_make_a_cpu_cgroup(), reason="no CPU cgroup can be made here (not root, or no cpu controller)")
+def test_a_sigterm_to_the_wrapper_ends_the_commands_children_too() -> None:
+    from harness.base.wait import wait_until
+
+    # a `bash -c` ended by SIGTERM leaves its child running; the wrapper signals the whole group
+    child = ["sleep", "2999.25"]
+    wrapper = subprocess.Popen([str(LOW_CPU), "bash", "-c", f"{' '.join(child)}; true"])
+    try:
+        wait_until(lambda: len(_marked(child)) > 0, timeout=30, what="the command's child to start")
+        wrapper.terminate()
+        wrapper.wait(timeout=60)
+        wait_until(lambda: not _marked(child), timeout=30, what="the command's child to end",
+                   state=lambda: f"still running: {_marked(child)}")
+    finally:
+        for pid in _marked(child):
+            os.kill(pid, 9)
