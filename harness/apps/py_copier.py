@@ -51,17 +51,24 @@ def main(argv: list[str] | None = None) -> None:
                          **({} if a.unsafe else {"transactional.id": a.txn_id})})
     if not a.unsafe:
         producer.init_transactions(CALL_TIMEOUT_S)
-    announced = False
-    consumer.subscribe([a.input], on_assign=lambda c, parts: print(
-        f"ready: assigned {sorted(p.partition for p in parts)}", flush=True))
+    announced, assigned = False, []
+
+    def on_assign(c: Consumer, parts: list[TopicPartition]) -> None:
+        assigned.append(True)
+        print(f"ready: assigned {sorted(p.partition for p in parts)}", flush=True)
+
+    consumer.subscribe([a.input], on_assign=on_assign)
     try:
         while not stopping:
             msgs = [m for m in consumer.consume(BATCH, 1.0) if m.error() is None]
-            if not msgs:
-                continue
-            if not announced:
+            # ready once in its group with a poll done, records or not: an instance started again
+            # after its input ended has nothing to copy, and is ready all the same (the drain waits
+            # for every instance started again to say so)
+            if assigned and not announced:
                 print(f"copying from {a.input} to {a.output}", flush=True)
                 announced = True
+            if not msgs:
+                continue
             if not a.unsafe:
                 producer.begin_transaction()
             for m in msgs:
