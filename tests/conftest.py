@@ -79,7 +79,6 @@ LIBRARY_ON_COMPOSE = {"test_runner_killed_mid_fault_is_healed_by_the_next_run",
                       # compose's heal is test_heal.py's hung Toxiproxy; a killed runner, test_runner_killed.py
                       "test_runner_stopped_mid_fault_heals_and_writes_its_verdict",
                       "test_a_cluster_formatted_at_level_0_reads_back_0_and_a_run_asking_2_is_refused",
-                      "test_kill_leader_while_committing_keeps_every_committed_value",
                       "test_restart_replaces_only_its_targets_process",
                       "test_crashed_run_is_reclaimed_by_the_next_start"}
 

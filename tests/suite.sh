@@ -22,6 +22,9 @@ set -uo pipefail
 read -r -a args <<< "$PYTEST_ARGS"
 mkdir -p results
 unit_log=results/unit-tests.log
+chaos_log=results/chaos-tests.log  # the local backend's, or every selected backend's in one session
+unit_alone_log=results/unit-tests-alone.log  # beside: the unit tests that failed there, run again alone
+rm -f "$unit_log" "$unit_alone_log" "$chaos_log" results/chaos-compose.log
 # the unit part's own cache: the two parts' last-failed lists must not overwrite each other
 unit_cache=.pytest_cache/unit-part
 
@@ -55,8 +58,8 @@ chaos_part() {
     local backends=",${EOS_CHAOS_BACKENDS:-local,compose},"
     if [ "$TEST_PARTS" = serial ] || [[ $backends != *,local,* ]] || [[ $backends != *,compose,* ]]; then
         $ENGINE_FIRST || return $?
-        chaos_tests ${JUNIT:+--junitxml="$JUNIT-chaos.xml"}
-        return $?
+        chaos_tests ${JUNIT:+--junitxml="$JUNIT-chaos.xml"} 2>&1 | tee "$chaos_log"
+        return "${PIPESTATUS[0]}"
     fi
     local compose_log=results/chaos-compose.log rc=0 crc=0 others=${backends//,local,/,}
     others=${others//,compose,/,}
@@ -67,7 +70,8 @@ chaos_part() {
         ${JUNIT:+--junitxml="$JUNIT-chaos-compose.xml"} "${args[@]}" ) > "$compose_log" 2>&1 &
     local cpid=$!
     trap 'kill -TERM $cpid ${upid:-} 2>/dev/null' INT TERM
-    EOS_CHAOS_BACKENDS="local${others%,}" chaos_tests ${JUNIT:+--junitxml="$JUNIT-chaos.xml"} || rc=$?
+    EOS_CHAOS_BACKENDS="local${others%,}" chaos_tests ${JUNIT:+--junitxml="$JUNIT-chaos.xml"} 2>&1 | tee "$chaos_log"
+    rc=${PIPESTATUS[0]}
     wait $cpid || crc=$?
     echo "---- the compose backend's real-cluster tests ($compose_log), run beside the local backend's:"
     cat "$compose_log"
@@ -84,10 +88,24 @@ chaos_part() {
 # processes would compile what it imports again (the runner's imports: ~1 s of CPU of 2.5).
 "$BIN/python" -m compileall -q -j 0 harness chaos clusters tests > /dev/null 2>&1 || true
 
+# Last, what each part's pytest sessions said at their end (failures, errors, counts): the output is
+# long and a CI shows its tail, where the unit part's log (printed after the real-cluster tests)
+# hid which real-cluster test had failed.
+said_at_the_end() {
+    echo "---- make test: how each part's pytest sessions ended (their logs in results/):"
+    local log
+    for log in "$unit_log" "$unit_alone_log" "$chaos_log" results/chaos-compose.log; do
+        [ -f "$log" ] || continue
+        grep -E '^(FAILED|ERROR) |^=+ .*\b(passed|failed|errors?|skipped|deselected|no tests ran)\b.* =+$' "$log" |
+            sed "s|^|  ${log#results/}: |"
+    done
+}
+
 unit=0 chaos=0
 case "$TEST_PARTS" in
 serial)
-    unit_part || unit=$?
+    unit_part 2>&1 | tee "$unit_log"
+    unit=${PIPESTATUS[0]}
     chaos_part || chaos=$?
     ;;
 parallel | beside)
@@ -111,7 +129,8 @@ parallel | beside)
         grep -E '^(FAILED|ERROR) ' "$unit_log" | sed 's/^/  /'
         unit=0
         "$BIN/pytest" -m 'not chaos and not library' --lf --lfnf=none -o cache_dir="$unit_cache" \
-            ${JUNIT:+--junitxml="$JUNIT-unit-alone.xml"} "${args[@]}" || unit=$?
+            ${JUNIT:+--junitxml="$JUNIT-unit-alone.xml"} "${args[@]}" 2>&1 | tee "$unit_alone_log"
+        unit=${PIPESTATUS[0]}
         if [ $unit = 5 ]; then
             echo "make test: the unit part failed but recorded no failed test to run again (see its output above)"
             unit=1
@@ -132,5 +151,6 @@ if [ $unit = 5 ] && [ $chaos = 5 ]; then
 fi
 [ $unit = 5 ] && unit=0
 [ $chaos = 5 ] && chaos=0
+said_at_the_end
 echo "make test: lint and unit tests exit $unit, real-cluster tests exit $chaos"
 [ $unit = 0 ] && [ $chaos = 0 ]

@@ -5,6 +5,7 @@ error (NOT_LEADER_FOR_PARTITION from a watermark query)."""
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -87,7 +88,10 @@ def test_a_lag_too_slow_to_end_within_the_bound_is_given_up_at_drain_s_naming_it
     monkeypatch.setattr(app_drain, "DrainProbe", lambda bootstrap: SlowApp(lag=10_000, step=1))
     d = app_drain.drain("127.0.0.1:1", SETTINGS.model_copy(update={"drain_s": 1.0}), {"in": 1, "out": 1}, ["in"])
     assert d.drained is False and d.took_s < 1.6, d
-    assert "rate 2.0/s" in d.how and "projected end" in d.how, d
+    # a look every 0.5 s, one record a look: 2.0/s on an idle machine, less when the looks come late
+    # (1.9/s beside the real-cluster tests in CI)
+    rate = re.search(r"rate (\d+\.\d)/s", d.how)
+    assert rate and 0.5 <= float(rate.group(1)) <= 2.5 and "projected end" in d.how, d
 
 
 def test_an_instance_still_starting_again_at_drain_s_is_waited_for_up_to_the_bound(monkeypatch: pytest.MonkeyPatch) -> None:

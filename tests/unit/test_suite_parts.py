@@ -28,6 +28,7 @@ case "$*" in
   *) [ "${EOS_CHAOS_BACKENDS:-}" = compose ] && rc=$COMPOSE_RC || rc=$CHAOS_RC ;;
 esac
 [ "$rc" = 1 ] && echo "FAILED tests/unit/test_x.py::test_waits - a deadline"
+[ "$rc" = 1 ] && echo "=== 1 failed, 2 passed in 0.10s ===" || echo "=== 3 passed in 0.10s ==="
 exit $rc
 """
 
@@ -89,6 +90,23 @@ def test_a_real_cluster_failure_fails_the_suite_and_both_parts_ran(tmp_path: Pat
     rc, out, calls = _suite(tmp_path, chaos=1)
     assert rc == 1 and "real-cluster tests exit 1" in out, out
     assert len(calls) == 3, calls  # the unit tests, and the two backends' sessions
+
+
+@pytest.mark.parametrize(("parts", "part", "log"), [("beside", "chaos", "chaos-tests.log"),
+                                                   ("beside", "compose", "chaos-compose.log"),
+                                                   ("serial", "chaos", "chaos-tests.log"),
+                                                   ("serial", "unit", "unit-tests.log")])
+def test_what_failed_is_said_again_at_the_end_of_the_output(tmp_path: Path, parts: str, part: str, log: str) -> None:
+    # a CI shows the output's tail, and beside, the unit part's log came after the real-cluster tests:
+    # CI said "real-cluster tests exit 1" and nothing of which (stop 48)
+    rc, out, _ = _suite(tmp_path, parts=parts, **{part: 1})  # type: ignore[arg-type]
+    tail = out.split("how each part's pytest sessions ended")[-1]
+    assert rc == 1 and f"  {log}: FAILED tests/unit/test_x.py::test_waits - a deadline" in tail, out
+    assert f"  {log}: === 1 failed, 2 passed in 0.10s ===" in tail, out
+    # its clean twin: every session's count, no failure
+    rc, out, _ = _suite(tmp_path, parts=parts)
+    tail = out.split("how each part's pytest sessions ended")[-1]
+    assert rc == 0 and "FAILED" not in tail and f"  {log}: === 3 passed in 0.10s ===" in tail, out
 
 
 @pytest.mark.parametrize("parts", ["beside", "parallel"])
