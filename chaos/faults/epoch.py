@@ -163,13 +163,15 @@ def bumps_to(epoch: int, to: int) -> int:
     return to - epoch if epoch <= to else (MAX_TO + 1 - epoch) + 1 + to
 
 
-def init_producer_id_request(transactional_id: str) -> Any:
-    """InitProducerId for ``transactional_id`` with no expected producer id or epoch (-1, -1): on an
-    Empty or Complete transaction the coordinator bumps its epoch by one."""
+def init_producer_id_request(transactional_id: str, producer_id: int = -1, producer_epoch: int = -1) -> Any:
+    """InitProducerId for ``transactional_id``. With no expected producer id or epoch (-1, -1), the
+    pump's: on an Empty or Complete transaction the coordinator bumps its epoch by one. With the
+    producer's own (KIP-360, a client bumping its epoch after an error): the coordinator bumps that
+    epoch, takes a request that names the epoch it bumped last for a retry, and fences any other."""
     from kafka.protocol.producer.transaction import InitProducerIdRequest
 
     return InitProducerIdRequest[INIT_VERSION](transactional_id=transactional_id, transaction_timeout_ms=TXN_TIMEOUT_MS,
-                                               producer_id=-1, producer_epoch=-1)
+                                               producer_id=producer_id, producer_epoch=producer_epoch)
 
 
 @dataclass
@@ -303,33 +305,22 @@ class Pump:
             self.drop()
 
 
-class BumpProducerEpoch(FaultBase):
-    """Send InitProducerId for ``of`` to its transaction coordinator until its producer epoch is
-    ``to``, with the workload processes that use ``of`` frozen meanwhile (``pause``). Blocks until
-    done (``duration`` is not used); missing ``timeout_s`` is an error of the run."""
+class OnTransactionalId(FaultBase):
+    """What the faults that talk to one ``transactional.id``'s coordinator themselves share
+    (``bump-producer-epoch``, ``retry-rotation-after-failover``): the id (``of``), the workload
+    processes of it frozen meanwhile (``pause``), and the epoch pump's budget (``timeout_s``)."""
 
-    kind: Literal["bump-producer-epoch"] = "bump-producer-epoch"
     category = "producer"
     holds = False
     #: the transactional.id (default: the run's, as for the ``coordinator`` target: the first
     #: txn-producer's)
     of: str | None = None
-    #: the epoch to stop at
-    to: int
-    #: freeze (SIGSTOP) the workload processes that use ``of`` while pumping, resume them after:
-    #: one fence when they resume instead of a fence on every bump
+    #: freeze (SIGSTOP) the workload processes that use ``of`` while the fault talks to its
+    #: coordinator, resume them after: one fence when they resume instead of a fence on every bump
     pause: bool = True
     #: the pump's budget: past it, it goes on while its recent rate projects the end within
     #: ``STRETCH`` budgets, and the run waits as much longer
     timeout_s: float = Field(600.0, gt=0, le=MAX_SECONDS, allow_inf_nan=False)
-
-    @field_validator("to")
-    @classmethod
-    def _below_the_rotation(cls, to: int) -> int:
-        if not 0 <= to <= MAX_TO:
-            raise ValueError(f"{to} is not an epoch the pump can stop at; allowed 0..{MAX_TO} (InitProducerId at "
-                             f"{MAX_TO + 1}, Short.MaxValue - 1, draws a new producer id at epoch 0 instead of bumping)")
-        return to
 
     @field_validator("of")
     @classmethod
@@ -350,15 +341,52 @@ class BumpProducerEpoch(FaultBase):
                               "transactional.ids); name one")
         return txn_id
 
-    def apply(self, ctx: FaultContext) -> Heal:
-        txn_id = self._transactional_id(ctx)
+    def _to_freeze(self, ctx: FaultContext, txn_id: str) -> list[str]:
+        """The workload processes ``pause`` freezes (none without it); ``LookupError`` when it is
+        asked for and no process of the run uses ``txn_id``."""
         frozen = ctx.control.using_transactional_id(txn_id) if self.pause else []
         if self.pause and not frozen:
             raise LookupError(f"{self.kind} pause: no workload process of this run uses transactional.id {txn_id!r} "
                               "(pause: false pumps it anyway)")
-        deadline = ProgressDeadline(f"{self.kind} of {txn_id} to {self.to}", self.timeout_s)
-        pump = Pump(txn_id, lambda: ctx.resolve("coordinator", txn_id), ctx.cluster.direct_address, ctx.stop,
-                    deadline, open_socket=connect, extend_run=ctx.extend_run)
+        return frozen
+
+    def _pump(self, ctx: FaultContext, txn_id: str, target: int) -> tuple[Pump, ProgressDeadline]:
+        """A pump of ``txn_id`` to epoch ``target`` at its coordinator, on ``timeout_s``."""
+        deadline = ProgressDeadline(f"{self.kind} of {txn_id} to {target}", self.timeout_s)
+        return Pump(txn_id, lambda: ctx.resolve("coordinator", txn_id), ctx.cluster.direct_address, ctx.stop,
+                    deadline, open_socket=connect, extend_run=ctx.extend_run), deadline
+
+
+def pumped_json(done: Pumped, deadline: ProgressDeadline) -> dict[str, object]:
+    """Where a pump ended, for a fault's stop event (``overrun_s``: past its budget, the run extended so)."""
+    out: dict[str, object] = {"producer_id": done.producer_id, "producer_epoch": done.producer_epoch,
+                              "requests": done.requests, "bumps": done.bumps, "seconds": round(done.seconds, 3)}
+    if (over := deadline.overrun_s()) > 0:
+        out["overrun_s"] = round(over, 1)
+    return out
+
+
+class BumpProducerEpoch(OnTransactionalId):
+    """Send InitProducerId for ``of`` to its transaction coordinator until its producer epoch is
+    ``to``, with the workload processes that use ``of`` frozen meanwhile (``pause``). Blocks until
+    done (``duration`` is not used); missing ``timeout_s`` is an error of the run."""
+
+    kind: Literal["bump-producer-epoch"] = "bump-producer-epoch"
+    #: the epoch to stop at
+    to: int
+
+    @field_validator("to")
+    @classmethod
+    def _below_the_rotation(cls, to: int) -> int:
+        if not 0 <= to <= MAX_TO:
+            raise ValueError(f"{to} is not an epoch the pump can stop at; allowed 0..{MAX_TO} (InitProducerId at "
+                             f"{MAX_TO + 1}, Short.MaxValue - 1, draws a new producer id at epoch 0 instead of bumping)")
+        return to
+
+    def apply(self, ctx: FaultContext) -> Heal:
+        txn_id = self._transactional_id(ctx)
+        frozen = self._to_freeze(ctx, txn_id)
+        pump, deadline = self._pump(ctx, txn_id, self.to)
         before = pump.describe()
         node = pump.node if pump.node is not None else ctx.resolve("coordinator", txn_id)
         ctx.start(self.kind, node=node, of=txn_id, to=self.to, paused=frozen, before=before)
@@ -366,11 +394,7 @@ class BumpProducerEpoch(FaultBase):
             ctx.control.pause(name)
         outcome: dict[str, object] = {}
         try:
-            done = pump.run(self.to)
-            outcome = {"producer_id": done.producer_id, "producer_epoch": done.producer_epoch,
-                       "requests": done.requests, "bumps": done.bumps, "seconds": round(done.seconds, 3)}
-            if (over := deadline.overrun_s()) > 0:
-                outcome["overrun_s"] = round(over, 1)  # past timeout_s: the run was extended this much
+            outcome = pumped_json(pump.run(self.to), deadline)
         except Exception as exc:
             outcome = {"error": f"{type(exc).__name__}: {exc}"}
             raise
