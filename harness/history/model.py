@@ -133,6 +133,11 @@ SPARK_PREFIX, MARKER_PREFIX = "spark", "spark-marker"
 NEMESIS = "nemesis"
 #: a ``fault`` event's ``phase``: the fault began / was healed
 FAULT_START, FAULT_STOP = "start", "stop"
+#: A ``fault`` event's value may list under this key the Kafka errors the fault's own requests were
+#: answered with (``retry-rotation-after-failover``'s retried InitProducerId). ``error_names`` counts
+#: each as ``<kind>/<NAME>``: a fault's finding, apart from the same error met by a workload's client
+#: (the producer a pump fenced meets PRODUCER_FENCED whatever the fault found).
+FAULT_ERRORS = "errors_met"
 #: how a workload describes an abort it chose (not an error any client met)
 ABORTED_ON_PURPOSE = "aborted on purpose"
 
@@ -352,6 +357,10 @@ def sends_of(invoke: Op, done: Op | None = None) -> list[Send]:
 
 def error_names(op: Op) -> list[str]:
     """The names of every error ``op`` reports (its error, a failed abort's, each retried commit's
-    and each refused abort's): the text before the first ':' (workloads write "NAME: message")."""
+    and each refused abort's): the text before the first ':' (workloads write "NAME: message"). A
+    fault event's own (``FAULT_ERRORS``) are named ``<kind>/<NAME>``."""
     msgs = [op.error, op.abort_error, *(op.commit_retries or []), *(op.aborts_refused or [])]
-    return [m.split(":", 1)[0].strip() for m in msgs if isinstance(m, str) and m and m != ABORTED_ON_PURPOSE]
+    names = [m.split(":", 1)[0].strip() for m in msgs if isinstance(m, str) and m and m != ABORTED_ON_PURPOSE]
+    if op.f == FAULT and isinstance(op.value, dict) and isinstance(met := op.value.get(FAULT_ERRORS), list):
+        names += [f"{op.value.get('kind')}/{name}" for name in met if isinstance(name, str) and name]
+    return names

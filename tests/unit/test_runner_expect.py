@@ -22,6 +22,19 @@ def test_errors_seen_counts_every_error_a_client_met_by_name() -> None:
     assert flatten(history).meta["errors_seen"] == {"_CONFLICT": 1, "_FENCED": 2, "_TIMED_OUT": 1}
 
 
+def test_an_error_a_fault_s_own_request_met_is_counted_under_the_fault_s_kind() -> None:
+    # retry-rotation-after-failover: its retried InitProducerId was fenced; the producer the pump fenced
+    # meets PRODUCER_FENCED of its own, which must not pass for the fault's finding
+    ops: list[dict[str, Any]] = [
+        {"process": "nemesis", "f": "fault", "type": "ok",
+         "value": {"kind": "retry-rotation-after-failover", "phase": "stop", "errors_met": ["PRODUCER_FENCED"]}},
+        {"process": "nemesis", "f": "fault", "type": "ok", "value": {"kind": "kill", "phase": "stop", "node": 2}},
+        {"process": "p1", "f": "txn", "type": "fail", "error": "PRODUCER_FENCED: There is a newer producer"},
+    ]
+    history = [Op.from_json({"time": i, **op}, index=i) for i, op in enumerate(ops)]
+    assert flatten(history).meta["errors_seen"] == {"PRODUCER_FENCED": 1, "retry-rotation-after-failover/PRODUCER_FENCED": 1}
+
+
 def _verdict(seen: dict[str, int]) -> dict[str, Any]:
     return {"valid": True, "checks": {}, "stats": {"txn": {"ok": 50}, "fenced": 0, "errors_seen": seen},
             "run": {"healed": True, "nemesis_errors": []}}
