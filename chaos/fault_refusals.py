@@ -21,6 +21,8 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "pause": ("pause", "resume", "status"),
     "restart": ("stop", "start", "status"),
     "rolling-restart": ("stop", "start", "status"),
+    # it kills the coordinator of its transactional.id, whichever node that is, and starts it again
+    "retry-rotation-after-failover": ("kill", "start", "status"),
 }
 
 

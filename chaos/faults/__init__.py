@@ -1,5 +1,6 @@
 """The fault catalogue: one pydantic model per fault kind (``chaos.faults.process``, ``.network``,
-``.wire``, ``.workload``, ``.epoch``, ...), the ``Fault`` union discriminated on ``kind``, and the registry of kinds.
+``.wire``, ``.workload``, ``.epoch``, ``.rotation``, ...), the ``Fault`` union discriminated on
+``kind``, and the registry of kinds.
 
 A fault is data until the nemesis calls its ``apply(ctx)``, which starts it and returns its heal.
 Adding a kind: a model with ``kind: Literal[...]``, a ``category`` and ``apply``, listed in ``Fault``
@@ -26,6 +27,7 @@ from chaos.faults.network import (
     Slicer,
 )
 from chaos.faults.process import Kill, KillLeader, Pause, Restart, RollingRestart, Stop
+from chaos.faults.rotation import RetryRotationAfterFailover
 from chaos.faults.spark_standalone import KillExecutor, KillWorker, PauseExecutor
 from chaos.faults.wire import DropApiResponses, ErrorResponses, HoldRequests
 from chaos.faults.workload import KillDriver, KillWorkload, PauseWorkload, ZombieDriver
@@ -33,13 +35,14 @@ from chaos.faults.workload import KillDriver, KillWorkload, PauseWorkload, Zombi
 __all__ = ["CATEGORIES", "REGISTRY", "Fault", "FaultBase", "FaultContext", "FaultKind", "Heal", "Target", "parse"]
 
 #: Process faults on brokers, network faults on the per-link proxies, faults on workload processes,
-#: a change of the cluster's transaction.version, and a producer's epoch raised at its coordinator.
+#: a change of the cluster's transaction.version, a producer's epoch raised at its coordinator, and a
+#: producer-id rotation retried across a coordinator failover (KAFKA-20357).
 Fault = Annotated[
     (Kill | KillLeader | Stop | Pause | Restart | RollingRestart
      | Partition | Flap | Latency | Bandwidth | ResetPeer | Blackhole | Slicer | DropResponses
      | HoldRequests | DropApiResponses | ErrorResponses
      | KillWorkload | PauseWorkload | KillDriver | ZombieDriver | SetTransactionVersion
-     | KillExecutor | PauseExecutor | KillWorker | BumpProducerEpoch),
+     | KillExecutor | PauseExecutor | KillWorker | BumpProducerEpoch | RetryRotationAfterFailover),
     Field(discriminator="kind"),
 ]
 _ADAPTER: TypeAdapter[Fault] = TypeAdapter(Fault)

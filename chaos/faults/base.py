@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, ClassVar, Literal, Protocol
 
@@ -121,6 +121,11 @@ class FaultBase(BaseModel):
         """It needs a cluster whose links between brokers go through the wire proxy
         (``Topology.wire_between_brokers``); most kinds do not."""
         return False
+
+    def broker_config_problem(self, broker_config: Mapping[str, str]) -> tuple[str, str] | None:
+        """The scenario's broker setting that makes this fault impossible, and why (the scenario is
+        refused when it is read); most kinds can run whatever the settings (None)."""
+        return None
 
     def check_backend(self, backend: str) -> None:
         """Refuse, before the run starts, what the ``backend`` cluster cannot do (``ConfigError``);

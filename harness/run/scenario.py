@@ -237,6 +237,9 @@ class Scenario(Strict):
             found = self._leader_of_problem(f)
             if found:
                 raise _invalid(("faults", i, found[0]), found[1])
+            setting = f.broker_config_problem(self.broker_config)
+            if setting:
+                raise _invalid(("broker_config", setting[0]), f"faults[{i}] ({f.kind} at {f.at:g}s): {setting[1]}")
         if self.mix is not None:
             problem = schedule.mix_problem(self.mix, self.duration)
             if problem:

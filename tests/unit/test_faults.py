@@ -28,7 +28,8 @@ def test_the_registry_holds_every_kind_once() -> None:
     assert list(faults.REGISTRY) == list(get_args(faults.FaultKind))
     assert faults.node_states() == {"kill": "down", "kill-leader": "down", "stop": "down", "pause": "paused",
                                     "restart": "down", "rolling-restart": "down"}
-    assert set(faults.broker_process_kinds()) == {"kill", "kill-leader", "stop", "pause", "restart", "rolling-restart"}
+    assert set(faults.broker_process_kinds()) == {"kill", "kill-leader", "stop", "pause", "restart", "rolling-restart",
+                                                  "retry-rotation-after-failover"}
     assert faults.needing("spark-job") == ["kill-driver", "zombie-driver", "kill-executor", "pause-executor", "kill-worker"]
     assert faults.spark_cluster_kinds() == ["kill-executor", "pause-executor", "kill-worker"]
 
@@ -209,6 +210,7 @@ FIRED: dict[str, dict[str, Any]] = {
     "set-transaction-version": {"level": 0},
     "kill-executor": {}, "pause-executor": {}, "kill-worker": {},
     "bump-producer-epoch": {"of": "eos-txn-producer-0", "to": 3},
+    "retry-rotation-after-failover": {"of": "eos-txn-producer-0"},
 }
 
 
@@ -220,7 +222,8 @@ def test_every_kind_fires_through_the_nemesis_and_records_its_start_and_stop(
 
     control, cluster, spark = FakeControl({"reader": ["reader-0"], "spark-job": ["spark-job-0"],
                                            "txn-producer": ["txn-producer-0"]}), FakeCluster(), FakeSpark()
-    monkeypatch.setattr(epoch, "connect", FakeCoordinator().connect)
+    # near the rotation: a pump to 32765 (retry-rotation-after-failover) is a few bumps, one to 3 climbs through it
+    monkeypatch.setattr(epoch, "connect", FakeCoordinator(epoch=32760).connect)
     monkeypatch.setattr(feature.features, "finalized", lambda bootstrap, *a: {"transaction.version": 2})
     monkeypatch.setattr(feature.features, "update",
                         lambda bootstrap, name, level: cluster.calls.append(("feature", name, level)) or {name: level})
