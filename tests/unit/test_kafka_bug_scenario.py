@@ -1,6 +1,7 @@
-"""``kafka-bug-20090`` (docs/KAFKA-BUGS.md): the library file is the scenario the page explains, its
-pump and its filtered hold are the ones the mechanism needs, and the supervisor finds the process
-the pump freezes by its transactional.id."""
+"""The kafka-bug-* scenarios (docs/KAFKA-BUGS.md): each library file is the scenario the page
+explains, its faults are the ones the mechanism needs (kafka-bug-20090's pump and filtered hold,
+kafka-bug-20357's rotation retried across a failover), and the supervisor finds the process a
+pump freezes by its transactional.id."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ import pytest
 import yaml
 
 from chaos.faults.epoch import BumpProducerEpoch
+from chaos.faults.rotation import REPLICATION_FACTOR, RetryRotationAfterFailover
 from chaos.faults.wire import HoldRequests
+from clusters.backends.protocol import NODE_START_TIMEOUT_S
 from harness.base.progress_deadline import STRETCH
 from harness.run import scenario
 from harness.run.runner import MAX_EXTENSION_S
@@ -54,7 +57,7 @@ def test_the_supervisor_names_the_process_of_a_transactional_id(tmp_path: Path) 
 STREAMS_TXN_TIMEOUT_MS, REQUEST_TIMEOUT_MS = 10_000, 30_000
 
 
-@pytest.mark.parametrize("name", ["kafka-bug-20090", "kafka-bug-20785", "kafka-bug-19367"])
+@pytest.mark.parametrize("name", ["kafka-bug-20090", "kafka-bug-20785", "kafka-bug-19367", "kafka-bug-20357"])
 def test_the_page_s_copy_of_each_bug_scenario_is_the_library_file(name: str) -> None:
     page = (ROOT / "docs" / "KAFKA-BUGS.md").read_text()
     blocks = [b for b in re.findall(r"^```yaml\n(.*?)^```", page, re.M | re.S) if b.startswith(f"name: {name}\n")]
@@ -81,3 +84,19 @@ def test_20785_holds_the_producer_s_commit_then_the_streams_app_s_past_their_tim
     # the producer's hold has ended (its commit delivered) before the app's begins: each hold meets its own
     assert held_producer.at + held_producer.hold_ms / 1000 < held_app.at
     assert sc.expect.valid is True and sc.expect.errors == ["INVALID_TXN_STATE|PRODUCER_FENCED"]
+
+
+# ---------------------------------------------------------------- kafka-bug-20357
+def test_20357_retries_the_rotation_of_the_first_producer_across_a_failover_and_needs_its_fence() -> None:
+    sc = scenario.load("kafka-bug-20357")
+    (fault,) = sc.faults
+    assert isinstance(fault, RetryRotationAfterFailover)
+    assert (fault.of, fault.pause) == (transactional_id("txn-producer-0"), True)
+    producers = [w for w in sc.workloads if w.kind == "txn-producer"]
+    assert [(w.count, w.library) for w in producers] == [(2, "java@4.4.0")]  # producer 1 commits throughout
+    # the failover needs __transaction_state on more than one broker: the cluster's own factor
+    assert REPLICATION_FACTOR not in sc.broker_config and fault.broker_config_problem(sc.broker_config) is None
+    # the pump within its budget, then the failover and the killed node's start at their longest, end inside the run
+    assert fault.at + fault.timeout_s + fault.failover_timeout_s + NODE_START_TIMEOUT_S < sc.duration
+    # a spurious fence: valid, with the fault's own retry fenced (not the pumped producer's fence)
+    assert sc.expect.valid is True and sc.expect.errors == ["retry-rotation-after-failover/PRODUCER_FENCED"]
