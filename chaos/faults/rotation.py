@@ -15,8 +15,9 @@ producer's own InitProducerId would move the epoch the retry names):
 2. InitProducerId(P, 32765), answered 32766; then InitProducerId(P, 32766), the rotation, answered
    with the new producer id P2 at epoch 0;
 3. kill -9 the node that answered the rotation;
-4. the same InitProducerId(P, 32766), to whichever node FindCoordinator names, asked again while
-   the answer is that the coordinator moved or is loading, or the connection fails, for up to
+4. the same InitProducerId(P, 32766), to whichever node the coordinator lookup names (the leader of
+   the id's ``__transaction_state`` partition, chaos/targets.py), asked again while the answer is
+   that the coordinator moved or is loading, or the lookup or the connection fails, for up to
    ``failover_timeout_s``. Its answer is the fault's finding;
 5. the killed node started again, and the cluster waited on until it is healthy.
 
@@ -26,8 +27,9 @@ producer's own InitProducerId would move the epoch the retry names):
 
 An error in the retry's answer is counted in the history's ``errors_seen`` as
 ``retry-rotation-after-failover/<NAME>`` (``harness.history.model.FAULT_ERRORS``). A plain
-PRODUCER_FENCED would prove nothing, because the frozen producer meets that one anyway when it
-resumes (the pump fenced it). So a scenario proves the race was met with
+PRODUCER_FENCED would prove nothing: the clients may meet one of their own whatever the broker did
+with the retry (the frozen producer resumes fenced by the pump; the kill disturbs the others). So a
+scenario proves the race was met with
 ``expect.errors: ["retry-rotation-after-failover/PRODUCER_FENCED"]``.
 """
 
@@ -113,7 +115,7 @@ def retry_outcome(rotation: Answer, retry: Answer) -> str:
 
 class Asker:
     """InitProducerId requests for one ``transactional.id`` carrying the producer's own id and epoch
-    (KIP-360), each sent to the node FindCoordinator names at the time, on a new connection to that
+    (KIP-360), each sent to the node the coordinator lookup names at the time, on a new connection to that
     node's DIRECT listener. This is what a producer's retries do, without a client library whose own
     retries would hide what the coordinator answered."""
 
@@ -251,7 +253,7 @@ class RetryRotationAfterFailover(OnTransactionalId):
         asked = len(asker.nodes)
         retry = asker.ask(pid, EXHAUSTED, self.failover_timeout_s,
                           f"an answer to the same {request(EXHAUSTED)} from its coordinator after node {rotation.node} "
-                          f"was killed (FindCoordinator naming another node, or node {rotation.node} started again)")
+                          f"was killed (the coordinator lookup naming another node, or node {rotation.node} started again)")
         record.update(retry=retry.to_json(), failover_s=round(time.monotonic() - killed_at, 3),
                       retry_attempts=len(asker.nodes) - asked, outcome=retry_outcome(rotation, retry))
         if retry.code != NONE:

@@ -136,7 +136,7 @@ FAULT_START, FAULT_STOP = "start", "stop"
 #: A ``fault`` event's value may list under this key the Kafka errors the fault's own requests were
 #: answered with (``retry-rotation-after-failover``'s retried InitProducerId). ``error_names`` counts
 #: each as ``<kind>/<NAME>``: a fault's finding, apart from the same error met by a workload's client
-#: (the producer a pump fenced meets PRODUCER_FENCED whatever the fault found).
+#: (a producer a pump fenced may meet PRODUCER_FENCED whatever the fault found).
 FAULT_ERRORS = "errors_met"
 #: how a workload describes an abort it chose (not an error any client met)
 ABORTED_ON_PURPOSE = "aborted on purpose"

@@ -217,7 +217,7 @@ def test_a_coordinator_that_never_comes_back_fails_the_fault_naming_what_it_wait
     said = nem.errors[0]
     assert said.startswith(f"{KIND} at 0.0s: WaitTimeout: timed out after 0s waiting for an answer to the same "
                            f"InitProducerId(producer id {PRODUCER_ID}, epoch 32766) for {TXN} from its coordinator after "
-                           "node 1 was killed (FindCoordinator naming another node, or node 1 started again); last "
+                           "node 1 was killed (the coordinator lookup naming another node, or node 1 started again); last "
                            "state: node 1: ConnectionRefusedError: "), said
     assert re.search(r"Connection refused \(127\.10\.1\.1:19095\) \(\d+ attempts, to node 1\)$", said), said
     assert trail[-3:] == [("resume", "txn-producer-0"), ("restart", 1), ("wait_healthy",)]
