@@ -12,10 +12,11 @@ from __future__ import annotations
 import json
 import os
 import shlex
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -114,3 +115,28 @@ def runner_env(folder: Path) -> dict[str, str]:
     env = dict(os.environ, EOS_CHAOS_STATE=str(folder / "runner-state"))
     env.pop("EOS_CHAOS_PORT_BASE", None)
     return env
+
+
+def verdict_of(run_dir: Path) -> dict[str, Any]:
+    """A finished run's ``verdict.json``."""
+    return dict(json.loads((run_dir / "verdict.json").read_text()))
+
+
+def assert_kip890_torn_through_the_proxy(run_seed: Callable[[int], tuple[dict[str, Any], Path]]) -> None:
+    """``kip890-late-commit-tight`` through an external cluster's rewriting proxy: each of the
+    KIP-890 tests' torn seeds, until one is invalid (confluent-kafka has no EndTxn v5: its late
+    commit tears a transaction, docs/KIP890.md), each run proving a late EndTxn was accepted after
+    its client had left (the faults hit). ``run_seed(seed)`` runs one, giving its verdict and folder."""
+    from tests.chaos.test_kip890 import TORN_SEEDS
+
+    seen = []
+    for seed in TORN_SEEDS:
+        v, out = run_seed(seed)
+        events = [json.loads(x) for x in (out / "wire-events.jsonl").read_text().splitlines()]
+        late = [e for e in events if e["event"] == "response" and e["api"] == "EndTxn" and e["client_gone"]
+                and e["error"] == "NONE"]
+        assert late, f"seed {seed}: no late EndTxn was accepted: the faults missed"
+        seen.append(v["valid"])
+        if v["valid"] is False:
+            return
+    raise AssertionError(f"confluent-kafka: every one of {len(TORN_SEEDS)} runs valid ({seen}) through the external backend")

@@ -32,7 +32,15 @@ from clusters.kafka import health
 from harness.base.wait import wait_until
 from harness.rundir.runfolder import run_tag
 from tests.chaos.cli_helpers import run, start
-from tests.chaos.external_helpers import PROXY_PORT_BASE, UnderCluster, local_inventory, runner_env, under_cluster
+from tests.chaos.external_helpers import (
+    PROXY_PORT_BASE,
+    UnderCluster,
+    assert_kip890_torn_through_the_proxy,
+    local_inventory,
+    runner_env,
+    under_cluster,
+    verdict_of,
+)
 from tests.external_nodes import proc_state
 
 pytestmark = pytest.mark.chaos
@@ -65,10 +73,6 @@ def _brokers_seen(bootstrap: str) -> set[str]:
     return {f"{b.host}:{b.port}" for b in md.brokers.values()}
 
 
-def _verdict(run_dir: Path) -> dict[str, Any]:
-    return dict(json.loads((run_dir / "verdict.json").read_text()))
-
-
 def test_a_baseline_through_the_proxies_is_valid_and_leaves_no_topic(under: UnderCluster, tmp_path: Path) -> None:
     t0 = time.monotonic()
     inv = local_inventory(under, tmp_path / "inv.yaml", "local-ext")
@@ -81,7 +85,7 @@ def test_a_baseline_through_the_proxies_is_valid_and_leaves_no_topic(under: Unde
         assert _brokers_seen(plan.bootstrap) == proxies
     finally:
         _, err = p.communicate(timeout=240)
-    v = _verdict(out)
+    v = verdict_of(out)
     assert v["valid"] is True and v["run"]["healed"] is True, err[-3000:]
     tag = run_tag(out.name)
     left = [t for t in _admin(under.direct_bootstrap).list_topics(timeout=10).topics if tag in t]
@@ -236,7 +240,7 @@ def _external_run(under: UnderCluster, tmp_path: Path, transport: str, name: str
     out = tmp_path / f"run-{seed}"
     args = ["run", name, "--inventory", str(inv), "--seed", str(seed), "--out", str(out)]
     run(args + (["--library", library] if library else []), runner_env(tmp_path), timeout=600)
-    v = _verdict(out)
+    v = verdict_of(out)
     assert v["run"]["healed"] is True and v["run"]["nemesis_errors"] == [], v["run"]
     tag = run_tag(out.name)
     assert not [t for t in _admin(under.direct_bootstrap).list_topics(timeout=10).topics if tag in t]
@@ -257,17 +261,6 @@ def test_leader_kill_on_an_external_cluster_is_valid(under: UnderCluster, tmp_pa
 def test_kip890_late_commits_tear_transactions_through_the_rewriting_proxy(under: UnderCluster, tmp_path: Path,
                                                                            transport: str,
                                                                            request: pytest.FixtureRequest) -> None:
-    from tests.chaos.test_kip890 import TORN_SEEDS
-
     server = request.getfixturevalue("sshd") if transport == "ssh" else None
-    seen = []
-    for seed in TORN_SEEDS:
-        v, out = _external_run(under, tmp_path, transport, "kip890-late-commit-tight", seed, server, "confluent-kafka")
-        events = [json.loads(x) for x in (out / "wire-events.jsonl").read_text().splitlines()]
-        late = [e for e in events if e["event"] == "response" and e["api"] == "EndTxn" and e["client_gone"]
-                and e["error"] == "NONE"]
-        assert late, f"seed {seed}: no late EndTxn was accepted: the faults missed"
-        seen.append(v["valid"])
-        if v["valid"] is False:
-            return
-    pytest.fail(f"confluent-kafka: every one of {len(TORN_SEEDS)} runs valid ({seen}) through the external backend")
+    assert_kip890_torn_through_the_proxy(lambda seed: _external_run(under, tmp_path, transport, "kip890-late-commit-tight",
+                                                                    seed, server, "confluent-kafka"))
