@@ -119,8 +119,27 @@ def fault_hits(t: store.Tables, spans: Sequence[Span], wire: Sequence[WireMatch]
         running = sum(1 for e in batches if batch_ok(e) and _overlaps(e, lo, hi))
         requests = _requests(s.detail, wire, lo, hi)
         at_start = int((mine & open_in(invoked, done, lo, lo)).sum())
-        out.append(Hit(aimed_at, int(open_.sum()), named[:MAX_NAMED], running, requests, txns_open_at_start=at_start))
+        listed = app_listed_open(s.detail)
+        if listed:
+            named = sorted({*named, str(s.detail["workload"])})
+        out.append(Hit(aimed_at, int(open_.sum()) + listed, named[:MAX_NAMED], running, requests,
+                       txns_open_at_start=at_start + listed))
     return out
+
+
+def app_listed_open(detail: Mapping[str, Any]) -> int:
+    """An app's transactions are not in the history: its coordinators' listings are the evidence
+    that a kill of it landed inside one (chaos/faults/workload.py). 1 when either says so: at the
+    kill every transactional.id of the app's had a transaction open (``in_transaction``, ``open``
+    as long as ``known``), so the killed instance's was too; or the kill left one open, begun
+    before it (``left_open``, the stop record's ``open_transactions``). Else 0: ``open`` short of
+    ``known`` says only that some other instance's was open."""
+    if not isinstance(detail.get("workload"), str):
+        return 0
+    at_kill = detail.get("in_transaction")
+    every_id_open = (isinstance(at_kill, Mapping) and bool(at_kill.get("open"))
+                     and sorted(at_kill.get("open") or []) == sorted(at_kill.get("known") or []))
+    return int(every_id_open or bool(detail.get("left_open")))
 
 
 def _target(detail: Mapping[str, Any], t: store.Tables, tx: pd.DataFrame, workloads: np.ndarray, kinds: np.ndarray,

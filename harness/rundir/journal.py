@@ -271,7 +271,10 @@ def fault_runs(events: list[dict[str, Any]], schedule: list[dict[str, Any]]) -> 
             runs.append(run)
             open_.setdefault(_pairing(v), []).append(run)
         elif v.get("phase") == "stop" and open_.get(_pairing(v)):
-            open_[_pairing(v)].pop(0).end_s = t
+            run = open_[_pairing(v)].pop(0)
+            run.end_s = t
+            if v.get("open_transactions"):  # an app's kill: what it left open (harness/history/hits.py)
+                run.detail["left_open"] = v["open_transactions"]
     return runs
 
 

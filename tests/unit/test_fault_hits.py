@@ -153,3 +153,27 @@ def test_the_journal_the_report_and_the_summary_list_faults_that_hit_nothing(tmp
     # the verdict's facts say it once more
     assert json.loads(folder.verdict.read_text())["run"]["faults_hit"]["hit_nothing"] == 2
     assert verdict_file.load(folder) is not None and write_report(run_dir).exists()
+
+
+def test_an_app_s_kill_hit_a_transaction_when_its_coordinators_listed_one_open() -> None:
+    """An app's transactions are not in the history (a black box): a kill of it hit one when, as it
+    landed, every transactional.id of the app's had a transaction open (the kill's ``in_transaction``
+    wait), or when its stop record lists one it left open. Every app kill used to hit nothing (the
+    word count's run: "faults that hit nothing (1 of 2): kill-workload")."""
+    h = history(open_during=False)
+    every = {"workload": "app-0", "in_transaction": {"open": ["app.x-1", "app.y-1"], "known": ["app.x-1", "app.y-1"]}}
+    got = hit(h, every)
+    assert got["hit"] and got["txns_open"] == 1 and got["txns_open_at_start"] == 1 and got["workloads"] == ["app-0"], got
+    assert hit(h, {"workload": "app-0", "left_open": ["app.x-1"]})["hit"]
+    # its twins: the wait ran out with another instance's open only, or nothing open, nothing left
+    assert not hit(h, {"workload": "app-0", "in_transaction": {"open": ["app.y-1"], "known": ["app.x-1", "app.y-1"]}})["hit"]
+    assert not hit(h, {"workload": "app-0", "in_transaction": {"open": [], "known": []}, "left_open": []})["hit"]
+    assert not hit(h, {"node": 1, "left_open": ["app.x-1"]})["txns_open"], "a broker fault: the history's only"
+
+
+def test_an_app_kill_s_stop_record_of_what_it_left_open_reaches_the_journal() -> None:
+    events = [{"time": 1 * SECOND, "value": {"kind": "kill-workload", "phase": "start", "workload": "app-0"}},
+              {"time": 3 * SECOND, "value": {"kind": "kill-workload", "phase": "stop", "workload": "app-0",
+                                             "open_transactions": ["app.x-1"]}}]
+    [run] = fault_runs(events, [{"kind": "kill-workload", "at": 1}])
+    assert run.end_s == 3 and run.detail == {"workload": "app-0", "left_open": ["app.x-1"]}, run

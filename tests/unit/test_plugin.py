@@ -270,12 +270,29 @@ def test_a_bad_inventory_is_a_usage_error_naming_file_and_line(pytester: pytest.
     assert backends.external_target() is None  # forgotten at the session's end (pytest_unconfigure)
 
 
+def _free_proxy_base(brokers: int) -> int:
+    """A port base for an external cluster's proxies where every port they would listen on is free
+    now, below the kernel's ephemeral ports (32768 up): a random base in 42000-58000 met a
+    connection's port beside another eos-chaos run ("port 127.0.0.1:52804 (proxy client-to-n3) is
+    already in use") and away from the backends' own bases (19092 up, 29092 up)."""
+    import random
+
+    from clusters.backends.external.proxy_plan import ExternalPlan
+    from clusters.backends.procs import _bind_error
+
+    for _ in range(50):
+        base = random.randrange(21000, 28000, 100)
+        plan = ExternalPlan(tuple((n, f"127.0.0.1:{n}") for n in range(1, brokers + 1)), base)
+        if all(_bind_error(addr) is None for addr, _ in plan.all_binds()):
+            return base
+    raise AssertionError("no port base in 21000-28000 with every proxy port free in 50 tries")
+
+
 def test_a_cluster_that_cannot_be_fronted_ends_the_session_naming_the_node(
         pytester: pytest.Pytester, clean_env: pytest.MonkeyPatch, forget_inventory: None) -> None:
     """Real node commands (``sleep`` processes as brokers), no Kafka: nothing answers on node 1's
     listener, so the session ends before any test with pytest's usage-error status, naming the node
     and its inventory line, and nothing it started is left running."""
-    import random
     import subprocess
 
     from clusters.backends import procs
@@ -290,8 +307,7 @@ def test_a_cluster_that_cannot_be_fronted_ends_the_session_naming_the_node(
         try:
             inv = local_inventory(pytester.path, args, ports=[free_port() for _ in args])
             # in a process of its own, as a user's session: the proxies it would start are its children
-            done = pytester.runpytest_subprocess("--eos-inventory", str(inv), "--eos-port-base",
-                                                 str(random.randrange(42000, 58000, 100)),
+            done = pytester.runpytest_subprocess("--eos-inventory", str(inv), "--eos-port-base", str(_free_proxy_base(3)),
                                                  "--eos-results", str(pytester.path / "runs"), timeout=300)
         finally:
             for p in brokers:
