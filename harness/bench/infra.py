@@ -95,6 +95,28 @@ def bench_setup(runs: int, cold: bool) -> Series:
     return series
 
 
+def bench_app_build(names: list[str], runs: int) -> list[Series]:
+    """Each shipped app's first build from a wholly empty eos-chaos cache (a fresh temp folder as
+    ``EOS_CHAOS_CACHE``: Maven's repository too, so every jar is fetched again), in a process of its
+    own, as the first run that starts it pays it; the apps interleaved in each round, so a slow
+    moment of the machine or the network falls on all of them."""
+    series = {name: Series(f"{name}: first build, empty cache", "s") for name in names}
+    for i in range(runs):
+        for name in names:
+            with tempfile.TemporaryDirectory(prefix="eos-chaos-bench-") as tmp:
+                env = dict(os.environ, EOS_CHAOS_CACHE=tmp)
+                code = f"from harness.apps import SHIPPED; SHIPPED[{name!r}].prepare()"
+                t0 = time.monotonic()
+                proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                                      stdin=subprocess.DEVNULL, timeout=1800)
+                took = time.monotonic() - t0
+            if proc.returncode != 0:
+                raise EnvironmentProblem(f"{name}'s build failed (exit {proc.returncode}):\n{proc.stderr[-2000:]}")
+            series[name].values.append(took)
+            log.info(f"run {i + 1}/{runs}: {name} {took:.1f}s")
+    return list(series.values())
+
+
 def _no_compose_cluster_running() -> None:
     import docker
 

@@ -113,6 +113,24 @@ def bench_setup_cmd(
     _print_series(f"machine: {machine()}", [bench_setup(runs, cold)])
 
 
+@app.command("app-build")
+@guarded
+def bench_app_build_cmd(
+    runs: int = typer.Option(3, "--runs", min=1, max=10),
+    apps: str = typer.Option("streams-count-sum,kafka-copier,flink-job", "--apps",
+                             help="Shipped apps, comma-separated (eos-chaos apps lists them); the four Streams apps share one build."),
+) -> None:
+    """Time each shipped app's first build from an empty cache: Maven's fetch and javac (median of --runs)."""
+    from harness.apps import SHIPPED
+    from harness.bench.infra import bench_app_build, machine
+
+    names = comma_list("--apps", apps)
+    unknown = [n for n in names if n not in SHIPPED]
+    if unknown:
+        raise ConfigError(f"--apps {','.join(unknown)}: no such shipped app; allowed: {', '.join(SHIPPED)}")
+    _print_series(f"machine: {machine()}", bench_app_build(names, runs))
+
+
 @app.command("images")
 @guarded
 def bench_images_cmd(runs: int = typer.Option(3, "--runs", min=1, max=10), kafka_version: str = KafkaVersion) -> None:

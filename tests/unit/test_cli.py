@@ -341,6 +341,12 @@ def test_bench_spark_on_a_standalone_cluster_wants_a_long_enough_run() -> None:
     assert r.exit_code == 2 and "--seconds 90 with --spark standalone: at least 150" in r.output, r.output
 
 
+def test_bench_app_build_refuses_an_app_that_is_not_shipped_naming_the_shipped() -> None:
+    r = cli("bench", "app-build", "--apps", "streams-count-sum,my-app", "--runs", "1")
+    assert r.exit_code == 2 and "--apps my-app: no such shipped app; allowed: streams-count-sum," in r.output, r.output
+    assert "flink-job" in r.output and "Traceback" not in r.output, r.output
+
+
 def test_running_out_of_memory_is_exit_2_and_names_the_spark_engine(capsys: pytest.CaptureFixture[str]) -> None:
     """A history too large for the default engine is an environment limit, not a bug."""
     import typer
