@@ -90,7 +90,7 @@ def test_the_digest_changes_with_the_inventory(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("old, new, want", [
     ("  net: {allowed: true, device: ens5}\n", "  net: {allowed: true, devise: ens5}\n",
-     "FILE:6: defaults.net.devise: unknown key (allowed: allowed, why_not, device, netns, peers); did you mean 'device'?"),
+     "FILE:6: defaults.net.devise: unknown key (allowed: allowed, chaos_mesh, why_not, device, netns, peers); did you mean 'device'?"),
     ("control: {docker: {container: eos-kafka-3}}", "control: {docker: {container: eos-kafka-3, tty: true}}",
      "FILE:19: nodes[2].control.docker.tty: unknown key (allowed: container, docker_host)"),
     ("name: every-kind\n", "name: every-kind\nport_base: 3\n", "FILE:2: port_base: unknown key (allowed: name,"),
@@ -139,7 +139,7 @@ def test_a_tls_listener_is_refused_naming_why(tmp_path: Path) -> None:
      "FILE:20: nodes[2].broker.docker: node 3: the docker preset drives the node's container from the control "
      "host; its control is local, not docker"),
     ("broker: {docker: container}", "broker: {docker: container, service: kafka}",
-     "FILE:20: nodes[2].broker: give one of service, process, docker (given: service, docker)"),
+     "FILE:20: nodes[2].broker: give one of service, process, docker, chaos_mesh (given: service, docker)"),
     ("client: \"10.0.0.11:9092\"", "client: \"10.0.0.11\"", "FILE:9: nodes[0].listeners.client: '10.0.0.11' is not host:port"),
     ("name: every-kind", "name: Every Kind", "FILE:1: name: 'Every Kind': 1 to 40 of a-z"),
     ("nodes:\n", "nodes: []\nx:\n", "FILE:8: nodes: List should have at least 1 item"),

@@ -142,6 +142,10 @@ class ProcessMatch(InventoryModel):
     start: str | None = None  # a command that starts it detached; without it, no fault that needs start
 
 
+#: A broker's presets, at most one a node.
+PRESETS = ("service", "process", "docker", "chaos_mesh")
+
+
 class BrokerControl(InventoryModel):
     """How the broker is stopped, killed, paused and started: one preset, or commands, or a preset
     with some of its actions replaced by commands."""
@@ -149,21 +153,24 @@ class BrokerControl(InventoryModel):
     service: str | None = None  # a systemd unit
     process: ProcessMatch | None = None
     docker: Literal["container"] | None = None  # the node's container, driven from the control host
+    # the node's pod (its kubectl control's namespace and pod, not said twice), killed by a Chaos Mesh
+    # PodChaos applied from the control host; no pause (Chaos Mesh has no SIGSTOP action; chaos_mesh.py)
+    chaos_mesh: Literal["pod"] | None = None
     commands: dict[Action, NodeCommand] = {}
 
     @model_validator(mode="after")
     def _one_preset(self) -> BrokerControl:
-        given = [k for k in ("service", "process", "docker") if getattr(self, k) is not None]
+        given = [k for k in PRESETS if getattr(self, k) is not None]
         if len(given) > 1:
-            raise ValueError(f"give one of service, process, docker (given: {', '.join(given)})")
+            raise ValueError(f"give one of {', '.join(PRESETS)} (given: {', '.join(given)})")
         if not given and "status" not in self.commands:
-            raise _invalid(("commands",), "without a preset (service, process, docker) the commands must say at "
+            raise _invalid(("commands",), f"without a preset ({', '.join(PRESETS)}) the commands must say at "
                                           "least `status` (how the harness tells up, down and paused apart)")
         return self
 
     @property
     def preset(self) -> str | None:
-        return "service" if self.service else "process" if self.process else "docker" if self.docker else None
+        return next((k for k in PRESETS if getattr(self, k) is not None), None)
 
 
 class PeerListeners(InventoryModel):
@@ -175,9 +182,11 @@ class PeerListeners(InventoryModel):
 
 
 class NetAccess(InventoryModel):
-    """Whether tc and iptables may run on the node, to cut or slow links between brokers."""
+    """Whether tc and iptables may run on the node, to cut or slow links between brokers; or whether
+    its links are cut by Chaos Mesh NetworkChaos resources instead (a kubectl node: ``chaos_mesh``)."""
 
     allowed: bool = False
+    chaos_mesh: bool = False  # partitions only, as NetworkChaos from the control host; allowed stays false
     why_not: str | None = None  # said when a fault needs it ("production VM, no root")
     device: Text = "eth0"  # tc's device
     netns: Literal["node", "container"] = "node"  # container: nsenter into it from the control host
@@ -336,12 +345,26 @@ def _resolve(defaults: NodeDefaults, n: InventoryNode, i: int, line: int = 0) ->
     if broker.docker and not control.docker:
         raise _invalid(("nodes", i, "broker", "docker"), f"node {n.id}: the docker preset drives the node's container "
                                                          f"from the control host; its control is {control.kind}, not docker")
+    _chaos_mesh_fits(n, i, control, broker, net)
     if net.netns == "container" and not control.docker:
         raise _invalid(("nodes", i, "net", "netns"), f"node {n.id}: netns container needs a docker control "
                                                      f"(its control is {control.kind})")
     return ResolvedNode(id=n.id, host=n.host, listeners=n.listeners, roles=n.roles, control=control, broker=broker,
                         net=net, kafka_home=n.kafka_home or _for_node(defaults.kafka_home, n),
                         metadata_log_dir=n.metadata_log_dir or _for_node(defaults.metadata_log_dir, n), line=line)
+
+
+def _chaos_mesh_fits(n: InventoryNode, i: int, control: NodeControl, broker: BrokerControl, net: NetAccess) -> None:
+    """Chaos Mesh acts on a pod, named by the node's kubectl control: nothing else names one."""
+    if broker.chaos_mesh and not control.kubectl:
+        raise _invalid(("nodes", i, "broker", "chaos_mesh"), f"node {n.id}: the chaos_mesh preset kills the node's pod "
+                                                             f"(its kubectl control); its control is {control.kind}, not kubectl")
+    if net.chaos_mesh and not control.kubectl:
+        raise _invalid(("nodes", i, "net", "chaos_mesh"), f"node {n.id}: net.chaos_mesh cuts links of the node's pod "
+                                                          f"(its kubectl control); its control is {control.kind}, not kubectl")
+    if net.chaos_mesh and net.allowed:
+        raise _invalid(("nodes", i, "net", "allowed"), f"node {n.id}: give net.allowed (tc and iptables on the node) or "
+                                                       "net.chaos_mesh (NetworkChaos), not both: a link is cut one way")
 
 
 def load(path: Path) -> Inventory:
