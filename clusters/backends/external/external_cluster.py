@@ -100,7 +100,8 @@ class ExternalCluster(Owned):
         #: the finalized feature levels read at the start (the runner reads them): what a heal restores
         self.levels_read: dict[str, int] = {}
         self.journal = HealJournal(folder_for(inv))
-        self.brokers = node_heal.brokers_of(inv, self.journal.folder.parent / "known_hosts")
+        self.tag = _chain_tag()  # names this run's iptables chains and Chaos Mesh resources
+        self.brokers = node_heal.brokers_of(inv, self.journal.folder.parent / "known_hosts", tag=self.tag)
         self.changes = NodeChanges(self.journal, self.brokers)
         self._side = Sidecars(self.run_dir, self._env, lambda: self.cluster_id)
         self._links: ExternalLinks | None = None
@@ -267,7 +268,7 @@ class ExternalCluster(Owned):
         their source nodes (iptables and tc, journaled: clusters/backends/external/links.py)."""
         if self._links is None:
             self._links = ExternalLinks(self.brokers, self.journal, self._side.toxiproxy(self.plan.toxiproxy_url),
-                                        _chain_tag())
+                                        self.tag)
         return self._links
 
     def restart_wire(self) -> None:
@@ -328,7 +329,9 @@ class ExternalCluster(Owned):
 
     def restart(self, node: int) -> None:
         """Start ``node`` again (stopping it first if it runs) and wait until it answers on its listener."""
-        if self.node_state(node) is not NodeState.DOWN:
+        if self._remade_after_kill(node):
+            pass  # the kill's heal: its StatefulSet made the pod again, a stop now would be a second fault
+        elif self.node_state(node) is not NodeState.DOWN:
             self._change(node, "stop")
         failed = self.changes.undo_node(node)
         if failed:
@@ -340,6 +343,13 @@ class ExternalCluster(Owned):
         address = self.direct_address(node)
         wait_until(lambda: probe.listener_problem(address, timeout=2.0) is None, timeout=NODE_START_TIMEOUT_S,
                    what=f"node {node} to accept connections on {address}")
+
+    def _remade_after_kill(self, node: int) -> bool:
+        """Whether ``node`` is a Chaos Mesh pod with a kill of ours open (its heal deletes the PodChaos
+        and waits for the pod Kubernetes makes again)."""
+        b = self._broker(node)
+        return b.node.broker.chaos_mesh is not None and any(
+            a.node == node and a.what == "kill" for a in self.journal.open_changes())
 
     def node_state(self, node: int) -> NodeState:
         state_now: NodeState = self._broker(node).state()

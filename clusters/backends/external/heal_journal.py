@@ -27,6 +27,7 @@ from typing import IO, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from clusters.backends.external import chaos_mesh
 from clusters.backends.external.inventory import Action, Inventory
 from clusters.backends.external.lifecycle import Broker
 from clusters.backends.external.transport import NodeCommandError
@@ -211,7 +212,12 @@ class NodeChanges:
         if action not in UNDO_ACTION:
             raise ClusterError(f"{action} is not a change the journal undoes (allowed: {', '.join(UNDO_ACTION)})")
         b = self.brokers[node]
-        change = self.journal.apply(node, action, (UndoStep(action=UNDO_ACTION[action]),), detail)
+        undo: tuple[UndoStep, ...] = (UndoStep(action=UNDO_ACTION[action]),)
+        if action == "kill" and b.node.broker.chaos_mesh and "kill" not in b.node.broker.commands:
+            # the PodChaos is deleted first, then the pod waited for (its StatefulSet makes it again)
+            undo = (UndoStep(run=chaos_mesh.kill_undo(b.tag, b.node), on="control"), *undo)
+            detail = {**(detail or {}), "chaos_mesh": "PodChaos", "name": chaos_mesh.kill_name(b.tag, b.node)}
+        change = self.journal.apply(node, action, undo, detail)
         ran = b.run(action, check=False)
         self.journal.mark(change, "done", rc=ran.rc)
         if ran.rc != 0:  # it stays open: whatever the command did is undone by the next heal

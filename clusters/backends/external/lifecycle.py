@@ -13,6 +13,7 @@ import re
 import shlex
 from dataclasses import dataclass
 
+from clusters.backends.external import chaos_mesh
 from clusters.backends.external.inventory import ACTIONS, Action, NodeCommand, ResolvedNode
 from clusters.backends.external.transport import Ran, Transport
 from clusters.backends.protocol import NodeState
@@ -86,9 +87,29 @@ def _docker_commands(container: str) -> dict[Action, NodeCommand]:
     }
 
 
-def node_commands(node: ResolvedNode) -> dict[Action, NodeCommand]:
+#: The tag a dry run's Chaos Mesh resources carry (a run's is its pid and start: external_cluster.py).
+DRY_RUN_TAG = "dryrun"
+
+
+def _chaos_mesh_commands(node: ResolvedNode, tag: str) -> dict[Action, NodeCommand]:
+    """The pod's StatefulSet makes it again after a kill or a stop: ``start`` has nothing to do but
+    let the caller wait for the status to say up. No pause and resume: Chaos Mesh has no SIGSTOP
+    action, and ``kill -STOP 1`` through kubectl exec does not stop a broker that is its container's
+    PID 1 (the kernel drops SIGSTOP sent to a namespace's init from inside it)."""
+    k = node.control.kubectl
+    assert k is not None  # the inventory refuses the preset without a kubectl control
+    return {
+        "kill": NodeCommand(run=chaos_mesh.kill_script(tag, node), on="control"),
+        "stop": NodeCommand(run=chaos_mesh.stop_script(k), on="control"),
+        "start": NodeCommand(run=": the pod's StatefulSet makes it again", on="control"),
+        "status": NodeCommand(run=chaos_mesh.status_script(k), on="control"),
+    }
+
+
+def node_commands(node: ResolvedNode, tag: str = DRY_RUN_TAG) -> dict[Action, NodeCommand]:
     """Every action ``node``'s broker can take, and what it runs where: its preset's, then the
-    inventory's own commands over them. An action missing here is one the node cannot take."""
+    inventory's own commands over them. An action missing here is one the node cannot take.
+    ``tag``: the run's, in the names of the Chaos Mesh resources it applies."""
     b = node.broker
     preset: dict[Action, NodeCommand] = {}
     if b.service:
@@ -97,6 +118,8 @@ def node_commands(node: ResolvedNode) -> dict[Action, NodeCommand]:
         preset = _process_commands(b.process.match, b.process.start)
     elif b.docker and node.control.docker:
         preset = _docker_commands(node.control.docker.container)
+    elif b.chaos_mesh and node.control.kubectl:
+        preset = _chaos_mesh_commands(node, tag)
     return {a: c for a in ACTIONS if (c := b.commands.get(a) or preset.get(a)) is not None}
 
 
@@ -128,10 +151,11 @@ class Broker:
     node: ResolvedNode
     on_node: Transport
     on_control: Transport
+    tag: str = DRY_RUN_TAG  # the run's: it names the Chaos Mesh resources this broker's faults apply
 
     def command(self, action: Action) -> NodeCommand | None:
         """What ``action`` runs (None: the inventory gives this node no way to do it)."""
-        return node_commands(self.node).get(action)
+        return node_commands(self.node, self.tag).get(action)
 
     def argv(self, action: Action) -> list[str]:
         """Exactly what ``action`` would run: what ``--dry-run`` prints."""

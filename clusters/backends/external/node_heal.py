@@ -11,7 +11,7 @@ from pathlib import Path
 from clusters.backends.external import transport
 from clusters.backends.external.heal_journal import HealJournal, UndoStep, folder_for, held, replay, undo
 from clusters.backends.external.inventory import Inventory
-from clusters.backends.external.lifecycle import Broker
+from clusters.backends.external.lifecycle import DRY_RUN_TAG, Broker
 from clusters.backends.external.links import sweep_net
 from clusters.backends.protocol import NodeState
 from harness.base.errors import HarnessError
@@ -26,16 +26,17 @@ class HealReport:
     kept: Path | None = None  # the healed journal, kept for audit
 
 
-def brokers_of(inv: Inventory, known_hosts: Path, dry_run: bool = False) -> dict[int, Broker]:
-    """Each node's broker, driven through its transports (printing instead of running, with ``dry_run``)."""
+def brokers_of(inv: Inventory, known_hosts: Path, dry_run: bool = False, tag: str = DRY_RUN_TAG) -> dict[int, Broker]:
+    """Each node's broker, driven through its transports (printing instead of running, with ``dry_run``);
+    ``tag``: the run's, in the names of the Chaos Mesh resources it applies."""
     out = {}
     for n in inv.resolved():
         on_node, on_control = transport.for_node(n, known_hosts), transport.control_for(n)
         if dry_run:
             out[n.id] = Broker(n, transport.DryRun(on_node, answer=lambda _: "up"),
-                               transport.DryRun(on_control, answer=lambda _: "up"))
+                               transport.DryRun(on_control, answer=lambda _: "up"), tag)
         else:
-            out[n.id] = Broker(n, on_node, on_control)
+            out[n.id] = Broker(n, on_node, on_control, tag)
     return out
 
 

@@ -11,11 +11,12 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from clusters.backends.external import chaos_mesh
 from clusters.backends.external.inventory import Inventory, ResolvedNode, split_host_port
 from clusters.backends.external.lifecycle import Broker
 from clusters.backends.external.transport import NodeCommandError, Ran, Transport
 from clusters.backends.protocol import NodeState
-from harness.base.errors import ClusterError, EnvironmentProblem
+from harness.base.errors import ClusterError, EnvironmentProblem, HarnessError
 
 #: A node answers ``true`` within this long or is unreachable (ssh's own connect timeout is 5 s).
 REACH_TIMEOUT_S = 10.0
@@ -125,6 +126,23 @@ def node_problems(node: ResolvedNode, broker: Broker, reach: Callable[[], str | 
     return [why] if why else []
 
 
+def chaos_mesh_problem(b: Broker) -> str | None:
+    """Why the node's Chaos Mesh faults cannot run (None: it uses none, or both CRDs are installed):
+    ``kubectl get crd`` from the control host, reading only."""
+    k = b.node.control.kubectl
+    if k is None or not chaos_mesh.uses_chaos_mesh(b.node):
+        return None
+    try:
+        ran = b.on_control.run(chaos_mesh.crd_script(k), check=False)
+    except HarnessError as exc:
+        return f"cannot ask for Chaos Mesh's CRDs: {exc}"
+    if ran.rc == 0:
+        return None
+    return (f"its inventory says chaos_mesh, and `{chaos_mesh.crd_script(k)}` exited {ran.rc}: Chaos Mesh's CRDs "
+            f"({', '.join(chaos_mesh.CRDS)}) are not installed, or not readable at that context: "
+            f"{(ran.err or ran.out).strip()[-300:]}")
+
+
 def preflight(inv: Inventory, brokers: dict[int, Broker], advertised: Callable[[str], SeenBrokers] = read_advertised) -> SeenBrokers:
     """What the cluster advertises, once every node is reachable, up, answering on its listener and
     advertising what the inventory says; EnvironmentProblem (exit 2) listing each node's problem
@@ -134,6 +152,7 @@ def preflight(inv: Inventory, brokers: dict[int, Broker], advertised: Callable[[
         found = list(pool.map(lambda n: node_problems(n, brokers[n.id], lambda: reach_problem(n, brokers[n.id].on_node)),
                               nodes))
     problems = [f"{n.where}: {p} ({inv.line_of_node(n.id)})" for n, ps in zip(nodes, found) for p in ps]
+    problems += [f"{n.where}: {p} ({inv.line_of_node(n.id)})" for n in nodes if (p := chaos_mesh_problem(brokers[n.id]))]
     seen = SeenBrokers({})
     if not problems:
         for n in nodes:
