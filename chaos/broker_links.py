@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from chaos import partitions
 from chaos.faults.base import FaultBase
-from clusters.backends.external.inventory import Inventory
+from clusters.backends.external.inventory import Inventory, ResolvedNode
 from clusters.backends.external.links import peer_of
 from clusters.backends.external.netfaults import NO_NODE_FORM
 from clusters.kafka.topology import CLIENT_SOURCE, Link, Topology
@@ -40,6 +40,18 @@ def broker_links_of(fault: FaultBase, topo: Topology) -> list[Link]:
     return out
 
 
+def _chaos_mesh_refusals(what: str, f: FaultBase, node: ResolvedNode, dsts: list[int], inv: Inventory,
+                         where: str) -> list[str]:
+    """A node whose links go through Chaos Mesh carries partitions only, to nodes that are pods."""
+    if f.kind != "partition":
+        return [f"{what}: node {node.id} cannot carry it on a link between brokers: its links go through Chaos Mesh "
+                f"(net.chaos_mesh), which the harness drives for partitions only (NetworkChaos delay is not built) "
+                f"({where})"]
+    return [f"{what}: node {node.id} cannot cut its link to node {d}: a NetworkChaos selects the target's pod, and node "
+            f"{d} has no kubectl control ({inv.line_of_node(d)})" for d in sorted(set(dsts))
+            if inv.node(d).control.kubectl is None]
+
+
 def broker_link_refusals(faults: Sequence[FaultBase], inv: Inventory) -> list[str]:
     """One line per fault and node that cannot carry it (empty: every fault can run), e.g.
     ``faults[3] (partition at 12s, listeners internal): node 2 cannot fault its links to other brokers:
@@ -52,6 +64,9 @@ def broker_link_refusals(faults: Sequence[FaultBase], inv: Inventory) -> list[st
         what = f"faults[{i}] ({f.kind} at {f.at:g}s, listeners {getattr(f, 'listeners', '?')})"
         for src in sorted({lk.src for lk in links}):
             node, where = inv.node(src), inv.line_of_node(src)
+            if node.net.chaos_mesh:
+                out += _chaos_mesh_refusals(what, f, node, [lk.dst for lk in links if lk.src == src], inv, where)
+                continue
             if not node.net.allowed:
                 why = node.net.why_not or "no why_not given"
                 out.append(f"{what}: node {src} cannot fault its links to other brokers: its inventory entry says "

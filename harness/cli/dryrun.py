@@ -49,6 +49,32 @@ def node_commands(sc: Scenario, seed: int, inventory: Path) -> list[dict[str, An
         nodes = [target] if isinstance(target, int) else list(brokers)
         out += [{"at": f.at, "fault": f.kind, "node": n, "action": a, "argv": brokers[n].argv(a)}  # type: ignore[arg-type]
                 for n in nodes for a in NEEDS[f.kind]]
+    # in time order, each cut beside its fault's other commands (a stable sort keeps the rest's order)
+    return sorted(out + _chaos_mesh_cuts(faults, brokers), key=lambda c: -1.0 if c["at"] is None else float(c["at"]))
+
+
+def _chaos_mesh_cuts(faults: list[Any], brokers: dict[int, Any]) -> list[dict[str, Any]]:
+    """The NetworkChaos each planned cut from a ``net.chaos_mesh`` node applies, and its delete (a
+    cut on tc/iptables is not printed: its rules depend on what the node resolves at the time)."""
+    from chaos.broker_links import broker_links_of
+    from clusters.backends.external import chaos_mesh
+    from clusters.backends.external.lifecycle import DRY_RUN_TAG
+    from clusters.kafka.topology import Topology
+
+    topo = Topology(node_ids=tuple(brokers))
+    out: list[dict[str, Any]] = []
+    for f in faults:
+        for lk in broker_links_of(f, topo):
+            src, dst = brokers[lk.src], brokers[lk.dst]
+            k, target = src.node.control.kubectl, dst.node.control.kubectl
+            if not src.node.net.chaos_mesh or k is None or target is None:
+                continue
+            name = chaos_mesh.cut_name(DRY_RUN_TAG, lk.name)
+            apply = chaos_mesh.apply_script(k, chaos_mesh.partition_manifest(name, k, target))
+            delete = chaos_mesh.delete_script(k, "NetworkChaos", name, k.namespace)
+            out += [{"at": f.at, "fault": f.kind, "node": lk.src, "action": f"cut {lk.name}", "argv": src.on_control.argv(apply)},
+                    {"at": f.at + f.duration, "fault": f.kind, "node": lk.src, "action": f"heal {lk.name}",
+                     "argv": src.on_control.argv(delete)}]
     return out
 
 

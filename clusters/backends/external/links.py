@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from clusters.backends.external import netfaults
+from clusters.backends.external import chaos_mesh, netfaults
 from clusters.backends.external.heal_journal import HealJournal, UndoStep
 from clusters.backends.external.inventory import ResolvedNode, split_host_port
 from clusters.backends.external.lifecycle import Broker
@@ -33,8 +33,8 @@ from harness.base.errors import FaultError, HarnessError
 BROKER_LINK = re.compile(r"n(?P<src>\d+)-to-n(?P<dst>\d+)-(?P<listener>internal|controller)")
 CLIENT_LINK = re.compile(r"client-to-n\d+")
 #: The heal journal's kinds of change on a node's network.
-NET_CHAIN, TC_ROOT = "net-chain", "tc-root"
-NET_WHATS = (NET_CHAIN, TC_ROOT)
+NET_CHAIN, TC_ROOT, NET_MESH = "net-chain", "tc-root", "network-chaos"
+NET_WHATS = (NET_CHAIN, TC_ROOT)  # what sweep_net finds on a node (a NetworkChaos is not on one)
 #: chaos/toxics.py names its toxics ``eos-<kind>-<stream>[-<tag>]``.
 _TOXIC_NAME = re.compile(r"eos-(?P<kind>[a-z-]+?)-(?P<stream>upstream|downstream)(?:-|$)")
 #: A toxic's kind from its Toxiproxy type, when its name does not say (``timeout``: by stream).
@@ -69,6 +69,7 @@ class _Change:
     node: int
     id: int
     clear: str
+    on_control: bool = False  # a Chaos Mesh resource: deleted by the control host's kubectl
 
 
 @dataclass
@@ -137,6 +138,37 @@ class ExternalLinks:
                              f"net.peers names none: the harness does not know where the link goes")
         return src, peer
 
+    def _by_chaos_mesh(self, link: str) -> bool:
+        m = BROKER_LINK.fullmatch(link)
+        src = self.brokers.get(int(m["src"])) if m else None
+        return src is not None and src.node.net.chaos_mesh
+
+    def _mesh_cut(self, link: str) -> None:
+        """``link`` cut by a NetworkChaos partition from its source pod to its target pod, journaled
+        first; a pod pair has one cut (Chaos Mesh's partition holds every port of the pair)."""
+        m = BROKER_LINK.fullmatch(link)
+        assert m is not None  # _by_chaos_mesh matched it
+        src, dst = self.brokers[int(m["src"])], self.brokers.get(int(m["dst"]))
+        if (link, "cut") in self._chains:
+            return
+        if dst is None or dst.node.control.kubectl is None:
+            raise FaultError(f"{link}: a NetworkChaos selects the target's pod, and node {m['dst']} "
+                             + ("is not in the inventory" if dst is None else f"has no kubectl control ({dst.node.where})"))
+        k, name = src.node.control.kubectl, chaos_mesh.cut_name(self.tag, link)
+        assert k is not None  # the inventory refuses net.chaos_mesh without kubectl
+        clear = chaos_mesh.delete_script(k, "NetworkChaos", name, k.namespace)
+        detail = {"link": link, "fault": "partition", "chaos_mesh": "NetworkChaos", "name": name}
+        c = _Change(src.node.id, self.journal.apply(src.node.id, NET_MESH, (UndoStep(run=clear, on="control"),), detail),
+                    clear, on_control=True)
+        ran = src.on_control.run(chaos_mesh.apply_script(k, chaos_mesh.partition_manifest(name, k, dst.node.control.kubectl)),
+                                 check=False)
+        self.journal.mark(c.id, "done", rc=ran.rc)
+        if ran.rc != 0:
+            self._undo(c)
+            raise FaultError(f"{src.node.where}: applying NetworkChaos {name} for {link} failed (exit {ran.rc}): "
+                             f"{(ran.err or ran.out).strip()[-400:]}")
+        self._chains[(link, "cut")] = c
+
     def _run(self, b: Broker, script: str, gone_ok: bool = False) -> Ran:
         on, wrapped = netfaults.placed(b.node, script, gone_ok)
         return (b.on_control if on == "control" else b.on_node).run(wrapped, check=False)
@@ -154,7 +186,8 @@ class ExternalLinks:
         return c
 
     def _undo(self, c: _Change) -> None:
-        ran = self._run(self.brokers[c.node], c.clear, gone_ok=True)
+        b = self.brokers[c.node]
+        ran = b.on_control.run(c.clear, check=False) if c.on_control else self._run(b, c.clear, gone_ok=True)
         if ran.rc != 0:
             self.journal.mark(c.id, "undo-failed", rc=ran.rc, err=(ran.err or ran.out)[-600:])
             raise FaultError(f"{self.brokers[c.node].node.where}: undoing change {c.id} failed (exit {ran.rc}): "
@@ -177,7 +210,9 @@ class ExternalLinks:
             self._toxiproxy(name).set_enabled(name, enabled)
             return
         with self._lock:
-            if not enabled:
+            if not enabled and self._by_chaos_mesh(name):
+                self._mesh_cut(name)
+            elif not enabled:
                 self._chain(name, "cut", "partition", netfaults.cut_script)
             elif (c := self._chains.pop((name, "cut"), None)) is not None:
                 self._undo(c)
@@ -189,6 +224,9 @@ class ExternalLinks:
         if CLIENT_LINK.fullmatch(proxy):
             return self._toxiproxy(proxy).add_toxic(proxy, kind, attributes, stream=stream, toxicity=toxicity, name=name)
         fault = toxic_kind(kind, stream, toxic)
+        if self._by_chaos_mesh(proxy):
+            raise FaultError(f"{proxy}: its source node's links go through Chaos Mesh (net.chaos_mesh), which the "
+                             f"harness drives for partitions only; {fault} is not built for it")
         if fault in netfaults.NO_NODE_FORM:
             raise FaultError(f"{proxy}: {netfaults.NO_NODE_FORM[fault]}")
         if toxicity != 1.0:
@@ -245,10 +283,11 @@ class ExternalLinks:
         if self.client:
             self.client.recreate(specs)
         with self._lock:
+            left = self._undo_mesh()  # a NetworkChaos is on no node's iptables: deleted by its name
             self._chains.clear()
             self._covered.clear()
             self._tcs.clear()
-            _, left = sweep_net(self.brokers)
+            left += sweep_net(self.brokers)[1]
             if not left:
                 for a in self.journal.open_changes():
                     if a.what in NET_WHATS:
@@ -260,8 +299,22 @@ class ExternalLinks:
         """What is still faulted: Toxiproxy's disabled proxies and toxics, and every chain and qdisc of
         ours that a node's ``iptables -S``/``tc qdisc show`` lists (empty: healed)."""
         found = self.client.unhealed() if self.client else []
+        found += [f"{self.brokers[c.node].node.where}: left: NetworkChaos of change {c.id}"
+                  for c in self._chains.values() if c.on_control]
         did, left = sweep_net(self.brokers, remove=False)
         return found + [line for line in did if ": left: " in line] + left
+
+    def _undo_mesh(self) -> list[str]:
+        """Every NetworkChaos of this run deleted; what could not be."""
+        failed = []
+        for key, c in list(self._chains.items()):
+            if c.on_control:
+                try:
+                    self._undo(c)
+                    del self._chains[key]
+                except HarnessError as exc:
+                    failed.append(str(exc))
+        return failed
 
     # -- tc -----------------------------------------------------------------------------------------
     def _tc_add(self, link: str, toxic: str, fault: str, attributes: dict[str, Any]) -> None:
