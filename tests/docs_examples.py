@@ -32,7 +32,11 @@ from tests.doc_links import ROOT, pages, shown
 MARKERS = {"chaos": "needs a real cluster: run by tests/chaos/test_docs_examples.py, only compiled otherwise",
            "inventory": "a YAML block that is an external cluster's inventory: loaded by the inventory loader, "
                         "not the scenario loader",
-           "workflow": "a CI workflow (YAML with jobs): each step's run: lines are checked as a sh block"}
+           "workflow": "a CI workflow (YAML with jobs): each step's run: lines are checked as a sh block",
+           "manifest": "a Kubernetes manifest the harness applies (Chaos Mesh): tests/unit/test_chaos_mesh.py holds "
+                       "it equal to what the harness renders"}
+#: The markers of YAML blocks that are not scenarios.
+YAML_MARKERS = ("inventory", "workflow", "manifest")
 #: A CI expression (``${{ matrix.shard }}``): the CI puts a value there before the shell runs.
 _CI_EXPRESSION = re.compile(r"\$\{\{[^}]*\}\}")
 _MARKER = re.compile(r"<!--\s*example:\s*(\S*)\s*-->")
@@ -117,9 +121,9 @@ def language_problems(block: Block) -> list[str]:
     if block.lang not in LANGUAGES:
         return [f"{block}: the fence says {block.lang or 'no language'!r}; say one of {', '.join(LANGUAGES)} "
                 "(text for output and diagrams), so the example is checked as what it is"]
-    if block.marker in ("inventory", "workflow") and block.lang != "yaml":
+    if block.marker in YAML_MARKERS and block.lang != "yaml":
         return [f"{block}: {'an' if block.marker == 'inventory' else 'a'} {block.marker} example is YAML; this one is {block.lang}"]
-    if block.marker not in (None, "inventory", "workflow") and block.lang != "python":
+    if block.marker not in (None, *YAML_MARKERS) and block.lang != "python":
         return [f"{block}: only python examples are run against a cluster; this one is {block.lang}"]
     return []
 
@@ -320,6 +324,8 @@ def yaml_problems(block: Block, tmp: Path) -> list[str]:
         data = yaml.safe_load(block.code)
     except yaml.YAMLError as exc:
         return [f"{block}: not YAML: {exc}"]
+    if block.marker == "manifest":  # what it must equal is tests/unit/test_chaos_mesh.py's
+        return []
     filled, why = as_scenario(data)
     if filled is None:
         return [f"{block}: {why}"]
