@@ -38,9 +38,12 @@ def _node_refusals(fault: Any, caps: Capabilities, topo: Topology) -> list[str]:
     for n in nodes:
         missing = [a for a in NEEDS[fault.kind] if a not in caps.actions(n)]
         if missing:
-            where = caps.nodes[n].where if n in caps.nodes else f"node {n}"
-            out.append(f"{fault.kind} (target {target}): node {n} cannot {', '.join(missing)} its broker: its "
-                       f"inventory entry gives no preset that does and no `commands.{missing[0]}` ({where})")
+            node = caps.nodes.get(n)
+            where = node.where if node else f"node {n}"
+            why = node.why_not.get(missing[0]) if node else None
+            out.append(f"{fault.kind} (target {target}): node {n} cannot {', '.join(missing)} its broker: "
+                       + (why or f"its inventory entry gives no preset that does and no `commands.{missing[0]}`")
+                       + f" ({where})")
     return out
 
 

@@ -12,10 +12,12 @@ ALL_ACTIONS = frozenset({"kill", "stop", "pause", "resume", "start", "status"})
 
 @dataclass(frozen=True)
 class NodeCapabilities:
-    """One node: the broker actions it can take, and where its inventory describes it (file:line)."""
+    """One node: the broker actions it can take, where its inventory describes it (file:line), and
+    why its preset cannot take an action, where it says (the refusal quotes it)."""
 
     actions: frozenset[str] = ALL_ACTIONS
     where: str = ""
+    why_not: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

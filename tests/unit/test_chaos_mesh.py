@@ -227,7 +227,8 @@ def test_pause_and_latency_through_chaos_mesh_are_refused_at_load_and_kill_and_p
     assert _refusals(tmp_path, "  - {kind: partition, at: 5, duration: 5, partition: isolate-node, "
                                "listeners: internal}\n") == []
     pause = _refusals(tmp_path, "  - {kind: pause, at: 5, duration: 5, target: 1}\n")
-    assert len(pause) == 1 and "node 1 cannot pause, resume" in pause[0], pause
+    assert len(pause) == 1 and "node 1 cannot pause, resume its broker: the chaos_mesh preset has no pause: Chaos " \
+        "Mesh has no SIGSTOP action" in pause[0] and "pods.yaml:7)" in pause[0], pause
     latency = _refusals(tmp_path, "  - {kind: latency, at: 5, duration: 5, partition: isolate-node, "
                                   "listeners: internal}\n")
     assert latency and all("partitions only (NetworkChaos delay is not built)" in x for x in latency), latency

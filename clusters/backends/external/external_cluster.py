@@ -23,7 +23,7 @@ from clusters.backends.external import inventory as inventory_file
 from clusters.backends.external import node_heal, probe
 from clusters.backends.external.heal_journal import HealJournal, NodeChanges, folder_for, replay
 from clusters.backends.external.inventory import Inventory
-from clusters.backends.external.lifecycle import node_commands
+from clusters.backends.external.lifecycle import node_commands, why_not
 from clusters.backends.external.links import ExternalLinks
 from clusters.backends.external.proxy_plan import EXTERNAL_PORT_BASE, ExternalPlan
 from clusters.backends.protocol import HEALTHY_TIMEOUT_S, NODE_START_TIMEOUT_S, ClusterStatus, NodeState, NodeStatus, Owned
@@ -57,7 +57,8 @@ def _chain_tag() -> str:
 
 def capabilities(inv: Inventory) -> Capabilities:
     """What faults the inventory lets a run make (read only; chaos.fault_refusals checks faults against it)."""
-    nodes = {n.id: NodeCapabilities(frozenset(node_commands(n)), inv.line_of_node(n.id)) for n in inv.resolved()}
+    nodes = {n.id: NodeCapabilities(frozenset(node_commands(n)), inv.line_of_node(n.id), why_not(n))
+             for n in inv.resolved()}
     lacking = [n for n in inv.resolved() if "controller" in n.roles and not n.metadata_log_dir]
     why = None
     if lacking:

@@ -106,6 +106,19 @@ def _chaos_mesh_commands(node: ResolvedNode, tag: str) -> dict[Action, NodeComma
     }
 
 
+#: Why the chaos_mesh preset takes no pause (a refusal says it; _chaos_mesh_commands says more).
+CHAOS_MESH_NO_PAUSE = ("the chaos_mesh preset has no pause: Chaos Mesh has no SIGSTOP action, and `kill -STOP 1` "
+                       "through kubectl exec does not stop a broker that is its container's PID 1; give "
+                       "`commands.pause` and `commands.resume` if yours is not")
+
+
+def why_not(node: ResolvedNode) -> dict[str, str]:
+    """Why ``node``'s preset cannot take an action the inventory gives no command for, where it says."""
+    if node.broker.chaos_mesh:
+        return {a: CHAOS_MESH_NO_PAUSE for a in ("pause", "resume") if a not in node.broker.commands}
+    return {}
+
+
 def node_commands(node: ResolvedNode, tag: str = DRY_RUN_TAG) -> dict[Action, NodeCommand]:
     """Every action ``node``'s broker can take, and what it runs where: its preset's, then the
     inventory's own commands over them. An action missing here is one the node cannot take.
