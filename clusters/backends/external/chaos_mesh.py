@@ -77,8 +77,9 @@ def kill_name(tag: str, node: ResolvedNode) -> str:
 
 
 def kill_script(tag: str, node: ResolvedNode) -> str:
-    """The kill: last run's PodChaos of that name deleted (a PodChaos kills once, when it is made),
-    then this one applied."""
+    """The kill: an earlier kill's PodChaos of that name (this run's, this node's) deleted, since a
+    PodChaos kills once, when it is made, and one applied again unchanged would do nothing; then
+    this one applied."""
     k = _kubectl_of(node)
     name = kill_name(tag, node)
     return f"{delete_script(k, 'PodChaos', name, k.namespace)} && {apply_script(k, pod_kill_manifest(name, k))}"
