@@ -96,7 +96,8 @@ said_at_the_end() {
     local log
     for log in "$unit_log" "$unit_alone_log" "$chaos_log" results/chaos-compose.log; do
         [ -f "$log" ] || continue
-        grep -E '^(FAILED|ERROR) |^=+ .*\b(passed|failed|errors?|skipped|deselected|no tests ran)\b.* =+$' "$log" |
+        # pytest's summary lines name a test file; a captured log's "ERROR    kafka..." lines do not
+        grep -E '^(FAILED|ERROR) [^ ]+\.py|^=+ .*\b(passed|failed|errors?|skipped|deselected|no tests ran)\b.* =+$' "$log" |
             sed "s|^|  ${log#results/}: |"
     done
 }
@@ -126,7 +127,7 @@ parallel | beside)
     cat "$unit_log"
     if [ "$TEST_PARTS" = beside ] && [ $unit = 1 ]; then
         echo "---- make test: these unit tests failed beside the real-cluster tests; they run again alone, at full CPU share:"
-        grep -E '^(FAILED|ERROR) ' "$unit_log" | sed 's/^/  /'
+        grep -E '^(FAILED|ERROR) [^ ]+\.py' "$unit_log" | sed 's/^/  /'
         unit=0
         "$BIN/pytest" -m 'not chaos and not library' --lf --lfnf=none -o cache_dir="$unit_cache" \
             ${JUNIT:+--junitxml="$JUNIT-unit-alone.xml"} "${args[@]}" 2>&1 | tee "$unit_alone_log"
