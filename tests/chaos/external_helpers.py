@@ -20,6 +20,7 @@ from typing import Any
 
 import psutil
 
+from clusters.backends.external.proxy_plan import EXTERNAL_PORT_BASE
 from clusters.kafka.topology import Listener, Topology
 from tests.chaos.cli_helpers import run
 from tests.sshd import SshServer
@@ -27,7 +28,7 @@ from tests.sshd import SshServer
 #: Away from the session cluster (19092) and the killed-runner tests' (19192).
 UNDER_PORT_BASE = 19592
 #: The proxies in front of it: the external backend's own default.
-PROXY_PORT_BASE = 39092
+PROXY_PORT_BASE = EXTERNAL_PORT_BASE
 #: ``cluster up`` of a local cluster: ~30 s on 2 cores, more under load.
 UP_TIMEOUT_S = 300.0
 

@@ -15,7 +15,7 @@ from clusters.backends.artifacts import build_servers
 from clusters.backends.external.proxy_plan import ExternalPlan
 from clusters.backends.sidecars import Sidecars
 
-#: Clear of every cluster's ports (19092, 19192, 19592, 29092, 39092 and the APIs below them).
+#: Clear of every cluster's ports (19092, 19192, 19592, 29092, 31092 and the APIs below them).
 PORT_BASE = 45092
 
 

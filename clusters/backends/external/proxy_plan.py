@@ -13,8 +13,11 @@ from clusters.backends.sidecars import WireHop
 from clusters.toxiproxy.toxiproxy_api import ProxySpec
 
 #: The external backend's first port (``EOS_CHAOS_PORT_BASE`` / ``--port-base`` move it): clear of
-#: the local (19092) and compose (29092) backends', so a cluster of each can run beside it.
-EXTERNAL_PORT_BASE = 39092
+#: the local (19092) and compose (29092) backends', so a cluster of each can run beside it, and
+#: below the kernel's ephemeral ports (Linux: 32768 up): at 39092 a busy machine's outgoing
+#: connection held the proxy's port now and then, and the run could not start ("already in use",
+#: no listener to name; `make test`'s run 56).
+EXTERNAL_PORT_BASE = 31092
 #: The Toxiproxy API sits this far below the port base, as on the local backend (18474 at 19092).
 API_BELOW_BASE = 618
 HOST = "127.0.0.1"
