@@ -24,7 +24,10 @@ mkdir -p results
 unit_log=results/unit-tests.log
 chaos_log=results/chaos-tests.log  # the local backend's, or every selected backend's in one session
 unit_alone_log=results/unit-tests-alone.log  # beside: the unit tests that failed there, run again alone
-rm -f "$unit_log" "$unit_alone_log" "$chaos_log" results/chaos-compose.log
+compose_log=results/chaos-compose.log  # side by side: the compose backend's own session
+rm -f "$unit_log" "$unit_alone_log" "$chaos_log" "$compose_log"
+# pytest's summary line of a failed test: it names a test file (a captured log's "ERROR    kafka..." does not)
+failed_line='^(FAILED|ERROR) [^ ]+\.py'
 # the unit part's own cache: the two parts' last-failed lists must not overwrite each other
 unit_cache=.pytest_cache/unit-part
 
@@ -61,7 +64,7 @@ chaos_part() {
         chaos_tests ${JUNIT:+--junitxml="$JUNIT-chaos.xml"} 2>&1 | tee "$chaos_log"
         return "${PIPESTATUS[0]}"
     fi
-    local compose_log=results/chaos-compose.log rc=0 crc=0 others=${backends//,local,/,}
+    local rc=0 crc=0 others=${backends//,local,/,}
     others=${others//,compose,/,}
     echo "make test: the compose backend's real-cluster tests run beside the local backend's; their output: $compose_log"
     # exec: a SIGTERM to this background job reaches pytest itself (which takes it as Ctrl-C)
@@ -94,10 +97,9 @@ chaos_part() {
 said_at_the_end() {
     echo "---- make test: how each part's pytest sessions ended (their logs in results/):"
     local log
-    for log in "$unit_log" "$unit_alone_log" "$chaos_log" results/chaos-compose.log; do
+    for log in "$unit_log" "$unit_alone_log" "$chaos_log" "$compose_log"; do
         [ -f "$log" ] || continue
-        # pytest's summary lines name a test file; a captured log's "ERROR    kafka..." lines do not
-        grep -E '^(FAILED|ERROR) [^ ]+\.py|^=+ .*\b(passed|failed|errors?|skipped|deselected|no tests ran)\b.* =+$' "$log" |
+        grep -E "$failed_line"'|^=+ .*\b(passed|failed|errors?|skipped|deselected|no tests ran)\b.* =+$' "$log" |
             sed "s|^|  ${log#results/}: |"
     done
 }
@@ -127,7 +129,7 @@ parallel | beside)
     cat "$unit_log"
     if [ "$TEST_PARTS" = beside ] && [ $unit = 1 ]; then
         echo "---- make test: these unit tests failed beside the real-cluster tests; they run again alone, at full CPU share:"
-        grep -E '^(FAILED|ERROR) [^ ]+\.py' "$unit_log" | sed 's/^/  /'
+        grep -E "$failed_line" "$unit_log" | sed 's/^/  /'
         unit=0
         "$BIN/pytest" -m 'not chaos and not library' --lf --lfnf=none -o cache_dir="$unit_cache" \
             ${JUNIT:+--junitxml="$JUNIT-unit-alone.xml"} "${args[@]}" 2>&1 | tee "$unit_alone_log"
