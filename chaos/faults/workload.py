@@ -51,8 +51,8 @@ class KillWorkload(_WorkloadFault):
     in_transaction: bool = False
 
     def apply(self, ctx: FaultContext) -> Heal:
-        facts = await_open_transaction(ctx) if self.in_transaction else {}
-        names = self._hit(ctx, ctx.control.kill, **facts)
+        facts = await_open_transaction(ctx, self.workloads(ctx.control)) if self.in_transaction else {}
+        names = self._hit(ctx, ctx.control.kill, **facts)  # a frozen instance is killed as it is
         killed = time.monotonic()
 
         # The left-open listing stays here, not in the ordinary end record (``ctx.end``, made once
@@ -96,16 +96,26 @@ IN_TRANSACTION_WAIT_S = 20.0
 IN_TRANSACTION_BOUND_S = 90.0
 #: Between two listings while waiting: each asks every broker, tens of milliseconds
 IN_TRANSACTION_POLL_S = 0.05
+#: Once a listing shows every id open, the instances to be killed are frozen and the listing asked
+#: again, after this long: what they sent before the stop (an EndTxn already on the wire) reaches
+#: its coordinator and is applied, so a listing that still shows every id open shows theirs as it
+#: will be at the kill. Without the freeze, an instance committing every 100 ms ended its transaction
+#: between the listing and the kill on a loaded machine (both word-count kills of a `make test` run).
+IN_TRANSACTION_SETTLE_S = 0.3
 
 
-def await_open_transaction(ctx: FaultContext) -> dict[str, object]:
+def await_open_transaction(ctx: FaultContext, names: list[str]) -> dict[str, object]:
     """Wait, ``IN_TRANSACTION_WAIT_S`` at most (or until the run stops), until every transactional.id
     of the app's (``TargetDefaults.transactional_id``, ``{id}*``) that its coordinators know has a
-    transaction open: then the instance about to be killed has one, whichever it is (a Kafka Streams
-    instance's ids hold its process id, which the harness does not know). The start record's
-    ``in_transaction``: the ids open then and every id known (``open`` short of ``known`` when the
-    wait ran out: the kill lands all the same), how long it waited, and how much of that no id was
-    listed after some had been (``coordinators_away_s``: not counted against the wait, up to
+    transaction open, and still has with the processes ``names`` frozen (SIGSTOP): then the instance
+    about to be killed has one, whichever it is (a Kafka Streams instance's ids hold its process id,
+    which the harness does not know), and cannot end it before the kill. They are left frozen for the
+    kill then; after a listing that does not confirm, resumed and the wait goes on.
+
+    The start record's ``in_transaction``: the ids open then and every id known (``open`` short of
+    ``known`` when the wait ran out: the kill lands all the same, nothing frozen), how long it waited,
+    how many times it froze the instances (``freezes``), and how much of the wait no id was listed
+    after some had been (``coordinators_away_s``: not counted against the wait, up to
     ``IN_TRANSACTION_BOUND_S`` in all). Nothing for a workload whose ids are not an app's."""
     prefix = ctx.defaults.transactional_id
     if not prefix or not prefix.endswith("*"):
@@ -113,23 +123,47 @@ def await_open_transaction(ctx: FaultContext) -> dict[str, object]:
     t0 = last = time.monotonic()
     seen = False  # a listing showed some of the app's ids
     away = 0.0  # seconds in which listings showed none of them after one had (IN_TRANSACTION_BOUND_S)
-    while True:
-        try:
-            states = targets.transaction_states(ctx.cluster.direct_bootstrap, prefix[:-1])
-        except Exception as exc:  # noqa: BLE001 - a record of the fault, never a reason for it to fail
-            return {"in_transaction": {"open": [], "error": f"{type(exc).__name__}: {exc}",
-                                       "waited_s": round(time.monotonic() - t0, 3)}}
-        now = time.monotonic()
-        if not states and seen:
-            away += now - last
-        seen, last = seen or bool(states), now
-        found = sorted(t for t, state in states.items() if state == targets.ONGOING)
-        waited = round(now - t0, 3)
-        budget = min(IN_TRANSACTION_WAIT_S + away, IN_TRANSACTION_BOUND_S)
-        if (found and len(found) == len(states)) or waited >= budget or ctx.stop.is_set():
-            return {"in_transaction": {"open": found, "known": sorted(states), "waited_s": waited,
-                                       **({"coordinators_away_s": round(away, 3)} if away else {})}}
-        time.sleep(IN_TRANSACTION_POLL_S)
+    frozen, freezes = False, 0
+    try:
+        while True:
+            try:
+                states = targets.transaction_states(ctx.cluster.direct_bootstrap, prefix[:-1])
+            except Exception as exc:  # noqa: BLE001 - a record of the fault, never a reason for it to fail
+                return {"in_transaction": {"open": [], "error": f"{type(exc).__name__}: {exc}",
+                                           "waited_s": round(time.monotonic() - t0, 3), "freezes": freezes}}
+            now = time.monotonic()
+            if not states and seen:
+                away += now - last
+            seen, last = seen or bool(states), now
+            found = sorted(t for t, state in states.items() if state == targets.ONGOING)
+            every_open = bool(found) and len(found) == len(states)
+            if every_open and names and not frozen:  # confirm it with them frozen
+                _freeze(ctx, names, True)
+                frozen, freezes = True, freezes + 1
+                ctx.stop.wait(IN_TRANSACTION_SETTLE_S)
+                continue
+            waited = round(now - t0, 3)
+            budget = min(IN_TRANSACTION_WAIT_S + away, IN_TRANSACTION_BOUND_S)
+            if every_open or waited >= budget or ctx.stop.is_set():
+                if frozen and not every_open:
+                    _freeze(ctx, names, False)
+                    frozen = False
+                return {"in_transaction": {"open": found, "known": sorted(states),
+                                           "waited_s": waited, "freezes": freezes,
+                                           **({"coordinators_away_s": round(away, 3)} if away else {})}}
+            if frozen:
+                _freeze(ctx, names, False)
+                frozen = False
+            time.sleep(IN_TRANSACTION_POLL_S)
+    except BaseException:
+        if frozen:  # never left frozen by a wait that did not end in the kill
+            _freeze(ctx, names, False)
+        raise
+
+
+def _freeze(ctx: FaultContext, names: list[str], stop: bool) -> None:
+    for name in names:
+        (ctx.control.pause if stop else ctx.control.resume)(name)
 
 
 def left_open(ctx: FaultContext, killed: float) -> dict[str, object]:

@@ -327,7 +327,8 @@ def _signal_group(p: subprocess.Popen[bytes], sig: signal.Signals) -> None:
 
 
 def _kill_group(p: subprocess.Popen[bytes]) -> None:
-    """SIGKILL ``p``'s whole group (resumed first: a frozen process must be able to die) and reap ``p``."""
-    _signal_group(p, signal.SIGCONT)
+    """SIGKILL ``p``'s whole group and reap ``p``. A frozen process dies of it as it is (no SIGCONT
+    first: one frozen for an in-transaction kill must not run on, even for a moment, and end its
+    transaction before it dies)."""
     _signal_group(p, signal.SIGKILL)
     p.wait(timeout=procs.KILL_WAIT_S)

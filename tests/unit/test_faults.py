@@ -603,13 +603,19 @@ def test_a_kills_left_open_listing_comes_once_after_every_kill_and_before_any_re
 def test_an_in_transaction_kill_of_an_app_waits_until_its_transactions_are_open_then_kills(
         tmp_path: Path, events: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """``in_transaction``: the kill lands once every transactional.id of the app has a transaction
-    open at its coordinator (so the instance killed has one), and its start record says which and
-    after how long; with none in time it lands all the same and says so (a schedule never stalls)."""
+    open at its coordinator, and still has with the instance frozen (so the instance killed has one
+    and cannot end it first), and its start record says which and after how long; a freeze that
+    does not confirm it is undone and the wait goes on; with none in time it lands all the same and
+    says so (a schedule never stalls)."""
     from chaos import targets
     from chaos.faults import workload
 
-    answers = iter([{}, {"app-r1-a-1": "CompleteCommit", "app-r1-b-1": "Ongoing"},
-                    {"app-r1-a-1": "Ongoing", "app-r1-b-1": "Ongoing"}])
+    both_open = {"app-r1-a-1": "Ongoing", "app-r1-b-1": "Ongoing"}
+    answers = iter([{}, {"app-r1-a-1": "CompleteCommit", "app-r1-b-1": "Ongoing"}, both_open,
+                    # frozen: one had ended its transaction between the listing and the freeze (as in
+                    # a loaded `make test`, where both word-count kills then left nothing open)
+                    {"app-r1-a-1": "CompleteCommit", "app-r1-b-1": "Ongoing"},
+                    both_open, both_open])  # open, and frozen still open: the kill
     asked: list[str] = []
 
     def states(bootstrap: str, prefix: str) -> dict[str, str]:
@@ -619,15 +625,19 @@ def test_an_in_transaction_kill_of_an_app_waits_until_its_transactions_are_open_
     monkeypatch.setattr(targets, "transaction_states", states)
     monkeypatch.setattr(targets, "open_transactions", lambda b, p, o: ["app-r1-a-1"])
     monkeypatch.setattr(workload, "IN_TRANSACTION_POLL_S", 0.0)
+    monkeypatch.setattr(workload, "IN_TRANSACTION_SETTLE_S", 0.0)
     control = FakeControl({"app": ["app-0"]})
     nem = Nemesis(FakeCluster(), control, Recorder(tmp_path, "nemesis"),  # type: ignore[arg-type]
                   defaults=TargetDefaults(transactional_id="app-r1-*"))
     run_one(nem, kind="kill-workload", workload="app", in_transaction=True)
     start, stop = [e for e in events() if e["kind"] == "kill-workload"]
-    assert asked == ["app-r1-"] * 3  # listed until every id had one open (one of two was not enough)
+    assert asked == ["app-r1-"] * 6  # listed until every id had one open, frozen or not
     assert start["in_transaction"]["open"] == ["app-r1-a-1", "app-r1-b-1"] == start["in_transaction"]["known"]
+    assert start["in_transaction"]["freezes"] == 2
     assert stop["open_transactions"] == ["app-r1-a-1"]
-    assert control.calls == [("kill", "app-0"), ("restart", "app-0")]
+    # killed frozen, never resumed first; the first freeze undone
+    assert control.calls == [("pause", "app-0"), ("resume", "app-0"), ("pause", "app-0"), ("kill", "app-0"),
+                             ("restart", "app-0")]
 
     monkeypatch.setattr(targets, "transaction_states", lambda b, p: {"app-r1-a-1": "CompleteCommit"})
     monkeypatch.setattr(workload, "IN_TRANSACTION_WAIT_S", 0.05)
@@ -636,6 +646,39 @@ def test_an_in_transaction_kill_of_an_app_waits_until_its_transactions_are_open_
     start = [e for e in events() if e["kind"] == "kill-workload" and e["phase"] == "start"][-1]
     assert start["in_transaction"]["open"] == [] and start["in_transaction"]["waited_s"] >= 0.05
     assert control.calls == [("kill", "app-0"), ("restart", "app-0")]  # it landed all the same
+
+
+def test_an_in_transaction_wait_interrupted_while_the_instance_is_frozen_resumes_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The freeze that confirms a transaction open is the kill's alone: a wait that ends otherwise
+    (Ctrl-C while frozen) resumes the instance, and its twin, a wait that confirms, leaves it
+    frozen for the kill."""
+    from types import SimpleNamespace
+
+    from chaos import targets
+    from chaos.faults import workload
+
+    monkeypatch.setattr(workload, "IN_TRANSACTION_SETTLE_S", 0.0)
+    control = FakeControl({"app": ["app-0"]})
+    ctx = SimpleNamespace(defaults=TargetDefaults(transactional_id="app-r1-*"), control=control,
+                          cluster=SimpleNamespace(direct_bootstrap="127.0.0.1:1"), stop=threading.Event())
+    answers = iter([{"app-r1-a-1": "Ongoing"}])
+
+    def states(bootstrap: str, prefix: str) -> dict[str, str]:
+        if (nxt := next(answers, None)) is None:
+            raise KeyboardInterrupt
+        return nxt
+
+    monkeypatch.setattr(targets, "transaction_states", states)
+    with pytest.raises(KeyboardInterrupt):
+        workload.await_open_transaction(ctx, ["app-0"])  # type: ignore[arg-type]
+    assert control.calls == [("pause", "app-0"), ("resume", "app-0")]
+
+    control.calls.clear()
+    monkeypatch.setattr(targets, "transaction_states", lambda b, p: {"app-r1-a-1": "Ongoing"})
+    facts = workload.await_open_transaction(ctx, ["app-0"])  # type: ignore[arg-type]
+    assert facts["in_transaction"]["open"] == ["app-r1-a-1"]  # type: ignore[index]
+    assert control.calls == [("pause", "app-0")]  # frozen, for the kill that follows
 
 
 def test_an_in_transaction_kill_does_not_count_the_time_its_app_s_coordinators_are_away(
