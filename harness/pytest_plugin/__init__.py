@@ -658,6 +658,11 @@ def run_on_session_cluster(sc: Any, source: str, seed: int | None, kafka_cluster
     verdict = ScenarioResult(result.verdict, result.run_dir, source, s, backend.value, result.journal.command)
     record_verdict(request.node, verdict)
     session_runs(request.config).append(result.run_dir)
+    if result.interrupted:
+        # The run caught the Ctrl-C (or SIGTERM) to stop its workloads, heal and check what ran; the
+        # interrupt is the session's all the same. Returned, it was a failed test and the session
+        # went on to the next run.
+        raise KeyboardInterrupt
     return verdict
 
 

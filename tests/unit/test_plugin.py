@@ -114,6 +114,7 @@ def test_summary_names_unmet_minimums_and_unhealed_faults(tmp_path) -> None:  # 
 # properties, the session page); only the cluster run itself is canned.
 CANNED_RUN = f"""
 import types
+INTERRUPTED = False  # a run that caught a Ctrl-C: the twin below sets it
 import pytest
 from harness.run import runner
 
@@ -125,7 +126,7 @@ def kafka_cluster():
 def canned_run(monkeypatch):
     def run_on_shared(sc, backend, seed, run_dir, cluster, source):
         verdict = {INVALID!r}
-        return types.SimpleNamespace(verdict=verdict, run_dir=run_dir,
+        return types.SimpleNamespace(verdict=verdict, run_dir=run_dir, interrupted=INTERRUPTED,
                                      journal=types.SimpleNamespace(command=f"eos-chaos run {{source}} --seed {{seed}}"))
     monkeypatch.setattr(runner, "run_on_shared", run_on_shared)
 """
@@ -155,6 +156,20 @@ def test_a_scenario_test_records_report_verdict_seed_and_rerun_as_junit_properti
     pages = list(results.glob("pytest-session-*.html"))  # the session's own page lists its run
     assert len(pages) == 1 and run_dir.name in pages[0].read_text()
     assert f'href="{pages[0].name}"' in (results / "index.html").read_text()  # and the results index links it
+
+
+def test_a_run_interrupted_by_ctrl_c_ends_the_session_as_ctrl_c_does(
+        pytester: pytest.Pytester, clean_env: pytest.MonkeyPatch) -> None:
+    """A run catches the Ctrl-C to heal and check what ran; the interrupt is the session's all the same:
+    the session ends interrupted, its later tests not run (it used to fail the one test and go on).
+    The twin above, a run not interrupted, ends as its verdict says."""
+    pytester.makeconftest(CANNED_RUN.replace("INTERRUPTED = False", "INTERRUPTED = True"))
+    pytester.makepyfile(test_mine="def test_it(run_scenario):\n    run_scenario('baseline', seed=42)\n\n"
+                                  "def test_after():\n    pass\n")
+    done = pytester.runpytest_subprocess(f"--eos-results={pytester.path / 'runs'}")  # a Ctrl-C in-process is ours
+    assert done.ret == pytest.ExitCode.INTERRUPTED, done.stdout.str()[-2000:]
+    done.assert_outcomes()  # neither passed nor failed: the session stopped in the first
+    assert next((pytester.path / "runs").glob("*-pytest-baseline-*")).is_dir()  # its run kept, for its report
 
 
 def test_a_session_that_uses_no_fixture_keeps_its_environment(pytester: pytest.Pytester, clean_env: pytest.MonkeyPatch) -> None:
