@@ -27,6 +27,7 @@ def node_commands(sc: Scenario, seed: int, inventory: Path) -> list[dict[str, An
     """Every command a run on the external cluster of ``inventory`` would run on its nodes, in order:
     the checks before any fault (on every node), then each planned fault's actions on each node its
     target may resolve to. ConfigError (exit 2) first when the cluster cannot carry a fault."""
+    from chaos.broker_link_plan import link_commands
     from chaos.fault_refusals import NEEDS, external_refusals
     from clusters.backends.external import inventory as inventory_file
     from clusters.backends.external import node_heal
@@ -37,7 +38,8 @@ def node_commands(sc: Scenario, seed: int, inventory: Path) -> list[dict[str, An
     if refused:
         raise ConfigError(f"scenario {sc.name} cannot run on the cluster of {inventory}:\n  " + "\n  ".join(refused))
     inv = inventory_file.load(inventory)
-    brokers = node_heal.brokers_of(inv, folder_for(inv).parent / "known_hosts")
+    known_hosts = folder_for(inv).parent / "known_hosts"
+    brokers = node_heal.brokers_of(inv, known_hosts)
     out: list[dict[str, Any]] = []
     for n, b in brokers.items():
         out.append({"at": None, "fault": "check", "node": n, "action": "reach", "argv": b.on_node.argv("true")})
@@ -49,33 +51,9 @@ def node_commands(sc: Scenario, seed: int, inventory: Path) -> list[dict[str, An
         nodes = [target] if isinstance(target, int) else list(brokers)
         out += [{"at": f.at, "fault": f.kind, "node": n, "action": a, "argv": brokers[n].argv(a)}  # type: ignore[arg-type]
                 for n in nodes for a in NEEDS[f.kind]]
-    # in time order, each cut beside its fault's other commands (a stable sort keeps the rest's order)
-    return sorted(out + _chaos_mesh_cuts(faults, brokers), key=lambda c: -1.0 if c["at"] is None else float(c["at"]))
-
-
-def _chaos_mesh_cuts(faults: list[Any], brokers: dict[int, Any]) -> list[dict[str, Any]]:
-    """The NetworkChaos each planned cut from a ``net.chaos_mesh`` node applies, and its delete (a
-    cut on tc/iptables is not printed: its rules depend on what the node resolves at the time)."""
-    from chaos.broker_links import broker_links_of
-    from clusters.backends.external import chaos_mesh
-    from clusters.backends.external.lifecycle import DRY_RUN_TAG
-    from clusters.kafka.topology import Topology
-
-    topo = Topology(node_ids=tuple(brokers))
-    out: list[dict[str, Any]] = []
-    for f in faults:
-        for lk in broker_links_of(f, topo):
-            src, dst = brokers[lk.src], brokers[lk.dst]
-            k, target = src.node.control.kubectl, dst.node.control.kubectl
-            if not src.node.net.chaos_mesh or k is None or target is None:
-                continue
-            name = chaos_mesh.cut_name(DRY_RUN_TAG, lk.name)
-            apply = chaos_mesh.apply_script(k, chaos_mesh.partition_manifest(name, k, target))
-            delete = chaos_mesh.delete_script(k, "NetworkChaos", name, k.namespace)
-            out += [{"at": f.at, "fault": f.kind, "node": lk.src, "action": f"cut {lk.name}", "argv": src.on_control.argv(apply)},
-                    {"at": f.at + f.duration, "fault": f.kind, "node": lk.src, "action": f"heal {lk.name}",
-                     "argv": src.on_control.argv(delete)}]
-    return out
+    # in time order, each link's command beside its fault's other commands (a stable sort keeps the rest's order)
+    return sorted(out + link_commands(faults, inv, known_hosts),
+                  key=lambda c: -1.0 if c["at"] is None else float(c["at"]))
 
 
 def _allowed() -> bool:

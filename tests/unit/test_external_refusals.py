@@ -91,6 +91,57 @@ def test_a_fault_between_brokers_is_refused_with_its_reason(tmp_path: Path) -> N
     assert _refusals(tmp_path, inv, "  - {kind: latency, at: 5, duration: 5, partition: clients-from-node}\n") == []
 
 
+NET_INVENTORY = """\
+name: netted
+disposable: true
+defaults:
+  broker: {commands: {status: "echo up", kill: "pkill -9 -f kafka", start: "systemctl start kafka"}}
+  control: {local: {}}
+nodes:
+""" + "".join(f"""\
+  - id: {n}
+    host: 127.0.0.{n}
+    listeners: {{client: "127.0.0.{n}:9092", internal: "kafka-{n}.internal:9093"}}
+    net: {{allowed: true, device: lo}}
+""" for n in (1, 2, 3))
+
+
+def test_a_dry_run_prints_the_iptables_and_tc_scripts_of_faults_between_brokers_and_their_undo(
+        tmp_path: Path, state: Path) -> None:
+    """Each planned fault on links between brokers prints the scripts the run would send each source
+    node, made by the run's own code (chains numbered as the run numbers them), and at its heal the
+    scripts that take them back; a peer named by host name is resolved on the node. Its twin, a fault
+    on the clients' links only, prints no node command."""
+    inv = tmp_path / "netted.yaml"
+    inv.write_text(NET_INVENTORY)
+    sc = _scenario(tmp_path, "  - {kind: partition, at: 5, duration: 5, target: 1, partition: isolate-node, "
+                             "listeners: internal}\n"
+                             "  - {kind: latency, at: 12, duration: 4, target: 2, partition: isolate-node, "
+                             "listeners: internal, params: {latency_ms: 300}}\n")
+    r = _eos("run", str(sc), "--inventory", str(inv), "--dry-run", "--seed", "1")
+    assert r.exit_code == 0, r.output
+    out = r.output
+    # node 1 cut from 2 and 3: a chain of its own on node 1 for each link, dropping both ways
+    for n, chain in ((2, "EOSC-dryrun-1"), (3, "EOSC-dryrun-2")):
+        assert f"partition node 1 cut n1-to-n{n}-internal: sh -c" in out, out
+        assert f"iptables -w -N {chain}" in out and f"getent ahostsv4 kafka-{n}.internal" in out, out
+        assert f"partition node 1 heal n1-to-n{n}-internal: sh -c" in out and f"iptables -w -X {chain}" in out, out
+    # and the links into node 1, on their source nodes
+    assert "partition node 2 cut n2-to-n1-internal" in out and "partition node 3 cut n3-to-n1-internal" in out, out
+    # the latency: node 2's tc root, a class per link with netem 300 ms, all taken back at the heal
+    assert "latency node 2 latency on n2-to-n1-internal: sh -c" in out and "netem delay 300ms" in out, out
+    assert "tc qdisc replace dev lo root handle eec1: htb" in out, out
+    assert "latency node 2 undo latency on n2-to-n1-internal: sh -c" in out and "tc qdisc del dev lo root" in out, out
+    times = [float(line.split()[0].rstrip("s")) for line in out.splitlines() if line.strip()[:1].isdigit() and " node " in line]
+    assert times == sorted(times), out  # in time order, heals at start + duration
+    assert not state.exists(), "a dry run made a journal or a state record"
+
+    client = _scenario(tmp_path, "  - {kind: partition, at: 5, duration: 5, target: 1, partition: isolate-node, "
+                                 "listeners: client}\n")
+    r = _eos("run", str(client), "--inventory", str(inv), "--dry-run", "--seed", "1")
+    assert r.exit_code == 0 and "iptables" not in r.output and " cut n" not in r.output, r.output
+
+
 def test_a_dry_run_prints_every_node_command_and_starts_nothing(tmp_path: Path, state: Path) -> None:
     inv = local_inventory(tmp_path, ["1", "2", "3"])
     r = _eos("run", "leader-kill", "--inventory", str(inv), "--dry-run", "--seed", "3")

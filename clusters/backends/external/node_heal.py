@@ -5,8 +5,10 @@ removed from the nodes whose inventory allows net, a paused broker resumed, a do
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TextIO
 
 from clusters.backends.external import transport
 from clusters.backends.external.heal_journal import HealJournal, UndoStep, folder_for, held, replay, undo
@@ -26,15 +28,18 @@ class HealReport:
     kept: Path | None = None  # the healed journal, kept for audit
 
 
-def brokers_of(inv: Inventory, known_hosts: Path, dry_run: bool = False, tag: str = DRY_RUN_TAG) -> dict[int, Broker]:
-    """Each node's broker, driven through its transports (printing instead of running, with ``dry_run``);
-    ``tag``: the run's, in the names of the Chaos Mesh resources it applies."""
+def brokers_of(inv: Inventory, known_hosts: Path, dry_run: bool = False, tag: str = DRY_RUN_TAG,
+               printed: TextIO | None = None) -> dict[int, Broker]:
+    """Each node's broker, driven through its transports (printing instead of running, with ``dry_run``,
+    to ``printed`` or stdout; each ``DryRun`` keeps what it was given in ``seen``); ``tag``: the
+    run's, in the names of the Chaos Mesh resources it applies."""
     out = {}
     for n in inv.resolved():
         on_node, on_control = transport.for_node(n, known_hosts), transport.control_for(n)
         if dry_run:
-            out[n.id] = Broker(n, transport.DryRun(on_node, answer=lambda _: "up"),
-                               transport.DryRun(on_control, answer=lambda _: "up"), tag)
+            stream = printed or sys.stdout
+            out[n.id] = Broker(n, transport.DryRun(on_node, stream, answer=lambda _: "up"),
+                               transport.DryRun(on_control, stream, answer=lambda _: "up"), tag)
         else:
             out[n.id] = Broker(n, on_node, on_control, tag)
     return out
