@@ -20,6 +20,7 @@ PLAN_ZERO = ("t=0 is when every workload is ready (its first finished transactio
 def plan(sc: Scenario, seed: int) -> dict[str, Any]:
     """The planned run as JSON-ready data: scenario name, seed, duration and the schedule."""
     return {"scenario": sc.name, "seed": seed, "duration": sc.duration,
+            **({"end_after_faults_s": sc.end_after_faults_s} if sc.end_after_faults_s is not None else {}),
             "schedule": schedule.as_json(schedule.plan(sc, seed))}
 
 
@@ -73,7 +74,8 @@ def print_plan(sc: Scenario, seed: int, as_json: bool, inventory: Path | None = 
     if as_json:
         print_json({**planned, "node_commands": commands} if commands is not None else planned)
         return
-    out.print(f"{sc.name}, seed {seed}, {sc.duration:.0f}s:", highlight=False)
+    sooner = f" (or {sc.end_after_faults_s:g}s after its faults ended, if sooner)" if sc.end_after_faults_s is not None else ""
+    out.print(f"{sc.name}, seed {seed}, {sc.duration:.0f}s{sooner}:", highlight=False)
     for f in planned["schedule"]:
         extra = f" ({f['workload']})" if f.get("workload") else ""
         out.print(f"  {f['at']:7.1f}s  {f['kind']}{extra} for {f['duration']:.1f}s", highlight=False)

@@ -657,7 +657,9 @@ def _run_workloads(live: _Live) -> None:
         live.staged_thread.start()
     try:
         tail = HistoryTail(ctx.run_dir)
-        journal.extended_s = _wait_out(nemesis, sc.duration, lambda: tail.poll().committed, sc.expect.min_ok_txns)
+        early = (sc.end_after_faults_s, _faults_over(live)) if sc.end_after_faults_s is not None else None
+        journal.extended_s, journal.ended_early_s = _wait_out(nemesis, sc.duration, lambda: tail.poll().committed,
+                                                              sc.expect.min_ok_txns, early)
         # a fault due in the run that waits for the node fault before it to heal begins late
         nemesis.await_begun()
         # a driver killed late in the run replays its batch after the duration: wait for it
@@ -668,23 +670,43 @@ def _run_workloads(live: _Live) -> None:
         log.info("interrupted: stopping the workloads, healing, then checking what ran")
 
 
+def _faults_over(live: _Live) -> Callable[[], bool]:
+    """Whether every fault of the schedule (and a staged zombie's) has ended: the nemesis's threads are done."""
+    def over() -> bool:
+        return all(th is None or not th.is_alive() for th in (live.nemesis_thread, live.staged_thread))
+
+    return over
+
+
 def _wait_out(nemesis: Nemesis, duration: float, committed: Callable[[], int] | None = None,
-              min_ok: int = 0) -> float:
+              min_ok: int = 0, early: tuple[float, Callable[[], bool]] | None = None) -> tuple[float, float]:
     """Wait the run's ``duration``, and as much longer as a blocking fault went past its budget
-    (``Nemesis.extended_s``, at most ``MAX_EXTENSION_S``); then, while fewer than ``min_ok``
-    transactions are committed (``committed()``: the count so far), at most ``duration`` more, so
-    a starved machine's run gets the time its expectation needs rather than failing it. Returns the
-    seconds added. ``stop`` ends it."""
+    (``Nemesis.extended_s``, at most ``MAX_EXTENSION_S``), or, with ``early`` (seconds, whether the
+    faults are over), only until that many seconds after the faults were seen over, if sooner; then,
+    while fewer than ``min_ok`` transactions are committed (``committed()``: the count so far), at
+    most ``duration`` more, so a starved machine's run gets the time its expectation needs rather
+    than failing it. Returns the seconds added and the seconds the run ended early. ``stop`` ends it."""
     started = time.monotonic()
+    over_at: float | None = None
     while True:
         extra = min(nemesis.extended_s, MAX_EXTENSION_S)
-        left = started + duration + extra - time.monotonic()
+        end = started + duration + extra
+        if early is not None and over_at is None and early[1]():
+            over_at = time.monotonic()
+        if early is not None and over_at is not None:
+            end = min(end, over_at + early[0])
+        left = end - time.monotonic()
         if left <= 0 or nemesis.stop.wait(min(left, 1.0)):
             break
+    short = 0.0
+    if early is not None and over_at is not None:
+        short = round(max(0.0, started + duration - time.monotonic()), 1)
+        log.info(f"the run ended {short:.0f}s before its duration: its faults were over {early[0]:g}s before "
+                 "(end_after_faults_s)")
     if extra:
         log.info(f"the run lasted {extra:.0f}s past its duration: a fault went that far past its budget")
     if committed is None or min_ok <= 0 or nemesis.stop.is_set():
-        return round(extra, 1)
+        return round(extra, 1), short
     waited_from, done = time.monotonic(), committed()
     while done < min_ok and time.monotonic() - waited_from < duration and not nemesis.stop.wait(COMMITS_POLL_S):
         done = committed()
@@ -692,7 +714,7 @@ def _wait_out(nemesis: Nemesis, duration: float, committed: Callable[[], int] | 
     if done < min_ok or more >= COMMITS_POLL_S:
         log.info(f"the run lasted {more:.0f}s more for its expected {min_ok} committed transactions "
                  f"(a slow machine); {done} by then")
-    return round(extra + (more if more >= COMMITS_POLL_S else 0.0), 1)
+    return round(extra + (more if more >= COMMITS_POLL_S else 0.0), 1), short
 
 
 def _await_progress_after_faults(nemesis: Nemesis, tail: HistoryTail, timeout: float, run_s: float | None = None) -> float:

@@ -149,6 +149,11 @@ class Scenario(Strict):
     name: str
     description: str
     duration: float = Field(45.0, gt=0, le=MAX_DURATION_S, allow_inf_nan=False)
+    #: end the run this many seconds after its last fault ended, when that comes before ``duration``
+    #: (None: run the whole duration). For a scenario whose one fault takes as long as the machine
+    #: makes it (an epoch pump, a failover): its duration is sized for the slowest machine, and a
+    #: fast one need not wait it out. Not with a fault that repeats (``every``) or a ``mix``
+    end_after_faults_s: float | None = Field(None, ge=0, le=MAX_DURATION_S, allow_inf_nan=False)
     #: names, or mappings {name, keep_name, partitions, config} (harness/run/scenario_topics.py); read
     #: as the list of names, each entry's own settings in ``topics.specs``
     topics: TopicList = Field(default_factory=lambda: TopicList(["eos-a", "eos-b"]))
@@ -244,6 +249,8 @@ class Scenario(Strict):
             problem = schedule.mix_problem(self.mix, self.duration)
             if problem:
                 raise _invalid(("mix",), problem)
+        if self.end_after_faults_s is not None:
+            self._end_after_faults_problem()
         if self.expect.fires:
             from harness.checker import CHECKS  # numpy and pandas: loaded only for a scenario that names checks
 
@@ -252,6 +259,18 @@ class Scenario(Strict):
                     raise _invalid(("expect", "fires", i), f"{check!r} is not a check; allowed: {', '.join(CHECKS)}"
                                                            f"{_did_you_mean(check, list(CHECKS))}")
         return self
+
+    def _end_after_faults_problem(self) -> None:
+        """``end_after_faults_s`` needs faults that are over before the duration: none repeating, no mix."""
+        if self.mix is not None:
+            raise _invalid(("end_after_faults_s",), "a mix draws faults until the duration ends: they are never "
+                                                    "over before it (drop end_after_faults_s or the mix)")
+        if not self.faults:
+            raise _invalid(("end_after_faults_s",), "the scenario has no faults to end after")
+        again = next((i for i, f in enumerate(self.faults) if f.every), None)
+        if again is not None:
+            raise _invalid(("end_after_faults_s",), f"faults[{again}] repeats (every {self.faults[again].every:g}s) "
+                                                    "until the duration ends: it is never over before it")
 
     def _entry_problems(self) -> None:
         """At most one entry of a kind that allows one (an app), and each entry's own problems

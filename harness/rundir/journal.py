@@ -186,6 +186,9 @@ class Journal(BaseModel):
     #: seconds the run lasted past the scenario's duration because a blocking fault (the epoch pump)
     #: went past its budget on a slow machine (chaos/faults/base.py ``FaultContext.extend_run``)
     extended_s: float = 0.0
+    #: seconds the run ended before the scenario's duration: its faults were over and
+    #: ``end_after_faults_s`` had passed since (harness/run/scenario.py)
+    ended_early_s: float = 0.0
     #: the wall-clock time (seconds since the epoch) at the history clock's zero: where the wire
     #: proxy's events (stamped so) fall on it
     history_zero_unix_s: float | None = None
@@ -234,7 +237,8 @@ class Journal(BaseModel):
                 "transaction_version": self.transaction_version, "features": self.features,
                 **({"faults_hit": hit} if (hit := self.faults_hit()) is not None else {}),
                 **({"app": self.app.model_dump(mode="json")} if self.app is not None else {}),
-                **({"extended_s": self.extended_s} if self.extended_s else {})}
+                **({"extended_s": self.extended_s} if self.extended_s else {}),
+                **({"ended_early_s": self.ended_early_s} if self.ended_early_s else {})}
 
     def faults_hit(self) -> dict[str, int] | None:
         """How many faults have a hit record, how many of them hit nothing and how many began on a

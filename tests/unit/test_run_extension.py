@@ -4,6 +4,7 @@ the run waits counts, the largest one wins, it is capped, and the run's stop sti
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Sequence
@@ -30,13 +31,13 @@ def test_an_extension_asked_for_during_the_wait_lengthens_the_run(tmp_path: Path
     threading.Timer(0.1, nem.extend_run, args=(0.6,)).start()
     threading.Timer(0.2, nem.extend_run, args=(0.3,)).start()  # smaller: the larger one stands
     started = time.monotonic()
-    assert runner._wait_out(nem, 0.3) == 0.6
+    assert runner._wait_out(nem, 0.3) == (0.6, 0.0)
     assert 0.85 < time.monotonic() - started < 1.5
 
 
 def test_without_an_extension_the_run_lasts_its_duration(tmp_path: Path) -> None:
     started = time.monotonic()
-    assert runner._wait_out(nemesis(tmp_path), 0.3) == 0
+    assert runner._wait_out(nemesis(tmp_path), 0.3) == (0.0, 0.0)
     assert 0.25 < time.monotonic() - started < 0.6
 
 
@@ -45,12 +46,45 @@ def test_the_extension_is_capped_and_the_stop_ends_the_wait(tmp_path: Path, monk
     nem = nemesis(tmp_path)
     nem.extend_run(100)
     started = time.monotonic()
-    assert runner._wait_out(nem, 0.1) == 0.2
+    assert runner._wait_out(nem, 0.1) == (0.2, 0.0)
     assert time.monotonic() - started < 0.6
     nem.stop.set()
     started = time.monotonic()
     runner._wait_out(nem, 30)
     assert time.monotonic() - started < 0.5
+
+
+def test_a_run_whose_faults_are_over_ends_its_end_after_faults_s_later_and_says_how_early(tmp_path: Path) -> None:
+    """``end_after_faults_s``: once the faults are over (seen at 0.2 s), the run lasts that long more
+    and no longer (at 0.5 s of its 30 s), and says it ended early; its twin, faults never over, runs
+    its whole duration and says nothing; a sooner duration still wins."""
+    over_at = time.monotonic() + 0.2
+    started = time.monotonic()
+    added, short = runner._wait_out(nemesis(tmp_path), 30.0, early=(0.3, lambda: time.monotonic() >= over_at))
+    took = time.monotonic() - started
+    assert added == 0 and 0.45 <= took < 2.5 and 27.0 < short <= 29.6, (took, short)
+    started = time.monotonic()
+    assert runner._wait_out(nemesis(tmp_path), 0.5, early=(0.3, lambda: False)) == (0.0, 0.0)
+    assert 0.45 <= time.monotonic() - started < 2.0
+    assert runner._wait_out(nemesis(tmp_path), 0.3, early=(10.0, lambda: True)) == (0.0, 0.0)
+
+
+def test_end_after_faults_s_is_refused_where_the_faults_are_never_over_before_the_duration(tmp_path: Path) -> None:
+    from harness.base.errors import ConfigError
+    from harness.run import scenario
+
+    def load(faults: str) -> scenario.Scenario:
+        f = tmp_path / "sc.yaml"
+        f.write_text("name: x\ndescription: x\nduration: 60\nend_after_faults_s: 20\n"
+                     "workloads:\n  - {kind: txn-producer, count: 1}\n" + faults)
+        return scenario.load(str(f))
+
+    assert load("faults:\n  - {kind: kill, at: 5, duration: 5}\n").end_after_faults_s == 20
+    for faults, says in (("faults:\n  - {kind: kill, at: 5, duration: 5, every: 10}\n", "faults[0] repeats (every 10s)"),
+                         ("faults: []\n", "no faults to end after"),
+                         ("mix: {kinds: [[kill, 1]]}\n", "a mix draws faults until the duration ends")):
+        with pytest.raises(ConfigError, match=re.escape(says)):
+            load(faults)
 
 
 def test_a_run_short_of_its_expected_commits_waits_for_them_at_most_its_duration_more(
@@ -66,14 +100,14 @@ def test_a_run_short_of_its_expected_commits_waits_for_them_at_most_its_duration
         return made["n"]
 
     started = time.monotonic()
-    assert 0.15 <= runner._wait_out(nemesis(tmp_path), 1.0, committed, 3) < 0.9  # two more looks
+    assert 0.15 <= runner._wait_out(nemesis(tmp_path), 1.0, committed, 3)[0] < 0.9  # two more looks
     assert made["n"] == 3 and time.monotonic() - started < 3.5
     started = time.monotonic()
     # never: capped at the duration (bounds wide enough for a loaded machine's late wake-ups)
-    assert 0.9 <= runner._wait_out(nemesis(tmp_path), 1.0, lambda: 0, 5) <= 2.5
+    assert 0.9 <= runner._wait_out(nemesis(tmp_path), 1.0, lambda: 0, 5)[0] <= 2.5
     assert time.monotonic() - started < 4.5
     started = time.monotonic()
-    assert runner._wait_out(nemesis(tmp_path), 0.2, lambda: 5, 5) == 0
+    assert runner._wait_out(nemesis(tmp_path), 0.2, lambda: 5, 5) == (0.0, 0.0)
     assert time.monotonic() - started < 0.6
 
 
