@@ -58,6 +58,9 @@ if "crd" in argv:
     sys.exit(int(os.environ.get("FAKE_CRD_RC", "0")))
 if "pod" in argv and "get" in argv:
     print(os.environ.get("FAKE_POD", "/True"), end="")
+if "get" in argv and argv[-2:] == ["-o", "name"]:  # the label sweep's listing: what a run left
+    if os.environ.get("FAKE_LEFT"):  # kubectl says "No resources found" on stderr, none on stdout
+        print(os.environ["FAKE_LEFT"])
 """
 
 
@@ -177,6 +180,31 @@ def test_a_kill_is_journaled_before_its_podchaos_is_applied_and_heal_deletes_it(
     assert journal.open_changes() == []
 
 
+def test_cluster_heal_deletes_by_label_what_no_journal_line_names_and_its_twin_deletes_nothing(
+        tmp_path: Path, kubectl: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A runner killed while its journal line was torn (or a resource applied by hand with our label):
+    the journal names nothing, so only the label sweep finds it, asking the API server once per
+    context and namespace. Its twin, nothing of ours left: the sweep lists and deletes nothing."""
+    inv = _load(tmp_path)
+    left = "networkchaos.chaos-mesh.org/eosc-old-cut-n1-to-n2-internal"
+    monkeypatch.setenv("FAKE_LEFT", left)
+    r = node_heal.heal(inv)
+    assert not r.left, r.left
+    calls = [c["argv"] for c in _calls(kubectl)]
+    gets = [c for c in calls if c[2:3] == ["get"] and "-l" in c]
+    assert gets == [["--context", "staging", "get", "podchaos,networkchaos", "-n", "kafka", "-l",
+                     "app.kubernetes.io/managed-by=eos-chaos", "-o", "name"]], calls  # two nodes, one namespace
+    assert ["--context", "staging", "delete", left, "-n", "kafka", "--ignore-not-found"] in calls, calls
+    assert any(line.endswith(f"removed {left}") for line in r.did), r.did
+
+    (kubectl / "calls.jsonl").unlink()
+    monkeypatch.setenv("FAKE_LEFT", "")
+    r = node_heal.heal(inv)
+    calls = [c["argv"] for c in _calls(kubectl)]
+    assert not r.left and not any(c[2:3] == ["delete"] and "chaos-mesh.org/" in " ".join(c) for c in calls), calls
+    assert not any("removed" in line for line in r.did), r.did
+
+
 def test_a_partition_between_pods_is_a_networkchaos_journaled_first_and_reset_deletes_it(
         tmp_path: Path, kubectl: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     inv = _load(tmp_path)
@@ -192,7 +220,9 @@ def test_a_partition_between_pods_is_a_networkchaos_journaled_first_and_reset_de
         assert links.unhealed() == []
     finally:
         journal.unlock()
-    apply, delete = _calls(kubectl)
+    calls = _calls(kubectl)
+    assert sum("-l" in c["argv"] for c in calls) == 2  # each unhealed() asked the API server by label too
+    apply, delete = [c for c in calls if "-l" not in c["argv"]]  # type: ignore[operator]
     k1, k2 = inv.node(1).control.kubectl, inv.node(2).control.kubectl
     assert k1 is not None and k2 is not None
     assert apply["stdin"] == chaos_mesh.partition_manifest("eosc-t1-cut-n1-to-n2-internal", k1, k2)

@@ -106,6 +106,19 @@ def cut_name(tag: str, link: str) -> str:
     return resource_name(tag, f"cut-{link}")
 
 
+def sweep_script(k: KubectlControl, remove: bool = True) -> str:
+    """Every PodChaos and NetworkChaos of ours (``LABEL``) in the node's namespace deleted, one line
+    printed for each (``remove`` False: listed only, ``left: ...``): what a journal line torn by a
+    crash, or a change made by hand, leaves behind. It trusts no journal: it asks the API server."""
+    selector = ",".join(f"{key}={value}" for key, value in LABEL.items())
+    get = (f"{kubectl(k)} get podchaos,networkchaos -n {shlex.quote(k.namespace)} -l {shlex.quote(selector)} "
+           "-o name")
+    if not remove:
+        return f"{get} | sed -n 's/^./left: &/p'"
+    return (f"for r in $({get}); do {kubectl(k)} delete \"$r\" -n {shlex.quote(k.namespace)} --ignore-not-found "
+            ">/dev/null && echo \"removed $r\"; done")
+
+
 def crd_script(k: KubectlControl) -> str:
     """Reads only: exits non-zero naming what is missing when Chaos Mesh's CRDs are not installed."""
     return f"{kubectl(k)} get crd {' '.join(CRDS)}"

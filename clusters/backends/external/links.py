@@ -70,6 +70,7 @@ class _Change:
     id: int
     clear: str
     on_control: bool = False  # a Chaos Mesh resource: deleted by the control host's kubectl
+    name: str = ""  # a Chaos Mesh resource's name
 
 
 @dataclass
@@ -159,7 +160,7 @@ class ExternalLinks:
         clear = chaos_mesh.delete_script(k, "NetworkChaos", name, k.namespace)
         detail = {"link": link, "fault": "partition", "chaos_mesh": "NetworkChaos", "name": name}
         c = _Change(src.node.id, self.journal.apply(src.node.id, NET_MESH, (UndoStep(run=clear, on="control"),), detail),
-                    clear, on_control=True)
+                    clear, on_control=True, name=name)
         ran = src.on_control.run(chaos_mesh.apply_script(k, chaos_mesh.partition_manifest(name, k, dst.node.control.kubectl)),
                                  check=False)
         self.journal.mark(c.id, "done", rc=ran.rc)
@@ -287,7 +288,7 @@ class ExternalLinks:
             self._chains.clear()
             self._covered.clear()
             self._tcs.clear()
-            left += sweep_net(self.brokers)[1]
+            left += sweep_net(self.brokers)[1] + sweep_mesh(self.brokers)[1]
             if not left:
                 for a in self.journal.open_changes():
                     if a.what in NET_WHATS:
@@ -302,7 +303,11 @@ class ExternalLinks:
         found += [f"{self.brokers[c.node].node.where}: left: NetworkChaos of change {c.id}"
                   for c in self._chains.values() if c.on_control]
         did, left = sweep_net(self.brokers, remove=False)
-        return found + [line for line in did if ": left: " in line] + left
+        mesh_did, mesh_left = sweep_mesh(self.brokers, remove=False)
+        # this run's own NetworkChaos are listed above, from what it holds: not twice
+        ours = {c.name for c in self._chains.values() if c.on_control}
+        mesh = [line for line in mesh_did if ": left: " in line and not any(line.endswith(f"/{n}") for n in ours)]
+        return found + [line for line in did if ": left: " in line] + left + mesh + mesh_left
 
     def _undo_mesh(self) -> list[str]:
         """Every NetworkChaos of this run deleted; what could not be."""
@@ -374,6 +379,30 @@ def sweep_net(brokers: dict[int, Broker], remove: bool = True) -> tuple[list[str
             continue
         if ran.rc != 0:
             left.append(f"{b.node.where}: its network sweep exited {ran.rc}: {(ran.err or ran.out).strip()[-400:]}")
+        did += [f"{b.node.where}: {line}" for line in ran.out.splitlines() if line.strip()]
+    return did, left
+
+
+def sweep_mesh(brokers: dict[int, Broker], remove: bool = True) -> tuple[list[str], list[str]]:
+    """Every PodChaos and NetworkChaos of ours in each namespace of the inventory's Chaos Mesh nodes
+    deleted (``remove`` False: only listed), once per context and namespace, through the control
+    host: what each said, and what could not be read or swept. As ``sweep_net``, it trusts no journal."""
+    did: list[str] = []
+    left: list[str] = []
+    asked: set[tuple[str | None, str]] = set()
+    for b in brokers.values():
+        k = b.node.control.kubectl
+        if k is None or not chaos_mesh.uses_chaos_mesh(b.node) or (k.context, k.namespace) in asked:
+            continue
+        asked.add((k.context, k.namespace))
+        try:
+            ran = b.on_control.run(chaos_mesh.sweep_script(k, remove), check=False)
+        except HarnessError as exc:
+            left.append(f"{b.node.where}: cannot sweep the Chaos Mesh resources of namespace {k.namespace}: {exc}")
+            continue
+        if ran.rc != 0:
+            left.append(f"{b.node.where}: its Chaos Mesh sweep of namespace {k.namespace} exited {ran.rc}: "
+                        f"{(ran.err or ran.out).strip()[-400:]}")
         did += [f"{b.node.where}: {line}" for line in ran.out.splitlines() if line.strip()]
     return did, left
 

@@ -11,10 +11,11 @@ from pathlib import Path
 from typing import TextIO
 
 from clusters.backends.external import transport
+from clusters.backends.external.chaos_mesh import LABEL, uses_chaos_mesh
 from clusters.backends.external.heal_journal import HealJournal, UndoStep, folder_for, held, replay, undo
 from clusters.backends.external.inventory import Inventory
 from clusters.backends.external.lifecycle import DRY_RUN_TAG, Broker
-from clusters.backends.external.links import sweep_net
+from clusters.backends.external.links import sweep_mesh, sweep_net
 from clusters.backends.protocol import NodeState
 from harness.base.errors import HarnessError
 
@@ -80,6 +81,9 @@ def heal(inv: Inventory, root: Path | None = None, brokers: dict[int, Broker] | 
         net_did, net_left = sweep_net(brokers)  # what the journal missed: a line torn, a change made by hand
         r.did += net_did or [f"{b.node.where}: no chain or qdisc of ours" for b in brokers.values() if b.node.net.allowed]
         r.left += net_left
+        mesh_did, mesh_left = sweep_mesh(brokers)  # the same for Chaos Mesh's resources, by their label
+        r.did += mesh_did
+        r.left += mesh_left
         swept = sweep(brokers)
         r.did += swept.did
         r.left += swept.left
@@ -110,5 +114,9 @@ def heal_dry_run(inv: Inventory, root: Path | None = None) -> HealReport:
             r.did.append(f"{b.node.where}: remove every EOSC-* iptables chain and eec1: root qdisc")
         r.did.append(f"{b.node.where}: read its state, resume it if paused, start it if down")
         b.run("status")
+    if any(uses_chaos_mesh(b.node) for b in brokers.values()):
+        r.did.append("the inventory's Chaos Mesh namespaces: delete every PodChaos and NetworkChaos labelled "
+                     + ", ".join(f"{k}={v}" for k, v in LABEL.items()))
     sweep_net(brokers)  # printed by the dry-run transports
+    sweep_mesh(brokers)
     return r
