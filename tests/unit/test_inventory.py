@@ -159,3 +159,28 @@ def test_the_strict_yaml_rules_of_scenarios_hold_for_inventories(tmp_path: Path)
         inventory.load(f)
     with pytest.raises(ConfigError, match="^inventory file .* does not exist"):
         inventory.load(tmp_path / "none.yaml")
+
+
+def test_a_broker_s_start_timeout_is_its_own_wait_for_up_and_a_bad_one_is_refused_at_its_line(tmp_path: Path) -> None:
+    """``broker.start_timeout_s``: how long a start (a heal's, a pod Kubernetes makes again) may take
+    before the broker is up: a staging broker's log recovery takes longer than the default. A heal
+    waits that long and no longer, naming the node and the state it last saw; its twin, the
+    default, is what a small cluster needs; a value that is no time is refused at its line."""
+    import time
+
+    from clusters.backends.external import node_heal
+    from clusters.backends.external.heal_journal import UndoStep, undo
+    from harness.base.errors import WaitTimeout
+
+    text = EVERY_KIND.replace('commands: {kill: "pkill -9 x"}}',
+                              'commands: {kill: "pkill -9 x", status: "echo down", start: "true"}, '
+                              'start_timeout_s: 0.5}')
+    inv = inventory.load(_write(tmp_path, text))
+    assert inv.node(2).broker.start_timeout_s == 0.5 and inv.node(1).broker.start_timeout_s == inventory.START_TIMEOUT_S
+    broker = node_heal.brokers_of(inv, tmp_path / "known_hosts")[2]
+    started = time.monotonic()
+    with pytest.raises(WaitTimeout, match=r"node 2 \(local\) to be up.*status says down"):
+        undo(UndoStep(action="start"), broker)  # the start ran, and the broker never came up
+    assert time.monotonic() - started < 10
+    assert "FILE:14: nodes[1].broker.start_timeout_s: " in _refused(
+        tmp_path, text.replace("start_timeout_s: 0.5", "start_timeout_s: -1"))

@@ -26,7 +26,7 @@ from clusters.backends.external.inventory import Inventory
 from clusters.backends.external.lifecycle import node_commands, why_not
 from clusters.backends.external.links import ExternalLinks
 from clusters.backends.external.proxy_plan import EXTERNAL_PORT_BASE, ExternalPlan
-from clusters.backends.protocol import HEALTHY_TIMEOUT_S, NODE_START_TIMEOUT_S, ClusterStatus, NodeState, NodeStatus, Owned
+from clusters.backends.protocol import HEALTHY_TIMEOUT_S, ClusterStatus, NodeState, NodeStatus, Owned
 from clusters.backends.reclaim import Leftover, Reclaimed
 from clusters.backends.sidecars import Sidecars
 from clusters.kafka import health
@@ -340,10 +340,10 @@ class ExternalCluster(Owned):
         b = self._broker(node)
         if b.state() is NodeState.DOWN:
             b.run("start")
-            b.wait_state(NodeState.UP, timeout=NODE_START_TIMEOUT_S)
+            b.wait_state(NodeState.UP, timeout=b.node.broker.start_timeout_s)
         address = self.direct_address(node)
-        wait_until(lambda: probe.listener_problem(address, timeout=2.0) is None, timeout=NODE_START_TIMEOUT_S,
-                   what=f"node {node} to accept connections on {address}")
+        wait_until(lambda: probe.listener_problem(address, timeout=2.0) is None, timeout=b.node.broker.start_timeout_s,
+                   what=f"node {node} to accept connections on {address} (broker.start_timeout_s)")
 
     def _remade_after_kill(self, node: int) -> bool:
         """Whether ``node`` is a Chaos Mesh pod with a kill of ours open (its heal deletes the PodChaos

@@ -38,11 +38,6 @@ from harness.base.paths import state_dir
 log = logging.getLogger(__name__)
 
 JOURNAL_VERSION = 1
-#: A broker a heal starts again is up (its status says so) within this long: a JVM's start, its
-#: log recovery after a kill -9 on a small test cluster; a staging cluster's may need the inventory's
-#: own status to say up earlier (it is a status, not a Metadata answer: the cluster's health is waited
-#: for by the backend).
-NODE_UP_TIMEOUT_S = 120.0
 #: What undoes each change the harness makes to a broker.
 UNDO_ACTION: dict[Action, Literal["start", "resume"]] = {"kill": "start", "stop": "start", "pause": "resume"}
 
@@ -239,7 +234,9 @@ def undo(step: UndoStep, broker: Broker) -> str:
             state = broker.state()
         if state is not NodeState.UP:
             broker.run("start")
-            broker.wait_state(NodeState.UP, timeout=NODE_UP_TIMEOUT_S)
+            # its status says up (the inventory's ``broker.start_timeout_s``): a status, not a Metadata
+            # answer; the cluster's health is waited for by the backend
+            broker.wait_state(NodeState.UP, timeout=broker.node.broker.start_timeout_s)
             return "started"
         return "already up"
     if step.action == "resume":

@@ -142,6 +142,9 @@ class ProcessMatch(InventoryModel):
     start: str | None = None  # a command that starts it detached; without it, no fault that needs start
 
 
+#: A broker is up and answers within this long of a start unless its inventory says otherwise
+#: (``broker.start_timeout_s``): a JVM's start and its log recovery after a kill -9 on a small cluster.
+START_TIMEOUT_S = 120.0
 #: A broker's presets, at most one a node.
 PRESETS = ("service", "process", "docker", "chaos_mesh")
 
@@ -157,6 +160,10 @@ class BrokerControl(InventoryModel):
     # PodChaos applied from the control host; no pause (Chaos Mesh has no SIGSTOP action; chaos_mesh.py)
     chaos_mesh: Literal["pod"] | None = None
     commands: dict[Action, NodeCommand] = {}
+    #: how long the broker may take to be up (its status) and answer on its listener after a start,
+    #: or after Kubernetes makes its killed pod again: a staging broker's log recovery, a pod's
+    #: scheduling and image pull can take longer than a small test cluster's default
+    start_timeout_s: float = Field(START_TIMEOUT_S, gt=0, le=3600, allow_inf_nan=False)
 
     @model_validator(mode="after")
     def _one_preset(self) -> BrokerControl:
