@@ -126,17 +126,19 @@ def test_ctrl_c_while_the_command_loads_is_one_line_and_exit_130(delay: float, t
     itself is starting (``site``), which a loaded machine can stretch past any fixed delay, and a
     Ctrl-C there is the interpreter's, not the command's."""
     env = {**isolated_env(tmp_path), "PYTHONPROFILEIMPORTTIME": "1"}
+    # unbuffered: communicate() below reads the pipe itself, and a buffered reader here had read past
+    # the line it returned, so the rest began inside an import's line ("ecoder", not a line of ours)
     p = subprocess.Popen([CLI, "scenarios"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                         text=True, env=env, preexec_fn=as_at_a_terminal)
+                         bufsize=0, env=env, preexec_fn=as_at_a_terminal)
     assert p.stderr is not None
     before = []
-    for line in p.stderr:  # bounded: the process ends, or reaches harness.cli, within the test's timeout
+    while line := p.stderr.readline().decode():  # bounded: the process ends, or reaches harness.cli
         before.append(line)
         if line.startswith(IMPORT_TIME) and line.rstrip().endswith("harness.cli"):
             break
     time.sleep(delay)
     p.send_signal(signal.SIGINT)
-    out, rest = p.communicate(timeout=DEADLINE_S)
+    out, rest = (b.decode() for b in p.communicate(timeout=DEADLINE_S))
     err = "".join(line for line in [*before, *rest.splitlines(keepends=True)] if not line.startswith(IMPORT_TIME))
     assert p.returncode == 130, (out, err)
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
