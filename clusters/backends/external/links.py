@@ -25,7 +25,7 @@ from clusters.backends.external import chaos_mesh, netfaults
 from clusters.backends.external.heal_journal import HealJournal, UndoStep
 from clusters.backends.external.inventory import ResolvedNode, split_host_port
 from clusters.backends.external.lifecycle import Broker
-from clusters.backends.external.transport import Ran
+from clusters.backends.external.transport import Ran, Transport
 from clusters.toxiproxy.toxiproxy_api import LinkControl, ProxySpec, Toxiproxy
 from harness.base.errors import FaultError, HarnessError
 
@@ -372,15 +372,22 @@ def sweep_net(brokers: dict[int, Broker], remove: bool = True) -> tuple[list[str
         if not b.node.net.allowed:
             continue
         on, script = netfaults.placed(b.node, netfaults.sweep_script(remove), gone_ok=True)
-        try:
-            ran = (b.on_control if on == "control" else b.on_node).run(script, check=False)
-        except HarnessError as exc:
-            left.append(f"{b.node.where}: cannot sweep its network rules: {exc}")
-            continue
-        if ran.rc != 0:
-            left.append(f"{b.node.where}: its network sweep exited {ran.rc}: {(ran.err or ran.out).strip()[-400:]}")
-        did += [f"{b.node.where}: {line}" for line in ran.out.splitlines() if line.strip()]
+        _sweep_on(b, b.on_control if on == "control" else b.on_node, script, ("its network rules", "its network sweep"),
+                  did, left)
     return did, left
+
+
+def _sweep_on(b: Broker, t: Transport, script: str, words: tuple[str, str], did: list[str], left: list[str]) -> None:
+    """A sweep's ``script`` run through ``t``: each line it printed into ``did`` (``node ...: line``),
+    a failure into ``left``, in ``words`` (what cannot be swept, the sweep that exited)."""
+    try:
+        ran = t.run(script, check=False)
+    except HarnessError as exc:
+        left.append(f"{b.node.where}: cannot sweep {words[0]}: {exc}")
+        return
+    if ran.rc != 0:
+        left.append(f"{b.node.where}: {words[1]} exited {ran.rc}: {(ran.err or ran.out).strip()[-400:]}")
+    did += [f"{b.node.where}: {line}" for line in ran.out.splitlines() if line.strip()]
 
 
 def sweep_mesh(brokers: dict[int, Broker], remove: bool = True) -> tuple[list[str], list[str]]:
@@ -395,15 +402,9 @@ def sweep_mesh(brokers: dict[int, Broker], remove: bool = True) -> tuple[list[st
         if k is None or not chaos_mesh.uses_chaos_mesh(b.node) or (k.context, k.namespace) in asked:
             continue
         asked.add((k.context, k.namespace))
-        try:
-            ran = b.on_control.run(chaos_mesh.sweep_script(k, remove), check=False)
-        except HarnessError as exc:
-            left.append(f"{b.node.where}: cannot sweep the Chaos Mesh resources of namespace {k.namespace}: {exc}")
-            continue
-        if ran.rc != 0:
-            left.append(f"{b.node.where}: its Chaos Mesh sweep of namespace {k.namespace} exited {ran.rc}: "
-                        f"{(ran.err or ran.out).strip()[-400:]}")
-        did += [f"{b.node.where}: {line}" for line in ran.out.splitlines() if line.strip()]
+        _sweep_on(b, b.on_control, chaos_mesh.sweep_script(k, remove),
+                  (f"the Chaos Mesh resources of namespace {k.namespace}", f"its Chaos Mesh sweep of namespace {k.namespace}"),
+                  did, left)
     return did, left
 
 
